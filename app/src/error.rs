@@ -1,0 +1,59 @@
+//! The one error type of every server function. It crosses the wire as JSON
+//! and is shown to people through the catalogue, never as raw text.
+
+use serde::{Deserialize, Serialize};
+use server_fn::codec::JsonEncoding;
+use server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    #[error("not signed in")]
+    Unauthenticated,
+    #[error("your role may not do this")]
+    Forbidden,
+    #[error("wrong username or password")]
+    BadCredentials,
+    #[error("too many failed sign-ins; try again in {minutes} minutes")]
+    Throttled { minutes: u64 },
+    #[error("invalid username")]
+    InvalidUsername,
+    #[error("password too short (at least {min} characters)")]
+    WeakPassword { min: usize },
+    #[error("username already taken")]
+    UsernameTaken,
+    #[error("the last active admin cannot lose the admin role or be disabled")]
+    LastAdmin,
+    #[error("you cannot disable or demote yourself")]
+    NotOnYourself,
+    #[error("not found")]
+    NotFound,
+    #[error("internal error (trace {trace_id})")]
+    Internal { trace_id: String },
+    #[error("request failed: {0}")]
+    Transport(String),
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        AppError::Transport(value.to_string())
+    }
+}
+
+impl AppError {
+    /// The HTTP status a direct caller of a server function sees.
+    pub fn status(&self) -> u16 {
+        match self {
+            AppError::Unauthenticated | AppError::BadCredentials => 401,
+            AppError::Forbidden | AppError::NotOnYourself => 403,
+            AppError::Throttled { .. } => 429,
+            AppError::InvalidUsername | AppError::WeakPassword { .. } | AppError::Transport(_) => {
+                400
+            }
+            AppError::UsernameTaken | AppError::LastAdmin => 409,
+            AppError::NotFound => 404,
+            AppError::Internal { .. } => 500,
+        }
+    }
+}

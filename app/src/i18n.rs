@@ -1,0 +1,174 @@
+//! The one catalogue of visible strings, English and Chinese. A key without
+//! both translations does not compile.
+
+use crate::error::AppError;
+use crate::types::{Lang, Role};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Msg {
+    AppName,
+    Tagline,
+    SignIn,
+    SignOut,
+    Username,
+    Password,
+    NewPassword,
+    Role,
+    Language,
+    SwitchLanguage,
+    SignedInAs,
+    NavHome,
+    NavUsers,
+    FirstAdminTitle,
+    FirstAdminBody,
+    HomeTitle,
+    HomeBody,
+    UsersTitle,
+    UsersIntro,
+    CreateUser,
+    Create,
+    ChangeRole,
+    ResetPassword,
+    Disable,
+    Enable,
+    Status,
+    Active,
+    Disabled,
+    CreatedAt,
+    Actions,
+    Saved,
+    Loading,
+    ForbiddenTitle,
+    ForbiddenBody,
+    NotFoundTitle,
+    NotFoundBody,
+    BackHome,
+    You,
+}
+
+impl Msg {
+    pub fn text(self, lang: Lang) -> &'static str {
+        let (en, zh) = self.both();
+        match lang {
+            Lang::En => en,
+            Lang::Zh => zh,
+        }
+    }
+
+    fn both(self) -> (&'static str, &'static str) {
+        use Msg::*;
+        match self {
+            AppName => ("Reckon", "Reckon 对账台"),
+            Tagline => ("Payment callbacks and reconciliation", "支付回调与对账"),
+            SignIn => ("Sign in", "登录"),
+            SignOut => ("Sign out", "退出登录"),
+            Username => ("Username", "用户名"),
+            Password => ("Password", "密码"),
+            NewPassword => ("New password", "新密码"),
+            Role => ("Role", "角色"),
+            Language => ("Language", "语言"),
+            SwitchLanguage => ("中文", "English"),
+            SignedInAs => ("Signed in as", "当前用户"),
+            NavHome => ("Home", "首页"),
+            NavUsers => ("Users", "用户管理"),
+            FirstAdminTitle => ("No users yet", "尚无任何用户"),
+            FirstAdminBody => (
+                "Create the first admin on the server with this command, then sign in:",
+                "请在服务器上运行以下命令创建第一个管理员，然后登录：",
+            ),
+            HomeTitle => ("Welcome", "欢迎"),
+            HomeBody => (
+                "Reckon turns provider callbacks, status queries and daily bills into one correct payment state. More pages arrive as they are built.",
+                "Reckon 将渠道回调、主动查询与每日账单汇聚为唯一正确的支付状态。更多页面将陆续上线。",
+            ),
+            UsersTitle => ("Users", "用户管理"),
+            UsersIntro => (
+                "Every change here is written to the audit log with who, when, before and after.",
+                "此处的每项变更都会写入审计日志，记录操作人、时间以及变更前后的值。",
+            ),
+            CreateUser => ("Create a user", "新建用户"),
+            Create => ("Create", "创建"),
+            ChangeRole => ("Change role", "修改角色"),
+            ResetPassword => ("Reset password", "重置密码"),
+            Disable => ("Disable", "停用"),
+            Enable => ("Enable", "启用"),
+            Status => ("Status", "状态"),
+            Active => ("active", "正常"),
+            Disabled => ("disabled", "已停用"),
+            CreatedAt => ("Created (UTC)", "创建时间（UTC）"),
+            Actions => ("Actions", "操作"),
+            Saved => ("Saved.", "已保存。"),
+            Loading => ("Loading…", "加载中…"),
+            ForbiddenTitle => ("Not allowed", "无权访问"),
+            ForbiddenBody => (
+                "Your role may not open this page.",
+                "您的角色无权打开此页面。",
+            ),
+            NotFoundTitle => ("Page not found", "页面不存在"),
+            NotFoundBody => (
+                "There is no page at this address.",
+                "此地址没有对应的页面。",
+            ),
+            BackHome => ("Back to the start page", "返回首页"),
+            You => ("you", "本人"),
+        }
+    }
+}
+
+pub fn role_name(role: Role, lang: Lang) -> &'static str {
+    match (role, lang) {
+        (Role::Operator, Lang::En) => "Operator",
+        (Role::Supervisor, Lang::En) => "Supervisor",
+        (Role::Admin, Lang::En) => "Admin",
+        (Role::Operator, Lang::Zh) => "操作员",
+        (Role::Supervisor, Lang::Zh) => "主管",
+        (Role::Admin, Lang::Zh) => "管理员",
+    }
+}
+
+pub fn error_text(err: &AppError, lang: Lang) -> String {
+    match (err, lang) {
+        (AppError::Unauthenticated, Lang::En) => "Please sign in.".into(),
+        (AppError::Unauthenticated, Lang::Zh) => "请先登录。".into(),
+        (AppError::Forbidden, Lang::En) => "Your role may not do this.".into(),
+        (AppError::Forbidden, Lang::Zh) => "您的角色无权执行此操作。".into(),
+        (AppError::BadCredentials, Lang::En) => "Wrong username or password.".into(),
+        (AppError::BadCredentials, Lang::Zh) => "用户名或密码错误。".into(),
+        (AppError::Throttled { minutes }, Lang::En) => {
+            format!("Too many failed sign-ins. Try again in {minutes} minutes.")
+        }
+        (AppError::Throttled { minutes }, Lang::Zh) => {
+            format!("登录失败次数过多，请 {minutes} 分钟后再试。")
+        }
+        (AppError::InvalidUsername, Lang::En) => {
+            "A username is 2–32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit.".into()
+        }
+        (AppError::InvalidUsername, Lang::Zh) => {
+            "用户名为 2–32 个字符：小写字母、数字、'.'、'_' 或 '-'，以字母或数字开头。".into()
+        }
+        (AppError::WeakPassword { min }, Lang::En) => {
+            format!("A password needs at least {min} characters.")
+        }
+        (AppError::WeakPassword { min }, Lang::Zh) => format!("密码至少需要 {min} 个字符。"),
+        (AppError::UsernameTaken, Lang::En) => "That username is already taken.".into(),
+        (AppError::UsernameTaken, Lang::Zh) => "该用户名已被占用。".into(),
+        (AppError::LastAdmin, Lang::En) => {
+            "The last active admin cannot lose the admin role or be disabled.".into()
+        }
+        (AppError::LastAdmin, Lang::Zh) => "最后一位有效管理员不能被降级或停用。".into(),
+        (AppError::NotOnYourself, Lang::En) => {
+            "You cannot disable yourself or change your own role.".into()
+        }
+        (AppError::NotOnYourself, Lang::Zh) => "不能停用自己或修改自己的角色。".into(),
+        (AppError::NotFound, Lang::En) => "Not found.".into(),
+        (AppError::NotFound, Lang::Zh) => "未找到。".into(),
+        (AppError::Internal { trace_id }, Lang::En) => {
+            format!("Something went wrong on the server (trace {trace_id}).")
+        }
+        (AppError::Internal { trace_id }, Lang::Zh) => {
+            format!("服务器内部错误（追踪号 {trace_id}）。")
+        }
+        (AppError::Transport(detail), Lang::En) => format!("The request failed: {detail}"),
+        (AppError::Transport(detail), Lang::Zh) => format!("请求失败：{detail}"),
+    }
+}

@@ -1,0 +1,38 @@
+//! Reckon's console: the types that cross the wire, the server functions,
+//! and the pages. Compiled twice — with `ssr` into the server, with
+//! `hydrate` into WebAssembly for the browser.
+
+pub mod api;
+pub mod error;
+pub mod format;
+pub mod i18n;
+pub mod pages;
+#[cfg(feature = "ssr")]
+pub mod ssr;
+pub mod types;
+
+pub use pages::{App, shell};
+
+/// Query parameter carrying a server function's error back to a page after a
+/// plain (no-JavaScript) form post.
+pub const ERROR_PARAM: &str = "err";
+
+/// Sets the HTTP status of the page being rendered on the server; nothing in
+/// the browser.
+pub fn ssr_status(code: u16) {
+    #[cfg(feature = "ssr")]
+    if let Some(opts) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>()
+        && let Ok(status) = axum::http::StatusCode::from_u16(code)
+    {
+        opts.set_status(status);
+    }
+    #[cfg(not(feature = "ssr"))]
+    let _ = code;
+}
+
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+}

@@ -1,0 +1,217 @@
+//! The console's pages and the frame around them. Every page renders on the
+//! server (so it reads and its forms post without JavaScript) and hydrates.
+
+mod home;
+mod login;
+mod users;
+
+use crate::api::{Logout, SetLanguage, whoami};
+use crate::error::AppError;
+use crate::i18n::{Msg, error_text, role_name};
+use crate::ssr_status;
+use crate::types::{Lang, Role, SessionInfo, User};
+use leptos::either::{Either, EitherOf3};
+use leptos::prelude::*;
+use leptos_meta::{Html, MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::components::{A, Redirect, Route, Router, Routes};
+use leptos_router::hooks::use_query_map;
+use leptos_router::{SsrMode, path};
+
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html>
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// Shared by every page: who is looking, and the actions that change it.
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    pub info: Resource<Result<SessionInfo, AppError>>,
+    pub set_lang: ServerAction<SetLanguage>,
+    pub logout: ServerAction<Logout>,
+}
+
+/// The signed-in viewer, provided to a page's body by [`Frame`].
+#[derive(Clone)]
+pub struct Viewer {
+    pub user: User,
+    pub lang: Lang,
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    let set_lang = ServerAction::<SetLanguage>::new();
+    let logout = ServerAction::<Logout>::new();
+    let info = Resource::new(
+        move || (set_lang.version().get(), logout.version().get()),
+        |_| whoami(),
+    );
+    provide_context(Ctx {
+        info,
+        set_lang,
+        logout,
+    });
+    // Marks the page once the WebAssembly has taken over (tests wait for it).
+    Effect::new(move |_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/reckon.css"/>
+        <Title text="Reckon"/>
+        <Router>
+            <Routes fallback=|| view! { <Frame allow=Role::ALL><NotFound/></Frame> }>
+                <Route path=path!("/login") view=login::LoginPage ssr=SsrMode::Async/>
+                <Route path=path!("/") view=home::HomePage ssr=SsrMode::Async/>
+                <Route path=path!("/users") view=users::UsersPage ssr=SsrMode::Async/>
+            </Routes>
+        </Router>
+    }
+}
+
+/// The frame of every signed-in page: navigation, language switch, sign out.
+/// Sends anonymous visitors to the login page and shows a 403 page to roles
+/// not in `allow` (the server functions refuse them anyway).
+#[component]
+pub fn Frame(allow: &'static [Role], children: ChildrenFn) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let children = StoredValue::new(children);
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"…"</p> }>
+            {move || Suspend::new(async move {
+                match ctx.info.await {
+                    Err(err) => EitherOf3::A(view! { <ErrorNote err=Some(err) lang=Lang::En/> }),
+                    Ok(SessionInfo { user: None, .. }) => EitherOf3::B(view! { <Redirect path="/login"/> }),
+                    Ok(SessionInfo { user: Some(user), lang, .. }) => {
+                        let allowed = allow.contains(&user.role);
+                        if !allowed {
+                            ssr_status(403);
+                        }
+                        provide_context(Viewer { user: user.clone(), lang });
+                        EitherOf3::C(view! {
+                            <Html attr:lang=lang.html_tag()/>
+                            <Nav user=user lang=lang/>
+                            <main>
+                                {if allowed {
+                                    Either::Left(children.with_value(|c| c()))
+                                } else {
+                                    Either::Right(view! { <Forbidden lang=lang/> })
+                                }}
+                            </main>
+                        })
+                    }
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Nav(user: User, lang: Lang) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let is_admin = user.role == Role::Admin;
+    view! {
+        <header class="topbar">
+            <span class="brand">{Msg::AppName.text(lang)}</span>
+            <nav>
+                <A href="/">{Msg::NavHome.text(lang)}</A>
+                {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
+            </nav>
+            <span class="who" id="who">
+                {Msg::SignedInAs.text(lang)} " " <strong>{user.username.clone()}</strong>
+                " (" {role_name(user.role, lang)} ")"
+            </span>
+            <LangSwitch action=ctx.set_lang lang=lang/>
+            <ActionForm action=ctx.logout attr:class="inline">
+                <button type="submit" id="sign-out">{Msg::SignOut.text(lang)}</button>
+            </ActionForm>
+        </header>
+    }
+}
+
+#[component]
+pub fn LangSwitch(action: ServerAction<SetLanguage>, lang: Lang) -> impl IntoView {
+    view! {
+        <ActionForm action=action attr:class="inline">
+            <input type="hidden" name="lang" value=lang.other().as_str()/>
+            <button type="submit" id="lang-switch" class="link">
+                {Msg::SwitchLanguage.text(lang)}
+            </button>
+        </ActionForm>
+    }
+}
+
+/// An error from an action (after hydration) or from `?err=` (after a plain
+/// form post), in the viewer's language.
+#[component]
+pub fn ErrorNote(err: Option<AppError>, lang: Lang) -> impl IntoView {
+    err.map(|e| {
+        view! { <p class="error" role="alert">{error_text(&e, lang)}</p> }
+    })
+}
+
+/// The error a plain form post left in the address (`?err=`).
+pub fn url_error() -> impl Fn() -> Option<AppError> + Copy {
+    let query = use_query_map();
+    move || {
+        query
+            .read()
+            .get(crate::ERROR_PARAM)
+            .and_then(|s| serde_json::from_str::<AppError>(&s).ok())
+    }
+}
+
+/// The newest error of an action, else the one in the address.
+pub fn action_error<A, T>(
+    action: ServerAction<A>,
+    from_url: impl Fn() -> Option<AppError> + Copy,
+) -> impl Fn() -> Option<AppError> + Copy
+where
+    A: leptos::server_fn::ServerFn<Output = T, Error = AppError> + Clone + Send + Sync + 'static,
+    T: Clone + Send + Sync + 'static,
+{
+    move || match action.value().get() {
+        Some(Err(e)) => Some(e),
+        Some(Ok(_)) => None,
+        None => from_url(),
+    }
+}
+
+#[component]
+fn Forbidden(lang: Lang) -> impl IntoView {
+    view! {
+        <section class="notice" id="forbidden">
+            <h1>{Msg::ForbiddenTitle.text(lang)}</h1>
+            <p>{Msg::ForbiddenBody.text(lang)}</p>
+            <p><A href="/">{Msg::BackHome.text(lang)}</A></p>
+        </section>
+    }
+}
+
+#[component]
+fn NotFound() -> impl IntoView {
+    let lang = expect_context::<Viewer>().lang;
+    ssr_status(404);
+    view! {
+        <section class="notice">
+            <h1>{Msg::NotFoundTitle.text(lang)}</h1>
+            <p>{Msg::NotFoundBody.text(lang)}</p>
+            <p><A href="/">{Msg::BackHome.text(lang)}</A></p>
+        </section>
+    }
+}

@@ -1,0 +1,157 @@
+//! Users (admins only): list, create, change role, reset password, disable.
+//! The server enforces the role and writes every change to the audit log.
+
+use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use crate::api::{CreateUser, ResetPassword, SetDisabled, SetRole, list_users};
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, role_name};
+use crate::types::{Lang, Role, User};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn UsersPage() -> impl IntoView {
+    view! {
+        <Frame allow=&[Role::Admin]>
+            <UsersBody/>
+        </Frame>
+    }
+}
+
+#[component]
+fn UsersBody() -> impl IntoView {
+    let Viewer { user: me, lang } = expect_context::<Viewer>();
+    let create = ServerAction::<CreateUser>::new();
+    let set_role = ServerAction::<SetRole>::new();
+    let reset = ServerAction::<ResetPassword>::new();
+    let disable = ServerAction::<SetDisabled>::new();
+    let users = Resource::new(
+        move || {
+            (
+                create.version().get(),
+                set_role.version().get(),
+                reset.version().get(),
+                disable.version().get(),
+            )
+        },
+        |_| list_users(),
+    );
+    // One place for the outcome of any form on the page: an action's error
+    // after hydration, or the `?err=` a plain form post came back with.
+    let from_url = url_error();
+    let page_error = move || {
+        action_error(create, || None)()
+            .or_else(action_error(set_role, || None))
+            .or_else(action_error(reset, || None))
+            .or_else(action_error(disable, || None))
+            .or_else(from_url)
+    };
+    let me_id = StoredValue::new(me.id.clone());
+
+    view! {
+        <Title text=format!("{} · {}", Msg::UsersTitle.text(lang), Msg::AppName.text(lang))/>
+        <h1>{Msg::UsersTitle.text(lang)}</h1>
+        <p class="hint">{Msg::UsersIntro.text(lang)}</p>
+        {move || view! { <ErrorNote err=page_error() lang=lang/> }}
+
+        <section class="card">
+            <h2>{Msg::CreateUser.text(lang)}</h2>
+            <ActionForm action=create attr:id="create-user" attr:class="row">
+                <label>
+                    {Msg::Username.text(lang)}
+                    <input name="username" id="new-username" autocomplete="off" required/>
+                </label>
+                <label>
+                    {Msg::Role.text(lang)}
+                    <RoleSelect id="new-role" selected=Role::Operator lang=lang/>
+                </label>
+                <label>
+                    {Msg::Password.text(lang)}
+                    <input type="password" name="password" id="new-password" autocomplete="new-password" required minlength="12"/>
+                </label>
+                <button type="submit" id="create-user-submit">{Msg::Create.text(lang)}</button>
+            </ActionForm>
+        </section>
+
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                users.await.map(|list| view! {
+                    <table class="grid" id="users">
+                        <thead>
+                            <tr>
+                                <th>{Msg::Username.text(lang)}</th>
+                                <th>{Msg::Role.text(lang)}</th>
+                                <th>{Msg::Status.text(lang)}</th>
+                                <th>{Msg::CreatedAt.text(lang)}</th>
+                                <th>{Msg::Actions.text(lang)}</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {list.into_iter().map(|u| {
+                                let is_me = me_id.with_value(|id| *id == u.id);
+                                view! { <UserRow user=u is_me=is_me lang=lang set_role=set_role reset=reset disable=disable/> }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                })
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn UserRow(
+    user: User,
+    is_me: bool,
+    lang: Lang,
+    set_role: ServerAction<SetRole>,
+    reset: ServerAction<ResetPassword>,
+    disable: ServerAction<SetDisabled>,
+) -> impl IntoView {
+    let (id_role, id_reset, id_disable) = (user.id.clone(), user.id.clone(), user.id.clone());
+    view! {
+        <tr data-user=user.username.clone() class:disabled=user.disabled>
+            <td>
+                {user.username.clone()}
+                {is_me.then(|| view! { " (" {Msg::You.text(lang)} ")" })}
+            </td>
+            <td>
+                <ActionForm action=set_role attr:class="inline">
+                    <input type="hidden" name="user_id" value=id_role/>
+                    <RoleSelect id="" selected=user.role lang=lang/>
+                    <button type="submit" class="role-submit">{Msg::ChangeRole.text(lang)}</button>
+                </ActionForm>
+            </td>
+            <td class="status">
+                {if user.disabled { Msg::Disabled.text(lang) } else { Msg::Active.text(lang) }}
+            </td>
+            <td>{utc_minutes(user.created_at)}</td>
+            <td>
+                <ActionForm action=reset attr:class="inline">
+                    <input type="hidden" name="user_id" value=id_reset/>
+                    <input type="password" name="password" autocomplete="new-password" required minlength="12"
+                        placeholder=Msg::NewPassword.text(lang)/>
+                    <button type="submit" class="reset-submit">{Msg::ResetPassword.text(lang)}</button>
+                </ActionForm>
+                <ActionForm action=disable attr:class="inline">
+                    <input type="hidden" name="user_id" value=id_disable/>
+                    <input type="hidden" name="disabled" value=(!user.disabled).to_string()/>
+                    <button type="submit" class="disable-submit">
+                        {if user.disabled { Msg::Enable.text(lang) } else { Msg::Disable.text(lang) }}
+                    </button>
+                </ActionForm>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn RoleSelect(id: &'static str, selected: Role, lang: Lang) -> impl IntoView {
+    view! {
+        <select name="role" id=(!id.is_empty()).then_some(id)>
+            {Role::ALL.iter().map(|r| view! {
+                <option value=r.as_str() selected=*r == selected>{role_name(*r, lang)}</option>
+            }).collect_view()}
+        </select>
+    }
+}

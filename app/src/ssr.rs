@@ -1,0 +1,205 @@
+//! Server-only glue: the `Backend` the server crate implements, the one
+//! access guard every server function goes through, and the response
+//! shaping that lets forms work without JavaScript.
+
+use crate::ERROR_PARAM;
+use crate::error::AppError;
+use crate::types::{Lang, Role, SessionInfo, User};
+use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
+use leptos::prelude::*;
+use leptos_axum::ResponseOptions;
+use std::net::IpAddr;
+use std::sync::Arc;
+use tower_sessions::Session;
+
+pub const SESSION_USER: &str = "user_id";
+pub const SESSION_LANG: &str = "lang";
+
+/// Everything the console may ask of the server. Implemented in the server
+/// crate; pages and server functions never see SQL.
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    async fn user(&self, id: &str) -> Result<Option<User>, AppError>;
+    async fn has_users(&self) -> Result<bool, AppError>;
+    /// Checks throttling, then the password. Records the outcome.
+    async fn login(&self, username: &str, password: &str, addr: IpAddr) -> Result<User, AppError>;
+    async fn logout(&self, user: &User) -> Result<(), AppError>;
+    async fn set_lang(&self, user: &User, lang: Lang) -> Result<(), AppError>;
+    async fn list_users(&self) -> Result<Vec<User>, AppError>;
+    async fn create_user(
+        &self,
+        actor: &User,
+        username: &str,
+        role: Role,
+        password: &str,
+    ) -> Result<User, AppError>;
+    async fn set_role(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError>;
+    async fn reset_password(
+        &self,
+        actor: &User,
+        user_id: &str,
+        password: &str,
+    ) -> Result<(), AppError>;
+    async fn set_disabled(
+        &self,
+        actor: &User,
+        user_id: &str,
+        disabled: bool,
+    ) -> Result<(), AppError>;
+}
+
+pub type SharedBackend = Arc<dyn Backend>;
+
+/// A caller who passed the guard.
+pub struct Caller {
+    pub user: User,
+    pub session: Session,
+    pub backend: SharedBackend,
+}
+
+pub fn backend() -> Result<SharedBackend, AppError> {
+    use_context::<SharedBackend>().ok_or_else(|| internal("backend missing from context"))
+}
+
+pub async fn session() -> Result<Session, AppError> {
+    leptos_axum::extract::<Session>()
+        .await
+        .map_err(|e| internal(&format!("session unavailable: {e}")))
+}
+
+/// The signed-in, enabled user of this request, if any. Reads the user row
+/// every time so a disabled account or a changed role takes effect at once.
+pub async fn signed_in(
+    backend: &SharedBackend,
+    session: &Session,
+) -> Result<Option<User>, AppError> {
+    let id: Option<String> = session
+        .get(SESSION_USER)
+        .await
+        .map_err(|e| internal(&format!("session read failed: {e}")))?;
+    let Some(id) = id else { return Ok(None) };
+    Ok(backend.user(&id).await?.filter(|u| !u.disabled))
+}
+
+/// The one access check. Every server function that is not part of signing
+/// in starts here; without it no server function can reach the backend.
+pub async fn guard(allowed: &[Role]) -> Result<Caller, AppError> {
+    let backend = backend()?;
+    let session = session().await?;
+    let user = signed_in(&backend, &session)
+        .await?
+        .ok_or(AppError::Unauthenticated)?;
+    if !allowed.contains(&user.role) {
+        return Err(AppError::Forbidden);
+    }
+    Ok(Caller {
+        user,
+        session,
+        backend,
+    })
+}
+
+/// The language for this request: the user's preference, then the one chosen
+/// in this session, then the browser's `Accept-Language`.
+pub async fn request_lang(session: &Session, user: Option<&User>) -> Lang {
+    if let Some(lang) = user.and_then(|u| u.lang) {
+        return lang;
+    }
+    if let Ok(Some(lang)) = session.get::<Lang>(SESSION_LANG).await {
+        return lang;
+    }
+    use_context::<Parts>()
+        .and_then(|p| {
+            p.headers
+                .get(header::ACCEPT_LANGUAGE)
+                .and_then(|v| v.to_str().ok())
+                .map(Lang::from_accept_language)
+        })
+        .unwrap_or_default()
+}
+
+pub async fn session_info() -> Result<SessionInfo, AppError> {
+    let backend = backend()?;
+    let session = session().await?;
+    let user = signed_in(&backend, &session).await?;
+    let lang = request_lang(&session, user.as_ref()).await;
+    let needs_first_admin = user.is_none() && !backend.has_users().await?;
+    Ok(SessionInfo {
+        user,
+        lang,
+        needs_first_admin,
+    })
+}
+
+/// Shapes the HTTP answer of a server function: the error's status code for
+/// direct callers, and for a plain form post (no JavaScript) a redirect back
+/// to the page it came from, carrying the error in `?err=` so the page can
+/// show it. A Location already chosen (e.g. after sign-in) is kept.
+pub fn respond<T>(result: Result<T, AppError>) -> Result<T, AppError> {
+    let (Some(parts), Some(opts)) = (use_context::<Parts>(), use_context::<ResponseOptions>())
+    else {
+        return result;
+    };
+    if let Err(err) = &result {
+        opts.set_status(StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST));
+    }
+    let plain_form_post = parts.method == Method::POST
+        && parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
+    let location_chosen = opts
+        .0
+        .read()
+        .is_ok_and(|p| p.headers.contains_key(header::LOCATION));
+    if plain_form_post && !location_chosen {
+        let back = back_to_referer(&parts, result.as_ref().err());
+        if let Ok(value) = HeaderValue::from_str(&back) {
+            opts.insert_header(header::LOCATION, value);
+            opts.set_status(StatusCode::FOUND);
+        }
+    }
+    result
+}
+
+/// Path and query of the Referer (never another host), with any previous
+/// `err` replaced by this one.
+fn back_to_referer(parts: &Parts, err: Option<&AppError>) -> String {
+    let referer = parts
+        .headers
+        .get(header::REFERER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<axum::http::Uri>().ok());
+    let path = referer
+        .as_ref()
+        .map(|u| u.path().to_owned())
+        .filter(|p| p.starts_with('/'))
+        .unwrap_or_else(|| "/".into());
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    if let Some(q) = referer.as_ref().and_then(|u| u.query()) {
+        for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+            if k != ERROR_PARAM {
+                query.append_pair(&k, &v);
+            }
+        }
+    }
+    if let Some(err) = err
+        && let Ok(json) = serde_json::to_string(err)
+    {
+        query.append_pair(ERROR_PARAM, &json);
+    }
+    let query = query.finish();
+    if query.is_empty() {
+        path
+    } else {
+        format!("{path}?{query}")
+    }
+}
+
+/// An internal error: logged here with a trace id the user can quote.
+pub fn internal(detail: &str) -> AppError {
+    let trace_id = uuid::Uuid::new_v4().simple().to_string();
+    tracing::error!(%trace_id, detail, "internal error");
+    AppError::Internal { trace_id }
+}

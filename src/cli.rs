@@ -1,0 +1,256 @@
+//! The command line: `reckon [serve]`, `migrate`, `user …`, `token …`,
+//! `audit verify`. Errors end with one line on stderr and a non-zero exit.
+
+use crate::accounts::{Accounts, Actor};
+use crate::config::Config;
+use crate::startup::{Application, open_database, shutdown_signal};
+use crate::store::audit;
+use crate::telemetry;
+use crate::web::metrics::Metrics;
+use anyhow::{Context, bail};
+use app::types::Role;
+use clap::{Parser, Subcommand};
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "reckon",
+    version,
+    about = "Reckon: payment callbacks, reconciliation and the finance console.",
+    long_about = "Reckon: payment callbacks, reconciliation and the finance console.\n\n\
+        Configuration comes from the TOML file named by RECKON_CONFIG (optional), \
+        overridden by the environment: RECKON_LISTEN, DATABASE_URL, RECKON_DATA_DIR, \
+        RECKON_TIMEZONE, RECKON_LOG_FORMAT, RECKON_SITE_DIR, RECKON_COOKIE_SECURE. \
+        Without a command, `serve` runs."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the server: console, webhooks and API (the default command).
+    Serve {
+        /// Create or refresh the demo users (admin, supervisor, operator)
+        /// with new random passwords and print them.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Apply the database migrations and exit (the server also applies them
+    /// at start).
+    Migrate,
+    /// Manage console users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage merchant API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Inspect the audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum UserCommand {
+    /// Create a user. The password is read from standard input (or from
+    /// --password-file), never from the command line.
+    Add {
+        #[arg(long)]
+        username: String,
+        /// operator, supervisor or admin.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// Read the password from this file instead of standard input.
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+    },
+    /// Set a new password, read from standard input (or --password-file).
+    Passwd {
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+    },
+    /// Disable a user: their sessions stop working at once.
+    Disable {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Create a merchant API token. The token is printed once, alone on
+    /// standard output; only its hash is stored.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum AuditCommand {
+    /// Walk the hash chain of the audit log; report the first broken entry.
+    Verify,
+}
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    s.parse()
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("reckon: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init(config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("reckon: error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(
+        cli.command.unwrap_or(Command::Serve { demo: false }),
+        config,
+    )) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("reckon: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve { demo } => serve(&config, demo).await?,
+        Command::Migrate => {
+            let db = open_database(&config).await?;
+            println!("migrations applied to {}", db.display_url);
+        }
+        Command::User(cmd) => user(&config, cmd).await?,
+        Command::Token(TokenCommand::Create { name }) => {
+            let accounts = accounts(&config).await?;
+            let token = accounts.create_token(&Actor::cli(), &name).await?;
+            println!("{token}");
+        }
+        Command::Audit(AuditCommand::Verify) => {
+            let db = open_database(&config).await?;
+            let verdict = audit::verify(&db.pool).await?;
+            match verdict.first_broken {
+                None => println!("audit log intact: {} entries", verdict.entries),
+                Some((seq, why)) => {
+                    eprintln!("reckon: audit log broken at entry {seq}: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn accounts(config: &Config) -> anyhow::Result<Accounts> {
+    Ok(Accounts::new(open_database(config).await?, Metrics::new()))
+}
+
+async fn serve(config: &Config, demo: bool) -> anyhow::Result<()> {
+    let app = Application::build(config).await?;
+    let url = format!("http://{}", app.addr());
+    if demo {
+        println!("Demo users (new passwords at every start):");
+        for (name, role) in [
+            ("admin", Role::Admin),
+            ("supervisor", Role::Supervisor),
+            ("operator", Role::Operator),
+        ] {
+            let password = app.accounts.ensure_demo_user(name, role).await?;
+            println!("  {name:<11} {password}  ({role})");
+        }
+    } else if !app.accounts.has_users().await? {
+        println!(
+            "No users yet. Create the first admin with:\n  reckon user add --username admin --role admin   (reads the password from stdin)"
+        );
+    }
+    println!("Reckon is listening on {url}");
+    tracing::info!(%url, database = %app.accounts.db.display_url, "listening");
+    app.run_until(shutdown_signal()).await
+}
+
+async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()> {
+    match cmd {
+        UserCommand::Add {
+            username,
+            role,
+            password_file,
+        } => {
+            let password = read_password(password_file.as_deref())?;
+            let accounts = accounts(config).await?;
+            let user = accounts
+                .create_user(&Actor::cli(), &username, role, &password)
+                .await?;
+            println!("created user {} ({})", user.username, user.role);
+        }
+        UserCommand::Passwd {
+            username,
+            password_file,
+        } => {
+            let password = read_password(password_file.as_deref())?;
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            accounts
+                .reset_password(&Actor::cli(), &user.id, &password)
+                .await?;
+            println!("password changed for {}", user.username);
+        }
+        UserCommand::Disable { username } => {
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            accounts.set_disabled(&Actor::cli(), &user.id, true).await?;
+            println!("disabled {}", user.username);
+        }
+    }
+    Ok(())
+}
+
+/// From a file, a terminal prompt (not echoed, asked twice), or piped
+/// standard input; one trailing newline is dropped.
+fn read_password(file: Option<&Path>) -> anyhow::Result<String> {
+    let text = if let Some(file) = file {
+        std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read password file {}", file.display()))?
+    } else if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("Password: ")?;
+        let again = rpassword::prompt_password("Password again: ")?;
+        if first != again {
+            bail!("the two passwords differ; nothing was changed");
+        }
+        first
+    } else {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .context("cannot read the password from standard input")?;
+        buf
+    };
+    let password = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .unwrap_or(&text)
+        .to_owned();
+    if password.is_empty() {
+        bail!("no password given: pipe it on standard input or use --password-file FILE");
+    }
+    Ok(password)
+}

@@ -1,0 +1,324 @@
+//! Configuration: an optional TOML file named by `RECKON_CONFIG`, overridden
+//! key by key by environment variables. Every key is in the README.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Json,
+    Pretty,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: String,
+    pub data_dir: PathBuf,
+    /// IANA name of the business time zone (business days are cut there).
+    pub timezone: String,
+    pub log_format: LogFormat,
+    /// Where the compiled console (`pkg/`, assets) lives.
+    pub site_dir: PathBuf,
+    /// Send the session cookie with `Secure` (set behind HTTPS).
+    pub cookie_secure: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path} (named by RECKON_CONFIG): {source}")]
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{key}=`{value}` is not valid: {hint}")]
+    Invalid {
+        key: &'static str,
+        value: String,
+        hint: String,
+    },
+}
+
+/// The file's keys mirror the environment variables, in lowercase.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    database_url: Option<String>,
+    data_dir: Option<PathBuf>,
+    timezone: Option<String>,
+    log_format: Option<String>,
+    site_dir: Option<PathBuf>,
+    cookie_secure: Option<bool>,
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
+pub const DEFAULT_DATA_DIR: &str = "data";
+pub const DEFAULT_TIMEZONE: &str = "UTC";
+
+impl Config {
+    /// Reads `RECKON_CONFIG` (if set) and the environment.
+    pub fn load() -> Result<Config, ConfigError> {
+        Self::from_sources(|key| std::env::var(key).ok().filter(|v| !v.is_empty()))
+    }
+
+    pub fn from_sources(env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let file = match env("RECKON_CONFIG") {
+            Some(path) => read_file(Path::new(&path))?,
+            None => FileConfig::default(),
+        };
+
+        let listen_text = env("RECKON_LISTEN")
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.into());
+        let listen = listen_text
+            .parse::<SocketAddr>()
+            .map_err(|_| ConfigError::Invalid {
+                key: "RECKON_LISTEN",
+                value: listen_text.clone(),
+                hint: "expected an address and port such as 127.0.0.1:3000".into(),
+            })?;
+
+        let data_dir = env("RECKON_DATA_DIR")
+            .map(PathBuf::from)
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+
+        let database_url = match env("DATABASE_URL").or(file.database_url) {
+            Some(url) => {
+                if !(url.starts_with("sqlite:")
+                    || url.starts_with("postgres://")
+                    || url.starts_with("postgresql://"))
+                {
+                    return Err(ConfigError::Invalid {
+                        key: "DATABASE_URL",
+                        value: redact_url(&url),
+                        hint: "expected sqlite://PATH or postgres://USER@HOST:PORT/DB".into(),
+                    });
+                }
+                url
+            }
+            None => sqlite_url(&data_dir.join("reckon.db")),
+        };
+
+        let timezone = env("RECKON_TIMEZONE")
+            .or(file.timezone)
+            .unwrap_or_else(|| DEFAULT_TIMEZONE.into());
+        if jiff::tz::TimeZone::get(&timezone).is_err() {
+            return Err(ConfigError::Invalid {
+                key: "RECKON_TIMEZONE",
+                value: timezone,
+                hint: "expected an IANA time zone name such as Asia/Shanghai or UTC".into(),
+            });
+        }
+
+        let log_format = match env("RECKON_LOG_FORMAT")
+            .or(file.log_format)
+            .as_deref()
+            .unwrap_or("pretty")
+        {
+            "json" => LogFormat::Json,
+            "pretty" => LogFormat::Pretty,
+            other => {
+                return Err(ConfigError::Invalid {
+                    key: "RECKON_LOG_FORMAT",
+                    value: other.into(),
+                    hint: "expected json or pretty".into(),
+                });
+            }
+        };
+
+        let site_dir = env("RECKON_SITE_DIR")
+            .map(PathBuf::from)
+            .or(file.site_dir)
+            .unwrap_or_else(default_site_dir);
+
+        let cookie_secure = match env("RECKON_COOKIE_SECURE") {
+            Some(v) => parse_bool("RECKON_COOKIE_SECURE", &v)?,
+            None => file.cookie_secure.unwrap_or(false),
+        };
+
+        Ok(Config {
+            listen,
+            database_url,
+            data_dir,
+            timezone,
+            log_format,
+            site_dir,
+            cookie_secure,
+        })
+    }
+
+    /// The SQLite file when the database is SQLite.
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        sqlite_path(&self.database_url)
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_owned(),
+        // toml's message spans several lines (a snippet); keep it to one.
+        message: e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+    })
+}
+
+fn parse_bool(key: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        other => Err(ConfigError::Invalid {
+            key,
+            value: other.into(),
+            hint: "expected true or false".into(),
+        }),
+    }
+}
+
+/// The site directory beside the installed binary: `<exe>/../site` (the
+/// build layout, `target/<profile>/reckon` + `target/site`), else `<exe>/site`.
+fn default_site_dir() -> PathBuf {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let beside = exe_dir.join("site");
+    if beside.is_dir() {
+        return beside;
+    }
+    // target/debug/deps/<test binary> and target/debug/reckon both reach target/site.
+    for up in exe_dir.ancestors().skip(1).take(2) {
+        let candidate = up.join("site");
+        if candidate.is_dir() {
+            return candidate;
+        }
+    }
+    beside
+}
+
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+pub fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
+}
+
+/// A database URL without its password, fit for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((userinfo, host)) = rest.split_once('@')
+    {
+        let user = userinfo.split(':').next().unwrap_or("");
+        let hidden = if userinfo.contains(':') { ":***" } else { "" };
+        return format!("{scheme}://{user}{hidden}@{host}");
+    }
+    url.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_sources(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_documented_ones() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.database_url, "sqlite://data/reckon.db?mode=rwc");
+        assert_eq!(c.sqlite_path().unwrap(), PathBuf::from("data/reckon.db"));
+        assert_eq!(c.timezone, "UTC");
+        assert_eq!(c.log_format, LogFormat::Pretty);
+        assert!(!c.cookie_secure);
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("reckon.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:4000\"\ntimezone = \"Asia/Shanghai\"\nlog_format = \"json\"\n",
+        )
+        .unwrap();
+        let c = load(&[
+            ("RECKON_CONFIG", file.to_str().unwrap()),
+            ("RECKON_LISTEN", "127.0.0.1:5000"),
+        ])
+        .unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:5000");
+        assert_eq!(c.timezone, "Asia/Shanghai");
+        assert_eq!(c.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let e = load(&[("RECKON_LISTEN", "nowhere")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RECKON_LISTEN=`nowhere`"), "{e}");
+        let e = load(&[("RECKON_TIMEZONE", "Mars/Olympus")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("IANA"), "{e}");
+        let e = load(&[("DATABASE_URL", "mysql://u:secret@h/db")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mysql://u:***@h/db") && !e.contains("secret"),
+            "{e}"
+        );
+        let e = load(&[("RECKON_LOG_FORMAT", "xml")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("json or pretty"), "{e}");
+    }
+
+    #[test]
+    fn malformed_file_is_one_clear_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, "listen = \n[oops").unwrap();
+        let e = load(&[("RECKON_CONFIG", file.to_str().unwrap())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("config file") && !e.contains('\n'), "{e}");
+        std::fs::write(&file, "colour = \"blue\"\n").unwrap();
+        let e = load(&[("RECKON_CONFIG", file.to_str().unwrap())])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn passwords_never_appear_in_redacted_urls() {
+        assert_eq!(
+            redact_url("postgres://reckon:hunter2@db:5432/reckon"),
+            "postgres://reckon:***@db:5432/reckon"
+        );
+        assert_eq!(redact_url("postgres://db/reckon"), "postgres://db/reckon");
+    }
+}

@@ -1,0 +1,14 @@
+//! Reckon: payment callbacks, reconciliation and the console that serves
+//! them. `cli` is the entry point, `startup::Application` the server.
+
+pub mod accounts;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod startup;
+pub mod store;
+pub mod telemetry;
+pub mod web;
+
+pub use config::Config;
+pub use startup::Application;

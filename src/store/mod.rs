@@ -1,0 +1,166 @@
+//! Storage: one `sqlx::AnyPool` over SQLite (the embedded default) or
+//! PostgreSQL, the embedded migrations, and the SQL of each table in its own
+//! module. SQL lives here and nowhere else; one text serves both backends.
+
+pub mod audit;
+pub mod throttle;
+pub mod tokens;
+pub mod users;
+
+use crate::config::redact_url;
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, Executor};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbKind {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone, Debug)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub kind: DbKind,
+    /// The database file, for SQLite.
+    pub sqlite_path: Option<PathBuf>,
+    /// The URL without its password.
+    pub display_url: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(
+        "cannot open the database at {url}: {cause}. Check DATABASE_URL (and that the server is running and reachable)"
+    )]
+    Unreachable { url: String, cause: String },
+    #[error("cannot apply migrations to {url}: {cause}")]
+    Migrate { url: String, cause: String },
+}
+
+impl Db {
+    pub async fn connect(url: &str) -> Result<Db, ConnectError> {
+        install_default_drivers();
+        let kind = if url.starts_with("sqlite:") {
+            DbKind::Sqlite
+        } else {
+            DbKind::Postgres
+        };
+        let display_url = redact_url(url);
+        let options = AnyPoolOptions::new()
+            .max_connections(match kind {
+                DbKind::Sqlite => 8,
+                DbKind::Postgres => 16,
+            })
+            .acquire_timeout(Duration::from_secs(5))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if kind == DbKind::Sqlite {
+                        // WAL for concurrent readers, FULL so a commit survives
+                        // power loss, and a wait instead of SQLITE_BUSY.
+                        for pragma in [
+                            "PRAGMA journal_mode = WAL",
+                            "PRAGMA synchronous = FULL",
+                            "PRAGMA busy_timeout = 5000",
+                            "PRAGMA foreign_keys = ON",
+                        ] {
+                            conn.execute(pragma).await?;
+                        }
+                    }
+                    Ok(())
+                })
+            });
+        let pool = options
+            .connect(url)
+            .await
+            .map_err(|e| ConnectError::Unreachable {
+                url: display_url.clone(),
+                cause: one_line(&e.to_string()),
+            })?;
+        Ok(Db {
+            pool,
+            kind,
+            sqlite_path: crate::config::sqlite_path(url),
+            display_url,
+        })
+    }
+
+    pub async fn migrate(&self) -> Result<(), ConnectError> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| ConnectError::Migrate {
+                url: self.display_url.clone(),
+                cause: one_line(&e.to_string()),
+            })
+    }
+
+    /// A transaction that will write. On SQLite it takes the write lock at
+    /// once (`BEGIN IMMEDIATE`, waiting up to the busy timeout) so a read
+    /// inside it can never be invalidated by another writer; PostgreSQL
+    /// needs nothing special.
+    pub async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.kind {
+            DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            DbKind::Postgres => self.pool.begin().await,
+        }
+    }
+
+    /// Ready means: the database answers, its file (SQLite) is still there,
+    /// and every embedded migration is applied.
+    pub async fn readiness(&self) -> Result<(), String> {
+        if let Some(path) = &self.sqlite_path
+            && !path.exists()
+        {
+            return Err(format!("database file {} is gone", path.display()));
+        }
+        let query =
+            sqlx::query_scalar::<_, Option<i64>>("SELECT MAX(version) FROM _sqlx_migrations")
+                .fetch_one(&self.pool);
+        let applied = tokio::time::timeout(Duration::from_secs(3), query)
+            .await
+            .map_err(|_| "database did not answer within 3 s".to_string())?
+            .map_err(|e| format!("database query failed: {}", one_line(&e.to_string())))?
+            .unwrap_or(0);
+        let expected = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+        if applied < expected {
+            return Err(format!(
+                "migrations behind: applied {applied}, expected {expected}; run `reckon migrate`"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Microseconds since the epoch, UTC: the one time format of every table.
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or_default()
+}
+
+pub fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// A race another attempt may win: a unique-key collision, SQLite's busy
+/// writer lock or stale snapshot, PostgreSQL's serialization failure or
+/// deadlock.
+pub fn is_retryable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation()
+                || matches!(db.code().as_deref(), Some("5" | "517" | "40001" | "40P01"))
+        }
+        _ => false,
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

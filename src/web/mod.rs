@@ -1,0 +1,202 @@
+//! HTTP: the axum router with the console (Leptos pages and server
+//! functions), health, readiness, metrics, and the layers every request
+//! passes: body limit, same-origin check for state changes, sessions.
+
+pub mod metrics;
+pub mod sessions;
+
+use crate::accounts::Accounts;
+use app::ssr::SharedBackend;
+use app::{App, shell};
+use axum::Router;
+use axum::extract::{FromRef, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use metrics::Metrics;
+use std::sync::Arc;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::cookie::time::Duration as CookieDuration;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+/// Largest request body accepted anywhere (webhooks set their own).
+pub const BODY_LIMIT: usize = 64 * 1024;
+pub const SESSION_COOKIE: &str = "reckon_session";
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub accounts: Accounts,
+    pub metrics: Metrics,
+}
+
+pub fn router(state: AppState, sessions: sessions::Store, cookie_secure: bool) -> Router {
+    let backend: SharedBackend = Arc::new(state.accounts.clone());
+    let context = move || provide_context(backend.clone());
+    let routes = generate_route_list(App);
+    let session_layer = SessionManagerLayer::new(sessions)
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Strict)
+        .with_secure(cookie_secure)
+        .with_expiry(Expiry::OnInactivity(CookieDuration::hours(8)));
+    let options = state.leptos_options.clone();
+
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .route("/api/v1/whoami", get(api_whoami))
+        .leptos_routes_with_context(&state, routes, context.clone(), move || {
+            shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(context, shell))
+        .layer(session_layer)
+        .layer(middleware::from_fn(same_origin))
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            count_requests,
+        ))
+        .with_state(state)
+}
+
+/// The process is up.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// The database answers and is migrated.
+async fn readyz(State(accounts): State<Accounts>) -> Response {
+    match accounts.db.readiness().await {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
+        Err(reason) => {
+            tracing::warn!(%reason, "not ready");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: {reason}"),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn metrics_text(State(metrics): State<Metrics>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        metrics.render(),
+    )
+        .into_response()
+}
+
+/// Which merchant API token is calling: the smallest proof a token works.
+async fn api_whoami(State(accounts): State<Accounts>, headers: HeaderMap) -> Response {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let unauthorized = || {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            axum::Json(serde_json::json!({ "error": "a valid API token is required (Authorization: Bearer …)" })),
+        )
+            .into_response()
+    };
+    let Some(token) = token else {
+        return unauthorized();
+    };
+    match accounts.authenticate_token(token.trim()).await {
+        Ok(Some(name)) => axum::Json(serde_json::json!({ "token": name })).into_response(),
+        Ok(None) => unauthorized(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::Json(serde_json::json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+/// Cookie-authenticated state changes must come from this console's own
+/// pages: the `Origin` (or, lacking it, the `Referer`) must name this host.
+/// Token-authenticated APIs and provider webhooks carry no cookie and are
+/// exempt.
+async fn same_origin(req: Request, next: Next) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let path = req.uri().path();
+    if safe || path.starts_with("/api/v1/") || path.starts_with("/webhooks/") {
+        return next.run(req).await;
+    }
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()));
+    let claimed = headers
+        .get(header::ORIGIN)
+        .or_else(|| headers.get(header::REFERER))
+        .and_then(|v| v.to_str().ok())
+        .and_then(origin_authority);
+    match (host, claimed) {
+        (Some(host), Some(claimed)) if host.eq_ignore_ascii_case(&claimed) => next.run(req).await,
+        (_, claimed) => {
+            tracing::warn!(
+                path,
+                origin = claimed.as_deref().unwrap_or("-"),
+                "state-changing request from another origin refused"
+            );
+            (
+                StatusCode::FORBIDDEN,
+                "refused: this request must come from the Reckon console's own pages (Origin mismatch)",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// `host[:port]` of an `http(s)://host[:port][/…]` origin or URL.
+fn origin_authority(value: &str) -> Option<String> {
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    (!authority.is_empty()).then(|| authority.to_owned())
+}
+
+async fn count_requests(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let response = next.run(req).await;
+    metrics.http(method.as_str(), response.status().as_u16());
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin_authority;
+
+    #[test]
+    fn origins_reduce_to_their_authority() {
+        assert_eq!(
+            origin_authority("http://127.0.0.1:3000").as_deref(),
+            Some("127.0.0.1:3000")
+        );
+        assert_eq!(
+            origin_authority("https://reckon.example/users?x=1").as_deref(),
+            Some("reckon.example")
+        );
+        assert_eq!(origin_authority("null"), None);
+        assert_eq!(origin_authority("http://"), None);
+    }
+}

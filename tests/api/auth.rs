@@ -1,0 +1,267 @@
+//! Signing in and out, throttling, sessions, the role guard, the Origin check.
+
+use crate::both_databases;
+use crate::helpers::{Backend, client, spawn_app};
+use app::error::AppError;
+use app::types::Role;
+
+const PW: &str = "correct horse battery";
+
+async fn login_with_the_right_password_opens_a_session(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Operator, PW).await;
+    assert_eq!(app.session_user().await, None);
+
+    let res = app.login("Alice", PW).await;
+    assert_eq!(res.status(), 200);
+    let cookie = res
+        .headers()
+        .get("set-cookie")
+        .expect("a session cookie")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(cookie.starts_with("reckon_session="), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+
+    let user = app.session_user().await.expect("signed in");
+    assert_eq!(user.username, "alice");
+    assert_eq!(user.role, Role::Operator);
+
+    let page = app.get("/").await;
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("<strong>alice</strong>")
+    );
+
+    assert_eq!(app.call("logout", &[]).await.status(), 200);
+    assert_eq!(app.session_user().await, None);
+    // A page now sends the visitor to the login page.
+    let page = app.get("/").await;
+    assert_eq!(page.status(), 302);
+    assert_eq!(page.headers()["location"], "/login");
+}
+
+async fn login_with_a_wrong_password_is_refused(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Operator, PW).await;
+    for (user, pw) in [("alice", "wrong horse battery"), ("nobody", PW), ("", "")] {
+        let res = app.login(user, pw).await;
+        assert_eq!(res.status(), 401, "{user}");
+        let err: AppError = res.json().await.unwrap();
+        assert_eq!(err, AppError::BadCredentials);
+    }
+    assert_eq!(app.session_user().await, None);
+}
+
+async fn five_failures_lock_the_username_even_for_the_right_password(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Operator, PW).await;
+    app.add_user("bob", Role::Operator, PW).await;
+    for _ in 0..5 {
+        assert_eq!(
+            app.login("alice", "wrong horse battery").await.status(),
+            401
+        );
+    }
+    let res = app.login("alice", PW).await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(
+        res.json::<AppError>().await.unwrap(),
+        AppError::Throttled { minutes: 15 }
+    );
+    assert_eq!(app.session_user().await, None);
+    // Another user from the same address is not locked by alice's failures.
+    assert_eq!(app.login("bob", PW).await.status(), 200);
+}
+
+async fn twenty_failures_from_one_address_lock_the_address(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("carol", Role::Operator, PW).await;
+    for i in 0..20 {
+        let res = app.login(&format!("guess{i}"), "wrong horse battery").await;
+        assert_eq!(res.status(), 401);
+    }
+    let res = app.login("carol", PW).await;
+    assert_eq!(res.status(), 429);
+}
+
+async fn a_session_survives_a_server_restart(b: Backend) {
+    let mut app = spawn_app(b).await;
+    app.add_user("alice", Role::Admin, PW).await;
+    assert_eq!(app.login("alice", PW).await.status(), 200);
+    let before = app.base.clone();
+    app.restart().await;
+    assert_ne!(before, app.base, "a new server on a new port");
+    let user = app
+        .session_user()
+        .await
+        .expect("session kept in the database");
+    assert_eq!(user.username, "alice");
+    assert_eq!(app.call("users/list", &[]).await.status(), 200);
+}
+
+async fn an_operator_gets_403_from_admin_server_functions(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("olga", Role::Operator, PW).await;
+    let anonymous = app.call("users/list", &[]).await;
+    assert_eq!(anonymous.status(), 401);
+
+    assert_eq!(app.login("olga", PW).await.status(), 200);
+    let res = app.call("users/list", &[]).await;
+    assert_eq!(res.status(), 403);
+    assert_eq!(res.json::<AppError>().await.unwrap(), AppError::Forbidden);
+    let res = app
+        .call(
+            "users/create",
+            &[("username", "mallory"), ("role", "admin"), ("password", PW)],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+    assert!(
+        app.accounts.by_username("mallory").await.is_err(),
+        "nothing created"
+    );
+
+    // The page itself answers 403 and shows no user list.
+    let page = app.get("/users").await;
+    assert_eq!(page.status(), 403);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("id=\"forbidden\"") && !html.contains("id=\"users\""));
+    assert!(!html.contains("nav-users"), "no Users link for an operator");
+}
+
+async fn a_post_without_a_matching_origin_is_refused(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Admin, PW).await;
+    let url = format!("{}/api/login", app.base);
+    let form = [("username", "alice"), ("password", PW)];
+    let evil = client()
+        .post(&url)
+        .header("origin", "http://evil.example")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(evil.status(), 403);
+    let none = client().post(&url).form(&form).send().await.unwrap();
+    assert_eq!(none.status(), 403);
+    let bad_referer = client()
+        .post(&url)
+        .header("referer", "http://evil.example/login")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_referer.status(), 403);
+    // The same request from the console's own origin (or its Referer) works.
+    let ok = client()
+        .post(&url)
+        .header("referer", format!("{}/login", app.base))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+}
+
+async fn a_plain_form_post_comes_back_with_the_error_in_the_address(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Admin, PW).await;
+    let post = |pw: &'static str| {
+        app.client
+            .post(format!("{}/api/login", app.base))
+            .headers(app.origin())
+            .header("accept", "text/html")
+            .header("referer", format!("{}/login", app.base))
+            .form(&[("username", "alice"), ("password", pw)])
+            .send()
+    };
+    let res = post("wrong horse battery").await.unwrap();
+    assert_eq!(res.status(), 302);
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/login?err="), "{location}");
+    let page = app.get(&location).await.text().await.unwrap();
+    assert!(
+        page.contains("Wrong username or password."),
+        "error shown on the page"
+    );
+
+    let res = post(PW).await.unwrap();
+    assert_eq!(res.status(), 302);
+    assert_eq!(res.headers()["location"], "/");
+    assert!(app.session_user().await.is_some());
+}
+
+async fn a_disabled_users_session_stops_at_once(b: Backend) {
+    let app = spawn_app(b).await;
+    let bob = app.add_user("bob", Role::Operator, PW).await;
+    assert_eq!(app.login("bob", PW).await.status(), 200);
+    assert!(app.session_user().await.is_some());
+    app.accounts
+        .set_disabled(&reckon::accounts::Actor::cli(), &bob.id, true)
+        .await
+        .unwrap();
+    assert_eq!(app.session_user().await, None);
+    assert_eq!(app.login("bob", PW).await.status(), 401);
+}
+
+async fn the_language_follows_the_browser_then_the_users_choice(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("li", Role::Admin, PW).await;
+    let zh = app
+        .client
+        .get(format!("{}/login", app.base))
+        .header("accept-language", "zh-CN,zh;q=0.9,en;q=0.5")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(zh.contains("用户名") && zh.contains("lang=\"zh-CN\""));
+
+    assert_eq!(app.login("li", PW).await.status(), 200);
+    assert_eq!(app.call("language", &[("lang", "zh")]).await.status(), 200);
+    assert_eq!(
+        app.session_user().await.unwrap().lang,
+        Some(app::types::Lang::Zh)
+    );
+    // A new session on another client, with an English browser, stays Chinese.
+    let other = client();
+    assert_eq!(
+        app.call_with(&other, "login", &[("username", "li"), ("password", PW)])
+            .await
+            .status(),
+        200
+    );
+    let page = other
+        .get(format!("{}/users", app.base))
+        .header("accept-language", "en")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("用户管理"), "Users page in Chinese");
+}
+
+both_databases!(
+    login_with_the_right_password_opens_a_session,
+    login_with_a_wrong_password_is_refused,
+    five_failures_lock_the_username_even_for_the_right_password,
+    twenty_failures_from_one_address_lock_the_address,
+    a_session_survives_a_server_restart,
+    an_operator_gets_403_from_admin_server_functions,
+    a_post_without_a_matching_origin_is_refused,
+    a_plain_form_post_comes_back_with_the_error_in_the_address,
+    a_disabled_users_session_stops_at_once,
+    the_language_follows_the_browser_then_the_users_choice,
+);

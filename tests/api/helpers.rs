@@ -1,0 +1,219 @@
+//! Spawning a real server on 127.0.0.1 (port 0) over a fresh database: a
+//! SQLite file in a temporary directory, or a new database on the
+//! PostgreSQL server named by RECKON_TEST_PG (the test script starts one).
+
+use app::types::{Role, User};
+use reckon::accounts::Actor;
+use reckon::config::{Config, LogFormat, sqlite_url};
+use reckon::{Application, accounts::Accounts};
+use reqwest::header::{HeaderMap, HeaderValue};
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub config: Config,
+    pub client: reqwest::Client,
+    pub accounts: Accounts,
+    /// Holds the SQLite file (and removes it when the test ends).
+    pub _dir: TempDir,
+    server: Option<JoinHandle<()>>,
+}
+
+/// A PostgreSQL URL for a brand-new database, or a loud failure: the
+/// PostgreSQL half of the suite must never pass by being skipped.
+pub async fn fresh_postgres_url() -> String {
+    use sqlx::Connection;
+    let admin = std::env::var("RECKON_TEST_PG").expect(
+        "RECKON_TEST_PG is not set: run the suite with `.ci/test`, which starts PostgreSQL 15, \
+         or point it at a server: postgres://USER@127.0.0.1:PORT/postgres",
+    );
+    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(&admin)
+        .await
+        .expect("connect to the test PostgreSQL server");
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("create a test database");
+    let base = admin.rsplit_once('/').expect("a URL with a database").0;
+    format!("{base}/{name}")
+}
+
+pub async fn test_config(backend: Backend, dir: &Path) -> Config {
+    let database_url = match backend {
+        Backend::Sqlite => sqlite_url(&dir.join("data").join("reckon.db")),
+        Backend::Postgres => fresh_postgres_url().await,
+    };
+    Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url,
+        data_dir: dir.join("data"),
+        timezone: "UTC".into(),
+        log_format: LogFormat::Pretty,
+        site_dir: PathBuf::from("target/site"),
+        cookie_secure: false,
+    }
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    reckon::telemetry::init(LogFormat::Pretty);
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(backend, dir.path()).await;
+    let (base, accounts, server) = launch(&config).await;
+    TestApp {
+        base,
+        accounts,
+        config,
+        client: client(),
+        _dir: dir,
+        server: Some(server),
+    }
+}
+
+async fn launch(config: &Config) -> (String, Accounts, JoinHandle<()>) {
+    let app = Application::build(config).await.expect("server builds");
+    let base = format!("http://{}", app.addr());
+    let accounts = app.accounts.clone();
+    let server = tokio::spawn(async move {
+        app.run_until(std::future::pending()).await.unwrap();
+    });
+    (base, accounts, server)
+}
+
+/// A browser-like client: keeps cookies, follows no redirects, and sends the
+/// console's Origin (set per request by the helpers below).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+impl TestApp {
+    /// Stops the server abruptly (as a crash would) and starts a new one on
+    /// the same database; in-memory state is gone, the database stays.
+    pub async fn restart(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.abort();
+            let _ = server.await;
+        }
+        let (base, accounts, server) = launch(&self.config).await;
+        self.base = base;
+        self.accounts = accounts;
+        self.server = Some(server);
+    }
+
+    pub fn origin(&self) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("origin", HeaderValue::from_str(&self.base).unwrap());
+        h
+    }
+
+    pub async fn add_user(&self, username: &str, role: Role, password: &str) -> User {
+        self.accounts
+            .create_user(&Actor::cli(), username, role, password)
+            .await
+            .unwrap()
+    }
+
+    /// Calls a server function the way the hydrated console does.
+    pub async fn call(&self, endpoint: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.call_with(&self.client, endpoint, form).await
+    }
+
+    pub async fn call_with(
+        &self,
+        client: &reqwest::Client,
+        endpoint: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        client
+            .post(format!("{}/api/{endpoint}", self.base))
+            .headers(self.origin())
+            .form(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn login(&self, username: &str, password: &str) -> reqwest::Response {
+        self.call("login", &[("username", username), ("password", password)])
+            .await
+    }
+
+    pub async fn session_user(&self) -> Option<User> {
+        let res = self.call("session", &[]).await;
+        assert_eq!(res.status(), 200);
+        let info: app::types::SessionInfo = res.json().await.unwrap();
+        info.user
+    }
+
+    /// A page or resource, asked for the way a browser asks.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Runs the real `reckon` binary against this app's database.
+    pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+        run_cli(&self.config, args, stdin)
+    }
+}
+
+pub fn run_cli(config: &Config, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reckon"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &config.database_url)
+        .env("RECKON_DATA_DIR", &config.data_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Declares each test once per database: `mod sqlite` and `mod postgres`.
+#[macro_export]
+macro_rules! both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}

@@ -1,0 +1,9 @@
+//! Integration tests over real HTTP on 127.0.0.1, each on SQLite and on
+//! PostgreSQL, plus the command line as a real process.
+
+mod helpers;
+
+mod auth;
+mod cli;
+mod ops;
+mod users;

@@ -1,0 +1,215 @@
+//! Health, readiness, metrics, migrations, storage settings, API tokens and
+//! the command line against each database.
+
+use crate::both_databases;
+use crate::helpers::{Backend, spawn_app};
+use app::types::Role;
+use reckon::store::{Db, DbKind};
+
+const PW: &str = "correct horse battery";
+
+async fn health_ready_and_metrics_answer(b: Backend) {
+    let app = spawn_app(b).await;
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status(), 200);
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status(), 200);
+    app.login("nobody", "wrong horse battery").await;
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("reckon_login_attempts_total{outcome=\"bad_credentials\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("reckon_http_requests_total{method=\"GET\",status=\"200\"}"));
+    assert!(metrics.contains("reckon_build_info{version="));
+}
+
+async fn readyz_fails_when_the_database_is_gone(b: Backend) {
+    let app = spawn_app(b).await;
+    assert_eq!(app.get("/readyz").await.status(), 200);
+    match b {
+        Backend::Sqlite => {
+            std::fs::remove_file(app.config.sqlite_path().unwrap()).unwrap();
+        }
+        Backend::Postgres => {
+            use sqlx::Connection;
+            let admin = std::env::var("RECKON_TEST_PG").unwrap();
+            let name = app
+                .config
+                .database_url
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned();
+            let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
+            sqlx::query(&format!("DROP DATABASE {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+    }
+    let res = app.get("/readyz").await;
+    assert_eq!(res.status(), 503);
+    assert!(res.text().await.unwrap().starts_with("not ready: "));
+    assert_eq!(
+        app.get("/healthz").await.status(),
+        200,
+        "the process is still up"
+    );
+}
+
+async fn migrations_apply_twice_without_error(b: Backend) {
+    let app = spawn_app(b).await;
+    for _ in 0..2 {
+        let out = app.cli(&["migrate"], None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let db = Db::connect(&app.config.database_url).await.unwrap();
+    db.migrate().await.unwrap();
+    db.migrate().await.unwrap();
+    db.readiness().await.unwrap();
+}
+
+async fn the_cli_adds_a_user_who_can_then_sign_in(b: Backend) {
+    let app = spawn_app(b).await;
+    let out = app.cli(
+        &["user", "add", "--username", "ada", "--role", "supervisor"],
+        Some("a password from stdin\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "created user ada (supervisor)"
+    );
+    assert_eq!(
+        app.login("ada", "a password from stdin").await.status(),
+        200
+    );
+    assert_eq!(app.session_user().await.unwrap().role, Role::Supervisor);
+
+    let out = app.cli(
+        &["user", "passwd", "--username", "ada"],
+        Some("the next password\n"),
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        app.login("ada", "a password from stdin").await.status(),
+        401
+    );
+    assert_eq!(app.login("ada", "the next password").await.status(), 200);
+
+    let out = app.cli(&["user", "disable", "--username", "ada"], None);
+    assert!(out.status.success());
+    assert_eq!(app.session_user().await, None);
+
+    // A password on the command line is not an option at all.
+    let out = app.cli(
+        &[
+            "user",
+            "add",
+            "--username",
+            "eve",
+            "--role",
+            "admin",
+            "--password",
+            "x",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = app.cli(
+        &["user", "add", "--username", "eve", "--role", "admin"],
+        Some(""),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no password given"));
+    let out = app.cli(
+        &["user", "add", "--username", "eve", "--role", "root"],
+        Some(PW),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(app.accounts.by_username("eve").await.is_err());
+}
+
+async fn an_api_token_is_printed_once_and_stored_hashed(b: Backend) {
+    let app = spawn_app(b).await;
+    let out = app.cli(&["token", "create", "--name", "shop-eu"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let token = stdout.trim();
+    assert_eq!(stdout.lines().count(), 1, "the token alone on stdout");
+    assert!(token.starts_with("rk_") && token.len() == 67);
+    let stored: Vec<String> = sqlx::query_scalar("SELECT token_hash FROM api_tokens")
+        .fetch_all(&app.accounts.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, [reckon::auth::token_hash(token)]);
+
+    let call = |auth: String| {
+        app.client
+            .get(format!("{}/api/v1/whoami", app.base))
+            .header("authorization", auth)
+            .send()
+    };
+    let ok = call(format!("Bearer {token}")).await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(
+        ok.json::<serde_json::Value>().await.unwrap()["token"],
+        "shop-eu"
+    );
+    assert_eq!(call("Bearer rk_forged".into()).await.unwrap().status(), 401);
+    let dup = app.cli(&["token", "create", "--name", "shop-eu"], None);
+    assert!(!dup.status.success());
+}
+
+async fn sqlite_runs_in_wal_with_full_sync(b: Backend) {
+    let app = spawn_app(b).await;
+    let db = &app.accounts.db;
+    match db.kind {
+        DbKind::Sqlite => {
+            let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            assert_eq!(mode, "wal");
+            let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            assert_eq!(sync, 2, "FULL");
+            let busy: i64 = sqlx::query_scalar("PRAGMA busy_timeout")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            assert_eq!(busy, 5000);
+        }
+        DbKind::Postgres => {
+            let version: String = sqlx::query_scalar("SHOW server_version")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            assert!(version.starts_with("15"), "{version}");
+        }
+    }
+}
+
+both_databases!(
+    health_ready_and_metrics_answer,
+    readyz_fails_when_the_database_is_gone,
+    migrations_apply_twice_without_error,
+    the_cli_adds_a_user_who_can_then_sign_in,
+    an_api_token_is_printed_once_and_stored_hashed,
+    sqlite_runs_in_wal_with_full_sync,
+);

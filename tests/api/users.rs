@@ -1,0 +1,270 @@
+//! The Users page's server functions, the rules that keep the console
+//! administrable, and the audit trail they leave.
+
+use crate::both_databases;
+use crate::helpers::{Backend, spawn_app};
+use app::error::AppError;
+use app::types::{Role, User};
+use reckon::store::audit;
+
+const PW: &str = "correct horse battery";
+
+async fn audit_rows(
+    app: &crate::helpers::TestApp,
+) -> Vec<(i64, String, String, Option<String>, Option<String>)> {
+    sqlx::query_as("SELECT seq, actor, action, before_json, after_json FROM audit_log ORDER BY seq")
+        .fetch_all(&app.accounts.db.pool)
+        .await
+        .unwrap()
+}
+
+async fn an_admin_manages_users_and_every_change_is_audited(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("root", Role::Admin, PW).await;
+    assert_eq!(app.login("root", PW).await.status(), 200);
+
+    let res = app
+        .call(
+            "users/create",
+            &[
+                ("username", "Oscar"),
+                ("role", "operator"),
+                ("password", PW),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let oscar: User = res.json().await.unwrap();
+    assert_eq!(
+        (oscar.username.as_str(), oscar.role),
+        ("oscar", Role::Operator)
+    );
+
+    let res = app
+        .call(
+            "users/role",
+            &[("user_id", &oscar.id), ("role", "supervisor")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let res = app
+        .call(
+            "users/password",
+            &[("user_id", &oscar.id), ("password", "another long secret")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let res = app
+        .call(
+            "users/disabled",
+            &[("user_id", &oscar.id), ("disabled", "true")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+
+    let users: Vec<User> = app.call("users/list", &[]).await.json().await.unwrap();
+    let listed = users.iter().find(|u| u.username == "oscar").unwrap();
+    assert_eq!(listed.role, Role::Supervisor);
+    assert!(listed.disabled);
+
+    let rows = audit_rows(&app).await;
+    let actions: Vec<_> = rows.iter().map(|r| (r.1.as_str(), r.2.as_str())).collect();
+    assert_eq!(
+        actions,
+        [
+            ("cli", "user.create"),
+            ("root", "user.login"),
+            ("root", "user.create"),
+            ("root", "user.role"),
+            ("root", "user.password"),
+            ("root", "user.disable"),
+        ]
+    );
+    let role_change = &rows[3];
+    assert_eq!(role_change.3.as_deref(), Some(r#"{"role":"operator"}"#));
+    assert_eq!(role_change.4.as_deref(), Some(r#"{"role":"supervisor"}"#));
+    let password_change = &rows[4];
+    assert!(
+        !password_change.4.as_deref().unwrap().contains("argon2"),
+        "no hashes in the log"
+    );
+
+    let verdict = audit::verify(&app.accounts.db.pool).await.unwrap();
+    assert_eq!(verdict.entries, 6);
+    assert_eq!(verdict.first_broken, None);
+}
+
+async fn bad_input_is_refused_with_a_reason_and_changes_nothing(b: Backend) {
+    let app = spawn_app(b).await;
+    let root = app.add_user("root", Role::Admin, PW).await;
+    assert_eq!(app.login("root", PW).await.status(), 200);
+    let app = &app;
+    let create = |name: &'static str, pw: &'static str| async move {
+        app.call(
+            "users/create",
+            &[("username", name), ("role", "operator"), ("password", pw)],
+        )
+        .await
+    };
+    let cases = [
+        (create("x", PW).await, 400, AppError::InvalidUsername),
+        (
+            create("new.user", "short").await,
+            400,
+            AppError::WeakPassword { min: 12 },
+        ),
+        (create("root", PW).await, 409, AppError::UsernameTaken),
+        (
+            app.call("users/role", &[("user_id", &root.id), ("role", "operator")])
+                .await,
+            403,
+            AppError::NotOnYourself,
+        ),
+        (
+            app.call(
+                "users/disabled",
+                &[("user_id", &root.id), ("disabled", "true")],
+            )
+            .await,
+            403,
+            AppError::NotOnYourself,
+        ),
+        (
+            app.call(
+                "users/role",
+                &[("user_id", "no-such-id"), ("role", "operator")],
+            )
+            .await,
+            404,
+            AppError::NotFound,
+        ),
+    ];
+    for (res, status, err) in cases {
+        assert_eq!(res.status(), status, "{err:?}");
+        assert_eq!(res.json::<AppError>().await.unwrap(), err);
+    }
+    let res = app
+        .call("users/role", &[("user_id", &root.id), ("role", "emperor")])
+        .await;
+    assert!(res.status().is_client_error() || res.status().is_server_error());
+    assert_eq!(app.accounts.list_users().await.unwrap().len(), 1);
+    assert_eq!(
+        audit_rows(&app).await.len(),
+        2,
+        "create by cli + login only"
+    );
+}
+
+async fn the_last_active_admin_can_neither_be_demoted_nor_disabled(b: Backend) {
+    let app = spawn_app(b).await;
+    let cli = reckon::accounts::Actor::cli();
+    let only = app.add_user("only", Role::Admin, PW).await;
+    assert_eq!(
+        app.accounts.set_role(&cli, &only.id, Role::Operator).await,
+        Err(AppError::LastAdmin)
+    );
+    assert_eq!(
+        app.accounts.set_disabled(&cli, &only.id, true).await,
+        Err(AppError::LastAdmin)
+    );
+    let second = app.add_user("second", Role::Admin, PW).await;
+    app.accounts
+        .set_disabled(&cli, &second.id, true)
+        .await
+        .unwrap();
+    // A disabled admin does not count.
+    assert_eq!(
+        app.accounts.set_role(&cli, &only.id, Role::Operator).await,
+        Err(AppError::LastAdmin)
+    );
+    app.accounts
+        .set_disabled(&cli, &second.id, false)
+        .await
+        .unwrap();
+    app.accounts
+        .set_role(&cli, &only.id, Role::Operator)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.accounts.user(&only.id).await.unwrap().unwrap().role,
+        Role::Operator
+    );
+}
+
+async fn concurrent_changes_keep_one_unbroken_audit_chain(b: Backend) {
+    let app = spawn_app(b).await;
+    let cli = reckon::accounts::Actor::cli();
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        ids.push(
+            app.add_user(&format!("user{i}"), Role::Operator, PW)
+                .await
+                .id,
+        );
+    }
+    let mut tasks = Vec::new();
+    for round in 0..5 {
+        for id in &ids {
+            let accounts = app.accounts.clone();
+            let (cli, id) = (cli.clone(), id.clone());
+            let role = if round % 2 == 0 {
+                Role::Supervisor
+            } else {
+                Role::Operator
+            };
+            tasks.push(tokio::spawn(async move {
+                accounts.set_role(&cli, &id, role).await
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let verdict = audit::verify(&app.accounts.db.pool).await.unwrap();
+    assert_eq!(verdict.entries, 4 + 20);
+    assert_eq!(verdict.first_broken, None);
+}
+
+async fn an_edited_audit_row_breaks_the_chain_at_that_row(b: Backend) {
+    let app = spawn_app(b).await;
+    let cli = reckon::accounts::Actor::cli();
+    let u = app.add_user("edith", Role::Operator, PW).await;
+    app.accounts
+        .set_role(&cli, &u.id, Role::Supervisor)
+        .await
+        .unwrap();
+    app.accounts
+        .set_role(&cli, &u.id, Role::Admin)
+        .await
+        .unwrap();
+    let ok = app.cli(&["audit", "verify"], None);
+    assert!(ok.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&ok.stdout).trim(),
+        "audit log intact: 3 entries"
+    );
+
+    sqlx::query("UPDATE audit_log SET after_json = '{\"role\":\"operator\"}' WHERE seq = 2")
+        .execute(&app.accounts.db.pool)
+        .await
+        .unwrap();
+    let broken = app.cli(&["audit", "verify"], None);
+    assert!(!broken.status.success());
+    let err = String::from_utf8_lossy(&broken.stderr);
+    assert!(err.contains("broken at entry 2"), "{err}");
+
+    sqlx::query("DELETE FROM audit_log WHERE seq = 2")
+        .execute(&app.accounts.db.pool)
+        .await
+        .unwrap();
+    let verdict = audit::verify(&app.accounts.db.pool).await.unwrap();
+    assert_eq!(verdict.first_broken.map(|b| b.0), Some(3));
+}
+
+both_databases!(
+    an_admin_manages_users_and_every_change_is_audited,
+    bad_input_is_refused_with_a_reason_and_changes_nothing,
+    the_last_active_admin_can_neither_be_demoted_nor_disabled,
+    concurrent_changes_keep_one_unbroken_audit_chain,
+    an_edited_audit_row_breaks_the_chain_at_that_row,
+);

@@ -2,7 +2,6 @@
 //! post the error comes back in the address.
 
 use super::{Ctx, ErrorNote, LangSwitch, action_error, url_error};
-use crate::api::Login;
 use crate::i18n::Msg;
 use crate::types::SessionInfo;
 use leptos::either::EitherOf3;
@@ -13,7 +12,7 @@ use leptos_router::components::Redirect;
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let login = ServerAction::<Login>::new();
+    let login = ctx.login;
     let error = action_error(login, url_error());
     view! {
         <Transition fallback=|| view! { <p class="loading">"…"</p> }>

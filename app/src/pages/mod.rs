@@ -5,7 +5,7 @@ mod home;
 mod login;
 mod users;
 
-use crate::api::{Logout, SetLanguage, whoami};
+use crate::api::{Login, Logout, SetLanguage, whoami};
 use crate::error::AppError;
 use crate::i18n::{Msg, error_text, role_name};
 use crate::ssr_status;
@@ -40,6 +40,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub struct Ctx {
     pub info: Resource<Result<SessionInfo, AppError>>,
     pub set_lang: ServerAction<SetLanguage>,
+    pub login: ServerAction<Login>,
     pub logout: ServerAction<Logout>,
 }
 
@@ -54,14 +55,23 @@ pub struct Viewer {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     let set_lang = ServerAction::<SetLanguage>::new();
+    let login = ServerAction::<Login>::new();
     let logout = ServerAction::<Logout>::new();
+    // Whoever signs in or out, or switches language, the page asks again.
     let info = Resource::new(
-        move || (set_lang.version().get(), logout.version().get()),
+        move || {
+            (
+                set_lang.version().get(),
+                login.version().get(),
+                logout.version().get(),
+            )
+        },
         |_| whoami(),
     );
     provide_context(Ctx {
         info,
         set_lang,
+        login,
         logout,
     });
     // Marks the page once the WebAssembly has taken over (tests wait for it).

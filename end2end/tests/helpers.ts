@@ -1,0 +1,21 @@
+import { expect, Page } from '@playwright/test';
+
+export const ADMIN_PASSWORD = process.env.ADMIN_PASSWORD ?? '';
+if (!ADMIN_PASSWORD) throw new Error('ADMIN_PASSWORD is not set: run through .ci/test');
+
+/** Waits until the WebAssembly has hydrated the page. */
+export async function hydrated(page: Page) {
+  await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
+}
+
+export async function signIn(page: Page, username: string, password: string, opts = { hydrate: true }) {
+  await page.goto('/login');
+  if (opts.hydrate) await hydrated(page);
+  await page.fill('#username', username);
+  await page.fill('#password', password);
+  await page.click('#sign-in');
+}
+
+export function unique(prefix: string) {
+  return `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`;
+}

@@ -148,11 +148,7 @@ async fn bad_input_is_refused_with_a_reason_and_changes_nothing(b: Backend) {
         .await;
     assert!(res.status().is_client_error() || res.status().is_server_error());
     assert_eq!(app.accounts.list_users().await.unwrap().len(), 1);
-    assert_eq!(
-        audit_rows(&app).await.len(),
-        2,
-        "create by cli + login only"
-    );
+    assert_eq!(audit_rows(app).await.len(), 2, "create by cli + login only");
 }
 
 async fn the_last_active_admin_can_neither_be_demoted_nor_disabled(b: Backend) {

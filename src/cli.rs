@@ -51,6 +51,25 @@ enum Command {
     /// Inspect the audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Run the sandbox provider: a fake payment channel with an HTTP API
+    /// (create, query, close) that signs and sends webhooks to --notify,
+    /// and misbehaves on request (--chaos).
+    Sandbox {
+        #[arg(long, default_value = "127.0.0.1:4000")]
+        listen: std::net::SocketAddr,
+        /// Where to send webhooks, e.g. http://127.0.0.1:3000/webhooks/sandbox
+        #[arg(long)]
+        notify: String,
+        /// The whsec_… signing secret; a new one is made and printed if absent.
+        #[arg(long)]
+        secret: Option<String>,
+        /// Chaos knobs as JSON, e.g. '{"duplicates":3,"reorder":true,"drop_rate":0.1}'
+        /// (settle_ms, fail_rate, duplicates, reorder, delay_ms, drop_rate,
+        /// alter_amount_minor, query_delay_ms, query_error_rate). Also
+        /// changeable at runtime: POST /v1/chaos.
+        #[arg(long)]
+        chaos: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -135,6 +154,34 @@ pub fn main() -> ExitCode {
 
 async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Sandbox {
+            listen,
+            notify,
+            secret,
+            chaos,
+        } => {
+            use crate::providers::sandbox::server::{Chaos, SandboxServer};
+            use crate::providers::signing::Secret;
+            let secret = match secret {
+                Some(s) => Secret::parse(&s).map_err(|e| anyhow::anyhow!("--secret: {e}"))?,
+                None => Secret::random(),
+            };
+            let chaos: Chaos = match chaos {
+                Some(json) => {
+                    serde_json::from_str(&json).context("--chaos is not valid chaos JSON")?
+                }
+                None => Chaos::default(),
+            };
+            let server = SandboxServer::new(&notify, secret.clone(), chaos);
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            println!("sandbox listening on http://{}", listener.local_addr()?);
+            println!("webhook secret: {}", secret.to_whsec());
+            axum::serve(listener, server.router())
+                .with_graceful_shutdown(shutdown_signal())
+                .await?;
+        }
         Command::Serve { demo } => serve(&config, demo).await?,
         Command::Migrate => {
             let db = open_database(&config).await?;

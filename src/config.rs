@@ -24,6 +24,24 @@ pub struct Config {
     pub site_dir: PathBuf,
     /// Send the session cookie with `Secure` (set behind HTTPS).
     pub cookie_secure: bool,
+    /// Provider accounts, each served at `/webhooks/{name}`.
+    pub providers: Vec<ProviderConfig>,
+    /// Where outbox messages go: (name, URL).
+    pub outbox_sinks: Vec<(String, String)>,
+    /// `whsec_…` secret that signs outbox messages; random when unset.
+    pub outbox_secret: Option<String>,
+    /// Status-query delays after a create, microseconds.
+    pub query_schedule: Vec<i64>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub name: String,
+    /// `sandbox` (more kinds come with their adapters).
+    pub kind: String,
+    pub base_url: String,
+    pub secret: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -54,11 +72,37 @@ struct FileConfig {
     log_format: Option<String>,
     site_dir: Option<PathBuf>,
     cookie_secure: Option<bool>,
+    #[serde(default)]
+    providers: Vec<ProviderConfig>,
+    outbox_sinks: Option<String>,
+    outbox_secret: Option<String>,
+    query_schedule: Option<String>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
 pub const DEFAULT_DATA_DIR: &str = "data";
 pub const DEFAULT_TIMEZONE: &str = "UTC";
+pub const DEFAULT_QUERY_SCHEDULE: &str = "1m,5m,30m,2h,12h";
+
+/// `1m,5m,30m,2h,12h` → microseconds. Units s, m, h; at least one entry.
+pub fn parse_schedule(text: &str) -> Option<Vec<i64>> {
+    let list: Option<Vec<i64>> = text
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            let (num, unit) = item.split_at(item.len().checked_sub(1)?);
+            let n: i64 = num.parse().ok().filter(|n| *n > 0)?;
+            let secs = match unit {
+                "s" => n,
+                "m" => n * 60,
+                "h" => n * 3600,
+                _ => return None,
+            };
+            Some(secs * 1_000_000)
+        })
+        .collect();
+    list.filter(|l| !l.is_empty())
+}
 
 impl Config {
     /// Reads `RECKON_CONFIG` (if set) and the environment.
@@ -142,6 +186,81 @@ impl Config {
             None => file.cookie_secure.unwrap_or(false),
         };
 
+        let mut providers = file.providers;
+        if let Some(base_url) = env("RECKON_SANDBOX_URL") {
+            let secret = env("RECKON_SANDBOX_SECRET").ok_or(ConfigError::Invalid {
+                key: "RECKON_SANDBOX_SECRET",
+                value: String::new(),
+                hint: "required with RECKON_SANDBOX_URL: the sandbox's whsec_… webhook secret"
+                    .into(),
+            })?;
+            providers.retain(|p| p.name != "sandbox");
+            providers.push(ProviderConfig {
+                name: "sandbox".into(),
+                kind: "sandbox".into(),
+                base_url,
+                secret,
+            });
+        }
+        for p in &providers {
+            if crate::domain::ProviderName::parse(&p.name).is_err() || p.kind != "sandbox" {
+                return Err(ConfigError::Invalid {
+                    key: "providers",
+                    value: format!("{} ({})", p.name, p.kind),
+                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\"".into(),
+                });
+            }
+            if crate::providers::signing::Secret::parse(&p.secret).is_err() {
+                return Err(ConfigError::Invalid {
+                    key: "providers.secret",
+                    value: p.name.clone(),
+                    hint: "expected whsec_ followed by base64 of at least 16 bytes".into(),
+                });
+            }
+        }
+
+        let sinks_text = env("RECKON_OUTBOX_SINKS")
+            .or(file.outbox_sinks)
+            .unwrap_or_default();
+        let mut outbox_sinks = Vec::new();
+        for item in sinks_text
+            .split(',')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            match item.split_once('=') {
+                Some((name, url)) if !name.trim().is_empty() && url.trim().starts_with("http") => {
+                    outbox_sinks.push((name.trim().to_owned(), url.trim().to_owned()))
+                }
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        key: "RECKON_OUTBOX_SINKS",
+                        value: sinks_text.clone(),
+                        hint: "expected name=http://host/path, comma-separated".into(),
+                    });
+                }
+            }
+        }
+        let outbox_secret = env("RECKON_OUTBOX_SECRET").or(file.outbox_secret);
+        if let Some(secret) = &outbox_secret
+            && crate::providers::signing::Secret::parse(secret).is_err()
+        {
+            return Err(ConfigError::Invalid {
+                key: "RECKON_OUTBOX_SECRET",
+                value: "***".into(),
+                hint: "expected whsec_ followed by base64 of at least 16 bytes".into(),
+            });
+        }
+        let schedule_text = env("RECKON_QUERY_SCHEDULE")
+            .or(file.query_schedule)
+            .unwrap_or_else(|| DEFAULT_QUERY_SCHEDULE.into());
+        let query_schedule =
+            parse_schedule(&schedule_text).ok_or_else(|| ConfigError::Invalid {
+                key: "RECKON_QUERY_SCHEDULE",
+                value: schedule_text.clone(),
+                hint: "expected comma-separated durations such as 1m,5m,30m,2h,12h".into(),
+            })?;
+
         Ok(Config {
             listen,
             database_url,
@@ -150,6 +269,10 @@ impl Config {
             log_format,
             site_dir,
             cookie_secure,
+            providers,
+            outbox_sinks,
+            outbox_secret,
+            query_schedule,
         })
     }
 
@@ -311,6 +434,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn engine_settings_parse() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.query_schedule.len(), 5);
+        assert_eq!(c.query_schedule[0], 60_000_000);
+        assert_eq!(
+            parse_schedule("30s, 2h"),
+            Some(vec![30_000_000, 7_200_000_000])
+        );
+        assert_eq!(parse_schedule("5x"), None);
+        let c = load(&[
+            ("RECKON_SANDBOX_URL", "http://127.0.0.1:4000"),
+            (
+                "RECKON_SANDBOX_SECRET",
+                "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+            ),
+            (
+                "RECKON_OUTBOX_SINKS",
+                "fulfilment=http://127.0.0.1:9000/a, accounting=http://127.0.0.1:9001/b",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(c.providers[0].name, "sandbox");
+        assert_eq!(c.outbox_sinks.len(), 2);
+        let e = load(&[("RECKON_SANDBOX_URL", "http://x")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RECKON_SANDBOX_SECRET"), "{e}");
+        let e = load(&[("RECKON_OUTBOX_SINKS", "nonsense")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RECKON_OUTBOX_SINKS"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,12 @@
 
 use crate::accounts::Accounts;
 use crate::config::Config;
+use crate::domain::ProviderName;
+use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
+use crate::providers::sandbox::Sandbox;
+use crate::providers::sandbox::server::{Chaos, SandboxServer};
+use crate::providers::signing::Secret;
+use crate::providers::{Provider, Providers};
 use crate::store::Db;
 use crate::web::{self, AppState, metrics::Metrics, sessions};
 use anyhow::Context;
@@ -10,6 +16,7 @@ use leptos::config::{Env, LeptosOptions};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -18,19 +25,110 @@ pub struct Application {
     router: axum::Router,
     addr: SocketAddr,
     pub accounts: Accounts,
+    pub engine: Engine,
+    /// The in-process sandbox of the demo, if running.
+    pub sandbox: Option<SandboxServer>,
+    demo_traffic: bool,
     session_store: sessions::Store,
+}
+
+/// How to build beyond the configuration.
+#[derive(Clone)]
+pub struct Options {
+    /// Run the sandbox in-process (at `/sandbox`) when none is configured,
+    /// and feed it demo payments.
+    pub demo: bool,
+    pub clock: Arc<dyn Clock>,
+    /// Start the engine's workers with the server (tests may tick by hand).
+    pub workers: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            demo: false,
+            clock: Arc::new(SystemClock),
+            workers: true,
+        }
+    }
 }
 
 impl Application {
     /// Opens (and migrates) the database and binds the listen address. Port
     /// 0 picks a free port; [`Application::addr`] tells which.
     pub async fn build(config: &Config) -> anyhow::Result<Application> {
+        Self::build_with(config, Options::default()).await
+    }
+
+    pub async fn build_with(config: &Config, options: Options) -> anyhow::Result<Application> {
         let db = open_database(config).await?;
         let session_store = sessions::Store::open(&db, &config.database_url)
             .await
             .context("cannot prepare the session store")?;
+        let listener = TcpListener::bind(config.listen).await.with_context(|| {
+            format!(
+                "cannot listen on {}; set RECKON_LISTEN to a free address",
+                config.listen
+            )
+        })?;
+        let addr = listener.local_addr()?;
         let metrics = Metrics::new();
-        let accounts = Accounts::new(db, metrics.clone());
+        let accounts = Accounts::new(db.clone(), metrics.clone());
+
+        let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
+        for p in &config.providers {
+            let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let secret = Secret::parse(&p.secret)
+                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+            providers.push(Arc::new(Sandbox::new(name, &p.base_url, secret)));
+        }
+        let mut extra = axum::Router::new();
+        let mut sandbox = None;
+        if options.demo && !config.providers.iter().any(|p| p.name == "sandbox") {
+            let secret = Secret::random();
+            let server = SandboxServer::new(
+                &format!("http://{addr}/webhooks/sandbox"),
+                secret.clone(),
+                Chaos {
+                    settle_ms: 1500,
+                    fail_rate: 0.1,
+                    duplicates: 2,
+                    ..Chaos::default()
+                },
+            );
+            extra = extra.nest("/sandbox", server.router());
+            providers.push(Arc::new(Sandbox::new(
+                ProviderName::parse("sandbox").expect("valid name"),
+                &format!("http://{addr}/sandbox"),
+                secret,
+            )));
+            sandbox = Some(server);
+        }
+        let settings = Settings {
+            query_schedule: config.query_schedule.clone(),
+            sinks: config
+                .outbox_sinks
+                .iter()
+                .map(|(name, url)| Sink {
+                    name: name.clone(),
+                    url: url.clone(),
+                })
+                .collect(),
+            outbox_secret: match &config.outbox_secret {
+                Some(s) => {
+                    Secret::parse(s).map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?
+                }
+                None => Secret::random(),
+            },
+            ..Settings::default()
+        };
+        let engine = Engine::new(
+            db,
+            Providers::new(providers),
+            metrics.clone(),
+            options.clock.clone(),
+            settings,
+        );
         let leptos_options = LeptosOptions::builder()
             .output_name("reckon")
             .site_root(config.site_dir.display().to_string())
@@ -42,20 +140,20 @@ impl Application {
             leptos_options,
             accounts: accounts.clone(),
             metrics,
+            engine: engine.clone(),
         };
-        let router = web::router(state, session_store.clone(), config.cookie_secure);
-        let listener = TcpListener::bind(config.listen).await.with_context(|| {
-            format!(
-                "cannot listen on {}; set RECKON_LISTEN to a free address",
-                config.listen
-            )
-        })?;
-        let addr = listener.local_addr()?;
+        let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
+        if options.workers {
+            engine.spawn_workers();
+        }
         Ok(Application {
             listener,
             router,
             addr,
             accounts,
+            engine,
+            demo_traffic: sandbox.is_some(),
+            sandbox,
             session_store,
         })
     }
@@ -74,6 +172,9 @@ impl Application {
                 .clone()
                 .delete_expired_every(Duration::from_secs(600)),
         );
+        if self.demo_traffic {
+            tokio::spawn(demo_traffic(self.engine.clone()));
+        }
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -82,6 +183,28 @@ impl Application {
             .await;
         cleanup.abort();
         served.context("server stopped with an error")
+    }
+}
+
+/// The demo's steady trickle of payments through the in-process sandbox.
+async fn demo_traffic(engine: Engine) {
+    let currencies = ["CNY", "CNY", "USD", "EUR"];
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    for n in 1u64.. {
+        let req = CreatePayment {
+            order_no: format!("DEMO-{}-{n:05}", &run[..6]),
+            provider: "sandbox".into(),
+            amount_minor: 100 + (n as i64 * 7919) % 99_900,
+            currency: currencies[(n % 4) as usize].into(),
+            description: Some("demo order".into()),
+        };
+        if let Err(e) = engine
+            .create_payment("demo", &format!("demo-{run}-{n}"), &req)
+            .await
+        {
+            tracing::warn!(error = %e, "demo payment not created");
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
     }
 }
 

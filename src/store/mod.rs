@@ -3,6 +3,12 @@
 //! module. SQL lives here and nowhere else; one text serves both backends.
 
 pub mod audit;
+pub mod callbacks;
+pub mod idempotency;
+pub mod incidents;
+pub mod outbox;
+pub mod payments;
+pub mod tasks;
 pub mod throttle;
 pub mod tokens;
 pub mod users;
@@ -107,6 +113,15 @@ impl Db {
         match self.kind {
             DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
             DbKind::Postgres => self.pool.begin().await,
+        }
+    }
+
+    /// `FOR UPDATE SKIP LOCKED` where it exists (PostgreSQL), so two
+    /// instances never lease the same row; SQLite serializes writers anyway.
+    pub fn skip_locked(&self) -> &'static str {
+        match self.kind {
+            DbKind::Sqlite => "",
+            DbKind::Postgres => " FOR UPDATE SKIP LOCKED",
         }
     }
 

@@ -5,8 +5,10 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
@@ -24,10 +26,20 @@ struct BuildLabel {
     version: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClassLabel {
+    class: &'static str,
+}
+
 struct Inner {
     registry: Registry,
     logins: Family<OutcomeLabel, Counter>,
     http: Family<HttpLabel, Counter>,
+    callbacks: [(&'static str, Counter); 7],
+    callback_duration: Histogram,
+    applied: Family<ClassLabel, Counter>,
+    outbox: Family<OutcomeLabel, Counter>,
+    outbox_lag: Gauge<f64, AtomicU64>,
 }
 
 #[derive(Clone)]
@@ -41,18 +53,59 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("reckon");
+        let mut registry = Registry::default();
         let logins = Family::<OutcomeLabel, Counter>::default();
         registry.register(
-            "login_attempts",
+            "reckon_login_attempts",
             "Console sign-in attempts by outcome",
             logins.clone(),
         );
         let http = Family::<HttpLabel, Counter>::default();
         registry.register(
-            "http_requests",
+            "reckon_http_requests",
             "HTTP requests answered, by method and status",
             http.clone(),
+        );
+        let callbacks = [
+            ("received", "Webhook callbacks received"),
+            ("success", "Callbacks processed through apply"),
+            (
+                "failed",
+                "Callbacks refused, unreadable or whose processing failed",
+            ),
+            ("duplicate", "Callbacks repeated with an identical payload"),
+            ("conflict", "Callbacks repeated with a different payload"),
+            ("retry", "Callback processing retries"),
+            ("dead", "Callbacks given up (DEAD)"),
+        ]
+        .map(|(name, help)| {
+            let c = Counter::default();
+            registry.register(format!("callback_{name}"), help, c.clone());
+            (name, c)
+        });
+        let callback_duration = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        registry.register(
+            "callback_processing_duration_seconds",
+            "Time from receiving a callback to answering it",
+            callback_duration.clone(),
+        );
+        let applied = Family::<ClassLabel, Counter>::default();
+        registry.register(
+            "apply_outcomes",
+            "engine::apply results by class",
+            applied.clone(),
+        );
+        let outbox = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "outbox_deliveries",
+            "Outbox delivery attempts by outcome",
+            outbox.clone(),
+        );
+        let outbox_lag = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "outbox_lag_seconds",
+            "Age of the oldest undelivered outbox message",
+            outbox_lag.clone(),
         );
         let build = Family::<BuildLabel, Gauge>::default();
         build
@@ -60,12 +113,40 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION"),
             })
             .set(1);
-        registry.register("build_info", "The running version", build);
+        registry.register("reckon_build_info", "The running version", build);
         Metrics(Arc::new(Inner {
             registry,
             logins,
             http,
+            callbacks,
+            callback_duration,
+            applied,
+            outbox,
+            outbox_lag,
         }))
+    }
+
+    /// One of received, success, failed, duplicate, conflict, retry, dead.
+    pub fn callback(&self, what: &str) {
+        if let Some((_, c)) = self.0.callbacks.iter().find(|(n, _)| *n == what) {
+            c.inc();
+        }
+    }
+
+    pub fn callback_duration(&self, seconds: f64) {
+        self.0.callback_duration.observe(seconds);
+    }
+
+    pub fn applied(&self, class: &'static str) {
+        self.0.applied.get_or_create(&ClassLabel { class }).inc();
+    }
+
+    pub fn outbox(&self, outcome: &'static str) {
+        self.0.outbox.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    pub fn outbox_lag(&self, seconds: f64) {
+        self.0.outbox_lag.set(seconds);
     }
 
     pub fn login(&self, outcome: &'static str) {

@@ -2,10 +2,13 @@
 //! functions), health, readiness, metrics, and the layers every request
 //! passes: body limit, same-origin check for state changes, sessions.
 
+pub mod merchant;
 pub mod metrics;
 pub mod sessions;
+pub mod webhooks;
 
 use crate::accounts::Accounts;
+use crate::engine::Engine;
 use app::ssr::SharedBackend;
 use app::{App, shell};
 use axum::Router;
@@ -13,7 +16,7 @@ use axum::extract::{FromRef, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
@@ -33,9 +36,16 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub accounts: Accounts,
     pub metrics: Metrics,
+    pub engine: Engine,
 }
 
-pub fn router(state: AppState, sessions: sessions::Store, cookie_secure: bool) -> Router {
+/// `extra` is merged in front of everything (the in-process sandbox).
+pub fn router(
+    state: AppState,
+    sessions: sessions::Store,
+    cookie_secure: bool,
+    extra: Router,
+) -> Router {
     let backend: SharedBackend = Arc::new(state.accounts.clone());
     let context = move || provide_context(backend.clone());
     let routes = generate_route_list(App);
@@ -52,6 +62,10 @@ pub fn router(state: AppState, sessions: sessions::Store, cookie_secure: bool) -
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/api/v1/whoami", get(api_whoami))
+        .route("/api/v1/payments", post(merchant::create))
+        .route("/api/v1/payments/{payment_no}", get(merchant::show))
+        .route("/api/v1/payments/{payment_no}/close", post(merchant::close))
+        .route("/webhooks/{provider}", post(webhooks::receive))
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())
         })
@@ -67,6 +81,7 @@ pub fn router(state: AppState, sessions: sessions::Store, cookie_secure: bool) -
             count_requests,
         ))
         .with_state(state)
+        .merge(extra)
 }
 
 /// The process is up.
@@ -130,12 +145,13 @@ async fn api_whoami(State(accounts): State<Accounts>, headers: HeaderMap) -> Res
 
 /// Cookie-authenticated state changes must come from this console's own
 /// pages: the `Origin` (or, lacking it, the `Referer`) must name this host.
-/// Token-authenticated APIs and provider webhooks carry no cookie and are
-/// exempt.
+/// Token-authenticated APIs, provider webhooks and the demo's in-process
+/// sandbox carry no cookie and are exempt.
 async fn same_origin(req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let path = req.uri().path();
-    if safe || path.starts_with("/api/v1/") || path.starts_with("/webhooks/") {
+    let exempt = ["/api/v1/", "/webhooks/", "/sandbox/"];
+    if safe || exempt.iter().any(|p| path.starts_with(p)) {
         return next.run(req).await;
     }
     let headers = req.headers();

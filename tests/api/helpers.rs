@@ -5,6 +5,7 @@
 use app::types::{Role, User};
 use reckon::accounts::Actor;
 use reckon::config::{Config, LogFormat, sqlite_url};
+use reckon::startup::Options;
 use reckon::{Application, accounts::Accounts};
 use reqwest::header::{HeaderMap, HeaderValue};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ pub enum Backend {
 pub struct TestApp {
     pub base: String,
     pub config: Config,
+    pub options: Options,
+    pub engine: reckon::engine::Engine,
     pub client: reqwest::Client,
     pub accounts: Accounts,
     /// Holds the SQLite file (and removes it when the test ends).
@@ -60,32 +63,55 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         log_format: LogFormat::Pretty,
         site_dir: PathBuf::from("target/site"),
         cookie_secure: false,
+        providers: Vec::new(),
+        outbox_sinks: Vec::new(),
+        outbox_secret: None,
+        query_schedule: reckon::config::parse_schedule(reckon::config::DEFAULT_QUERY_SCHEDULE)
+            .unwrap(),
     }
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |_| {}, Options::default()).await
+}
+
+/// A server whose configuration the test adjusts first.
+pub async fn spawn_app_with(
+    backend: Backend,
+    adjust: impl FnOnce(&mut Config),
+    options: Options,
+) -> TestApp {
     reckon::telemetry::init(LogFormat::Pretty);
     let dir = tempfile::tempdir().unwrap();
-    let config = test_config(backend, dir.path()).await;
-    let (base, accounts, server) = launch(&config).await;
+    let mut config = test_config(backend, dir.path()).await;
+    adjust(&mut config);
+    let (base, accounts, engine, server) = launch(&config, &options).await;
     TestApp {
         base,
         accounts,
+        engine,
         config,
+        options,
         client: client(),
         _dir: dir,
         server: Some(server),
     }
 }
 
-async fn launch(config: &Config) -> (String, Accounts, JoinHandle<()>) {
-    let app = Application::build(config).await.expect("server builds");
+async fn launch(
+    config: &Config,
+    options: &Options,
+) -> (String, Accounts, reckon::engine::Engine, JoinHandle<()>) {
+    let app = Application::build_with(config, options.clone())
+        .await
+        .expect("server builds");
     let base = format!("http://{}", app.addr());
     let accounts = app.accounts.clone();
+    let engine = app.engine.clone();
     let server = tokio::spawn(async move {
         app.run_until(std::future::pending()).await.unwrap();
     });
-    (base, accounts, server)
+    (base, accounts, engine, server)
 }
 
 /// A browser-like client: keeps cookies, follows no redirects, and sends the
@@ -106,9 +132,10 @@ impl TestApp {
             server.abort();
             let _ = server.await;
         }
-        let (base, accounts, server) = launch(&self.config).await;
+        let (base, accounts, engine, server) = launch(&self.config, &self.options).await;
         self.base = base;
         self.accounts = accounts;
+        self.engine = engine;
         self.server = Some(server);
     }
 

@@ -1,9 +1,11 @@
 //! Integration tests over real HTTP on 127.0.0.1, each on SQLite and on
 //! PostgreSQL, plus the command line as a real process.
 
+mod engine_helpers;
 mod helpers;
 
 mod auth;
 mod cli;
+mod engine;
 mod ops;
 mod users;

@@ -1,0 +1,282 @@
+//! Money: integer minor units and an ISO 4217 currency. Provider decimal
+//! strings are parsed digit by digit, never through floating point.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// ISO 4217 codes Reckon accepts, with their minor-unit exponents.
+const CURRENCIES: &[(&str, u8)] = &[
+    ("AED", 2),
+    ("ARS", 2),
+    ("AUD", 2),
+    ("BHD", 3),
+    ("BRL", 2),
+    ("CAD", 2),
+    ("CHF", 2),
+    ("CLP", 0),
+    ("CNY", 2),
+    ("COP", 2),
+    ("CZK", 2),
+    ("DKK", 2),
+    ("EGP", 2),
+    ("EUR", 2),
+    ("GBP", 2),
+    ("HKD", 2),
+    ("HUF", 2),
+    ("IDR", 2),
+    ("ILS", 2),
+    ("INR", 2),
+    ("IQD", 3),
+    ("ISK", 0),
+    ("JOD", 3),
+    ("JPY", 0),
+    ("KRW", 0),
+    ("KWD", 3),
+    ("LYD", 3),
+    ("MOP", 2),
+    ("MXN", 2),
+    ("MYR", 2),
+    ("NOK", 2),
+    ("NZD", 2),
+    ("OMR", 3),
+    ("PHP", 2),
+    ("PKR", 2),
+    ("PLN", 2),
+    ("QAR", 2),
+    ("RON", 2),
+    ("RUB", 2),
+    ("SAR", 2),
+    ("SEK", 2),
+    ("SGD", 2),
+    ("THB", 2),
+    ("TND", 3),
+    ("TRY", 2),
+    ("TWD", 2),
+    ("UAH", 2),
+    ("UGX", 0),
+    ("USD", 2),
+    ("VND", 0),
+    ("XAF", 0),
+    ("XOF", 0),
+    ("ZAR", 2),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Currency {
+    code: &'static str,
+    exponent: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MoneyError {
+    #[error("unknown currency {0:?}: expected an ISO 4217 code such as CNY or USD")]
+    UnknownCurrency(String),
+    #[error("amount {0:?} is not a decimal number like 199.00")]
+    NotDecimal(String),
+    #[error("amount {amount:?} has more decimals than {currency} allows ({exponent})")]
+    TooPrecise {
+        amount: String,
+        currency: &'static str,
+        exponent: u8,
+    },
+    #[error("amount {0:?} is out of range")]
+    Overflow(String),
+    #[error("amount must be positive, got {0}")]
+    NotPositive(i64),
+}
+
+impl Currency {
+    /// Case-insensitive: `cny` is CNY.
+    pub fn parse(code: &str) -> Result<Currency, MoneyError> {
+        let upper = code.trim().to_ascii_uppercase();
+        CURRENCIES
+            .iter()
+            .find(|(c, _)| *c == upper)
+            .map(|(code, exponent)| Currency {
+                code,
+                exponent: *exponent,
+            })
+            .ok_or_else(|| MoneyError::UnknownCurrency(code.chars().take(16).collect()))
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    pub fn exponent(&self) -> u8 {
+        self.exponent
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code)
+    }
+}
+
+impl Serialize for Currency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code)
+    }
+}
+
+impl<'de> Deserialize<'de> for Currency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Currency::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Money {
+    pub minor: i64,
+    pub currency: Currency,
+}
+
+impl Money {
+    pub fn new(minor: i64, currency: Currency) -> Money {
+        Money { minor, currency }
+    }
+
+    /// `"199.00"` CNY → 19900. A sign is allowed; more decimals than the
+    /// currency has are refused unless they are zeros (`"1.500"` USD is 150).
+    pub fn parse_major(amount: &str, currency: Currency) -> Result<Money, MoneyError> {
+        let text = amount.trim();
+        let not_decimal = || MoneyError::NotDecimal(text.chars().take(40).collect());
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text.strip_prefix('+').unwrap_or(text)),
+        };
+        let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        if whole.is_empty() && frac.is_empty()
+            || !whole.bytes().all(|b| b.is_ascii_digit())
+            || !frac.bytes().all(|b| b.is_ascii_digit())
+            || (digits.contains('.') && frac.is_empty())
+        {
+            return Err(not_decimal());
+        }
+        let exp = usize::from(currency.exponent);
+        let (kept, dropped) = frac.split_at(frac.len().min(exp));
+        if dropped.bytes().any(|b| b != b'0') {
+            return Err(MoneyError::TooPrecise {
+                amount: text.into(),
+                currency: currency.code,
+                exponent: currency.exponent,
+            });
+        }
+        let overflow = || MoneyError::Overflow(text.chars().take(40).collect());
+        let mut minor: i64 = 0;
+        for b in whole
+            .bytes()
+            .chain(kept.bytes())
+            .chain(std::iter::repeat_n(b'0', exp - kept.len()))
+        {
+            minor = minor
+                .checked_mul(10)
+                .and_then(|m| m.checked_add(i64::from(b - b'0')))
+                .ok_or_else(overflow)?;
+        }
+        Ok(Money {
+            minor: if negative { -minor } else { minor },
+            currency,
+        })
+    }
+
+    /// 19900 CNY → `"199.00"`.
+    pub fn major_string(&self) -> String {
+        let exp = u32::from(self.currency.exponent);
+        let sign = if self.minor < 0 { "-" } else { "" };
+        let abs = self.minor.unsigned_abs();
+        if exp == 0 {
+            return format!("{sign}{abs}");
+        }
+        let scale = 10u64.pow(exp);
+        format!(
+            "{sign}{}.{:0width$}",
+            abs / scale,
+            abs % scale,
+            width = exp as usize
+        )
+    }
+
+    pub fn positive(self) -> Result<Money, MoneyError> {
+        if self.minor > 0 {
+            Ok(self)
+        } else {
+            Err(MoneyError::NotPositive(self.minor))
+        }
+    }
+}
+
+impl fmt::Display for Money {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.major_string(), self.currency)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cur(c: &str) -> Currency {
+        Currency::parse(c).unwrap()
+    }
+
+    #[test]
+    fn decimal_strings_become_exact_minor_units() {
+        let cases = [
+            ("199.00", "CNY", 19900),
+            ("199", "CNY", 19900),
+            ("0.01", "CNY", 1),
+            ("0.1", "USD", 10),
+            ("1.500", "USD", 150),
+            ("-12.34", "EUR", -1234),
+            ("1000", "JPY", 1000),
+            ("1.234", "KWD", 1234),
+            (".5", "USD", 50),
+            ("92233720368547758.07", "USD", i64::MAX),
+        ];
+        for (text, c, minor) in cases {
+            assert_eq!(
+                Money::parse_major(text, cur(c)).unwrap().minor,
+                minor,
+                "{text} {c}"
+            );
+        }
+    }
+
+    #[test]
+    fn imprecise_or_malformed_amounts_are_refused() {
+        assert!(matches!(
+            Money::parse_major("0.001", cur("CNY")),
+            Err(MoneyError::TooPrecise { .. })
+        ));
+        assert!(matches!(
+            Money::parse_major("1.5", cur("JPY")),
+            Err(MoneyError::TooPrecise { .. })
+        ));
+        for bad in ["", "abc", "1,00", "1.", "1e3", "--1", "1.2.3", " ", "-"] {
+            assert!(Money::parse_major(bad, cur("USD")).is_err(), "{bad:?}");
+        }
+        assert!(matches!(
+            Money::parse_major("92233720368547758.08", cur("USD")),
+            Err(MoneyError::Overflow(_))
+        ));
+    }
+
+    #[test]
+    fn minor_units_print_back_exactly() {
+        assert_eq!(Money::new(19900, cur("CNY")).major_string(), "199.00");
+        assert_eq!(Money::new(-5, cur("USD")).major_string(), "-0.05");
+        assert_eq!(Money::new(1234, cur("BHD")).major_string(), "1.234");
+        assert_eq!(Money::new(1000, cur("JPY")).to_string(), "1000 JPY");
+    }
+
+    #[test]
+    fn currencies_are_iso_codes() {
+        assert_eq!(cur("cny").code(), "CNY");
+        assert_eq!(cur("JPY").exponent(), 0);
+        assert!(Currency::parse("XYZ").is_err());
+        assert!(Currency::parse("").is_err());
+    }
+}

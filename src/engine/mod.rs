@@ -1,0 +1,101 @@
+//! The payment engine: [`apply`] (the one rule), callback intake, the
+//! workers that retry callbacks, call providers and relay the outbox, and
+//! the merchant operations (create, close). It knows nothing of HTTP
+//! routing or Leptos; the web layer hands it bytes and headers.
+
+mod apply;
+pub mod clock;
+mod intake;
+mod merchant;
+mod workers;
+
+pub use apply::{Applied, Outcome, Source, apply};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
+
+use crate::providers::Providers;
+use crate::providers::signing::Secret;
+use crate::store::Db;
+use crate::web::metrics::Metrics;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// An outbox destination: deliveries are recorded by name, sent to its URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sink {
+    pub name: String,
+    pub url: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Delays of the status queries after a create, in microseconds
+    /// (default 1m, 5m, 30m, 2h, 12h); after the last, a person decides.
+    pub query_schedule: Vec<i64>,
+    /// Failed callback processing is retried this many times in all.
+    pub callback_max_tries: i64,
+    /// Outbox deliveries give up (dead-letter) after this many attempts.
+    pub outbox_max_attempts: i64,
+    pub sinks: Vec<Sink>,
+    /// Signs outbox messages (Standard-Webhooks style).
+    pub outbox_secret: Secret,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        const MIN: i64 = 60_000_000;
+        Settings {
+            query_schedule: vec![MIN, 5 * MIN, 30 * MIN, 120 * MIN, 720 * MIN],
+            callback_max_tries: 10,
+            outbox_max_attempts: 12,
+            sinks: Vec::new(),
+            outbox_secret: Secret::random(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    pub db: Db,
+    pub providers: Providers,
+    pub metrics: Metrics,
+    pub clock: Arc<dyn Clock>,
+    pub settings: Arc<Settings>,
+    sink_names: Arc<Vec<String>>,
+    /// Wakes the workers when new work was just written.
+    wake: Arc<Notify>,
+}
+
+impl Engine {
+    pub fn new(
+        db: Db,
+        providers: Providers,
+        metrics: Metrics,
+        clock: Arc<dyn Clock>,
+        settings: Settings,
+    ) -> Engine {
+        Engine {
+            sink_names: Arc::new(settings.sinks.iter().map(|s| s.name.clone()).collect()),
+            db,
+            providers,
+            metrics,
+            clock,
+            settings: Arc::new(settings),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.clock.now_micros()
+    }
+
+    /// `apply` with this engine's sinks and clock, counted by class.
+    pub async fn apply(&self, outcome: &Outcome) -> sqlx::Result<Applied> {
+        let applied = apply::apply(&self.db, &self.sink_names, outcome, self.now()).await?;
+        self.metrics.applied(applied.class());
+        if matches!(applied, Applied::Moved { .. }) {
+            self.wake.notify_one();
+        }
+        Ok(applied)
+    }
+}

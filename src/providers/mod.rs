@@ -1,0 +1,131 @@
+//! Providers behind one trait: verify a webhook, parse it into an outcome
+//! (or "not a payment event"), answer in the provider's protocol, and call
+//! the provider to create, query and close payments. One module per
+//! provider; its quirks stay there.
+
+pub mod sandbox;
+pub mod signing;
+
+use crate::domain::{CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Why a webhook was not believed. Nothing is stored or changed for it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    #[error("missing header {0}")]
+    MissingHeader(&'static str),
+    #[error("malformed signature header: {0}")]
+    MalformedHeader(String),
+    #[error("timestamp outside the {tolerance_secs} s tolerance")]
+    StaleTimestamp { tolerance_secs: i64 },
+    #[error("no signature matches")]
+    BadSignature,
+}
+
+/// A verified notification, read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notification {
+    Payment(PaymentNotice),
+    /// A verified event that moves no payment (acknowledged, no effect).
+    Ignored {
+        callback_id: CallbackId,
+        event_type: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentNotice {
+    pub callback_id: CallbackId,
+    pub payment_no: PaymentNo,
+    pub provider_txn_id: Option<ProviderTxnId>,
+    /// The provider's own word, kept for the record (`TRADE_SUCCESS`, …).
+    pub provider_status: String,
+    pub status: PaymentStatus,
+    pub money: Money,
+}
+
+/// What a provider says about a payment when asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderView {
+    pub provider_txn_id: Option<ProviderTxnId>,
+    /// `None` while the provider has no result yet.
+    pub status: Option<PaymentStatus>,
+    pub money: Money,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// No answer in time: the result is unknown, never a failure.
+    #[error("timed out")]
+    Timeout,
+    /// The connection broke: unknown as well.
+    #[error("network: {0}")]
+    Network(String),
+    /// The provider answered, and refused.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The provider does not know the payment.
+    #[error("unknown to the provider")]
+    NotFound,
+}
+
+pub struct CreateRequest<'a> {
+    pub payment_no: &'a PaymentNo,
+    pub money: Money,
+    pub description: Option<&'a str>,
+}
+
+/// How Reckon answers a webhook, in the provider's protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Stored (or a duplicate of something stored): stop sending.
+    Accepted,
+    /// Not believed.
+    Unverified(VerifyError),
+    /// Believed but unreadable.
+    Malformed(String),
+    /// Names a payment Reckon does not have.
+    UnknownPayment,
+    /// Could not be stored: send again later.
+    RetryLater,
+}
+
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync + 'static {
+    fn name(&self) -> &ProviderName;
+    /// Content types its webhooks arrive with.
+    fn accepts(&self, content_type: &str) -> bool;
+    /// Checks the raw bytes before anything trusts them.
+    fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError>;
+    /// Reads a verified body.
+    fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
+    fn answer(&self, answer: &Answer) -> Response;
+    async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError>;
+    async fn query_payment(&self, payment_no: &PaymentNo) -> Result<ProviderView, CallError>;
+    async fn close_payment(&self, payment_no: &PaymentNo) -> Result<(), CallError>;
+}
+
+/// The configured provider accounts by route name.
+#[derive(Clone, Default)]
+pub struct Providers(Arc<BTreeMap<String, Arc<dyn Provider>>>);
+
+impl Providers {
+    pub fn new(list: Vec<Arc<dyn Provider>>) -> Providers {
+        Providers(Arc::new(
+            list.into_iter()
+                .map(|p| (p.name().as_str().to_owned(), p))
+                .collect(),
+        ))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Provider>> {
+        self.0.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+}

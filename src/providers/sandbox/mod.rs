@@ -1,0 +1,228 @@
+//! The sandbox provider: Reckon's own test channel. Webhooks are signed
+//! Standard-Webhooks style; its API creates, queries and closes payments.
+//! `server` is the provider itself, run by `reckon sandbox` or in-process
+//! for the demo, with chaos knobs.
+
+pub mod server;
+
+use super::signing::Secret;
+use super::{
+    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
+    VerifyError,
+};
+use crate::domain::{
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+};
+use axum::Json;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+pub const TOLERANCE_SECS: i64 = 300;
+
+pub struct Sandbox {
+    name: ProviderName,
+    base_url: String,
+    secret: Secret,
+    http: reqwest::Client,
+}
+
+/// The body of a sandbox notification.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Envelope {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub data: PaymentData,
+}
+
+/// A payment as the sandbox shows it: in webhooks and in API answers.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PaymentData {
+    pub payment_no: String,
+    pub txn_id: String,
+    /// PENDING, SUCCEEDED, FAILED or CLOSED.
+    pub status: String,
+    /// Major units, a decimal string ("199.00").
+    pub amount: String,
+    pub currency: String,
+}
+
+impl PaymentData {
+    fn view(&self) -> Result<ProviderView, String> {
+        let currency = Currency::parse(&self.currency).map_err(|e| e.to_string())?;
+        Ok(ProviderView {
+            provider_txn_id: Some(ProviderTxnId::parse(&self.txn_id).map_err(|e| e.to_string())?),
+            status: Some(status_of(&self.status)?),
+            money: Money::parse_major(&self.amount, currency).map_err(|e| e.to_string())?,
+        })
+    }
+}
+
+fn status_of(s: &str) -> Result<PaymentStatus, String> {
+    match s {
+        "PENDING" => Ok(PaymentStatus::Pending),
+        "SUCCEEDED" => Ok(PaymentStatus::Succeeded),
+        "FAILED" => Ok(PaymentStatus::Failed),
+        "CLOSED" => Ok(PaymentStatus::Closed),
+        other => Err(format!("unknown sandbox status {other:?}")),
+    }
+}
+
+impl Sandbox {
+    pub fn new(name: ProviderName, base_url: &str, secret: Secret) -> Sandbox {
+        Sandbox {
+            name,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            secret,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(5))
+                .build()
+                .expect("an HTTP client"),
+        }
+    }
+
+    async fn call(&self, req: reqwest::RequestBuilder) -> Result<PaymentData, CallError> {
+        let res = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                CallError::Timeout
+            } else {
+                CallError::Network(e.without_url().to_string())
+            }
+        })?;
+        let status = res.status();
+        if status == StatusCode::NOT_FOUND {
+            return Err(CallError::NotFound);
+        }
+        if status.is_server_error() {
+            return Err(CallError::Network(format!("sandbox answered {status}")));
+        }
+        if !status.is_success() {
+            let text = res.text().await.unwrap_or_default();
+            return Err(CallError::Refused(format!(
+                "{status}: {}",
+                text.chars().take(200).collect::<String>()
+            )));
+        }
+        res.json::<PaymentData>()
+            .await
+            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, VerifyError> {
+    headers
+        .get(name)
+        .ok_or(VerifyError::MissingHeader(name))?
+        .to_str()
+        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
+}
+
+#[async_trait::async_trait]
+impl Provider for Sandbox {
+    fn name(&self) -> &ProviderName {
+        &self.name
+    }
+
+    fn accepts(&self, content_type: &str) -> bool {
+        content_type.starts_with("application/json")
+    }
+
+    fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
+        let id = header(headers, "webhook-id")?;
+        let ts_text = header(headers, "webhook-timestamp")?;
+        let signature = header(headers, "webhook-signature")?;
+        let ts: i64 = ts_text.parse().map_err(|_| {
+            VerifyError::MalformedHeader("webhook-timestamp is not a number".into())
+        })?;
+        if (now_secs - ts).abs() > TOLERANCE_SECS {
+            return Err(VerifyError::StaleTimestamp {
+                tolerance_secs: TOLERANCE_SECS,
+            });
+        }
+        if self.secret.verify(id, ts_text, body, signature) {
+            Ok(())
+        } else {
+            Err(VerifyError::BadSignature)
+        }
+    }
+
+    fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
+        let env: Envelope =
+            serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
+        // The signed id is the notification's identity.
+        let id = headers
+            .get("webhook-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(&env.id);
+        let callback_id = CallbackId::parse(id).map_err(|e| e.to_string())?;
+        if !env.event_type.starts_with("payment.") {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: env.event_type,
+            });
+        }
+        let view = env.data.view()?;
+        Ok(Notification::Payment(PaymentNotice {
+            callback_id,
+            payment_no: PaymentNo::parse(&env.data.payment_no).map_err(|e| e.to_string())?,
+            provider_txn_id: view.provider_txn_id,
+            provider_status: env.data.status.clone(),
+            status: view.status.expect("sandbox statuses are final or pending"),
+            money: view.money,
+        }))
+    }
+
+    fn answer(&self, answer: &Answer) -> Response {
+        let (status, message) = match answer {
+            Answer::Accepted => (StatusCode::OK, "accepted".to_string()),
+            Answer::Unverified(e) => (StatusCode::UNAUTHORIZED, e.to_string()),
+            Answer::Malformed(e) => (StatusCode::BAD_REQUEST, e.clone()),
+            Answer::UnknownPayment => (StatusCode::NOT_FOUND, "unknown payment".into()),
+            Answer::RetryLater => (StatusCode::SERVICE_UNAVAILABLE, "try again later".into()),
+        };
+        let key = if status.is_success() {
+            "status"
+        } else {
+            "error"
+        };
+        (status, Json(serde_json::json!({ key: message }))).into_response()
+    }
+
+    async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
+        let body = serde_json::json!({
+            "payment_no": req.payment_no,
+            "amount": req.money.major_string(),
+            "currency": req.money.currency.code(),
+            "description": req.description,
+        });
+        let data = self
+            .call(
+                self.http
+                    .post(format!("{}/v1/payments", self.base_url))
+                    .json(&body),
+            )
+            .await?;
+        data.view().map_err(CallError::Refused)
+    }
+
+    async fn query_payment(&self, payment_no: &PaymentNo) -> Result<ProviderView, CallError> {
+        let data = self
+            .call(
+                self.http
+                    .get(format!("{}/v1/payments/{payment_no}", self.base_url)),
+            )
+            .await?;
+        data.view().map_err(CallError::Refused)
+    }
+
+    async fn close_payment(&self, payment_no: &PaymentNo) -> Result<(), CallError> {
+        self.call(
+            self.http
+                .post(format!("{}/v1/payments/{payment_no}/close", self.base_url)),
+        )
+        .await
+        .map(|_| ())
+    }
+}

@@ -1,0 +1,282 @@
+//! The sandbox provider itself: an HTTP API that creates, settles, queries
+//! and closes payments and notifies a webhook URL, with chaos knobs to make
+//! it misbehave the ways real providers do. Runs as `reckon sandbox` or
+//! in-process for the demo. State is in memory.
+
+use super::{Envelope, PaymentData};
+use crate::providers::signing::Secret;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the sandbox misbehaves. Every knob defaults to "well-behaved".
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Chaos {
+    /// Milliseconds from create to the final result.
+    pub settle_ms: u64,
+    /// Share of payments that fail instead of succeeding (0–1).
+    pub fail_rate: f64,
+    /// Each notification is sent this many times.
+    pub duplicates: u32,
+    /// After the final notification, send a stale PENDING one.
+    pub reorder: bool,
+    /// Extra delay before each notification, milliseconds.
+    pub delay_ms: u64,
+    /// Share of payments whose notifications are never sent (0–1).
+    pub drop_rate: f64,
+    /// Added to the amount in notifications (minor units): a lying channel.
+    pub alter_amount_minor: i64,
+    /// Delay before answering status queries, milliseconds.
+    pub query_delay_ms: u64,
+    /// Share of status queries answered 500 (0–1).
+    pub query_error_rate: f64,
+}
+
+impl Default for Chaos {
+    fn default() -> Self {
+        Chaos {
+            settle_ms: 300,
+            fail_rate: 0.0,
+            duplicates: 1,
+            reorder: false,
+            delay_ms: 0,
+            drop_rate: 0.0,
+            alter_amount_minor: 0,
+            query_delay_ms: 0,
+            query_error_rate: 0.0,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct SandboxServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    payments: Mutex<HashMap<String, PaymentData>>,
+    chaos: Mutex<Chaos>,
+    notify_url: Mutex<String>,
+    secret: Secret,
+    http: reqwest::Client,
+}
+
+#[derive(Deserialize)]
+struct CreateBody {
+    payment_no: String,
+    amount: String,
+    currency: String,
+}
+
+impl SandboxServer {
+    pub fn new(notify_url: &str, secret: Secret, chaos: Chaos) -> SandboxServer {
+        SandboxServer {
+            inner: Arc::new(Inner {
+                payments: Mutex::new(HashMap::new()),
+                chaos: Mutex::new(chaos),
+                notify_url: Mutex::new(notify_url.to_owned()),
+                secret,
+                http: reqwest::Client::builder()
+                    .timeout(Duration::from_secs(10))
+                    .build()
+                    .expect("an HTTP client"),
+            }),
+        }
+    }
+
+    pub fn set_notify_url(&self, url: &str) {
+        *self.inner.notify_url.lock().unwrap() = url.to_owned();
+    }
+
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/v1/payments", post(create))
+            .route("/v1/payments/{payment_no}", get(query))
+            .route("/v1/payments/{payment_no}/close", post(close))
+            .route("/v1/chaos", get(get_chaos).post(set_chaos))
+            .with_state(self.clone())
+    }
+
+    /// Records a payment as the provider's own (tests and tools).
+    pub fn put(&self, data: PaymentData) {
+        self.inner
+            .payments
+            .lock()
+            .unwrap()
+            .insert(data.payment_no.clone(), data);
+    }
+
+    /// Settles a pending payment now (tests and demo), then notifies.
+    pub fn settle(&self, payment_no: &str, succeed: bool) {
+        let data = {
+            let mut map = self.inner.payments.lock().unwrap();
+            let Some(p) = map.get_mut(payment_no) else {
+                return;
+            };
+            if p.status != "PENDING" {
+                return;
+            }
+            p.status = if succeed { "SUCCEEDED" } else { "FAILED" }.into();
+            p.clone()
+        };
+        self.notify(data);
+    }
+
+    fn notify(&self, data: PaymentData) {
+        let chaos = self.inner.chaos.lock().unwrap().clone();
+        if rand::thread_rng().gen_bool(chaos.drop_rate.clamp(0.0, 1.0)) {
+            tracing::info!(payment_no = %data.payment_no, "sandbox drops the notification");
+            return;
+        }
+        let mut sent = data.clone();
+        if chaos.alter_amount_minor != 0
+            && let Ok(cur) = crate::domain::Currency::parse(&sent.currency)
+            && let Ok(m) = crate::domain::Money::parse_major(&sent.amount, cur)
+        {
+            sent.amount =
+                crate::domain::Money::new(m.minor + chaos.alter_amount_minor, cur).major_string();
+        }
+        let mut messages = vec![sent.clone()];
+        if chaos.reorder {
+            let mut stale = sent;
+            stale.status = "PENDING".into();
+            messages.push(stale);
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            for message in messages {
+                let event = Envelope {
+                    id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+                    event_type: format!("payment.{}", message.status.to_ascii_lowercase()),
+                    data: message,
+                };
+                for _ in 0..chaos.duplicates.max(1) {
+                    if chaos.delay_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(chaos.delay_ms)).await;
+                    }
+                    this.send(&event).await;
+                }
+            }
+        });
+    }
+
+    /// Posts one signed notification; like a real provider it tries again
+    /// (three times, a second apart) until it gets a 2xx.
+    async fn send(&self, event: &Envelope) {
+        let body = serde_json::to_vec(event).expect("serializable");
+        let url = self.inner.notify_url.lock().unwrap().clone();
+        for attempt in 1..=3 {
+            let ts = jiff::Timestamp::now().as_second();
+            let res = self
+                .inner
+                .http
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("webhook-id", &event.id)
+                .header("webhook-timestamp", ts.to_string())
+                .header(
+                    "webhook-signature",
+                    self.inner.secret.sign(&event.id, ts, &body),
+                )
+                .body(body.clone())
+                .send()
+                .await;
+            match res {
+                Ok(r) if r.status().is_success() => return,
+                Ok(r) => {
+                    tracing::debug!(status = %r.status(), attempt, "sandbox notification refused")
+                }
+                Err(e) => tracing::debug!(error = %e, attempt, "sandbox notification failed"),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+async fn create(State(s): State<SandboxServer>, Json(body): Json<CreateBody>) -> Response {
+    let Ok(cur) = crate::domain::Currency::parse(&body.currency) else {
+        return error(StatusCode::BAD_REQUEST, "unknown currency");
+    };
+    if crate::domain::Money::parse_major(&body.amount, cur).is_err() {
+        return error(StatusCode::BAD_REQUEST, "bad amount");
+    }
+    let data = {
+        let mut map = s.inner.payments.lock().unwrap();
+        if let Some(existing) = map.get(&body.payment_no) {
+            // Creating twice is idempotent, as with real providers.
+            existing.clone()
+        } else {
+            let data = PaymentData {
+                payment_no: body.payment_no.clone(),
+                txn_id: format!("SBX{}", uuid::Uuid::new_v4().simple()),
+                status: "PENDING".into(),
+                amount: body.amount,
+                currency: cur.code().into(),
+            };
+            map.insert(body.payment_no.clone(), data.clone());
+            let (settle_ms, fail_rate) = {
+                let c = s.inner.chaos.lock().unwrap();
+                (c.settle_ms, c.fail_rate)
+            };
+            let this = s.clone();
+            let no = body.payment_no.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(settle_ms)).await;
+                let succeed = !rand::thread_rng().gen_bool(fail_rate.clamp(0.0, 1.0));
+                this.settle(&no, succeed);
+            });
+            data
+        }
+    };
+    Json(data).into_response()
+}
+
+async fn query(State(s): State<SandboxServer>, Path(payment_no): Path<String>) -> Response {
+    let (delay, error_rate) = {
+        let c = s.inner.chaos.lock().unwrap();
+        (c.query_delay_ms, c.query_error_rate)
+    };
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    if rand::thread_rng().gen_bool(error_rate.clamp(0.0, 1.0)) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "chaos: query failed");
+    }
+    match s.inner.payments.lock().unwrap().get(&payment_no) {
+        Some(p) => Json(p.clone()).into_response(),
+        None => error(StatusCode::NOT_FOUND, "no such payment"),
+    }
+}
+
+async fn close(State(s): State<SandboxServer>, Path(payment_no): Path<String>) -> Response {
+    let mut map = s.inner.payments.lock().unwrap();
+    match map.get_mut(&payment_no) {
+        None => error(StatusCode::NOT_FOUND, "no such payment"),
+        Some(p) if p.status == "PENDING" || p.status == "CLOSED" => {
+            p.status = "CLOSED".into();
+            Json(p.clone()).into_response()
+        }
+        Some(p) => error(StatusCode::CONFLICT, &format!("payment is {}", p.status)),
+    }
+}
+
+async fn get_chaos(State(s): State<SandboxServer>) -> Json<Chaos> {
+    Json(s.inner.chaos.lock().unwrap().clone())
+}
+
+async fn set_chaos(State(s): State<SandboxServer>, Json(chaos): Json<Chaos>) -> Json<Chaos> {
+    *s.inner.chaos.lock().unwrap() = chaos.clone();
+    Json(chaos)
+}

@@ -1,0 +1,179 @@
+//! The `payment_callbacks` table: every verified notification, raw, kept
+//! before anything acts on it.
+
+use sqlx::{Any, Executor};
+
+pub struct NewCallback<'a> {
+    pub id: &'a str,
+    pub callback_id: &'a str,
+    pub provider: &'a str,
+    pub payment_no: Option<&'a str>,
+    pub provider_txn_id: Option<&'a str>,
+    pub callback_status: &'a str,
+    pub headers_json: &'a str,
+    pub payload: &'a [u8],
+    pub payload_hash: &'a str,
+    pub verify_result: &'a str,
+    pub trace_id: &'a str,
+    pub received_at: i64,
+}
+
+/// Inserts unless (provider, callback_id) is already stored. True if stored now.
+pub async fn insert_if_absent<'e>(
+    e: impl Executor<'e, Database = Any>,
+    c: &NewCallback<'_>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
+           headers_json, payload, payload_hash, verify_result, processing_status, retry_count, trace_id, received_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'RECEIVED', 0, $11, $12) \
+         ON CONFLICT (provider, callback_id) DO NOTHING",
+    )
+    .bind(c.id)
+    .bind(c.callback_id)
+    .bind(c.provider)
+    .bind(c.payment_no)
+    .bind(c.provider_txn_id)
+    .bind(c.callback_status)
+    .bind(c.headers_json)
+    .bind(c.payload)
+    .bind(c.payload_hash)
+    .bind(c.verify_result)
+    .bind(c.trace_id)
+    .bind(c.received_at)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct CallbackRow {
+    pub id: String,
+    pub callback_id: String,
+    pub provider: String,
+    pub payment_no: Option<String>,
+    pub headers_json: String,
+    pub payload: Vec<u8>,
+    pub payload_hash: String,
+    pub processing_status: String,
+    pub outcome: Option<String>,
+    pub retry_count: i64,
+    pub trace_id: String,
+    pub error_message: Option<String>,
+}
+
+const COLUMNS: &str = "id, callback_id, provider, payment_no, headers_json, payload, payload_hash, \
+     processing_status, outcome, retry_count, trace_id, error_message";
+
+pub async fn by_callback_id<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    callback_id: &str,
+) -> sqlx::Result<Option<CallbackRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM payment_callbacks WHERE provider = $1 AND callback_id = $2"
+    ))
+    .bind(provider)
+    .bind(callback_id)
+    .fetch_optional(e)
+    .await
+}
+
+/// RECEIVED → PROCESSING for the request that stored it. False if a worker
+/// got there first.
+pub async fn claim<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    lease_until: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payment_callbacks SET processing_status = 'PROCESSING', lease_until = $1 \
+         WHERE id = $2 AND processing_status = 'RECEIVED'",
+    )
+    .bind(lease_until)
+    .bind(id)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn succeeded<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    outcome: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE payment_callbacks SET processing_status = 'SUCCESS', outcome = $1, processed_at = $2, \
+           lease_until = NULL, next_retry_at = NULL, error_message = NULL WHERE id = $3",
+    )
+    .bind(outcome)
+    .bind(now)
+    .bind(id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// One more failed try: FAILED with the next retry time, or DEAD.
+pub async fn failed<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    error: &str,
+    next_retry_at: Option<i64>,
+    now: i64,
+) -> sqlx::Result<()> {
+    let status = if next_retry_at.is_some() {
+        "FAILED"
+    } else {
+        "DEAD"
+    };
+    sqlx::query(
+        "UPDATE payment_callbacks SET processing_status = $1, retry_count = retry_count + 1, \
+           next_retry_at = $2, error_message = $3, processed_at = $4, lease_until = NULL WHERE id = $5",
+    )
+    .bind(status)
+    .bind(next_retry_at)
+    .bind(error)
+    .bind(now)
+    .bind(id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// Leases callbacks due for another try: FAILED ones whose time has come,
+/// and ones left RECEIVED or PROCESSING by a stopped process (lease expired,
+/// or received more than `stale_before` ago without a lease).
+pub async fn lease_due<'e>(
+    e: impl Executor<'e, Database = Any>,
+    now: i64,
+    stale_before: i64,
+    lease_until: i64,
+    limit: i64,
+    skip_locked: &str,
+) -> sqlx::Result<Vec<CallbackRow>> {
+    let sql = format!(
+        "UPDATE payment_callbacks SET processing_status = 'PROCESSING', lease_until = $1 \
+         WHERE id IN (SELECT id FROM payment_callbacks \
+             WHERE (processing_status = 'FAILED' AND next_retry_at <= $2) \
+                OR (processing_status = 'PROCESSING' AND lease_until <= $2) \
+                OR (processing_status = 'RECEIVED' AND received_at <= $3) \
+             ORDER BY received_at LIMIT $4{skip_locked}) \
+         RETURNING {COLUMNS}"
+    );
+    sqlx::query_as(&sql)
+        .bind(lease_until)
+        .bind(now)
+        .bind(stale_before)
+        .bind(limit)
+        .fetch_all(e)
+        .await
+}
+
+pub async fn retry_count<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT retry_count FROM payment_callbacks WHERE id = $1")
+        .bind(id)
+        .fetch_one(e)
+        .await
+}

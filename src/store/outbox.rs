@@ -1,0 +1,160 @@
+//! The `outbox_events` and `outbox_deliveries` tables: messages written in
+//! the same transaction as the change they announce, delivered later.
+
+use sqlx::{Any, Executor};
+
+pub struct NewEvent<'a> {
+    pub message_id: &'a str,
+    pub aggregate_type: &'a str,
+    pub aggregate_id: &'a str,
+    pub event_type: &'a str,
+    pub payload: &'a str,
+    pub now: i64,
+}
+
+pub async fn insert_event<'e>(
+    e: impl Executor<'e, Database = Any>,
+    ev: &NewEvent<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6)",
+    )
+    .bind(ev.message_id)
+    .bind(ev.aggregate_type)
+    .bind(ev.aggregate_id)
+    .bind(ev.event_type)
+    .bind(ev.payload)
+    .bind(ev.now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+pub async fn insert_delivery<'e>(
+    e: impl Executor<'e, Database = Any>,
+    message_id: &str,
+    sink: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO outbox_deliveries (message_id, sink, status, attempts, next_attempt_at) VALUES ($1, $2, 'PENDING', 0, $3)",
+    )
+    .bind(message_id)
+    .bind(sink)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct DueDelivery {
+    pub message_id: String,
+    pub sink: String,
+    pub attempts: i64,
+}
+
+pub async fn lease_due<'e>(
+    e: impl Executor<'e, Database = Any>,
+    now: i64,
+    lease_until: i64,
+    limit: i64,
+    skip_locked: &str,
+) -> sqlx::Result<Vec<DueDelivery>> {
+    let sql = format!(
+        "UPDATE outbox_deliveries SET lease_until = $1 \
+         WHERE (message_id, sink) IN (SELECT message_id, sink FROM outbox_deliveries \
+             WHERE status = 'PENDING' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
+             ORDER BY next_attempt_at LIMIT $3{skip_locked}) \
+         RETURNING message_id, sink, attempts"
+    );
+    sqlx::query_as(&sql)
+        .bind(lease_until)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(e)
+        .await
+}
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+pub struct EventRow {
+    pub message_id: String,
+    pub aggregate_id: String,
+    pub event_type: String,
+    pub payload: String,
+    pub created_at: i64,
+}
+
+pub async fn event<'e>(
+    e: impl Executor<'e, Database = Any>,
+    message_id: &str,
+) -> sqlx::Result<Option<EventRow>> {
+    sqlx::query_as(
+        "SELECT message_id, aggregate_id, event_type, payload, created_at FROM outbox_events WHERE message_id = $1",
+    )
+    .bind(message_id)
+    .fetch_optional(e)
+    .await
+}
+
+pub async fn events_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    aggregate_id: &str,
+) -> sqlx::Result<Vec<EventRow>> {
+    sqlx::query_as(
+        "SELECT message_id, aggregate_id, event_type, payload, created_at FROM outbox_events \
+         WHERE aggregate_id = $1 ORDER BY created_at, message_id",
+    )
+    .bind(aggregate_id)
+    .fetch_all(e)
+    .await
+}
+
+pub async fn delivered<'e>(
+    e: impl Executor<'e, Database = Any>,
+    d: &DueDelivery,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = attempts + 1, published_at = $1, \
+           lease_until = NULL, last_error = NULL WHERE message_id = $2 AND sink = $3",
+    )
+    .bind(now)
+    .bind(&d.message_id)
+    .bind(&d.sink)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// A failed attempt: retried at `next_at`, or dead-lettered when `None`.
+pub async fn attempt_failed<'e>(
+    e: impl Executor<'e, Database = Any>,
+    d: &DueDelivery,
+    error: &str,
+    next_at: Option<i64>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE outbox_deliveries SET status = $1, attempts = attempts + 1, next_attempt_at = COALESCE($2, next_attempt_at), \
+           lease_until = NULL, last_error = $3 WHERE message_id = $4 AND sink = $5",
+    )
+    .bind(if next_at.is_some() { "PENDING" } else { "DEAD" })
+    .bind(next_at)
+    .bind(error)
+    .bind(&d.message_id)
+    .bind(&d.sink)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// Age of the oldest undelivered message, for the lag gauge.
+pub async fn oldest_pending<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar(
+        "SELECT MIN(ev.created_at) FROM outbox_deliveries d JOIN outbox_events ev ON ev.message_id = d.message_id \
+         WHERE d.status = 'PENDING'",
+    )
+    .fetch_one(e)
+    .await
+}

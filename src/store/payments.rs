@@ -1,0 +1,239 @@
+//! The `payments`, `payment_effects` and `payment_status_history` tables.
+
+use crate::domain::PaymentStatus;
+use sqlx::{Any, Executor};
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+pub struct PaymentRow {
+    pub payment_no: String,
+    pub order_no: String,
+    pub attempt_no: i64,
+    pub provider: String,
+    pub provider_txn_id: Option<String>,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub status: String,
+    pub version: i64,
+    pub description: Option<String>,
+    pub created_by: String,
+    pub awaiting_recon: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
+     currency, status, version, description, created_by, awaiting_recon, created_at, updated_at";
+
+pub async fn get<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Option<PaymentRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM payments WHERE payment_no = $1"
+    ))
+    .bind(payment_no)
+    .fetch_optional(e)
+    .await
+}
+
+pub struct NewPayment<'a> {
+    pub payment_no: &'a str,
+    pub order_no: &'a str,
+    pub attempt_no: i64,
+    pub provider: &'a str,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub description: Option<&'a str>,
+    pub created_by: &'a str,
+    pub now: i64,
+}
+
+pub async fn insert<'e>(
+    e: impl Executor<'e, Database = Any>,
+    p: &NewPayment<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
+         currency, status, version, description, created_by, awaiting_recon, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, NULL, $5, $6, 'CREATED', 0, $7, $8, 0, $9, $9)",
+    )
+    .bind(p.payment_no)
+    .bind(p.order_no)
+    .bind(p.attempt_no)
+    .bind(p.provider)
+    .bind(p.amount_minor)
+    .bind(p.currency)
+    .bind(p.description)
+    .bind(p.created_by)
+    .bind(p.now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// For a new attempt of an order: the next attempt number, and how many
+/// attempts are still live (neither FAILED nor CLOSED).
+pub async fn attempts_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    order_no: &str,
+) -> sqlx::Result<(i64, i64)> {
+    let (max, live): (Option<i64>, Option<i64>) = sqlx::query_as(
+        "SELECT MAX(attempt_no), SUM(CASE WHEN status IN ('FAILED', 'CLOSED') THEN 0 ELSE 1 END) \
+         FROM payments WHERE order_no = $1",
+    )
+    .bind(order_no)
+    .fetch_one(e)
+    .await?;
+    Ok((max.unwrap_or(0) + 1, live.unwrap_or(0)))
+}
+
+/// What a guarded move changed.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Moved {
+    pub prev_status: String,
+    pub order_no: String,
+    pub version: i64,
+}
+
+pub struct Move<'a> {
+    pub payment_no: &'a str,
+    pub provider: &'a str,
+    pub provider_txn_id: Option<&'a str>,
+    pub target: PaymentStatus,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+}
+
+/// The one statement that changes a payment's status: it succeeds only from
+/// an allowed predecessor and only when provider, amount, currency and
+/// transaction id agree; it binds the transaction id when none was known.
+pub async fn guarded_move<'e>(
+    e: impl Executor<'e, Database = Any>,
+    m: &Move<'_>,
+    predecessors: &[PaymentStatus],
+    now: i64,
+) -> sqlx::Result<Option<Moved>> {
+    // The predecessor list is a fixed set of constants, never input.
+    let allowed = predecessors
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "UPDATE payments SET prev_status = status, status = $1, \
+           provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3 \
+         WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
+           AND amount_minor = $6 AND currency = $7 \
+           AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
+         RETURNING prev_status, order_no, version"
+    );
+    sqlx::query_as(&sql)
+        .bind(m.target.as_str())
+        .bind(m.provider_txn_id)
+        .bind(now)
+        .bind(m.payment_no)
+        .bind(m.provider)
+        .bind(m.amount_minor)
+        .bind(m.currency)
+        .fetch_optional(e)
+        .await
+}
+
+pub async fn set_awaiting_recon<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE payments SET awaiting_recon = 1, updated_at = $1 WHERE payment_no = $2")
+        .bind(now)
+        .bind(payment_no)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+pub async fn insert_effect<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+    effect_type: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(uuid::Uuid::now_v7().to_string())
+        .bind(payment_no)
+        .bind(effect_type)
+        .bind(now)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+pub struct EffectRow {
+    pub effect_type: String,
+    pub created_at: i64,
+}
+
+pub async fn effects<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<EffectRow>> {
+    sqlx::query_as("SELECT effect_type, created_at FROM payment_effects WHERE payment_no = $1 ORDER BY created_at")
+        .bind(payment_no)
+        .fetch_all(e)
+        .await
+}
+
+pub struct HistoryEntry<'a> {
+    pub payment_no: &'a str,
+    pub from: &'a str,
+    pub to: &'a str,
+    pub source: &'a str,
+    pub evidence: &'a str,
+    pub trace_id: &'a str,
+    pub at: i64,
+}
+
+pub async fn insert_history<'e>(
+    e: impl Executor<'e, Database = Any>,
+    h: &HistoryEntry<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(h.payment_no)
+    .bind(h.from)
+    .bind(h.to)
+    .bind(h.source)
+    .bind(h.evidence)
+    .bind(h.trace_id)
+    .bind(h.at)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+pub struct HistoryRow {
+    pub from_status: String,
+    pub to_status: String,
+    pub source: String,
+    pub evidence_ref: String,
+    pub trace_id: String,
+    pub at: i64,
+}
+
+pub async fn history<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<HistoryRow>> {
+    sqlx::query_as(
+        "SELECT from_status, to_status, source, evidence_ref, trace_id, at FROM payment_status_history \
+         WHERE payment_no = $1 ORDER BY at, id",
+    )
+    .bind(payment_no)
+    .fetch_all(e)
+    .await
+}

@@ -1,0 +1,113 @@
+//! The `provider_tasks` table: calls to make to a provider outside any
+//! transaction (create a payment, query its status), leased by workers.
+
+use sqlx::{Any, Executor};
+
+pub const CREATE: &str = "create";
+pub const QUERY: &str = "query";
+
+pub async fn schedule<'e>(
+    e: impl Executor<'e, Database = Any>,
+    kind: &str,
+    payment_no: &str,
+    run_at: i64,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO provider_tasks (task_id, kind, payment_no, status, attempts, next_run_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'PENDING', 0, $4, $5, $5)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(kind)
+    .bind(payment_no)
+    .bind(run_at)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct TaskRow {
+    pub task_id: String,
+    pub kind: String,
+    pub payment_no: String,
+    pub attempts: i64,
+}
+
+pub async fn lease_due<'e>(
+    e: impl Executor<'e, Database = Any>,
+    now: i64,
+    lease_until: i64,
+    limit: i64,
+    skip_locked: &str,
+) -> sqlx::Result<Vec<TaskRow>> {
+    let sql = format!(
+        "UPDATE provider_tasks SET lease_until = $1 \
+         WHERE task_id IN (SELECT task_id FROM provider_tasks \
+             WHERE status = 'PENDING' AND next_run_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
+             ORDER BY next_run_at LIMIT $3{skip_locked}) \
+         RETURNING task_id, kind, payment_no, attempts"
+    );
+    sqlx::query_as(&sql)
+        .bind(lease_until)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(e)
+        .await
+}
+
+/// Finished (`DONE`) or given up (`EXHAUSTED`).
+pub async fn close<'e>(
+    e: impl Executor<'e, Database = Any>,
+    task_id: &str,
+    status: &str,
+    error: Option<&str>,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE provider_tasks SET status = $1, attempts = attempts + 1, lease_until = NULL, last_error = $2, \
+           updated_at = $3 WHERE task_id = $4",
+    )
+    .bind(status)
+    .bind(error)
+    .bind(now)
+    .bind(task_id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+pub async fn retry_at<'e>(
+    e: impl Executor<'e, Database = Any>,
+    task_id: &str,
+    next_run_at: i64,
+    error: Option<&str>,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE provider_tasks SET attempts = attempts + 1, next_run_at = $1, lease_until = NULL, last_error = $2, \
+           updated_at = $3 WHERE task_id = $4",
+    )
+    .bind(next_run_at)
+    .bind(error)
+    .bind(now)
+    .bind(task_id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// True when a query task for the payment is still open.
+pub async fn query_pending<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<bool> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM provider_tasks WHERE payment_no = $1 AND kind = 'query' AND status = 'PENDING'",
+    )
+    .bind(payment_no)
+    .fetch_one(e)
+    .await?;
+    Ok(n > 0)
+}

@@ -213,7 +213,11 @@ async fn accounts(config: &Config) -> anyhow::Result<Accounts> {
 }
 
 async fn serve(config: &Config, demo: bool) -> anyhow::Result<()> {
-    let app = Application::build(config).await?;
+    let options = crate::startup::Options {
+        demo,
+        ..Default::default()
+    };
+    let app = Application::build_with(config, options).await?;
     let url = format!("http://{}", app.addr());
     if demo {
         println!("Demo users (new passwords at every start):");

@@ -88,7 +88,7 @@ impl Engine {
                 .await;
         }
 
-        let answer = match callbacks::claim(&self.db.pool, &id, now + 60_000_000).await {
+        let answer = match callbacks::claim(&self.db.pool, &id, now + 30_000_000).await {
             Ok(true) => match self
                 .process(
                     &id,

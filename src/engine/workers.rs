@@ -11,7 +11,9 @@ use crate::store::{callbacks, incidents, outbox, payments, tasks};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
 
-const LEASE_US: i64 = 60_000_000;
+/// Longer than any provider call (their clients time out at 5–10 s), so a
+/// lease only lapses when its holder died.
+const LEASE_US: i64 = 30_000_000;
 const BATCH: i64 = 50;
 
 impl Engine {
@@ -49,7 +51,7 @@ impl Engine {
         let due = callbacks::lease_due(
             &self.db.pool,
             now,
-            now - 30_000_000,
+            now - 15_000_000,
             now + LEASE_US,
             BATCH,
             self.db.skip_locked(),

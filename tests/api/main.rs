@@ -6,6 +6,7 @@ mod helpers;
 
 mod auth;
 mod cli;
+mod crash;
 mod engine;
 mod ops;
 mod users;

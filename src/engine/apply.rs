@@ -3,9 +3,10 @@
 //! repair) builds an [`Outcome`] and comes here.
 
 use crate::domain::{Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
-use crate::store::{self, Db, incidents, outbox, payments};
+use crate::store::{self, Db, DbKind, incidents, outbox, payments};
 use serde::Serialize;
 use serde_json::json;
+use sqlx::{AnyConnection, Connection};
 
 /// Where an outcome came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -95,10 +96,24 @@ fn effect_of(to: PaymentStatus) -> Option<(&'static str, &'static str)> {
 /// One short transaction: the guarded UPDATE, then on one row the effect,
 /// outbox message and history; on none, a classification from the row as
 /// it now is. `sinks` are the outbox delivery targets.
-#[tracing::instrument(skip_all, fields(payment_no = %o.payment_no, target = %o.target, source = o.source.as_str(), trace_id = %o.trace_id))]
 pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Result<Applied> {
-    let predecessors = PaymentStatus::apply_predecessors(o.target);
     let mut tx = db.begin_write().await?;
+    let applied = apply_in(&mut tx, db.kind, sinks, o, now).await?;
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// `apply` inside the caller's write transaction (`Db::begin_write`), for
+/// group commits: many outcomes, one commit. Nothing here commits.
+#[tracing::instrument(skip_all, fields(payment_no = %o.payment_no, target = %o.target, source = o.source.as_str(), trace_id = %o.trace_id))]
+pub async fn apply_in(
+    conn: &mut AnyConnection,
+    kind: DbKind,
+    sinks: &[String],
+    o: &Outcome,
+    now: i64,
+) -> sqlx::Result<Applied> {
+    let predecessors = PaymentStatus::apply_predecessors(o.target);
     let moved = if predecessors.is_empty() {
         None
     } else {
@@ -110,12 +125,34 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
             amount_minor: o.money.minor,
             currency: o.money.currency.code(),
         };
-        match payments::guarded_move(&mut *tx, &m, &predecessors, now).await {
+        // PostgreSQL aborts the whole transaction on a failed statement;
+        // a savepoint keeps the unique-key refusal below recoverable.
+        let guarded = if kind == DbKind::Postgres {
+            let mut sp = Connection::begin(&mut *conn).await?;
+            let r = payments::guarded_move(&mut *sp, &m, &predecessors, now).await;
+            if r.is_ok() {
+                sp.commit().await?;
+            } else {
+                sp.rollback().await?;
+            }
+            r
+        } else {
+            payments::guarded_move(&mut *conn, &m, &predecessors, now).await
+        };
+        match guarded {
             Ok(moved) => moved,
             // The transaction id is already bound to another payment.
             Err(e) if store::is_unique_violation(&e) => {
-                drop(tx);
-                return txn_bound_elsewhere(db, o, now).await;
+                let current = payments::get(&mut *conn, o.payment_no.as_str()).await?;
+                let reason = format!(
+                    "transaction {} is already bound to another payment",
+                    o.provider_txn_id
+                        .as_ref()
+                        .map(|t| t.as_str())
+                        .unwrap_or("-")
+                );
+                record_conflict(conn, o, current.as_ref(), "ONE_TO_MANY", &reason, now).await?;
+                return Ok(Applied::Conflict { reason });
             }
             Err(e) => return Err(e),
         }
@@ -127,24 +164,11 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
             .parse()
             .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
         if let Some((effect, event)) = effect_of(o.target) {
-            payments::insert_effect(&mut *tx, o.payment_no.as_str(), effect, now).await?;
+            payments::insert_effect(&mut *conn, o.payment_no.as_str(), effect, now).await?;
             let message_id = uuid::Uuid::now_v7().to_string();
-            let payload = json!({
-                "type": event,
-                "payment_no": o.payment_no,
-                "order_no": moved.order_no,
-                "provider": o.provider,
-                "provider_txn_id": o.provider_txn_id,
-                "status": o.target,
-                "amount_minor": o.money.minor,
-                "currency": o.money.currency.code(),
-                "version": moved.version,
-                "occurred_at": now,
-                "trace_id": o.trace_id,
-            })
-            .to_string();
+            let payload = event_json(o, event, &moved.order_no, moved.version, now);
             outbox::insert_event(
-                &mut *tx,
+                &mut *conn,
                 &outbox::NewEvent {
                     message_id: &message_id,
                     aggregate_type: "payment",
@@ -156,11 +180,11 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
             )
             .await?;
             for sink in sinks {
-                outbox::insert_delivery(&mut *tx, &message_id, sink, now).await?;
+                outbox::insert_delivery(&mut *conn, &message_id, sink, now).await?;
             }
         }
         payments::insert_history(
-            &mut *tx,
+            &mut *conn,
             &payments::HistoryEntry {
                 payment_no: o.payment_no.as_str(),
                 from: from.as_str(),
@@ -172,13 +196,11 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
             },
         )
         .await?;
-        tx.commit().await?;
         tracing::info!(%from, to = %o.target, "payment moved");
         return Ok(Applied::Moved { from, to: o.target });
     }
 
-    let Some(current) = payments::get(&mut *tx, o.payment_no.as_str()).await? else {
-        tx.commit().await?;
+    let Some(current) = payments::get(&mut *conn, o.payment_no.as_str()).await? else {
         return Ok(Applied::UnknownPayment);
     };
     let status: PaymentStatus = current
@@ -187,8 +209,7 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
         .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
 
     if let Some((class, reason)) = disagreement(&current, o) {
-        record_conflict(&mut tx, o, Some(&current), class, &reason, now).await?;
-        tx.commit().await?;
+        record_conflict(conn, o, Some(&current), class, &reason, now).await?;
         return Ok(Applied::Conflict { reason });
     }
     // Same facts. Already there (or past it on the refund path): a duplicate.
@@ -196,7 +217,6 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
         || (o.target == PaymentStatus::Succeeded
             && matches!(status, PaymentStatus::Refunding | PaymentStatus::Refunded));
     if already {
-        tx.commit().await?;
         return Ok(Applied::Duplicate { status });
     }
     let message = format!(
@@ -206,7 +226,7 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
         o.target
     );
     incidents::raise_alert(
-        &mut *tx,
+        &mut *conn,
         &incidents::NewAlert {
             dedupe_key: &format!("out_of_order:{}:{}:{}", o.payment_no, o.target, o.evidence),
             kind: "out_of_order",
@@ -218,11 +238,120 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
         },
     )
     .await?;
-    tx.commit().await?;
     Ok(Applied::OutOfOrder {
         current: status,
         target: o.target,
     })
+}
+
+/// The outbox message announcing a move.
+fn event_json(o: &Outcome, event: &str, order_no: &str, version: i64, now: i64) -> String {
+    json!({
+        "type": event,
+        "payment_no": o.payment_no,
+        "order_no": order_no,
+        "provider": o.provider,
+        "provider_txn_id": o.provider_txn_id,
+        "status": o.target,
+        "amount_minor": o.money.minor,
+        "currency": o.money.currency.code(),
+        "version": version,
+        "occurred_at": now,
+        "trace_id": o.trace_id,
+    })
+    .to_string()
+}
+
+/// `apply` for a batch, inside the caller's transaction, for the common
+/// case: every outcome whose guarded move succeeds is finished here (effect,
+/// outbox message, history) with multi-row statements — the same guard, the
+/// same unique keys. For the others `None` comes back and the caller runs
+/// [`apply_in`] for each, which classifies it. Outcomes must name distinct
+/// payments. On error nothing is classified and the caller rolls back.
+pub async fn apply_many(
+    conn: &mut AnyConnection,
+    sinks: &[String],
+    outcomes: &[&Outcome],
+    now: i64,
+) -> sqlx::Result<Vec<Option<Applied>>> {
+    let mut results: Vec<Option<Applied>> = vec![None; outcomes.len()];
+    let mut effects: Vec<(&str, &'static str)> = Vec::new();
+    let mut events: Vec<(usize, &'static str, String, String)> = Vec::new();
+    let mut history: Vec<(usize, PaymentStatus)> = Vec::new();
+    for target in PaymentStatus::ALL {
+        let predecessors = PaymentStatus::apply_predecessors(target);
+        let idxs: Vec<usize> = (0..outcomes.len())
+            .filter(|&i| outcomes[i].target == target)
+            .collect();
+        if idxs.is_empty() || predecessors.is_empty() {
+            continue;
+        }
+        let moves: Vec<payments::Move> = idxs
+            .iter()
+            .map(|&i| {
+                let o = outcomes[i];
+                payments::Move {
+                    payment_no: o.payment_no.as_str(),
+                    provider: o.provider.as_str(),
+                    provider_txn_id: o.provider_txn_id.as_ref().map(|t| t.as_str()),
+                    target,
+                    amount_minor: o.money.minor,
+                    currency: o.money.currency.code(),
+                }
+            })
+            .collect();
+        let moved =
+            payments::guarded_move_many(&mut *conn, target, &moves, &predecessors, now).await?;
+        for row in moved {
+            let Some(&i) = idxs
+                .iter()
+                .find(|&&i| outcomes[i].payment_no.as_str() == row.payment_no)
+            else {
+                continue;
+            };
+            let from: PaymentStatus = row
+                .prev_status
+                .parse()
+                .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+            results[i] = Some(Applied::Moved { from, to: target });
+            history.push((i, from));
+            if let Some((effect, event)) = effect_of(target) {
+                effects.push((outcomes[i].payment_no.as_str(), effect));
+                let payload = event_json(outcomes[i], event, &row.order_no, row.version, now);
+                events.push((i, event, uuid::Uuid::now_v7().to_string(), payload));
+            }
+        }
+    }
+    payments::insert_effects(&mut *conn, &effects, now).await?;
+    let new_events: Vec<outbox::NewEvent> = events
+        .iter()
+        .map(|(i, event, id, payload)| outbox::NewEvent {
+            message_id: id,
+            aggregate_type: "payment",
+            aggregate_id: outcomes[*i].payment_no.as_str(),
+            event_type: event,
+            payload,
+            now,
+        })
+        .collect();
+    outbox::insert_events_many(&mut *conn, &new_events, sinks).await?;
+    let entries: Vec<payments::HistoryEntry> = history
+        .iter()
+        .map(|(i, from)| {
+            let o = outcomes[*i];
+            payments::HistoryEntry {
+                payment_no: o.payment_no.as_str(),
+                from: from.as_str(),
+                to: o.target.as_str(),
+                source: o.source.as_str(),
+                evidence: &o.evidence,
+                trace_id: &o.trace_id,
+                at: now,
+            }
+        })
+        .collect();
+    payments::insert_history_many(&mut *conn, &entries).await?;
+    Ok(results)
 }
 
 /// Which fact differs between the stored payment and the outcome, if any.
@@ -260,25 +389,10 @@ fn disagreement(p: &payments::PaymentRow, o: &Outcome) -> Option<(&'static str, 
     }
 }
 
-async fn txn_bound_elsewhere(db: &Db, o: &Outcome, now: i64) -> sqlx::Result<Applied> {
-    let reason = format!(
-        "transaction {} is already bound to another payment",
-        o.provider_txn_id
-            .as_ref()
-            .map(|t| t.as_str())
-            .unwrap_or("-")
-    );
-    let mut tx = db.begin_write().await?;
-    let current = payments::get(&mut *tx, o.payment_no.as_str()).await?;
-    record_conflict(&mut tx, o, current.as_ref(), "ONE_TO_MANY", &reason, now).await?;
-    tx.commit().await?;
-    Ok(Applied::Conflict { reason })
-}
-
 /// A conflict never changes the payment: it opens a high-severity
 /// discrepancy and an alert, once per distinct set of facts.
 async fn record_conflict(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    conn: &mut AnyConnection,
     o: &Outcome,
     current: Option<&payments::PaymentRow>,
     class: &str,
@@ -302,7 +416,7 @@ async fn record_conflict(
     })
     .to_string();
     incidents::open_discrepancy(
-        &mut **tx,
+        &mut *conn,
         &incidents::NewDiscrepancy {
             dedupe_key: &key,
             class,
@@ -320,7 +434,7 @@ async fn record_conflict(
     )
     .await?;
     incidents::raise_alert(
-        &mut **tx,
+        &mut *conn,
         &incidents::NewAlert {
             dedupe_key: &key,
             kind: "conflict",

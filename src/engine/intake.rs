@@ -1,7 +1,9 @@
-//! Callback intake, in DESIGN.md's order: verify, store the raw callback
-//! (insert-if-absent), then `apply`. Once stored, Reckon owns it: only a
-//! failure to store is answered with "try again".
+//! Callback intake, in DESIGN.md's order: verify, then store the raw
+//! callback (insert-if-absent) and `apply` it — in one group commit (see
+//! `ingest`). Once stored, Reckon owns it: only a failure to store is
+//! answered with "try again". Failed processing is retried by a worker.
 
+use super::ingest::{Incoming, Ingested};
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::ProviderName;
 use crate::providers::{Answer, Notification, Provider};
@@ -59,96 +61,53 @@ impl Engine {
         };
 
         let id = uuid::Uuid::now_v7().to_string();
-        let hash = hex::encode(Sha256::digest(body));
-        let row = callbacks::NewCallback {
-            id: &id,
-            callback_id: notice.callback_id.as_str(),
-            provider: provider.name().as_str(),
-            payment_no: Some(notice.payment_no.as_str()),
-            provider_txn_id: notice.provider_txn_id.as_ref().map(|t| t.as_str()),
-            callback_status: &notice.provider_status,
-            headers_json: &headers_json(headers),
-            payload: body,
-            payload_hash: &hash,
-            verify_result: "VERIFIED",
-            trace_id: &trace_id,
-            received_at: now,
+        let incoming = Incoming {
+            outcome: notice_outcome(&notice, provider.name(), &id, &trace_id),
+            id,
+            callback_id: notice.callback_id.as_str().to_owned(),
+            provider: provider.name().as_str().to_owned(),
+            provider_txn_id: notice
+                .provider_txn_id
+                .as_ref()
+                .map(|t| t.as_str().to_owned()),
+            callback_status: notice.provider_status.clone(),
+            headers_json: headers_json(headers),
+            payload: body.to_vec(),
+            payload_hash: hex::encode(Sha256::digest(body)),
+            trace_id,
         };
-        let stored = match callbacks::insert_if_absent(&self.db.pool, &row).await {
-            Ok(stored) => stored,
+        let answer = match self.ingest(incoming).await {
+            Ok(Ingested::New(applied)) => {
+                self.metrics.applied(applied.class());
+                if matches!(applied, Applied::UnknownPayment) {
+                    self.metrics.callback("failed");
+                    Answer::UnknownPayment
+                } else {
+                    self.metrics.callback("success");
+                    if matches!(applied, Applied::Moved { .. }) {
+                        self.wake.notify_one();
+                    }
+                    Answer::Accepted
+                }
+            }
+            Ok(Ingested::Duplicate) => {
+                self.metrics.callback("duplicate");
+                tracing::info!("duplicate callback: no effect");
+                Answer::Accepted
+            }
+            Ok(Ingested::Conflicting) => {
+                self.metrics.callback("conflict");
+                Answer::Accepted
+            }
             Err(e) => {
                 tracing::error!(error = %e, "callback could not be stored");
                 self.metrics.callback("failed");
-                return provider.answer(&Answer::RetryLater);
+                Answer::RetryLater
             }
-        };
-        if !stored {
-            return self
-                .repeated(provider, notice.callback_id.as_str(), &hash, &trace_id)
-                .await;
-        }
-
-        let answer = match callbacks::claim(&self.db.pool, &id, now + 30_000_000).await {
-            Ok(true) => match self
-                .process(
-                    &id,
-                    &notice_outcome(&notice, provider.name(), &id, &trace_id),
-                )
-                .await
-            {
-                Some(Applied::UnknownPayment) => Answer::UnknownPayment,
-                _ => Answer::Accepted,
-            },
-            // Stored: the retry worker will finish it.
-            _ => Answer::Accepted,
         };
         self.metrics
             .callback_duration(started.elapsed().as_secs_f64());
         provider.answer(&answer)
-    }
-
-    /// Same callback id again: identical → a duplicate; different → a
-    /// conflict, recorded and alerted, the first payload kept.
-    async fn repeated(
-        &self,
-        provider: &Arc<dyn Provider>,
-        callback_id: &str,
-        hash: &str,
-        trace_id: &str,
-    ) -> Response {
-        let existing =
-            callbacks::by_callback_id(&self.db.pool, provider.name().as_str(), callback_id).await;
-        match existing {
-            Ok(Some(first)) if first.payload_hash == hash => {
-                self.metrics.callback("duplicate");
-                tracing::info!(callback_id, "duplicate callback: no effect");
-            }
-            Ok(Some(first)) => {
-                self.metrics.callback("conflict");
-                let message = format!(
-                    "callback {callback_id} from {} arrived again with a different payload; the first one is kept",
-                    provider.name()
-                );
-                let alert = incidents::NewAlert {
-                    dedupe_key: &format!(
-                        "callback_conflict:{}:{callback_id}:{hash}",
-                        provider.name()
-                    ),
-                    kind: "callback_conflict",
-                    severity: "critical",
-                    payment_no: first.payment_no.as_deref(),
-                    message: &message,
-                    trace_id: Some(trace_id),
-                    now: self.now(),
-                };
-                if let Err(e) = incidents::raise_alert(&self.db.pool, &alert).await {
-                    tracing::error!(error = %e, "could not record a callback conflict");
-                    return provider.answer(&Answer::RetryLater);
-                }
-            }
-            Ok(None) | Err(_) => return provider.answer(&Answer::RetryLater),
-        }
-        provider.answer(&Answer::Accepted)
     }
 
     /// Applies a stored callback and records how it went; failures are

@@ -5,6 +5,7 @@
 
 mod apply;
 pub mod clock;
+mod ingest;
 mod intake;
 mod merchant;
 mod workers;
@@ -64,9 +65,12 @@ pub struct Engine {
     sink_names: Arc<Vec<String>>,
     /// Wakes the workers when new work was just written.
     wake: Arc<Notify>,
+    /// The group-commit writer of callback intake.
+    ingest: tokio::sync::mpsc::Sender<ingest::Job>,
 }
 
 impl Engine {
+    /// Builds the engine and starts its intake writer (inside a runtime).
     pub fn new(
         db: Db,
         providers: Providers,
@@ -74,7 +78,8 @@ impl Engine {
         clock: Arc<dyn Clock>,
         settings: Settings,
     ) -> Engine {
-        Engine {
+        let (ingest, rx) = ingest::channel();
+        let engine = Engine {
             sink_names: Arc::new(settings.sinks.iter().map(|s| s.name.clone()).collect()),
             db,
             providers,
@@ -82,7 +87,10 @@ impl Engine {
             clock,
             settings: Arc::new(settings),
             wake: Arc::new(Notify::new()),
-        }
+            ingest,
+        };
+        tokio::spawn(engine.clone().write_batches(rx));
+        engine
     }
 
     pub fn now(&self) -> i64 {

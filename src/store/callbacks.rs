@@ -79,24 +79,6 @@ pub async fn by_callback_id<'e>(
     .await
 }
 
-/// RECEIVED → PROCESSING for the request that stored it. False if a worker
-/// got there first.
-pub async fn claim<'e>(
-    e: impl Executor<'e, Database = Any>,
-    id: &str,
-    lease_until: i64,
-) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "UPDATE payment_callbacks SET processing_status = 'PROCESSING', lease_until = $1 \
-         WHERE id = $2 AND processing_status = 'RECEIVED'",
-    )
-    .bind(lease_until)
-    .bind(id)
-    .execute(e)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
 pub async fn succeeded<'e>(
     e: impl Executor<'e, Database = Any>,
     id: &str,
@@ -176,4 +158,62 @@ pub async fn retry_count<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> 
         .bind(id)
         .fetch_one(e)
         .await
+}
+
+/// Many callbacks in one statement; returns the ids actually inserted (the
+/// others were already stored under their (provider, callback_id)).
+pub async fn insert_many<'e>(
+    e: impl Executor<'e, Database = Any>,
+    rows: &[NewCallback<'_>],
+) -> sqlx::Result<Vec<String>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
+           headers_json, payload, payload_hash, verify_result, trace_id, received_at, processing_status, retry_count) \
+         VALUES {} ON CONFLICT (provider, callback_id) DO NOTHING RETURNING id",
+        crate::store::value_rows(rows.len(), 12, 1, ", 'PROCESSING', 0")
+    );
+    let mut q = sqlx::query_scalar(&sql);
+    for c in rows {
+        q = q
+            .bind(c.id)
+            .bind(c.callback_id)
+            .bind(c.provider)
+            .bind(c.payment_no)
+            .bind(c.provider_txn_id)
+            .bind(c.callback_status)
+            .bind(c.headers_json)
+            .bind(c.payload)
+            .bind(c.payload_hash)
+            .bind(c.verify_result)
+            .bind(c.trace_id)
+            .bind(c.received_at);
+    }
+    q.fetch_all(e).await
+}
+
+/// Marks many callbacks processed with the same outcome.
+pub async fn succeeded_many<'e>(
+    e: impl Executor<'e, Database = Any>,
+    ids: &[&str],
+    outcome: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
+    let sql = format!(
+        "UPDATE payment_callbacks SET processing_status = 'SUCCESS', outcome = $1, processed_at = $2, \
+           lease_until = NULL, next_retry_at = NULL, error_message = NULL WHERE id IN ({})",
+        list.join(", ")
+    );
+    let mut q = sqlx::query(&sql).bind(outcome).bind(now);
+    for id in ids {
+        q = q.bind(*id);
+    }
+    q.execute(e).await?;
+    Ok(())
 }

@@ -158,3 +158,43 @@ pub async fn oldest_pending<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::R
     .fetch_one(e)
     .await
 }
+
+/// Many events in one statement, each with a delivery row per sink.
+pub async fn insert_events_many(
+    conn: &mut sqlx::AnyConnection,
+    events: &[NewEvent<'_>],
+    sinks: &[String],
+) -> sqlx::Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
+         VALUES {}",
+        crate::store::value_rows(events.len(), 7, 1, "")
+    );
+    let mut q = sqlx::query(&sql);
+    for ev in events {
+        q = q
+            .bind(ev.message_id)
+            .bind(ev.aggregate_type)
+            .bind(ev.aggregate_id)
+            .bind(ev.event_type)
+            .bind(ev.payload)
+            .bind(ev.now)
+            .bind(ev.now);
+    }
+    q.execute(&mut *conn).await?;
+    for sink in sinks {
+        let sql = format!(
+            "INSERT INTO outbox_deliveries (message_id, sink, next_attempt_at, status, attempts) VALUES {}",
+            crate::store::value_rows(events.len(), 3, 1, ", 'PENDING', 0")
+        );
+        let mut q = sqlx::query(&sql);
+        for ev in events {
+            q = q.bind(ev.message_id).bind(sink.as_str()).bind(ev.now);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}

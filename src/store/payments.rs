@@ -237,3 +237,120 @@ pub async fn history<'e>(
     .fetch_all(e)
     .await
 }
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct MovedRow {
+    pub payment_no: String,
+    pub prev_status: String,
+    pub order_no: String,
+    pub version: i64,
+}
+
+/// [`guarded_move`] for many payments with the same target in one
+/// statement: the same conditions, row by row. Returns the rows that moved.
+/// The caller gives each payment at most once. (`status || ''` keeps
+/// SQLite from driving the join through the status index — without
+/// statistics it would scan every CREATED payment per batch — so it walks
+/// the batch and looks payments up by key.)
+pub async fn guarded_move_many<'e>(
+    e: impl Executor<'e, Database = Any>,
+    target: PaymentStatus,
+    moves: &[Move<'_>],
+    predecessors: &[PaymentStatus],
+    now: i64,
+) -> sqlx::Result<Vec<MovedRow>> {
+    if moves.is_empty() || predecessors.is_empty() {
+        return Ok(Vec::new());
+    }
+    let allowed = predecessors
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rows: Vec<String> = (0..moves.len())
+        .map(|i| {
+            let b = 3 + i * 5;
+            format!(
+                "(${b}, ${}, ${}, CAST(${} AS BIGINT), ${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4
+            )
+        })
+        .collect();
+    let sql = format!(
+        "WITH v(payment_no, provider, txn, amount, currency) AS (VALUES {}) \
+         UPDATE payments SET prev_status = status, status = $1, \
+           provider_txn_id = COALESCE(payments.provider_txn_id, v.txn), version = payments.version + 1, updated_at = $2 \
+         FROM v WHERE payments.payment_no = v.payment_no AND (payments.status || '') IN ({allowed}) \
+           AND payments.provider = v.provider AND payments.amount_minor = v.amount \
+           AND payments.currency = v.currency \
+           AND (v.txn IS NULL OR payments.provider_txn_id IS NULL OR payments.provider_txn_id = v.txn) \
+         RETURNING payments.payment_no, payments.prev_status, payments.order_no, payments.version",
+        rows.join(", ")
+    );
+    let mut q = sqlx::query_as(&sql).bind(target.as_str()).bind(now);
+    for m in moves {
+        q = q
+            .bind(m.payment_no)
+            .bind(m.provider)
+            .bind(m.provider_txn_id)
+            .bind(m.amount_minor)
+            .bind(m.currency);
+    }
+    q.fetch_all(e).await
+}
+
+/// Many effects in one statement: (payment_no, effect_type).
+pub async fn insert_effects<'e>(
+    e: impl Executor<'e, Database = Any>,
+    effects: &[(&str, &str)],
+    now: i64,
+) -> sqlx::Result<()> {
+    if effects.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES {}",
+        crate::store::value_rows(effects.len(), 4, 1, "")
+    );
+    let mut q = sqlx::query(&sql);
+    for (payment_no, effect_type) in effects {
+        q = q
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(*payment_no)
+            .bind(*effect_type)
+            .bind(now);
+    }
+    q.execute(e).await?;
+    Ok(())
+}
+
+pub async fn insert_history_many<'e>(
+    e: impl Executor<'e, Database = Any>,
+    entries: &[HistoryEntry<'_>],
+) -> sqlx::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
+         VALUES {}",
+        crate::store::value_rows(entries.len(), 8, 1, "")
+    );
+    let mut q = sqlx::query(&sql);
+    for h in entries {
+        q = q
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(h.payment_no)
+            .bind(h.from)
+            .bind(h.to)
+            .bind(h.source)
+            .bind(h.evidence)
+            .bind(h.trace_id)
+            .bind(h.at);
+    }
+    q.execute(e).await?;
+    Ok(())
+}

@@ -37,6 +37,7 @@ struct Inner {
     http: Family<HttpLabel, Counter>,
     callbacks: [(&'static str, Counter); 7],
     callback_duration: Histogram,
+    batch_size: Histogram,
     applied: Family<ClassLabel, Counter>,
     outbox: Family<OutcomeLabel, Counter>,
     outbox_lag: Gauge<f64, AtomicU64>,
@@ -89,6 +90,12 @@ impl Metrics {
             "Time from receiving a callback to answering it",
             callback_duration.clone(),
         );
+        let batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
+        registry.register(
+            "callback_batch_size",
+            "Callbacks written per group commit",
+            batch_size.clone(),
+        );
         let applied = Family::<ClassLabel, Counter>::default();
         registry.register(
             "apply_outcomes",
@@ -120,6 +127,7 @@ impl Metrics {
             http,
             callbacks,
             callback_duration,
+            batch_size,
             applied,
             outbox,
             outbox_lag,
@@ -135,6 +143,10 @@ impl Metrics {
 
     pub fn callback_duration(&self, seconds: f64) {
         self.0.callback_duration.observe(seconds);
+    }
+
+    pub fn batch(&self, size: usize) {
+        self.0.batch_size.observe(size as f64);
     }
 
     pub fn applied(&self, class: &'static str) {

@@ -398,7 +398,122 @@ async fn closing_a_pending_payment_goes_through_the_provider(b: Backend) {
     assert_eq!(app.status(&p).await, "CLOSED");
 }
 
+/// Many callbacks at once land in shared group commits: fresh successes,
+/// repeats, a second notification id for a paid payment, lying amounts and
+/// unknown payments, all mixed — each gets its own correct answer.
+async fn a_burst_of_mixed_callbacks_is_grouped_and_each_is_right(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let mut fresh = Vec::new();
+    for i in 0..120 {
+        fresh.push(app.payment(&format!("BURST-{i}"), 1000, "CNY").await);
+    }
+    let mut sends = Vec::new();
+    for (i, p) in fresh.iter().enumerate() {
+        let (amount, id) = if i % 12 == 0 {
+            ("9.99", format!("evt_b{i}"))
+        } else {
+            ("10.00", format!("evt_b{i}"))
+        };
+        sends.push((
+            id.clone(),
+            app.notice(&id, p, "SUCCEEDED", amount, "CNY", &format!("TB{i}")),
+            200,
+        ));
+        if i % 10 == 1 {
+            // The same notification again, and the same result under another id.
+            sends.push((
+                id.clone(),
+                app.notice(&id, p, "SUCCEEDED", amount, "CNY", &format!("TB{i}")),
+                200,
+            ));
+            let other = format!("evt_b{i}_again");
+            sends.push((
+                other.clone(),
+                app.notice(&other, p, "SUCCEEDED", amount, "CNY", &format!("TB{i}")),
+                200,
+            ));
+        }
+    }
+    for i in 0..10 {
+        let id = format!("evt_ghost{i}");
+        sends.push((
+            id.clone(),
+            app.notice(
+                &id,
+                &format!("PAY-GHOST-{i}"),
+                "SUCCEEDED",
+                "1.00",
+                "CNY",
+                "TG",
+            ),
+            404,
+        ));
+    }
+    let results =
+        futures_util::future::join_all(sends.iter().map(|(id, body, _)| app.post_signed(id, body)))
+            .await;
+    for ((id, _, want), res) in sends.iter().zip(results) {
+        assert_eq!(res.status().as_u16(), *want, "{id}");
+    }
+    let succeeded: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM payments WHERE status = 'SUCCEEDED'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(succeeded, 110, "all but the ten lying amounts");
+    let effects: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(effects, 110);
+    let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox_events")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(events, 110);
+    let deliveries: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM outbox_deliveries WHERE status = 'PENDING'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(deliveries, 110, "one delivery per event and sink");
+    let mismatches: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies WHERE class = 'AMOUNT_MISMATCH'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(mismatches, 10);
+    let stored: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT processing_status, COUNT(*) FROM payment_callbacks GROUP BY processing_status ORDER BY processing_status",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        stored,
+        [("FAILED".to_string(), 10), ("SUCCESS".to_string(), 132)]
+    );
+    let history: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM payment_status_history")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(history, 110);
+    let metrics = app.app.get("/metrics").await.text().await.unwrap();
+    let commits: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("callback_batch_size_count "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        commits < sends.len() as f64,
+        "callbacks shared commits ({commits} for {})",
+        sends.len()
+    );
+}
+
 both_databases!(
+    a_burst_of_mixed_callbacks_is_grouped_and_each_is_right,
     ten_identical_success_callbacks_make_one_effect,
     success_then_failure_stays_succeeded_with_an_out_of_order_alert,
     a_callback_amount_unlike_the_local_one_confirms_nothing,

@@ -195,15 +195,24 @@ pub async fn insert_many<'e>(
 }
 
 /// Marks many callbacks processed with the same outcome.
-pub async fn succeeded_many<'e>(
+pub async fn succeeded_many(
+    conn: &mut sqlx::AnyConnection,
+    ids: &[&str],
+    outcome: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    for chunk in ids.chunks(crate::store::ROWS_PER_STATEMENT) {
+        succeeded_chunk(&mut *conn, chunk, outcome, now).await?;
+    }
+    Ok(())
+}
+
+async fn succeeded_chunk<'e>(
     e: impl Executor<'e, Database = Any>,
     ids: &[&str],
     outcome: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
     let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
     let sql = format!(
         "UPDATE payment_callbacks SET processing_status = 'SUCCESS', outcome = $1, processed_at = $2, \

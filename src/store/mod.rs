@@ -183,6 +183,11 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Rows per multi-row statement. sqlx binds SQLite parameters by name, and
+/// SQLite finds a name by walking the parameter list, so binding costs grow
+/// with the square of the parameters in one statement: small chunks win.
+pub const ROWS_PER_STATEMENT: usize = 32;
+
 /// `($1, $2, …{tail}), ($k, …{tail})`: placeholders for a multi-row
 /// statement of `rows` rows of `cols` values each, numbered from `first`;
 /// `tail` (constants) ends each row.

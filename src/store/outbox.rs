@@ -165,9 +165,17 @@ pub async fn insert_events_many(
     events: &[NewEvent<'_>],
     sinks: &[String],
 ) -> sqlx::Result<()> {
-    if events.is_empty() {
-        return Ok(());
+    for chunk in events.chunks(crate::store::ROWS_PER_STATEMENT) {
+        events_chunk(&mut *conn, chunk, sinks).await?;
     }
+    Ok(())
+}
+
+async fn events_chunk(
+    conn: &mut sqlx::AnyConnection,
+    events: &[NewEvent<'_>],
+    sinks: &[String],
+) -> sqlx::Result<()> {
     let sql = format!(
         "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
          VALUES {}",

@@ -252,16 +252,30 @@ pub struct MovedRow {
 /// SQLite from driving the join through the status index — without
 /// statistics it would scan every CREATED payment per batch — so it walks
 /// the batch and looks payments up by key.)
-pub async fn guarded_move_many<'e>(
+pub async fn guarded_move_many(
+    conn: &mut sqlx::AnyConnection,
+    target: PaymentStatus,
+    moves: &[Move<'_>],
+    predecessors: &[PaymentStatus],
+    now: i64,
+) -> sqlx::Result<Vec<MovedRow>> {
+    let mut moved = Vec::new();
+    if predecessors.is_empty() {
+        return Ok(moved);
+    }
+    for chunk in moves.chunks(crate::store::ROWS_PER_STATEMENT) {
+        moved.extend(move_chunk(&mut *conn, target, chunk, predecessors, now).await?);
+    }
+    Ok(moved)
+}
+
+async fn move_chunk<'e>(
     e: impl Executor<'e, Database = Any>,
     target: PaymentStatus,
     moves: &[Move<'_>],
     predecessors: &[PaymentStatus],
     now: i64,
 ) -> sqlx::Result<Vec<MovedRow>> {
-    if moves.is_empty() || predecessors.is_empty() {
-        return Ok(Vec::new());
-    }
     let allowed = predecessors
         .iter()
         .map(|s| format!("'{}'", s.as_str()))

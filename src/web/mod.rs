@@ -23,6 +23,7 @@ use leptos_axum::{LeptosRoutes, generate_route_list};
 use metrics::Metrics;
 use std::sync::Arc;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::cookie::time::Duration as CookieDuration;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -30,6 +31,9 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 /// Largest request body accepted anywhere (webhooks set their own).
 pub const BODY_LIMIT: usize = 64 * 1024;
 pub const SESSION_COOKIE: &str = "reckon_session";
+/// No request may hang: past this a 408 goes out and the work is dropped
+/// (a webhook's group commit either committed before, or did not happen).
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Clone, FromRef)]
 pub struct AppState {
@@ -76,6 +80,10 @@ pub fn router(
         .layer(session_layer)
         .layer(middleware::from_fn(same_origin))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             count_requests,

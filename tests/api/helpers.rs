@@ -120,6 +120,8 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
+        // A hung request fails the test instead of hanging the suite.
+        .timeout(std::time::Duration::from_secs(45))
         .build()
         .unwrap()
 }

@@ -236,36 +236,32 @@ async fn raw_sql(n: usize, batch: usize) -> f64 {
             .await
             .unwrap()
             .unwrap();
-            payments::insert_effect(&mut *tx, no, "ORDER_PAID", now)
+            payments::insert_effects(&mut tx, &[(no, "ORDER_PAID")], now)
                 .await
                 .unwrap();
-            outbox::insert_event(
-                &mut *tx,
-                &outbox::NewEvent {
-                    message_id: &id,
-                    aggregate_type: "payment",
-                    aggregate_id: no,
-                    event_type: "payment.succeeded",
-                    payload: &b,
-                    now,
-                },
-            )
-            .await
-            .unwrap();
-            payments::insert_history(
-                &mut *tx,
-                &payments::HistoryEntry {
-                    payment_no: no,
-                    from: &moved.prev_status,
-                    to: "SUCCEEDED",
-                    source: "callback",
-                    evidence: &id,
-                    trace_id: &id,
-                    at: now,
-                },
-            )
-            .await
-            .unwrap();
+            let event = outbox::NewEvent {
+                message_id: &id,
+                aggregate_type: "payment",
+                aggregate_id: no,
+                event_type: "payment.succeeded",
+                payload: &b,
+                now,
+            };
+            outbox::insert_events_many(&mut tx, std::slice::from_ref(&event), &[])
+                .await
+                .unwrap();
+            let entry = payments::HistoryEntry {
+                payment_no: no,
+                from: &moved.prev_status,
+                to: "SUCCEEDED",
+                source: "callback",
+                evidence: &id,
+                trace_id: &id,
+                at: now,
+            };
+            payments::insert_history_many(&mut tx, std::slice::from_ref(&entry))
+                .await
+                .unwrap();
             callbacks::succeeded(&mut *tx, &id, "applied", now)
                 .await
                 .unwrap();

@@ -117,14 +117,7 @@ pub async fn apply_in(
     let moved = if predecessors.is_empty() {
         None
     } else {
-        let m = payments::Move {
-            payment_no: o.payment_no.as_str(),
-            provider: o.provider.as_str(),
-            provider_txn_id: o.provider_txn_id.as_ref().map(|t| t.as_str()),
-            target: o.target,
-            amount_minor: o.money.minor,
-            currency: o.money.currency.code(),
-        };
+        let m = move_of(o);
         // PostgreSQL aborts the whole transaction on a failed statement;
         // a savepoint keeps the unique-key refusal below recoverable.
         let guarded = if kind == DbKind::Postgres {
@@ -163,37 +156,11 @@ pub async fn apply_in(
             .prev_status
             .parse()
             .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
-        if let Some((effect, event)) = effect_of(o.target) {
-            payments::insert_effect(&mut *conn, o.payment_no.as_str(), effect, now).await?;
-            let message_id = uuid::Uuid::now_v7().to_string();
-            let payload = event_json(o, event, &moved.order_no, moved.version, now);
-            outbox::insert_event(
-                &mut *conn,
-                &outbox::NewEvent {
-                    message_id: &message_id,
-                    aggregate_type: "payment",
-                    aggregate_id: o.payment_no.as_str(),
-                    event_type: event,
-                    payload: &payload,
-                    now,
-                },
-            )
-            .await?;
-            for sink in sinks {
-                outbox::insert_delivery(&mut *conn, &message_id, sink, now).await?;
-            }
-        }
-        payments::insert_history(
-            &mut *conn,
-            &payments::HistoryEntry {
-                payment_no: o.payment_no.as_str(),
-                from: from.as_str(),
-                to: o.target.as_str(),
-                source: o.source.as_str(),
-                evidence: &o.evidence,
-                trace_id: &o.trace_id,
-                at: now,
-            },
+        finish_moves(
+            conn,
+            sinks,
+            &[(o, from, moved.order_no.as_str(), moved.version)],
+            now,
         )
         .await?;
         tracing::info!(%from, to = %o.target, "payment moved");
@@ -275,9 +242,7 @@ pub async fn apply_many(
     now: i64,
 ) -> sqlx::Result<Vec<Option<Applied>>> {
     let mut results: Vec<Option<Applied>> = vec![None; outcomes.len()];
-    let mut effects: Vec<(&str, &'static str)> = Vec::new();
-    let mut events: Vec<(usize, &'static str, String, String)> = Vec::new();
-    let mut history: Vec<(usize, PaymentStatus)> = Vec::new();
+    let mut moved_rows = Vec::new();
     for target in PaymentStatus::ALL {
         let predecessors = PaymentStatus::apply_predecessors(target);
         let idxs: Vec<usize> = (0..outcomes.len())
@@ -286,23 +251,10 @@ pub async fn apply_many(
         if idxs.is_empty() || predecessors.is_empty() {
             continue;
         }
-        let moves: Vec<payments::Move> = idxs
-            .iter()
-            .map(|&i| {
-                let o = outcomes[i];
-                payments::Move {
-                    payment_no: o.payment_no.as_str(),
-                    provider: o.provider.as_str(),
-                    provider_txn_id: o.provider_txn_id.as_ref().map(|t| t.as_str()),
-                    target,
-                    amount_minor: o.money.minor,
-                    currency: o.money.currency.code(),
-                }
-            })
-            .collect();
-        let moved =
-            payments::guarded_move_many(&mut *conn, target, &moves, &predecessors, now).await?;
-        for row in moved {
+        let moves: Vec<payments::Move> = idxs.iter().map(|&i| move_of(outcomes[i])).collect();
+        for row in
+            payments::guarded_move_many(&mut *conn, target, &moves, &predecessors, now).await?
+        {
             let Some(&i) = idxs
                 .iter()
                 .find(|&&i| outcomes[i].payment_no.as_str() == row.payment_no)
@@ -314,44 +266,73 @@ pub async fn apply_many(
                 .parse()
                 .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
             results[i] = Some(Applied::Moved { from, to: target });
-            history.push((i, from));
-            if let Some((effect, event)) = effect_of(target) {
-                effects.push((outcomes[i].payment_no.as_str(), effect));
-                let payload = event_json(outcomes[i], event, &row.order_no, row.version, now);
-                events.push((i, event, uuid::Uuid::now_v7().to_string(), payload));
-            }
+            moved_rows.push((i, from, row));
+        }
+    }
+    let moved: Vec<(&Outcome, PaymentStatus, &str, i64)> = moved_rows
+        .iter()
+        .map(|(i, from, row)| (outcomes[*i], *from, row.order_no.as_str(), row.version))
+        .collect();
+    finish_moves(conn, sinks, &moved, now).await?;
+    Ok(results)
+}
+
+/// The guarded move an outcome asks for.
+fn move_of(o: &Outcome) -> payments::Move<'_> {
+    payments::Move {
+        payment_no: o.payment_no.as_str(),
+        provider: o.provider.as_str(),
+        provider_txn_id: o.provider_txn_id.as_ref().map(|t| t.as_str()),
+        target: o.target,
+        amount_minor: o.money.minor,
+        currency: o.money.currency.code(),
+    }
+}
+
+/// What follows a move, for each payment that moved: its effect (unique per
+/// payment and type), its outbox message with a delivery per sink, and its
+/// history row — multi-row statements, in the caller's transaction.
+async fn finish_moves(
+    conn: &mut AnyConnection,
+    sinks: &[String],
+    moved: &[(&Outcome, PaymentStatus, &str, i64)],
+    now: i64,
+) -> sqlx::Result<()> {
+    let mut effects = Vec::new();
+    let mut events = Vec::new();
+    for (o, _, order_no, version) in moved {
+        if let Some((effect, event)) = effect_of(o.target) {
+            effects.push((o.payment_no.as_str(), effect));
+            let payload = event_json(o, event, order_no, *version, now);
+            events.push((*o, event, uuid::Uuid::now_v7().to_string(), payload));
         }
     }
     payments::insert_effects(&mut *conn, &effects, now).await?;
     let new_events: Vec<outbox::NewEvent> = events
         .iter()
-        .map(|(i, event, id, payload)| outbox::NewEvent {
+        .map(|(o, event, id, payload)| outbox::NewEvent {
             message_id: id,
             aggregate_type: "payment",
-            aggregate_id: outcomes[*i].payment_no.as_str(),
+            aggregate_id: o.payment_no.as_str(),
             event_type: event,
             payload,
             now,
         })
         .collect();
     outbox::insert_events_many(&mut *conn, &new_events, sinks).await?;
-    let entries: Vec<payments::HistoryEntry> = history
+    let history: Vec<payments::HistoryEntry> = moved
         .iter()
-        .map(|(i, from)| {
-            let o = outcomes[*i];
-            payments::HistoryEntry {
-                payment_no: o.payment_no.as_str(),
-                from: from.as_str(),
-                to: o.target.as_str(),
-                source: o.source.as_str(),
-                evidence: &o.evidence,
-                trace_id: &o.trace_id,
-                at: now,
-            }
+        .map(|(o, from, _, _)| payments::HistoryEntry {
+            payment_no: o.payment_no.as_str(),
+            from: from.as_str(),
+            to: o.target.as_str(),
+            source: o.source.as_str(),
+            evidence: &o.evidence,
+            trace_id: &o.trace_id,
+            at: now,
         })
         .collect();
-    payments::insert_history_many(&mut *conn, &entries).await?;
-    Ok(results)
+    payments::insert_history_many(&mut *conn, &history).await
 }
 
 /// Which fact differs between the stored payment and the outcome, if any.

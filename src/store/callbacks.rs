@@ -23,27 +23,7 @@ pub async fn insert_if_absent<'e>(
     e: impl Executor<'e, Database = Any>,
     c: &NewCallback<'_>,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
-           headers_json, payload, payload_hash, verify_result, processing_status, retry_count, trace_id, received_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'RECEIVED', 0, $11, $12) \
-         ON CONFLICT (provider, callback_id) DO NOTHING",
-    )
-    .bind(c.id)
-    .bind(c.callback_id)
-    .bind(c.provider)
-    .bind(c.payment_no)
-    .bind(c.provider_txn_id)
-    .bind(c.callback_status)
-    .bind(c.headers_json)
-    .bind(c.payload)
-    .bind(c.payload_hash)
-    .bind(c.verify_result)
-    .bind(c.trace_id)
-    .bind(c.received_at)
-    .execute(e)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(!insert_chunk(e, std::slice::from_ref(c)).await?.is_empty())
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -160,9 +140,21 @@ pub async fn retry_count<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> 
         .await
 }
 
-/// Many callbacks in one statement; returns the ids actually inserted (the
-/// others were already stored under their (provider, callback_id)).
-pub async fn insert_many<'e>(
+/// Many callbacks in statements of `ROWS_PER_STATEMENT` rows; returns the
+/// ids actually inserted (the others were already stored under their
+/// (provider, callback_id)).
+pub async fn insert_many(
+    conn: &mut sqlx::AnyConnection,
+    rows: &[NewCallback<'_>],
+) -> sqlx::Result<Vec<String>> {
+    let mut ids = Vec::with_capacity(rows.len());
+    for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
+        ids.extend(insert_chunk(&mut *conn, chunk).await?);
+    }
+    Ok(ids)
+}
+
+async fn insert_chunk<'e>(
     e: impl Executor<'e, Database = Any>,
     rows: &[NewCallback<'_>],
 ) -> sqlx::Result<Vec<String>> {

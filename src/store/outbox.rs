@@ -12,42 +12,6 @@ pub struct NewEvent<'a> {
     pub now: i64,
 }
 
-pub async fn insert_event<'e>(
-    e: impl Executor<'e, Database = Any>,
-    ev: &NewEvent<'_>,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6)",
-    )
-    .bind(ev.message_id)
-    .bind(ev.aggregate_type)
-    .bind(ev.aggregate_id)
-    .bind(ev.event_type)
-    .bind(ev.payload)
-    .bind(ev.now)
-    .execute(e)
-    .await?;
-    Ok(())
-}
-
-pub async fn insert_delivery<'e>(
-    e: impl Executor<'e, Database = Any>,
-    message_id: &str,
-    sink: &str,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO outbox_deliveries (message_id, sink, status, attempts, next_attempt_at) VALUES ($1, $2, 'PENDING', 0, $3)",
-    )
-    .bind(message_id)
-    .bind(sink)
-    .bind(now)
-    .execute(e)
-    .await?;
-    Ok(())
-}
-
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DueDelivery {
     pub message_id: String,

@@ -152,22 +152,6 @@ pub async fn set_awaiting_recon<'e>(
     Ok(())
 }
 
-pub async fn insert_effect<'e>(
-    e: impl Executor<'e, Database = Any>,
-    payment_no: &str,
-    effect_type: &str,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query("INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(uuid::Uuid::now_v7().to_string())
-        .bind(payment_no)
-        .bind(effect_type)
-        .bind(now)
-        .execute(e)
-        .await?;
-    Ok(())
-}
-
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct EffectRow {
     pub effect_type: String,
@@ -192,27 +176,6 @@ pub struct HistoryEntry<'a> {
     pub evidence: &'a str,
     pub trace_id: &'a str,
     pub at: i64,
-}
-
-pub async fn insert_history<'e>(
-    e: impl Executor<'e, Database = Any>,
-    h: &HistoryEntry<'_>,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(uuid::Uuid::now_v7().to_string())
-    .bind(h.payment_no)
-    .bind(h.from)
-    .bind(h.to)
-    .bind(h.source)
-    .bind(h.evidence)
-    .bind(h.trace_id)
-    .bind(h.at)
-    .execute(e)
-    .await?;
-    Ok(())
 }
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -316,8 +279,19 @@ async fn move_chunk<'e>(
     q.fetch_all(e).await
 }
 
-/// Many effects in one statement: (payment_no, effect_type).
-pub async fn insert_effects<'e>(
+/// Many effects: (payment_no, effect_type).
+pub async fn insert_effects(
+    conn: &mut sqlx::AnyConnection,
+    effects: &[(&str, &str)],
+    now: i64,
+) -> sqlx::Result<()> {
+    for chunk in effects.chunks(crate::store::ROWS_PER_STATEMENT) {
+        effects_chunk(&mut *conn, chunk, now).await?;
+    }
+    Ok(())
+}
+
+async fn effects_chunk<'e>(
     e: impl Executor<'e, Database = Any>,
     effects: &[(&str, &str)],
     now: i64,
@@ -341,7 +315,17 @@ pub async fn insert_effects<'e>(
     Ok(())
 }
 
-pub async fn insert_history_many<'e>(
+pub async fn insert_history_many(
+    conn: &mut sqlx::AnyConnection,
+    entries: &[HistoryEntry<'_>],
+) -> sqlx::Result<()> {
+    for chunk in entries.chunks(crate::store::ROWS_PER_STATEMENT) {
+        history_chunk(&mut *conn, chunk).await?;
+    }
+    Ok(())
+}
+
+async fn history_chunk<'e>(
     e: impl Executor<'e, Database = Any>,
     entries: &[HistoryEntry<'_>],
 ) -> sqlx::Result<()> {

@@ -218,7 +218,9 @@ pub fn run_cli(config: &Config, args: &[&str], stdin: Option<&str>) -> std::proc
         .unwrap();
     let mut input = child.stdin.take().unwrap();
     if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
+        // A command refused before it reads (a usage error) closes its
+        // stdin: the write may fail, and the exit status tells the story.
+        let _ = input.write_all(text.as_bytes());
     }
     drop(input);
     child.wait_with_output().unwrap()

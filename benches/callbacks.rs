@@ -39,6 +39,8 @@ fn config(dir: &std::path::Path, secret: &Secret) -> Config {
             kind: "sandbox".into(),
             base_url: "http://127.0.0.1:9".into(),
             secret: secret.to_whsec(),
+            previous_secrets: Vec::new(),
+            api_key: None,
         }],
         outbox_sinks: Vec::new(),
         outbox_secret: None,

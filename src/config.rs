@@ -38,10 +38,17 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub name: String,
-    /// `sandbox` (more kinds come with their adapters).
+    /// `sandbox` or `stripe`.
     pub kind: String,
     pub base_url: String,
+    /// The webhook secret (`whsec_…`).
     pub secret: String,
+    /// Older secrets still accepted while rotating (Stripe).
+    #[serde(default)]
+    pub previous_secrets: Vec<String>,
+    /// The API key for status queries and creates (Stripe: `sk_…`).
+    #[serde(default)]
+    pub api_key: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -200,17 +207,32 @@ impl Config {
                 kind: "sandbox".into(),
                 base_url,
                 secret,
+                previous_secrets: Vec::new(),
+                api_key: None,
             });
         }
         for p in &providers {
-            if crate::domain::ProviderName::parse(&p.name).is_err() || p.kind != "sandbox" {
+            if crate::domain::ProviderName::parse(&p.name).is_err()
+                || !["sandbox", "stripe"].contains(&p.kind.as_str())
+            {
                 return Err(ConfigError::Invalid {
                     key: "providers",
                     value: format!("{} ({})", p.name, p.kind),
-                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\"".into(),
+                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\" or \"stripe\"".into(),
                 });
             }
-            if crate::providers::signing::Secret::parse(&p.secret).is_err() {
+            if p.kind == "stripe"
+                && (p.secret.is_empty() || p.api_key.as_deref().unwrap_or("").is_empty())
+            {
+                return Err(ConfigError::Invalid {
+                    key: "providers.secret",
+                    value: p.name.clone(),
+                    hint:
+                        "a stripe provider needs its endpoint secret (whsec_…) and api_key (sk_…)"
+                            .into(),
+                });
+            }
+            if p.kind == "sandbox" && crate::providers::signing::Secret::parse(&p.secret).is_err() {
                 return Err(ConfigError::Invalid {
                     key: "providers.secret",
                     value: p.name.clone(),

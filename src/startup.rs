@@ -8,6 +8,7 @@ use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
 use crate::providers::sandbox::Sandbox;
 use crate::providers::sandbox::server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
+use crate::providers::stripe::Stripe;
 use crate::providers::{Provider, Providers};
 use crate::store::Db;
 use crate::web::{self, AppState, metrics::Metrics, sessions};
@@ -78,9 +79,16 @@ impl Application {
         let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
         for p in &config.providers {
             let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let secret = Secret::parse(&p.secret)
-                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-            providers.push(Arc::new(Sandbox::new(name, &p.base_url, secret)));
+            if p.kind == "stripe" {
+                let mut secrets = vec![p.secret.clone()];
+                secrets.extend(p.previous_secrets.iter().cloned());
+                let api_key = p.api_key.clone().unwrap_or_default();
+                providers.push(Arc::new(Stripe::new(name, &p.base_url, secrets, api_key)));
+            } else {
+                let secret = Secret::parse(&p.secret)
+                    .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+                providers.push(Arc::new(Sandbox::new(name, &p.base_url, secret)));
+            }
         }
         let mut extra = axum::Router::new();
         let mut sandbox = None;

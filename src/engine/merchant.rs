@@ -2,7 +2,9 @@
 //! (idempotently), read it, close it.
 
 use super::{Applied, Engine, Outcome, Source};
-use crate::domain::{Currency, Money, OrderNo, PaymentNo, PaymentStatus, ProviderName};
+use crate::domain::{
+    Currency, Money, OrderNo, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+};
 use crate::providers::CallError;
 use crate::store::{idempotency, incidents, outbox, payments, tasks};
 use serde::{Deserialize, Serialize};
@@ -196,7 +198,11 @@ impl Engine {
                 p.provider
             )));
         };
-        match provider.close_payment(&no).await {
+        let txn = p
+            .provider_txn_id
+            .as_deref()
+            .and_then(|t| ProviderTxnId::parse(t).ok());
+        match provider.close_payment(&no, txn.as_ref()).await {
             // Never reached the provider: nothing there to close.
             Ok(()) | Err(CallError::NotFound) => {}
             Err(CallError::Refused(r)) => return Err(MerchantError::ProviderRefused(r)),

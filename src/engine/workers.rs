@@ -5,7 +5,7 @@
 
 use super::intake::notice_outcome;
 use super::{Applied, Engine, Outcome, Source};
-use crate::domain::{Currency, Money, PaymentNo, PaymentStatus};
+use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::providers::{CallError, CreateRequest, Notification};
 use crate::store::{callbacks, incidents, outbox, payments, tasks};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -197,7 +197,11 @@ impl Engine {
         if status.is_settled() {
             return tasks::close(pool, &task.task_id, "DONE", None, now).await;
         }
-        let error = match provider.query_payment(&payment_no).await {
+        let txn = p
+            .provider_txn_id
+            .as_deref()
+            .and_then(|t| ProviderTxnId::parse(t).ok());
+        let error = match provider.query_payment(&payment_no, txn.as_ref()).await {
             Ok(view) => {
                 let target = view.status.unwrap_or(PaymentStatus::Pending);
                 let applied = self

@@ -5,6 +5,7 @@
 
 pub mod sandbox;
 pub mod signing;
+pub mod stripe;
 
 use crate::domain::{CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
 use axum::http::HeaderMap;
@@ -104,8 +105,17 @@ pub trait Provider: Send + Sync + 'static {
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
     fn answer(&self, answer: &Answer) -> Response;
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError>;
-    async fn query_payment(&self, payment_no: &PaymentNo) -> Result<ProviderView, CallError>;
-    async fn close_payment(&self, payment_no: &PaymentNo) -> Result<(), CallError>;
+    /// `txn` is the provider's id when Reckon knows it.
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError>;
+    async fn close_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError>;
 }
 
 /// The configured provider accounts by route name.

@@ -109,6 +109,8 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
                 kind: "sandbox".into(),
                 base_url: sandbox_url.clone(),
                 secret: whsec,
+                previous_secrets: Vec::new(),
+                api_key: None,
             }];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
         },

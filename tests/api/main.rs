@@ -9,4 +9,5 @@ mod cli;
 mod crash;
 mod engine;
 mod ops;
+mod stripe;
 mod users;

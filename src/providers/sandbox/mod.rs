@@ -207,7 +207,11 @@ impl Provider for Sandbox {
         data.view().map_err(CallError::Refused)
     }
 
-    async fn query_payment(&self, payment_no: &PaymentNo) -> Result<ProviderView, CallError> {
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
         let data = self
             .call(
                 self.http
@@ -217,7 +221,11 @@ impl Provider for Sandbox {
         data.view().map_err(CallError::Refused)
     }
 
-    async fn close_payment(&self, payment_no: &PaymentNo) -> Result<(), CallError> {
+    async fn close_payment(
+        &self,
+        payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
         self.call(
             self.http
                 .post(format!("{}/v1/payments/{payment_no}/close", self.base_url)),

@@ -1,0 +1,348 @@
+//! Stripe: `Stripe-Signature: t=…,v1=…` over `"{t}.{raw body}"`, HMAC-SHA256
+//! keyed with the endpoint secret as-is (`whsec_…` included), hex; any
+//! configured secret may match (rotation); 300 s tolerance. Events name the
+//! PaymentIntent; Reckon puts its payment_no in the intent's metadata when it
+//! creates one, and an event without it is not Reckon's (acknowledged).
+//! Assumed mapping (Stripe's words → ours): succeeded → SUCCEEDED,
+//! processing → PENDING, canceled → CLOSED, payment_failed → FAILED (the
+//! attempt failed; a retry is a new payment attempt).
+
+use super::{
+    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
+    VerifyError,
+};
+use crate::domain::{
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+};
+use axum::Json;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha2::Sha256;
+use std::time::Duration;
+
+pub const TOLERANCE_SECS: i64 = 300;
+
+pub struct Stripe {
+    name: ProviderName,
+    base_url: String,
+    /// Endpoint secrets, newest first; any may sign.
+    secrets: Vec<String>,
+    api_key: String,
+    http: reqwest::Client,
+}
+
+#[derive(Deserialize)]
+struct Event {
+    id: String,
+    #[serde(rename = "type")]
+    event_type: String,
+    data: EventData,
+}
+
+#[derive(Deserialize)]
+struct EventData {
+    object: serde_json::Value,
+}
+
+/// The fields of a PaymentIntent Reckon reads.
+#[derive(Deserialize)]
+struct Intent {
+    id: String,
+    amount: i64,
+    currency: String,
+    status: String,
+    #[serde(default)]
+    metadata: std::collections::HashMap<String, String>,
+}
+
+impl Intent {
+    fn money(&self) -> Result<Money, String> {
+        // Stripe amounts are already in the currency's smallest unit.
+        let currency = Currency::parse(&self.currency).map_err(|e| e.to_string())?;
+        Ok(Money::new(self.amount, currency))
+    }
+
+    fn view(&self) -> Result<ProviderView, String> {
+        Ok(ProviderView {
+            provider_txn_id: Some(ProviderTxnId::parse(&self.id).map_err(|e| e.to_string())?),
+            status: Some(match self.status.as_str() {
+                "succeeded" => PaymentStatus::Succeeded,
+                "canceled" => PaymentStatus::Closed,
+                // processing, requires_payment_method, requires_confirmation,
+                // requires_action, requires_capture: no result yet.
+                _ => PaymentStatus::Pending,
+            }),
+            money: self.money()?,
+        })
+    }
+}
+
+impl Stripe {
+    pub fn new(
+        name: ProviderName,
+        base_url: &str,
+        secrets: Vec<String>,
+        api_key: String,
+    ) -> Stripe {
+        Stripe {
+            name,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            secrets,
+            api_key,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .expect("an HTTP client"),
+        }
+    }
+
+    async fn call(&self, req: reqwest::RequestBuilder) -> Result<serde_json::Value, CallError> {
+        let res = req.bearer_auth(&self.api_key).send().await.map_err(|e| {
+            if e.is_timeout() {
+                CallError::Timeout
+            } else {
+                CallError::Network(e.without_url().to_string())
+            }
+        })?;
+        let status = res.status();
+        if status == StatusCode::NOT_FOUND {
+            return Err(CallError::NotFound);
+        }
+        if status.is_server_error() {
+            return Err(CallError::Network(format!("Stripe answered {status}")));
+        }
+        let body: serde_json::Value = res
+            .json()
+            .await
+            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
+        if !status.is_success() {
+            let message = body["error"]["message"]
+                .as_str()
+                .unwrap_or("refused")
+                .to_owned();
+            return Err(CallError::Refused(format!("{status}: {message}")));
+        }
+        Ok(body)
+    }
+
+    fn intent_view(value: serde_json::Value) -> Result<ProviderView, CallError> {
+        serde_json::from_value::<Intent>(value)
+            .map_err(|e| CallError::Refused(format!("not a PaymentIntent: {e}")))?
+            .view()
+            .map_err(CallError::Refused)
+    }
+}
+
+/// `t=…,v1=…,v1=…` → (t, [v1 signatures]).
+fn parse_signature_header(header: &str) -> Result<(String, Vec<String>), VerifyError> {
+    let mut t = None;
+    let mut v1 = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", value)) => t = Some(value.to_owned()),
+            Some(("v1", value)) => v1.push(value.to_owned()),
+            Some(_) => {}
+            None => {
+                return Err(VerifyError::MalformedHeader(
+                    "Stripe-Signature is not k=v pairs".into(),
+                ));
+            }
+        }
+    }
+    let t = t.ok_or_else(|| VerifyError::MalformedHeader("Stripe-Signature has no t=".into()))?;
+    if v1.is_empty() {
+        return Err(VerifyError::MalformedHeader(
+            "Stripe-Signature has no v1=".into(),
+        ));
+    }
+    Ok((t, v1))
+}
+
+#[async_trait::async_trait]
+impl Provider for Stripe {
+    fn name(&self) -> &ProviderName {
+        &self.name
+    }
+
+    fn accepts(&self, content_type: &str) -> bool {
+        content_type.starts_with("application/json")
+    }
+
+    fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
+        let header = headers
+            .get("stripe-signature")
+            .ok_or(VerifyError::MissingHeader("Stripe-Signature"))?
+            .to_str()
+            .map_err(|_| VerifyError::MalformedHeader("Stripe-Signature is not text".into()))?;
+        let (t, signatures) = parse_signature_header(header)?;
+        let ts: i64 = t
+            .parse()
+            .map_err(|_| VerifyError::MalformedHeader("t= is not a number".into()))?;
+        if (now_secs - ts).abs() > TOLERANCE_SECS {
+            return Err(VerifyError::StaleTimestamp {
+                tolerance_secs: TOLERANCE_SECS,
+            });
+        }
+        let matches = self.secrets.iter().any(|secret| {
+            signatures.iter().any(|sig| {
+                let Ok(expected) = hex::decode(sig) else {
+                    return false;
+                };
+                let mut mac =
+                    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
+                mac.update(t.as_bytes());
+                mac.update(b".");
+                mac.update(body);
+                mac.verify_slice(&expected).is_ok()
+            })
+        });
+        if matches {
+            Ok(())
+        } else {
+            Err(VerifyError::BadSignature)
+        }
+    }
+
+    fn parse(&self, _headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
+        let event: Event =
+            serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
+        let callback_id = CallbackId::parse(&event.id).map_err(|e| e.to_string())?;
+        let status = match event.event_type.as_str() {
+            "payment_intent.succeeded" => PaymentStatus::Succeeded,
+            "payment_intent.processing" => PaymentStatus::Pending,
+            "payment_intent.canceled" => PaymentStatus::Closed,
+            "payment_intent.payment_failed" => PaymentStatus::Failed,
+            // charge.refunded and refund.* belong to the refund ledger.
+            _ => {
+                return Ok(Notification::Ignored {
+                    callback_id,
+                    event_type: event.event_type,
+                });
+            }
+        };
+        let intent: Intent = serde_json::from_value(event.data.object)
+            .map_err(|e| format!("not a PaymentIntent: {e}"))?;
+        let Some(payment_no) = intent.metadata.get("payment_no") else {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: format!("{} (no payment_no in metadata)", event.event_type),
+            });
+        };
+        Ok(Notification::Payment(PaymentNotice {
+            callback_id,
+            payment_no: PaymentNo::parse(payment_no).map_err(|e| e.to_string())?,
+            provider_txn_id: Some(ProviderTxnId::parse(&intent.id).map_err(|e| e.to_string())?),
+            provider_status: intent.status.clone(),
+            status,
+            money: intent.money()?,
+        }))
+    }
+
+    fn answer(&self, answer: &Answer) -> Response {
+        let (status, body) = match answer {
+            Answer::Accepted => (StatusCode::OK, serde_json::json!({ "received": true })),
+            Answer::Unverified(e) => (
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({ "error": e.to_string() }),
+            ),
+            Answer::Malformed(e) => (StatusCode::BAD_REQUEST, serde_json::json!({ "error": e })),
+            Answer::UnknownPayment => (
+                StatusCode::NOT_FOUND,
+                serde_json::json!({ "error": "unknown payment" }),
+            ),
+            Answer::RetryLater => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "error": "try again" }),
+            ),
+        };
+        (status, Json(body)).into_response()
+    }
+
+    async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
+        let mut form = vec![
+            ("amount", req.money.minor.to_string()),
+            ("currency", req.money.currency.code().to_ascii_lowercase()),
+            ("metadata[payment_no]", req.payment_no.to_string()),
+        ];
+        if let Some(d) = req.description {
+            form.push(("description", d.to_owned()));
+        }
+        let body = self
+            .call(
+                self.http
+                    .post(format!("{}/v1/payment_intents", self.base_url))
+                    // Creating twice with one key is one intent.
+                    .header("Idempotency-Key", req.payment_no.as_str())
+                    .form(&form),
+            )
+            .await?;
+        Self::intent_view(body)
+    }
+
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        let body = match txn {
+            Some(id) => {
+                self.call(
+                    self.http
+                        .get(format!("{}/v1/payment_intents/{id}", self.base_url)),
+                )
+                .await?
+            }
+            None => {
+                let query = format!("metadata['payment_no']:'{payment_no}'");
+                let found = self
+                    .call(
+                        self.http
+                            .get(format!("{}/v1/payment_intents/search", self.base_url))
+                            .query(&[("query", query)]),
+                    )
+                    .await?;
+                found["data"].get(0).cloned().ok_or(CallError::NotFound)?
+            }
+        };
+        Self::intent_view(body)
+    }
+
+    async fn close_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
+        let id = match txn {
+            Some(id) => id.clone(),
+            None => self
+                .query_payment(payment_no, None)
+                .await?
+                .provider_txn_id
+                .ok_or(CallError::NotFound)?,
+        };
+        self.call(
+            self.http
+                .post(format!("{}/v1/payment_intents/{id}/cancel", self.base_url)),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signature_headers_parse() {
+        let (t, v) =
+            parse_signature_header("t=1492774577,v1=5257a869,v0=6ffbb59b,v1=abcd").unwrap();
+        assert_eq!(t, "1492774577");
+        assert_eq!(v, ["5257a869", "abcd"]);
+        assert!(parse_signature_header("v1=abc").is_err());
+        assert!(parse_signature_header("t=1").is_err());
+        assert!(parse_signature_header("garbage").is_err());
+    }
+}

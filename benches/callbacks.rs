@@ -41,6 +41,7 @@ fn config(dir: &std::path::Path, secret: &Secret) -> Config {
             secret: secret.to_whsec(),
             previous_secrets: Vec::new(),
             api_key: None,
+            mapping: Default::default(),
         }],
         outbox_sinks: Vec::new(),
         outbox_secret: None,

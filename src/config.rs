@@ -49,6 +49,9 @@ pub struct ProviderConfig {
     /// The API key for status queries and creates (Stripe: `sk_…`).
     #[serde(default)]
     pub api_key: Option<String>,
+    /// How a Standard-Webhooks body maps onto a payment (JSON pointers).
+    #[serde(default)]
+    pub mapping: crate::providers::standard::Mapping,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -209,16 +212,17 @@ impl Config {
                 secret,
                 previous_secrets: Vec::new(),
                 api_key: None,
+                mapping: Default::default(),
             });
         }
         for p in &providers {
             if crate::domain::ProviderName::parse(&p.name).is_err()
-                || !["sandbox", "stripe"].contains(&p.kind.as_str())
+                || !["sandbox", "stripe", "standard_webhooks"].contains(&p.kind.as_str())
             {
                 return Err(ConfigError::Invalid {
                     key: "providers",
                     value: format!("{} ({})", p.name, p.kind),
-                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\" or \"stripe\"".into(),
+                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\" or \"standard_webhooks\"".into(),
                 });
             }
             if p.kind == "stripe"
@@ -232,7 +236,15 @@ impl Config {
                             .into(),
                 });
             }
-            if p.kind == "sandbox" && crate::providers::signing::Secret::parse(&p.secret).is_err() {
+            let whsec = |s: &str| crate::providers::signing::Secret::parse(s).is_ok();
+            let bad_secret = match p.kind.as_str() {
+                "sandbox" => !whsec(&p.secret),
+                "standard_webhooks" => {
+                    !whsec(&p.secret) || !p.previous_secrets.iter().all(|s| whsec(s))
+                }
+                _ => false,
+            };
+            if bad_secret {
                 return Err(ConfigError::Invalid {
                     key: "providers.secret",
                     value: p.name.clone(),

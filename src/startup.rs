@@ -8,6 +8,7 @@ use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
 use crate::providers::sandbox::Sandbox;
 use crate::providers::sandbox::server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
+use crate::providers::standard::StandardWebhooks;
 use crate::providers::stripe::Stripe;
 use crate::providers::{Provider, Providers};
 use crate::store::Db;
@@ -79,7 +80,19 @@ impl Application {
         let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
         for p in &config.providers {
             let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
-            if p.kind == "stripe" {
+            if p.kind == "standard_webhooks" {
+                let secrets = std::iter::once(&p.secret)
+                    .chain(&p.previous_secrets)
+                    .map(|s| {
+                        Secret::parse(s).map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                providers.push(Arc::new(StandardWebhooks::new(
+                    name,
+                    secrets,
+                    p.mapping.clone(),
+                )));
+            } else if p.kind == "stripe" {
                 let mut secrets = vec![p.secret.clone()];
                 secrets.extend(p.previous_secrets.iter().cloned());
                 let api_key = p.api_key.clone().unwrap_or_default();

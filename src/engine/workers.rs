@@ -150,6 +150,17 @@ impl Engine {
             if status != PaymentStatus::Created {
                 return tasks::close(pool, &task.task_id, "DONE", None, now).await;
             }
+            if !provider.creates_payments() {
+                // The sender creates it on its side and reports by webhook.
+                return tasks::close(
+                    pool,
+                    &task.task_id,
+                    "DONE",
+                    Some("sender creates payments itself"),
+                    now,
+                )
+                .await;
+            }
             let req = CreateRequest {
                 payment_no: &payment_no,
                 money: local_money,

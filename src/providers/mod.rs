@@ -5,6 +5,7 @@
 
 pub mod sandbox;
 pub mod signing;
+pub mod standard;
 pub mod stripe;
 
 use crate::domain::{CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
@@ -99,6 +100,11 @@ pub trait Provider: Send + Sync + 'static {
     fn name(&self) -> &ProviderName;
     /// Content types its webhooks arrive with.
     fn accepts(&self, content_type: &str) -> bool;
+    /// Whether Reckon calls it to create payments; a webhook-only sender
+    /// creates them itself (the merchant API still registers them).
+    fn creates_payments(&self) -> bool {
+        true
+    }
     /// Checks the raw bytes before anything trusts them.
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError>;
     /// Reads a verified body.

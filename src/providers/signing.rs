@@ -74,6 +74,40 @@ impl Secret {
     }
 }
 
+/// Verifies Standard-Webhooks headers (`webhook-id`, `webhook-timestamp`,
+/// `webhook-signature`) against the raw body: the timestamp within
+/// `tolerance_secs` of now in either direction, then any `v1` entry.
+pub fn verify_headers(
+    secret: &Secret,
+    headers: &axum::http::HeaderMap,
+    body: &[u8],
+    now_secs: i64,
+    tolerance_secs: i64,
+) -> Result<(), super::VerifyError> {
+    use super::VerifyError;
+    let header = |name: &'static str| -> Result<&str, VerifyError> {
+        headers
+            .get(name)
+            .ok_or(VerifyError::MissingHeader(name))?
+            .to_str()
+            .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
+    };
+    let id = header("webhook-id")?;
+    let ts_text = header("webhook-timestamp")?;
+    let signature = header("webhook-signature")?;
+    let ts: i64 = ts_text
+        .parse()
+        .map_err(|_| VerifyError::MalformedHeader("webhook-timestamp is not a number".into()))?;
+    if (now_secs - ts).abs() > tolerance_secs {
+        return Err(VerifyError::StaleTimestamp { tolerance_secs });
+    }
+    if secret.verify(id, ts_text, body, signature) {
+        Ok(())
+    } else {
+        Err(VerifyError::BadSignature)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

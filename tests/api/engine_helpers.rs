@@ -111,6 +111,7 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
                 secret: whsec,
                 previous_secrets: Vec::new(),
                 api_key: None,
+                mapping: Default::default(),
             }];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
         },

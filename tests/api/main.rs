@@ -9,5 +9,6 @@ mod cli;
 mod crash;
 mod engine;
 mod ops;
+mod standard;
 mod stripe;
 mod users;

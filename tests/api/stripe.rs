@@ -82,6 +82,7 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
                 api_key: Some("sk_test_reckon".into()),
+                mapping: Default::default(),
             }];
         },
         Options {

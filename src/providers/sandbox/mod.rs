@@ -111,14 +111,6 @@ impl Sandbox {
     }
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, VerifyError> {
-    headers
-        .get(name)
-        .ok_or(VerifyError::MissingHeader(name))?
-        .to_str()
-        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
-}
-
 #[async_trait::async_trait]
 impl Provider for Sandbox {
     fn name(&self) -> &ProviderName {
@@ -130,22 +122,7 @@ impl Provider for Sandbox {
     }
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
-        let id = header(headers, "webhook-id")?;
-        let ts_text = header(headers, "webhook-timestamp")?;
-        let signature = header(headers, "webhook-signature")?;
-        let ts: i64 = ts_text.parse().map_err(|_| {
-            VerifyError::MalformedHeader("webhook-timestamp is not a number".into())
-        })?;
-        if (now_secs - ts).abs() > TOLERANCE_SECS {
-            return Err(VerifyError::StaleTimestamp {
-                tolerance_secs: TOLERANCE_SECS,
-            });
-        }
-        if self.secret.verify(id, ts_text, body, signature) {
-            Ok(())
-        } else {
-            Err(VerifyError::BadSignature)
-        }
+        super::signing::verify_headers(&self.secret, headers, body, now_secs, TOLERANCE_SECS)
     }
 
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {

@@ -1,0 +1,210 @@
+//! Any Standard-Webhooks sender (in-house systems, Svix-based platforms):
+//! `webhook-id`, `webhook-timestamp`, `webhook-signature` (`v1,<base64>`
+//! entries), HMAC-SHA256 over `{id}.{timestamp}.{body}` keyed with the
+//! base64 secret after `whsec_`, 300 s either way. A mapping of JSON
+//! pointers reads the payment out of the body. Such a sender has no standard
+//! API, so Reckon neither creates payments through it nor queries it: a
+//! missing result waits for reconciliation.
+
+use super::signing::Secret;
+use super::{
+    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
+    VerifyError,
+};
+use crate::domain::{
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+};
+use axum::Json;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+pub const TOLERANCE_SECS: i64 = 300;
+
+/// Where the payment's facts are in the body (RFC 6901 JSON pointers), and
+/// what the sender's status words mean.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Mapping {
+    pub payment_no: String,
+    pub txn_id: String,
+    pub status: String,
+    pub amount: String,
+    /// `minor` (an integer of minor units) or `major` (a decimal string).
+    pub amount_format: String,
+    pub currency: String,
+    /// Sender status → CREATED/PENDING/SUCCEEDED/FAILED/CLOSED; others are
+    /// acknowledged with no effect.
+    pub statuses: BTreeMap<String, String>,
+}
+
+impl Default for Mapping {
+    fn default() -> Self {
+        Mapping {
+            payment_no: "/data/payment_no".into(),
+            txn_id: "/data/id".into(),
+            status: "/data/status".into(),
+            amount: "/data/amount".into(),
+            amount_format: "minor".into(),
+            currency: "/data/currency".into(),
+            statuses: [
+                ("succeeded", "SUCCEEDED"),
+                ("paid", "SUCCEEDED"),
+                ("failed", "FAILED"),
+                ("pending", "PENDING"),
+                ("processing", "PENDING"),
+                ("canceled", "CLOSED"),
+                ("cancelled", "CLOSED"),
+                ("closed", "CLOSED"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        }
+    }
+}
+
+pub struct StandardWebhooks {
+    name: ProviderName,
+    secrets: Vec<Secret>,
+    mapping: Mapping,
+}
+
+impl StandardWebhooks {
+    pub fn new(name: ProviderName, secrets: Vec<Secret>, mapping: Mapping) -> StandardWebhooks {
+        StandardWebhooks {
+            name,
+            secrets,
+            mapping,
+        }
+    }
+}
+
+fn text_at(body: &serde_json::Value, pointer: &str, what: &str) -> Result<String, String> {
+    match body.pointer(pointer) {
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
+        _ => Err(format!("no {what} at {pointer}")),
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for StandardWebhooks {
+    fn name(&self) -> &ProviderName {
+        &self.name
+    }
+
+    fn accepts(&self, content_type: &str) -> bool {
+        content_type.starts_with("application/json")
+    }
+
+    fn creates_payments(&self) -> bool {
+        false
+    }
+
+    fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
+        let mut last = VerifyError::BadSignature;
+        for secret in &self.secrets {
+            match super::signing::verify_headers(secret, headers, body, now_secs, TOLERANCE_SECS) {
+                Ok(()) => return Ok(()),
+                Err(VerifyError::BadSignature) => {}
+                Err(other) => last = other,
+            }
+        }
+        Err(last)
+    }
+
+    fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
+        let value: serde_json::Value =
+            serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
+        let id = headers
+            .get("webhook-id")
+            .and_then(|v| v.to_str().ok())
+            .ok_or("missing webhook-id")?;
+        let callback_id = CallbackId::parse(id).map_err(|e| e.to_string())?;
+        let m = &self.mapping;
+        let sender_status = text_at(&value, &m.status, "status")?;
+        let Some(ours) = m.statuses.get(&sender_status) else {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: format!("status {sender_status}"),
+            });
+        };
+        let status: PaymentStatus = ours.parse()?;
+        let currency = Currency::parse(&text_at(&value, &m.currency, "currency")?)
+            .map_err(|e| e.to_string())?;
+        let amount = text_at(&value, &m.amount, "amount")?;
+        let money = if m.amount_format == "major" {
+            Money::parse_major(&amount, currency).map_err(|e| e.to_string())?
+        } else {
+            Money::new(
+                amount
+                    .parse()
+                    .map_err(|_| format!("amount {amount:?} is not minor units"))?,
+                currency,
+            )
+        };
+        let txn = text_at(&value, &m.txn_id, "transaction id").ok();
+        Ok(Notification::Payment(PaymentNotice {
+            callback_id,
+            payment_no: PaymentNo::parse(&text_at(&value, &m.payment_no, "payment_no")?)
+                .map_err(|e| e.to_string())?,
+            provider_txn_id: txn
+                .map(|t| ProviderTxnId::parse(&t))
+                .transpose()
+                .map_err(|e| e.to_string())?,
+            provider_status: sender_status,
+            status,
+            money,
+        }))
+    }
+
+    fn answer(&self, answer: &Answer) -> Response {
+        let status = match answer {
+            Answer::Accepted => StatusCode::NO_CONTENT,
+            Answer::Unverified(_) => StatusCode::UNAUTHORIZED,
+            Answer::Malformed(_) => StatusCode::BAD_REQUEST,
+            Answer::UnknownPayment => StatusCode::NOT_FOUND,
+            Answer::RetryLater => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        match answer {
+            Answer::Accepted => status.into_response(),
+            Answer::Unverified(e) => {
+                (status, Json(serde_json::json!({ "error": e.to_string() }))).into_response()
+            }
+            Answer::Malformed(e) => {
+                (status, Json(serde_json::json!({ "error": e }))).into_response()
+            }
+            _ => (
+                status,
+                Json(serde_json::json!({ "error": format!("{answer:?}") })),
+            )
+                .into_response(),
+        }
+    }
+
+    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
+        Err(CallError::Refused(
+            "a Standard-Webhooks sender has no payment API".into(),
+        ))
+    }
+
+    async fn query_payment(
+        &self,
+        _no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        Err(CallError::NotFound)
+    }
+
+    async fn close_payment(
+        &self,
+        _no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
+        Err(CallError::Refused(
+            "a Standard-Webhooks sender has no payment API".into(),
+        ))
+    }
+}

@@ -41,7 +41,8 @@ pub struct ProviderConfig {
     /// `sandbox` or `stripe`.
     pub kind: String,
     pub base_url: String,
-    /// The webhook secret (`whsec_…`).
+    /// The webhook secret (`whsec_…`; not used by Alipay).
+    #[serde(default)]
     pub secret: String,
     /// Older secrets still accepted while rotating (Stripe).
     #[serde(default)]
@@ -52,6 +53,14 @@ pub struct ProviderConfig {
     /// How a Standard-Webhooks body maps onto a payment (JSON pointers).
     #[serde(default)]
     pub mapping: crate::providers::standard::Mapping,
+    /// Alipay: this account's app_id, seller_id (optional) and Alipay's
+    /// public key (PEM or base64 DER).
+    #[serde(default)]
+    pub app_id: Option<String>,
+    #[serde(default)]
+    pub seller_id: Option<String>,
+    #[serde(default)]
+    pub public_key: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -213,16 +222,19 @@ impl Config {
                 previous_secrets: Vec::new(),
                 api_key: None,
                 mapping: Default::default(),
+                app_id: None,
+                seller_id: None,
+                public_key: None,
             });
         }
         for p in &providers {
             if crate::domain::ProviderName::parse(&p.name).is_err()
-                || !["sandbox", "stripe", "standard_webhooks"].contains(&p.kind.as_str())
+                || !["sandbox", "stripe", "standard_webhooks", "alipay"].contains(&p.kind.as_str())
             {
                 return Err(ConfigError::Invalid {
                     key: "providers",
                     value: format!("{} ({})", p.name, p.kind),
-                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\" or \"standard_webhooks\"".into(),
+                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\" or \"alipay\"".into(),
                 });
             }
             if p.kind == "stripe"

@@ -5,6 +5,7 @@ use crate::accounts::Accounts;
 use crate::config::Config;
 use crate::domain::ProviderName;
 use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
+use crate::providers::alipay::Alipay;
 use crate::providers::sandbox::Sandbox;
 use crate::providers::sandbox::server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
@@ -80,7 +81,16 @@ impl Application {
         let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
         for p in &config.providers {
             let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
-            if p.kind == "standard_webhooks" {
+            if p.kind == "alipay" {
+                let alipay = Alipay::new(
+                    name,
+                    p.app_id.as_deref().unwrap_or_default(),
+                    p.seller_id.as_deref(),
+                    p.public_key.as_deref().unwrap_or_default(),
+                )
+                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+                providers.push(Arc::new(alipay));
+            } else if p.kind == "standard_webhooks" {
                 let secrets = std::iter::once(&p.secret)
                     .chain(&p.previous_secrets)
                     .map(|s| {

@@ -3,6 +3,7 @@
 //! the provider to create, query and close payments. One module per
 //! provider; its quirks stay there.
 
+pub mod alipay;
 pub mod sandbox;
 pub mod signing;
 pub mod standard;

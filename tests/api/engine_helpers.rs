@@ -112,6 +112,9 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
                 previous_secrets: Vec::new(),
                 api_key: None,
                 mapping: Default::default(),
+                app_id: None,
+                seller_id: None,
+                public_key: None,
             }];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
         },

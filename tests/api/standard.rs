@@ -37,6 +37,9 @@ async fn spawn(b: Backend) -> TestApp {
                 previous_secrets: vec![OLD_SECRET.into()],
                 api_key: None,
                 mapping,
+                app_id: None,
+                seller_id: None,
+                public_key: None,
             }];
         },
         Options {

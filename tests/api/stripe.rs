@@ -83,6 +83,9 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
                 previous_secrets: vec![OLD_SECRET.into()],
                 api_key: Some("sk_test_reckon".into()),
                 mapping: Default::default(),
+                app_id: None,
+                seller_id: None,
+                public_key: None,
             }];
         },
         Options {

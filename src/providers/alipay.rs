@@ -1,0 +1,309 @@
+//! Alipay asynchronous notifications: a form-encoded POST in the charset it
+//! names (`charset`, UTF-8 or GBK). To verify: drop `sign` and `sign_type`
+//! and empty values, sort by key, join `k=v` with `&`, and check the base64
+//! SHA256withRSA (`RSA2`) signature with Alipay's public key over that text
+//! in the notification's charset; `app_id` (and `seller_id`, when
+//! configured) must be this account's. `notify_id` is the callback id; the
+//! answer is exactly `success`. Assumed: a `notify_time` (Beijing time) more
+//! than 26 h away is refused — Alipay retries for 25 h. Status queries
+//! (`alipay.trade.query`) and refund notifications are not built yet.
+
+use super::{
+    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
+    VerifyError,
+};
+use crate::domain::{
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use rsa::RsaPublicKey;
+use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::pkcs8::DecodePublicKey;
+use rsa::signature::Verifier;
+use sha2::Sha256;
+use std::collections::BTreeMap;
+
+/// Alipay retries a notification for 25 hours; older is a replay.
+pub const TOLERANCE_SECS: i64 = 26 * 3600;
+
+pub struct Alipay {
+    name: ProviderName,
+    app_id: String,
+    seller_id: Option<String>,
+    key: VerifyingKey<Sha256>,
+}
+
+impl Alipay {
+    /// `public_key`: Alipay's RSA public key, PEM or bare base64 DER (as
+    /// Alipay's console shows it).
+    pub fn new(
+        name: ProviderName,
+        app_id: &str,
+        seller_id: Option<&str>,
+        public_key: &str,
+    ) -> Result<Alipay, String> {
+        let key = if public_key.contains("-----BEGIN") {
+            RsaPublicKey::from_public_key_pem(public_key)
+                .map_err(|e| format!("Alipay public key: {e}"))?
+        } else {
+            let der = B64
+                .decode(public_key.split_whitespace().collect::<String>())
+                .map_err(|_| "Alipay public key is neither PEM nor base64".to_string())?;
+            RsaPublicKey::from_public_key_der(&der)
+                .map_err(|e| format!("Alipay public key: {e}"))?
+        };
+        Ok(Alipay {
+            name,
+            app_id: app_id.to_owned(),
+            seller_id: seller_id.map(str::to_owned),
+            key: VerifyingKey::new(key),
+        })
+    }
+}
+
+/// The form's pairs, percent-decoded and read in the charset it declares.
+/// Returns the pairs and the encoding.
+pub fn decode_form(
+    body: &[u8],
+) -> Result<(BTreeMap<String, String>, &'static encoding_rs::Encoding), String> {
+    let raw: Vec<(Vec<u8>, Vec<u8>)> = body
+        .split(|b| *b == b'&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = match pair.iter().position(|b| *b == b'=') {
+                Some(i) => (&pair[..i], &pair[i + 1..]),
+                None => (pair, &pair[pair.len()..]),
+            };
+            let dec = |s: &[u8]| -> Vec<u8> {
+                let plus: Vec<u8> = s
+                    .iter()
+                    .map(|b| if *b == b'+' { b' ' } else { *b })
+                    .collect();
+                percent_encoding::percent_decode(&plus).collect()
+            };
+            (dec(k), dec(v))
+        })
+        .collect();
+    let charset = raw
+        .iter()
+        .find(|(k, _)| k == b"charset")
+        .map(|(_, v)| String::from_utf8_lossy(v).to_string())
+        .unwrap_or_else(|| "utf-8".into());
+    let encoding = encoding_rs::Encoding::for_label(charset.trim().as_bytes())
+        .ok_or_else(|| format!("unknown charset {charset:?}"))?;
+    let mut map = BTreeMap::new();
+    for (k, v) in raw {
+        let (k, _, bad_k) = encoding.decode(&k);
+        let (v, _, bad_v) = encoding.decode(&v);
+        if bad_k || bad_v {
+            return Err(format!("field {k} is not valid {}", encoding.name()));
+        }
+        map.insert(k.into_owned(), v.into_owned());
+    }
+    Ok((map, encoding))
+}
+
+/// What Alipay signs: every non-empty field but `sign` and `sign_type`,
+/// sorted by key, `k=v` joined with `&`.
+pub fn signed_content(fields: &BTreeMap<String, String>) -> String {
+    fields
+        .iter()
+        .filter(|(k, v)| k.as_str() != "sign" && k.as_str() != "sign_type" && !v.is_empty())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// `notify_time` (Beijing time, `yyyy-MM-dd HH:mm:ss`) as UTC seconds.
+fn notify_seconds(text: &str) -> Option<i64> {
+    let dt: jiff::civil::DateTime = text.trim().replace(' ', "T").parse().ok()?;
+    let zoned = dt
+        .to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(8)))
+        .ok()?;
+    Some(zoned.timestamp().as_second())
+}
+
+#[async_trait::async_trait]
+impl Provider for Alipay {
+    fn name(&self) -> &ProviderName {
+        &self.name
+    }
+
+    fn accepts(&self, content_type: &str) -> bool {
+        content_type.starts_with("application/x-www-form-urlencoded")
+    }
+
+    fn creates_payments(&self) -> bool {
+        false
+    }
+
+    fn verify(&self, _headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
+        let (fields, encoding) = decode_form(body).map_err(VerifyError::MalformedHeader)?;
+        if fields.get("sign_type").map(String::as_str) != Some("RSA2") {
+            return Err(VerifyError::MalformedHeader(
+                "sign_type must be RSA2".into(),
+            ));
+        }
+        let sign = fields
+            .get("sign")
+            .ok_or(VerifyError::MissingHeader("sign"))?;
+        let bytes = B64
+            .decode(sign.trim())
+            .map_err(|_| VerifyError::MalformedHeader("sign is not base64".into()))?;
+        let signature =
+            Signature::try_from(bytes.as_slice()).map_err(|_| VerifyError::BadSignature)?;
+        let content = signed_content(&fields);
+        let (encoded, _, _) = encoding.encode(&content);
+        self.key
+            .verify(&encoded, &signature)
+            .map_err(|_| VerifyError::BadSignature)?;
+        // Signed, so these are Alipay's word: now check it is for us.
+        if fields.get("app_id") != Some(&self.app_id)
+            || self
+                .seller_id
+                .as_ref()
+                .is_some_and(|s| fields.get("seller_id") != Some(s))
+        {
+            return Err(VerifyError::BadSignature);
+        }
+        let sent = fields
+            .get("notify_time")
+            .and_then(|t| notify_seconds(t))
+            .ok_or_else(|| {
+                VerifyError::MalformedHeader("notify_time missing or malformed".into())
+            })?;
+        if (now_secs - sent).abs() > TOLERANCE_SECS {
+            return Err(VerifyError::StaleTimestamp {
+                tolerance_secs: TOLERANCE_SECS,
+            });
+        }
+        Ok(())
+    }
+
+    fn parse(&self, _headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
+        let (fields, _) = decode_form(body)?;
+        let get = |k: &str| {
+            fields
+                .get(k)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| format!("no {k}"))
+        };
+        let callback_id = CallbackId::parse(get("notify_id")?).map_err(|e| e.to_string())?;
+        let trade_status = get("trade_status")?.clone();
+        if fields.get("refund_fee").is_some_and(|v| !v.is_empty()) {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: format!("refund ({trade_status})"),
+            });
+        }
+        let status = match trade_status.as_str() {
+            "TRADE_SUCCESS" | "TRADE_FINISHED" => PaymentStatus::Succeeded,
+            "WAIT_BUYER_PAY" => PaymentStatus::Pending,
+            "TRADE_CLOSED" => PaymentStatus::Closed,
+            other => {
+                return Ok(Notification::Ignored {
+                    callback_id,
+                    event_type: other.to_owned(),
+                });
+            }
+        };
+        let cny = Currency::parse("CNY").expect("CNY is known");
+        Ok(Notification::Payment(PaymentNotice {
+            callback_id,
+            payment_no: PaymentNo::parse(get("out_trade_no")?).map_err(|e| e.to_string())?,
+            provider_txn_id: Some(
+                ProviderTxnId::parse(get("trade_no")?).map_err(|e| e.to_string())?,
+            ),
+            provider_status: trade_status,
+            status,
+            money: Money::parse_major(get("total_amount")?, cny).map_err(|e| e.to_string())?,
+        }))
+    }
+
+    fn answer(&self, answer: &Answer) -> Response {
+        // Alipay stops retrying only on exactly `success`.
+        let (status, text) = match answer {
+            Answer::Accepted => (StatusCode::OK, "success"),
+            Answer::RetryLater => (StatusCode::SERVICE_UNAVAILABLE, "fail"),
+            Answer::UnknownPayment => (StatusCode::NOT_FOUND, "fail"),
+            Answer::Unverified(_) | Answer::Malformed(_) => (StatusCode::BAD_REQUEST, "fail"),
+        };
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            text,
+        )
+            .into_response()
+    }
+
+    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
+        Err(CallError::Refused(
+            "creating Alipay trades is not built yet".into(),
+        ))
+    }
+
+    async fn query_payment(
+        &self,
+        _no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        Err(CallError::NotFound)
+    }
+
+    async fn close_payment(
+        &self,
+        _no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
+        Err(CallError::Refused(
+            "closing Alipay trades is not built yet".into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signed_text_drops_sign_and_empty_values_and_sorts() {
+        let fields: BTreeMap<String, String> = [
+            ("trade_no", "2026"),
+            ("sign", "abc"),
+            ("app_id", "2021"),
+            ("sign_type", "RSA2"),
+            ("body", ""),
+            ("out_trade_no", "PAY1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(
+            signed_content(&fields),
+            "app_id=2021&out_trade_no=PAY1&trade_no=2026"
+        );
+    }
+
+    #[test]
+    fn gbk_forms_decode_by_their_charset() {
+        // "支付" in GBK is D6 A7 B8 B6.
+        let (fields, enc) = decode_form(b"charset=gbk&subject=%D6%A7%B8%B6&x=a+b").unwrap();
+        assert_eq!(enc, encoding_rs::GBK);
+        assert_eq!(fields["subject"], "支付");
+        assert_eq!(fields["x"], "a b");
+        assert!(
+            decode_form(b"charset=utf-8&subject=%D6").is_err(),
+            "not UTF-8"
+        );
+        assert!(decode_form(b"charset=klingon&a=b").is_err());
+    }
+
+    #[test]
+    fn notify_time_is_beijing_time() {
+        assert_eq!(notify_seconds("2026-11-30 08:00:00"), Some(1_795_996_800));
+        assert_eq!(notify_seconds("yesterday"), None);
+    }
+}

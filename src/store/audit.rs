@@ -19,19 +19,14 @@ pub struct Entry {
     pub after: Option<serde_json::Value>,
 }
 
-/// Appends inside the caller's write transaction (`Db::begin_write`: on
-/// SQLite it holds the write lock, so the last entry read here is the last
-/// one). Two PostgreSQL writers racing for the same `seq` collide on the
-/// primary key; the caller retries the whole transaction.
+/// Appends inside the caller's write transaction. Taking the next place
+/// updates the one `audit_head` row first, so a concurrent appender waits
+/// for this transaction and then continues the chain from its entry.
 pub async fn append(conn: &mut AnyConnection, entry: &Entry, at: i64) -> sqlx::Result<i64> {
-    let last: Option<(i64, String)> =
-        sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
+    let (seq, prev_hash): (i64, String) =
+        sqlx::query_as("UPDATE audit_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")
+            .fetch_one(&mut *conn)
             .await?;
-    let (seq, prev_hash) = match last {
-        Some((seq, hash)) => (seq + 1, hash),
-        None => (1, GENESIS.to_owned()),
-    };
     let before = entry.before.as_ref().map(|v| v.to_string());
     let after = entry.after.as_ref().map(|v| v.to_string());
     let row = StoredEntry {
@@ -63,6 +58,10 @@ pub async fn append(conn: &mut AnyConnection, entry: &Entry, at: i64) -> sqlx::R
     .bind(&hash)
     .execute(&mut *conn)
     .await?;
+    sqlx::query("UPDATE audit_head SET hash = $1 WHERE id = 1")
+        .bind(&hash)
+        .execute(&mut *conn)
+        .await?;
     Ok(seq)
 }
 
@@ -143,6 +142,24 @@ pub async fn verify(pool: &AnyPool) -> sqlx::Result<Verdict> {
         }
         expected_seq = row.seq + 1;
         prev_hash = row.hash;
+    }
+    drop(rows);
+    // The head remembers the last entry: a deleted tail shows here.
+    let (head_seq, head_hash): (i64, String) =
+        sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
+            .fetch_one(pool)
+            .await?;
+    if head_seq != expected_seq - 1 || head_hash != prev_hash {
+        return Ok(Verdict {
+            entries,
+            first_broken: Some((
+                expected_seq,
+                format!(
+                    "the log ends at entry {} but {head_seq} were written (entries deleted at the end)",
+                    expected_seq - 1
+                ),
+            )),
+        });
     }
     Ok(Verdict {
         entries,

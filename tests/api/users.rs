@@ -255,6 +255,17 @@ async fn an_edited_audit_row_breaks_the_chain_at_that_row(b: Backend) {
         .unwrap();
     let verdict = audit::verify(&app.accounts.db.pool).await.unwrap();
     assert_eq!(verdict.first_broken.map(|b| b.0), Some(3));
+
+    // Cutting the tail off is caught too: the head remembers the last entry.
+    sqlx::query("DELETE FROM audit_log WHERE seq >= 2")
+        .execute(&app.accounts.db.pool)
+        .await
+        .unwrap();
+    let verdict = audit::verify(&app.accounts.db.pool).await.unwrap();
+    assert_eq!(verdict.entries, 1);
+    let (seq, why) = verdict.first_broken.expect("a truncated log is broken");
+    assert_eq!(seq, 2);
+    assert!(why.contains("3 were written"), "{why}");
 }
 
 both_databases!(

@@ -45,6 +45,7 @@ fn config(dir: &std::path::Path, secret: &Secret) -> Config {
             app_id: None,
             seller_id: None,
             public_key: None,
+            platform_keys: Default::default(),
         }],
         outbox_sinks: Vec::new(),
         outbox_secret: None,

@@ -61,6 +61,10 @@ pub struct ProviderConfig {
     pub seller_id: Option<String>,
     #[serde(default)]
     pub public_key: Option<String>,
+    /// WeChat Pay: platform certificate serial → public key (PEM or base64
+    /// DER); the APIv3 key goes in `api_key`.
+    #[serde(default)]
+    pub platform_keys: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -225,16 +229,24 @@ impl Config {
                 app_id: None,
                 seller_id: None,
                 public_key: None,
+                platform_keys: Default::default(),
             });
         }
         for p in &providers {
             if crate::domain::ProviderName::parse(&p.name).is_err()
-                || !["sandbox", "stripe", "standard_webhooks", "alipay"].contains(&p.kind.as_str())
+                || ![
+                    "sandbox",
+                    "stripe",
+                    "standard_webhooks",
+                    "alipay",
+                    "wechatpay",
+                ]
+                .contains(&p.kind.as_str())
             {
                 return Err(ConfigError::Invalid {
                     key: "providers",
                     value: format!("{} ({})", p.name, p.kind),
-                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\" or \"alipay\"".into(),
+                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\", \"alipay\" or \"wechatpay\"".into(),
                 });
             }
             if p.kind == "stripe"

@@ -11,6 +11,7 @@ use crate::providers::sandbox::server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
 use crate::providers::standard::StandardWebhooks;
 use crate::providers::stripe::Stripe;
+use crate::providers::wechatpay::WechatPay;
 use crate::providers::{Provider, Providers};
 use crate::store::Db;
 use crate::web::{self, AppState, metrics::Metrics, sessions};
@@ -81,7 +82,15 @@ impl Application {
         let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
         for p in &config.providers {
             let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
-            if p.kind == "alipay" {
+            if p.kind == "wechatpay" {
+                let wechat = WechatPay::new(
+                    name,
+                    &p.platform_keys,
+                    p.api_key.as_deref().unwrap_or_default(),
+                )
+                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+                providers.push(Arc::new(wechat));
+            } else if p.kind == "alipay" {
                 let alipay = Alipay::new(
                     name,
                     p.app_id.as_deref().unwrap_or_default(),

@@ -8,6 +8,7 @@ pub mod sandbox;
 pub mod signing;
 pub mod standard;
 pub mod stripe;
+pub mod wechatpay;
 
 use crate::domain::{CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
 use axum::http::HeaderMap;

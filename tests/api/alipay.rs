@@ -43,6 +43,7 @@ async fn spawn(b: Backend) -> AlipayApp {
                 app_id: Some(APP_ID.into()),
                 seller_id: Some(SELLER_ID.into()),
                 public_key: Some(public_key),
+                platform_keys: Default::default(),
             }];
         },
         Options {

@@ -115,6 +115,7 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
                 app_id: None,
                 seller_id: None,
                 public_key: None,
+                platform_keys: Default::default(),
             }];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
         },

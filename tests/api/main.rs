@@ -13,3 +13,4 @@ mod ops;
 mod standard;
 mod stripe;
 mod users;
+mod wechatpay;

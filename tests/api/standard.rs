@@ -40,6 +40,7 @@ async fn spawn(b: Backend) -> TestApp {
                 app_id: None,
                 seller_id: None,
                 public_key: None,
+                platform_keys: Default::default(),
             }];
         },
         Options {

@@ -86,6 +86,7 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
                 app_id: None,
                 seller_id: None,
                 public_key: None,
+                platform_keys: Default::default(),
             }];
         },
         Options {

@@ -34,7 +34,7 @@ pub struct Config {
     pub query_schedule: Vec<i64>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub name: String,
@@ -223,13 +223,7 @@ impl Config {
                 kind: "sandbox".into(),
                 base_url,
                 secret,
-                previous_secrets: Vec::new(),
-                api_key: None,
-                mapping: Default::default(),
-                app_id: None,
-                seller_id: None,
-                public_key: None,
-                platform_keys: Default::default(),
+                ..ProviderConfig::default()
             });
         }
         for p in &providers {

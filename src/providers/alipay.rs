@@ -8,10 +8,7 @@
 //! than 26 h away is refused — Alipay retries for 25 h. Status queries
 //! (`alipay.trade.query`) and refund notifications are not built yet.
 
-use super::{
-    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    VerifyError,
-};
+use super::{Answer, Notification, PaymentNotice, Provider, VerifyError};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
@@ -237,30 +234,6 @@ impl Provider for Alipay {
             text,
         )
             .into_response()
-    }
-
-    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
-        Err(CallError::Refused(
-            "creating Alipay trades is not built yet".into(),
-        ))
-    }
-
-    async fn query_payment(
-        &self,
-        _no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError> {
-        Err(CallError::NotFound)
-    }
-
-    async fn close_payment(
-        &self,
-        _no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError> {
-        Err(CallError::Refused(
-            "closing Alipay trades is not built yet".into(),
-        ))
     }
 }
 

@@ -112,18 +112,33 @@ pub trait Provider: Send + Sync + 'static {
     /// Reads a verified body.
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
     fn answer(&self, answer: &Answer) -> Response;
-    async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError>;
+    /// The calls below default to "not available", for adapters that only
+    /// receive notifications (so far); a status query then finds nothing
+    /// and the payment waits for reconciliation.
+    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
+        Err(CallError::Refused(format!(
+            "{} does not create payments through Reckon",
+            self.name()
+        )))
+    }
     /// `txn` is the provider's id when Reckon knows it.
     async fn query_payment(
         &self,
-        payment_no: &PaymentNo,
-        txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError>;
+        _payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        Err(CallError::NotFound)
+    }
     async fn close_payment(
         &self,
-        payment_no: &PaymentNo,
-        txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError>;
+        _payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
+        Err(CallError::Refused(format!(
+            "{} cannot close payments through Reckon",
+            self.name()
+        )))
+    }
 }
 
 /// The configured provider accounts by route name.

@@ -7,10 +7,7 @@
 //! missing result waits for reconciliation.
 
 use super::signing::Secret;
-use super::{
-    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    VerifyError,
-};
+use super::{Answer, Notification, PaymentNotice, Provider, VerifyError};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
@@ -182,29 +179,5 @@ impl Provider for StandardWebhooks {
             )
                 .into_response(),
         }
-    }
-
-    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
-        Err(CallError::Refused(
-            "a Standard-Webhooks sender has no payment API".into(),
-        ))
-    }
-
-    async fn query_payment(
-        &self,
-        _no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError> {
-        Err(CallError::NotFound)
-    }
-
-    async fn close_payment(
-        &self,
-        _no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError> {
-        Err(CallError::Refused(
-            "a Standard-Webhooks sender has no payment API".into(),
-        ))
     }
 }

@@ -10,10 +10,7 @@
 //! REFUND and refund notifications are acknowledged for the refund ledger
 //! (not built yet). Status queries are not built yet either.
 
-use super::{
-    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    VerifyError,
-};
+use super::{Answer, Notification, PaymentNotice, Provider, VerifyError};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
@@ -257,29 +254,5 @@ impl Provider for WechatPay {
             Json(serde_json::json!({ "code": "FAIL", "message": message })),
         )
             .into_response()
-    }
-
-    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
-        Err(CallError::Refused(
-            "creating WeChat Pay orders is not built yet".into(),
-        ))
-    }
-
-    async fn query_payment(
-        &self,
-        _no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError> {
-        Err(CallError::NotFound)
-    }
-
-    async fn close_payment(
-        &self,
-        _no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError> {
-        Err(CallError::Refused(
-            "closing WeChat Pay orders is not built yet".into(),
-        ))
     }
 }

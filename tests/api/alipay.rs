@@ -7,7 +7,7 @@ use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};
 use base64::Engine as _;
 use reckon::config::ProviderConfig;
-use reckon::engine::{CreatePayment, ManualClock};
+use reckon::engine::ManualClock;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::SigningKey;
@@ -35,15 +35,10 @@ async fn spawn(b: Backend) -> AlipayApp {
             c.providers = vec![ProviderConfig {
                 name: "alipay".into(),
                 kind: "alipay".into(),
-                base_url: String::new(),
-                secret: String::new(),
-                previous_secrets: Vec::new(),
-                api_key: None,
-                mapping: Default::default(),
                 app_id: Some(APP_ID.into()),
                 seller_id: Some(SELLER_ID.into()),
                 public_key: Some(public_key),
-                platform_keys: Default::default(),
+                ..ProviderConfig::default()
             }];
         },
         Options {
@@ -57,23 +52,6 @@ async fn spawn(b: Backend) -> AlipayApp {
 }
 
 impl AlipayApp {
-    async fn payment(&self, order: &str) -> String {
-        let req = CreatePayment {
-            order_no: order.into(),
-            provider: "alipay".into(),
-            amount_minor: 12345,
-            currency: "CNY".into(),
-            description: None,
-        };
-        let (_, body) = self
-            .app
-            .engine
-            .create_payment("test", order, &req)
-            .await
-            .unwrap();
-        body["payment_no"].as_str().unwrap().to_owned()
-    }
-
     /// A notification's fields, `notify_time` `age_secs` in the past.
     fn fields(
         &self,
@@ -147,26 +125,11 @@ impl AlipayApp {
             .unwrap();
         (res.status().as_u16(), res.text().await.unwrap())
     }
-
-    async fn state(&self, payment_no: &str) -> (String, i64) {
-        let s: String = sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(&self.app.accounts.db.pool)
-            .await
-            .unwrap();
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
-                .bind(payment_no)
-                .fetch_one(&self.app.accounts.db.pool)
-                .await
-                .unwrap();
-        (s, n)
-    }
 }
 
 async fn a_signed_alipay_notification_is_answered_success_and_applied_once(b: Backend) {
     let a = spawn(b).await;
-    let p = a.payment("AL-1").await;
+    let p = a.app.register_payment("alipay", "AL-1", 12345, "CNY").await;
     let ok = a.form(a.fields("n1", &p, "123.45", 0), &a.key);
     assert_eq!(a.post(ok.clone()).await, (200, "success".to_string()));
     assert_eq!(
@@ -174,19 +137,19 @@ async fn a_signed_alipay_notification_is_answered_success_and_applied_once(b: Ba
         (200, "success".to_string()),
         "a repeat is a duplicate"
     );
-    assert_eq!(a.state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 
     // GBK, as Alipay sends when the merchant chose it.
-    let q = a.payment("AL-2").await;
+    let q = a.app.register_payment("alipay", "AL-2", 12345, "CNY").await;
     let mut gbk = a.fields("n2", &q, "123.45", 0);
     gbk.insert("charset".into(), "gbk".into());
     assert_eq!(a.post(a.form(gbk, &a.key)).await.0, 200);
-    assert_eq!(a.state(&q).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(a.app.payment_state(&q).await, ("SUCCEEDED".to_string(), 1));
 }
 
 async fn forged_stale_or_foreign_alipay_notifications_are_refused(b: Backend) {
     let a = spawn(b).await;
-    let p = a.payment("AL-3").await;
+    let p = a.app.register_payment("alipay", "AL-3", 12345, "CNY").await;
     // Tampered after signing.
     let signed = String::from_utf8(a.form(a.fields("n3", &p, "123.45", 0), &a.key)).unwrap();
     let tampered = signed.replace("total%5Famount=123%2E45", "total%5Famount=1%2E45");
@@ -226,7 +189,7 @@ async fn forged_stale_or_foreign_alipay_notifications_are_refused(b: Backend) {
         .unwrap();
     assert_eq!(res.status(), 415);
     assert_eq!(a.post(b"sign_type=RSA2&sign=%%%".to_vec()).await.0, 400);
-    assert_eq!(a.state(&p).await, ("CREATED".to_string(), 0));
+    assert_eq!(a.app.payment_state(&p).await, ("CREATED".to_string(), 0));
 }
 
 both_databases!(

@@ -109,13 +109,7 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
                 kind: "sandbox".into(),
                 base_url: sandbox_url.clone(),
                 secret: whsec,
-                previous_secrets: Vec::new(),
-                api_key: None,
-                mapping: Default::default(),
-                app_id: None,
-                seller_id: None,
-                public_key: None,
-                platform_keys: Default::default(),
+                ..ProviderConfig::default()
             }];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
         },

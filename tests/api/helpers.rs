@@ -196,6 +196,49 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Registers a CREATED payment through the engine, as the merchant API
+    /// does; returns its payment_no.
+    pub async fn register_payment(
+        &self,
+        provider: &str,
+        order: &str,
+        amount_minor: i64,
+        currency: &str,
+    ) -> String {
+        let req = reckon::engine::CreatePayment {
+            order_no: order.into(),
+            provider: provider.into(),
+            amount_minor,
+            currency: currency.into(),
+            description: None,
+        };
+        let (status, body) = self
+            .engine
+            .create_payment("test", order, &req)
+            .await
+            .unwrap();
+        assert_eq!(status, 201, "{body}");
+        body["payment_no"].as_str().unwrap().to_owned()
+    }
+
+    /// A payment's status and how many effects it has.
+    pub async fn payment_state(&self, payment_no: &str) -> (String, i64) {
+        let pool = &self.accounts.db.pool;
+        let status: String =
+            sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
+                .bind(payment_no)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        let effects: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
+                .bind(payment_no)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        (status, effects)
+    }
+
     /// Runs the real `reckon` binary against this app's database.
     pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> std::process::Output {
         run_cli(&self.config, args, stdin)

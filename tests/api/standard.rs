@@ -7,7 +7,7 @@ use crate::helpers::{Backend, TestApp, spawn_app_with};
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
-use reckon::engine::{CreatePayment, ManualClock};
+use reckon::engine::ManualClock;
 use reckon::providers::standard::Mapping;
 use reckon::startup::Options;
 use sha2::Sha256;
@@ -32,15 +32,10 @@ async fn spawn(b: Backend) -> TestApp {
             c.providers = vec![ProviderConfig {
                 name: "acme".into(),
                 kind: "standard_webhooks".into(),
-                base_url: String::new(),
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
-                api_key: None,
                 mapping,
-                app_id: None,
-                seller_id: None,
-                public_key: None,
-                platform_keys: Default::default(),
+                ..ProviderConfig::default()
             }];
         },
         Options {
@@ -53,19 +48,7 @@ async fn spawn(b: Backend) -> TestApp {
 }
 
 async fn payment(app: &TestApp, order: &str) -> String {
-    let req = CreatePayment {
-        order_no: order.into(),
-        provider: "acme".into(),
-        amount_minor: 12345,
-        currency: "USD".into(),
-        description: None,
-    };
-    let (status, body) = app
-        .engine
-        .create_payment("test", order, &req)
-        .await
-        .unwrap();
-    assert_eq!(status, 201);
+    let p = app.register_payment("acme", order, 12345, "USD").await;
     // A webhook-only sender is never called: the create task just closes.
     assert_eq!(
         app.engine
@@ -74,7 +57,7 @@ async fn payment(app: &TestApp, order: &str) -> String {
             .unwrap(),
         1
     );
-    body["payment_no"].as_str().unwrap().to_owned()
+    p
 }
 
 fn body(payment_no: &str, state: &str) -> String {
@@ -139,21 +122,6 @@ async fn post(app: &TestApp, id: &str, ts: i64, body: &str, signature: &str) -> 
         .as_u16()
 }
 
-async fn status(app: &TestApp, payment_no: &str) -> (String, i64) {
-    let s: String = sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
-        .bind(payment_no)
-        .fetch_one(&app.accounts.db.pool)
-        .await
-        .unwrap();
-    let effects: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(&app.accounts.db.pool)
-            .await
-            .unwrap();
-    (s, effects)
-}
-
 async fn a_message_signed_by_the_official_library_is_accepted(b: Backend) {
     let app = spawn(b).await;
     let p = payment(&app, "SW-1").await;
@@ -172,7 +140,7 @@ async fn a_message_signed_by_the_official_library_is_accepted(b: Backend) {
         "one byte changed"
     );
     assert_eq!(post(&app, "msg_1", ts, &payload, &sig).await, 204);
-    assert_eq!(status(&app, &p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
 async fn mapped_messages_move_payments_once_and_bad_ones_are_refused(b: Backend) {
@@ -203,14 +171,14 @@ async fn mapped_messages_move_payments_once_and_bad_ones_are_refused(b: Backend)
         401
     );
     assert_eq!(post(&app, "msg_2", ts, &paid, "v1,not-base64!").await, 401);
-    assert_eq!(status(&app, &p).await, ("CREATED".to_string(), 0));
+    assert_eq!(app.payment_state(&p).await, ("CREATED".to_string(), 0));
     // A status the mapping does not know: acknowledged, no effect.
     let odd = body(&p, "on_hold");
     assert_eq!(
         post(&app, "msg_3", ts, &odd, &sign(SECRET, "msg_3", ts, &odd)).await,
         204
     );
-    assert_eq!(status(&app, &p).await, ("CREATED".to_string(), 0));
+    assert_eq!(app.payment_state(&p).await, ("CREATED".to_string(), 0));
     // Signed with the previous secret (rotation), then repeated.
     assert_eq!(
         post(
@@ -227,7 +195,7 @@ async fn mapped_messages_move_payments_once_and_bad_ones_are_refused(b: Backend)
         post(&app, "msg_4", ts, &paid, &sign(SECRET, "msg_4", ts, &paid)).await,
         204
     );
-    assert_eq!(status(&app, &p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
     let txn: Option<String> =
         sqlx::query_scalar("SELECT provider_txn_id FROM payments WHERE payment_no = $1")
             .bind(&p)

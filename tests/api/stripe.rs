@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
-use reckon::engine::{CreatePayment, ManualClock};
+use reckon::engine::ManualClock;
 use reckon::startup::Options;
 use sha2::Sha256;
 use std::collections::HashMap;
@@ -82,11 +82,7 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
                 api_key: Some("sk_test_reckon".into()),
-                mapping: Default::default(),
-                app_id: None,
-                seller_id: None,
-                public_key: None,
-                platform_keys: Default::default(),
+                ..ProviderConfig::default()
             }];
         },
         Options {
@@ -100,23 +96,6 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
 }
 
 impl StripeApp {
-    async fn payment(&self, order: &str, amount_minor: i64) -> String {
-        let req = CreatePayment {
-            order_no: order.into(),
-            provider: "stripe-eu".into(),
-            amount_minor,
-            currency: "EUR".into(),
-            description: None,
-        };
-        let (_, body) = self
-            .app
-            .engine
-            .create_payment("test", order, &req)
-            .await
-            .unwrap();
-        body["payment_no"].as_str().unwrap().to_owned()
-    }
-
     fn now(&self) -> i64 {
         self.app.engine.now() / 1_000_000
     }
@@ -129,22 +108,6 @@ impl StripeApp {
             .header("stripe-signature", signature)
             .body(body.to_owned())
             .send()
-            .await
-            .unwrap()
-    }
-
-    async fn status(&self, payment_no: &str) -> String {
-        sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(&self.app.accounts.db.pool)
-            .await
-            .unwrap()
-    }
-
-    async fn effects(&self, payment_no: &str) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(&self.app.accounts.db.pool)
             .await
             .unwrap()
     }
@@ -194,7 +157,10 @@ fn official_header(payload: &str, secret: &str) -> String {
 
 async fn events_signed_by_the_official_stripe_library_are_accepted(b: Backend) {
     let s = spawn_stripe_app(b).await;
-    let p = s.payment("ST-1", 1999).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-1", 1999, "EUR")
+        .await;
     let body = event("evt_official_1", "payment_intent.succeeded", &p, 1999);
     let header = official_header(&body, SECRET);
     assert!(
@@ -211,13 +177,15 @@ async fn events_signed_by_the_official_stripe_library_are_accepted(b: Backend) {
         "one byte changed"
     );
     assert_eq!(s.post(&body, &header).await.status(), 200);
-    assert_eq!(s.status(&p).await, "SUCCEEDED");
-    assert_eq!(s.effects(&p).await, 1);
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
 async fn a_stripe_event_moves_the_payment_once_and_bad_ones_are_refused(b: Backend) {
     let s = spawn_stripe_app(b).await;
-    let p = s.payment("ST-2", 500).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-2", 500, "EUR")
+        .await;
     let body = event("evt_2", "payment_intent.succeeded", &p, 500);
     let now = s.now();
     // Refused: stale, tampered, wrong key, missing or malformed header.
@@ -240,15 +208,14 @@ async fn a_stripe_event_moves_the_payment_once_and_bad_ones_are_refused(b: Backe
         400
     );
     assert_eq!(s.post(&body, "v1=deadbeef").await.status(), 400);
-    assert_eq!(s.status(&p).await, "CREATED");
+    assert_eq!(s.app.payment_state(&p).await.0, "CREATED");
     // Accepted with the previous secret (rotation), then a duplicate.
     assert_eq!(
         s.post(&body, &sign(OLD_SECRET, now, &body)).await.status(),
         200
     );
     assert_eq!(s.post(&body, &sign(SECRET, now, &body)).await.status(), 200);
-    assert_eq!(s.status(&p).await, "SUCCEEDED");
-    assert_eq!(s.effects(&p).await, 1);
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
     // Not a payment event: acknowledged, nothing happens.
     let refund = event("evt_3", "charge.refunded", &p, 500);
     assert_eq!(
@@ -264,10 +231,13 @@ async fn a_stripe_event_moves_the_payment_once_and_bad_ones_are_refused(b: Backe
 
 async fn a_stripe_payment_is_created_then_settled_by_a_status_query(b: Backend) {
     let s = spawn_stripe_app(b).await;
-    let p = s.payment("ST-3", 4200).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-3", 4200, "EUR")
+        .await;
     let engine = s.app.engine.clone();
     assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
-    assert_eq!(s.status(&p).await, "PENDING");
+    assert_eq!(s.app.payment_state(&p).await.0, "PENDING");
     let (id, intent) = {
         let intents = s.stripe.intents.lock().unwrap();
         let (id, i) = intents.iter().next().unwrap();
@@ -280,8 +250,7 @@ async fn a_stripe_payment_is_created_then_settled_by_a_status_query(b: Backend) 
     s.stripe.intents.lock().unwrap().get_mut(&id).unwrap()["status"] = "succeeded".into();
     s.clock.advance_secs(61);
     assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
-    assert_eq!(s.status(&p).await, "SUCCEEDED");
-    assert_eq!(s.effects(&p).await, 1);
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
 both_databases!(

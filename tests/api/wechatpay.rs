@@ -9,7 +9,7 @@ use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine as _;
 use reckon::config::ProviderConfig;
-use reckon::engine::{CreatePayment, ManualClock};
+use reckon::engine::ManualClock;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::SigningKey;
@@ -38,15 +38,9 @@ async fn spawn(b: Backend) -> Wechat {
             c.providers = vec![ProviderConfig {
                 name: "wechat".into(),
                 kind: "wechatpay".into(),
-                base_url: String::new(),
-                secret: String::new(),
-                previous_secrets: Vec::new(),
                 api_key: Some(APIV3_KEY.into()),
-                mapping: Default::default(),
-                app_id: None,
-                seller_id: None,
-                public_key: None,
                 platform_keys: [(SERIAL.to_string(), pem)].into_iter().collect(),
+                ..ProviderConfig::default()
             }];
         },
         Options {
@@ -60,23 +54,6 @@ async fn spawn(b: Backend) -> Wechat {
 }
 
 impl Wechat {
-    async fn payment(&self, order: &str) -> String {
-        let req = CreatePayment {
-            order_no: order.into(),
-            provider: "wechat".into(),
-            amount_minor: 199,
-            currency: "CNY".into(),
-            description: None,
-        };
-        let (_, body) = self
-            .app
-            .engine
-            .create_payment("test", order, &req)
-            .await
-            .unwrap();
-        body["payment_no"].as_str().unwrap().to_owned()
-    }
-
     fn envelope(&self, id: &str, payment_no: &str, state: &str, total: i64, key: &str) -> String {
         let transaction = serde_json::json!({
             "mchid": "1900000001", "appid": "wx0000000000000001", "out_trade_no": payment_no,
@@ -137,37 +114,22 @@ impl Wechat {
     fn now(&self) -> i64 {
         self.app.engine.now() / 1_000_000
     }
-
-    async fn state(&self, payment_no: &str) -> (String, i64) {
-        let s: String = sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(&self.app.accounts.db.pool)
-            .await
-            .unwrap();
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
-                .bind(payment_no)
-                .fetch_one(&self.app.accounts.db.pool)
-                .await
-                .unwrap();
-        (s, n)
-    }
 }
 
 async fn a_sealed_and_signed_wechat_notification_is_applied_once(b: Backend) {
     let w = spawn(b).await;
-    let p = w.payment("WX-1").await;
+    let p = w.app.register_payment("wechat", "WX-1", 199, "CNY").await;
     let body = w.envelope("EV-1", &p, "SUCCESS", 199, APIV3_KEY);
     let now = w.now();
     assert_eq!(w.post(&body, now, "nonce-1", SERIAL, &w.key).await.0, 204);
     // WeChat's own retry: same notification, new nonce — a duplicate.
     assert_eq!(w.post(&body, now, "nonce-2", SERIAL, &w.key).await.0, 204);
-    assert_eq!(w.state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
 async fn forged_replayed_or_undecryptable_wechat_notifications_are_refused(b: Backend) {
     let w = spawn(b).await;
-    let p = w.payment("WX-2").await;
+    let p = w.app.register_payment("wechat", "WX-2", 199, "CNY").await;
     let body = w.envelope("EV-2", &p, "SUCCESS", 199, APIV3_KEY);
     let now = w.now();
     let other = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
@@ -225,7 +187,7 @@ async fn forged_replayed_or_undecryptable_wechat_notifications_are_refused(b: Ba
         fail(w.post(&sealed_wrong, now, "n-e", SERIAL, &w.key).await),
         400
     );
-    assert_eq!(w.state(&p).await, ("CREATED".to_string(), 0));
+    assert_eq!(w.app.payment_state(&p).await, ("CREATED".to_string(), 0));
     // A good one, then the very same headers again: a replayed nonce.
     assert_eq!(w.post(&body, now, "n-f", SERIAL, &w.key).await.0, 204);
     assert_eq!(
@@ -233,7 +195,7 @@ async fn forged_replayed_or_undecryptable_wechat_notifications_are_refused(b: Ba
         401,
         "replayed nonce"
     );
-    assert_eq!(w.state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
 both_databases!(

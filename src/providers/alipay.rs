@@ -16,9 +16,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use rsa::RsaPublicKey;
 use rsa::pkcs1v15::{Signature, VerifyingKey};
-use rsa::pkcs8::DecodePublicKey;
 use rsa::signature::Verifier;
 use sha2::Sha256;
 use std::collections::BTreeMap;
@@ -42,16 +40,8 @@ impl Alipay {
         seller_id: Option<&str>,
         public_key: &str,
     ) -> Result<Alipay, String> {
-        let key = if public_key.contains("-----BEGIN") {
-            RsaPublicKey::from_public_key_pem(public_key)
-                .map_err(|e| format!("Alipay public key: {e}"))?
-        } else {
-            let der = B64
-                .decode(public_key.split_whitespace().collect::<String>())
-                .map_err(|_| "Alipay public key is neither PEM nor base64".to_string())?;
-            RsaPublicKey::from_public_key_der(&der)
-                .map_err(|e| format!("Alipay public key: {e}"))?
-        };
+        let key =
+            super::rsa_public_key(public_key).map_err(|e| format!("Alipay public key: {e}"))?;
         Ok(Alipay {
             name,
             app_id: app_id.to_owned(),

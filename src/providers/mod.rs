@@ -141,6 +141,32 @@ pub trait Provider: Send + Sync + 'static {
     }
 }
 
+/// A required header as text.
+pub(crate) fn header<'a>(
+    headers: &'a HeaderMap,
+    name: &'static str,
+) -> Result<&'a str, VerifyError> {
+    headers
+        .get(name)
+        .ok_or(VerifyError::MissingHeader(name))?
+        .to_str()
+        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
+}
+
+/// An RSA public key as providers hand them out: PEM, or bare base64 DER.
+pub(crate) fn rsa_public_key(text: &str) -> Result<rsa::RsaPublicKey, String> {
+    use base64::Engine;
+    use rsa::pkcs8::DecodePublicKey;
+    if text.contains("-----BEGIN") {
+        rsa::RsaPublicKey::from_public_key_pem(text).map_err(|e| e.to_string())
+    } else {
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(text.split_whitespace().collect::<String>())
+            .map_err(|_| "neither PEM nor base64".to_string())?;
+        rsa::RsaPublicKey::from_public_key_der(&der).map_err(|e| e.to_string())
+    }
+}
+
 /// The configured provider accounts by route name.
 #[derive(Clone, Default)]
 pub struct Providers(Arc<BTreeMap<String, Arc<dyn Provider>>>);

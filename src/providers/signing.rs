@@ -85,13 +85,7 @@ pub fn verify_headers(
     tolerance_secs: i64,
 ) -> Result<(), super::VerifyError> {
     use super::VerifyError;
-    let header = |name: &'static str| -> Result<&str, VerifyError> {
-        headers
-            .get(name)
-            .ok_or(VerifyError::MissingHeader(name))?
-            .to_str()
-            .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
-    };
+    let header = |name| super::header(headers, name);
     let id = header("webhook-id")?;
     let ts_text = header("webhook-timestamp")?;
     let signature = header("webhook-signature")?;

@@ -10,7 +10,7 @@
 //! REFUND and refund notifications are acknowledged for the refund ledger
 //! (not built yet). Status queries are not built yet either.
 
-use super::{Answer, Notification, PaymentNotice, Provider, VerifyError};
+use super::{Answer, Notification, PaymentNotice, Provider, VerifyError, header};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
@@ -21,9 +21,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use rsa::RsaPublicKey;
 use rsa::pkcs1v15::{Signature, VerifyingKey};
-use rsa::pkcs8::DecodePublicKey;
 use rsa::signature::Verifier;
 use serde::Deserialize;
 use sha2::Sha256;
@@ -76,17 +74,6 @@ fn cny() -> String {
     "CNY".into()
 }
 
-fn public_key(text: &str) -> Result<RsaPublicKey, String> {
-    if text.contains("-----BEGIN") {
-        RsaPublicKey::from_public_key_pem(text).map_err(|e| e.to_string())
-    } else {
-        let der = B64
-            .decode(text.split_whitespace().collect::<String>())
-            .map_err(|_| "neither PEM nor base64".to_string())?;
-        RsaPublicKey::from_public_key_der(&der).map_err(|e| e.to_string())
-    }
-}
-
 impl WechatPay {
     pub fn new(
         name: ProviderName,
@@ -99,7 +86,8 @@ impl WechatPay {
             .map_err(|_| "the APIv3 key is exactly 32 characters".to_string())?;
         let mut keys = BTreeMap::new();
         for (serial, text) in platform_keys {
-            let key = public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
+            let key =
+                super::rsa_public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
             keys.insert(serial.clone(), VerifyingKey::new(key));
         }
         if keys.is_empty() {
@@ -134,14 +122,6 @@ impl WechatPay {
             )
             .map_err(|_| "the resource does not decrypt with the APIv3 key".to_string())
     }
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<&'a str, VerifyError> {
-    headers
-        .get(name)
-        .ok_or(VerifyError::MissingHeader(name))?
-        .to_str()
-        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
 }
 
 #[async_trait::async_trait]

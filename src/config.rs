@@ -38,7 +38,7 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub name: String,
-    /// `sandbox` or `stripe`.
+    /// `sandbox`, `stripe`, `standard_webhooks`, `alipay` or `wechatpay`.
     pub kind: String,
     pub base_url: String,
     /// The webhook secret (`whsec_…`; not used by Alipay).
@@ -65,6 +65,31 @@ pub struct ProviderConfig {
     /// DER); the APIv3 key goes in `api_key`.
     #[serde(default)]
     pub platform_keys: std::collections::BTreeMap<String, String>,
+    /// The merchant's own RSA private key (PKCS#8 PEM or base64 DER) that
+    /// signs API calls: Alipay's app private key, WeChat Pay's API key.
+    #[serde(default)]
+    pub private_key: Option<String>,
+    /// WeChat Pay: the merchant id (`mchid`) and the serial number of the
+    /// merchant API certificate whose key is `private_key`.
+    #[serde(default)]
+    pub mch_id: Option<String>,
+    #[serde(default)]
+    pub cert_serial: Option<String>,
+    /// How long a call to the provider may take before its result counts
+    /// as unknown (milliseconds, default 10000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// A webhook that fails verification but names a payment makes Reckon
+    /// ask the provider about that payment (the provider is the authority,
+    /// never the unverified body).
+    #[serde(default)]
+    pub query_on_unverified: bool,
+}
+
+impl ProviderConfig {
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout_ms.unwrap_or(10_000).clamp(50, 120_000))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -5,13 +5,13 @@ use crate::accounts::Accounts;
 use crate::config::Config;
 use crate::domain::ProviderName;
 use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
-use crate::providers::alipay::Alipay;
+use crate::providers::alipay::{Alipay, AlipayConfig};
 use crate::providers::sandbox::Sandbox;
 use crate::providers::sandbox::server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
 use crate::providers::standard::StandardWebhooks;
 use crate::providers::stripe::Stripe;
-use crate::providers::wechatpay::WechatPay;
+use crate::providers::wechatpay::{WechatPay, WechatPayConfig};
 use crate::providers::{Provider, Providers};
 use crate::store::Db;
 use crate::web::{self, AppState, metrics::Metrics, sessions};
@@ -85,17 +85,29 @@ impl Application {
             if p.kind == "wechatpay" {
                 let wechat = WechatPay::new(
                     name,
-                    &p.platform_keys,
-                    p.api_key.as_deref().unwrap_or_default(),
+                    &WechatPayConfig {
+                        platform_keys: &p.platform_keys,
+                        apiv3_key: p.api_key.as_deref().unwrap_or_default(),
+                        base_url: &p.base_url,
+                        mch_id: p.mch_id.as_deref(),
+                        cert_serial: p.cert_serial.as_deref(),
+                        private_key: p.private_key.as_deref(),
+                        timeout: p.timeout(),
+                    },
                 )
                 .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
                 providers.push(Arc::new(wechat));
             } else if p.kind == "alipay" {
                 let alipay = Alipay::new(
                     name,
-                    p.app_id.as_deref().unwrap_or_default(),
-                    p.seller_id.as_deref(),
-                    p.public_key.as_deref().unwrap_or_default(),
+                    &AlipayConfig {
+                        app_id: p.app_id.as_deref().unwrap_or_default(),
+                        seller_id: p.seller_id.as_deref(),
+                        public_key: p.public_key.as_deref().unwrap_or_default(),
+                        gateway: &p.base_url,
+                        private_key: p.private_key.as_deref(),
+                        timeout: p.timeout(),
+                    },
                 )
                 .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
                 providers.push(Arc::new(alipay));
@@ -115,7 +127,13 @@ impl Application {
                 let mut secrets = vec![p.secret.clone()];
                 secrets.extend(p.previous_secrets.iter().cloned());
                 let api_key = p.api_key.clone().unwrap_or_default();
-                providers.push(Arc::new(Stripe::new(name, &p.base_url, secrets, api_key)));
+                providers.push(Arc::new(Stripe::new(
+                    name,
+                    &p.base_url,
+                    secrets,
+                    api_key,
+                    p.timeout(),
+                )));
             } else {
                 let secret = Secret::parse(&p.secret)
                     .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;

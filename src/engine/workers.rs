@@ -150,13 +150,24 @@ impl Engine {
             if status != PaymentStatus::Created {
                 return tasks::close(pool, &task.task_id, "DONE", None, now).await;
             }
+            let first_query = now
+                + self
+                    .settings
+                    .query_schedule
+                    .first()
+                    .copied()
+                    .unwrap_or(60_000_000);
             if !provider.creates_payments() {
-                // The sender creates it on its side and reports by webhook.
+                // The merchant's app creates it with the provider and the
+                // provider reports by webhook; if none comes, ask.
+                if provider.queries_payments() {
+                    tasks::schedule(pool, tasks::QUERY, &p.payment_no, first_query, now).await?;
+                }
                 return tasks::close(
                     pool,
                     &task.task_id,
                     "DONE",
-                    Some("sender creates payments itself"),
+                    Some("the merchant creates it with the provider"),
                     now,
                 )
                 .await;
@@ -166,13 +177,6 @@ impl Engine {
                 money: local_money,
                 description: p.description.as_deref(),
             };
-            let first_query = now
-                + self
-                    .settings
-                    .query_schedule
-                    .first()
-                    .copied()
-                    .unwrap_or(60_000_000);
             match provider.create_payment(&req).await {
                 Ok(view) => {
                     let target = view.status.unwrap_or(PaymentStatus::Pending);

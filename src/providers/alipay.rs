@@ -5,10 +5,15 @@
 //! in the notification's charset; `app_id` (and `seller_id`, when
 //! configured) must be this account's. `notify_id` is the callback id; the
 //! answer is exactly `success`. Assumed: a `notify_time` (Beijing time) more
-//! than 26 h away is refused — Alipay retries for 25 h. Status queries
-//! (`alipay.trade.query`) and refund notifications are not built yet.
+//! than 26 h away is refused — Alipay retries for 25 h.
+//!
+//! Status queries call the gateway's `alipay.trade.query`: the request's
+//! parameters signed with the app's private key the same way (only `sign`
+//! left out), the answer's `alipay_trade_query_response` object verified as
+//! the exact bytes Alipay sent, against Alipay's public key. Refund
+//! notifications are acknowledged for the refund ledger (not built yet).
 
-use super::{Answer, Notification, PaymentNotice, Provider, VerifyError};
+use super::{Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, VerifyError};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
@@ -16,8 +21,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use rsa::pkcs1v15::{Signature, VerifyingKey};
-use rsa::signature::Verifier;
+use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
+use rsa::signature::{SignatureEncoding, Signer, Verifier};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use sha2::Sha256;
 use std::collections::BTreeMap;
 
@@ -29,26 +36,178 @@ pub struct Alipay {
     app_id: String,
     seller_id: Option<String>,
     key: VerifyingKey<Sha256>,
+    /// The gateway (`https://openapi.alipay.com/gateway.do`) and the app's
+    /// private key: both set, or no status queries.
+    gateway: Option<(String, SigningKey<Sha256>)>,
+    http: reqwest::Client,
+}
+
+/// How an Alipay account is set up.
+pub struct AlipayConfig<'a> {
+    pub app_id: &'a str,
+    pub seller_id: Option<&'a str>,
+    /// Alipay's RSA public key, PEM or bare base64 DER (as Alipay's console
+    /// shows it).
+    pub public_key: &'a str,
+    /// The gateway URL; empty for notifications only.
+    pub gateway: &'a str,
+    /// The app's private key (PKCS#8 or PKCS#1, PEM or base64 DER).
+    pub private_key: Option<&'a str>,
+    pub timeout: std::time::Duration,
 }
 
 impl Alipay {
-    /// `public_key`: Alipay's RSA public key, PEM or bare base64 DER (as
-    /// Alipay's console shows it).
-    pub fn new(
-        name: ProviderName,
-        app_id: &str,
-        seller_id: Option<&str>,
-        public_key: &str,
-    ) -> Result<Alipay, String> {
+    pub fn new(name: ProviderName, c: &AlipayConfig<'_>) -> Result<Alipay, String> {
         let key =
-            super::rsa_public_key(public_key).map_err(|e| format!("Alipay public key: {e}"))?;
+            super::rsa_public_key(c.public_key).map_err(|e| format!("Alipay public key: {e}"))?;
+        let gateway = match (c.gateway.trim(), c.private_key) {
+            ("", None) => None,
+            (url, Some(pk)) if !url.is_empty() => {
+                let pk =
+                    super::rsa_private_key(pk).map_err(|e| format!("the app private key: {e}"))?;
+                Some((url.to_owned(), SigningKey::new(pk)))
+            }
+            _ => {
+                return Err(
+                    "status queries need both base_url (the gateway) and private_key".into(),
+                );
+            }
+        };
         Ok(Alipay {
             name,
-            app_id: app_id.to_owned(),
-            seller_id: seller_id.map(str::to_owned),
+            app_id: c.app_id.to_owned(),
+            seller_id: c.seller_id.map(str::to_owned),
             key: VerifyingKey::new(key),
+            gateway,
+            http: super::http_client(c.timeout),
         })
     }
+
+    /// Calls a gateway method; returns the verified `{method}_response`
+    /// object once its `code` says success.
+    async fn call(
+        &self,
+        method: &str,
+        biz_content: serde_json::Value,
+    ) -> Result<serde_json::Value, CallError> {
+        let Some((gateway, signer)) = &self.gateway else {
+            return Err(CallError::Refused(format!(
+                "{} has no gateway and private key configured",
+                self.name
+            )));
+        };
+        let beijing =
+            jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(8)));
+        let mut params: BTreeMap<String, String> = [
+            ("app_id", self.app_id.clone()),
+            ("method", method.to_owned()),
+            ("format", "JSON".to_owned()),
+            ("charset", "utf-8".to_owned()),
+            ("sign_type", "RSA2".to_owned()),
+            (
+                "timestamp",
+                beijing.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+            ),
+            ("version", "1.0".to_owned()),
+            ("biz_content", biz_content.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        // Requests sign every non-empty parameter but `sign` (notifications
+        // also leave out `sign_type`).
+        let content = params
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("&");
+        params.insert(
+            "sign".into(),
+            B64.encode(signer.sign(content.as_bytes()).to_bytes()),
+        );
+        let res = self
+            .http
+            .post(gateway)
+            .form(&params)
+            .send()
+            .await
+            .map_err(super::call_error)?;
+        let status = res.status();
+        let bytes = res.bytes().await.map_err(super::call_error)?;
+        if !status.is_success() {
+            return Err(CallError::Network(format!("the gateway answered {status}")));
+        }
+        let key = format!("{}_response", method.replace('.', "_"));
+        let envelope: BTreeMap<String, &RawValue> = serde_json::from_slice(&bytes)
+            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
+        let raw = envelope
+            .get(&key)
+            .ok_or_else(|| CallError::Network(format!("the answer has no {key}")))?;
+        let answer: serde_json::Value = serde_json::from_str(raw.get())
+            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
+        let code = answer["code"].as_str().unwrap_or_default();
+        // Alipay signs every answer it produces; gateway-level refusals
+        // (bad signature, missing parameters) may come unsigned.
+        match envelope
+            .get("sign")
+            .and_then(|s| serde_json::from_str::<String>(s.get()).ok())
+        {
+            Some(sign) => {
+                let signature = B64
+                    .decode(sign.trim())
+                    .ok()
+                    .and_then(|b| Signature::try_from(b.as_slice()).ok())
+                    .ok_or_else(|| CallError::Refused("the answer's sign is malformed".into()))?;
+                self.key
+                    .verify(raw.get().as_bytes(), &signature)
+                    .map_err(|_| {
+                        CallError::Refused("the answer's signature does not verify".into())
+                    })?;
+            }
+            None if code == "10000" => {
+                return Err(CallError::Refused("the answer is not signed".into()));
+            }
+            None => {}
+        }
+        if code == "10000" {
+            return Ok(answer);
+        }
+        let sub_code = answer["sub_code"].as_str().unwrap_or_default();
+        if sub_code == "ACQ.TRADE_NOT_EXIST" {
+            return Err(CallError::NotFound);
+        }
+        if code == "20000" || sub_code == "ACQ.SYSTEM_ERROR" {
+            return Err(CallError::Network(format!(
+                "Alipay is unavailable ({sub_code})"
+            )));
+        }
+        Err(CallError::Refused(format!(
+            "{code} {sub_code}: {}",
+            answer["sub_msg"]
+                .as_str()
+                .or(answer["msg"].as_str())
+                .unwrap_or_default()
+        )))
+    }
+}
+
+/// Alipay's word for a trade → ours; `None` while the buyer has not paid.
+fn status_of(word: &str) -> Option<Option<PaymentStatus>> {
+    match word {
+        "TRADE_SUCCESS" | "TRADE_FINISHED" => Some(Some(PaymentStatus::Succeeded)),
+        "WAIT_BUYER_PAY" => Some(None),
+        "TRADE_CLOSED" => Some(Some(PaymentStatus::Closed)),
+        _ => None,
+    }
+}
+
+#[derive(Deserialize)]
+struct QueriedTrade {
+    out_trade_no: String,
+    trade_no: Option<String>,
+    trade_status: String,
+    total_amount: String,
 }
 
 /// The form's pairs, percent-decoded and read in the charset it declares.
@@ -186,17 +345,13 @@ impl Provider for Alipay {
                 event_type: format!("refund ({trade_status})"),
             });
         }
-        let status = match trade_status.as_str() {
-            "TRADE_SUCCESS" | "TRADE_FINISHED" => PaymentStatus::Succeeded,
-            "WAIT_BUYER_PAY" => PaymentStatus::Pending,
-            "TRADE_CLOSED" => PaymentStatus::Closed,
-            other => {
-                return Ok(Notification::Ignored {
-                    callback_id,
-                    event_type: other.to_owned(),
-                });
-            }
+        let Some(status) = status_of(&trade_status) else {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: trade_status,
+            });
         };
+        let status = status.unwrap_or(PaymentStatus::Pending);
         let cny = Currency::parse("CNY").expect("CNY is known");
         Ok(Notification::Payment(PaymentNotice {
             callback_id,
@@ -208,6 +363,46 @@ impl Provider for Alipay {
             status,
             money: Money::parse_major(get("total_amount")?, cny).map_err(|e| e.to_string())?,
         }))
+    }
+
+    fn queries_payments(&self) -> bool {
+        self.gateway.is_some()
+    }
+
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        let mut biz = serde_json::json!({ "out_trade_no": payment_no.as_str() });
+        if let Some(t) = txn {
+            biz["trade_no"] = t.as_str().into();
+        }
+        let answer = self.call("alipay.trade.query", biz).await?;
+        let trade: QueriedTrade = serde_json::from_value(answer)
+            .map_err(|e| CallError::Refused(format!("unreadable trade: {e}")))?;
+        if trade.out_trade_no != payment_no.as_str() {
+            return Err(CallError::Refused(format!(
+                "asked about {payment_no}, told about {}",
+                trade.out_trade_no
+            )));
+        }
+        let status = status_of(&trade.trade_status).ok_or_else(|| {
+            CallError::Refused(format!("unknown trade_status {}", trade.trade_status))
+        })?;
+        let cny = Currency::parse("CNY").expect("CNY is known");
+        Ok(ProviderView {
+            provider_txn_id: trade
+                .trade_no
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .map(ProviderTxnId::parse)
+                .transpose()
+                .map_err(|e| CallError::Refused(e.to_string()))?,
+            status,
+            money: Money::parse_major(&trade.total_amount, cny)
+                .map_err(|e| CallError::Refused(format!("total_amount: {e}")))?,
+        })
     }
 
     fn answer(&self, answer: &Answer) -> Response {

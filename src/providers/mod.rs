@@ -107,6 +107,12 @@ pub trait Provider: Send + Sync + 'static {
     fn creates_payments(&self) -> bool {
         true
     }
+    /// Whether [`Provider::query_payment`] can ask the provider; payments
+    /// of a provider that cannot be asked wait for callbacks and the
+    /// statement.
+    fn queries_payments(&self) -> bool {
+        self.creates_payments()
+    }
     /// Checks the raw bytes before anything trusts them.
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError>;
     /// Reads a verified body.
@@ -164,6 +170,45 @@ pub(crate) fn rsa_public_key(text: &str) -> Result<rsa::RsaPublicKey, String> {
             .decode(text.split_whitespace().collect::<String>())
             .map_err(|_| "neither PEM nor base64".to_string())?;
         rsa::RsaPublicKey::from_public_key_der(&der).map_err(|e| e.to_string())
+    }
+}
+
+/// An RSA private key as merchants keep them: PKCS#8 or PKCS#1, PEM or
+/// bare base64 DER.
+pub(crate) fn rsa_private_key(text: &str) -> Result<rsa::RsaPrivateKey, String> {
+    use base64::Engine;
+    use rsa::pkcs1::DecodeRsaPrivateKey;
+    use rsa::pkcs8::DecodePrivateKey;
+    if text.contains("-----BEGIN RSA PRIVATE KEY") {
+        rsa::RsaPrivateKey::from_pkcs1_pem(text).map_err(|e| e.to_string())
+    } else if text.contains("-----BEGIN") {
+        rsa::RsaPrivateKey::from_pkcs8_pem(text).map_err(|e| e.to_string())
+    } else {
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(text.split_whitespace().collect::<String>())
+            .map_err(|_| "neither PEM nor base64".to_string())?;
+        rsa::RsaPrivateKey::from_pkcs8_der(&der)
+            .or_else(|_| rsa::RsaPrivateKey::from_pkcs1_der(&der))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The HTTP client provider calls go through: a whole call that takes
+/// longer than `timeout` is an unknown result.
+pub(crate) fn http_client(timeout: std::time::Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .build()
+        .expect("an HTTP client")
+}
+
+/// A failed request: a timeout or a broken connection, both unknown.
+pub(crate) fn call_error(e: reqwest::Error) -> CallError {
+    if e.is_timeout() {
+        CallError::Timeout
+    } else {
+        CallError::Network(e.without_url().to_string())
     }
 }
 

@@ -85,27 +85,23 @@ impl Stripe {
         base_url: &str,
         secrets: Vec<String>,
         api_key: String,
+        timeout: Duration,
     ) -> Stripe {
         Stripe {
             name,
             base_url: base_url.trim_end_matches('/').to_owned(),
             secrets,
             api_key,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .expect("an HTTP client"),
+            http: super::http_client(timeout),
         }
     }
 
     async fn call(&self, req: reqwest::RequestBuilder) -> Result<serde_json::Value, CallError> {
-        let res = req.bearer_auth(&self.api_key).send().await.map_err(|e| {
-            if e.is_timeout() {
-                CallError::Timeout
-            } else {
-                CallError::Network(e.without_url().to_string())
-            }
-        })?;
+        let res = req
+            .bearer_auth(&self.api_key)
+            .send()
+            .await
+            .map_err(super::call_error)?;
         let status = res.status();
         if status == StatusCode::NOT_FOUND {
             return Err(CallError::NotFound);

@@ -8,9 +8,16 @@
 //! `{"code":"FAIL","message":…}`. Assumed mapping: SUCCESS → SUCCEEDED,
 //! NOTPAY/USERPAYING → PENDING, CLOSED/REVOKED → CLOSED, PAYERROR → FAILED;
 //! REFUND and refund notifications are acknowledged for the refund ledger
-//! (not built yet). Status queries are not built yet either.
+//! (not built yet).
+//!
+//! Status queries: `GET /v3/pay/transactions/out-trade-no/{no}?mchid=…`,
+//! signed `WECHATPAY2-SHA256-RSA2048` with the merchant's API key over
+//! `"GET\n{path?query}\n{timestamp}\n{nonce}\n\n"`; the answer is
+//! believed only once its `Wechatpay-*` headers verify like a notification's.
 
-use super::{Answer, Notification, PaymentNotice, Provider, VerifyError, header};
+use super::{
+    Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, VerifyError, header,
+};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
@@ -21,8 +28,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use rsa::pkcs1v15::{Signature, VerifyingKey};
-use rsa::signature::Verifier;
+use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
+use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use serde::Deserialize;
 use sha2::Sha256;
 use std::collections::{BTreeMap, HashMap};
@@ -37,6 +44,31 @@ pub struct WechatPay {
     apiv3_key: [u8; 32],
     /// Nonces seen within the tolerance window (this process).
     seen_nonces: Mutex<HashMap<String, i64>>,
+    api: Option<Api>,
+    http: reqwest::Client,
+}
+
+/// What calling the API needs: where, who, and the key that signs.
+struct Api {
+    base_url: String,
+    mch_id: String,
+    cert_serial: String,
+    key: SigningKey<Sha256>,
+}
+
+/// How a WeChat Pay merchant account is set up.
+pub struct WechatPayConfig<'a> {
+    /// Platform certificate serial (or public-key id) → public key.
+    pub platform_keys: &'a BTreeMap<String, String>,
+    pub apiv3_key: &'a str,
+    /// `https://api.mch.weixin.qq.com`; empty for notifications only.
+    pub base_url: &'a str,
+    pub mch_id: Option<&'a str>,
+    /// Serial number of the merchant API certificate.
+    pub cert_serial: Option<&'a str>,
+    /// The merchant API private key.
+    pub private_key: Option<&'a str>,
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Deserialize)]
@@ -74,18 +106,44 @@ fn cny() -> String {
     "CNY".into()
 }
 
+/// WeChat Pay's trade_state → ours; `None` while there is no result yet.
+/// REFUND means it was paid (refunds are the ledger's business).
+fn trade_state(word: &str) -> Option<Option<PaymentStatus>> {
+    match word {
+        "SUCCESS" | "REFUND" => Some(Some(PaymentStatus::Succeeded)),
+        "NOTPAY" | "USERPAYING" => Some(None),
+        "CLOSED" | "REVOKED" => Some(Some(PaymentStatus::Closed)),
+        "PAYERROR" => Some(Some(PaymentStatus::Failed)),
+        _ => None,
+    }
+}
+
+impl Transaction {
+    fn money(&self) -> Result<Money, String> {
+        // amount.total is in fen (minor units) already.
+        let currency = Currency::parse(&self.amount.currency).map_err(|e| e.to_string())?;
+        Ok(Money::new(self.amount.total, currency))
+    }
+
+    fn txn(&self) -> Result<Option<ProviderTxnId>, String> {
+        self.transaction_id
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(ProviderTxnId::parse)
+            .transpose()
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl WechatPay {
-    pub fn new(
-        name: ProviderName,
-        platform_keys: &BTreeMap<String, String>,
-        apiv3_key: &str,
-    ) -> Result<WechatPay, String> {
-        let apiv3_key: [u8; 32] = apiv3_key
+    pub fn new(name: ProviderName, c: &WechatPayConfig<'_>) -> Result<WechatPay, String> {
+        let apiv3_key: [u8; 32] = c
+            .apiv3_key
             .as_bytes()
             .try_into()
             .map_err(|_| "the APIv3 key is exactly 32 characters".to_string())?;
         let mut keys = BTreeMap::new();
-        for (serial, text) in platform_keys {
+        for (serial, text) in c.platform_keys {
             let key =
                 super::rsa_public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
             keys.insert(serial.clone(), VerifyingKey::new(key));
@@ -93,12 +151,108 @@ impl WechatPay {
         if keys.is_empty() {
             return Err("at least one platform key (serial → public key) is needed".into());
         }
+        let api = match (c.base_url.trim(), c.mch_id, c.cert_serial, c.private_key) {
+            ("", None, None, None) => None,
+            (url, Some(mch_id), Some(serial), Some(pk)) if !url.is_empty() => Some(Api {
+                base_url: url.trim_end_matches('/').to_owned(),
+                mch_id: mch_id.to_owned(),
+                cert_serial: serial.to_owned(),
+                key: SigningKey::new(
+                    super::rsa_private_key(pk)
+                        .map_err(|e| format!("the merchant private key: {e}"))?,
+                ),
+            }),
+            _ => {
+                return Err(
+                    "status queries need base_url, mch_id, cert_serial and private_key together"
+                        .into(),
+                );
+            }
+        };
         Ok(WechatPay {
             name,
             platform_keys: keys,
             apiv3_key,
             seen_nonces: Mutex::new(HashMap::new()),
+            api,
+            http: super::http_client(c.timeout),
         })
+    }
+
+    /// Checks `Wechatpay-*` headers over a body (notification or answer);
+    /// returns the nonce.
+    fn verify_signed<'h>(
+        &self,
+        headers: &'h HeaderMap,
+        body: &[u8],
+        now_secs: i64,
+    ) -> Result<&'h str, VerifyError> {
+        let ts_text = header(headers, "wechatpay-timestamp")?;
+        let nonce = header(headers, "wechatpay-nonce")?;
+        let signature = header(headers, "wechatpay-signature")?;
+        let serial = header(headers, "wechatpay-serial")?;
+        let ts: i64 = ts_text.parse().map_err(|_| {
+            VerifyError::MalformedHeader("Wechatpay-Timestamp is not a number".into())
+        })?;
+        if (now_secs - ts).abs() > TOLERANCE_SECS {
+            return Err(VerifyError::StaleTimestamp {
+                tolerance_secs: TOLERANCE_SECS,
+            });
+        }
+        let key = self.platform_keys.get(serial).ok_or_else(|| {
+            VerifyError::MalformedHeader(format!("unknown platform serial {serial}"))
+        })?;
+        let bytes = B64.decode(signature).map_err(|_| {
+            VerifyError::MalformedHeader("Wechatpay-Signature is not base64".into())
+        })?;
+        let signature =
+            Signature::try_from(bytes.as_slice()).map_err(|_| VerifyError::BadSignature)?;
+        let mut message = Vec::with_capacity(body.len() + 64);
+        message.extend_from_slice(format!("{ts_text}\n{nonce}\n").as_bytes());
+        message.extend_from_slice(body);
+        message.push(b'\n');
+        key.verify(&message, &signature)
+            .map_err(|_| VerifyError::BadSignature)?;
+        Ok(nonce)
+    }
+
+    /// A signed GET of the API; the answer's status and verified body.
+    async fn get(&self, path_and_query: &str) -> Result<(StatusCode, Vec<u8>), CallError> {
+        let Some(api) = &self.api else {
+            return Err(CallError::Refused(format!(
+                "{} has no API credentials configured",
+                self.name
+            )));
+        };
+        let now = jiff::Timestamp::now().as_second();
+        let nonce = uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .to_ascii_uppercase();
+        let message = format!("GET\n{path_and_query}\n{now}\n{nonce}\n\n");
+        let signature = B64.encode(api.key.sign(message.as_bytes()).to_bytes());
+        let authorization = format!(
+            "WECHATPAY2-SHA256-RSA2048 mchid=\"{}\",nonce_str=\"{nonce}\",signature=\"{signature}\",timestamp=\"{now}\",serial_no=\"{}\"",
+            api.mch_id, api.cert_serial
+        );
+        let res = self
+            .http
+            .get(format!("{}{path_and_query}", api.base_url))
+            .header("authorization", authorization)
+            .header("accept", "application/json")
+            .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")))
+            .send()
+            .await
+            .map_err(super::call_error)?;
+        let status = res.status();
+        let headers = res.headers().clone();
+        let body = res.bytes().await.map_err(super::call_error)?;
+        if status.is_server_error() {
+            return Err(CallError::Network(format!("WeChat Pay answered {status}")));
+        }
+        self.verify_signed(&headers, &body, now)
+            .map_err(|e| CallError::Refused(format!("the answer is not WeChat Pay's: {e}")))?;
+        Ok((status, body.to_vec()))
     }
 
     fn decrypt(&self, r: &Resource) -> Result<Vec<u8>, String> {
@@ -139,32 +293,7 @@ impl Provider for WechatPay {
     }
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
-        let ts_text = header(headers, "wechatpay-timestamp")?;
-        let nonce = header(headers, "wechatpay-nonce")?;
-        let signature = header(headers, "wechatpay-signature")?;
-        let serial = header(headers, "wechatpay-serial")?;
-        let ts: i64 = ts_text.parse().map_err(|_| {
-            VerifyError::MalformedHeader("Wechatpay-Timestamp is not a number".into())
-        })?;
-        if (now_secs - ts).abs() > TOLERANCE_SECS {
-            return Err(VerifyError::StaleTimestamp {
-                tolerance_secs: TOLERANCE_SECS,
-            });
-        }
-        let key = self.platform_keys.get(serial).ok_or_else(|| {
-            VerifyError::MalformedHeader(format!("unknown platform serial {serial}"))
-        })?;
-        let bytes = B64.decode(signature).map_err(|_| {
-            VerifyError::MalformedHeader("Wechatpay-Signature is not base64".into())
-        })?;
-        let signature =
-            Signature::try_from(bytes.as_slice()).map_err(|_| VerifyError::BadSignature)?;
-        let mut message = Vec::with_capacity(body.len() + 64);
-        message.extend_from_slice(format!("{ts_text}\n{nonce}\n").as_bytes());
-        message.extend_from_slice(body);
-        message.push(b'\n');
-        key.verify(&message, &signature)
-            .map_err(|_| VerifyError::BadSignature)?;
+        let nonce = self.verify_signed(headers, body, now_secs)?;
         // Signed and fresh: a nonce seen before inside the window is a replay.
         let mut seen = self.seen_nonces.lock().unwrap_or_else(|e| e.into_inner());
         seen.retain(|_, at| now_secs - *at <= TOLERANCE_SECS);
@@ -189,33 +318,70 @@ impl Provider for WechatPay {
         let plain = self.decrypt(&envelope.resource)?;
         let t: Transaction =
             serde_json::from_slice(&plain).map_err(|e| format!("unreadable transaction: {e}"))?;
-        let status = match t.trade_state.as_str() {
-            "SUCCESS" => PaymentStatus::Succeeded,
-            "NOTPAY" | "USERPAYING" => PaymentStatus::Pending,
-            "CLOSED" | "REVOKED" => PaymentStatus::Closed,
-            "PAYERROR" => PaymentStatus::Failed,
-            other => {
+        let status = match trade_state(&t.trade_state) {
+            Some(s) if t.trade_state != "REFUND" => s.unwrap_or(PaymentStatus::Pending),
+            _ => {
                 return Ok(Notification::Ignored {
                     callback_id,
-                    event_type: format!("trade_state {other}"),
+                    event_type: format!("trade_state {}", t.trade_state),
                 });
             }
         };
-        let currency = Currency::parse(&t.amount.currency).map_err(|e| e.to_string())?;
         Ok(Notification::Payment(PaymentNotice {
             callback_id,
             payment_no: PaymentNo::parse(&t.out_trade_no).map_err(|e| e.to_string())?,
-            provider_txn_id: t
-                .transaction_id
-                .as_deref()
-                .map(ProviderTxnId::parse)
-                .transpose()
-                .map_err(|e| e.to_string())?,
+            provider_txn_id: t.txn()?,
+            money: t.money()?,
             provider_status: t.trade_state,
             status,
-            // amount.total is in fen (minor units) already.
-            money: Money::new(t.amount.total, currency),
         }))
+    }
+
+    fn queries_payments(&self) -> bool {
+        self.api.is_some()
+    }
+
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        let mch_id = self.api.as_ref().map(|a| a.mch_id.as_str()).unwrap_or("");
+        let path = format!(
+            "/v3/pay/transactions/out-trade-no/{}?mchid={}",
+            percent_encoding::utf8_percent_encode(
+                payment_no.as_str(),
+                percent_encoding::NON_ALPHANUMERIC
+            ),
+            percent_encoding::utf8_percent_encode(mch_id, percent_encoding::NON_ALPHANUMERIC),
+        );
+        let (status, body) = self.get(&path).await?;
+        if !status.is_success() {
+            let error: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let code = error["code"].as_str().unwrap_or_default();
+            if status == StatusCode::NOT_FOUND || code == "ORDER_NOT_EXIST" {
+                return Err(CallError::NotFound);
+            }
+            return Err(CallError::Refused(format!(
+                "{status} {code}: {}",
+                error["message"].as_str().unwrap_or_default()
+            )));
+        }
+        let t: Transaction = serde_json::from_slice(&body)
+            .map_err(|e| CallError::Refused(format!("unreadable transaction: {e}")))?;
+        if t.out_trade_no != payment_no.as_str() {
+            return Err(CallError::Refused(format!(
+                "asked about {payment_no}, told about {}",
+                t.out_trade_no
+            )));
+        }
+        let status = trade_state(&t.trade_state)
+            .ok_or_else(|| CallError::Refused(format!("unknown trade_state {}", t.trade_state)))?;
+        Ok(ProviderView {
+            provider_txn_id: t.txn().map_err(CallError::Refused)?,
+            status,
+            money: t.money().map_err(CallError::Refused)?,
+        })
     }
 
     fn answer(&self, answer: &Answer) -> Response {

@@ -1,7 +1,10 @@
 //! Alipay notifications signed at test time with a key made here, following
 //! Alipay's documented steps independently of the adapter (sort, drop sign,
 //! sign_type and empty values, join, SHA256withRSA over the text in the
-//! form's charset). Each on SQLite and PostgreSQL.
+//! form's charset). A local gateway speaks `alipay.trade.query` the way
+//! Alipay documents it: it checks the request's RSA2 signature with the
+//! app's public key and signs the `alipay_trade_query_response` text of its
+//! answer with Alipay's key. Each on SQLite and PostgreSQL.
 
 use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};
@@ -11,44 +14,155 @@ use reckon::engine::ManualClock;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::SigningKey;
-use rsa::pkcs8::EncodePublicKey;
-use rsa::signature::{SignatureEncoding, Signer};
+use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey};
+use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use sha2::Sha256;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 const APP_ID: &str = "2021000000000001";
 const SELLER_ID: &str = "2088000000000001";
 
 struct AlipayApp {
     app: TestApp,
+    /// Alipay's key: signs notifications and gateway answers.
     key: RsaPrivateKey,
+    clock: Arc<ManualClock>,
+    gateway: Gateway,
+}
+
+/// `alipay.trade.query` as Alipay's gateway answers it.
+#[derive(Clone)]
+struct Gateway {
+    alipay_key: RsaPrivateKey,
+    /// The app's public key, to check request signatures.
+    app_key: VerifyingKey<Sha256>,
+    /// out_trade_no → (trade_status, total_amount, trade_no).
+    trades: Arc<Mutex<BTreeMap<String, (String, String, String)>>>,
+    /// The next this many calls stall past Reckon's timeout.
+    stall: Arc<AtomicUsize>,
+    /// The next this many answers are signed with a stranger's key.
+    forge: Arc<AtomicUsize>,
+    /// Well-signed requests seen, and badly signed ones.
+    calls: Arc<AtomicUsize>,
+    bad_requests: Arc<AtomicUsize>,
+}
+
+async fn gateway(
+    axum::extract::State(g): axum::extract::State<Gateway>,
+    axum::Form(params): axum::Form<BTreeMap<String, String>>,
+) -> String {
+    // Alipay's request rule: every non-empty parameter but `sign`, sorted.
+    let content: Vec<String> = params
+        .iter()
+        .filter(|(k, v)| *k != "sign" && !v.is_empty())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let good = params
+        .get("sign")
+        .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+        .and_then(|b| Signature::try_from(b.as_slice()).ok())
+        .is_some_and(|sig| g.app_key.verify(content.join("&").as_bytes(), &sig).is_ok());
+    let inner = if !good
+        || params.get("app_id").map(String::as_str) != Some(APP_ID)
+        || params.get("method").map(String::as_str) != Some("alipay.trade.query")
+        || params.get("sign_type").map(String::as_str) != Some("RSA2")
+    {
+        g.bad_requests.fetch_add(1, Ordering::SeqCst);
+        serde_json::json!({"code": "40002", "msg": "Invalid Arguments",
+            "sub_code": "isv.invalid-signature", "sub_msg": "验签出错"})
+    } else {
+        g.calls.fetch_add(1, Ordering::SeqCst);
+        if g.stall
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        }
+        let biz: serde_json::Value = serde_json::from_str(&params["biz_content"]).unwrap();
+        let no = biz["out_trade_no"].as_str().unwrap().to_owned();
+        match g.trades.lock().unwrap().get(&no) {
+            Some((status, total, trade_no)) => serde_json::json!({
+                "code": "10000", "msg": "Success", "trade_no": trade_no, "out_trade_no": no,
+                "buyer_logon_id": "159****5620", "trade_status": status,
+                "total_amount": total, "buyer_pay_amount": "0.00"}),
+            None => serde_json::json!({"code": "40004", "msg": "Business Failed",
+                "sub_code": "ACQ.TRADE_NOT_EXIST", "sub_msg": "交易不存在"}),
+        }
+    };
+    let inner = inner.to_string();
+    let signer = if g
+        .forge
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        RsaPrivateKey::new(&mut rand::rngs::OsRng, 1024).unwrap()
+    } else {
+        g.alipay_key.clone()
+    };
+    let sign = SigningKey::<Sha256>::new(signer).sign(inner.as_bytes());
+    format!(
+        r#"{{"alipay_trade_query_response":{inner},"sign":"{}"}}"#,
+        base64::engine::general_purpose::STANDARD.encode(sign.to_bytes())
+    )
 }
 
 async fn spawn(b: Backend) -> AlipayApp {
     let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
     let der = key.to_public_key().to_public_key_der().unwrap();
     let public_key = base64::engine::general_purpose::STANDARD.encode(der.as_bytes());
+    let app_key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
+    let gw = Gateway {
+        alipay_key: key.clone(),
+        app_key: VerifyingKey::new(app_key.to_public_key()),
+        trades: Arc::default(),
+        stall: Arc::default(),
+        forge: Arc::default(),
+        calls: Arc::default(),
+        bad_requests: Arc::default(),
+    };
+    let router = axum::Router::new()
+        .route("/gateway.do", axum::routing::post(gateway))
+        .with_state(gw.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/gateway.do", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with(
         b,
         |c| {
             c.providers = vec![ProviderConfig {
                 name: "alipay".into(),
                 kind: "alipay".into(),
+                base_url: base,
                 app_id: Some(APP_ID.into()),
                 seller_id: Some(SELLER_ID.into()),
                 public_key: Some(public_key),
+                private_key: Some(
+                    app_key
+                        .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
+                        .unwrap()
+                        .to_string(),
+                ),
+                timeout_ms: Some(400),
                 ..ProviderConfig::default()
             }];
         },
         Options {
             demo: false,
-            clock: Arc::new(ManualClock::default()),
+            clock: clock.clone(),
             workers: false,
         },
     )
     .await;
-    AlipayApp { app, key }
+    AlipayApp {
+        app,
+        key,
+        clock,
+        gateway: gw,
+    }
 }
 
 impl AlipayApp {
@@ -192,7 +306,71 @@ async fn forged_stale_or_foreign_alipay_notifications_are_refused(b: Backend) {
     assert_eq!(a.app.payment_state(&p).await, ("CREATED".to_string(), 0));
 }
 
+async fn a_missing_alipay_notification_is_found_by_trade_query_after_a_timeout(b: Backend) {
+    let a = spawn(b).await;
+    let p = a.app.register_payment("alipay", "AL-Q", 8888, "CNY").await;
+    let engine = a.app.engine.clone();
+    let run = || async { engine.run_provider_tasks(engine.now()).await.unwrap() };
+    // The create task: Alipay payments are created by the merchant's app,
+    // so Reckon only schedules a query for when no notification comes.
+    assert_eq!(run().await, 1);
+    assert_eq!(a.gateway.calls.load(Ordering::SeqCst), 0);
+
+    // First query: the gateway does not know the trade yet.
+    a.clock.advance_secs(61);
+    assert_eq!(run().await, 1);
+    assert_eq!(a.app.payment_state(&p).await, ("CREATED".to_string(), 0));
+
+    // Second: the buyer has the QR code open; then a stalled answer.
+    a.gateway.trades.lock().unwrap().insert(
+        p.clone(),
+        (
+            "WAIT_BUYER_PAY".into(),
+            "88.88".into(),
+            "2026113022001".into(),
+        ),
+    );
+    a.clock.advance_secs(5 * 60 + 1);
+    assert_eq!(run().await, 1);
+    assert_eq!(a.app.payment_state(&p).await, ("PENDING".to_string(), 0));
+    a.gateway.trades.lock().unwrap().get_mut(&p).unwrap().0 = "TRADE_SUCCESS".into();
+    a.gateway.stall.store(1, Ordering::SeqCst);
+    a.clock.advance_secs(30 * 60 + 1);
+    assert_eq!(run().await, 1);
+    assert_eq!(
+        a.app.payment_state(&p).await,
+        ("PENDING".to_string(), 0),
+        "a timeout is no result"
+    );
+    // An answer signed by someone else is not Alipay's word.
+    a.gateway.forge.store(1, Ordering::SeqCst);
+    a.clock.advance_secs(120 * 60 + 1);
+    assert_eq!(run().await, 1);
+    assert_eq!(a.app.payment_state(&p).await, ("PENDING".to_string(), 0));
+    // The last scheduled query converges.
+    a.clock.advance_secs(720 * 60 + 1);
+    assert_eq!(run().await, 1);
+    assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    let txn: Option<String> =
+        sqlx::query_scalar("SELECT provider_txn_id FROM payments WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_one(&a.app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(txn.as_deref(), Some("2026113022001"));
+    assert_eq!(a.gateway.calls.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        a.gateway.bad_requests.load(Ordering::SeqCst),
+        0,
+        "every request was signed the way Alipay checks"
+    );
+    // Settled: nothing left to ask.
+    a.clock.advance_secs(24 * 3600);
+    assert_eq!(run().await, 0);
+}
+
 both_databases!(
     a_signed_alipay_notification_is_answered_success_and_applied_once,
     forged_stale_or_foreign_alipay_notifications_are_refused,
+    a_missing_alipay_notification_is_found_by_trade_query_after_a_timeout,
 );

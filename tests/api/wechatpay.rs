@@ -1,7 +1,10 @@
 //! WeChat Pay v3 notifications built at test time the documented way,
 //! independently of the adapter: a platform key made here signs
 //! "{timestamp}\n{nonce}\n{body}\n", and the transaction is sealed with
-//! AEAD_AES_256_GCM under the APIv3 key. Each on SQLite and PostgreSQL.
+//! AEAD_AES_256_GCM under the APIv3 key. A local server speaks the v3
+//! query API: it checks the `WECHATPAY2-SHA256-RSA2048` Authorization with
+//! the merchant's public key and signs its answers with the platform key.
+//! Each on SQLite and PostgreSQL.
 
 use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};
@@ -13,17 +16,119 @@ use reckon::engine::ManualClock;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::SigningKey;
-use rsa::pkcs8::EncodePublicKey;
-use rsa::signature::{SignatureEncoding, Signer};
+use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey};
+use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use sha2::Sha256;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 const APIV3_KEY: &str = "0123456789abcdef0123456789ABCDEF";
 const SERIAL: &str = "5157F09EFDC096DE15EBE81A47057A72";
+const MCH_ID: &str = "1900000001";
+const MERCHANT_SERIAL: &str = "3775B6A45ACD588826D15E583A95F5DD";
 
 struct Wechat {
     app: TestApp,
+    /// The platform key: signs notifications and API answers.
     key: RsaPrivateKey,
+    clock: Arc<ManualClock>,
+    api: Api,
+}
+
+/// The v3 order query, as WeChat Pay answers it.
+#[derive(Clone)]
+struct Api {
+    platform_key: RsaPrivateKey,
+    merchant_key: VerifyingKey<Sha256>,
+    /// out_trade_no → the transaction JSON.
+    orders: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    stall: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+    bad_requests: Arc<AtomicUsize>,
+}
+
+/// `WECHATPAY2-SHA256-RSA2048 k="v",…` → its fields.
+fn authorization_fields(header: &str) -> Option<BTreeMap<String, String>> {
+    let rest = header.strip_prefix("WECHATPAY2-SHA256-RSA2048 ")?;
+    rest.split(',')
+        .map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.trim().to_owned(), v.trim().trim_matches('"').to_owned()))
+        })
+        .collect()
+}
+
+async fn query_order(
+    axum::extract::State(api): axum::extract::State<Api>,
+    axum::extract::Path(no): axum::extract::Path<String>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let path_and_query = uri.path_and_query().unwrap().as_str().to_owned();
+    let good = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(authorization_fields)
+        .is_some_and(|f| {
+            let message = format!(
+                "GET\n{path_and_query}\n{}\n{}\n\n",
+                f["timestamp"], f["nonce_str"]
+            );
+            let sig = base64::engine::general_purpose::STANDARD
+                .decode(&f["signature"])
+                .ok()
+                .and_then(|b| Signature::try_from(b.as_slice()).ok());
+            f["mchid"] == MCH_ID
+                && f["serial_no"] == MERCHANT_SERIAL
+                && sig.is_some_and(|s| api.merchant_key.verify(message.as_bytes(), &s).is_ok())
+        })
+        && uri.query() == Some(&format!("mchid={MCH_ID}"));
+    let (status, body) = if !good {
+        api.bad_requests.fetch_add(1, Ordering::SeqCst);
+        (
+            401,
+            serde_json::json!({"code": "SIGN_ERROR", "message": "签名错误"}),
+        )
+    } else {
+        api.calls.fetch_add(1, Ordering::SeqCst);
+        if api
+            .stall
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        }
+        match api.orders.lock().unwrap().get(&no) {
+            Some(t) => (200, t.clone()),
+            None => (
+                404,
+                serde_json::json!({"code": "ORDER_NOT_EXIST", "message": "订单不存在"}),
+            ),
+        }
+    };
+    let body = body.to_string();
+    let ts = jiff::Timestamp::now().as_second();
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let signature = SigningKey::<Sha256>::new(api.platform_key.clone())
+        .sign(format!("{ts}\n{nonce}\n{body}\n").as_bytes());
+    (
+        axum::http::StatusCode::from_u16(status).unwrap(),
+        [
+            ("content-type", "application/json".to_owned()),
+            ("wechatpay-timestamp", ts.to_string()),
+            ("wechatpay-nonce", nonce),
+            ("wechatpay-serial", SERIAL.to_owned()),
+            (
+                "wechatpay-signature",
+                base64::engine::general_purpose::STANDARD.encode(signature.to_bytes()),
+            ),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 async fn spawn(b: Backend) -> Wechat {
@@ -32,6 +137,25 @@ async fn spawn(b: Backend) -> Wechat {
         .to_public_key()
         .to_public_key_pem(rsa::pkcs8::LineEnding::LF)
         .unwrap();
+    let merchant = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
+    let api = Api {
+        platform_key: key.clone(),
+        merchant_key: VerifyingKey::new(merchant.to_public_key()),
+        orders: Arc::default(),
+        stall: Arc::default(),
+        calls: Arc::default(),
+        bad_requests: Arc::default(),
+    };
+    let router = axum::Router::new()
+        .route(
+            "/v3/pay/transactions/out-trade-no/{no}",
+            axum::routing::get(query_order),
+        )
+        .with_state(api.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with(
         b,
         |c| {
@@ -40,17 +164,32 @@ async fn spawn(b: Backend) -> Wechat {
                 kind: "wechatpay".into(),
                 api_key: Some(APIV3_KEY.into()),
                 platform_keys: [(SERIAL.to_string(), pem)].into_iter().collect(),
+                base_url: base,
+                mch_id: Some(MCH_ID.into()),
+                cert_serial: Some(MERCHANT_SERIAL.into()),
+                private_key: Some(
+                    merchant
+                        .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
+                        .unwrap()
+                        .to_string(),
+                ),
+                timeout_ms: Some(400),
                 ..ProviderConfig::default()
             }];
         },
         Options {
             demo: false,
-            clock: Arc::new(ManualClock::default()),
+            clock: clock.clone(),
             workers: false,
         },
     )
     .await;
-    Wechat { app, key }
+    Wechat {
+        app,
+        key,
+        clock,
+        api,
+    }
 }
 
 impl Wechat {
@@ -198,7 +337,49 @@ async fn forged_replayed_or_undecryptable_wechat_notifications_are_refused(b: Ba
     assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
+async fn a_missing_wechat_notification_is_found_by_the_order_query_after_a_timeout(b: Backend) {
+    let w = spawn(b).await;
+    let p = w.app.register_payment("wechat", "WX-Q", 2599, "CNY").await;
+    let engine = w.app.engine.clone();
+    let run = || async { engine.run_provider_tasks(engine.now()).await.unwrap() };
+    assert_eq!(run().await, 1, "the create task schedules a query");
+    // Not known to WeChat Pay yet.
+    w.clock.advance_secs(61);
+    assert_eq!(run().await, 1);
+    assert_eq!(w.app.payment_state(&p).await, ("CREATED".to_string(), 0));
+    // Paid, but the answer stalls past the timeout: still unknown.
+    w.api.orders.lock().unwrap().insert(
+        p.clone(),
+        serde_json::json!({
+            "appid": "wx0000000000000001", "mchid": MCH_ID, "out_trade_no": p,
+            "transaction_id": "4200002026113012345", "trade_type": "NATIVE",
+            "trade_state": "SUCCESS", "trade_state_desc": "支付成功", "bank_type": "OTHERS",
+            "success_time": "2026-11-30T10:00:00+08:00", "payer": {"openid": "o1"},
+            "amount": {"total": 2599, "payer_total": 2599, "currency": "CNY", "payer_currency": "CNY"}
+        }),
+    );
+    w.api.stall.store(1, Ordering::SeqCst);
+    w.clock.advance_secs(5 * 60 + 1);
+    assert_eq!(run().await, 1);
+    assert_eq!(
+        w.app.payment_state(&p).await,
+        ("CREATED".to_string(), 0),
+        "a timeout is no result"
+    );
+    // The next query converges.
+    w.clock.advance_secs(30 * 60 + 1);
+    assert_eq!(run().await, 1);
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(w.api.calls.load(Ordering::SeqCst), 3);
+    assert_eq!(w.api.bad_requests.load(Ordering::SeqCst), 0);
+    // The notification arriving late is a duplicate in effect: no second one.
+    let body = w.envelope("002026113012345", &p, "SUCCESS", 2599, APIV3_KEY);
+    assert_eq!(w.post(&body, w.now(), "n-q", SERIAL, &w.key).await.0, 204);
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+}
+
 both_databases!(
+    a_missing_wechat_notification_is_found_by_the_order_query_after_a_timeout,
     a_sealed_and_signed_wechat_notification_is_applied_once,
     forged_replayed_or_undecryptable_wechat_notifications_are_refused,
 );

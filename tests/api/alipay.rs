@@ -33,14 +33,16 @@ struct AlipayApp {
     gateway: Gateway,
 }
 
+/// out_trade_no → (trade_status, total_amount, trade_no).
+type Trades = Arc<Mutex<BTreeMap<String, (String, String, String)>>>;
+
 /// `alipay.trade.query` as Alipay's gateway answers it.
 #[derive(Clone)]
 struct Gateway {
     alipay_key: RsaPrivateKey,
     /// The app's public key, to check request signatures.
     app_key: VerifyingKey<Sha256>,
-    /// out_trade_no → (trade_status, total_amount, trade_no).
-    trades: Arc<Mutex<BTreeMap<String, (String, String, String)>>>,
+    trades: Trades,
     /// The next this many calls stall past Reckon's timeout.
     stall: Arc<AtomicUsize>,
     /// The next this many answers are signed with a stranger's key.

@@ -44,6 +44,7 @@ fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         outbox_sinks: Vec::new(),
         outbox_secret: None,
         query_schedule: parse_schedule("1h").unwrap(),
+        refused_keep: 10_000,
     }
 }
 

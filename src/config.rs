@@ -32,6 +32,8 @@ pub struct Config {
     pub outbox_secret: Option<String>,
     /// Status-query delays after a create, microseconds.
     pub query_schedule: Vec<i64>,
+    /// Refused webhooks kept per provider for audit.
+    pub refused_keep: i64,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -125,6 +127,7 @@ struct FileConfig {
     outbox_sinks: Option<String>,
     outbox_secret: Option<String>,
     query_schedule: Option<String>,
+    refused_keep: Option<i64>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
@@ -337,6 +340,18 @@ impl Config {
                 value: schedule_text.clone(),
                 hint: "expected comma-separated durations such as 1m,5m,30m,2h,12h".into(),
             })?;
+        let refused_keep = match env("RECKON_REFUSED_KEEP") {
+            Some(text) => text.trim().parse::<i64>().ok(),
+            None => Some(file.refused_keep.unwrap_or(10_000)),
+        }
+        .filter(|n| (1..=10_000_000).contains(n))
+        .ok_or_else(|| ConfigError::Invalid {
+            key: "RECKON_REFUSED_KEEP",
+            value: env("RECKON_REFUSED_KEEP")
+                .or(file.refused_keep.map(|n| n.to_string()))
+                .unwrap_or_default(),
+            hint: "expected a number of rows from 1 to 10000000".into(),
+        })?;
 
         Ok(Config {
             listen,
@@ -350,6 +365,7 @@ impl Config {
             outbox_sinks,
             outbox_secret,
             query_schedule,
+            refused_keep,
         })
     }
 

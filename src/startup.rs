@@ -164,6 +164,13 @@ impl Application {
         }
         let settings = Settings {
             query_schedule: config.query_schedule.clone(),
+            refused_keep: config.refused_keep,
+            query_on_unverified: config
+                .providers
+                .iter()
+                .filter(|p| p.query_on_unverified)
+                .map(|p| p.name.clone())
+                .collect(),
             sinks: config
                 .outbox_sinks
                 .iter()

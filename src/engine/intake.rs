@@ -5,9 +5,10 @@
 
 use super::ingest::{Incoming, Ingested};
 use super::{Applied, Engine, Outcome, Source};
+use crate::domain::PaymentStatus;
 use crate::domain::ProviderName;
 use crate::providers::{Answer, Notification, Provider};
-use crate::store::{callbacks, incidents};
+use crate::store::{callbacks, incidents, payments, refused, tasks};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 /// Headers kept with the raw callback (for re-parsing and the console);
 /// signatures are kept too, they are not secrets.
-fn headers_json(headers: &HeaderMap) -> String {
+pub(crate) fn headers_json(headers: &HeaderMap) -> String {
     let map: serde_json::Map<String, serde_json::Value> = headers
         .iter()
         .filter(|(k, _)| k.as_str() != "cookie" && k.as_str() != "authorization")
@@ -45,6 +46,28 @@ impl Engine {
         if let Err(e) = provider.verify(headers, body, now / 1_000_000) {
             tracing::warn!(reason = %e, "callback refused: verification failed");
             self.metrics.callback("failed");
+            // What the body claims is not believed; at most it makes
+            // Reckon ask the provider, who is the authority.
+            let claimed = self
+                .settings
+                .query_on_unverified
+                .contains(provider.name().as_str())
+                .then(|| match provider.parse(headers, body) {
+                    Ok(Notification::Payment(n)) => Some(n.payment_no.as_str().to_owned()),
+                    _ => None,
+                })
+                .flatten();
+            let refusal = Refusal {
+                provider: provider.as_ref(),
+                kind: "unverified",
+                reason: &e.to_string(),
+                headers,
+                body,
+                body_len: body.len() as i64,
+                claimed_payment: claimed.as_deref(),
+                trace_id: &trace_id,
+            };
+            self.refuse(&refusal).await;
             return provider.answer(&Answer::Unverified(e));
         }
         let notice = match provider.parse(headers, body) {
@@ -56,6 +79,17 @@ impl Engine {
             Err(e) => {
                 tracing::warn!(reason = %e, "callback refused: unreadable");
                 self.metrics.callback("failed");
+                let refusal = Refusal {
+                    provider: provider.as_ref(),
+                    kind: "malformed",
+                    reason: &e,
+                    headers,
+                    body,
+                    body_len: body.len() as i64,
+                    claimed_payment: None,
+                    trace_id: &trace_id,
+                };
+                self.refuse(&refusal).await;
                 return provider.answer(&Answer::Malformed(e));
             }
         };
@@ -108,6 +142,76 @@ impl Engine {
         self.metrics
             .callback_duration(started.elapsed().as_secs_f64());
         provider.answer(&answer)
+    }
+
+    /// Records a refused webhook for audit, within the storage bounds, and
+    /// — when the provider is set up for it — asks the provider about the
+    /// payment an unverified body names. Never fails the answer.
+    pub async fn refuse(&self, r: &Refusal<'_>) {
+        self.metrics.refused(r.kind);
+        let now = self.now();
+        let admitted = {
+            let mut gate = self.refused_gate.lock().unwrap_or_else(|e| e.into_inner());
+            let minute = now.div_euclid(60_000_000);
+            if gate.0 != minute {
+                *gate = (minute, 0);
+            }
+            gate.1 += 1;
+            (gate.1 <= self.settings.refused_per_minute).then_some(gate.1)
+        };
+        let Some(nth) = admitted else {
+            return;
+        };
+        let name = r.provider.name().as_str();
+        let stored = refused::insert(
+            &self.db.pool,
+            &refused::Refused {
+                provider: name,
+                kind: r.kind,
+                reason: r.reason,
+                headers_json: &headers_json(r.headers),
+                body: r.body,
+                body_len: r.body_len,
+                body_hash: &hex::encode(Sha256::digest(r.body)),
+                payment_no: r.claimed_payment,
+                trace_id: r.trace_id,
+                now,
+            },
+        )
+        .await;
+        if let Err(e) = stored {
+            tracing::warn!(error = %e, "could not record a refused callback");
+            return;
+        }
+        if nth % 8 == 0
+            && let Err(e) = refused::prune(&self.db.pool, name, self.settings.refused_keep).await
+        {
+            tracing::warn!(error = %e, "could not prune refused callbacks");
+        }
+        if let Some(payment_no) = r.claimed_payment
+            && r.provider.queries_payments()
+            && let Err(e) = self.query_claimed(name, payment_no, now).await
+        {
+            tracing::warn!(error = %e, "could not schedule a status query");
+        }
+    }
+
+    async fn query_claimed(&self, provider: &str, payment_no: &str, now: i64) -> sqlx::Result<()> {
+        let Some(p) = payments::get(&self.db.pool, payment_no).await? else {
+            return Ok(());
+        };
+        let settled = p
+            .status
+            .parse::<PaymentStatus>()
+            .map_or(true, |s| s.is_settled());
+        if p.provider != provider || settled {
+            return Ok(());
+        }
+        if tasks::query_soon(&self.db.pool, payment_no, now, 60_000_000).await? {
+            tracing::info!(%payment_no, "an unverified webhook named this payment: asking the provider");
+            self.wake.notify_one();
+        }
+        Ok(())
     }
 
     /// Applies a stored callback and records how it went; failures are
@@ -163,6 +267,20 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// A webhook refused before storing.
+pub struct Refusal<'a> {
+    pub provider: &'a dyn Provider,
+    /// unverified | malformed | content_type | too_large
+    pub kind: &'static str,
+    pub reason: &'a str,
+    pub headers: &'a HeaderMap,
+    /// What was read of the body (nothing when it was too large).
+    pub body: &'a [u8],
+    pub body_len: i64,
+    pub claimed_payment: Option<&'a str>,
+    pub trace_id: &'a str,
 }
 
 /// 2^n minutes after the n-th failure, at most 64 minutes.

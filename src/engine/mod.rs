@@ -12,6 +12,7 @@ mod workers;
 
 pub use apply::{Applied, Outcome, Source, apply};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use intake::Refusal;
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
 
 use crate::providers::Providers;
@@ -40,6 +41,14 @@ pub struct Settings {
     pub sinks: Vec<Sink>,
     /// Signs outbox messages (Standard-Webhooks style).
     pub outbox_secret: Secret,
+    /// Refused webhooks kept per provider (older ones are pruned).
+    pub refused_keep: i64,
+    /// Refused webhooks stored per minute, all providers together; more
+    /// are only counted.
+    pub refused_per_minute: u32,
+    /// Providers whose unverified webhooks trigger a status query for the
+    /// payment they name.
+    pub query_on_unverified: std::collections::BTreeSet<String>,
 }
 
 impl Default for Settings {
@@ -51,6 +60,9 @@ impl Default for Settings {
             outbox_max_attempts: 12,
             sinks: Vec::new(),
             outbox_secret: Secret::random(),
+            refused_keep: 10_000,
+            refused_per_minute: 600,
+            query_on_unverified: Default::default(),
         }
     }
 }
@@ -67,6 +79,8 @@ pub struct Engine {
     wake: Arc<Notify>,
     /// The group-commit writer of callback intake.
     ingest: tokio::sync::mpsc::Sender<ingest::Job>,
+    /// Refusals stored in the current minute: (minute, count).
+    refused_gate: Arc<std::sync::Mutex<(i64, u32)>>,
 }
 
 impl Engine {
@@ -88,6 +102,7 @@ impl Engine {
             settings: Arc::new(settings),
             wake: Arc::new(Notify::new()),
             ingest,
+            refused_gate: Arc::default(),
         };
         tokio::spawn(engine.clone().write_batches(rx));
         engine

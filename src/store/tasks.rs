@@ -111,3 +111,41 @@ pub async fn query_pending<'e>(
     .await?;
     Ok(n > 0)
 }
+
+/// Asks about a payment soon: an open query task is brought forward to
+/// `now`, else a new one is scheduled — unless a query for it ran in the
+/// last `quiet` microseconds, so repeated triggers cannot turn into a flood
+/// of provider calls. Returns whether anything changed.
+pub async fn query_soon<'e>(
+    e: impl Executor<'e, Database = Any> + Copy,
+    payment_no: &str,
+    now: i64,
+    quiet: i64,
+) -> sqlx::Result<bool> {
+    let moved = sqlx::query(
+        "UPDATE provider_tasks SET next_run_at = $1, updated_at = $1 \
+         WHERE payment_no = $2 AND kind = 'query' AND status = 'PENDING' AND next_run_at > $1 \
+           AND (attempts = 0 OR updated_at <= $3)",
+    )
+    .bind(now)
+    .bind(payment_no)
+    .bind(now - quiet)
+    .execute(e)
+    .await?;
+    if moved.rows_affected() > 0 {
+        return Ok(true);
+    }
+    let recent: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM provider_tasks WHERE payment_no = $1 AND kind = 'query' \
+         AND (status = 'PENDING' OR (attempts > 0 AND updated_at > $2))",
+    )
+    .bind(payment_no)
+    .bind(now - quiet)
+    .fetch_one(e)
+    .await?;
+    if recent > 0 {
+        return Ok(false);
+    }
+    schedule(e, QUERY, payment_no, now, now).await?;
+    Ok(true)
+}

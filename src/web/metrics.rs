@@ -27,6 +27,11 @@ struct BuildLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClassLabel {
     class: &'static str,
 }
@@ -37,6 +42,7 @@ struct Inner {
     http: Family<HttpLabel, Counter>,
     callbacks: [(&'static str, Counter); 7],
     callback_duration: Histogram,
+    refused: Family<ReasonLabel, Counter>,
     batch_size: Histogram,
     applied: Family<ClassLabel, Counter>,
     outbox: Family<OutcomeLabel, Counter>,
@@ -90,6 +96,12 @@ impl Metrics {
             "Time from receiving a callback to answering it",
             callback_duration.clone(),
         );
+        let refused = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "callback_refused",
+            "Webhooks refused before storing, by reason",
+            refused.clone(),
+        );
         let batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
         registry.register(
             "callback_batch_size",
@@ -127,6 +139,7 @@ impl Metrics {
             http,
             callbacks,
             callback_duration,
+            refused,
             batch_size,
             applied,
             outbox,
@@ -143,6 +156,11 @@ impl Metrics {
 
     pub fn callback_duration(&self, seconds: f64) {
         self.0.callback_duration.observe(seconds);
+    }
+
+    /// unverified, malformed, content_type or too_large.
+    pub fn refused(&self, reason: &'static str) {
+        self.0.refused.get_or_create(&ReasonLabel { reason }).inc();
     }
 
     pub fn batch(&self, size: usize) {

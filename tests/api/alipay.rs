@@ -149,8 +149,10 @@ async fn spawn(b: Backend) -> AlipayApp {
                         .to_string(),
                 ),
                 timeout_ms: Some(400),
+                query_on_unverified: true,
                 ..ProviderConfig::default()
             }];
+            c.refused_keep = 5;
         },
         Options {
             demo: false,
@@ -371,7 +373,79 @@ async fn a_missing_alipay_notification_is_found_by_trade_query_after_a_timeout(b
     assert_eq!(run().await, 0);
 }
 
+async fn refused_notifications_are_kept_with_their_reason_bounded_and_make_reckon_ask_alipay(
+    b: Backend,
+) {
+    let a = spawn(b).await;
+    let pool = &a.app.accounts.db.pool;
+    let p = a.app.register_payment("alipay", "AL-R", 500, "CNY").await;
+    let engine = a.app.engine.clone();
+    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    a.gateway.trades.lock().unwrap().insert(
+        p.clone(),
+        ("TRADE_SUCCESS".into(), "5.00".into(), "2026R".into()),
+    );
+
+    // Signed by a stranger: refused, recorded, and — since this account is
+    // set to — Alipay itself is asked about the payment it names.
+    let stranger = RsaPrivateKey::new(&mut rand::rngs::OsRng, 1024).unwrap();
+    let forged = a.form(a.fields("forged-1", &p, "5.00", 0), &stranger);
+    assert_eq!(a.post(forged.clone()).await, (400, "fail".to_string()));
+    let (kind, reason, claimed, len): (String, String, Option<String>, i64) = sqlx::query_as(
+        "SELECT kind, reason, payment_no, body_len FROM refused_callbacks WHERE provider = 'alipay'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(kind, "unverified");
+    assert_eq!(reason, "no signature matches");
+    assert_eq!(claimed.as_deref(), Some(p.as_str()));
+    assert_eq!(len, forged.len() as i64);
+    assert_eq!(a.app.payment_state(&p).await, ("CREATED".to_string(), 0));
+    // The query is due now, not in a minute; its answer is what counts.
+    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(a.gateway.calls.load(Ordering::SeqCst), 1);
+
+    // A flood of garbage: every one refused, the table stays bounded
+    // (5 kept, pruned every 8 inserts).
+    for i in 0..30 {
+        let (status, _) = a
+            .post(format!("garbage={i}&sign_type=RSA2").into_bytes())
+            .await;
+        assert_eq!(status, 400);
+    }
+    let kept: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM refused_callbacks WHERE provider = 'alipay'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert!((5..=5 + 8).contains(&kept), "kept {kept}");
+    let newest: String = sqlx::query_scalar(
+        "SELECT reason FROM refused_callbacks ORDER BY received_at DESC, id DESC LIMIT 1",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(newest, "missing header sign");
+    let metrics = a
+        .app
+        .client
+        .get(format!("{}/metrics", a.app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("callback_refused_total{reason=\"unverified\"} 31"),
+        "{metrics}"
+    );
+}
+
 both_databases!(
+    refused_notifications_are_kept_with_their_reason_bounded_and_make_reckon_ask_alipay,
     a_signed_alipay_notification_is_answered_success_and_applied_once,
     forged_stale_or_foreign_alipay_notifications_are_refused,
     a_missing_alipay_notification_is_found_by_trade_query_after_a_timeout,

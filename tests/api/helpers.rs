@@ -68,6 +68,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         outbox_secret: None,
         query_schedule: reckon::config::parse_schedule(reckon::config::DEFAULT_QUERY_SCHEDULE)
             .unwrap(),
+        refused_keep: 10_000,
     }
 }
 

@@ -78,6 +78,14 @@ identifier!(
     ProviderTxnId, "provider_txn_id", 128
 );
 identifier!(
+    /// Reckon's own key of one refund.
+    RefundNo, "refund_no", 64
+);
+identifier!(
+    /// The provider's id of a refund (re_…, refund_id).
+    ProviderRefundId, "provider_refund_id", 128
+);
+identifier!(
     /// The provider's notification id, or a hash when it sends none.
     CallbackId, "callback_id", 128
 );

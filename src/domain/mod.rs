@@ -3,8 +3,13 @@
 
 mod ids;
 mod money;
+mod refund;
 mod status;
 
-pub use ids::{CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderTxnId};
+pub use ids::{
+    CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId,
+    RefundNo,
+};
 pub use money::{Currency, Money, MoneyError};
+pub use refund::RefundStatus;
 pub use status::PaymentStatus;

@@ -237,37 +237,56 @@ impl Engine {
         now: i64,
     ) -> sqlx::Result<Ingested> {
         if !callbacks::insert_if_absent(&mut *conn, &new_row(c, now)).await? {
-            let first = callbacks::by_callback_id(&mut *conn, &c.provider, &c.callback_id).await?;
-            return match first {
-                Some(first) if first.payload_hash == c.payload_hash => Ok(Ingested::Duplicate),
-                first => {
-                    let message = format!(
-                        "callback {} from {} arrived again with a different payload; the first one is kept",
-                        c.callback_id, c.provider
-                    );
-                    incidents::raise_alert(
-                        &mut *conn,
-                        &incidents::NewAlert {
-                            dedupe_key: &format!(
-                                "callback_conflict:{}:{}:{}",
-                                c.provider, c.callback_id, c.payload_hash
-                            ),
-                            kind: "callback_conflict",
-                            severity: "critical",
-                            payment_no: first.as_ref().and_then(|f| f.payment_no.as_deref()),
-                            message: &message,
-                            trace_id: Some(&c.trace_id),
-                            now,
-                        },
-                    )
-                    .await?;
-                    Ok(Ingested::Conflicting)
-                }
-            };
+            return repeat_of(
+                conn,
+                &c.provider,
+                &c.callback_id,
+                &c.payload_hash,
+                &c.trace_id,
+                now,
+            )
+            .await;
         }
         let applied = apply_in(&mut *conn, self.db.kind, &self.sink_names, &c.outcome, now).await?;
         self.record(&mut *conn, c, &applied, now).await?;
         Ok(Ingested::New(applied))
+    }
+}
+
+/// A callback id seen before: a duplicate when the payload is the same,
+/// else a conflict (critical alert; the first payload is kept).
+pub(super) async fn repeat_of(
+    conn: &mut AnyConnection,
+    provider: &str,
+    callback_id: &str,
+    payload_hash: &str,
+    trace_id: &str,
+    now: i64,
+) -> sqlx::Result<Ingested> {
+    let first = callbacks::by_callback_id(&mut *conn, provider, callback_id).await?;
+    match first {
+        Some(first) if first.payload_hash == payload_hash => Ok(Ingested::Duplicate),
+        first => {
+            let message = format!(
+                "callback {callback_id} from {provider} arrived again with a different payload; the first one is kept"
+            );
+            incidents::raise_alert(
+                &mut *conn,
+                &incidents::NewAlert {
+                    dedupe_key: &format!(
+                        "callback_conflict:{provider}:{callback_id}:{payload_hash}"
+                    ),
+                    kind: "callback_conflict",
+                    severity: "critical",
+                    payment_no: first.as_ref().and_then(|f| f.payment_no.as_deref()),
+                    message: &message,
+                    trace_id: Some(trace_id),
+                    now,
+                },
+            )
+            .await?;
+            Ok(Ingested::Conflicting)
+        }
     }
 }
 

@@ -3,11 +3,12 @@
 //! `ingest`). Once stored, Reckon owns it: only a failure to store is
 //! answered with "try again". Failed processing is retried by a worker.
 
-use super::ingest::{Incoming, Ingested};
+use super::ingest::{Incoming, Ingested, repeat_of};
+use super::refunds::{RefundOutcome, apply_refund_in};
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::PaymentStatus;
 use crate::domain::ProviderName;
-use crate::providers::{Answer, Notification, Provider};
+use crate::providers::{Answer, Notification, Provider, RefundNotice};
 use crate::store::{callbacks, incidents, payments, refused, tasks};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -72,6 +73,14 @@ impl Engine {
         }
         let notice = match provider.parse(headers, body) {
             Ok(Notification::Payment(n)) => n,
+            Ok(Notification::Refund(n)) => {
+                let answer = self
+                    .receive_refund(provider.as_ref(), headers, body, &n, &trace_id)
+                    .await;
+                self.metrics
+                    .callback_duration(started.elapsed().as_secs_f64());
+                return provider.answer(&answer);
+            }
             Ok(Notification::Ignored { event_type, .. }) => {
                 tracing::info!(%event_type, "callback acknowledged: not a payment event");
                 return provider.answer(&Answer::Accepted);
@@ -230,7 +239,11 @@ impl Engine {
                 self.metrics.callback("success");
                 callbacks::succeeded(&self.db.pool, id, class, now).await
             }
-            Err(error) => self.callback_failed(id, &error, outcome, now).await,
+            Err(error) => {
+                let payment_no = Some(outcome.payment_no.as_str());
+                self.callback_failed(id, &error, payment_no, &outcome.trace_id, now)
+                    .await
+            }
         };
         if let Err(e) = recorded {
             tracing::error!(error = %e, "could not record the callback's processing");
@@ -238,11 +251,124 @@ impl Engine {
         result.ok()
     }
 
+    /// Stores a verified refund notification (insert-if-absent on the same
+    /// key as payment callbacks) and applies it in the same transaction; a
+    /// failed apply leaves the stored callback FAILED for the retry worker.
+    async fn receive_refund(
+        &self,
+        provider: &dyn Provider,
+        headers: &HeaderMap,
+        body: &[u8],
+        n: &RefundNotice,
+        trace_id: &str,
+    ) -> Answer {
+        let id = uuid::Uuid::now_v7().to_string();
+        let outcome = RefundOutcome::of_notice(n, provider.name(), &id, trace_id);
+        let now = self.now();
+        let stored = async {
+            let mut tx = self.db.begin_write().await?;
+            let row = callbacks::NewCallback {
+                id: &id,
+                callback_id: n.callback_id.as_str(),
+                provider: provider.name().as_str(),
+                payment_no: n.payment_no.as_ref().map(|p| p.as_str()),
+                provider_txn_id: n.payment_txn_id.as_ref().map(|t| t.as_str()),
+                callback_status: &n.provider_status,
+                headers_json: &headers_json(headers),
+                payload: body,
+                payload_hash: &hex::encode(Sha256::digest(body)),
+                verify_result: "VERIFIED",
+                trace_id,
+                received_at: now,
+            };
+            let refund_no = n.refund_no.as_ref().map(|r| r.as_str());
+            if !callbacks::insert_refund_callback(&mut *tx, &row, refund_no).await? {
+                let repeat = repeat_of(
+                    &mut tx,
+                    row.provider,
+                    row.callback_id,
+                    row.payload_hash,
+                    trace_id,
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                return Ok::<_, sqlx::Error>(Err(repeat));
+            }
+            let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+            let applied = apply_refund_in(&mut sp, &self.sink_names, &outcome, now).await;
+            let applied = match applied {
+                Ok(a) => {
+                    sp.commit().await?;
+                    callbacks::succeeded(&mut *tx, &id, a.class(), now).await?;
+                    Ok(a)
+                }
+                Err(e) => {
+                    sp.rollback().await?;
+                    let error = format!("apply failed: {e}");
+                    callbacks::failed(&mut *tx, &id, &error, Some(now + retry_delay(1)), now)
+                        .await?;
+                    Err(error)
+                }
+            };
+            tx.commit().await?;
+            Ok(Ok(applied))
+        }
+        .await;
+        match stored {
+            Ok(Ok(Ok(applied))) => {
+                self.metrics.callback("success");
+                self.count_refund(&outcome, &applied);
+                Answer::Accepted
+            }
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(%error, "refund notification stored; applying it failed, retried later");
+                self.metrics.callback("failed");
+                Answer::Accepted
+            }
+            Ok(Err(Ingested::Duplicate)) => {
+                self.metrics.callback("duplicate");
+                self.metrics.refund("duplicate");
+                Answer::Accepted
+            }
+            Ok(Err(_)) => {
+                self.metrics.callback("conflict");
+                Answer::Accepted
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "refund notification could not be stored");
+                self.metrics.callback("failed");
+                Answer::RetryLater
+            }
+        }
+    }
+
+    /// A stored refund notification, applied again by the retry worker.
+    pub(super) async fn process_refund(&self, id: &str, outcome: &RefundOutcome) {
+        let now = self.now();
+        let recorded = match self.apply_refund(outcome).await {
+            Ok(applied) => {
+                self.metrics.callback("success");
+                callbacks::succeeded(&self.db.pool, id, applied.class(), now).await
+            }
+            Err(e) => {
+                let payment_no = outcome.payment_no.as_ref().map(|p| p.as_str());
+                let error = format!("apply failed: {e}");
+                self.callback_failed(id, &error, payment_no, &outcome.trace_id, now)
+                    .await
+            }
+        };
+        if let Err(e) = recorded {
+            tracing::error!(error = %e, "could not record the refund notification's processing");
+        }
+    }
+
     async fn callback_failed(
         &self,
         id: &str,
         error: &str,
-        outcome: &Outcome,
+        payment_no: Option<&str>,
+        trace_id: &str,
         now: i64,
     ) -> sqlx::Result<()> {
         self.metrics.callback("failed");
@@ -257,9 +383,9 @@ impl Engine {
                     dedupe_key: &format!("callback_dead:{id}"),
                     kind: "callback_dead",
                     severity: "high",
-                    payment_no: Some(outcome.payment_no.as_str()),
+                    payment_no,
                     message: &format!("callback {id} is DEAD after {tries} tries: {error}"),
-                    trace_id: Some(&outcome.trace_id),
+                    trace_id: Some(trace_id),
                     now,
                 },
             )

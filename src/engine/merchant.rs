@@ -6,7 +6,7 @@ use crate::domain::{
     Currency, Money, OrderNo, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
 use crate::providers::CallError;
-use crate::store::{idempotency, incidents, outbox, payments, tasks};
+use crate::store::{idempotency, incidents, outbox, payments, refunds, tasks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -52,6 +52,7 @@ pub struct PaymentDetail {
     pub outbox: Vec<serde_json::Value>,
     pub alerts: Vec<serde_json::Value>,
     pub discrepancies: Vec<serde_json::Value>,
+    pub refunds: Vec<serde_json::Value>,
 }
 
 fn json_of<T: Serialize>(v: T) -> serde_json::Value {
@@ -167,6 +168,11 @@ impl Engine {
                 .map(json_of)
                 .collect(),
             discrepancies: incidents::discrepancies_for(pool, payment_no)
+                .await?
+                .into_iter()
+                .map(json_of)
+                .collect(),
+            refunds: refunds::of_payment(pool, payment_no)
                 .await?
                 .into_iter()
                 .map(json_of)

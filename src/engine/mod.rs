@@ -8,12 +8,14 @@ pub mod clock;
 mod ingest;
 mod intake;
 mod merchant;
+mod refunds;
 mod workers;
 
 pub use apply::{Applied, Outcome, Source, apply};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::Refusal;
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
+pub use refunds::{CreateRefund, RefundApplied, RefundOutcome, apply_refund_in};
 
 use crate::providers::Providers;
 use crate::providers::signing::Secret;

@@ -4,6 +4,7 @@
 //! the outbox relay. Tests call the ticks directly with a moved clock.
 
 use super::intake::notice_outcome;
+use super::refunds::RefundOutcome;
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::providers::{CallError, CreateRequest, Notification};
@@ -76,6 +77,11 @@ impl Engine {
                     let outcome = notice_outcome(&n, provider.name(), &row.id, &row.trace_id);
                     self.process(&row.id, &outcome).await;
                 }
+                Ok(Notification::Refund(n)) => {
+                    let outcome =
+                        RefundOutcome::of_notice(&n, provider.name(), &row.id, &row.trace_id);
+                    self.process_refund(&row.id, &outcome).await;
+                }
                 Ok(Notification::Ignored { .. }) => {
                     callbacks::succeeded(&self.db.pool, &row.id, "ignored", now).await?;
                 }
@@ -114,6 +120,9 @@ impl Engine {
     }
 
     async fn run_task(&self, task: &tasks::TaskRow, now: i64) -> sqlx::Result<()> {
+        if task.kind == tasks::REFUND || task.kind == tasks::REFUND_QUERY {
+            return self.run_refund_task(task, now).await;
+        }
         let pool = &self.db.pool;
         let Some(p) = payments::get(pool, &task.payment_no).await? else {
             return tasks::close(pool, &task.task_id, "DONE", Some("payment missing"), now).await;

@@ -10,7 +10,10 @@ pub mod standard;
 pub mod stripe;
 pub mod wechatpay;
 
-use crate::domain::{CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
+use crate::domain::{
+    CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
+    RefundNo, RefundStatus,
+};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use std::collections::BTreeMap;
@@ -33,6 +36,7 @@ pub enum VerifyError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notification {
     Payment(PaymentNotice),
+    Refund(RefundNotice),
     /// A verified event that moves no payment (acknowledged, no effect).
     Ignored {
         callback_id: CallbackId,
@@ -48,6 +52,49 @@ pub struct PaymentNotice {
     /// The provider's own word, kept for the record (`TRADE_SUCCESS`, …).
     pub provider_status: String,
     pub status: PaymentStatus,
+    pub money: Money,
+}
+
+/// A verified refund notification, read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefundNotice {
+    pub callback_id: CallbackId,
+    /// Reckon's refund, when the provider echoes it (out_refund_no,
+    /// out_biz_no, metadata).
+    pub refund_no: Option<RefundNo>,
+    pub provider_refund_id: Option<ProviderRefundId>,
+    pub payment_no: Option<PaymentNo>,
+    /// The refunded payment's transaction at the provider.
+    pub payment_txn_id: Option<ProviderTxnId>,
+    pub provider_status: String,
+    /// `Pending` while not final (WeChat Pay's ABNORMAL, Stripe's pending).
+    pub status: RefundStatus,
+    pub money: Money,
+    /// The amount is the payment's refunded total so far (Alipay's
+    /// `refund_fee`), not this refund's.
+    pub cumulative: bool,
+}
+
+/// What Reckon asks a provider to refund.
+#[derive(Clone, Debug)]
+pub struct RefundRequest<'a> {
+    pub refund_no: &'a RefundNo,
+    pub payment_no: &'a PaymentNo,
+    pub payment_txn: Option<&'a ProviderTxnId>,
+    /// Set once the provider named the refund.
+    pub provider_refund_id: Option<&'a ProviderRefundId>,
+    pub money: Money,
+    /// The payment's whole amount (WeChat Pay and Alipay want it).
+    pub payment_total: Money,
+    pub reason: &'a str,
+}
+
+/// What a provider says about a refund.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefundView {
+    pub provider_refund_id: Option<ProviderRefundId>,
+    /// `Pending` while the provider has no result yet.
+    pub status: RefundStatus,
     pub money: Money,
 }
 
@@ -144,6 +191,20 @@ pub trait Provider: Send + Sync + 'static {
             "{} cannot close payments through Reckon",
             self.name()
         )))
+    }
+    /// Whether Reckon can ask this provider to refund.
+    fn refunds(&self) -> bool {
+        false
+    }
+    /// Asks for a refund; idempotent on `refund_no` at the provider.
+    async fn refund(&self, _req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        Err(CallError::Refused(format!(
+            "{} does not take refunds through Reckon",
+            self.name()
+        )))
+    }
+    async fn query_refund(&self, _req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        Err(CallError::NotFound)
     }
 }
 

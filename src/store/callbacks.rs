@@ -26,6 +26,37 @@ pub async fn insert_if_absent<'e>(
     Ok(!insert_chunk(e, std::slice::from_ref(c)).await?.is_empty())
 }
 
+/// A refund notification: stored like a payment callback (same dedup key),
+/// naming the refund it reports. True if stored now.
+pub async fn insert_refund_callback<'e>(
+    e: impl Executor<'e, Database = Any>,
+    c: &NewCallback<'_>,
+    refund_no: Option<&str>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
+           headers_json, payload, payload_hash, verify_result, trace_id, received_at, processing_status, retry_count, refund_no) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'PROCESSING', 0, $13) \
+         ON CONFLICT (provider, callback_id) DO NOTHING",
+    )
+    .bind(c.id)
+    .bind(c.callback_id)
+    .bind(c.provider)
+    .bind(c.payment_no)
+    .bind(c.provider_txn_id)
+    .bind(c.callback_status)
+    .bind(c.headers_json)
+    .bind(c.payload)
+    .bind(c.payload_hash)
+    .bind(c.verify_result)
+    .bind(c.trace_id)
+    .bind(c.received_at)
+    .bind(refund_no)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct CallbackRow {
     pub id: String,

@@ -8,6 +8,7 @@ pub mod idempotency;
 pub mod incidents;
 pub mod outbox;
 pub mod payments;
+pub mod refunds;
 pub mod refused;
 pub mod tasks;
 pub mod throttle;

@@ -17,12 +17,15 @@ pub struct PaymentRow {
     pub description: Option<String>,
     pub created_by: String,
     pub awaiting_recon: i64,
+    pub refunded_minor: i64,
+    pub reserved_minor: i64,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const COLUMNS: &str = "payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
-     currency, status, version, description, created_by, awaiting_recon, created_at, updated_at";
+     currency, status, version, description, created_by, awaiting_recon, refunded_minor, reserved_minor, \
+     created_at, updated_at";
 
 pub async fn get<'e>(
     e: impl Executor<'e, Database = Any>,

@@ -5,6 +5,10 @@ use sqlx::{Any, Executor};
 
 pub const CREATE: &str = "create";
 pub const QUERY: &str = "query";
+/// Ask the provider to refund.
+pub const REFUND: &str = "refund";
+/// Ask the provider how a refund went.
+pub const REFUND_QUERY: &str = "refund_query";
 
 pub async fn schedule<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -27,11 +31,36 @@ pub async fn schedule<'e>(
     Ok(())
 }
 
+/// A refund task: `refund_no` names the refund.
+pub async fn schedule_refund<'e>(
+    e: impl Executor<'e, Database = Any>,
+    kind: &str,
+    payment_no: &str,
+    refund_no: &str,
+    run_at: i64,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO provider_tasks (task_id, kind, payment_no, refund_no, status, attempts, next_run_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, 'PENDING', 0, $5, $6, $6)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(kind)
+    .bind(payment_no)
+    .bind(refund_no)
+    .bind(run_at)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct TaskRow {
     pub task_id: String,
     pub kind: String,
     pub payment_no: String,
+    pub refund_no: Option<String>,
     pub attempts: i64,
 }
 
@@ -47,7 +76,7 @@ pub async fn lease_due<'e>(
          WHERE task_id IN (SELECT task_id FROM provider_tasks \
              WHERE status = 'PENDING' AND next_run_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
              ORDER BY next_run_at LIMIT $3{skip_locked}) \
-         RETURNING task_id, kind, payment_no, attempts"
+         RETURNING task_id, kind, payment_no, refund_no, attempts"
     );
     sqlx::query_as(&sql)
         .bind(lease_until)

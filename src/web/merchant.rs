@@ -2,7 +2,7 @@
 //! (with a required `Idempotency-Key`), read it, close it.
 
 use crate::accounts::Accounts;
-use crate::engine::{CreatePayment, Engine, MerchantError};
+use crate::engine::{CreatePayment, CreateRefund, Engine, MerchantError};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRef, FromRequestParts, Path, State};
@@ -71,32 +71,79 @@ fn merchant_error(e: MerchantError) -> Response {
     error(status, e.to_string())
 }
 
+/// The required `Idempotency-Key`, or `None` when absent or malformed.
+fn idempotency_key(headers: &HeaderMap) -> Option<&str> {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let ok = !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic());
+    ok.then_some(key)
+}
+
+fn key_required() -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "an Idempotency-Key header (1–255 visible ASCII characters) is required",
+    )
+}
+
+fn answer(status: u16, body: serde_json::Value) -> Response {
+    (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+        Json(body),
+    )
+        .into_response()
+}
+
 pub async fn create(
     State(engine): State<Engine>,
     Merchant(scope): Merchant,
     headers: HeaderMap,
     body: Result<Json<CreatePayment>, JsonRejection>,
 ) -> Response {
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "an Idempotency-Key header (1–255 visible ASCII characters) is required",
-        );
-    }
+    let Some(key) = idempotency_key(&headers) else {
+        return key_required();
+    };
     let Json(req) = match body {
         Ok(b) => b,
         Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
     };
     match engine.create_payment(&scope, key, &req).await {
-        Ok((status, body)) => (
-            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-            Json(body),
-        )
-            .into_response(),
+        Ok((status, body)) => answer(status, body),
+        Err(e) => merchant_error(e),
+    }
+}
+
+/// `POST /api/v1/payments/{payment_no}/refunds`.
+pub async fn refund(
+    State(engine): State<Engine>,
+    Merchant(scope): Merchant,
+    Path(payment_no): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<CreateRefund>, JsonRejection>,
+) -> Response {
+    let Some(key) = idempotency_key(&headers) else {
+        return key_required();
+    };
+    let Json(req) = match body {
+        Ok(b) => b,
+        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
+    };
+    match engine.request_refund(&scope, key, &payment_no, &req).await {
+        Ok((status, body)) => answer(status, body),
+        Err(e) => merchant_error(e),
+    }
+}
+
+/// `GET /api/v1/refunds/{refund_no}`.
+pub async fn show_refund(
+    State(engine): State<Engine>,
+    _m: Merchant,
+    Path(refund_no): Path<String>,
+) -> Response {
+    match engine.refund_detail(&refund_no).await {
+        Ok(body) => Json(body).into_response(),
         Err(e) => merchant_error(e),
     }
 }

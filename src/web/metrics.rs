@@ -43,6 +43,7 @@ struct Inner {
     callbacks: [(&'static str, Counter); 7],
     callback_duration: Histogram,
     refused: Family<ReasonLabel, Counter>,
+    refunds: Family<OutcomeLabel, Counter>,
     batch_size: Histogram,
     applied: Family<ClassLabel, Counter>,
     outbox: Family<OutcomeLabel, Counter>,
@@ -102,6 +103,12 @@ impl Metrics {
             "Webhooks refused before storing, by reason",
             refused.clone(),
         );
+        let refunds = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "refunds",
+            "Refund requests and results by outcome",
+            refunds.clone(),
+        );
         let batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
         registry.register(
             "callback_batch_size",
@@ -140,6 +147,7 @@ impl Metrics {
             callbacks,
             callback_duration,
             refused,
+            refunds,
             batch_size,
             applied,
             outbox,
@@ -161,6 +169,15 @@ impl Metrics {
     /// unverified, malformed, content_type or too_large.
     pub fn refused(&self, reason: &'static str) {
         self.0.refused.get_or_create(&ReasonLabel { reason }).inc();
+    }
+
+    /// requested, rejected, pending, succeeded, failed, duplicate,
+    /// out_of_order, mismatch, unknown_refund.
+    pub fn refund(&self, outcome: &'static str) {
+        self.0
+            .refunds
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
     }
 
     pub fn batch(&self, size: usize) {

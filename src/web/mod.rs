@@ -69,6 +69,11 @@ pub fn router(
         .route("/api/v1/payments", post(merchant::create))
         .route("/api/v1/payments/{payment_no}", get(merchant::show))
         .route("/api/v1/payments/{payment_no}/close", post(merchant::close))
+        .route(
+            "/api/v1/payments/{payment_no}/refunds",
+            post(merchant::refund),
+        )
+        .route("/api/v1/refunds/{refund_no}", get(merchant::show_refund))
         .route("/webhooks/{provider}", post(webhooks::receive))
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

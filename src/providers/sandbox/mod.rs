@@ -8,10 +8,11 @@ pub mod server;
 use super::signing::Secret;
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    VerifyError,
+    RefundNotice, RefundRequest, RefundView, VerifyError,
 };
 use crate::domain::{
-    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
+    ProviderTxnId, RefundNo, RefundStatus,
 };
 use axum::Json;
 use axum::http::{HeaderMap, StatusCode};
@@ -49,6 +50,54 @@ pub struct PaymentData {
     pub currency: String,
 }
 
+/// The body of a sandbox refund notification.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RefundEnvelope {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub data: RefundData,
+}
+
+/// A refund as the sandbox shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RefundData {
+    /// The merchant's (Reckon's) refund number.
+    pub refund_no: String,
+    /// The sandbox's own id.
+    pub refund_id: String,
+    pub payment_no: String,
+    /// The refunded payment's transaction.
+    pub txn_id: String,
+    /// PENDING, SUCCEEDED or FAILED.
+    pub status: String,
+    /// Major units, a decimal string.
+    pub amount: String,
+    pub currency: String,
+}
+
+impl RefundData {
+    fn view(&self) -> Result<RefundView, String> {
+        let currency = Currency::parse(&self.currency).map_err(|e| e.to_string())?;
+        Ok(RefundView {
+            provider_refund_id: Some(
+                ProviderRefundId::parse(&self.refund_id).map_err(|e| e.to_string())?,
+            ),
+            status: refund_status_of(&self.status)?,
+            money: Money::parse_major(&self.amount, currency).map_err(|e| e.to_string())?,
+        })
+    }
+}
+
+fn refund_status_of(s: &str) -> Result<RefundStatus, String> {
+    match s {
+        "PENDING" => Ok(RefundStatus::Pending),
+        "SUCCEEDED" => Ok(RefundStatus::Succeeded),
+        "FAILED" => Ok(RefundStatus::Failed),
+        other => Err(format!("unknown sandbox refund status {other:?}")),
+    }
+}
+
 impl PaymentData {
     fn view(&self) -> Result<ProviderView, String> {
         let currency = Currency::parse(&self.currency).map_err(|e| e.to_string())?;
@@ -83,14 +132,11 @@ impl Sandbox {
         }
     }
 
-    async fn call(&self, req: reqwest::RequestBuilder) -> Result<PaymentData, CallError> {
-        let res = req.send().await.map_err(|e| {
-            if e.is_timeout() {
-                CallError::Timeout
-            } else {
-                CallError::Network(e.without_url().to_string())
-            }
-        })?;
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, CallError> {
+        let res = req.send().await.map_err(super::call_error)?;
         let status = res.status();
         if status == StatusCode::NOT_FOUND {
             return Err(CallError::NotFound);
@@ -105,7 +151,7 @@ impl Sandbox {
                 text.chars().take(200).collect::<String>()
             )));
         }
-        res.json::<PaymentData>()
+        res.json::<T>()
             .await
             .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))
     }
@@ -126,8 +172,35 @@ impl Provider for Sandbox {
     }
 
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
-        let env: Envelope =
+        let raw: serde_json::Value =
             serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
+        let event_type = raw["type"].as_str().unwrap_or_default();
+        if event_type.starts_with("refund.") {
+            let env: RefundEnvelope =
+                serde_json::from_value(raw).map_err(|e| format!("unreadable refund: {e}"))?;
+            let id = headers
+                .get("webhook-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(&env.id);
+            let view = env.data.view()?;
+            return Ok(Notification::Refund(RefundNotice {
+                callback_id: CallbackId::parse(id).map_err(|e| e.to_string())?,
+                refund_no: Some(RefundNo::parse(&env.data.refund_no).map_err(|e| e.to_string())?),
+                provider_refund_id: view.provider_refund_id,
+                payment_no: Some(
+                    PaymentNo::parse(&env.data.payment_no).map_err(|e| e.to_string())?,
+                ),
+                payment_txn_id: Some(
+                    ProviderTxnId::parse(&env.data.txn_id).map_err(|e| e.to_string())?,
+                ),
+                provider_status: env.data.status.clone(),
+                status: view.status,
+                money: view.money,
+                cumulative: false,
+            }));
+        }
+        let env: Envelope =
+            serde_json::from_value(raw).map_err(|e| format!("invalid JSON: {e}"))?;
         // The signed id is the notification's identity.
         let id = headers
             .get("webhook-id")
@@ -174,7 +247,7 @@ impl Provider for Sandbox {
             "currency": req.money.currency.code(),
             "description": req.description,
         });
-        let data = self
+        let data: PaymentData = self
             .call(
                 self.http
                     .post(format!("{}/v1/payments", self.base_url))
@@ -189,10 +262,42 @@ impl Provider for Sandbox {
         payment_no: &PaymentNo,
         _txn: Option<&ProviderTxnId>,
     ) -> Result<ProviderView, CallError> {
-        let data = self
+        let data: PaymentData = self
             .call(
                 self.http
                     .get(format!("{}/v1/payments/{payment_no}", self.base_url)),
+            )
+            .await?;
+        data.view().map_err(CallError::Refused)
+    }
+
+    fn refunds(&self) -> bool {
+        true
+    }
+
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let body = serde_json::json!({
+            "refund_no": req.refund_no,
+            "payment_no": req.payment_no,
+            "amount": req.money.major_string(),
+            "currency": req.money.currency.code(),
+            "reason": req.reason,
+        });
+        let data: RefundData = self
+            .call(
+                self.http
+                    .post(format!("{}/v1/refunds", self.base_url))
+                    .json(&body),
+            )
+            .await?;
+        data.view().map_err(CallError::Refused)
+    }
+
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let data: RefundData = self
+            .call(
+                self.http
+                    .get(format!("{}/v1/refunds/{}", self.base_url, req.refund_no)),
             )
             .await?;
         data.view().map_err(CallError::Refused)
@@ -203,7 +308,7 @@ impl Provider for Sandbox {
         payment_no: &PaymentNo,
         _txn: Option<&ProviderTxnId>,
     ) -> Result<(), CallError> {
-        self.call(
+        self.call::<PaymentData>(
             self.http
                 .post(format!("{}/v1/payments/{payment_no}/close", self.base_url)),
         )

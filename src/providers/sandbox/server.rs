@@ -3,7 +3,7 @@
 //! it misbehave the ways real providers do. Runs as `reckon sandbox` or
 //! in-process for the demo. State is in memory.
 
-use super::{Envelope, PaymentData};
+use super::{Envelope, PaymentData, RefundData, RefundEnvelope};
 use crate::providers::signing::Secret;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -38,6 +38,8 @@ pub struct Chaos {
     pub query_delay_ms: u64,
     /// Share of status queries answered 500 (0–1).
     pub query_error_rate: f64,
+    /// Share of refunds that fail at the provider (0–1).
+    pub refund_fail_rate: f64,
 }
 
 impl Default for Chaos {
@@ -52,6 +54,7 @@ impl Default for Chaos {
             alter_amount_minor: 0,
             query_delay_ms: 0,
             query_error_rate: 0.0,
+            refund_fail_rate: 0.0,
         }
     }
 }
@@ -63,6 +66,7 @@ pub struct SandboxServer {
 
 struct Inner {
     payments: Mutex<HashMap<String, PaymentData>>,
+    refunds: Mutex<HashMap<String, RefundData>>,
     chaos: Mutex<Chaos>,
     notify_url: Mutex<String>,
     secret: Secret,
@@ -81,6 +85,7 @@ impl SandboxServer {
         SandboxServer {
             inner: Arc::new(Inner {
                 payments: Mutex::new(HashMap::new()),
+                refunds: Mutex::new(HashMap::new()),
                 chaos: Mutex::new(chaos),
                 notify_url: Mutex::new(notify_url.to_owned()),
                 secret,
@@ -92,6 +97,10 @@ impl SandboxServer {
         }
     }
 
+    pub fn set_chaos(&self, chaos: Chaos) {
+        *self.inner.chaos.lock().unwrap() = chaos;
+    }
+
     pub fn set_notify_url(&self, url: &str) {
         *self.inner.notify_url.lock().unwrap() = url.to_owned();
     }
@@ -101,6 +110,8 @@ impl SandboxServer {
             .route("/v1/payments", post(create))
             .route("/v1/payments/{payment_no}", get(query))
             .route("/v1/payments/{payment_no}/close", post(close))
+            .route("/v1/refunds", post(create_refund))
+            .route("/v1/refunds/{refund_no}", get(query_refund))
             .route("/v1/chaos", get(get_chaos).post(set_chaos))
             .with_state(self.clone())
     }
@@ -128,6 +139,67 @@ impl SandboxServer {
             p.clone()
         };
         self.notify(data);
+    }
+
+    /// A refund as the sandbox holds it (tests).
+    pub fn refund(&self, refund_no: &str) -> Option<RefundData> {
+        self.inner.refunds.lock().unwrap().get(refund_no).cloned()
+    }
+
+    /// Settles a pending refund now (tests and demo), then notifies.
+    pub fn settle_refund(&self, refund_no: &str, succeed: bool) {
+        let data = {
+            let mut map = self.inner.refunds.lock().unwrap();
+            let Some(r) = map.get_mut(refund_no) else {
+                return;
+            };
+            if r.status != "PENDING" {
+                return;
+            }
+            r.status = if succeed { "SUCCEEDED" } else { "FAILED" }.into();
+            r.clone()
+        };
+        self.notify_refund(data);
+    }
+
+    /// Sends a refund notification with the same chaos as payments: drop,
+    /// duplicates, delay, a stale PENDING after, an altered amount.
+    pub fn notify_refund(&self, data: RefundData) {
+        let chaos = self.inner.chaos.lock().unwrap().clone();
+        if rand::thread_rng().gen_bool(chaos.drop_rate.clamp(0.0, 1.0)) {
+            return;
+        }
+        let mut sent = data;
+        if chaos.alter_amount_minor != 0
+            && let Ok(cur) = crate::domain::Currency::parse(&sent.currency)
+            && let Ok(m) = crate::domain::Money::parse_major(&sent.amount, cur)
+        {
+            sent.amount =
+                crate::domain::Money::new(m.minor + chaos.alter_amount_minor, cur).major_string();
+        }
+        let mut messages = vec![sent.clone()];
+        if chaos.reorder {
+            let mut stale = sent;
+            stale.status = "PENDING".into();
+            messages.push(stale);
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            for message in messages {
+                let event = RefundEnvelope {
+                    id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+                    event_type: format!("refund.{}", message.status.to_ascii_lowercase()),
+                    data: message,
+                };
+                let body = serde_json::to_vec(&event).expect("serializable");
+                for _ in 0..chaos.duplicates.max(1) {
+                    if chaos.delay_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(chaos.delay_ms)).await;
+                    }
+                    this.send_raw(&event.id, &body).await;
+                }
+            }
+        });
     }
 
     fn notify(&self, data: PaymentData) {
@@ -172,6 +244,10 @@ impl SandboxServer {
     /// (three times, a second apart) until it gets a 2xx.
     async fn send(&self, event: &Envelope) {
         let body = serde_json::to_vec(event).expect("serializable");
+        self.send_raw(&event.id, &body).await;
+    }
+
+    async fn send_raw(&self, id: &str, body: &[u8]) {
         let url = self.inner.notify_url.lock().unwrap().clone();
         for attempt in 1..=3 {
             let ts = jiff::Timestamp::now().as_second();
@@ -180,13 +256,10 @@ impl SandboxServer {
                 .http
                 .post(&url)
                 .header("content-type", "application/json")
-                .header("webhook-id", &event.id)
+                .header("webhook-id", id)
                 .header("webhook-timestamp", ts.to_string())
-                .header(
-                    "webhook-signature",
-                    self.inner.secret.sign(&event.id, ts, &body),
-                )
-                .body(body.clone())
+                .header("webhook-signature", self.inner.secret.sign(id, ts, body))
+                .body(body.to_vec())
                 .send()
                 .await;
             match res {
@@ -269,6 +342,91 @@ async fn close(State(s): State<SandboxServer>, Path(payment_no): Path<String>) -
             Json(p.clone()).into_response()
         }
         Some(p) => error(StatusCode::CONFLICT, &format!("payment is {}", p.status)),
+    }
+}
+
+#[derive(Deserialize)]
+struct RefundBody {
+    refund_no: String,
+    payment_no: String,
+    amount: String,
+    currency: String,
+}
+
+async fn create_refund(State(s): State<SandboxServer>, Json(body): Json<RefundBody>) -> Response {
+    use crate::domain::{Currency, Money};
+    let Ok(cur) = Currency::parse(&body.currency) else {
+        return error(StatusCode::BAD_REQUEST, "unknown currency");
+    };
+    let Ok(amount) = Money::parse_major(&body.amount, cur) else {
+        return error(StatusCode::BAD_REQUEST, "bad amount");
+    };
+    let payment = s
+        .inner
+        .payments
+        .lock()
+        .unwrap()
+        .get(&body.payment_no)
+        .cloned();
+    let Some(payment) = payment else {
+        return error(StatusCode::NOT_FOUND, "no such payment");
+    };
+    let data = {
+        let mut refunds = s.inner.refunds.lock().unwrap();
+        if let Some(existing) = refunds.get(&body.refund_no) {
+            // Refunding twice with one refund_no is one refund.
+            return Json(existing.clone()).into_response();
+        }
+        if payment.status != "SUCCEEDED" {
+            return error(
+                StatusCode::CONFLICT,
+                &format!("payment is {}", payment.status),
+            );
+        }
+        let paid = Money::parse_major(&payment.amount, cur).map_or(0, |m| m.minor);
+        let taken: i64 = refunds
+            .values()
+            .filter(|r| r.payment_no == body.payment_no && r.status != "FAILED")
+            .filter_map(|r| Money::parse_major(&r.amount, cur).ok())
+            .map(|m| m.minor)
+            .sum();
+        if payment.currency != cur.code() || taken + amount.minor > paid {
+            return error(StatusCode::CONFLICT, "refund exceeds the refundable amount");
+        }
+        let data = RefundData {
+            refund_no: body.refund_no.clone(),
+            refund_id: format!("SBXR{}", uuid::Uuid::new_v4().simple()),
+            payment_no: body.payment_no.clone(),
+            txn_id: payment.txn_id.clone(),
+            status: "PENDING".into(),
+            amount: amount.major_string(),
+            currency: cur.code().into(),
+        };
+        refunds.insert(body.refund_no.clone(), data.clone());
+        data
+    };
+    let (settle_ms, fail_rate) = {
+        let c = s.inner.chaos.lock().unwrap();
+        (c.settle_ms, c.refund_fail_rate)
+    };
+    let this = s.clone();
+    let no = body.refund_no.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(settle_ms)).await;
+        let succeed = !rand::thread_rng().gen_bool(fail_rate.clamp(0.0, 1.0));
+        this.settle_refund(&no, succeed);
+    });
+    Json(data).into_response()
+}
+
+async fn query_refund(State(s): State<SandboxServer>, Path(refund_no): Path<String>) -> Response {
+    let error_rate = s.inner.chaos.lock().unwrap().query_error_rate;
+    if rand::thread_rng().gen_bool(error_rate.clamp(0.0, 1.0)) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "chaos: query failed");
+    }
+    match s.inner.refunds.lock().unwrap().get(&refund_no) {
+        Some(r) => Json(r.clone()).into_response(),
+        None => error(StatusCode::NOT_FOUND, "no such refund"),
     }
 }
 

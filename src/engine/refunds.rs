@@ -1,0 +1,800 @@
+//! Refunds: their own rows, their own state machine and a ledger — never a
+//! status flip of the payment. A request reserves the amount on the payment
+//! with one guarded UPDATE (`amount - refunded - reserved >= requested`),
+//! so concurrent partial refunds can never exceed what was paid; the
+//! provider is called outside any transaction by the task worker; every
+//! provider word about a refund (the call's answer, a status query, a
+//! notification) is a [`RefundOutcome`] that goes through
+//! [`apply_refund_in`], the only code that moves a refund. It is the refund
+//! counterpart of `apply`: a guarded UPDATE, then on one row the payment's
+//! reservation, the ledger row, history and outbox message in the same
+//! transaction; on none a classification, and facts that disagree open a
+//! REFUND_MISMATCH discrepancy and an alert instead of changing anything.
+
+use super::merchant::MerchantError;
+use super::{Engine, Source};
+use crate::domain::{
+    Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId, RefundNo,
+    RefundStatus,
+};
+use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
+use crate::store::{idempotency, incidents, outbox, payments, refunds, tasks, tasks::TaskRow};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::AnyConnection;
+
+/// The body of `POST /api/v1/payments/{payment_no}/refunds`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRefund {
+    /// Minor units of the payment's currency.
+    pub amount_minor: i64,
+    /// Optional; when given it must be the payment's.
+    #[serde(default)]
+    pub currency: Option<String>,
+    pub reason: String,
+}
+
+/// A provider's word about one refund, from any source.
+#[derive(Clone, Debug)]
+pub struct RefundOutcome {
+    pub provider: ProviderName,
+    pub refund_no: Option<RefundNo>,
+    pub provider_refund_id: Option<ProviderRefundId>,
+    pub payment_no: Option<PaymentNo>,
+    pub payment_txn_id: Option<ProviderTxnId>,
+    pub target: RefundStatus,
+    pub money: Money,
+    /// `money` is the payment's refunded total (Alipay), not this refund's.
+    pub cumulative: bool,
+    pub source: Source,
+    pub evidence: String,
+    pub trace_id: String,
+    /// Why, for a failure.
+    pub error: Option<String>,
+}
+
+impl RefundOutcome {
+    pub fn of_notice(
+        n: &RefundNotice,
+        provider: &ProviderName,
+        evidence: &str,
+        trace_id: &str,
+    ) -> Self {
+        RefundOutcome {
+            provider: provider.clone(),
+            refund_no: n.refund_no.clone(),
+            provider_refund_id: n.provider_refund_id.clone(),
+            payment_no: n.payment_no.clone(),
+            payment_txn_id: n.payment_txn_id.clone(),
+            target: n.status,
+            money: n.money,
+            cumulative: n.cumulative,
+            source: Source::Callback,
+            evidence: evidence.to_owned(),
+            trace_id: trace_id.to_owned(),
+            error: None,
+        }
+    }
+}
+
+/// What `apply_refund` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefundApplied {
+    Moved {
+        from: RefundStatus,
+        to: RefundStatus,
+    },
+    Duplicate {
+        status: RefundStatus,
+    },
+    OutOfOrder {
+        current: RefundStatus,
+        target: RefundStatus,
+    },
+    /// The facts disagree: nothing changed, REFUND_MISMATCH opened.
+    Mismatch {
+        reason: String,
+    },
+    /// No such refund here (e.g. made in the provider's own dashboard):
+    /// recorded as a discrepancy, never applied.
+    Unknown,
+}
+
+impl RefundApplied {
+    pub fn class(&self) -> &'static str {
+        match self {
+            RefundApplied::Moved { .. } => "applied",
+            RefundApplied::Duplicate { .. } => "duplicate",
+            RefundApplied::OutOfOrder { .. } => "out_of_order",
+            RefundApplied::Mismatch { .. } => "mismatch",
+            RefundApplied::Unknown => "unknown_refund",
+        }
+    }
+}
+
+fn decode<T: std::str::FromStr<Err = String>>(s: &str) -> sqlx::Result<T> {
+    s.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))
+}
+
+/// Moves a refund inside the caller's write transaction. Nothing here
+/// commits.
+#[tracing::instrument(skip_all, fields(refund_no = ?o.refund_no.as_ref().map(|r| r.as_str()), target = %o.target, source = o.source.as_str(), trace_id = %o.trace_id))]
+pub async fn apply_refund_in(
+    conn: &mut AnyConnection,
+    sinks: &[String],
+    o: &RefundOutcome,
+    now: i64,
+) -> sqlx::Result<RefundApplied> {
+    let mut found = match &o.refund_no {
+        Some(no) => refunds::get(&mut *conn, no.as_str()).await?,
+        None => None,
+    };
+    if found.is_none()
+        && let Some(id) = &o.provider_refund_id
+    {
+        found = refunds::by_provider_id(&mut *conn, o.provider.as_str(), id.as_str()).await?;
+    }
+    let Some(r) = found else {
+        let reason = "the provider reports a refund Reckon did not request".to_string();
+        mismatch(conn, o, None, "unknown", &reason, now).await?;
+        return Ok(RefundApplied::Unknown);
+    };
+    let payment = payments::get(&mut *conn, &r.payment_no)
+        .await?
+        .ok_or_else(|| sqlx::Error::Protocol(format!("refund {} has no payment", r.refund_no)))?;
+    let (_, amount, refunded, reserved, _) = refunds::balance(&mut *conn, &r.payment_no)
+        .await?
+        .unwrap_or_default();
+    if let Some(reason) = disagreement(o, &r, &payment, amount, refunded, reserved) {
+        mismatch(conn, o, Some(&r), "mismatch", &reason, now).await?;
+        return Ok(RefundApplied::Mismatch { reason });
+    }
+    let from: RefundStatus = decode(&r.status)?;
+    let txn = o.provider_refund_id.as_ref().map(|t| t.as_str());
+    let moved = refunds::guarded_move(
+        &mut *conn,
+        &r.refund_no,
+        o.target,
+        txn,
+        o.error.as_deref(),
+        now,
+    )
+    .await?;
+    if !moved {
+        let current: RefundStatus = match refunds::get(&mut *conn, &r.refund_no).await? {
+            Some(now_row) => decode(&now_row.status)?,
+            None => from,
+        };
+        if let Some(id) = txn {
+            refunds::set_provider_id(&mut *conn, &r.refund_no, id, now).await?;
+        }
+        if current == o.target {
+            return Ok(RefundApplied::Duplicate { status: current });
+        }
+        if current.is_final() && o.target.is_final() {
+            let reason = format!(
+                "the provider now says {} for refund {}, which is {current}; kept {current}",
+                o.target, r.refund_no
+            );
+            mismatch(conn, o, Some(&r), "contradiction", &reason, now).await?;
+            return Ok(RefundApplied::Mismatch { reason });
+        }
+        return Ok(RefundApplied::OutOfOrder {
+            current,
+            target: o.target,
+        });
+    }
+    if o.target.is_final() {
+        let succeeded = o.target == RefundStatus::Succeeded;
+        let (p_from, p_to) =
+            refunds::settle_reservation(&mut *conn, &r.payment_no, r.amount_minor, succeeded, now)
+                .await?
+                .ok_or_else(|| {
+                    sqlx::Error::Protocol(format!(
+                        "payment {} holds no reservation for refund {}",
+                        r.payment_no, r.refund_no
+                    ))
+                })?;
+        if p_from != p_to {
+            payments::insert_history_many(
+                &mut *conn,
+                &[payments::HistoryEntry {
+                    payment_no: &r.payment_no,
+                    from: &p_from,
+                    to: &p_to,
+                    source: o.source.as_str(),
+                    evidence: &r.refund_no,
+                    trace_id: &o.trace_id,
+                    at: now,
+                }],
+            )
+            .await?;
+        }
+        if succeeded {
+            refunds::insert_ledger(
+                &mut *conn,
+                &refunds::LedgerEntry {
+                    refund_no: &r.refund_no,
+                    payment_no: &r.payment_no,
+                    amount_minor: r.amount_minor,
+                    currency: &r.currency,
+                    source: o.source.as_str(),
+                    evidence: &o.evidence,
+                    now,
+                },
+            )
+            .await?;
+        }
+        let event = if succeeded {
+            "refund.succeeded"
+        } else {
+            "refund.failed"
+        };
+        let payload = json!({
+            "type": event,
+            "refund_no": r.refund_no,
+            "payment_no": r.payment_no,
+            "order_no": payment.order_no,
+            "provider": r.provider,
+            "provider_refund_id": txn.or(r.provider_refund_id.as_deref()),
+            "amount_minor": r.amount_minor,
+            "currency": r.currency,
+            "status": o.target,
+            "payment_status": p_to,
+            "reason": o.error,
+            "occurred_at": now,
+            "trace_id": o.trace_id,
+        })
+        .to_string();
+        let message_id = uuid::Uuid::now_v7().to_string();
+        outbox::insert_events_many(
+            &mut *conn,
+            &[outbox::NewEvent {
+                message_id: &message_id,
+                aggregate_type: "refund",
+                aggregate_id: &r.payment_no,
+                event_type: event,
+                payload: &payload,
+                now,
+            }],
+            sinks,
+        )
+        .await?;
+    }
+    tracing::info!(%from, to = %o.target, "refund moved");
+    Ok(RefundApplied::Moved { from, to: o.target })
+}
+
+/// Which fact of the outcome disagrees with the refund Reckon holds.
+fn disagreement(
+    o: &RefundOutcome,
+    r: &refunds::RefundRow,
+    p: &payments::PaymentRow,
+    amount: i64,
+    refunded: i64,
+    reserved: i64,
+) -> Option<String> {
+    if o.provider.as_str() != r.provider {
+        return Some(format!(
+            "provider {} reported a refund of {}",
+            o.provider, r.provider
+        ));
+    }
+    if let Some(no) = &o.payment_no
+        && no.as_str() != r.payment_no
+    {
+        return Some(format!(
+            "refund {} is of payment {}, not {no}",
+            r.refund_no, r.payment_no
+        ));
+    }
+    if let (Some(bound), Some(reported)) = (&p.provider_txn_id, &o.payment_txn_id)
+        && bound != reported.as_str()
+    {
+        return Some(format!(
+            "the refunded transaction is {reported}, payment {} is bound to {bound}",
+            p.payment_no
+        ));
+    }
+    if let (Some(bound), Some(reported)) = (&r.provider_refund_id, &o.provider_refund_id)
+        && bound != reported.as_str()
+    {
+        return Some(format!(
+            "provider refund id {reported} reported, {bound} known"
+        ));
+    }
+    if o.money.currency.code() != r.currency {
+        return Some(format!(
+            "currency {} reported, {} expected",
+            o.money.currency, r.currency
+        ));
+    }
+    if o.cumulative {
+        // The payment's refunded total: at least this refund, at most all
+        // that is refunded or in flight (this one included).
+        let (low, high) = (r.amount_minor, (refunded + reserved).min(amount));
+        if o.money.minor < low || o.money.minor > high {
+            return Some(format!(
+                "refunded total {} reported; between {low} and {high} expected",
+                o.money.minor
+            ));
+        }
+    } else if o.money.minor != r.amount_minor {
+        return Some(format!(
+            "amount {} minor units reported, {} expected",
+            o.money.minor, r.amount_minor
+        ));
+    }
+    None
+}
+
+/// A REFUND_MISMATCH discrepancy and an alert, once per set of facts.
+async fn mismatch(
+    conn: &mut AnyConnection,
+    o: &RefundOutcome,
+    r: Option<&refunds::RefundRow>,
+    what: &str,
+    reason: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    let refund_key = o
+        .refund_no
+        .as_ref()
+        .map(|n| n.as_str())
+        .or(o.provider_refund_id.as_ref().map(|i| i.as_str()))
+        .unwrap_or("-");
+    let key = format!(
+        "REFUND_MISMATCH:{what}:{}:{refund_key}:{}:{}:{}",
+        o.provider, o.money.minor, o.money.currency, o.target
+    );
+    let payment_no = r
+        .map(|r| r.payment_no.as_str())
+        .or(o.payment_no.as_ref().map(|p| p.as_str()));
+    let details = json!({
+        "reason": reason,
+        "refund_no": r.map(|r| r.refund_no.as_str()).or(o.refund_no.as_ref().map(|n| n.as_str())),
+        "provider_refund_id": o.provider_refund_id,
+        "reported_status": o.target,
+        "cumulative": o.cumulative,
+        "source": o.source,
+        "evidence": o.evidence,
+    })
+    .to_string();
+    incidents::open_discrepancy(
+        &mut *conn,
+        &incidents::NewDiscrepancy {
+            dedupe_key: &key,
+            class: "REFUND_MISMATCH",
+            severity: "HIGH",
+            provider: o.provider.as_str(),
+            payment_no,
+            provider_txn_id: o.payment_txn_id.as_ref().map(|t| t.as_str()),
+            trace_id: Some(&o.trace_id),
+            local: r.map(|r| (r.amount_minor, r.currency.as_str(), r.status.as_str())),
+            provider_side: Some((o.money.minor, o.money.currency.code(), o.target.as_str())),
+            source: o.source.as_str(),
+            details: &details,
+            now,
+        },
+    )
+    .await?;
+    incidents::raise_alert(
+        &mut *conn,
+        &incidents::NewAlert {
+            dedupe_key: &key,
+            kind: "refund_mismatch",
+            severity: "critical",
+            payment_no,
+            message: &format!("refund {refund_key} from {}: {reason}", o.provider),
+            trace_id: Some(&o.trace_id),
+            now,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// A refund as the API returns it, with the payment's figures.
+fn refund_json(
+    r: &refunds::RefundRow,
+    balance: Option<(String, i64, i64, i64, String)>,
+) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let Some((status, amount, refunded, reserved, _)) = balance {
+        v["payment"] = json!({
+            "status": status,
+            "amount_minor": amount,
+            "refunded_minor": refunded,
+            "reserved_minor": reserved,
+            "refundable_minor": amount - refunded - reserved,
+        });
+    }
+    v
+}
+
+impl Engine {
+    /// `apply_refund_in` in its own transaction, counted.
+    pub async fn apply_refund(&self, o: &RefundOutcome) -> sqlx::Result<RefundApplied> {
+        let mut tx = self.db.begin_write().await?;
+        let applied = apply_refund_in(&mut tx, &self.sink_names, o, self.now()).await?;
+        tx.commit().await?;
+        self.count_refund(o, &applied);
+        Ok(applied)
+    }
+
+    pub(super) fn count_refund(&self, o: &RefundOutcome, applied: &RefundApplied) {
+        self.metrics.refund(match applied {
+            RefundApplied::Moved { to, .. } => match to {
+                RefundStatus::Succeeded => "succeeded",
+                RefundStatus::Failed => "failed",
+                _ => "pending",
+            },
+            other => other.class(),
+        });
+        if matches!(applied, RefundApplied::Moved { .. }) {
+            self.wake.notify_one();
+        }
+        let _ = o;
+    }
+
+    /// Reserves the amount and records the refund (REQUESTED) with its task
+    /// in one transaction, under the merchant's idempotency key; the
+    /// provider is called later by the task worker. Returns the status and
+    /// body to send — the same ones for every repeat of the key.
+    pub async fn request_refund(
+        &self,
+        scope: &str,
+        key: &str,
+        payment_no: &str,
+        req: &CreateRefund,
+    ) -> Result<(u16, serde_json::Value), MerchantError> {
+        let payment_no =
+            PaymentNo::parse(payment_no).map_err(|e| MerchantError::Invalid(e.to_string()))?;
+        if req.amount_minor <= 0 {
+            return Err(MerchantError::Invalid(
+                "amount_minor must be positive".into(),
+            ));
+        }
+        let reason = req.reason.trim();
+        if reason.is_empty() || reason.chars().count() > 256 {
+            return Err(MerchantError::Invalid(
+                "reason is required, at most 256 characters".into(),
+            ));
+        }
+        let request_hash = hex::encode(Sha256::digest(
+            format!(
+                "{payment_no}\n{}",
+                serde_json::to_string(req).unwrap_or_default()
+            )
+            .as_bytes(),
+        ));
+        let idem_scope = format!("refund:{scope}");
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        if !idempotency::take(&mut *tx, &idem_scope, key, &request_hash, now).await? {
+            let stored = idempotency::stored(&mut *tx, &idem_scope, key)
+                .await?
+                .ok_or_else(|| MerchantError::Invalid("idempotency key vanished".into()))?;
+            tx.commit().await?;
+            if stored.request_hash != request_hash {
+                return Err(MerchantError::KeyReused);
+            }
+            let body = serde_json::from_str(&stored.response_body).unwrap_or_default();
+            return Ok((stored.response_status as u16, body));
+        }
+        let (status, body) = self
+            .reserve_refund(&mut tx, &payment_no, req, reason, scope, key, now)
+            .await?;
+        idempotency::answer(
+            &mut *tx,
+            &idem_scope,
+            key,
+            i64::from(status),
+            &body.to_string(),
+        )
+        .await?;
+        tx.commit().await?;
+        self.metrics.refund(if status == 201 {
+            "requested"
+        } else {
+            "rejected"
+        });
+        if status == 201 {
+            self.wake.notify_one();
+        }
+        Ok((status, body))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn reserve_refund(
+        &self,
+        conn: &mut AnyConnection,
+        payment_no: &PaymentNo,
+        req: &CreateRefund,
+        reason: &str,
+        scope: &str,
+        key: &str,
+        now: i64,
+    ) -> Result<(u16, serde_json::Value), MerchantError> {
+        let refuse = |status: u16, message: String, extra: serde_json::Value| {
+            let mut body = json!({ "error": message });
+            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+                b.extend(e.clone());
+            }
+            Ok((status, body))
+        };
+        let Some(p) = payments::get(&mut *conn, payment_no.as_str()).await? else {
+            return refuse(404, format!("no payment {payment_no}"), json!({}));
+        };
+        if let Some(c) = &req.currency
+            && !c.eq_ignore_ascii_case(&p.currency)
+        {
+            return refuse(
+                422,
+                format!("payment {payment_no} is in {}, not {c}", p.currency),
+                json!({ "currency": p.currency }),
+            );
+        }
+        match self.providers.get(&p.provider) {
+            Some(provider) if provider.refunds() => {}
+            _ => {
+                return refuse(
+                    422,
+                    format!(
+                        "provider {} does not take refunds through Reckon",
+                        p.provider
+                    ),
+                    json!({}),
+                );
+            }
+        }
+        let Some(prev) = refunds::reserve(
+            &mut *conn,
+            payment_no.as_str(),
+            req.amount_minor,
+            &p.currency,
+            now,
+        )
+        .await?
+        else {
+            let (status, amount, refunded, reserved, currency) =
+                refunds::balance(&mut *conn, payment_no.as_str())
+                    .await?
+                    .unwrap_or_default();
+            let refundable = amount - refunded - reserved;
+            let figures = json!({
+                "payment_status": status,
+                "refundable_minor": refundable,
+                "currency": currency,
+            });
+            let refundable_status: PaymentStatus = decode(&status)?;
+            if !matches!(
+                refundable_status,
+                PaymentStatus::Succeeded | PaymentStatus::Refunding
+            ) {
+                return refuse(
+                    409,
+                    format!(
+                        "payment {payment_no} is {status}; only a SUCCEEDED payment can be refunded"
+                    ),
+                    figures,
+                );
+            }
+            return refuse(
+                409,
+                format!(
+                    "a refund of {} exceeds what is refundable on payment {payment_no}: {refundable} {currency} (minor units)",
+                    req.amount_minor
+                ),
+                figures,
+            );
+        };
+        let refund_no = format!("RFD{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
+        refunds::insert(
+            &mut *conn,
+            &refunds::NewRefund {
+                refund_no: &refund_no,
+                payment_no: payment_no.as_str(),
+                provider: &p.provider,
+                amount_minor: req.amount_minor,
+                currency: &p.currency,
+                idem_scope: &format!("refund:{scope}"),
+                idem_key: key,
+                reason,
+                requested_by: scope,
+                now,
+            },
+        )
+        .await?;
+        if prev != "REFUNDING" {
+            payments::insert_history_many(
+                &mut *conn,
+                &[payments::HistoryEntry {
+                    payment_no: payment_no.as_str(),
+                    from: &prev,
+                    to: "REFUNDING",
+                    source: Source::Merchant.as_str(),
+                    evidence: &refund_no,
+                    trace_id: &refund_no,
+                    at: now,
+                }],
+            )
+            .await?;
+        }
+        tasks::schedule_refund(
+            &mut *conn,
+            tasks::REFUND,
+            payment_no.as_str(),
+            &refund_no,
+            now,
+            now,
+        )
+        .await?;
+        let row = refunds::get(&mut *conn, &refund_no)
+            .await?
+            .ok_or_else(|| MerchantError::Invalid("refund vanished".into()))?;
+        let balance = refunds::balance(&mut *conn, payment_no.as_str()).await?;
+        Ok((201, refund_json(&row, balance)))
+    }
+
+    pub async fn refund_detail(&self, refund_no: &str) -> Result<serde_json::Value, MerchantError> {
+        let pool = &self.db.pool;
+        let r = refunds::get(pool, refund_no)
+            .await?
+            .ok_or_else(|| MerchantError::NotFound(refund_no.into()))?;
+        let balance = refunds::balance(pool, &r.payment_no).await?;
+        Ok(refund_json(&r, balance))
+    }
+
+    /// A refund task: ask the provider to refund, or ask how a refund went.
+    pub(super) async fn run_refund_task(&self, task: &TaskRow, now: i64) -> sqlx::Result<()> {
+        let pool = &self.db.pool;
+        let done = |note: Option<String>| async move {
+            tasks::close(pool, &task.task_id, "DONE", note.as_deref(), now).await
+        };
+        let Some(refund_no) = task.refund_no.as_deref() else {
+            return done(Some("no refund named".into())).await;
+        };
+        let Some(r) = refunds::get(pool, refund_no).await? else {
+            return done(Some("refund missing".into())).await;
+        };
+        let status: RefundStatus = decode(&r.status)?;
+        if status.is_final() || (task.kind == tasks::REFUND && status != RefundStatus::Requested) {
+            return done(None).await;
+        }
+        let (Some(p), Some(provider)) = (
+            payments::get(pool, &r.payment_no).await?,
+            self.providers.get(&r.provider).cloned(),
+        ) else {
+            return done(Some("payment or provider missing".into())).await;
+        };
+        let currency = crate::domain::Currency::parse(&r.currency)
+            .map_err(|e| sqlx::Error::Decode(e.to_string().into()))?;
+        let ids = (
+            RefundNo::parse(&r.refund_no),
+            PaymentNo::parse(&r.payment_no),
+        );
+        let (Ok(refund_no), Ok(payment_no)) = ids else {
+            return done(Some("unreadable identifiers".into())).await;
+        };
+        let payment_txn = p
+            .provider_txn_id
+            .as_deref()
+            .and_then(|t| ProviderTxnId::parse(t).ok());
+        let provider_refund_id = r
+            .provider_refund_id
+            .as_deref()
+            .and_then(|t| ProviderRefundId::parse(t).ok());
+        let req = RefundRequest {
+            refund_no: &refund_no,
+            payment_no: &payment_no,
+            payment_txn: payment_txn.as_ref(),
+            provider_refund_id: provider_refund_id.as_ref(),
+            money: Money::new(r.amount_minor, currency),
+            payment_total: Money::new(p.amount_minor, currency),
+            reason: &r.reason,
+        };
+        let trace_id = format!("task-{}", task.task_id);
+        let outcome = |view: &RefundView, source: Source, error: Option<String>| RefundOutcome {
+            provider: provider.name().clone(),
+            refund_no: Some(refund_no.clone()),
+            provider_refund_id: view.provider_refund_id.clone(),
+            payment_no: Some(payment_no.clone()),
+            payment_txn_id: None,
+            target: view.status,
+            money: view.money,
+            cumulative: false,
+            source,
+            evidence: task.task_id.clone(),
+            trace_id: trace_id.clone(),
+            error,
+        };
+        let unknown = RefundView {
+            provider_refund_id: None,
+            status: RefundStatus::Pending,
+            money: req.money,
+        };
+        let refused = |reason: String| {
+            let view = RefundView {
+                status: RefundStatus::Failed,
+                ..unknown.clone()
+            };
+            (view, Some(reason))
+        };
+
+        let answer = if task.kind == tasks::REFUND {
+            provider.refund(&req).await
+        } else {
+            match provider.query_refund(&req).await {
+                // The request never reached the provider (it timed out on
+                // the way): ask again — refunds are idempotent on refund_no.
+                Err(CallError::NotFound) => provider.refund(&req).await,
+                other => other,
+            }
+        };
+        let (view, error) = match answer {
+            Ok(view) => (view, None),
+            Err(CallError::Refused(reason)) => refused(reason),
+            Err(CallError::NotFound) => refused("the provider does not know the payment".into()),
+            // Unknown: never a failure. Ask later.
+            Err(e) => (unknown.clone(), Some(e.to_string())),
+        };
+        let source = if task.kind == tasks::REFUND {
+            Source::Dispatch
+        } else {
+            Source::Query
+        };
+        let applied = self
+            .apply_refund(&outcome(&view, source, error.clone()))
+            .await?;
+        if view.status.is_final() || matches!(applied, RefundApplied::Mismatch { .. }) {
+            return done(error).await;
+        }
+        // Still pending: the refund query schedule (the status-query one).
+        let attempt = if task.kind == tasks::REFUND {
+            0
+        } else {
+            usize::try_from(task.attempts + 1).unwrap_or(usize::MAX)
+        };
+        match self.settings.query_schedule.get(attempt) {
+            Some(delay) if task.kind == tasks::REFUND => {
+                tasks::schedule_refund(
+                    pool,
+                    tasks::REFUND_QUERY,
+                    &r.payment_no,
+                    &r.refund_no,
+                    now + delay,
+                    now,
+                )
+                .await?;
+                done(error).await
+            }
+            Some(delay) => {
+                tasks::retry_at(pool, &task.task_id, now + delay, error.as_deref(), now).await
+            }
+            None => {
+                incidents::raise_alert(
+                    pool,
+                    &incidents::NewAlert {
+                        dedupe_key: &format!("refund_queries_exhausted:{}", r.refund_no),
+                        kind: "refund_queries_exhausted",
+                        severity: "high",
+                        payment_no: Some(&r.payment_no),
+                        message: &format!(
+                            "refund {} of payment {} still has no result after {} queries; a person must look",
+                            r.refund_no,
+                            r.payment_no,
+                            task.attempts + 1
+                        ),
+                        trace_id: Some(&trace_id),
+                        now,
+                    },
+                )
+                .await?;
+                tasks::close(pool, &task.task_id, "EXHAUSTED", error.as_deref(), now).await
+            }
+        }
+    }
+}

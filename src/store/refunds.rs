@@ -1,0 +1,253 @@
+//! The `refunds` and `refund_ledger` tables, and the refund columns of
+//! `payments` (refunded and reserved amounts). Every change is one guarded
+//! UPDATE: the WHERE clause is the rule, so no read-then-write races.
+
+use crate::domain::RefundStatus;
+use sqlx::{Any, Executor};
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+pub struct RefundRow {
+    pub refund_no: String,
+    pub payment_no: String,
+    pub provider: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub status: String,
+    pub provider_refund_id: Option<String>,
+    pub reason: String,
+    pub requested_by: String,
+    pub version: i64,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+const COLUMNS: &str = "refund_no, payment_no, provider, amount_minor, currency, status, provider_refund_id, \
+     reason, requested_by, version, last_error, created_at, updated_at, finished_at";
+
+pub async fn get<'e>(
+    e: impl Executor<'e, Database = Any>,
+    refund_no: &str,
+) -> sqlx::Result<Option<RefundRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM refunds WHERE refund_no = $1"
+    ))
+    .bind(refund_no)
+    .fetch_optional(e)
+    .await
+}
+
+pub async fn by_provider_id<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    provider_refund_id: &str,
+) -> sqlx::Result<Option<RefundRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM refunds WHERE provider = $1 AND provider_refund_id = $2"
+    ))
+    .bind(provider)
+    .bind(provider_refund_id)
+    .fetch_optional(e)
+    .await
+}
+
+pub async fn of_payment<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<RefundRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM refunds WHERE payment_no = $1 ORDER BY created_at, refund_no"
+    ))
+    .bind(payment_no)
+    .fetch_all(e)
+    .await
+}
+
+pub struct NewRefund<'a> {
+    pub refund_no: &'a str,
+    pub payment_no: &'a str,
+    pub provider: &'a str,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub idem_scope: &'a str,
+    pub idem_key: &'a str,
+    pub reason: &'a str,
+    pub requested_by: &'a str,
+    pub now: i64,
+}
+
+pub async fn insert<'e>(
+    e: impl Executor<'e, Database = Any>,
+    r: &NewRefund<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO refunds (refund_no, payment_no, provider, amount_minor, currency, status, idem_scope, idem_key, \
+           reason, requested_by, version, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, 'REQUESTED', $6, $7, $8, $9, 0, $10, $10)",
+    )
+    .bind(r.refund_no)
+    .bind(r.payment_no)
+    .bind(r.provider)
+    .bind(r.amount_minor)
+    .bind(r.currency)
+    .bind(r.idem_scope)
+    .bind(r.idem_key)
+    .bind(r.reason)
+    .bind(r.requested_by)
+    .bind(r.now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// Reserves `amount` on a payment that can still give it back: SUCCEEDED
+/// or REFUNDING, same currency, and `amount - refunded - reserved >=
+/// amount`. Moves it to REFUNDING. Returns the status it had, or `None`
+/// when the guard refused.
+pub async fn reserve<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+    amount_minor: i64,
+    currency: &str,
+    now: i64,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "UPDATE payments SET reserved_minor = reserved_minor + $2, prev_status = status, status = 'REFUNDING', \
+           version = version + 1, updated_at = $4 \
+         WHERE payment_no = $1 AND status IN ('SUCCEEDED', 'REFUNDING') AND currency = $3 \
+           AND amount_minor - refunded_minor - reserved_minor >= $2 \
+         RETURNING prev_status",
+    )
+    .bind(payment_no)
+    .bind(amount_minor)
+    .bind(currency)
+    .bind(now)
+    .fetch_optional(e)
+    .await
+}
+
+/// A payment's refund figures: (status, amount, refunded, reserved).
+pub async fn balance<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Option<(String, i64, i64, i64, String)>> {
+    sqlx::query_as(
+        "SELECT status, amount_minor, refunded_minor, reserved_minor, currency FROM payments WHERE payment_no = $1",
+    )
+    .bind(payment_no)
+    .fetch_optional(e)
+    .await
+}
+
+/// Moves a refund to `to` from any state the table allows; sets the
+/// provider's refund id when it was not known. Returns whether it moved.
+pub async fn guarded_move<'e>(
+    e: impl Executor<'e, Database = Any>,
+    refund_no: &str,
+    to: RefundStatus,
+    provider_refund_id: Option<&str>,
+    error: Option<&str>,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let from: Vec<String> = RefundStatus::predecessors(to)
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    if from.is_empty() {
+        return Ok(false);
+    }
+    let done = sqlx::query(&format!(
+        "UPDATE refunds SET status = $2, provider_refund_id = COALESCE(provider_refund_id, $3), \
+           last_error = COALESCE($4, last_error), version = version + 1, updated_at = $5, \
+           finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED') THEN $5 ELSE finished_at END \
+         WHERE refund_no = $1 AND status IN ({})",
+        from.join(", ")
+    ))
+    .bind(refund_no)
+    .bind(to.as_str())
+    .bind(provider_refund_id)
+    .bind(error)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Records the provider's id of a refund that has not moved (yet).
+pub async fn set_provider_id<'e>(
+    e: impl Executor<'e, Database = Any>,
+    refund_no: &str,
+    provider_refund_id: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE refunds SET provider_refund_id = $2, updated_at = $3 WHERE refund_no = $1 AND provider_refund_id IS NULL",
+    )
+    .bind(refund_no)
+    .bind(provider_refund_id)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// The payment side of a settled refund. `refunded`: the reservation
+/// becomes refunded (REFUNDED when all of it is, back to SUCCEEDED when
+/// nothing else is in flight); otherwise it is released. Returns (from, to)
+/// statuses, or `None` when the reservation is not there (never expected:
+/// the caller rolls back).
+pub async fn settle_reservation<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+    amount_minor: i64,
+    refunded: bool,
+    now: i64,
+) -> sqlx::Result<Option<(String, String)>> {
+    let add = if refunded { "$2" } else { "0" };
+    sqlx::query_as(&format!(
+        "UPDATE payments SET refunded_minor = refunded_minor + {add}, reserved_minor = reserved_minor - $2, \
+           prev_status = status, \
+           status = CASE WHEN refunded_minor + {add} >= amount_minor THEN 'REFUNDED' \
+                         WHEN reserved_minor - $2 > 0 THEN 'REFUNDING' ELSE 'SUCCEEDED' END, \
+           version = version + 1, updated_at = $3 \
+         WHERE payment_no = $1 AND status = 'REFUNDING' AND reserved_minor >= $2 \
+         RETURNING prev_status, status"
+    ))
+    .bind(payment_no)
+    .bind(amount_minor)
+    .bind(now)
+    .fetch_optional(e)
+    .await
+}
+
+pub struct LedgerEntry<'a> {
+    pub refund_no: &'a str,
+    pub payment_no: &'a str,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub source: &'a str,
+    pub evidence: &'a str,
+    pub now: i64,
+}
+
+/// One ledger row per refund; false when it was already there.
+pub async fn insert_ledger<'e>(
+    e: impl Executor<'e, Database = Any>,
+    l: &LedgerEntry<'_>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO refund_ledger (refund_no, payment_no, amount_minor, currency, source, evidence_ref, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (refund_no) DO NOTHING",
+    )
+    .bind(l.refund_no)
+    .bind(l.payment_no)
+    .bind(l.amount_minor)
+    .bind(l.currency)
+    .bind(l.source)
+    .bind(l.evidence)
+    .bind(l.now)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

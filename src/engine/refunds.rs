@@ -138,7 +138,17 @@ pub async fn apply_refund_in(
     }
     let Some(r) = found else {
         let reason = "the provider reports a refund Reckon did not request".to_string();
-        mismatch(conn, o, None, "unknown", &reason, now).await?;
+        // Name the payment on the ticket when the provider only named its
+        // transaction.
+        let mut o = o.clone();
+        if o.payment_no.is_none()
+            && let Some(txn) = &o.payment_txn_id
+            && let Some(p) =
+                refunds::payment_of_txn(&mut *conn, o.provider.as_str(), txn.as_str()).await?
+        {
+            o.payment_no = PaymentNo::parse(&p).ok();
+        }
+        mismatch(conn, &o, None, "unknown", &reason, now).await?;
         return Ok(RefundApplied::Unknown);
     };
     let payment = payments::get(&mut *conn, &r.payment_no)

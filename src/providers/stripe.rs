@@ -6,13 +6,22 @@
 //! Assumed mapping (Stripe's words → ours): succeeded → SUCCEEDED,
 //! processing → PENDING, canceled → CLOSED, payment_failed → FAILED (the
 //! attempt failed; a retry is a new payment attempt).
+//!
+//! Refunds: `POST /v1/refunds` (Idempotency-Key = refund_no, Reckon's
+//! refund_no and payment_no in the metadata); `refund.created|updated|failed`
+//! events carry each Refund (succeeded → SUCCEEDED, failed/canceled →
+//! FAILED, pending/requires_action → pending). `charge.refunded` is the
+//! charge's running total and is acknowledged without effect: counting it
+//! too would count each refund twice. A refund event without Reckon's
+//! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    VerifyError,
+    RefundNotice, RefundRequest, RefundView, VerifyError,
 };
 use crate::domain::{
-    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
+    ProviderTxnId, RefundNo, RefundStatus,
 };
 use axum::Json;
 use axum::http::{HeaderMap, StatusCode};
@@ -79,6 +88,42 @@ impl Intent {
     }
 }
 
+/// The fields of a Refund Reckon reads.
+#[derive(Deserialize)]
+struct StripeRefund {
+    id: String,
+    amount: i64,
+    currency: String,
+    status: String,
+    #[serde(default)]
+    payment_intent: Option<String>,
+    #[serde(default)]
+    metadata: std::collections::HashMap<String, String>,
+}
+
+impl StripeRefund {
+    fn status(&self) -> RefundStatus {
+        match self.status.as_str() {
+            "succeeded" => RefundStatus::Succeeded,
+            "failed" | "canceled" => RefundStatus::Failed,
+            _ => RefundStatus::Pending,
+        }
+    }
+
+    fn money(&self) -> Result<Money, String> {
+        let currency = Currency::parse(&self.currency).map_err(|e| e.to_string())?;
+        Ok(Money::new(self.amount, currency))
+    }
+
+    fn view(&self) -> Result<RefundView, String> {
+        Ok(RefundView {
+            provider_refund_id: Some(ProviderRefundId::parse(&self.id).map_err(|e| e.to_string())?),
+            status: self.status(),
+            money: self.money()?,
+        })
+    }
+}
+
 impl Stripe {
     pub fn new(
         name: ProviderName,
@@ -121,6 +166,13 @@ impl Stripe {
             return Err(CallError::Refused(format!("{status}: {message}")));
         }
         Ok(body)
+    }
+
+    fn refund_view(value: serde_json::Value) -> Result<RefundView, CallError> {
+        serde_json::from_value::<StripeRefund>(value)
+            .map_err(|e| CallError::Refused(format!("not a Refund: {e}")))?
+            .view()
+            .map_err(CallError::Refused)
     }
 
     fn intent_view(value: serde_json::Value) -> Result<ProviderView, CallError> {
@@ -205,12 +257,41 @@ impl Provider for Stripe {
         let event: Event =
             serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
         let callback_id = CallbackId::parse(&event.id).map_err(|e| e.to_string())?;
+        if event.event_type.starts_with("refund.") {
+            let refund: StripeRefund = serde_json::from_value(event.data.object)
+                .map_err(|e| format!("not a Refund: {e}"))?;
+            let id = |s: Option<&String>| s.filter(|v| !v.is_empty()).cloned();
+            return Ok(Notification::Refund(RefundNotice {
+                callback_id,
+                refund_no: id(refund.metadata.get("refund_no"))
+                    .map(|v| RefundNo::parse(&v))
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                provider_refund_id: Some(
+                    ProviderRefundId::parse(&refund.id).map_err(|e| e.to_string())?,
+                ),
+                payment_no: id(refund.metadata.get("payment_no"))
+                    .map(|v| PaymentNo::parse(&v))
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                payment_txn_id: refund
+                    .payment_intent
+                    .as_deref()
+                    .map(ProviderTxnId::parse)
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                provider_status: refund.status.clone(),
+                status: refund.status(),
+                money: refund.money()?,
+                cumulative: false,
+            }));
+        }
         let status = match event.event_type.as_str() {
             "payment_intent.succeeded" => PaymentStatus::Succeeded,
             "payment_intent.processing" => PaymentStatus::Pending,
             "payment_intent.canceled" => PaymentStatus::Closed,
             "payment_intent.payment_failed" => PaymentStatus::Failed,
-            // charge.refunded and refund.* belong to the refund ledger.
+            // charge.refunded: see the module notes.
             _ => {
                 return Ok(Notification::Ignored {
                     callback_id,
@@ -303,6 +384,65 @@ impl Provider for Stripe {
             }
         };
         Self::intent_view(body)
+    }
+
+    fn refunds(&self) -> bool {
+        true
+    }
+
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let intent = match req.payment_txn {
+            Some(id) => id.clone(),
+            None => self
+                .query_payment(req.payment_no, None)
+                .await?
+                .provider_txn_id
+                .ok_or(CallError::NotFound)?,
+        };
+        let form = [
+            ("payment_intent", intent.to_string()),
+            ("amount", req.money.minor.to_string()),
+            ("metadata[refund_no]", req.refund_no.to_string()),
+            ("metadata[payment_no]", req.payment_no.to_string()),
+            ("metadata[reason]", req.reason.chars().take(400).collect()),
+        ];
+        let body = self
+            .call(
+                self.http
+                    .post(format!("{}/v1/refunds", self.base_url))
+                    // Asking twice with one key is one refund.
+                    .header("Idempotency-Key", req.refund_no.as_str())
+                    .form(&form),
+            )
+            .await?;
+        Self::refund_view(body)
+    }
+
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        if let Some(id) = req.provider_refund_id {
+            let body = self
+                .call(self.http.get(format!("{}/v1/refunds/{id}", self.base_url)))
+                .await?;
+            return Self::refund_view(body);
+        }
+        let Some(intent) = req.payment_txn else {
+            return Err(CallError::NotFound);
+        };
+        let list = self
+            .call(
+                self.http
+                    .get(format!("{}/v1/refunds", self.base_url))
+                    .query(&[("payment_intent", intent.as_str()), ("limit", "100")]),
+            )
+            .await?;
+        let found = list["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["metadata"]["refund_no"] == req.refund_no.as_str())
+            .cloned()
+            .ok_or(CallError::NotFound)?;
+        Self::refund_view(found)
     }
 
     async fn close_payment(

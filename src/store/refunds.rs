@@ -251,3 +251,18 @@ pub async fn insert_ledger<'e>(
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// The payment a provider transaction belongs to.
+pub async fn payment_of_txn<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    provider_txn_id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT payment_no FROM payments WHERE provider = $1 AND provider_txn_id = $2",
+    )
+    .bind(provider)
+    .bind(provider_txn_id)
+    .fetch_optional(e)
+    .await
+}

@@ -23,6 +23,46 @@ const OLD_SECRET: &str = "whsec_old_fedcba9876543210";
 #[derive(Clone, Default)]
 struct FakeStripe {
     intents: Arc<Mutex<HashMap<String, serde_json::Value>>>,
+    refunds: Arc<Mutex<HashMap<String, serde_json::Value>>>,
+    /// Idempotency-Key → refund id.
+    keys: Arc<Mutex<HashMap<String, String>>>,
+}
+
+/// `POST /v1/refunds`, idempotent on the Idempotency-Key header.
+async fn create_refund(
+    State(s): State<FakeStripe>,
+    headers: axum::http::HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let key = headers["idempotency-key"].to_str().unwrap().to_owned();
+    if let Some(id) = s.keys.lock().unwrap().get(&key) {
+        return Json(s.refunds.lock().unwrap()[id].clone()).into_response();
+    }
+    let intent = s
+        .intents
+        .lock()
+        .unwrap()
+        .get(&form["payment_intent"])
+        .cloned();
+    let Some(intent) = intent.filter(|i| i["status"] == "succeeded") else {
+        return (
+            axum::http::StatusCode::BAD_REQUEST,
+            Json(
+                serde_json::json!({"error": {"message": "This PaymentIntent cannot be refunded"}}),
+            ),
+        )
+            .into_response();
+    };
+    let id = format!("re_{}", uuid::Uuid::new_v4().simple());
+    let refund = serde_json::json!({
+        "id": id, "object": "refund", "amount": form["amount"].parse::<i64>().unwrap(),
+        "currency": intent["currency"], "payment_intent": intent["id"], "status": "pending",
+        "metadata": { "refund_no": form["metadata[refund_no]"], "payment_no": form["metadata[payment_no]"] },
+    });
+    s.refunds.lock().unwrap().insert(id.clone(), refund.clone());
+    s.keys.lock().unwrap().insert(key, id);
+    Json(refund).into_response()
 }
 
 async fn create_intent(
@@ -67,6 +107,7 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
     let router = Router::new()
         .route("/v1/payment_intents", post(create_intent))
         .route("/v1/payment_intents/{id}", get(get_intent))
+        .route("/v1/refunds", post(create_refund))
         .with_state(stripe.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -253,7 +294,126 @@ async fn a_stripe_payment_is_created_then_settled_by_a_status_query(b: Backend) 
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
+async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
+    let s = spawn_stripe_app(b).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-4", 4200, "EUR")
+        .await;
+    let engine = s.app.engine.clone();
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    let intent = {
+        let mut intents = s.stripe.intents.lock().unwrap();
+        let (id, i) = intents.iter_mut().next().unwrap();
+        i["status"] = "succeeded".into();
+        id.clone()
+    };
+    s.clock.advance_secs(61);
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(s.app.payment_state(&p).await.0, "SUCCEEDED");
+
+    let req = reckon::engine::CreateRefund {
+        amount_minor: 1200,
+        currency: None,
+        reason: "requested_by_customer".into(),
+    };
+    let (status, refund) = engine
+        .request_refund("test", "st-r1", &p, &req)
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{refund}");
+    let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    let (re_id, stripe_refund) = {
+        let refunds = s.stripe.refunds.lock().unwrap();
+        let (id, r) = refunds.iter().next().unwrap();
+        (id.clone(), r.clone())
+    };
+    assert_eq!(stripe_refund["payment_intent"], serde_json::json!(intent));
+    assert_eq!(
+        stripe_refund["metadata"]["refund_no"],
+        serde_json::json!(refund_no)
+    );
+    let pool = &s.app.accounts.db.pool;
+    let row: (String, Option<String>) =
+        sqlx::query_as("SELECT status, provider_refund_id FROM refunds WHERE refund_no = $1")
+            .bind(&refund_no)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(row, ("PENDING".to_string(), Some(re_id.clone())));
+
+    // refund.updated with the Refund succeeded; sent twice.
+    let mut done = stripe_refund.clone();
+    done["status"] = "succeeded".into();
+    let updated = serde_json::json!({"id": "evt_r1", "object": "event", "type": "refund.updated",
+        "data": {"object": done}})
+    .to_string();
+    let now = s.now();
+    for _ in 0..2 {
+        assert_eq!(
+            s.post(&updated, &sign(SECRET, now, &updated))
+                .await
+                .status(),
+            200
+        );
+    }
+    // charge.refunded is the charge's running total: acknowledged only.
+    let charge = serde_json::json!({"id": "evt_r2", "object": "event", "type": "charge.refunded",
+        "data": {"object": {"id": "ch_1", "object": "charge", "amount": 4200, "amount_refunded": 1200,
+        "currency": "eur", "payment_intent": intent, "refunded": false}}})
+    .to_string();
+    assert_eq!(
+        s.post(&charge, &sign(SECRET, now, &charge)).await.status(),
+        200
+    );
+    let figures: (String, i64, i64) = sqlx::query_as(
+        "SELECT status, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
+    )
+    .bind(&p)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(figures, ("SUCCEEDED".to_string(), 1200, 0));
+    let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(ledger, 1);
+
+    // A refund made in Stripe's dashboard: no refund_no of Reckon's.
+    let dashboard = serde_json::json!({"id": "evt_r3", "object": "event", "type": "refund.created",
+        "data": {"object": {"id": "re_dashboard", "object": "refund", "amount": 500, "currency": "eur",
+        "payment_intent": intent, "status": "succeeded", "metadata": {}}}})
+    .to_string();
+    assert_eq!(
+        s.post(&dashboard, &sign(SECRET, now, &dashboard))
+            .await
+            .status(),
+        200
+    );
+    let classes: Vec<String> =
+        sqlx::query_scalar("SELECT class FROM discrepancies WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        classes,
+        ["REFUND_MISMATCH"],
+        "named by the intent's payment"
+    );
+    let figures: (i64, i64) =
+        sqlx::query_as("SELECT refunded_minor, reserved_minor FROM payments WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(figures, (1200, 0), "the stranger's refund changed nothing");
+}
+
 both_databases!(
+    stripe_refunds_are_requested_and_their_events_settle_them,
     events_signed_by_the_official_stripe_library_are_accepted,
     a_stripe_event_moves_the_payment_once_and_bad_ones_are_refused,
     a_stripe_payment_is_created_then_settled_by_a_status_query,

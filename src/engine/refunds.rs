@@ -734,20 +734,25 @@ impl Engine {
             (view, Some(reason))
         };
 
-        let answer = if task.kind == tasks::REFUND {
-            provider.refund(&req).await
+        // Only the provider's explicit refusal of a refund call fails the
+        // refund; anything a query says short of a result, or any doubt
+        // about who answered, leaves it pending.
+        let (answer, refund_call) = if task.kind == tasks::REFUND {
+            (provider.refund(&req).await, true)
         } else {
             match provider.query_refund(&req).await {
                 // The request never reached the provider (it timed out on
                 // the way): ask again — refunds are idempotent on refund_no.
-                Err(CallError::NotFound) => provider.refund(&req).await,
-                other => other,
+                Err(CallError::NotFound) => (provider.refund(&req).await, true),
+                other => (other, false),
             }
         };
         let (view, error) = match answer {
             Ok(view) => (view, None),
-            Err(CallError::Refused(reason)) => refused(reason),
-            Err(CallError::NotFound) => refused("the provider does not know the payment".into()),
+            Err(CallError::Refused(reason)) if refund_call => refused(reason),
+            Err(CallError::NotFound) if refund_call => {
+                refused("the provider does not know the payment".into())
+            }
             // Unknown: never a failure. Ask later.
             Err(e) => (unknown.clone(), Some(e.to_string())),
         };

@@ -10,12 +10,23 @@
 //! Status queries call the gateway's `alipay.trade.query`: the request's
 //! parameters signed with the app's private key the same way (only `sign`
 //! left out), the answer's `alipay_trade_query_response` object verified as
-//! the exact bytes Alipay sent, against Alipay's public key. Refund
-//! notifications are acknowledged for the refund ledger (not built yet).
+//! the exact bytes Alipay sent, against Alipay's public key.
+//!
+//! Refunds: `alipay.trade.refund` with `out_request_no` = Reckon's refund_no
+//! (idempotent at Alipay); `fund_change = Y` means the money moved, anything
+//! else is confirmed by `alipay.trade.fastpay.refund.query`
+//! (`refund_status = REFUND_SUCCESS`). Refund notifications are the trade's
+//! notifications carrying `refund_fee` — the trade's refunded total so far,
+//! not this refund's amount — and `out_biz_no` (the refund's
+//! out_request_no); the refund ledger checks that total for consistency.
 
-use super::{Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, VerifyError};
+use super::{
+    Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
+    RefundRequest, RefundView, VerifyError,
+};
 use crate::domain::{
-    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, RefundNo,
+    RefundStatus,
 };
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -339,11 +350,30 @@ impl Provider for Alipay {
         };
         let callback_id = CallbackId::parse(get("notify_id")?).map_err(|e| e.to_string())?;
         let trade_status = get("trade_status")?.clone();
+        let cny = Currency::parse("CNY").expect("CNY is known");
         if fields.get("refund_fee").is_some_and(|v| !v.is_empty()) {
-            return Ok(Notification::Ignored {
+            return Ok(Notification::Refund(RefundNotice {
                 callback_id,
-                event_type: format!("refund ({trade_status})"),
-            });
+                refund_no: fields
+                    .get("out_biz_no")
+                    .filter(|v| !v.is_empty())
+                    .map(|v| RefundNo::parse(v))
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                provider_refund_id: None,
+                payment_no: Some(
+                    PaymentNo::parse(get("out_trade_no")?).map_err(|e| e.to_string())?,
+                ),
+                payment_txn_id: Some(
+                    ProviderTxnId::parse(get("trade_no")?).map_err(|e| e.to_string())?,
+                ),
+                provider_status: trade_status,
+                // Alipay notifies refunds once the money has moved.
+                status: RefundStatus::Succeeded,
+                money: Money::parse_major(get("refund_fee")?, cny)
+                    .map_err(|e| format!("refund_fee: {e}"))?,
+                cumulative: true,
+            }));
         }
         let Some(status) = status_of(&trade_status) else {
             return Ok(Notification::Ignored {
@@ -352,7 +382,6 @@ impl Provider for Alipay {
             });
         };
         let status = status.unwrap_or(PaymentStatus::Pending);
-        let cny = Currency::parse("CNY").expect("CNY is known");
         Ok(Notification::Payment(PaymentNotice {
             callback_id,
             payment_no: PaymentNo::parse(get("out_trade_no")?).map_err(|e| e.to_string())?,
@@ -402,6 +431,67 @@ impl Provider for Alipay {
             status,
             money: Money::parse_major(&trade.total_amount, cny)
                 .map_err(|e| CallError::Refused(format!("total_amount: {e}")))?,
+        })
+    }
+
+    fn refunds(&self) -> bool {
+        self.gateway.is_some()
+    }
+
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let mut biz = serde_json::json!({
+            "out_trade_no": req.payment_no.as_str(),
+            "refund_amount": req.money.major_string(),
+            "out_request_no": req.refund_no.as_str(),
+            "refund_reason": req.reason.chars().take(256).collect::<String>(),
+        });
+        if let Some(t) = req.payment_txn {
+            biz["trade_no"] = t.as_str().into();
+        }
+        let answer = self.call("alipay.trade.refund", biz).await?;
+        // fund_change = Y: the money moved now. Otherwise (a repeat of an
+        // earlier request, say) the refund query says how it stands.
+        let status = if answer["fund_change"] == "Y" {
+            RefundStatus::Succeeded
+        } else {
+            RefundStatus::Pending
+        };
+        Ok(RefundView {
+            provider_refund_id: None,
+            status,
+            money: req.money,
+        })
+    }
+
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let mut biz = serde_json::json!({
+            "out_trade_no": req.payment_no.as_str(),
+            "out_request_no": req.refund_no.as_str(),
+        });
+        if let Some(t) = req.payment_txn {
+            biz["trade_no"] = t.as_str().into();
+        }
+        let answer = self.call("alipay.trade.fastpay.refund.query", biz).await?;
+        // An empty answer: Alipay has no such refund request.
+        let Some(amount) = answer["refund_amount"].as_str().filter(|a| !a.is_empty()) else {
+            return Err(CallError::NotFound);
+        };
+        if answer["out_request_no"]
+            .as_str()
+            .is_some_and(|n| n != req.refund_no.as_str())
+        {
+            return Err(CallError::Refused("told about another refund".into()));
+        }
+        let cny = Currency::parse("CNY").expect("CNY is known");
+        Ok(RefundView {
+            provider_refund_id: None,
+            status: if answer["refund_status"] == "REFUND_SUCCESS" {
+                RefundStatus::Succeeded
+            } else {
+                RefundStatus::Pending
+            },
+            money: Money::parse_major(amount, cny)
+                .map_err(|e| CallError::Refused(format!("refund_amount: {e}")))?,
         })
     }
 

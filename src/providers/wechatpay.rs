@@ -7,8 +7,15 @@
 //! Envelope `id` is the callback id; success is answered 204, failure with
 //! `{"code":"FAIL","message":…}`. Assumed mapping: SUCCESS → SUCCEEDED,
 //! NOTPAY/USERPAYING → PENDING, CLOSED/REVOKED → CLOSED, PAYERROR → FAILED;
-//! REFUND and refund notifications are acknowledged for the refund ledger
-//! (not built yet).
+//! REFUND means paid (then refunded: the refund ledger's business).
+//!
+//! Refunds: `POST /v3/refund/domestic/refunds` with `out_refund_no` =
+//! Reckon's refund_no (idempotent at WeChat Pay), queried with
+//! `GET /v3/refund/domestic/refunds/{out_refund_no}`; refund notifications
+//! (`REFUND.*`, resource `refund`): refund_status SUCCESS → SUCCEEDED,
+//! CLOSED → FAILED, ABNORMAL → still pending (not final: the money is stuck
+//! and a person must act at WeChat Pay). Refund amounts carry no currency:
+//! CNY.
 //!
 //! Status queries: `GET /v3/pay/transactions/out-trade-no/{no}?mchid=…`,
 //! signed `WECHATPAY2-SHA256-RSA2048` with the merchant's API key over
@@ -16,10 +23,12 @@
 //! believed only once its `Wechatpay-*` headers verify like a notification's.
 
 use super::{
-    Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, VerifyError, header,
+    Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
+    RefundRequest, RefundView, VerifyError, header,
 };
 use crate::domain::{
-    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
+    ProviderTxnId, RefundNo, RefundStatus,
 };
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -106,6 +115,54 @@ fn cny() -> String {
     "CNY".into()
 }
 
+/// A refund as WeChat Pay shows it (notification resource and API answer).
+#[derive(Deserialize)]
+struct WxRefund {
+    out_refund_no: String,
+    refund_id: String,
+    #[serde(default)]
+    out_trade_no: Option<String>,
+    #[serde(default)]
+    transaction_id: Option<String>,
+    /// `refund_status` in notifications, `status` in API answers.
+    #[serde(alias = "status")]
+    refund_status: String,
+    amount: WxRefundAmount,
+}
+
+#[derive(Deserialize)]
+struct WxRefundAmount {
+    refund: i64,
+    #[serde(default = "cny")]
+    currency: String,
+}
+
+impl WxRefund {
+    fn status(&self) -> Result<RefundStatus, String> {
+        match self.refund_status.as_str() {
+            "SUCCESS" => Ok(RefundStatus::Succeeded),
+            "CLOSED" => Ok(RefundStatus::Failed),
+            "PROCESSING" | "ABNORMAL" => Ok(RefundStatus::Pending),
+            other => Err(format!("unknown refund status {other}")),
+        }
+    }
+
+    fn money(&self) -> Result<Money, String> {
+        let currency = Currency::parse(&self.amount.currency).map_err(|e| e.to_string())?;
+        Ok(Money::new(self.amount.refund, currency))
+    }
+
+    fn view(&self) -> Result<RefundView, String> {
+        Ok(RefundView {
+            provider_refund_id: Some(
+                ProviderRefundId::parse(&self.refund_id).map_err(|e| e.to_string())?,
+            ),
+            status: self.status()?,
+            money: self.money()?,
+        })
+    }
+}
+
 /// WeChat Pay's trade_state → ours; `None` while there is no result yet.
 /// REFUND means it was paid (refunds are the ledger's business).
 fn trade_state(word: &str) -> Option<Option<PaymentStatus>> {
@@ -179,6 +236,25 @@ impl WechatPay {
         })
     }
 
+    /// A refund API answer: the refund, or why not.
+    fn refund_answer(status: StatusCode, body: &[u8]) -> Result<RefundView, CallError> {
+        if !status.is_success() {
+            let error: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+            let code = error["code"].as_str().unwrap_or_default();
+            if status == StatusCode::NOT_FOUND || code == "RESOURCE_NOT_EXISTS" {
+                return Err(CallError::NotFound);
+            }
+            return Err(CallError::Refused(format!(
+                "{status} {code}: {}",
+                error["message"].as_str().unwrap_or_default()
+            )));
+        }
+        serde_json::from_slice::<WxRefund>(body)
+            .map_err(|e| CallError::Refused(format!("unreadable refund: {e}")))?
+            .view()
+            .map_err(CallError::Refused)
+    }
+
     /// Checks `Wechatpay-*` headers over a body (notification or answer);
     /// returns the nonce.
     fn verify_signed<'h>(
@@ -216,8 +292,13 @@ impl WechatPay {
         Ok(nonce)
     }
 
-    /// A signed GET of the API; the answer's status and verified body.
-    async fn get(&self, path_and_query: &str) -> Result<(StatusCode, Vec<u8>), CallError> {
+    /// A signed call of the API; the answer's status and verified body.
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        path_and_query: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(StatusCode, Vec<u8>), CallError> {
         let Some(api) = &self.api else {
             return Err(CallError::Refused(format!(
                 "{} has no API credentials configured",
@@ -229,15 +310,20 @@ impl WechatPay {
             .simple()
             .to_string()
             .to_ascii_uppercase();
-        let message = format!("GET\n{path_and_query}\n{now}\n{nonce}\n\n");
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let message = format!("{method}\n{path_and_query}\n{now}\n{nonce}\n{body}\n");
         let signature = B64.encode(api.key.sign(message.as_bytes()).to_bytes());
         let authorization = format!(
             "WECHATPAY2-SHA256-RSA2048 mchid=\"{}\",nonce_str=\"{nonce}\",signature=\"{signature}\",timestamp=\"{now}\",serial_no=\"{}\"",
             api.mch_id, api.cert_serial
         );
-        let res = self
+        let mut call = self
             .http
-            .get(format!("{}{path_and_query}", api.base_url))
+            .request(method.clone(), format!("{}{path_and_query}", api.base_url));
+        if method != reqwest::Method::GET {
+            call = call.header("content-type", "application/json").body(body);
+        }
+        let res = call
             .header("authorization", authorization)
             .header("accept", "application/json")
             .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")))
@@ -250,8 +336,9 @@ impl WechatPay {
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }
+        // An answer that does not verify is nobody's word: unknown.
         self.verify_signed(&headers, &body, now)
-            .map_err(|e| CallError::Refused(format!("the answer is not WeChat Pay's: {e}")))?;
+            .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
         Ok((status, body.to_vec()))
     }
 
@@ -309,6 +396,31 @@ impl Provider for WechatPay {
         let envelope: Envelope =
             serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
         let callback_id = CallbackId::parse(&envelope.id).map_err(|e| e.to_string())?;
+        if envelope.event_type.starts_with("REFUND.") {
+            let plain = self.decrypt(&envelope.resource)?;
+            let r: WxRefund =
+                serde_json::from_slice(&plain).map_err(|e| format!("unreadable refund: {e}"))?;
+            let id = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned();
+            return Ok(Notification::Refund(RefundNotice {
+                callback_id,
+                refund_no: Some(RefundNo::parse(&r.out_refund_no).map_err(|e| e.to_string())?),
+                provider_refund_id: Some(
+                    ProviderRefundId::parse(&r.refund_id).map_err(|e| e.to_string())?,
+                ),
+                payment_no: id(r.out_trade_no.as_ref())
+                    .map(|v| PaymentNo::parse(&v))
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                payment_txn_id: id(r.transaction_id.as_ref())
+                    .map(|v| ProviderTxnId::parse(&v))
+                    .transpose()
+                    .map_err(|e| e.to_string())?,
+                provider_status: r.refund_status.clone(),
+                status: r.status()?,
+                money: r.money()?,
+                cumulative: false,
+            }));
+        }
         if !envelope.event_type.starts_with("TRANSACTION.") {
             return Ok(Notification::Ignored {
                 callback_id,
@@ -341,6 +453,46 @@ impl Provider for WechatPay {
         self.api.is_some()
     }
 
+    fn refunds(&self) -> bool {
+        self.api.is_some()
+    }
+
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let mut body = serde_json::json!({
+            "out_trade_no": req.payment_no.as_str(),
+            "out_refund_no": req.refund_no.as_str(),
+            "reason": req.reason.chars().take(80).collect::<String>(),
+            "amount": {
+                "refund": req.money.minor,
+                "total": req.payment_total.minor,
+                "currency": req.money.currency.code(),
+            },
+        });
+        if let Some(t) = req.payment_txn {
+            body["transaction_id"] = t.as_str().into();
+        }
+        let (status, answer) = self
+            .request(
+                reqwest::Method::POST,
+                "/v3/refund/domestic/refunds",
+                Some(&body),
+            )
+            .await?;
+        Self::refund_answer(status, &answer)
+    }
+
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let path = format!(
+            "/v3/refund/domestic/refunds/{}",
+            percent_encoding::utf8_percent_encode(
+                req.refund_no.as_str(),
+                percent_encoding::NON_ALPHANUMERIC
+            )
+        );
+        let (status, answer) = self.request(reqwest::Method::GET, &path, None).await?;
+        Self::refund_answer(status, &answer)
+    }
+
     async fn query_payment(
         &self,
         payment_no: &PaymentNo,
@@ -355,7 +507,7 @@ impl Provider for WechatPay {
             ),
             percent_encoding::utf8_percent_encode(mch_id, percent_encoding::NON_ALPHANUMERIC),
         );
-        let (status, body) = self.get(&path).await?;
+        let (status, body) = self.request(reqwest::Method::GET, &path, None).await?;
         if !status.is_success() {
             let error: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
             let code = error["code"].as_str().unwrap_or_default();

@@ -47,6 +47,10 @@ struct Gateway {
     stall: Arc<AtomicUsize>,
     /// The next this many answers are signed with a stranger's key.
     forge: Arc<AtomicUsize>,
+    /// out_request_no → (out_trade_no, refund_amount).
+    refunds: Arc<Mutex<BTreeMap<String, (String, String)>>>,
+    /// Whether alipay.trade.refund moves the money at once (fund_change).
+    fund_change: Arc<std::sync::atomic::AtomicBool>,
     /// Well-signed requests seen, and badly signed ones.
     calls: Arc<AtomicUsize>,
     bad_requests: Arc<AtomicUsize>,
@@ -67,9 +71,15 @@ async fn gateway(
         .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
         .and_then(|b| Signature::try_from(b.as_slice()).ok())
         .is_some_and(|sig| g.app_key.verify(content.join("&").as_bytes(), &sig).is_ok());
+    let method = params.get("method").cloned().unwrap_or_default();
+    let known = [
+        "alipay.trade.query",
+        "alipay.trade.refund",
+        "alipay.trade.fastpay.refund.query",
+    ];
     let inner = if !good
         || params.get("app_id").map(String::as_str) != Some(APP_ID)
-        || params.get("method").map(String::as_str) != Some("alipay.trade.query")
+        || !known.contains(&method.as_str())
         || params.get("sign_type").map(String::as_str) != Some("RSA2")
     {
         g.bad_requests.fetch_add(1, Ordering::SeqCst);
@@ -85,13 +95,43 @@ async fn gateway(
         }
         let biz: serde_json::Value = serde_json::from_str(&params["biz_content"]).unwrap();
         let no = biz["out_trade_no"].as_str().unwrap().to_owned();
-        match g.trades.lock().unwrap().get(&no) {
-            Some((status, total, trade_no)) => serde_json::json!({
+        let trade = g.trades.lock().unwrap().get(&no).cloned();
+        if method == "alipay.trade.refund" {
+            let request_no = biz["out_request_no"].as_str().unwrap().to_owned();
+            let amount = biz["refund_amount"].as_str().unwrap().to_owned();
+            let mut refunds = g.refunds.lock().unwrap();
+            let repeat = refunds.contains_key(&request_no);
+            refunds.insert(request_no, (no.clone(), amount));
+            let total: f64 = refunds
+                .values()
+                .filter(|(t, _)| *t == no)
+                .map(|(_, a)| a.parse::<f64>().unwrap())
+                .sum();
+            let change = if repeat || !g.fund_change.load(Ordering::SeqCst) {
+                "N"
+            } else {
+                "Y"
+            };
+            serde_json::json!({"code": "10000", "msg": "Success", "out_trade_no": no,
+                "trade_no": trade.map(|t| t.2), "buyer_logon_id": "159****5620",
+                "fund_change": change, "refund_fee": format!("{total:.2}")})
+        } else if method == "alipay.trade.fastpay.refund.query" {
+            let request_no = biz["out_request_no"].as_str().unwrap().to_owned();
+            match g.refunds.lock().unwrap().get(&request_no) {
+                Some((_, amount)) => serde_json::json!({"code": "10000", "msg": "Success",
+                    "out_trade_no": no, "out_request_no": request_no, "refund_amount": amount,
+                    "total_amount": trade.map(|t| t.1), "refund_status": "REFUND_SUCCESS"}),
+                None => serde_json::json!({"code": "10000", "msg": "Success"}),
+            }
+        } else {
+            match trade {
+                Some((status, total, trade_no)) => serde_json::json!({
                 "code": "10000", "msg": "Success", "trade_no": trade_no, "out_trade_no": no,
                 "buyer_logon_id": "159****5620", "trade_status": status,
                 "total_amount": total, "buyer_pay_amount": "0.00"}),
-            None => serde_json::json!({"code": "40004", "msg": "Business Failed",
+                None => serde_json::json!({"code": "40004", "msg": "Business Failed",
                 "sub_code": "ACQ.TRADE_NOT_EXIST", "sub_msg": "交易不存在"}),
+            }
         }
     };
     let inner = inner.to_string();
@@ -105,8 +145,9 @@ async fn gateway(
         g.alipay_key.clone()
     };
     let sign = SigningKey::<Sha256>::new(signer).sign(inner.as_bytes());
+    let key = format!("{}_response", method.replace('.', "_"));
     format!(
-        r#"{{"alipay_trade_query_response":{inner},"sign":"{}"}}"#,
+        r#"{{"{key}":{inner},"sign":"{}"}}"#,
         base64::engine::general_purpose::STANDARD.encode(sign.to_bytes())
     )
 }
@@ -120,6 +161,8 @@ async fn spawn(b: Backend) -> AlipayApp {
         alipay_key: key.clone(),
         app_key: VerifyingKey::new(app_key.to_public_key()),
         trades: Arc::default(),
+        refunds: Arc::default(),
+        fund_change: Arc::new(true.into()),
         stall: Arc::default(),
         forge: Arc::default(),
         calls: Arc::default(),
@@ -444,7 +487,108 @@ async fn refused_notifications_are_kept_with_their_reason_bounded_and_make_recko
     );
 }
 
+async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_total(b: Backend) {
+    let a = spawn(b).await;
+    let pool = &a.app.accounts.db.pool;
+    let engine = a.app.engine.clone();
+    let p = a.app.register_payment("alipay", "AL-F", 12345, "CNY").await;
+    let mut paid = a.fields("n-pay", &p, "123.45", 0);
+    paid.insert("trade_no".into(), "2026PAY".into());
+    assert_eq!(a.post(a.form(paid, &a.key)).await.0, 200);
+    a.gateway.trades.lock().unwrap().insert(
+        p.clone(),
+        ("TRADE_SUCCESS".into(), "123.45".into(), "2026PAY".into()),
+    );
+    let refund = |key: &'static str, minor: i64| {
+        let engine = engine.clone();
+        let p = p.clone();
+        async move {
+            let req = reckon::engine::CreateRefund {
+                amount_minor: minor,
+                currency: Some("CNY".into()),
+                reason: "退货".into(),
+            };
+            let (status, body) = engine.request_refund("test", key, &p, &req).await.unwrap();
+            assert_eq!(status, 201, "{body}");
+            body["refund_no"].as_str().unwrap().to_owned()
+        }
+    };
+    let status_of = |no: String| async move {
+        sqlx::query_scalar::<_, String>("SELECT status FROM refunds WHERE refund_no = $1")
+            .bind(no)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let figures = || async {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
+        )
+        .bind(&p)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    // A: alipay.trade.refund moves the money at once (fund_change Y).
+    let first = refund("af-1", 3000).await;
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(status_of(first.clone()).await, "SUCCEEDED");
+    assert_eq!(figures().await, (3000, 0));
+    // Alipay's notification of it afterwards: refund_fee is the running total.
+    let notice = |id: &str, out_biz_no: &str, refund_fee: &str| {
+        let mut f = a.fields(id, &p, "123.45", 0);
+        f.insert("trade_no".into(), "2026PAY".into());
+        f.insert("refund_fee".into(), refund_fee.into());
+        f.insert("out_biz_no".into(), out_biz_no.into());
+        f.insert("gmt_refund".into(), "2026-11-30 12:00:00.000".into());
+        a.form(f, &a.key)
+    };
+    assert_eq!(
+        a.post(notice("n-r1", &first, "30.00")).await,
+        (200, "success".to_string())
+    );
+    assert_eq!(figures().await, (3000, 0), "already counted");
+
+    // B: the answer does not confirm the money moved; pending.
+    a.gateway.fund_change.store(false, Ordering::SeqCst);
+    let second = refund("af-2", 2000).await;
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(status_of(second.clone()).await, "PENDING");
+    // A running total that cannot be (more than was ever asked): refused.
+    assert_eq!(a.post(notice("n-r2", &second, "60.00")).await.0, 200);
+    assert_eq!(status_of(second.clone()).await, "PENDING");
+    let classes: Vec<String> =
+        sqlx::query_scalar("SELECT class FROM discrepancies WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(classes, ["REFUND_MISMATCH"]);
+    // The right one: 30.00 + 20.00.
+    assert_eq!(a.post(notice("n-r3", &second, "50.00")).await.0, 200);
+    assert_eq!(status_of(second).await, "SUCCEEDED");
+    assert_eq!(figures().await, (5000, 0));
+
+    // C: no notification comes; the refund query confirms it.
+    let third = refund("af-3", 1000).await;
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(status_of(third.clone()).await, "PENDING");
+    a.clock.advance_secs(61);
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(status_of(third).await, "SUCCEEDED");
+    assert_eq!(figures().await, (6000, 0));
+    let ledger: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(ledger, 3);
+    assert_eq!(a.gateway.bad_requests.load(Ordering::SeqCst), 0);
+}
+
 both_databases!(
+    alipay_refunds_are_requested_queried_and_notified_with_the_running_total,
     refused_notifications_are_kept_with_their_reason_bounded_and_make_reckon_ask_alipay,
     a_signed_alipay_notification_is_answered_success_and_applied_once,
     forged_stale_or_foreign_alipay_notifications_are_refused,

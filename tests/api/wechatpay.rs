@@ -44,6 +44,8 @@ struct Api {
     merchant_key: VerifyingKey<Sha256>,
     /// out_trade_no → the transaction JSON.
     orders: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    /// out_refund_no → the refund JSON.
+    refunds: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
     stall: Arc<AtomicUsize>,
     calls: Arc<AtomicUsize>,
     bad_requests: Arc<AtomicUsize>,
@@ -60,13 +62,15 @@ fn authorization_fields(header: &str) -> Option<BTreeMap<String, String>> {
         .collect()
 }
 
-async fn query_order(
-    axum::extract::State(api): axum::extract::State<Api>,
-    axum::extract::Path(no): axum::extract::Path<String>,
-    uri: axum::http::Uri,
-    headers: axum::http::HeaderMap,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
+/// Whether the request's Authorization is the merchant's signature of
+/// "{method}\n{path?query}\n{timestamp}\n{nonce}\n{body}\n".
+fn authorized(
+    api: &Api,
+    method: &str,
+    uri: &axum::http::Uri,
+    headers: &axum::http::HeaderMap,
+    body: &str,
+) -> bool {
     let path_and_query = uri.path_and_query().unwrap().as_str().to_owned();
     let good = headers
         .get("authorization")
@@ -74,7 +78,7 @@ async fn query_order(
         .and_then(authorization_fields)
         .is_some_and(|f| {
             let message = format!(
-                "GET\n{path_and_query}\n{}\n{}\n\n",
+                "{method}\n{path_and_query}\n{}\n{}\n{body}\n",
                 f["timestamp"], f["nonce_str"]
             );
             let sig = base64::engine::general_purpose::STANDARD
@@ -84,31 +88,16 @@ async fn query_order(
             f["mchid"] == MCH_ID
                 && f["serial_no"] == MERCHANT_SERIAL
                 && sig.is_some_and(|s| api.merchant_key.verify(message.as_bytes(), &s).is_ok())
-        })
-        && uri.query() == Some(&format!("mchid={MCH_ID}"));
-    let (status, body) = if !good {
+        });
+    if !good {
         api.bad_requests.fetch_add(1, Ordering::SeqCst);
-        (
-            401,
-            serde_json::json!({"code": "SIGN_ERROR", "message": "签名错误"}),
-        )
-    } else {
-        api.calls.fetch_add(1, Ordering::SeqCst);
-        if api
-            .stall
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-        }
-        match api.orders.lock().unwrap().get(&no) {
-            Some(t) => (200, t.clone()),
-            None => (
-                404,
-                serde_json::json!({"code": "ORDER_NOT_EXIST", "message": "订单不存在"}),
-            ),
-        }
-    };
+    }
+    good
+}
+
+/// An answer signed with the platform key, as WeChat Pay signs them.
+fn signed(api: &Api, status: u16, body: serde_json::Value) -> axum::response::Response {
+    use axum::response::IntoResponse;
     let body = body.to_string();
     let ts = jiff::Timestamp::now().as_second();
     let nonce = uuid::Uuid::new_v4().simple().to_string();
@@ -131,6 +120,141 @@ async fn query_order(
         .into_response()
 }
 
+fn sign_error() -> serde_json::Value {
+    serde_json::json!({"code": "SIGN_ERROR", "message": "签名错误"})
+}
+
+async fn query_order(
+    axum::extract::State(api): axum::extract::State<Api>,
+    axum::extract::Path(no): axum::extract::Path<String>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    if !authorized(&api, "GET", &uri, &headers, "")
+        || uri.query() != Some(&format!("mchid={MCH_ID}"))
+    {
+        return signed(&api, 401, sign_error());
+    }
+    api.calls.fetch_add(1, Ordering::SeqCst);
+    if api
+        .stall
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    }
+    let found = api.orders.lock().unwrap().get(&no).cloned();
+    match found {
+        Some(t) => signed(&api, 200, t),
+        None => signed(
+            &api,
+            404,
+            serde_json::json!({"code": "ORDER_NOT_EXIST", "message": "订单不存在"}),
+        ),
+    }
+}
+
+/// `POST /v3/refund/domestic/refunds`, idempotent on out_refund_no.
+async fn create_refund(
+    axum::extract::State(api): axum::extract::State<Api>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    if !authorized(&api, "POST", &uri, &headers, &body) {
+        return signed(&api, 401, sign_error());
+    }
+    api.calls.fetch_add(1, Ordering::SeqCst);
+    let req: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let no = req["out_refund_no"].as_str().unwrap().to_owned();
+    let order = api
+        .orders
+        .lock()
+        .unwrap()
+        .get(req["out_trade_no"].as_str().unwrap())
+        .cloned();
+    let Some(order) = order else {
+        return signed(
+            &api,
+            404,
+            serde_json::json!({"code": "RESOURCE_NOT_EXISTS", "message": "订单不存在"}),
+        );
+    };
+    if req["amount"]["total"] != order["amount"]["total"] {
+        return signed(
+            &api,
+            400,
+            serde_json::json!({"code": "PARAM_ERROR", "message": "订单金额不一致"}),
+        );
+    }
+    let mut refunds = api.refunds.lock().unwrap();
+    let refund = refunds.entry(no.clone()).or_insert_with(|| serde_json::json!({
+        "refund_id": format!("50300{}", refund_id_suffix()), "out_refund_no": no,
+        "transaction_id": order["transaction_id"], "out_trade_no": order["out_trade_no"],
+        "channel": "ORIGINAL", "user_received_account": "支付用户零钱", "status": "PROCESSING",
+        "create_time": "2026-11-30T12:00:00+08:00",
+        "amount": {"total": order["amount"]["total"], "refund": req["amount"]["refund"],
+                   "payer_total": order["amount"]["total"], "payer_refund": req["amount"]["refund"],
+                   "currency": "CNY"}
+    }));
+    signed(&api, 200, refund.clone())
+}
+
+fn refund_id_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
+}
+
+async fn query_refund(
+    axum::extract::State(api): axum::extract::State<Api>,
+    axum::extract::Path(no): axum::extract::Path<String>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    if !authorized(&api, "GET", &uri, &headers, "") {
+        return signed(&api, 401, sign_error());
+    }
+    api.calls.fetch_add(1, Ordering::SeqCst);
+    let found = api.refunds.lock().unwrap().get(&no).cloned();
+    match found {
+        Some(r) => signed(&api, 200, r),
+        None => signed(
+            &api,
+            404,
+            serde_json::json!({"code": "RESOURCE_NOT_EXISTS", "message": "退款单不存在"}),
+        ),
+    }
+}
+
+/// A notification envelope whose resource is sealed the documented way:
+/// AEAD_AES_256_GCM under the APIv3 key, 12-byte nonce, associated data.
+fn sealed(
+    id: &str,
+    event_type: &str,
+    original_type: &str,
+    resource: &serde_json::Value,
+    key: &str,
+) -> String {
+    let nonce = "fdasflkja484";
+    let ciphertext = Aes256Gcm::new_from_slice(key.as_bytes())
+        .unwrap()
+        .encrypt(
+            Nonce::from_slice(nonce.as_bytes()),
+            Payload {
+                msg: resource.to_string().as_bytes(),
+                aad: original_type.as_bytes(),
+            },
+        )
+        .unwrap();
+    serde_json::json!({
+        "id": id, "create_time": "2026-11-30T10:00:00+08:00", "resource_type": "encrypt-resource",
+        "event_type": event_type, "summary": "通知",
+        "resource": { "original_type": original_type, "algorithm": "AEAD_AES_256_GCM",
+                      "ciphertext": base64::engine::general_purpose::STANDARD.encode(ciphertext),
+                      "associated_data": original_type, "nonce": nonce }
+    })
+    .to_string()
+}
+
 async fn spawn(b: Backend) -> Wechat {
     let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
     let pem = key
@@ -142,6 +266,7 @@ async fn spawn(b: Backend) -> Wechat {
         platform_key: key.clone(),
         merchant_key: VerifyingKey::new(merchant.to_public_key()),
         orders: Arc::default(),
+        refunds: Arc::default(),
         stall: Arc::default(),
         calls: Arc::default(),
         bad_requests: Arc::default(),
@@ -150,6 +275,14 @@ async fn spawn(b: Backend) -> Wechat {
         .route(
             "/v3/pay/transactions/out-trade-no/{no}",
             axum::routing::get(query_order),
+        )
+        .route(
+            "/v3/refund/domestic/refunds",
+            axum::routing::post(create_refund),
+        )
+        .route(
+            "/v3/refund/domestic/refunds/{no}",
+            axum::routing::get(query_refund),
         )
         .with_state(api.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -198,27 +331,27 @@ impl Wechat {
             "mchid": "1900000001", "appid": "wx0000000000000001", "out_trade_no": payment_no,
             "transaction_id": format!("4200{id}"), "trade_state": state, "trade_type": "NATIVE",
             "amount": { "total": total, "payer_total": total, "currency": "CNY", "payer_currency": "CNY" }
-        })
-        .to_string();
-        let nonce = "fdasflkja484";
-        let sealed = Aes256Gcm::new_from_slice(key.as_bytes())
-            .unwrap()
-            .encrypt(
-                Nonce::from_slice(nonce.as_bytes()),
-                Payload {
-                    msg: transaction.as_bytes(),
-                    aad: b"transaction",
-                },
-            )
-            .unwrap();
-        serde_json::json!({
-            "id": id, "create_time": "2026-11-30T10:00:00+08:00", "resource_type": "encrypt-resource",
-            "event_type": "TRANSACTION.SUCCESS", "summary": "支付成功",
-            "resource": { "original_type": "transaction", "algorithm": "AEAD_AES_256_GCM",
-                          "ciphertext": base64::engine::general_purpose::STANDARD.encode(sealed),
-                          "associated_data": "transaction", "nonce": nonce }
-        })
-        .to_string()
+        });
+        sealed(id, "TRANSACTION.SUCCESS", "transaction", &transaction, key)
+    }
+
+    /// A REFUND.* notification as WeChat Pay sends it.
+    fn refund_envelope(&self, id: &str, refund: &serde_json::Value, status: &str) -> String {
+        let resource = serde_json::json!({
+            "mchid": MCH_ID, "out_trade_no": refund["out_trade_no"], "transaction_id": refund["transaction_id"],
+            "out_refund_no": refund["out_refund_no"], "refund_id": refund["refund_id"],
+            "refund_status": status, "success_time": "2026-11-30T12:05:00+08:00",
+            "user_received_account": "支付用户零钱",
+            "amount": { "total": refund["amount"]["total"], "refund": refund["amount"]["refund"],
+                        "payer_total": refund["amount"]["total"], "payer_refund": refund["amount"]["refund"] }
+        });
+        sealed(
+            id,
+            &format!("REFUND.{status}"),
+            "refund",
+            &resource,
+            APIV3_KEY,
+        )
     }
 
     async fn post(
@@ -378,7 +511,101 @@ async fn a_missing_wechat_notification_is_found_by_the_order_query_after_a_timeo
     assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
+async fn wechat_refunds_are_requested_notified_and_queried(b: Backend) {
+    let w = spawn(b).await;
+    let pool = &w.app.accounts.db.pool;
+    let engine = w.app.engine.clone();
+    let p = w.app.register_payment("wechat", "WX-R", 2599, "CNY").await;
+    let body = w.envelope("77001", &p, "SUCCESS", 2599, APIV3_KEY);
+    assert_eq!(w.post(&body, w.now(), "n-pay", SERIAL, &w.key).await.0, 204);
+    w.api.orders.lock().unwrap().insert(
+        p.clone(),
+        serde_json::json!({"out_trade_no": p, "transaction_id": "420077001", "trade_state": "SUCCESS",
+            "amount": {"total": 2599, "payer_total": 2599, "currency": "CNY", "payer_currency": "CNY"}}),
+    );
+    let refund = |key: &'static str, minor: i64| {
+        let engine = engine.clone();
+        let p = p.clone();
+        async move {
+            let req = reckon::engine::CreateRefund {
+                amount_minor: minor,
+                currency: None,
+                reason: "商品已售完".into(),
+            };
+            let (status, body) = engine.request_refund("test", key, &p, &req).await.unwrap();
+            assert_eq!(status, 201, "{body}");
+            body["refund_no"].as_str().unwrap().to_owned()
+        }
+    };
+    let row = |no: String| async move {
+        sqlx::query_as::<_, (String, Option<String>)>(
+            "SELECT status, provider_refund_id FROM refunds WHERE refund_no = $1",
+        )
+        .bind(no)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    let figures = || async {
+        sqlx::query_as::<_, (String, i64, i64)>(
+            "SELECT status, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
+        )
+        .bind(&p)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+
+    let first = refund("wr-1", 1000).await;
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    let at_wechat = w.api.refunds.lock().unwrap()[&first].clone();
+    assert_eq!(at_wechat["amount"]["refund"], 1000);
+    assert_eq!(at_wechat["amount"]["total"], 2599);
+    let (status, refund_id) = row(first.clone()).await;
+    assert_eq!(status, "PENDING", "PROCESSING at WeChat Pay");
+    assert_eq!(refund_id.as_deref(), at_wechat["refund_id"].as_str());
+    // ABNORMAL is not final; SUCCESS is, once, however often it comes.
+    let abnormal = w.refund_envelope("RF-1", &at_wechat, "ABNORMAL");
+    assert_eq!(
+        w.post(&abnormal, w.now(), "n-r1", SERIAL, &w.key).await.0,
+        204
+    );
+    assert_eq!(row(first.clone()).await.0, "PENDING");
+    let success = w.refund_envelope("RF-2", &at_wechat, "SUCCESS");
+    assert_eq!(
+        w.post(&success, w.now(), "n-r2", SERIAL, &w.key).await.0,
+        204
+    );
+    assert_eq!(
+        w.post(&success, w.now(), "n-r3", SERIAL, &w.key).await.0,
+        204
+    );
+    assert_eq!(row(first).await.0, "SUCCEEDED");
+    assert_eq!(figures().await, ("SUCCEEDED".to_string(), 1000, 0));
+
+    // The second is closed at WeChat Pay; no notification: the query finds it.
+    let second = refund("wr-2", 1599).await;
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(figures().await, ("REFUNDING".to_string(), 1000, 1599));
+    w.api.refunds.lock().unwrap().get_mut(&second).unwrap()["status"] = "CLOSED".into();
+    w.clock.advance_secs(61);
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(row(second).await.0, "FAILED");
+    assert_eq!(
+        figures().await,
+        ("SUCCEEDED".to_string(), 1000, 0),
+        "the reservation is released"
+    );
+    let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(ledger, 1);
+    assert_eq!(w.api.bad_requests.load(Ordering::SeqCst), 0);
+}
+
 both_databases!(
+    wechat_refunds_are_requested_notified_and_queried,
     a_missing_wechat_notification_is_found_by_the_order_query_after_a_timeout,
     a_sealed_and_signed_wechat_notification_is_applied_once,
     forged_replayed_or_undecryptable_wechat_notifications_are_refused,

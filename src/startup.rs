@@ -251,23 +251,57 @@ impl Application {
     }
 }
 
-/// The demo's steady trickle of payments through the in-process sandbox.
+/// The demo's steady trickle of payments through the in-process sandbox,
+/// and now and then a refund of one paid a few seconds before: every fifth
+/// payment is partly refunded, every tenth in full.
 async fn demo_traffic(engine: Engine) {
     let currencies = ["CNY", "CNY", "USD", "EUR"];
     let run = uuid::Uuid::new_v4().simple().to_string();
+    let mut recent: std::collections::VecDeque<(String, i64)> = Default::default();
     for n in 1u64.. {
+        let amount_minor = 100 + (n as i64 * 7919) % 99_900;
         let req = CreatePayment {
             order_no: format!("DEMO-{}-{n:05}", &run[..6]),
             provider: "sandbox".into(),
-            amount_minor: 100 + (n as i64 * 7919) % 99_900,
+            amount_minor,
             currency: currencies[(n % 4) as usize].into(),
             description: Some("demo order".into()),
         };
-        if let Err(e) = engine
+        match engine
             .create_payment("demo", &format!("demo-{run}-{n}"), &req)
             .await
         {
-            tracing::warn!(error = %e, "demo payment not created");
+            Ok((_, body)) => {
+                if let Some(no) = body["payment_no"].as_str() {
+                    recent.push_back((no.to_owned(), amount_minor));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "demo payment not created"),
+        }
+        if recent.len() > 3
+            && let Some((payment_no, amount)) = recent.pop_front()
+            && n % 5 == 0
+        {
+            let refund = crate::engine::CreateRefund {
+                amount_minor: if n % 10 == 0 { amount } else { amount / 2 },
+                currency: None,
+                reason: "demo: customer returned the goods".into(),
+            };
+            match engine
+                .request_refund(
+                    "demo",
+                    &format!("demo-refund-{run}-{n}"),
+                    &payment_no,
+                    &refund,
+                )
+                .await
+            {
+                Ok((201, _)) => {}
+                Ok((status, body)) => {
+                    tracing::info!(%status, %body, "demo refund not taken")
+                }
+                Err(e) => tracing::warn!(error = %e, "demo refund not requested"),
+            }
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
     }

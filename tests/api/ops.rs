@@ -205,7 +205,43 @@ async fn sqlite_runs_in_wal_with_full_sync(b: Backend) {
     }
 }
 
+/// The README's run command: the demo's in-process sandbox and traffic
+/// move payments to a result and refund some of them, with real workers.
+async fn the_demo_moves_payments_and_refunds_some(b: Backend) {
+    let app = crate::helpers::spawn_app_with(
+        b,
+        |_| {},
+        reckon::startup::Options {
+            demo: true,
+            ..reckon::startup::Options::default()
+        },
+    )
+    .await;
+    let pool = &app.accounts.db.pool;
+    let mut settled = (0, 0);
+    for _ in 0..300 {
+        settled = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM payments WHERE status IN ('SUCCEEDED', 'FAILED', 'REFUNDING', 'REFUNDED')), \
+                    (SELECT COUNT(*) FROM refunds WHERE status = 'SUCCEEDED')",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if settled.0 >= 2 && settled.1 >= 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(settled.0 >= 2 && settled.1 >= 1, "{settled:?}");
+    let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert!(ledger >= 1);
+}
+
 both_databases!(
+    the_demo_moves_payments_and_refunds_some,
     health_ready_and_metrics_answer,
     readyz_fails_when_the_database_is_gone,
     migrations_apply_twice_without_error,

@@ -592,7 +592,57 @@ async fn a_refund_call_that_times_out_stays_pending_until_a_query_settles_it(b: 
     assert_eq!(app.tick().await, 0, "nothing left to ask");
 }
 
+async fn the_sandbox_duplicates_and_reorders_refund_notifications_and_the_ledger_holds(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let p = app.paid("R-12", 8000, "80.00").await;
+    app.sandbox.set_chaos(Chaos {
+        settle_ms: 3_600_000,
+        duplicates: 3,
+        reorder: true,
+        ..Chaos::default()
+    });
+    let (_, refund) = app
+        .request_refund(
+            &token,
+            "d-1",
+            &p,
+            json!({"amount_minor": 8000, "reason": "x"}),
+        )
+        .await;
+    let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
+    app.tick().await;
+    app.sandbox.settle_refund(&refund_no, true);
+    // Three SUCCEEDED notifications, then three stale PENDING ones.
+    let mut stored = 0;
+    for _ in 0..100 {
+        stored = sqlx::query_scalar("SELECT COUNT(*) FROM payment_callbacks WHERE refund_no = $1")
+            .bind(&refund_no)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+        if stored == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(stored, 2, "two distinct notifications, each stored once");
+    assert_eq!(app.refund_status(&refund_no).await, "SUCCEEDED");
+    assert_eq!(app.status(&p).await, "REFUNDED");
+    assert_eq!(app.refund_figures(&p).await, (8000, 0));
+    assert_eq!(app.events(&p, "refund.succeeded").await, 1);
+    let outcomes: Vec<String> = sqlx::query_scalar(
+        "SELECT outcome FROM payment_callbacks WHERE refund_no = $1 ORDER BY received_at, id",
+    )
+    .bind(&refund_no)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(outcomes, ["applied", "out_of_order"]);
+}
+
 both_databases!(
+    the_sandbox_duplicates_and_reorders_refund_notifications_and_the_ledger_holds,
     ten_identical_refund_notifications_grow_the_ledger_once,
     twenty_concurrent_partial_refunds_never_exceed_the_amount,
     refunds_of_payments_that_were_never_paid_are_refused,

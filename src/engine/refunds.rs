@@ -547,18 +547,12 @@ impl Engine {
                 json!({ "currency": p.currency }),
             );
         }
-        match self.providers.get(&p.provider) {
-            Some(provider) if provider.refunds() => {}
-            _ => {
-                return refuse(
-                    422,
-                    format!(
-                        "provider {} does not take refunds through Reckon",
-                        p.provider
-                    ),
-                    json!({}),
-                );
-            }
+        if self.providers.get(&p.provider).is_none() {
+            return refuse(
+                422,
+                format!("provider {} is not configured", p.provider),
+                json!({}),
+            );
         }
         let Some(prev) = refunds::reserve(
             &mut *conn,
@@ -734,6 +728,21 @@ impl Engine {
             (view, Some(reason))
         };
 
+        if !provider.refunds() {
+            // The merchant refunds at the provider itself (a webhook-only
+            // sender); its notification settles the refund.
+            let view = RefundView {
+                provider_refund_id: None,
+                status: RefundStatus::Pending,
+                money: req.money,
+            };
+            self.apply_refund(&outcome(&view, Source::Dispatch, None))
+                .await?;
+            return done(Some(
+                "the merchant refunds at the provider; awaiting its notification".into(),
+            ))
+            .await;
+        }
         // Only the provider's explicit refusal of a refund call fails the
         // refund; anything a query says short of a result, or any doubt
         // about who answered, leaves it pending.

@@ -3,13 +3,17 @@
 //! entries), HMAC-SHA256 over `{id}.{timestamp}.{body}` keyed with the
 //! base64 secret after `whsec_`, 300 s either way. A mapping of JSON
 //! pointers reads the payment out of the body. Such a sender has no standard
-//! API, so Reckon neither creates payments through it nor queries it: a
-//! missing result waits for reconciliation.
+//! API, so Reckon neither creates payments or refunds through it nor queries
+//! it: a missing result waits for reconciliation. Events whose type (at
+//! `event_type`) starts with `refund_events` are refunds: `refund_no` names
+//! Reckon's refund (registered through the merchant API), `txn_id` the
+//! sender's refund id, `payment_txn_id` the refunded transaction.
 
 use super::signing::Secret;
-use super::{Answer, Notification, PaymentNotice, Provider, VerifyError};
+use super::{Answer, Notification, PaymentNotice, Provider, RefundNotice, VerifyError};
 use crate::domain::{
-    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
+    ProviderTxnId, RefundNo, RefundStatus,
 };
 use axum::Json;
 use axum::http::{HeaderMap, StatusCode};
@@ -34,6 +38,14 @@ pub struct Mapping {
     /// Sender status → CREATED/PENDING/SUCCEEDED/FAILED/CLOSED; others are
     /// acknowledged with no effect.
     pub statuses: BTreeMap<String, String>,
+    /// Where the event type is, and the prefix that makes an event a refund
+    /// (empty: no refund events).
+    pub event_type: String,
+    pub refund_events: String,
+    pub refund_no: String,
+    pub payment_txn_id: String,
+    /// Sender refund status → PENDING/SUCCEEDED/FAILED.
+    pub refund_statuses: BTreeMap<String, String>,
 }
 
 impl Default for Mapping {
@@ -58,7 +70,79 @@ impl Default for Mapping {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
+            event_type: "/type".into(),
+            refund_events: "refund.".into(),
+            refund_no: "/data/refund_no".into(),
+            payment_txn_id: "/data/payment_txn_id".into(),
+            refund_statuses: [
+                ("succeeded", "SUCCEEDED"),
+                ("failed", "FAILED"),
+                ("canceled", "FAILED"),
+                ("cancelled", "FAILED"),
+                ("pending", "PENDING"),
+                ("processing", "PENDING"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
         }
+    }
+}
+
+impl Mapping {
+    fn money(&self, value: &serde_json::Value) -> Result<Money, String> {
+        let currency = Currency::parse(&text_at(value, &self.currency, "currency")?)
+            .map_err(|e| e.to_string())?;
+        let amount = text_at(value, &self.amount, "amount")?;
+        if self.amount_format == "major" {
+            Money::parse_major(&amount, currency).map_err(|e| e.to_string())
+        } else {
+            Ok(Money::new(
+                amount
+                    .parse()
+                    .map_err(|_| format!("amount {amount:?} is not minor units"))?,
+                currency,
+            ))
+        }
+    }
+
+    fn refund(
+        &self,
+        value: &serde_json::Value,
+        callback_id: CallbackId,
+    ) -> Result<Notification, String> {
+        let sender_status = text_at(value, &self.status, "status")?;
+        let Some(ours) = self.refund_statuses.get(&sender_status) else {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: format!("refund status {sender_status}"),
+            });
+        };
+        let status: RefundStatus = ours.parse()?;
+        let opt = |pointer: &str| text_at(value, pointer, "").ok().filter(|s| !s.is_empty());
+        Ok(Notification::Refund(RefundNotice {
+            callback_id,
+            refund_no: opt(&self.refund_no)
+                .map(|v| RefundNo::parse(&v))
+                .transpose()
+                .map_err(|e| e.to_string())?,
+            provider_refund_id: opt(&self.txn_id)
+                .map(|v| ProviderRefundId::parse(&v))
+                .transpose()
+                .map_err(|e| e.to_string())?,
+            payment_no: opt(&self.payment_no)
+                .map(|v| PaymentNo::parse(&v))
+                .transpose()
+                .map_err(|e| e.to_string())?,
+            payment_txn_id: opt(&self.payment_txn_id)
+                .map(|v| ProviderTxnId::parse(&v))
+                .transpose()
+                .map_err(|e| e.to_string())?,
+            provider_status: sender_status,
+            status,
+            money: self.money(value)?,
+            cumulative: false,
+        }))
     }
 }
 
@@ -121,6 +205,12 @@ impl Provider for StandardWebhooks {
             .ok_or("missing webhook-id")?;
         let callback_id = CallbackId::parse(id).map_err(|e| e.to_string())?;
         let m = &self.mapping;
+        if !m.refund_events.is_empty()
+            && text_at(&value, &m.event_type, "event type")
+                .is_ok_and(|t| t.starts_with(&m.refund_events))
+        {
+            return m.refund(&value, callback_id);
+        }
         let sender_status = text_at(&value, &m.status, "status")?;
         let Some(ours) = m.statuses.get(&sender_status) else {
             return Ok(Notification::Ignored {
@@ -129,19 +219,7 @@ impl Provider for StandardWebhooks {
             });
         };
         let status: PaymentStatus = ours.parse()?;
-        let currency = Currency::parse(&text_at(&value, &m.currency, "currency")?)
-            .map_err(|e| e.to_string())?;
-        let amount = text_at(&value, &m.amount, "amount")?;
-        let money = if m.amount_format == "major" {
-            Money::parse_major(&amount, currency).map_err(|e| e.to_string())?
-        } else {
-            Money::new(
-                amount
-                    .parse()
-                    .map_err(|_| format!("amount {amount:?} is not minor units"))?,
-                currency,
-            )
-        };
+        let money = m.money(&value)?;
         let txn = text_at(&value, &m.txn_id, "transaction id").ok();
         Ok(Notification::Payment(PaymentNotice {
             callback_id,

@@ -36,6 +36,10 @@ pub struct Db {
     pub kind: DbKind,
     /// The database file, for SQLite.
     pub sqlite_path: Option<PathBuf>,
+    /// The file's (device, inode) when opened: the open connections keep
+    /// that file, so a file deleted or replaced underneath is not "ready"
+    /// even when a new connection has created an empty one in its place.
+    sqlite_identity: Option<(u64, u64)>,
     /// The URL without its password.
     pub display_url: String,
 }
@@ -92,10 +96,12 @@ impl Db {
                 url: display_url.clone(),
                 cause: one_line(&e.to_string()),
             })?;
+        let sqlite_path = crate::config::sqlite_path(url);
         Ok(Db {
             pool,
             kind,
-            sqlite_path: crate::config::sqlite_path(url),
+            sqlite_identity: sqlite_path.as_deref().and_then(file_identity),
+            sqlite_path,
             display_url,
         })
     }
@@ -133,10 +139,16 @@ impl Db {
     /// Ready means: the database answers, its file (SQLite) is still there,
     /// and every embedded migration is applied.
     pub async fn readiness(&self) -> Result<(), String> {
-        if let Some(path) = &self.sqlite_path
-            && !path.exists()
-        {
-            return Err(format!("database file {} is gone", path.display()));
+        if let Some(path) = &self.sqlite_path {
+            if !path.exists() {
+                return Err(format!("database file {} is gone", path.display()));
+            }
+            if self.sqlite_identity.is_some() && file_identity(path) != self.sqlite_identity {
+                return Err(format!(
+                    "database file {} was deleted or replaced while open",
+                    path.display()
+                ));
+            }
         }
         let query =
             sqlx::query_scalar::<_, Option<i64>>("SELECT MAX(version) FROM _sqlx_migrations")
@@ -154,6 +166,17 @@ impl Db {
         }
         Ok(())
     }
+}
+
+#[cfg(unix)]
+fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(_path: &std::path::Path) -> Option<(u64, u64)> {
+    None
 }
 
 /// Microseconds since the epoch, UTC: the one time format of every table.

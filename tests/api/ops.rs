@@ -29,7 +29,11 @@ async fn readyz_fails_when_the_database_is_gone(b: Backend) {
     assert_eq!(app.get("/readyz").await.status(), 200);
     match b {
         Backend::Sqlite => {
-            std::fs::remove_file(app.config.sqlite_path().unwrap()).unwrap();
+            // Deleted, and (as a fresh connection would) created again
+            // empty: the open connections still hold the old file.
+            let path = app.config.sqlite_path().unwrap();
+            std::fs::remove_file(&path).unwrap();
+            std::fs::write(&path, b"").unwrap();
         }
         Backend::Postgres => {
             use sqlx::Connection;

@@ -24,6 +24,8 @@ async fn spawn(b: Backend) -> TestApp {
         amount: "/order/total".into(),
         amount_format: "major".into(),
         currency: "/order/currency".into(),
+        refund_no: "/order/refund_no".into(),
+        payment_txn_id: "/order/payment_charge_id".into(),
         ..Mapping::default()
     };
     spawn_app_with(
@@ -205,7 +207,96 @@ async fn mapped_messages_move_payments_once_and_bad_ones_are_refused(b: Backend)
     assert_eq!(txn, Some(format!("ch_{p}")));
 }
 
+async fn a_refund_registered_with_reckon_is_settled_by_the_senders_event(b: Backend) {
+    let app = spawn(b).await;
+    let pool = &app.accounts.db.pool;
+    let engine = app.engine.clone();
+    let p = payment(&app, "SW-R").await;
+    let ts = engine.now() / 1_000_000;
+    let paid = body(&p, "paid");
+    assert_eq!(
+        post(&app, "msg_p", ts, &paid, &sign(SECRET, "msg_p", ts, &paid)).await,
+        204
+    );
+    // Reckon cannot call this sender: the refund is registered, pending,
+    // and the merchant refunds in the sender's own system.
+    let req = reckon::engine::CreateRefund {
+        amount_minor: 2345,
+        currency: Some("USD".into()),
+        reason: "partial return".into(),
+    };
+    let (status, refund) = engine
+        .request_refund("test", "sw-r1", &p, &req)
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{refund}");
+    let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
+    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    let status_of = || async {
+        sqlx::query_scalar::<_, String>("SELECT status FROM refunds WHERE refund_no = $1")
+            .bind(&refund_no)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(status_of().await, "PENDING");
+    let event = |state: &str, total: &str| {
+        serde_json::json!({
+            "type": "refund.updated",
+            "order": { "reference": p, "refund_no": refund_no, "charge_id": "rf_1",
+                       "payment_charge_id": format!("ch_{p}"), "state": state,
+                       "total": total, "currency": "usd" }
+        })
+        .to_string()
+    };
+    // Another amount than registered: a discrepancy, nothing moves.
+    let wrong = event("succeeded", "23.46");
+    assert_eq!(
+        post(
+            &app,
+            "msg_r1",
+            ts,
+            &wrong,
+            &sign(SECRET, "msg_r1", ts, &wrong)
+        )
+        .await,
+        204
+    );
+    assert_eq!(status_of().await, "PENDING");
+    let done = event("succeeded", "23.45");
+    for _ in 0..3 {
+        assert_eq!(
+            post(
+                &app,
+                "msg_r2",
+                ts,
+                &done,
+                &sign(SECRET, "msg_r2", ts, &done)
+            )
+            .await,
+            204
+        );
+    }
+    assert_eq!(status_of().await, "SUCCEEDED");
+    let figures: (String, i64, i64) = sqlx::query_as(
+        "SELECT status, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
+    )
+    .bind(&p)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(figures, ("SUCCEEDED".to_string(), 2345, 0));
+    let classes: Vec<String> =
+        sqlx::query_scalar("SELECT class FROM discrepancies WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(classes, ["REFUND_MISMATCH"]);
+}
+
 both_databases!(
+    a_refund_registered_with_reckon_is_settled_by_the_senders_event,
     a_message_signed_by_the_official_library_is_accepted,
     mapped_messages_move_payments_once_and_bad_ones_are_refused,
 );

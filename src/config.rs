@@ -11,7 +11,7 @@ pub enum LogFormat {
     Pretty,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     pub listen: SocketAddr,
     /// `sqlite://…` or `postgres://…`.
@@ -36,7 +36,7 @@ pub struct Config {
     pub refused_keep: i64,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub name: String,
@@ -86,6 +86,56 @@ pub struct ProviderConfig {
     /// never the unverified body).
     #[serde(default)]
     pub query_on_unverified: bool,
+}
+
+/// Secrets never reach a log line: a set secret shows as `***`.
+fn masked(secret: &str) -> &'static str {
+    if secret.is_empty() { "" } else { "***" }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("database_url", &redact_url(&self.database_url))
+            .field("data_dir", &self.data_dir)
+            .field("timezone", &self.timezone)
+            .field("log_format", &self.log_format)
+            .field("site_dir", &self.site_dir)
+            .field("cookie_secure", &self.cookie_secure)
+            .field("providers", &self.providers)
+            .field("outbox_sinks", &self.outbox_sinks)
+            .field("outbox_secret", &self.outbox_secret.as_deref().map(masked))
+            .field("query_schedule", &self.query_schedule)
+            .field("refused_keep", &self.refused_keep)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("secret", &masked(&self.secret))
+            .field("previous_secrets", &self.previous_secrets.len())
+            .field("api_key", &self.api_key.as_deref().map(masked))
+            .field("mapping", &self.mapping)
+            .field("app_id", &self.app_id)
+            .field("seller_id", &self.seller_id)
+            .field("public_key", &self.public_key.as_ref().map(|_| "(set)"))
+            .field(
+                "platform_keys",
+                &self.platform_keys.keys().collect::<Vec<_>>(),
+            )
+            .field("private_key", &self.private_key.as_deref().map(masked))
+            .field("mch_id", &self.mch_id)
+            .field("cert_serial", &self.cert_serial)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("query_on_unverified", &self.query_on_unverified)
+            .finish()
+    }
 }
 
 impl ProviderConfig {
@@ -451,6 +501,37 @@ pub fn redact_url(url: &str) -> String {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn debug_output_masks_every_secret() {
+        let p = ProviderConfig {
+            name: "alipay".into(),
+            kind: "alipay".into(),
+            secret: "whsec_TOPSECRETvalue1".into(),
+            previous_secrets: vec!["whsec_OLDSECRETvalue2".into()],
+            api_key: Some("sk_live_SECRETKEY3".into()),
+            private_key: Some("-----BEGIN PRIVATE KEY-----SECRETPEM4".into()),
+            ..ProviderConfig::default()
+        };
+        let config = Config {
+            providers: vec![p],
+            outbox_secret: Some("whsec_OUTBOXSECRET5".into()),
+            database_url: "postgres://u:DBPASSWORD6@h/db".into(),
+            ..load(&[]).unwrap()
+        };
+        let text = format!("{config:?}");
+        for secret in [
+            "TOPSECRET",
+            "OLDSECRET",
+            "SECRETKEY",
+            "SECRETPEM",
+            "OUTBOXSECRET",
+            "DBPASSWORD",
+        ] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(text.contains("alipay") && text.contains("***"), "{text}");
+    }
 
     fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = vars

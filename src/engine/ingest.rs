@@ -83,7 +83,14 @@ impl Engine {
             });
             let incoming: Vec<&Incoming> = batch.iter().map(|j| &j.incoming).collect();
             self.metrics.batch(incoming.len());
-            match self.write_batch(&incoming).await {
+            let started = std::time::Instant::now();
+            let written = self.write_batch(&incoming).await;
+            tracing::debug!(
+                size = incoming.len(),
+                micros = started.elapsed().as_micros() as u64,
+                "intake batch written"
+            );
+            match written {
                 Ok(results) => {
                     for (job, result) in batch.into_iter().zip(results) {
                         let _ = job.reply.send(result);

@@ -51,6 +51,9 @@ enum Command {
     /// Inspect the audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Reconcile provider statements.
+    #[command(subcommand)]
+    Recon(ReconCommand),
     /// Run the sandbox provider: a fake payment channel with an HTTP API
     /// (create, query, close) that signs and sends webhooks to --notify,
     /// and misbehaves on request (--chaos).
@@ -107,6 +110,21 @@ enum TokenCommand {
     Create {
         #[arg(long)]
         name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ReconCommand {
+    /// Read a provider's statement for one business day (streamed from the
+    /// file, any size) and reconcile the day; prints the run as JSON.
+    Import {
+        /// The provider account, as configured (e.g. alipay, wechat, sandbox).
+        #[arg(long)]
+        provider: String,
+        /// The business day, YYYY-MM-DD, in RECKON_TIMEZONE.
+        #[arg(long)]
+        date: String,
+        file: PathBuf,
     },
 }
 
@@ -192,6 +210,33 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let accounts = accounts(&config).await?;
             let token = accounts.create_token(&Actor::cli(), &name).await?;
             println!("{token}");
+        }
+        Command::Recon(ReconCommand::Import {
+            provider,
+            date,
+            file,
+        }) => {
+            if !file.is_file() {
+                anyhow::bail!("cannot read {}: not a file", file.display());
+            }
+            let engine = crate::startup::engine_of(&config).await?;
+            let name = file.file_name().map(|n| n.to_string_lossy().to_string());
+            let imp = crate::recon::Import {
+                provider: &provider,
+                business_date: &date,
+                source: "import",
+                file_name: name.as_deref(),
+                input: crate::recon::Input::File(file.clone()),
+                started_by: "cli",
+            };
+            match engine.import_statement(imp).await {
+                Ok(run) => println!("{}", serde_json::to_string_pretty(&run)?),
+                Err(crate::recon::ReconError::Refused(why)) => {
+                    eprintln!("reckon: the statement was refused: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Command::Audit(AuditCommand::Verify) => {
             let db = open_database(&config).await?;

@@ -8,6 +8,7 @@ pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod providers;
+pub mod recon;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

@@ -79,67 +79,7 @@ impl Application {
         let metrics = Metrics::new();
         let accounts = Accounts::new(db.clone(), metrics.clone());
 
-        let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
-        for p in &config.providers {
-            let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
-            if p.kind == "wechatpay" {
-                let wechat = WechatPay::new(
-                    name,
-                    &WechatPayConfig {
-                        platform_keys: &p.platform_keys,
-                        apiv3_key: p.api_key.as_deref().unwrap_or_default(),
-                        base_url: &p.base_url,
-                        mch_id: p.mch_id.as_deref(),
-                        cert_serial: p.cert_serial.as_deref(),
-                        private_key: p.private_key.as_deref(),
-                        timeout: p.timeout(),
-                    },
-                )
-                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-                providers.push(Arc::new(wechat));
-            } else if p.kind == "alipay" {
-                let alipay = Alipay::new(
-                    name,
-                    &AlipayConfig {
-                        app_id: p.app_id.as_deref().unwrap_or_default(),
-                        seller_id: p.seller_id.as_deref(),
-                        public_key: p.public_key.as_deref().unwrap_or_default(),
-                        gateway: &p.base_url,
-                        private_key: p.private_key.as_deref(),
-                        timeout: p.timeout(),
-                    },
-                )
-                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-                providers.push(Arc::new(alipay));
-            } else if p.kind == "standard_webhooks" {
-                let secrets = std::iter::once(&p.secret)
-                    .chain(&p.previous_secrets)
-                    .map(|s| {
-                        Secret::parse(s).map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                providers.push(Arc::new(StandardWebhooks::new(
-                    name,
-                    secrets,
-                    p.mapping.clone(),
-                )));
-            } else if p.kind == "stripe" {
-                let mut secrets = vec![p.secret.clone()];
-                secrets.extend(p.previous_secrets.iter().cloned());
-                let api_key = p.api_key.clone().unwrap_or_default();
-                providers.push(Arc::new(Stripe::new(
-                    name,
-                    &p.base_url,
-                    secrets,
-                    api_key,
-                    p.timeout(),
-                )));
-            } else {
-                let secret = Secret::parse(&p.secret)
-                    .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-                providers.push(Arc::new(Sandbox::new(name, &p.base_url, secret)));
-            }
-        }
+        let mut providers = providers_of(config)?;
         let mut extra = axum::Router::new();
         let mut sandbox = None;
         if options.demo && !config.providers.iter().any(|p| p.name == "sandbox") {
@@ -162,31 +102,7 @@ impl Application {
             )));
             sandbox = Some(server);
         }
-        let settings = Settings {
-            query_schedule: config.query_schedule.clone(),
-            refused_keep: config.refused_keep,
-            query_on_unverified: config
-                .providers
-                .iter()
-                .filter(|p| p.query_on_unverified)
-                .map(|p| p.name.clone())
-                .collect(),
-            sinks: config
-                .outbox_sinks
-                .iter()
-                .map(|(name, url)| Sink {
-                    name: name.clone(),
-                    url: url.clone(),
-                })
-                .collect(),
-            outbox_secret: match &config.outbox_secret {
-                Some(s) => {
-                    Secret::parse(s).map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?
-                }
-                None => Secret::random(),
-            },
-            ..Settings::default()
-        };
+        let settings = settings_of(config)?;
         let engine = Engine::new(
             db,
             Providers::new(providers),
@@ -305,6 +221,114 @@ async fn demo_traffic(engine: Engine) {
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
+}
+
+/// The configured provider accounts, built from their settings.
+pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
+    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
+    for p in &config.providers {
+        let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if p.kind == "wechatpay" {
+            let wechat = WechatPay::new(
+                name,
+                &WechatPayConfig {
+                    platform_keys: &p.platform_keys,
+                    apiv3_key: p.api_key.as_deref().unwrap_or_default(),
+                    base_url: &p.base_url,
+                    mch_id: p.mch_id.as_deref(),
+                    cert_serial: p.cert_serial.as_deref(),
+                    private_key: p.private_key.as_deref(),
+                    timeout: p.timeout(),
+                },
+            )
+            .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+            providers.push(Arc::new(wechat));
+        } else if p.kind == "alipay" {
+            let alipay = Alipay::new(
+                name,
+                &AlipayConfig {
+                    app_id: p.app_id.as_deref().unwrap_or_default(),
+                    seller_id: p.seller_id.as_deref(),
+                    public_key: p.public_key.as_deref().unwrap_or_default(),
+                    gateway: &p.base_url,
+                    private_key: p.private_key.as_deref(),
+                    timeout: p.timeout(),
+                },
+            )
+            .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+            providers.push(Arc::new(alipay));
+        } else if p.kind == "standard_webhooks" {
+            let secrets = std::iter::once(&p.secret)
+                .chain(&p.previous_secrets)
+                .map(|s| Secret::parse(s).map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            providers.push(Arc::new(StandardWebhooks::new(
+                name,
+                secrets,
+                p.mapping.clone(),
+            )));
+        } else if p.kind == "stripe" {
+            let mut secrets = vec![p.secret.clone()];
+            secrets.extend(p.previous_secrets.iter().cloned());
+            let api_key = p.api_key.clone().unwrap_or_default();
+            providers.push(Arc::new(Stripe::new(
+                name,
+                &p.base_url,
+                secrets,
+                api_key,
+                p.timeout(),
+            )));
+        } else {
+            let secret = Secret::parse(&p.secret)
+                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
+            providers.push(Arc::new(Sandbox::new(name, &p.base_url, secret)));
+        }
+    }
+    Ok(providers)
+}
+
+/// The engine's settings from the configuration.
+pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
+    Ok(Settings {
+        query_schedule: config.query_schedule.clone(),
+        refused_keep: config.refused_keep,
+        timezone: jiff::tz::TimeZone::get(&config.timezone)
+            .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?,
+        query_on_unverified: config
+            .providers
+            .iter()
+            .filter(|p| p.query_on_unverified)
+            .map(|p| p.name.clone())
+            .collect(),
+        sinks: config
+            .outbox_sinks
+            .iter()
+            .map(|(name, url)| Sink {
+                name: name.clone(),
+                url: url.clone(),
+            })
+            .collect(),
+        outbox_secret: match &config.outbox_secret {
+            Some(s) => {
+                Secret::parse(s).map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?
+            }
+            None => Secret::random(),
+        },
+        ..Settings::default()
+    })
+}
+
+/// The engine alone — database, providers, settings, no listener and no
+/// workers — for command-line work beside (or without) a running server.
+pub async fn engine_of(config: &Config) -> anyhow::Result<Engine> {
+    let db = open_database(config).await?;
+    Ok(Engine::new(
+        db,
+        Providers::new(providers_of(config)?),
+        Metrics::new(),
+        Arc::new(crate::engine::SystemClock),
+        settings_of(config)?,
+    ))
 }
 
 /// Opens the database named by the configuration and applies migrations.

@@ -415,7 +415,7 @@ pub fn retry_delay(failures: i64) -> i64 {
     minutes * 60_000_000
 }
 
-pub(super) fn notice_outcome(
+pub fn notice_outcome(
     n: &crate::providers::PaymentNotice,
     provider: &ProviderName,
     evidence: &str,

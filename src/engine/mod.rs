@@ -13,9 +13,10 @@ mod workers;
 
 pub use apply::{Applied, Outcome, Source, apply};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use intake::Refusal;
+pub use intake::{Refusal, notice_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
 pub use refunds::{CreateRefund, RefundApplied, RefundOutcome, apply_refund_in};
+pub use workers::headers_from_json;
 
 use crate::providers::Providers;
 use crate::providers::signing::Secret;
@@ -51,6 +52,8 @@ pub struct Settings {
     /// Providers whose unverified webhooks trigger a status query for the
     /// payment they name.
     pub query_on_unverified: std::collections::BTreeSet<String>,
+    /// Business days are cut in this time zone.
+    pub timezone: jiff::tz::TimeZone,
 }
 
 impl Default for Settings {
@@ -65,6 +68,7 @@ impl Default for Settings {
             refused_keep: 10_000,
             refused_per_minute: 600,
             query_on_unverified: Default::default(),
+            timezone: jiff::tz::TimeZone::UTC,
         }
     }
 }

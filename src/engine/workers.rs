@@ -361,7 +361,7 @@ impl Engine {
     }
 }
 
-fn headers_from_json(text: &str) -> HeaderMap {
+pub fn headers_from_json(text: &str) -> HeaderMap {
     let mut headers = HeaderMap::new();
     if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(text) {
         for (k, v) in map {

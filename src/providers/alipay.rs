@@ -289,6 +289,10 @@ impl Provider for Alipay {
         &self.name
     }
 
+    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+        Some(crate::recon::statement::Format::AlipayDetail)
+    }
+
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/x-www-form-urlencoded")
     }

@@ -192,6 +192,11 @@ pub trait Provider: Send + Sync + 'static {
             self.name()
         )))
     }
+    /// The statement format of this provider's daily bill, if Reckon reads
+    /// it.
+    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+        None
+    }
     /// Whether Reckon can ask this provider to refund.
     fn refunds(&self) -> bool {
         false

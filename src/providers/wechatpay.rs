@@ -371,6 +371,10 @@ impl Provider for WechatPay {
         &self.name
     }
 
+    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+        Some(crate::recon::statement::Format::WechatAll)
+    }
+
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/json")
     }

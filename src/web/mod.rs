@@ -4,6 +4,7 @@
 
 pub mod merchant;
 pub mod metrics;
+pub mod recon;
 pub mod sessions;
 pub mod webhooks;
 
@@ -74,6 +75,8 @@ pub fn router(
             post(merchant::refund),
         )
         .route("/api/v1/refunds/{refund_no}", get(merchant::show_refund))
+        .route("/api/v1/recon/runs/{run_id}", get(recon::show))
+        .route("/api/v1/recon/days", get(recon::days))
         .route("/webhooks/{provider}", post(webhooks::receive))
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())
@@ -93,8 +96,20 @@ pub fn router(
             state.clone(),
             count_requests,
         ))
-        .with_state(state)
+        .with_state(state.clone())
         .merge(extra)
+        .merge(
+            // Statements are larger than anything else: their own limits.
+            Router::new()
+                .route("/api/v1/recon/runs", post(recon::upload))
+                .layer(axum::extract::DefaultBodyLimit::max(recon::UPLOAD_LIMIT))
+                .layer(RequestBodyLimitLayer::new(recon::UPLOAD_LIMIT + 64 * 1024))
+                .layer(TimeoutLayer::with_status_code(
+                    axum::http::StatusCode::REQUEST_TIMEOUT,
+                    std::time::Duration::from_secs(600),
+                ))
+                .with_state(state),
+        )
 }
 
 /// The process is up.

@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod engine;
 mod ops;
+mod recon;
 mod refunds;
 mod standard;
 mod stripe;

@@ -163,6 +163,10 @@ impl Provider for Sandbox {
         &self.name
     }
 
+    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+        Some(crate::recon::statement::Format::Sandbox)
+    }
+
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/json")
     }

@@ -1,0 +1,950 @@
+//! Reconciliation, the third witness: a provider's statement for one
+//! business day is read (streamed into `recon_rows`, checked against its own
+//! summary), then every statement row and every local payment and refund of
+//! that day is put in exactly one class of DESIGN.md's table. Classes other
+//! than MATCHED become tickets (`discrepancies`), one per cause, updated —
+//! never duplicated or reopened — by a re-run. STATUS_LAG is repaired by
+//! itself (a stored verified callback replayed, or a status query, through
+//! `engine::apply`); nothing automatic changes an amount or a currency.
+
+pub mod statement;
+
+use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
+use crate::engine::{Applied, Engine, Outcome, Source};
+use crate::providers::Notification;
+use crate::store::incidents;
+use futures_util::TryStreamExt;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use statement::{Format, Item, StatementRow};
+use std::collections::BTreeMap;
+
+/// Rows written per statement batch while reading.
+const ROW_BATCH: usize = 500;
+/// A statement row found by payment_no must be this close to the payment's
+/// creation (microseconds): three days.
+const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconError {
+    #[error("{0}")]
+    Invalid(String),
+    /// The statement was read and refused; the run is FAILED with this.
+    #[error("statement refused: {0}")]
+    Refused(String),
+    #[error("storage error: {0}")]
+    Store(#[from] sqlx::Error),
+}
+
+/// Where a statement comes from.
+pub enum Input {
+    Bytes(Vec<u8>),
+    File(std::path::PathBuf),
+}
+
+impl Input {
+    fn open(&self) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        Ok(match self {
+            Input::Bytes(b) => Box::new(std::io::Cursor::new(b.clone())),
+            Input::File(p) => Box::new(std::io::BufReader::new(std::fs::File::open(p)?)),
+        })
+    }
+
+    fn hash(&self) -> std::io::Result<String> {
+        let mut h = Sha256::new();
+        let mut r = self.open()?;
+        loop {
+            let buf = r.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            h.update(buf);
+            let n = buf.len();
+            r.consume(n);
+        }
+        Ok(hex::encode(h.finalize()))
+    }
+}
+
+pub struct Import<'a> {
+    pub provider: &'a str,
+    /// YYYY-MM-DD, a business day in the configured time zone.
+    pub business_date: &'a str,
+    /// upload | import | pull
+    pub source: &'a str,
+    pub file_name: Option<&'a str>,
+    pub input: Input,
+    pub started_by: &'a str,
+}
+
+/// A finished (or refused) run, as the API and CLI report it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, sqlx::FromRow)]
+pub struct RunRow {
+    pub run_id: String,
+    pub provider: String,
+    pub business_date: String,
+    pub source: String,
+    pub file_name: Option<String>,
+    pub file_hash: Option<String>,
+    pub status: String,
+    pub rows_read: i64,
+    pub summary_json: Option<String>,
+    pub figures_json: Option<String>,
+    pub error: Option<String>,
+    pub started_by: String,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, status, rows_read, \
+     summary_json, figures_json, error, started_by, started_at, finished_at";
+
+/// The business day `date` in `tz` as [start, end) microseconds UTC.
+pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), String> {
+    let d: jiff::civil::Date = date
+        .parse()
+        .map_err(|_| format!("business date {date:?} is not YYYY-MM-DD"))?;
+    let start = d
+        .to_zoned(tz.clone())
+        .map_err(|e| e.to_string())?
+        .timestamp()
+        .as_microsecond();
+    let next = d.tomorrow().map_err(|e| e.to_string())?;
+    let end = next
+        .to_zoned(tz.clone())
+        .map_err(|e| e.to_string())?
+        .timestamp()
+        .as_microsecond();
+    Ok((start, end))
+}
+
+/// A ticket found by a run.
+struct Found {
+    class: &'static str,
+    severity: &'static str,
+    key: String,
+    payment_no: Option<String>,
+    order_no: Option<String>,
+    txn: Option<String>,
+    line_no: Option<i64>,
+    local: Option<(i64, String, String)>,
+    provider_side: Option<(i64, String, String)>,
+    reason: String,
+}
+
+/// Counts by class and the day's figures.
+#[derive(Default, serde::Serialize)]
+struct Figures {
+    statement_rows: i64,
+    local_without_row: i64,
+    classes: BTreeMap<&'static str, i64>,
+    matched: i64,
+    pending: i64,
+    repaired: i64,
+    unknown: i64,
+}
+
+fn paid(status: &str) -> bool {
+    matches!(status, "SUCCEEDED" | "REFUNDING" | "REFUNDED")
+}
+
+impl Engine {
+    pub async fn run(&self, run_id: &str) -> sqlx::Result<Option<RunRow>> {
+        sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS} FROM recon_runs WHERE run_id = $1"
+        ))
+        .bind(run_id)
+        .fetch_optional(&self.db.pool)
+        .await
+    }
+
+    /// Reads a statement into a run and reconciles the day. A statement
+    /// already reconciled for that day (same file hash) is recognised and
+    /// its run returned unchanged.
+    pub async fn import_statement(&self, imp: Import<'_>) -> Result<RunRow, ReconError> {
+        let provider = self.providers.get(imp.provider).cloned().ok_or_else(|| {
+            ReconError::Invalid(format!("provider {} is not configured", imp.provider))
+        })?;
+        let format = provider.statement_format().ok_or_else(|| {
+            ReconError::Invalid(format!(
+                "provider {} has no statement format Reckon reads",
+                imp.provider
+            ))
+        })?;
+        day_range(imp.business_date, &self.settings.timezone).map_err(ReconError::Invalid)?;
+        let hash = imp
+            .input
+            .hash()
+            .map_err(|e| ReconError::Invalid(format!("cannot read the statement: {e}")))?;
+        let pool = &self.db.pool;
+        let earlier: Option<RunRow> = sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS} FROM recon_runs WHERE provider = $1 AND business_date = $2 AND file_hash = $3 \
+             AND status = 'COMPLETED' ORDER BY started_at DESC LIMIT 1"
+        ))
+        .bind(imp.provider)
+        .bind(imp.business_date)
+        .bind(&hash)
+        .fetch_optional(pool)
+        .await?;
+        if let Some(run) = earlier {
+            return Ok(run);
+        }
+        let run_id = format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
+        let now = self.now();
+        sqlx::query(
+            "INSERT INTO recon_runs (run_id, provider, business_date, source, file_name, file_hash, status, \
+               rows_read, started_by, started_at) VALUES ($1, $2, $3, $4, $5, $6, 'RUNNING', 0, $7, $8)",
+        )
+        .bind(&run_id)
+        .bind(imp.provider)
+        .bind(imp.business_date)
+        .bind(imp.source)
+        .bind(imp.file_name)
+        .bind(&hash)
+        .bind(imp.started_by)
+        .bind(now)
+        .execute(pool)
+        .await?;
+        match self.read_rows(&run_id, format, &imp.input).await {
+            Ok((rows, checks)) => {
+                let off: Vec<String> = checks
+                    .iter()
+                    .filter(|c| c.stated != c.read)
+                    .map(|c| {
+                        format!(
+                            "{}: the statement says {}, {} read",
+                            c.what, c.stated, c.read
+                        )
+                    })
+                    .collect();
+                sqlx::query(
+                    "UPDATE recon_runs SET rows_read = $1, summary_json = $2 WHERE run_id = $3",
+                )
+                .bind(rows)
+                .bind(serde_json::to_string(&checks).unwrap_or_default())
+                .bind(&run_id)
+                .execute(pool)
+                .await?;
+                if !off.is_empty() {
+                    let error = format!("incomplete statement — {}", off.join("; "));
+                    self.fail_run(&run_id, &error).await?;
+                    return Err(ReconError::Refused(error));
+                }
+            }
+            Err(e) => {
+                let error = e.to_string();
+                self.fail_run(&run_id, &error).await?;
+                return Err(ReconError::Refused(error));
+            }
+        }
+        let figures = self
+            .reconcile(&run_id, imp.provider, imp.business_date, imp.file_name)
+            .await?;
+        sqlx::query(
+            "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, finished_at = $2 WHERE run_id = $3",
+        )
+        .bind(serde_json::to_string(&figures).unwrap_or_default())
+        .bind(self.now())
+        .bind(&run_id)
+        .execute(pool)
+        .await?;
+        Ok(self.run(&run_id).await?.expect("the run was just written"))
+    }
+
+    async fn fail_run(&self, run_id: &str, error: &str) -> sqlx::Result<()> {
+        sqlx::query("UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2 WHERE run_id = $3")
+            .bind(error)
+            .bind(self.now())
+            .bind(run_id)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Streams the statement into `recon_rows` in batches; returns the rows
+    /// read and the summary checks.
+    async fn read_rows(
+        &self,
+        run_id: &str,
+        format: Format,
+        input: &Input,
+    ) -> Result<(i64, Vec<statement::Check>), ReconError> {
+        let reader = input
+            .open()
+            .map_err(|e| ReconError::Invalid(format!("cannot read the statement: {e}")))?;
+        let mut items = statement::read(format, reader);
+        let mut batch: Vec<StatementRow> = Vec::with_capacity(ROW_BATCH);
+        let mut rows = 0i64;
+        let mut checks = Vec::new();
+        loop {
+            // Parsing is synchronous; a batch at a time between writes.
+            let mut ended = false;
+            while batch.len() < ROW_BATCH {
+                match items.next() {
+                    Some(Ok(Item::Row(r))) => batch.push(r),
+                    Some(Ok(Item::End(c))) => {
+                        checks = c;
+                        ended = true;
+                        break;
+                    }
+                    Some(Err(e)) => return Err(ReconError::Refused(e.to_string())),
+                    None => {
+                        ended = true;
+                        break;
+                    }
+                }
+            }
+            rows += batch.len() as i64;
+            self.insert_rows(run_id, &batch).await?;
+            batch.clear();
+            if ended {
+                return Ok((rows, checks));
+            }
+        }
+    }
+
+    async fn insert_rows(&self, run_id: &str, rows: &[StatementRow]) -> sqlx::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.begin_write().await?;
+        for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
+                   provider_refund_id, amount_minor, currency, status, occurred_at) VALUES {}",
+                crate::store::value_rows(chunk.len(), 11, 1, "")
+            );
+            let mut q = sqlx::query(&sql);
+            for r in chunk {
+                q = q
+                    .bind(run_id)
+                    .bind(r.line_no)
+                    .bind(r.kind.as_str())
+                    .bind(r.provider_txn_id.as_deref())
+                    .bind(r.payment_no.as_deref())
+                    .bind(r.refund_no.as_deref())
+                    .bind(r.provider_refund_id.as_deref())
+                    .bind(r.money.minor)
+                    .bind(r.money.currency.code())
+                    .bind(r.status.as_str())
+                    .bind(r.occurred_at);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await
+    }
+
+    /// Classifies every row and every local payment and refund of the day,
+    /// writes the tickets, repairs STATUS_LAG, returns the figures.
+    async fn reconcile(
+        &self,
+        run_id: &str,
+        provider: &str,
+        date: &str,
+        file: Option<&str>,
+    ) -> Result<Figures, ReconError> {
+        let (start, end) = day_range(date, &self.settings.timezone).map_err(ReconError::Invalid)?;
+        let pool = &self.db.pool;
+        let mut figures = Figures::default();
+        let mut found: Vec<Found> = Vec::new();
+        let mut lagging: Vec<(String, String)> = Vec::new();
+
+        // Statement payment rows, each with the payment its transaction id
+        // names and the one its payment_no names.
+        let sql = "SELECT r.line_no, r.provider_txn_id, r.payment_no, r.amount_minor, r.currency, r.status, r.occurred_at, \
+               (SELECT COUNT(*) FROM recon_rows d WHERE d.run_id = r.run_id AND d.kind = 'payment' \
+                  AND d.provider_txn_id = r.provider_txn_id) AS copies, \
+               t.payment_no AS t_no, t.order_no AS t_order, t.amount_minor AS t_amount, t.currency AS t_currency, \
+               t.status AS t_status, \
+               n.payment_no AS n_no, n.order_no AS n_order, n.amount_minor AS n_amount, n.currency AS n_currency, \
+               n.status AS n_status, n.provider_txn_id AS n_txn, n.created_at AS n_created \
+             FROM recon_rows r \
+             LEFT JOIN payments t ON t.provider = $2 AND t.provider_txn_id = r.provider_txn_id \
+             LEFT JOIN payments n ON n.provider = $2 AND n.payment_no = r.payment_no \
+             WHERE r.run_id = $1 AND r.kind = 'payment' ORDER BY r.line_no";
+        let mut stream = sqlx::query(sql).bind(run_id).bind(provider).fetch(pool);
+        while let Some(row) = stream.try_next().await? {
+            figures.statement_rows += 1;
+            let line: i64 = row.try_get("line_no")?;
+            let txn: Option<String> = row.try_get("provider_txn_id")?;
+            let row_no: Option<String> = row.try_get("payment_no")?;
+            let amount: i64 = row.try_get("amount_minor")?;
+            let currency: String = row.try_get("currency")?;
+            let status: String = row.try_get("status")?;
+            let occurred: Option<i64> = row.try_get("occurred_at")?;
+            let copies: i64 = row.try_get("copies")?;
+            let t_no: Option<String> = row.try_get("t_no")?;
+            let n_no: Option<String> = row.try_get("n_no")?;
+            let n_created: Option<i64> = row.try_get("n_created")?;
+            let n_txn: Option<String> = row.try_get("n_txn")?;
+            let n_in_window = match (n_created, occurred) {
+                (Some(c), Some(o)) => (o - c).abs() <= MATCH_WINDOW_US,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            let side = Some((amount, currency.clone(), status.clone()));
+            let mut ticket = |class: &'static str,
+                              severity: &'static str,
+                              key: String,
+                              pno: Option<String>,
+                              order: Option<String>,
+                              local: Option<(i64, String, String)>,
+                              reason: String| {
+                found.push(Found {
+                    class,
+                    severity,
+                    key,
+                    payment_no: pno,
+                    order_no: order,
+                    txn: txn.clone(),
+                    line_no: Some(line),
+                    local,
+                    provider_side: side.clone(),
+                    reason,
+                });
+            };
+            let txn_key = txn
+                .clone()
+                .or(row_no.clone())
+                .unwrap_or_else(|| format!("line-{line}"));
+            if copies > 1 {
+                *figures.classes.entry("DUPLICATE").or_default() += 1;
+                ticket(
+                    "DUPLICATE",
+                    "HIGH",
+                    txn_key,
+                    t_no.clone().or(n_no.clone()),
+                    None,
+                    None,
+                    format!(
+                        "transaction {} appears {copies} times in the statement",
+                        txn.as_deref().unwrap_or("-")
+                    ),
+                );
+                continue;
+            }
+            // Which local payment the row is about.
+            let (pno, order, l_amount, l_currency, l_status) = if let Some(t) = &t_no {
+                if n_no.as_ref().is_some_and(|n| n != t) {
+                    *figures.classes.entry("ONE_TO_MANY").or_default() += 1;
+                    ticket(
+                        "ONE_TO_MANY",
+                        "HIGH",
+                        txn_key,
+                        Some(t.clone()),
+                        row.try_get("t_order")?,
+                        None,
+                        format!(
+                            "transaction {} belongs to payment {t}, the statement names {}",
+                            txn.as_deref().unwrap_or("-"),
+                            n_no.as_deref().unwrap_or("-")
+                        ),
+                    );
+                    continue;
+                }
+                (
+                    t.clone(),
+                    row.try_get::<Option<String>, _>("t_order")?,
+                    row.try_get::<Option<i64>, _>("t_amount")?,
+                    row.try_get::<Option<String>, _>("t_currency")?,
+                    row.try_get::<Option<String>, _>("t_status")?,
+                )
+            } else if let Some(n) = n_no.as_ref().filter(|_| n_in_window) {
+                if n_txn
+                    .as_ref()
+                    .is_some_and(|bound| Some(bound) != txn.as_ref())
+                {
+                    *figures.classes.entry("ONE_TO_MANY").or_default() += 1;
+                    ticket(
+                        "ONE_TO_MANY",
+                        "HIGH",
+                        txn_key,
+                        Some(n.clone()),
+                        row.try_get("n_order")?,
+                        None,
+                        format!(
+                            "payment {n} is bound to transaction {}, the statement says {}",
+                            n_txn.as_deref().unwrap_or("-"),
+                            txn.as_deref().unwrap_or("-")
+                        ),
+                    );
+                    continue;
+                }
+                (
+                    n.clone(),
+                    row.try_get("n_order")?,
+                    row.try_get("n_amount")?,
+                    row.try_get("n_currency")?,
+                    row.try_get("n_status")?,
+                )
+            } else {
+                *figures.classes.entry("PROVIDER_ONLY").or_default() += 1;
+                ticket(
+                    "PROVIDER_ONLY",
+                    "HIGH",
+                    txn_key,
+                    row_no.clone(),
+                    None,
+                    None,
+                    "the provider reports a payment Reckon does not have".into(),
+                );
+                continue;
+            };
+            let (l_amount, l_currency, l_status) = (
+                l_amount.unwrap_or_default(),
+                l_currency.unwrap_or_default(),
+                l_status.unwrap_or_default(),
+            );
+            let local = Some((l_amount, l_currency.clone(), l_status.clone()));
+            let key = pno.clone();
+            let (class, severity, reason) = if l_currency != currency {
+                (
+                    "CURRENCY_MISMATCH",
+                    "HIGH",
+                    format!("statement {currency}, local {l_currency}"),
+                )
+            } else if l_amount != amount {
+                (
+                    "AMOUNT_MISMATCH",
+                    "HIGH",
+                    format!("statement {amount}, local {l_amount} (minor units)"),
+                )
+            } else if status != "SUCCEEDED" {
+                if paid(&l_status) {
+                    (
+                        "LOCAL_ONLY",
+                        "CRITICAL",
+                        format!("the provider says {status}, Reckon has it {l_status}"),
+                    )
+                } else {
+                    ("MATCHED", "", String::new())
+                }
+            } else if paid(&l_status) {
+                ("MATCHED", "", String::new())
+            } else if matches!(l_status.as_str(), "CREATED" | "PENDING") {
+                lagging.push((pno.clone(), txn.clone().unwrap_or_default()));
+                (
+                    "STATUS_LAG",
+                    "MEDIUM",
+                    format!("paid at the provider, {l_status} here"),
+                )
+            } else {
+                (
+                    "STATUS_LAG",
+                    "HIGH",
+                    format!(
+                        "paid at the provider, {l_status} here: the state machine cannot follow; a person decides"
+                    ),
+                )
+            };
+            *figures.classes.entry(class).or_default() += 1;
+            if class == "MATCHED" {
+                figures.matched += 1;
+            } else {
+                ticket(class, severity, key, Some(pno), order, local, reason);
+            }
+            if found.len() >= ROW_BATCH {
+                self.write_tickets(run_id, provider, date, file, (start, end), &found)
+                    .await?;
+                found.clear();
+            }
+        }
+        drop(stream);
+
+        // Local payments of the day the statement does not mention.
+        let sql = "SELECT p.payment_no, p.order_no, p.amount_minor, p.currency, p.status, p.provider_txn_id FROM payments p \
+             WHERE p.provider = $2 AND p.created_at >= $3 AND p.created_at < $4 \
+               AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'payment' AND r.provider_txn_id = p.provider_txn_id) \
+               AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'payment' AND r.payment_no = p.payment_no) \
+             ORDER BY p.payment_no";
+        let mut stream = sqlx::query(sql)
+            .bind(run_id)
+            .bind(provider)
+            .bind(start)
+            .bind(end)
+            .fetch(pool);
+        while let Some(row) = stream.try_next().await? {
+            figures.local_without_row += 1;
+            let pno: String = row.try_get("payment_no")?;
+            let status: String = row.try_get("status")?;
+            if paid(&status) {
+                *figures.classes.entry("LOCAL_ONLY").or_default() += 1;
+                found.push(Found {
+                    class: "LOCAL_ONLY",
+                    severity: "CRITICAL",
+                    key: pno.clone(),
+                    payment_no: Some(pno.clone()),
+                    order_no: row.try_get("order_no")?,
+                    txn: row.try_get("provider_txn_id")?,
+                    line_no: None,
+                    local: Some((
+                        row.try_get("amount_minor")?,
+                        row.try_get("currency")?,
+                        status.clone(),
+                    )),
+                    provider_side: None,
+                    reason: format!("{status} here, absent from the provider's statement"),
+                });
+            } else {
+                *figures.classes.entry("MATCHED").or_default() += 1;
+                figures.matched += 1;
+                if matches!(status.as_str(), "CREATED" | "PENDING") {
+                    figures.pending += 1;
+                }
+            }
+            if found.len() >= ROW_BATCH {
+                self.write_tickets(run_id, provider, date, file, (start, end), &found)
+                    .await?;
+                found.clear();
+            }
+        }
+        drop(stream);
+
+        // Refund rows against the refund ledger, both ways.
+        let sql = "SELECT r.line_no, r.refund_no, r.provider_refund_id, r.payment_no, r.provider_txn_id, r.amount_minor, r.currency, \
+               f.refund_no AS f_no, f.amount_minor AS f_amount, f.currency AS f_currency, f.status AS f_status, f.payment_no AS f_payment \
+             FROM recon_rows r LEFT JOIN refunds f ON f.refund_no = r.refund_no \
+             WHERE r.run_id = $1 AND r.kind = 'refund' ORDER BY r.line_no";
+        let mut stream = sqlx::query(sql).bind(run_id).fetch(pool);
+        while let Some(row) = stream.try_next().await? {
+            figures.statement_rows += 1;
+            let line: i64 = row.try_get("line_no")?;
+            let amount: i64 = row.try_get("amount_minor")?;
+            let currency: String = row.try_get("currency")?;
+            let refund_no: Option<String> = row.try_get("refund_no")?;
+            let f_no: Option<String> = row.try_get("f_no")?;
+            let f_amount: Option<i64> = row.try_get("f_amount")?;
+            let f_currency: Option<String> = row.try_get("f_currency")?;
+            let f_status: Option<String> = row.try_get("f_status")?;
+            let reason = match (&f_no, f_status.as_deref()) {
+                (None, _) => Some("a refund in the statement Reckon did not request".to_string()),
+                _ if f_currency.as_deref() != Some(currency.as_str())
+                    || f_amount != Some(amount) =>
+                {
+                    Some(format!(
+                        "statement {amount} {currency}, ledger {} {}",
+                        f_amount.unwrap_or_default(),
+                        f_currency.as_deref().unwrap_or("-")
+                    ))
+                }
+                (_, Some("SUCCEEDED")) => None,
+                (_, Some(s)) => Some(format!(
+                    "refunded at the provider, {s} here (its notification is missing)"
+                )),
+                _ => None,
+            };
+            match reason {
+                None => {
+                    *figures.classes.entry("MATCHED").or_default() += 1;
+                    figures.matched += 1;
+                }
+                Some(reason) => {
+                    *figures.classes.entry("REFUND_MISMATCH").or_default() += 1;
+                    found.push(Found {
+                        class: "REFUND_MISMATCH",
+                        severity: "HIGH",
+                        key: refund_no.clone().unwrap_or_else(|| format!("line-{line}")),
+                        payment_no: row
+                            .try_get::<Option<String>, _>("f_payment")?
+                            .or(row.try_get("payment_no")?),
+                        order_no: None,
+                        txn: row.try_get("provider_txn_id")?,
+                        line_no: Some(line),
+                        local: f_no.as_ref().map(|_| {
+                            (
+                                f_amount.unwrap_or_default(),
+                                f_currency.clone().unwrap_or_default(),
+                                f_status.clone().unwrap_or_default(),
+                            )
+                        }),
+                        provider_side: Some((amount, currency.clone(), "REFUNDED".into())),
+                        reason,
+                    });
+                }
+            }
+        }
+        drop(stream);
+        let sql = "SELECT f.refund_no, f.payment_no, f.amount_minor, f.currency, f.status FROM refunds f \
+             WHERE f.provider = $2 AND f.status = 'SUCCEEDED' AND f.finished_at >= $3 AND f.finished_at < $4 \
+               AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'refund' AND r.refund_no = f.refund_no)";
+        let mut stream = sqlx::query(sql)
+            .bind(run_id)
+            .bind(provider)
+            .bind(start)
+            .bind(end)
+            .fetch(pool);
+        while let Some(row) = stream.try_next().await? {
+            figures.local_without_row += 1;
+            *figures.classes.entry("REFUND_MISMATCH").or_default() += 1;
+            let no: String = row.try_get("refund_no")?;
+            found.push(Found {
+                class: "REFUND_MISMATCH",
+                severity: "HIGH",
+                key: no.clone(),
+                payment_no: row.try_get("payment_no")?,
+                order_no: None,
+                txn: None,
+                line_no: None,
+                local: Some((
+                    row.try_get("amount_minor")?,
+                    row.try_get("currency")?,
+                    row.try_get("status")?,
+                )),
+                provider_side: None,
+                reason: format!("refund {no} succeeded here, absent from the provider's statement"),
+            });
+        }
+        drop(stream);
+        self.write_tickets(run_id, provider, date, file, (start, end), &found)
+            .await?;
+
+        figures.repaired = self.repair_lagging(provider, date, &lagging).await?;
+        figures.pending += lagging.len() as i64 - figures.repaired;
+        figures.unknown = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'",
+        )
+        .bind(provider)
+        .bind(date)
+        .fetch_one(pool)
+        .await?;
+        Ok(figures)
+    }
+
+    /// Opens each ticket once per cause; a re-run updates open ones and
+    /// leaves closed ones closed. LOCAL_ONLY also raises a critical alert.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_tickets(
+        &self,
+        run_id: &str,
+        provider: &str,
+        date: &str,
+        file: Option<&str>,
+        (start, end): (i64, i64),
+        found: &[Found],
+    ) -> sqlx::Result<()> {
+        if found.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        for f in found {
+            let key = format!("recon:{provider}:{date}:{}:{}", f.class, f.key);
+            let details = json!({ "reason": f.reason }).to_string();
+            sqlx::query(
+                "INSERT INTO discrepancies (discrepancy_id, dedupe_key, class, severity, status, provider, payment_no, \
+                   provider_txn_id, local_amount_minor, local_currency, local_status, provider_amount_minor, \
+                   provider_currency, provider_status, source, details, found_at, run_id, business_date, order_no, \
+                   statement_file, range_start, range_end, line_no, updated_at) \
+                 VALUES ($1, $2, $3, $4, 'OPEN', $5, $6, $7, $8, $9, $10, $11, $12, $13, 'recon', $14, $15, $16, $17, \
+                   $18, $19, $20, $21, $22, $15) \
+                 ON CONFLICT (dedupe_key) DO UPDATE SET run_id = excluded.run_id, \
+                   local_amount_minor = excluded.local_amount_minor, local_currency = excluded.local_currency, \
+                   local_status = excluded.local_status, provider_amount_minor = excluded.provider_amount_minor, \
+                   provider_currency = excluded.provider_currency, provider_status = excluded.provider_status, \
+                   details = excluded.details, statement_file = excluded.statement_file, line_no = excluded.line_no, \
+                   updated_at = excluded.updated_at \
+                 WHERE discrepancies.status <> 'CLOSED'",
+            )
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(&key)
+            .bind(f.class)
+            .bind(f.severity)
+            .bind(provider)
+            .bind(f.payment_no.as_deref())
+            .bind(f.txn.as_deref())
+            .bind(f.local.as_ref().map(|l| l.0))
+            .bind(f.local.as_ref().map(|l| l.1.as_str()))
+            .bind(f.local.as_ref().map(|l| l.2.as_str()))
+            .bind(f.provider_side.as_ref().map(|p| p.0))
+            .bind(f.provider_side.as_ref().map(|p| p.1.as_str()))
+            .bind(f.provider_side.as_ref().map(|p| p.2.as_str()))
+            .bind(&details)
+            .bind(now)
+            .bind(run_id)
+            .bind(date)
+            .bind(f.order_no.as_deref())
+            .bind(file)
+            .bind(start)
+            .bind(end)
+            .bind(f.line_no)
+            .execute(&mut *tx)
+            .await?;
+            if f.class == "LOCAL_ONLY" {
+                incidents::raise_alert(
+                    &mut *tx,
+                    &incidents::NewAlert {
+                        dedupe_key: &key,
+                        kind: "local_only",
+                        severity: "critical",
+                        payment_no: f.payment_no.as_deref(),
+                        message: &format!(
+                            "payment {} is {} here but absent from {provider}'s statement of {date}: hold fulfilment",
+                            f.payment_no.as_deref().unwrap_or("-"),
+                            f.local.as_ref().map(|l| l.2.as_str()).unwrap_or("-")
+                        ),
+                        trace_id: None,
+                        now,
+                    },
+                )
+                .await?;
+            }
+        }
+        tx.commit().await
+    }
+
+    /// STATUS_LAG: replay the payment's stored verified callback, else ask
+    /// the provider; through `apply`, recorded on the ticket, which closes
+    /// when the payment is paid. Returns how many were repaired.
+    async fn repair_lagging(
+        &self,
+        provider_name: &str,
+        date: &str,
+        lagging: &[(String, String)],
+    ) -> sqlx::Result<i64> {
+        let Some(provider) = self.providers.get(provider_name).cloned() else {
+            return Ok(0);
+        };
+        let pool = &self.db.pool;
+        let mut repaired = 0;
+        for (payment_no, _txn) in lagging {
+            let key = format!("recon:{provider_name}:{date}:STATUS_LAG:{payment_no}");
+            let Some(p) = crate::store::payments::get(pool, payment_no).await? else {
+                continue;
+            };
+            let Ok(no) = PaymentNo::parse(payment_no) else {
+                continue;
+            };
+            let mut actions = Vec::new();
+            let mut applied = None;
+            // 1. A stored verified callback that did not get through.
+            let stored: Vec<(String, String, Vec<u8>, String)> = sqlx::query_as(
+                "SELECT id, headers_json, payload, trace_id FROM payment_callbacks \
+                 WHERE payment_no = $1 AND provider = $2 AND verify_result = 'VERIFIED' AND refund_no IS NULL \
+                 ORDER BY received_at",
+            )
+            .bind(payment_no)
+            .bind(provider_name)
+            .fetch_all(pool)
+            .await?;
+            for (id, headers_json, payload, trace_id) in stored {
+                let headers = crate::engine::headers_from_json(&headers_json);
+                if let Ok(Notification::Payment(n)) = provider.parse(&headers, &payload)
+                    && n.status == PaymentStatus::Succeeded
+                {
+                    let mut o = crate::engine::notice_outcome(&n, provider.name(), &id, &trace_id);
+                    o.source = Source::ReconRepair;
+                    let a = self.apply(&o).await?;
+                    actions.push(json!({"action": "replayed stored callback", "callback": id, "result": a.class(), "at": self.now()}));
+                    applied = Some(a);
+                    break;
+                }
+            }
+            // 2. Else the provider, asked now.
+            if applied.is_none() {
+                let txn = p
+                    .provider_txn_id
+                    .as_deref()
+                    .and_then(|t| ProviderTxnId::parse(t).ok());
+                match provider.query_payment(&no, txn.as_ref()).await {
+                    Ok(view) => {
+                        let o = Outcome {
+                            payment_no: no.clone(),
+                            provider: provider.name().clone(),
+                            provider_txn_id: view.provider_txn_id,
+                            target: view.status.unwrap_or(PaymentStatus::Pending),
+                            money: view.money,
+                            source: Source::ReconRepair,
+                            evidence: format!("recon {date}"),
+                            trace_id: uuid::Uuid::new_v4().simple().to_string(),
+                        };
+                        let a = self.apply(&o).await?;
+                        actions.push(json!({"action": "status query", "result": a.class(), "at": self.now()}));
+                        applied = Some(a);
+                    }
+                    Err(e) => actions.push(json!({"action": "status query", "result": e.to_string(), "at": self.now()})),
+                }
+            }
+            let fixed = matches!(
+                applied,
+                Some(Applied::Moved {
+                    to: PaymentStatus::Succeeded,
+                    ..
+                })
+            );
+            let mut tx = self.db.begin_write().await?;
+            let current: Option<String> =
+                sqlx::query_scalar("SELECT actions FROM discrepancies WHERE dedupe_key = $1")
+                    .bind(&key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let mut all: Vec<serde_json::Value> = current
+                .as_deref()
+                .and_then(|c| serde_json::from_str(c).ok())
+                .unwrap_or_default();
+            all.extend(actions);
+            let now = self.now();
+            sqlx::query(
+                "UPDATE discrepancies SET actions = $1, updated_at = $2, \
+                   status = CASE WHEN $3 = 1 THEN 'CLOSED' ELSE status END, \
+                   conclusion = CASE WHEN $3 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
+                   closed_at = CASE WHEN $3 = 1 THEN $2 ELSE closed_at END \
+                 WHERE dedupe_key = $4 AND status <> 'CLOSED'",
+            )
+            .bind(serde_json::Value::Array(all).to_string())
+            .bind(now)
+            .bind(i64::from(fixed))
+            .bind(&key)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            if fixed {
+                repaired += 1;
+            }
+        }
+        Ok(repaired)
+    }
+
+    /// Per business day and provider: the latest completed run's figures,
+    /// with the tickets still open now.
+    pub async fn recon_days(&self, from: &str, to: &str) -> sqlx::Result<Vec<serde_json::Value>> {
+        let runs: Vec<RunRow> = sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS} FROM recon_runs WHERE status = 'COMPLETED' AND business_date >= $1 AND business_date <= $2 \
+             ORDER BY business_date, provider, started_at"
+        ))
+        .bind(from)
+        .bind(to)
+        .fetch_all(&self.db.pool)
+        .await?;
+        let mut latest: BTreeMap<(String, String), RunRow> = BTreeMap::new();
+        for r in runs {
+            latest.insert((r.business_date.clone(), r.provider.clone()), r);
+        }
+        let mut days = Vec::new();
+        for ((date, provider), run) in latest {
+            let open: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'",
+            )
+            .bind(&provider)
+            .bind(&date)
+            .fetch_one(&self.db.pool)
+            .await?;
+            let mut figures: serde_json::Value = run
+                .figures_json
+                .as_deref()
+                .and_then(|f| serde_json::from_str(f).ok())
+                .unwrap_or_default();
+            let to_process = figures["statement_rows"].as_i64().unwrap_or(0)
+                + figures["local_without_row"].as_i64().unwrap_or(0);
+            figures["to_process"] = to_process.into();
+            figures["unknown"] = open.into();
+            days.push(json!({
+                "business_date": date,
+                "provider": provider,
+                "run_id": run.run_id,
+                "figures": figures,
+            }));
+        }
+        Ok(days)
+    }
+}

@@ -1,0 +1,606 @@
+//! Provider statements, read line by line (memory does not grow with the
+//! file) into [`StatementRow`]s with exact money, and checked against the
+//! summary figures the statement itself carries. A malformed line stops
+//! the statement with its line number and the reason: a statement is all
+//! or nothing.
+
+use crate::domain::{Currency, Money};
+use std::io::BufRead;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    Payment,
+    Refund,
+}
+
+impl RowKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowKind::Payment => "payment",
+            RowKind::Refund => "refund",
+        }
+    }
+}
+
+/// One line of a statement, in Reckon's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatementRow {
+    pub line_no: i64,
+    pub kind: RowKind,
+    pub provider_txn_id: Option<String>,
+    pub payment_no: Option<String>,
+    pub refund_no: Option<String>,
+    pub provider_refund_id: Option<String>,
+    /// Always positive: a refund row's amount is what was given back.
+    pub money: Money,
+    /// `SUCCEEDED` for money that moved; otherwise the provider's word.
+    pub status: String,
+    /// Microseconds UTC, when the statement says.
+    pub occurred_at: Option<i64>,
+}
+
+/// A figure the statement states about itself, and what was read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    pub what: String,
+    pub stated: i64,
+    pub read: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct ParseError {
+    pub line: u64,
+    pub reason: String,
+}
+
+/// The statement formats Reckon reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The sandbox's own CSV.
+    Sandbox,
+    /// WeChat Pay trade bill, type ALL.
+    WechatAll,
+    /// Alipay 业务明细 CSV (GBK).
+    AlipayDetail,
+}
+
+impl Format {
+    /// The format a provider kind's statements come in.
+    pub fn of_kind(kind: &str) -> Option<Format> {
+        match kind {
+            "sandbox" => Some(Format::Sandbox),
+            "wechatpay" => Some(Format::WechatAll),
+            "alipay" => Some(Format::AlipayDetail),
+            _ => None,
+        }
+    }
+}
+
+/// What a statement yields: rows, then the checks of its summary.
+#[derive(Debug)]
+pub enum Item {
+    Row(StatementRow),
+    End(Vec<Check>),
+}
+
+/// Splits one CSV line (double quotes, `""` inside quotes).
+pub fn split_csv(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+/// Reads a statement. The iterator ends after `Item::End`, or at the first
+/// error.
+pub fn read(
+    format: Format,
+    reader: Box<dyn BufRead + Send>,
+) -> Box<dyn Iterator<Item = Result<Item, ParseError>> + Send> {
+    Box::new(Reader {
+        format,
+        reader,
+        line: 0,
+        state: State::default(),
+        done: false,
+    })
+}
+
+#[derive(Default)]
+struct State {
+    header: Option<Vec<String>>,
+    rows: i64,
+    payment_rows: i64,
+    refund_rows: i64,
+    /// Sums in minor units, as the format's summary states them.
+    sum_a: i64,
+    sum_b: i64,
+    checks: Vec<Check>,
+    /// WeChat: the summary header was seen; the next line is the summary.
+    in_summary: bool,
+    summary_seen: bool,
+}
+
+struct Reader {
+    format: Format,
+    reader: Box<dyn BufRead + Send>,
+    line: u64,
+    state: State,
+    done: bool,
+}
+
+impl Iterator for Reader {
+    type Item = Result<Item, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        loop {
+            let mut raw = Vec::new();
+            match self.reader.read_until(b'\n', &mut raw) {
+                Ok(0) => {
+                    self.done = true;
+                    return Some(self.finish());
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(self.error(format!("cannot read: {e}"))));
+                }
+            }
+            self.line += 1;
+            let text = match self.decode(&raw) {
+                Ok(t) => t,
+                Err(reason) => {
+                    self.done = true;
+                    return Some(Err(self.error(reason)));
+                }
+            };
+            let text = text.trim_end_matches(['\r', '\n']);
+            let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+            if text.trim().is_empty() {
+                continue;
+            }
+            let result = match self.format {
+                Format::Sandbox => self.sandbox(text),
+                Format::WechatAll => self.wechat(text),
+                Format::AlipayDetail => self.alipay(text),
+            };
+            match result {
+                Ok(Some(row)) => return Some(Ok(Item::Row(row))),
+                Ok(None) => continue,
+                Err(reason) => {
+                    self.done = true;
+                    return Some(Err(self.error(reason)));
+                }
+            }
+        }
+    }
+}
+
+fn money(text: &str, currency: Currency) -> Result<Money, String> {
+    let t = text.trim();
+    let t = t.strip_prefix('-').unwrap_or(t);
+    Money::parse_major(t, currency).map_err(|e| format!("amount {text:?}: {e}"))
+}
+
+fn cny() -> Currency {
+    Currency::parse("CNY").expect("CNY is known")
+}
+
+/// `yyyy-MM-dd HH:mm:ss` at a fixed offset (hours) → microseconds UTC.
+fn local_time(text: &str, offset_hours: i8) -> Option<i64> {
+    let dt: jiff::civil::DateTime = text.trim().replace(' ', "T").parse().ok()?;
+    let zoned = dt
+        .to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(offset_hours)))
+        .ok()?;
+    Some(zoned.timestamp().as_microsecond())
+}
+
+fn opt(s: &str) -> Option<String> {
+    let t = s.trim();
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+impl Reader {
+    fn error(&self, reason: String) -> ParseError {
+        ParseError {
+            line: self.line,
+            reason,
+        }
+    }
+
+    fn decode(&self, raw: &[u8]) -> Result<String, String> {
+        let encoding = if self.format == Format::AlipayDetail {
+            encoding_rs::GBK
+        } else {
+            encoding_rs::UTF_8
+        };
+        let (text, _, bad) = encoding.decode(raw);
+        if bad {
+            return Err(format!("not valid {}", encoding.name()));
+        }
+        Ok(text.into_owned())
+    }
+
+    fn finish(&mut self) -> Result<Item, ParseError> {
+        let s = &mut self.state;
+        if s.header.is_none() {
+            return Err(self.error("no header line: not a statement of this kind".into()));
+        }
+        if !s.summary_seen {
+            return Err(self
+                .error("no summary: the statement is incomplete (its totals are missing)".into()));
+        }
+        Ok(Item::End(std::mem::take(&mut self.state.checks)))
+    }
+
+    fn check(&mut self, what: &str, stated: i64, read: i64) {
+        self.state.checks.push(Check {
+            what: what.into(),
+            stated,
+            read,
+        });
+    }
+
+    /// `kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at`,
+    /// then `#summary,rows=N,total_minor=M`.
+    fn sandbox(&mut self, text: &str) -> Result<Option<StatementRow>, String> {
+        const HEADER: &str =
+            "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
+        if self.state.header.is_none() {
+            if text.trim() != HEADER {
+                return Err(format!("expected the header {HEADER}"));
+            }
+            self.state.header = Some(split_csv(text));
+            return Ok(None);
+        }
+        if let Some(rest) = text.strip_prefix("#summary,") {
+            let mut rows = None;
+            let mut total = None;
+            for part in rest.split(',') {
+                match part.trim().split_once('=') {
+                    Some(("rows", n)) => rows = n.parse::<i64>().ok(),
+                    Some(("total_minor", n)) => total = n.parse::<i64>().ok(),
+                    _ => return Err(format!("unreadable summary part {part:?}")),
+                }
+            }
+            let (Some(rows), Some(total)) = (rows, total) else {
+                return Err("the summary needs rows= and total_minor=".into());
+            };
+            let (read_rows, read_total) = (self.state.rows, self.state.sum_a);
+            self.check("rows", rows, read_rows);
+            self.check("total_minor", total, read_total);
+            self.state.summary_seen = true;
+            return Ok(None);
+        }
+        if self.state.summary_seen {
+            return Err("a row after the summary".into());
+        }
+        let f = split_csv(text);
+        if f.len() != 9 {
+            return Err(format!("expected 9 fields, found {}", f.len()));
+        }
+        let kind = match f[0].as_str() {
+            "payment" => RowKind::Payment,
+            "refund" => RowKind::Refund,
+            other => return Err(format!("unknown kind {other:?}")),
+        };
+        let currency = Currency::parse(f[7].trim()).map_err(|e| e.to_string())?;
+        let money = money(&f[6], currency)?;
+        let occurred_at = match opt(&f[8]) {
+            Some(t) => Some(
+                t.parse::<jiff::Timestamp>()
+                    .map_err(|e| format!("occurred_at {t:?}: {e}"))?
+                    .as_microsecond(),
+            ),
+            None => None,
+        };
+        self.state.rows += 1;
+        self.state.sum_a += money.minor;
+        Ok(Some(StatementRow {
+            line_no: self.line as i64,
+            kind,
+            provider_txn_id: opt(&f[1]),
+            payment_no: opt(&f[2]),
+            provider_refund_id: opt(&f[3]),
+            refund_no: opt(&f[4]),
+            money,
+            status: f[5].trim().to_owned(),
+            occurred_at,
+        }))
+    }
+
+    /// WeChat Pay's ALL bill: every field prefixed with a backtick; rows,
+    /// then `总交易单数,…` and one summary row.
+    fn wechat(&mut self, text: &str) -> Result<Option<StatementRow>, String> {
+        // Every value starts with a backtick, and values are not quoted: a
+        // comma inside one (a product name) is told apart from a separator
+        // by the backtick that follows a separator.
+        let f: Vec<String> = if let Some(rest) = text.trim_start().strip_prefix('`') {
+            rest.split(",`").map(|v| v.trim().to_owned()).collect()
+        } else {
+            split_csv(text)
+                .into_iter()
+                .map(|v| v.trim().to_owned())
+                .collect()
+        };
+        if self.state.header.is_none() {
+            if f.first().map(String::as_str) != Some("交易时间") || f.len() < 27 {
+                return Err("expected the WeChat Pay bill header (交易时间,公众账号ID,…)".into());
+            }
+            self.state.header = Some(f);
+            return Ok(None);
+        }
+        if f.first().map(String::as_str) == Some("总交易单数") {
+            self.state.in_summary = true;
+            return Ok(None);
+        }
+        if self.state.in_summary {
+            if f.len() < 3 {
+                return Err("unreadable summary row".into());
+            }
+            let count: i64 = f[0]
+                .parse()
+                .map_err(|_| format!("总交易单数 {:?} is not a number", f[0]))?;
+            let settled = money(&f[1], cny())?.minor;
+            let refunded = money(&f[2], cny())?.minor;
+            let (rows, a, b) = (self.state.rows, self.state.sum_a, self.state.sum_b);
+            self.check("总交易单数 (rows)", count, rows);
+            self.check("应结订单总金额 (minor)", settled, a);
+            self.check("退款总金额 (minor)", refunded, b);
+            self.state.in_summary = false;
+            self.state.summary_seen = true;
+            return Ok(None);
+        }
+        if self.state.summary_seen {
+            return Err("a row after the summary".into());
+        }
+        if f.len() < 27 {
+            return Err(format!("expected 27 fields, found {}", f.len()));
+        }
+        let currency = Currency::parse(if f[11].is_empty() { "CNY" } else { &f[11] })
+            .map_err(|e| e.to_string())?;
+        let settle = money(&f[12], currency)?;
+        let refund_amount = if f[16].is_empty() {
+            Money::new(0, currency)
+        } else {
+            money(&f[16], currency)?
+        };
+        self.state.rows += 1;
+        self.state.sum_a += settle.minor;
+        self.state.sum_b += refund_amount.minor;
+        let occurred_at = local_time(&f[0], 8);
+        let state = f[9].as_str();
+        let row = if state == "REFUND" {
+            StatementRow {
+                line_no: self.line as i64,
+                kind: RowKind::Refund,
+                provider_txn_id: opt(&f[5]),
+                payment_no: opt(&f[6]),
+                provider_refund_id: opt(&f[14]),
+                refund_no: opt(&f[15]),
+                money: refund_amount,
+                status: if f[19] == "SUCCESS" {
+                    "SUCCEEDED".into()
+                } else {
+                    f[19].clone()
+                },
+                occurred_at,
+            }
+        } else {
+            StatementRow {
+                line_no: self.line as i64,
+                kind: RowKind::Payment,
+                provider_txn_id: opt(&f[5]),
+                payment_no: opt(&f[6]),
+                provider_refund_id: None,
+                refund_no: None,
+                // 订单金额: what the order cost, before vouchers.
+                money: money(&f[24], currency)?,
+                status: if state == "SUCCESS" {
+                    "SUCCEEDED".into()
+                } else {
+                    state.to_owned()
+                },
+                occurred_at,
+            }
+        };
+        Ok(Some(row))
+    }
+
+    /// Alipay 业务明细: `#` lines around the table, a header, rows whose
+    /// ids may end in a tab, refunds as 退款 with negative amounts, and
+    /// `#交易合计：N笔` / `#退款合计：M笔` totals.
+    fn alipay(&mut self, text: &str) -> Result<Option<StatementRow>, String> {
+        if let Some(comment) = text.strip_prefix('#') {
+            let count = |prefix: &str| -> Option<i64> {
+                let rest = comment.trim().strip_prefix(prefix)?;
+                let rest = rest.trim_start_matches([':', '：']);
+                let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+                n.parse().ok()
+            };
+            if let Some(n) = count("交易合计") {
+                let read = self.state.payment_rows;
+                self.check("交易合计 (payment rows)", n, read);
+                self.state.summary_seen = true;
+            } else if let Some(n) = count("退款合计") {
+                let read = self.state.refund_rows;
+                self.check("退款合计 (refund rows)", n, read);
+            }
+            return Ok(None);
+        }
+        let f: Vec<String> = split_csv(text)
+            .into_iter()
+            .map(|v| v.trim_matches(|c: char| c.is_whitespace()).to_owned())
+            .collect();
+        if self.state.header.is_none() {
+            if f.first().map(String::as_str) != Some("支付宝交易号") || f.len() < 25 {
+                return Err(
+                    "expected the Alipay header (支付宝交易号,商户订单号,业务类型,…)".into(),
+                );
+            }
+            self.state.header = Some(f);
+            return Ok(None);
+        }
+        if self.state.summary_seen {
+            return Err("a row after the totals".into());
+        }
+        if f.len() < 25 {
+            return Err(format!("expected 25 fields, found {}", f.len()));
+        }
+        let amount = money(&f[11], cny())?;
+        let occurred_at = local_time(&f[5], 8).or_else(|| local_time(&f[4], 8));
+        let row = match f[2].as_str() {
+            "交易" => {
+                self.state.payment_rows += 1;
+                StatementRow {
+                    line_no: self.line as i64,
+                    kind: RowKind::Payment,
+                    provider_txn_id: opt(&f[0]),
+                    payment_no: opt(&f[1]),
+                    provider_refund_id: None,
+                    refund_no: None,
+                    money: amount,
+                    status: "SUCCEEDED".into(),
+                    occurred_at,
+                }
+            }
+            "退款" => {
+                self.state.refund_rows += 1;
+                StatementRow {
+                    line_no: self.line as i64,
+                    kind: RowKind::Refund,
+                    provider_txn_id: opt(&f[0]),
+                    payment_no: opt(&f[1]),
+                    provider_refund_id: None,
+                    refund_no: opt(&f[21]),
+                    money: amount,
+                    status: "SUCCEEDED".into(),
+                    occurred_at,
+                }
+            }
+            other => return Err(format!("unknown 业务类型 {other:?}")),
+        };
+        self.state.rows += 1;
+        Ok(Some(row))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(format: Format, bytes: &[u8]) -> Result<(Vec<StatementRow>, Vec<Check>), ParseError> {
+        let mut rows = Vec::new();
+        let mut checks = Vec::new();
+        for item in read(format, Box::new(std::io::Cursor::new(bytes.to_vec()))) {
+            match item? {
+                Item::Row(r) => rows.push(r),
+                Item::End(c) => checks = c,
+            }
+        }
+        Ok((rows, checks))
+    }
+
+    #[test]
+    fn csv_lines_split_with_quotes() {
+        assert_eq!(
+            split_csv(r#"a,"b,c","d""e",,f"#),
+            ["a", "b,c", "d\"e", "", "f"]
+        );
+    }
+
+    const WECHAT: &str = "交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\n\
+`2026-11-30 10:00:01,`wx01,`1900000001,`0,`,`4200001,`PAYA,`oUser,`NATIVE,`SUCCESS,`OTHERS,`CNY,`199.00,`0.00,`0,`0,`0.00,`0.00,`,`,`T恤, 白色,`,`1.19,`0.60%,`199.00,`0.00,`\n\
+`2026-11-30 11:00:00,`wx01,`1900000001,`0,`,`4200001,`PAYA,`oUser,`NATIVE,`REFUND,`OTHERS,`CNY,`0.00,`0.00,`50300001,`RFDA,`50.00,`0.00,`ORIGINAL,`SUCCESS,`T恤,`,`-0.30,`0.60%,`0.00,`50.00,`\n\
+总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\n\
+`2,`199.00,`50.00,`0.00,`0.89,`199.00,`50.00\n";
+
+    #[test]
+    fn a_wechat_bill_reads_backticked_fields_payments_refunds_and_its_summary() {
+        let (rows, checks) = all(Format::WechatAll, WECHAT.as_bytes()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].kind, RowKind::Payment);
+        assert_eq!(rows[0].provider_txn_id.as_deref(), Some("4200001"));
+        assert_eq!(rows[0].payment_no.as_deref(), Some("PAYA"));
+        assert_eq!(rows[0].money.minor, 19900);
+        assert_eq!(rows[0].status, "SUCCEEDED");
+        assert_eq!(rows[1].kind, RowKind::Refund);
+        assert_eq!(rows[1].refund_no.as_deref(), Some("RFDA"));
+        assert_eq!(rows[1].money.minor, 5000);
+        assert!(checks.iter().all(|c| c.stated == c.read), "{checks:?}");
+        // A bill whose summary disagrees with its rows.
+        let short = WECHAT.replace("`2,`199.00", "`3,`199.00");
+        let (_, checks) = all(Format::WechatAll, short.as_bytes()).unwrap();
+        assert!(checks.iter().any(|c| c.stated == 3 && c.read == 2));
+        // Cut before the summary: incomplete.
+        let cut: String = WECHAT.lines().take(3).map(|l| format!("{l}\n")).collect();
+        let err = all(Format::WechatAll, cut.as_bytes()).unwrap_err();
+        assert!(err.reason.contains("no summary"), "{err}");
+        // A malformed amount names its line.
+        let bad = WECHAT.replace("`199.00,`0.00,`0,`0", "`19x.00,`0.00,`0,`0");
+        let err = all(Format::WechatAll, bad.as_bytes()).unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
+    }
+
+    fn alipay_bytes() -> Vec<u8> {
+        let text = "#支付宝业务明细查询\n#账号：[20880000000000010156]\n#起始日期：[2026年11月30日 00:00:00]   终止日期：[2026年12月01日 00:00:00]\n#-----------------------------------------业务明细列表----------------------------------------\n\
+支付宝交易号,商户订单号,业务类型,商品名称,创建时间,完成时间,门店编号,门店名称,操作员,终端号,对方账户,订单金额（元）,商家实收（元）,支付宝红包（元）,集分宝（元）,支付宝优惠（元）,商家优惠（元）,券核销金额（元）,券名称,商家红包消费金额（元）,卡消费金额（元）,退款批次号/请求号,服务费（元）,分润（元）,备注\n\
+2026113022001\t,PAYB\t,交易,测试商品,2026-11-30 09:00:00,2026-11-30 09:00:05,,,,,张*(a***@x.com),88.88,88.88,0.00,0.00,0.00,0.00,0.00,,0.00,0.00,,-0.53,0.00,\n\
+2026113022001\t,PAYB\t,退款,测试商品,2026-11-30 12:00:00,2026-11-30 12:00:01,,,,,张*(a***@x.com),-20.00,-20.00,0.00,0.00,0.00,0.00,0.00,,0.00,0.00,RFDB\t,0.12,0.00,\n\
+#-----------------------------------------业务明细列表结束------------------------------------\n\
+#交易合计：1笔，商家实收共88.88元，商家优惠共0.00元\n#退款合计：1笔，商家实收退款共-20.00元\n#导出时间：[2026年12月01日 09:00:00]\n";
+        encoding_rs::GBK.encode(text).0.into_owned()
+    }
+
+    #[test]
+    fn an_alipay_detail_reads_gbk_trailing_tabs_negative_refunds_and_totals() {
+        let (rows, checks) = all(Format::AlipayDetail, &alipay_bytes()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].provider_txn_id.as_deref(), Some("2026113022001"));
+        assert_eq!(rows[0].payment_no.as_deref(), Some("PAYB"));
+        assert_eq!(rows[0].money.minor, 8888);
+        assert_eq!(rows[1].kind, RowKind::Refund);
+        assert_eq!(
+            rows[1].money.minor, 2000,
+            "refunds are negative in the file"
+        );
+        assert_eq!(rows[1].refund_no.as_deref(), Some("RFDB"));
+        assert_eq!(checks.len(), 2);
+        assert!(checks.iter().all(|c| c.stated == c.read), "{checks:?}");
+        // The same file as UTF-8 is not what Alipay sends.
+        let utf8 = encoding_rs::GBK.decode(&alipay_bytes()).0.into_owned();
+        assert!(all(Format::AlipayDetail, utf8.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn the_sandbox_csv_and_its_summary() {
+        let text = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n\
+payment,SBX1,PAY1,,,SUCCEEDED,10.00,USD,2026-11-30T10:00:00Z\n\
+refund,SBX1,PAY1,SBXR1,RFD1,SUCCEEDED,2.50,USD,2026-11-30T11:00:00Z\n\
+#summary,rows=2,total_minor=1250\n";
+        let (rows, checks) = all(Format::Sandbox, text.as_bytes()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].money.minor, 250);
+        assert!(checks.iter().all(|c| c.stated == c.read));
+        let err = all(Format::Sandbox, b"kind,txn_id\n").unwrap_err();
+        assert_eq!(err.line, 1);
+    }
+}

@@ -1,0 +1,347 @@
+//! Reconciliation against a real server and the sandbox provider, each on
+//! SQLite and PostgreSQL: a day seeded with one case of every class, the
+//! seed's drill 5 among them, uploaded as the sandbox's statement; a re-run
+//! changes nothing; STATUS_LAG is repaired with exactly one effect; broken
+//! and incomplete statements are refused with the reason.
+
+use crate::both_databases;
+use crate::engine_helpers::{EngineApp, spawn_engine_app};
+use crate::helpers::Backend;
+use serde_json::json;
+
+const HEADER: &str =
+    "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
+
+/// A sandbox statement: rows and a summary that agrees with them.
+fn statement(rows: &[String]) -> String {
+    let total: i64 = rows
+        .iter()
+        .map(|r| {
+            let f: Vec<&str> = r.split(',').collect();
+            let (major, minor) = f[6].split_once('.').unwrap();
+            major.parse::<i64>().unwrap() * 100 + minor.parse::<i64>().unwrap()
+        })
+        .sum();
+    format!(
+        "{HEADER}\n{}\n#summary,rows={},total_minor={total}\n",
+        rows.join("\n"),
+        rows.len()
+    )
+}
+
+fn row(
+    kind: &str,
+    txn: &str,
+    payment_no: &str,
+    refund: (&str, &str),
+    amount: &str,
+    currency: &str,
+    at: &str,
+) -> String {
+    format!(
+        "{kind},{txn},{payment_no},{},{},SUCCEEDED,{amount},{currency},{at}",
+        refund.0, refund.1
+    )
+}
+
+impl EngineApp {
+    /// A payment made SUCCEEDED by a signed notification with `txn`.
+    async fn paid_with(&self, order: &str, minor: i64, major: &str, txn: &str) -> String {
+        let p = self.payment(order, minor, "CNY").await;
+        let id = format!("evt-{order}");
+        let body = self.notice(&id, &p, "SUCCEEDED", major, "CNY", txn);
+        assert_eq!(self.post_signed(&id, &body).await.status(), 200);
+        p
+    }
+
+    async fn upload(&self, token: &str, date: &str, file: &str) -> (u16, serde_json::Value) {
+        let form = reqwest::multipart::Form::new()
+            .text("provider", "sandbox")
+            .text("business_date", date.to_owned())
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(file.as_bytes().to_vec())
+                    .file_name("sandbox-statement.csv"),
+            );
+        let res = self
+            .app
+            .client
+            .post(format!("{}/api/v1/recon/runs", self.app.base))
+            .bearer_auth(token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.json().await.unwrap_or_default())
+    }
+
+    async fn tickets(&self) -> Vec<(String, String, String, Option<String>)> {
+        sqlx::query_as(
+            "SELECT class, severity, status, payment_no FROM discrepancies WHERE source = 'recon' ORDER BY class",
+        )
+        .fetch_all(self.pool())
+        .await
+        .unwrap()
+    }
+
+    fn today(&self) -> (String, String) {
+        let now = jiff::Timestamp::from_microsecond(self.app.engine.now()).unwrap();
+        (
+            now.strftime("%Y-%m-%d").to_string(),
+            now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        )
+    }
+}
+
+async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_nothing(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, at) = app.today();
+    // MATCHED, with a refund that matches too.
+    let a = app.paid_with("RC-A", 10000, "100.00", "SBX-A").await;
+    let (status, refund) = {
+        let res = app
+            .app
+            .client
+            .post(format!("{}/api/v1/payments/{a}/refunds", app.app.base))
+            .bearer_auth(&token)
+            .header("idempotency-key", "rc-refund")
+            .json(&json!({"amount_minor": 2500, "reason": "returned"}))
+            .send()
+            .await
+            .unwrap();
+        (
+            res.status().as_u16(),
+            res.json::<serde_json::Value>().await.unwrap(),
+        )
+    };
+    assert_eq!(status, 201, "{refund}");
+    let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
+    app.sandbox.put(reckon::providers::sandbox::PaymentData {
+        payment_no: a.clone(),
+        txn_id: "SBX-A".into(),
+        status: "SUCCEEDED".into(),
+        amount: "100.00".into(),
+        currency: "CNY".into(),
+    });
+    let engine = app.app_engine();
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    app.sandbox.settle_refund(&refund_no, true);
+    for _ in 0..100 {
+        let s: String = sqlx::query_scalar("SELECT status FROM refunds WHERE refund_no = $1")
+            .bind(&refund_no)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+        if s == "SUCCEEDED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let refund_id = app.sandbox.refund(&refund_no).unwrap().refund_id;
+    // STATUS_LAG: paid at the provider, its notification lost.
+    let lag = app.payment("RC-B", 2000, "CNY").await;
+    app.sandbox.put(reckon::providers::sandbox::PaymentData {
+        payment_no: lag.clone(),
+        txn_id: "SBX-B".into(),
+        status: "SUCCEEDED".into(),
+        amount: "20.00".into(),
+        currency: "CNY".into(),
+    });
+    // LOCAL_ONLY: paid here, absent from the statement.
+    let local_only = app.paid_with("RC-D", 3000, "30.00", "SBX-D").await;
+    // AMOUNT_MISMATCH and CURRENCY_MISMATCH.
+    let amount = app.paid_with("RC-E", 1000, "10.00", "SBX-E").await;
+    let currency = app.paid_with("RC-F", 1000, "10.00", "SBX-F").await;
+    // DUPLICATE: the statement lists one transaction twice.
+    let dup = app.paid_with("RC-G", 500, "5.00", "SBX-G").await;
+    // ONE_TO_MANY: the statement ties payment H to another transaction.
+    let one_to_many = app.paid_with("RC-H", 700, "7.00", "SBX-H").await;
+
+    let rows = vec![
+        row("payment", "SBX-A", &a, ("", ""), "100.00", "CNY", &at),
+        row(
+            "refund",
+            "SBX-A",
+            &a,
+            (&refund_id, &refund_no),
+            "25.00",
+            "CNY",
+            &at,
+        ),
+        row("payment", "SBX-B", &lag, ("", ""), "20.00", "CNY", &at),
+        // The seed's drill 5: a provider row with no local payment.
+        row(
+            "payment",
+            "SBX-C",
+            "PAYNOTHERE",
+            ("", ""),
+            "12.34",
+            "CNY",
+            &at,
+        ),
+        row("payment", "SBX-E", &amount, ("", ""), "9.00", "CNY", &at),
+        row("payment", "SBX-F", &currency, ("", ""), "10.00", "USD", &at),
+        row("payment", "SBX-G", &dup, ("", ""), "5.00", "CNY", &at),
+        row("payment", "SBX-G", &dup, ("", ""), "5.00", "CNY", &at),
+        row(
+            "payment",
+            "SBX-X",
+            &one_to_many,
+            ("", ""),
+            "7.00",
+            "CNY",
+            &at,
+        ),
+        row(
+            "refund",
+            "SBX-A",
+            &a,
+            ("SBXR-DASH", "DASHBOARD-1"),
+            "1.00",
+            "CNY",
+            &at,
+        ),
+    ];
+    let file = statement(&rows);
+    let (status, run) = app.upload(&token, &date, &file).await;
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["status"], "COMPLETED", "{run}");
+    assert_eq!(run["rows_read"], 10);
+
+    let tickets = app.tickets().await;
+    let classes: Vec<(&str, &str, &str)> = tickets
+        .iter()
+        .map(|(c, s, st, _)| (c.as_str(), s.as_str(), st.as_str()))
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            ("AMOUNT_MISMATCH", "HIGH", "OPEN"),
+            ("CURRENCY_MISMATCH", "HIGH", "OPEN"),
+            ("DUPLICATE", "HIGH", "OPEN"),
+            ("LOCAL_ONLY", "CRITICAL", "OPEN"),
+            ("ONE_TO_MANY", "HIGH", "OPEN"),
+            ("PROVIDER_ONLY", "HIGH", "OPEN"),
+            ("REFUND_MISMATCH", "HIGH", "OPEN"),
+            ("STATUS_LAG", "MEDIUM", "CLOSED"),
+        ],
+        "{tickets:?}"
+    );
+    let named = |class: &str| tickets.iter().find(|t| t.0 == class).unwrap().3.clone();
+    assert_eq!(named("LOCAL_ONLY").as_deref(), Some(local_only.as_str()));
+    assert_eq!(named("ONE_TO_MANY").as_deref(), Some(one_to_many.as_str()));
+    assert_eq!(named("PROVIDER_ONLY").as_deref(), Some("PAYNOTHERE"));
+    // STATUS_LAG repaired through apply: one effect, the ticket says how.
+    assert_eq!(app.status(&lag).await, "SUCCEEDED");
+    assert_eq!(app.count("payment_effects", &lag).await, 1);
+    let (actions, conclusion): (String, Option<String>) =
+        sqlx::query_as("SELECT actions, conclusion FROM discrepancies WHERE class = 'STATUS_LAG'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert!(actions.contains("status query"), "{actions}");
+    assert!(conclusion.unwrap().contains("auto-repaired"));
+    assert_eq!(app.alert_kinds(&local_only).await, ["local_only"]);
+    // Nothing automatic changed an amount or a currency.
+    let kept: (i64, String, String) =
+        sqlx::query_as("SELECT amount_minor, currency, status FROM payments WHERE payment_no = $1")
+            .bind(&amount)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(kept, (1000, "CNY".to_string(), "SUCCEEDED".to_string()));
+
+    let (status, days) = {
+        let res = app
+            .app
+            .client
+            .get(format!(
+                "{}/api/v1/recon/days?from={date}&to={date}",
+                app.app.base
+            ))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        (
+            res.status().as_u16(),
+            res.json::<serde_json::Value>().await.unwrap(),
+        )
+    };
+    assert_eq!(status, 200);
+    let f = &days["days"][0]["figures"];
+    assert_eq!(f["statement_rows"], 10, "{days}");
+    assert_eq!(f["matched"], 2, "the payment and its refund: {days}");
+    assert_eq!(f["repaired"], 1, "{days}");
+    assert_eq!(f["unknown"], 7, "{days}");
+    assert_eq!(
+        f["to_process"], 11,
+        "10 rows and one local payment without a row: {days}"
+    );
+    assert_eq!(f["classes"]["DUPLICATE"], 2, "both copies: {days}");
+
+    // The same file again: recognised, nothing duplicated.
+    let (status, again) = app.upload(&token, &date, &file).await;
+    assert_eq!(status, 201);
+    assert_eq!(again["run_id"], run["run_id"]);
+    // A new file for the same day with the same facts: a new run that
+    // updates the open tickets and leaves the closed one closed.
+    let mut reordered = rows.clone();
+    reordered.reverse();
+    let (status, rerun) = app.upload(&token, &date, &statement(&reordered)).await;
+    assert_eq!(status, 201, "{rerun}");
+    assert_ne!(rerun["run_id"], run["run_id"]);
+    let after = app.tickets().await;
+    assert_eq!(after.len(), tickets.len(), "{after:?}");
+    assert_eq!(
+        after.iter().filter(|t| t.2 == "CLOSED").count(),
+        1,
+        "the repaired one stays closed"
+    );
+    assert_eq!(app.count("payment_effects", &lag).await, 1);
+}
+
+async fn broken_or_incomplete_statements_are_refused_with_the_reason(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, at) = app.today();
+    let p = app.paid_with("RC-Z", 1000, "10.00", "SBX-Z").await;
+    let good = row("payment", "SBX-Z", &p, ("", ""), "10.00", "CNY", &at);
+    let bad = format!(
+        "{HEADER}\n{good}\npayment,SBX-Y,PAYY,,,SUCCEEDED,ten,CNY,{at}\n#summary,rows=2,total_minor=2000\n"
+    );
+    let (status, answer) = app.upload(&token, &date, &bad).await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("line 3"),
+        "{answer}"
+    );
+    let short = format!("{HEADER}\n{good}\n#summary,rows=2,total_minor=2000\n");
+    let (status, answer) = app.upload(&token, &date, &short).await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("rows: the statement says 2, 1 read"),
+        "{answer}"
+    );
+    let runs: Vec<String> = sqlx::query_scalar("SELECT status FROM recon_runs ORDER BY started_at")
+        .fetch_all(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(runs, ["FAILED", "FAILED"]);
+    let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(tickets, 0, "a refused statement reports nothing");
+    let (status, _) = app.upload(&token, "2026-13-01", &short).await;
+    assert_eq!(status, 400);
+}
+
+both_databases!(
+    a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_nothing,
+    broken_or_incomplete_statements_are_refused_with_the_reason,
+);

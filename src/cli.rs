@@ -126,6 +126,16 @@ enum ReconCommand {
         date: String,
         file: PathBuf,
     },
+    /// Pull a provider's statement for one business day through its API
+    /// (page by page) and reconcile the day; prints the run as JSON.
+    Pull {
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        date: String,
+    },
+    /// Go on with a pull that failed, from its saved cursor.
+    Resume { run_id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -229,14 +239,15 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 input: crate::recon::Input::File(file.clone()),
                 started_by: "cli",
             };
-            match engine.import_statement(imp).await {
-                Ok(run) => println!("{}", serde_json::to_string_pretty(&run)?),
-                Err(crate::recon::ReconError::Refused(why)) => {
-                    eprintln!("reckon: the statement was refused: {why}");
-                    return Ok(ExitCode::FAILURE);
-                }
-                Err(e) => return Err(e.into()),
-            }
+            return report_run(engine.import_statement(imp).await);
+        }
+        Command::Recon(ReconCommand::Pull { provider, date }) => {
+            let engine = crate::startup::engine_of(&config).await?;
+            return report_run(engine.pull_statement(&provider, &date, "cli").await);
+        }
+        Command::Recon(ReconCommand::Resume { run_id }) => {
+            let engine = crate::startup::engine_of(&config).await?;
+            return report_run(engine.resume_run(&run_id).await);
         }
         Command::Audit(AuditCommand::Verify) => {
             let db = open_database(&config).await?;
@@ -251,6 +262,28 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run as JSON on standard output; a refused statement is one line on
+/// standard error and a failing exit.
+fn report_run(
+    result: Result<crate::recon::RunRow, crate::recon::ReconError>,
+) -> anyhow::Result<ExitCode> {
+    match result {
+        Ok(run) => {
+            println!("{}", serde_json::to_string_pretty(&run)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(crate::recon::ReconError::Refused(why)) => {
+            eprintln!("reckon: the statement was refused: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(crate::recon::ReconError::Invalid(why)) => {
+            eprintln!("reckon: error: {why}");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 async fn accounts(config: &Config) -> anyhow::Result<Accounts> {

@@ -27,6 +27,17 @@ impl Engine {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .expect("an HTTP client");
+            // The statement schedule in its own loop: a long pull never
+            // holds up callbacks or the outbox.
+            let schedule = engine.clone();
+            tokio::spawn(async move {
+                loop {
+                    if let Err(e) = schedule.scheduled_pulls(schedule.now()).await {
+                        tracing::error!(error = %e, "statement pull schedule");
+                    }
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+            });
             loop {
                 let now = engine.now();
                 if let Err(e) = engine.run_provider_tasks(now).await {

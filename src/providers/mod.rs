@@ -98,6 +98,16 @@ pub struct RefundView {
     pub money: Money,
 }
 
+/// A page of a pulled statement.
+#[derive(Debug)]
+pub struct StatementPage {
+    /// Line numbers are the page's own (1…); the run renumbers them.
+    pub rows: Vec<crate::recon::statement::StatementRow>,
+    pub next_cursor: Option<String>,
+    /// On the last page: (what, stated figure).
+    pub summary: Option<Vec<(String, i64)>>,
+}
+
 /// What a provider says about a payment when asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderView {
@@ -196,6 +206,24 @@ pub trait Provider: Send + Sync + 'static {
     /// it.
     fn statement_format(&self) -> Option<crate::recon::statement::Format> {
         None
+    }
+    /// One page of the day's statement through the provider's API; `None`
+    /// cursor for the first page. The last page has no next cursor and
+    /// carries the statement's summary checks (stated figures; `read` is
+    /// filled in by the run).
+    async fn statement_page(
+        &self,
+        _date: &str,
+        _cursor: Option<&str>,
+    ) -> Result<StatementPage, CallError> {
+        Err(CallError::Refused(format!(
+            "{} has no statement API Reckon pulls from; upload or import the file",
+            self.name()
+        )))
+    }
+    /// Whether [`Provider::statement_page`] works.
+    fn pulls_statements(&self) -> bool {
+        false
     }
     /// Whether Reckon can ask this provider to refund.
     fn refunds(&self) -> bool {

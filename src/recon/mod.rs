@@ -119,6 +119,39 @@ pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), Stri
     Ok((start, end))
 }
 
+/// Statement rows of a run, in the caller's transaction.
+async fn insert_rows_in(
+    conn: &mut sqlx::AnyConnection,
+    run_id: &str,
+    chunk: &[StatementRow],
+) -> sqlx::Result<()> {
+    if chunk.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
+           provider_refund_id, amount_minor, currency, status, occurred_at) VALUES {}",
+        crate::store::value_rows(chunk.len(), 11, 1, "")
+    );
+    let mut q = sqlx::query(&sql);
+    for r in chunk {
+        q = q
+            .bind(run_id)
+            .bind(r.line_no)
+            .bind(r.kind.as_str())
+            .bind(r.provider_txn_id.as_deref())
+            .bind(r.payment_no.as_deref())
+            .bind(r.refund_no.as_deref())
+            .bind(r.provider_refund_id.as_deref())
+            .bind(r.money.minor)
+            .bind(r.money.currency.code())
+            .bind(r.status.as_str())
+            .bind(r.occurred_at);
+    }
+    q.execute(&mut *conn).await?;
+    Ok(())
+}
+
 /// A ticket found by a run.
 struct Found {
     class: &'static str,
@@ -206,50 +239,205 @@ impl Engine {
         .bind(now)
         .execute(pool)
         .await?;
-        match self.read_rows(&run_id, format, &imp.input).await {
+        let checks = match self.read_rows(&run_id, format, &imp.input).await {
             Ok((rows, checks)) => {
-                let off: Vec<String> = checks
-                    .iter()
-                    .filter(|c| c.stated != c.read)
-                    .map(|c| {
-                        format!(
-                            "{}: the statement says {}, {} read",
-                            c.what, c.stated, c.read
-                        )
-                    })
-                    .collect();
-                sqlx::query(
-                    "UPDATE recon_runs SET rows_read = $1, summary_json = $2 WHERE run_id = $3",
-                )
-                .bind(rows)
-                .bind(serde_json::to_string(&checks).unwrap_or_default())
-                .bind(&run_id)
-                .execute(pool)
-                .await?;
-                if !off.is_empty() {
-                    let error = format!("incomplete statement — {}", off.join("; "));
-                    self.fail_run(&run_id, &error).await?;
-                    return Err(ReconError::Refused(error));
-                }
+                sqlx::query("UPDATE recon_runs SET rows_read = $1 WHERE run_id = $2")
+                    .bind(rows)
+                    .bind(&run_id)
+                    .execute(pool)
+                    .await?;
+                checks
             }
             Err(e) => {
                 let error = e.to_string();
                 self.fail_run(&run_id, &error).await?;
                 return Err(ReconError::Refused(error));
             }
-        }
-        let figures = self
-            .reconcile(&run_id, imp.provider, imp.business_date, imp.file_name)
+        };
+        self.finish_run(
+            &run_id,
+            imp.provider,
+            imp.business_date,
+            imp.file_name,
+            &checks,
+        )
+        .await
+    }
+
+    /// The statement is all read: its own figures must agree, then the day
+    /// is reconciled and the run completed.
+    async fn finish_run(
+        &self,
+        run_id: &str,
+        provider: &str,
+        date: &str,
+        file: Option<&str>,
+        checks: &[statement::Check],
+    ) -> Result<RunRow, ReconError> {
+        let pool = &self.db.pool;
+        let off: Vec<String> = checks
+            .iter()
+            .filter(|c| c.stated != c.read)
+            .map(|c| {
+                format!(
+                    "{}: the statement says {}, {} read",
+                    c.what, c.stated, c.read
+                )
+            })
+            .collect();
+        sqlx::query("UPDATE recon_runs SET summary_json = $1 WHERE run_id = $2")
+            .bind(serde_json::to_string(checks).unwrap_or_default())
+            .bind(run_id)
+            .execute(pool)
             .await?;
+        if !off.is_empty() {
+            let error = format!("incomplete statement — {}", off.join("; "));
+            self.fail_run(run_id, &error).await?;
+            return Err(ReconError::Refused(error));
+        }
+        let figures = self.reconcile(run_id, provider, date, file).await?;
         sqlx::query(
-            "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, finished_at = $2 WHERE run_id = $3",
+            "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, error = NULL, finished_at = $2 \
+             WHERE run_id = $3",
         )
         .bind(serde_json::to_string(&figures).unwrap_or_default())
         .bind(self.now())
-        .bind(&run_id)
+        .bind(run_id)
         .execute(pool)
         .await?;
-        Ok(self.run(&run_id).await?.expect("the run was just written"))
+        Ok(self.run(run_id).await?.expect("the run was just written"))
+    }
+
+    /// Pulls the day's statement page by page through the provider's API.
+    /// Each page's rows and the cursor after it are written in one
+    /// transaction, so an interruption loses nothing and repeats nothing:
+    /// the run FAILS with the cursor kept, and [`Engine::resume_run`] goes
+    /// on from there.
+    pub async fn pull_statement(
+        &self,
+        provider: &str,
+        date: &str,
+        started_by: &str,
+    ) -> Result<RunRow, ReconError> {
+        let p = self
+            .providers
+            .get(provider)
+            .ok_or_else(|| ReconError::Invalid(format!("provider {provider} is not configured")))?;
+        if !p.pulls_statements() {
+            return Err(ReconError::Invalid(format!(
+                "provider {provider} has no statement API; upload or import its file"
+            )));
+        }
+        day_range(date, &self.settings.timezone).map_err(ReconError::Invalid)?;
+        let run_id = format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
+        sqlx::query(
+            "INSERT INTO recon_runs (run_id, provider, business_date, source, status, rows_read, started_by, started_at) \
+             VALUES ($1, $2, $3, 'pull', 'RUNNING', 0, $4, $5)",
+        )
+        .bind(&run_id)
+        .bind(provider)
+        .bind(date)
+        .bind(started_by)
+        .bind(self.now())
+        .execute(&self.db.pool)
+        .await?;
+        self.continue_pull(&run_id).await
+    }
+
+    /// Goes on with a pull that failed, from its saved cursor.
+    pub async fn resume_run(&self, run_id: &str) -> Result<RunRow, ReconError> {
+        let run = self
+            .run(run_id)
+            .await?
+            .ok_or_else(|| ReconError::Invalid(format!("no run {run_id}")))?;
+        if run.source != "pull" || run.status != "FAILED" {
+            return Err(ReconError::Invalid(format!(
+                "run {run_id} is a {} run, {}: only a failed pull resumes",
+                run.source, run.status
+            )));
+        }
+        let moved = sqlx::query(
+            "UPDATE recon_runs SET status = 'RUNNING', error = NULL, finished_at = NULL \
+             WHERE run_id = $1 AND status = 'FAILED'",
+        )
+        .bind(run_id)
+        .execute(&self.db.pool)
+        .await?;
+        if moved.rows_affected() != 1 {
+            return Err(ReconError::Invalid(format!(
+                "run {run_id} is being resumed already"
+            )));
+        }
+        self.continue_pull(run_id).await
+    }
+
+    async fn continue_pull(&self, run_id: &str) -> Result<RunRow, ReconError> {
+        let pool = &self.db.pool;
+        let (provider, date, mut cursor, mut rows_read): (String, String, Option<String>, i64) =
+            sqlx::query_as("SELECT provider, business_date, cursor, rows_read FROM recon_runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_one(pool)
+                .await?;
+        let Some(p) = self.providers.get(&provider).cloned() else {
+            return Err(ReconError::Invalid(format!(
+                "provider {provider} is not configured"
+            )));
+        };
+        let mut pages = 0;
+        let summary = loop {
+            let page = match p.statement_page(&date, cursor.as_deref()).await {
+                Ok(page) => page,
+                Err(e) => {
+                    let error = format!(
+                        "run {run_id}: pull interrupted after {rows_read} rows ({pages} pages this time): {e}; resume continues from the saved cursor"
+                    );
+                    self.fail_run(run_id, &error).await?;
+                    return Err(ReconError::Refused(error));
+                }
+            };
+            pages += 1;
+            let mut rows = page.rows;
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.line_no = rows_read + i as i64 + 1;
+            }
+            let mut tx = self.db.begin_write().await?;
+            for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
+                insert_rows_in(&mut tx, run_id, chunk).await?;
+            }
+            rows_read += rows.len() as i64;
+            sqlx::query("UPDATE recon_runs SET cursor = $1, rows_read = $2 WHERE run_id = $3")
+                .bind(page.next_cursor.as_deref())
+                .bind(rows_read)
+                .bind(run_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break page.summary.unwrap_or_default(),
+            }
+        };
+        let (count, total): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(amount_minor), 0) AS BIGINT) FROM recon_rows WHERE run_id = $1",
+        )
+        .bind(run_id)
+        .fetch_one(pool)
+        .await?;
+        let checks: Vec<statement::Check> = summary
+            .into_iter()
+            .map(|(what, stated)| statement::Check {
+                read: if what == "rows" { count } else { total },
+                what,
+                stated,
+            })
+            .collect();
+        if checks.is_empty() {
+            let error = "the statement's last page carries no summary".to_string();
+            self.fail_run(run_id, &error).await?;
+            return Err(ReconError::Refused(error));
+        }
+        self.finish_run(run_id, &provider, &date, None, &checks)
+            .await
     }
 
     async fn fail_run(&self, run_id: &str, error: &str) -> sqlx::Result<()> {
@@ -310,27 +498,7 @@ impl Engine {
         }
         let mut tx = self.db.begin_write().await?;
         for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
-            let sql = format!(
-                "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
-                   provider_refund_id, amount_minor, currency, status, occurred_at) VALUES {}",
-                crate::store::value_rows(chunk.len(), 11, 1, "")
-            );
-            let mut q = sqlx::query(&sql);
-            for r in chunk {
-                q = q
-                    .bind(run_id)
-                    .bind(r.line_no)
-                    .bind(r.kind.as_str())
-                    .bind(r.provider_txn_id.as_deref())
-                    .bind(r.payment_no.as_deref())
-                    .bind(r.refund_no.as_deref())
-                    .bind(r.provider_refund_id.as_deref())
-                    .bind(r.money.minor)
-                    .bind(r.money.currency.code())
-                    .bind(r.status.as_str())
-                    .bind(r.occurred_at);
-            }
-            q.execute(&mut *tx).await?;
+            insert_rows_in(&mut tx, run_id, chunk).await?;
         }
         tx.commit().await
     }
@@ -903,6 +1071,68 @@ impl Engine {
             }
         }
         Ok(repaired)
+    }
+
+    /// The daily schedule: once a business day is over (plus two hours, for
+    /// the provider's statement to be ready), pull yesterday's statement
+    /// from every provider with a statement API; a failed pull is resumed
+    /// every ten minutes. Returns how many runs it started or resumed.
+    pub async fn scheduled_pulls(&self, now: i64) -> sqlx::Result<usize> {
+        let tz = &self.settings.timezone;
+        let Ok(ts) = jiff::Timestamp::from_microsecond(now) else {
+            return Ok(0);
+        };
+        let local = ts.to_zoned(tz.clone());
+        if local.hour() < 2 {
+            return Ok(0);
+        }
+        let Ok(yesterday) = local.date().yesterday() else {
+            return Ok(0);
+        };
+        let date = yesterday.to_string();
+        let mut started = 0;
+        for name in self
+            .providers
+            .names()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+        {
+            let Some(p) = self.providers.get(&name) else {
+                continue;
+            };
+            if !p.pulls_statements() {
+                continue;
+            }
+            let latest: Option<(String, String, Option<i64>)> = sqlx::query_as(
+                "SELECT run_id, status, finished_at FROM recon_runs WHERE provider = $1 AND business_date = $2 \
+                 AND source = 'pull' ORDER BY started_at DESC LIMIT 1",
+            )
+            .bind(&name)
+            .bind(&date)
+            .fetch_optional(&self.db.pool)
+            .await?;
+            let result = match latest {
+                None => Some(self.pull_statement(&name, &date, "schedule").await),
+                Some((run_id, status, finished))
+                    if status == "FAILED" && finished.unwrap_or(0) < now - 600_000_000 =>
+                {
+                    Some(self.resume_run(&run_id).await)
+                }
+                _ => None,
+            };
+            match result {
+                None => {}
+                Some(Ok(run)) => {
+                    started += 1;
+                    tracing::info!(provider = %name, %date, run_id = %run.run_id, "scheduled statement pull completed");
+                }
+                Some(Err(e)) => {
+                    started += 1;
+                    tracing::warn!(provider = %name, %date, error = %e, "scheduled statement pull failed; resumed later");
+                }
+            }
+        }
+        Ok(started)
     }
 
     /// Per business day and provider: the latest completed run's figures,

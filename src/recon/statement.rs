@@ -106,6 +106,39 @@ pub fn split_csv(line: &str) -> Vec<String> {
     fields
 }
 
+/// One sandbox statement line's nine fields (CSV or the pull API).
+pub fn sandbox_row(f: &[String], line_no: i64) -> Result<StatementRow, String> {
+    if f.len() != 9 {
+        return Err(format!("expected 9 fields, found {}", f.len()));
+    }
+    let kind = match f[0].as_str() {
+        "payment" => RowKind::Payment,
+        "refund" => RowKind::Refund,
+        other => return Err(format!("unknown kind {other:?}")),
+    };
+    let currency = Currency::parse(f[7].trim()).map_err(|e| e.to_string())?;
+    let money = money(&f[6], currency)?;
+    let occurred_at = match opt(&f[8]) {
+        Some(t) => Some(
+            t.parse::<jiff::Timestamp>()
+                .map_err(|e| format!("occurred_at {t:?}: {e}"))?
+                .as_microsecond(),
+        ),
+        None => None,
+    };
+    Ok(StatementRow {
+        line_no,
+        kind,
+        provider_txn_id: opt(&f[1]),
+        payment_no: opt(&f[2]),
+        provider_refund_id: opt(&f[3]),
+        refund_no: opt(&f[4]),
+        money,
+        status: f[5].trim().to_owned(),
+        occurred_at,
+    })
+}
+
 /// Reads a statement. The iterator ends after `Item::End`, or at the first
 /// error.
 pub fn read(
@@ -294,37 +327,10 @@ impl Reader {
             return Err("a row after the summary".into());
         }
         let f = split_csv(text);
-        if f.len() != 9 {
-            return Err(format!("expected 9 fields, found {}", f.len()));
-        }
-        let kind = match f[0].as_str() {
-            "payment" => RowKind::Payment,
-            "refund" => RowKind::Refund,
-            other => return Err(format!("unknown kind {other:?}")),
-        };
-        let currency = Currency::parse(f[7].trim()).map_err(|e| e.to_string())?;
-        let money = money(&f[6], currency)?;
-        let occurred_at = match opt(&f[8]) {
-            Some(t) => Some(
-                t.parse::<jiff::Timestamp>()
-                    .map_err(|e| format!("occurred_at {t:?}: {e}"))?
-                    .as_microsecond(),
-            ),
-            None => None,
-        };
+        let row = sandbox_row(&f, self.line as i64)?;
         self.state.rows += 1;
-        self.state.sum_a += money.minor;
-        Ok(Some(StatementRow {
-            line_no: self.line as i64,
-            kind,
-            provider_txn_id: opt(&f[1]),
-            payment_no: opt(&f[2]),
-            provider_refund_id: opt(&f[3]),
-            refund_no: opt(&f[4]),
-            money,
-            status: f[5].trim().to_owned(),
-            occurred_at,
-        }))
+        self.state.sum_a += row.money.minor;
+        Ok(Some(row))
     }
 
     /// WeChat Pay's ALL bill: every field prefixed with a backtick; rows,

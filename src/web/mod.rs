@@ -77,6 +77,8 @@ pub fn router(
         .route("/api/v1/refunds/{refund_no}", get(merchant::show_refund))
         .route("/api/v1/recon/runs/{run_id}", get(recon::show))
         .route("/api/v1/recon/days", get(recon::days))
+        .route("/api/v1/recon/pulls", post(recon::pull))
+        .route("/api/v1/recon/runs/{run_id}/resume", post(recon::resume))
         .route("/webhooks/{provider}", post(webhooks::receive))
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

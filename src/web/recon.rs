@@ -84,6 +84,43 @@ pub async fn upload(
     }
 }
 
+#[derive(serde::Deserialize)]
+pub struct PullRequest {
+    provider: String,
+    business_date: String,
+}
+
+/// `POST /api/v1/recon/pulls` `{"provider", "business_date"}`.
+pub async fn pull(
+    State(engine): State<Engine>,
+    Merchant(actor): Merchant,
+    body: Result<Json<PullRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Json(req) = match body {
+        Ok(b) => b,
+        Err(r) => return error(StatusCode::BAD_REQUEST, r.body_text()),
+    };
+    match engine
+        .pull_statement(&req.provider, &req.business_date, &actor)
+        .await
+    {
+        Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),
+        Err(e) => recon_error(e),
+    }
+}
+
+/// `POST /api/v1/recon/runs/{run_id}/resume`.
+pub async fn resume(
+    State(engine): State<Engine>,
+    _m: Merchant,
+    Path(run_id): Path<String>,
+) -> Response {
+    match engine.resume_run(&run_id).await {
+        Ok(run) => Json(run).into_response(),
+        Err(e) => recon_error(e),
+    }
+}
+
 pub async fn show(
     State(engine): State<Engine>,
     _m: Merchant,

@@ -341,7 +341,137 @@ async fn broken_or_incomplete_statements_are_refused_with_the_reason(b: Backend)
     assert_eq!(status, 400);
 }
 
+/// The seed's drill 7: a pull breaks on page 3 of 5; the run fails with its
+/// cursor; resume completes it; the totals agree; nothing is counted twice.
+async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let (date, _) = app.today();
+    let mut paid = Vec::new();
+    for i in 0..10 {
+        let p = app.payment(&format!("PULL-{i}"), 1000 + i, "CNY").await;
+        let major = format!("{}.{:02}", (1000 + i) / 100, (1000 + i) % 100);
+        app.sandbox_knows(&p, "SUCCEEDED", &major, "CNY");
+        let id = format!("evt-pull-{i}");
+        let body = app.notice(&id, &p, "SUCCEEDED", &major, "CNY", &format!("SBX-{p}"));
+        assert_eq!(app.post_signed(&id, &body).await.status(), 200);
+        paid.push(p);
+    }
+    app.sandbox
+        .set_chaos(reckon::providers::sandbox::server::Chaos {
+            settle_ms: 3_600_000,
+            statement_page_size: 2,
+            statement_fail_page: Some(3),
+            ..Default::default()
+        });
+    let engine = app.app_engine();
+    let err = engine
+        .pull_statement("sandbox", &date, "test")
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("pull interrupted after 4 rows"),
+        "{message}"
+    );
+    let run_id = message
+        .split_whitespace()
+        .find(|w| w.starts_with("RUN"))
+        .unwrap()
+        .trim_end_matches(':')
+        .to_owned();
+    let run = engine.run(&run_id).await.unwrap().unwrap();
+    assert_eq!(run.status, "FAILED");
+    assert_eq!(run.rows_read, 4);
+    let cursor: Option<String> =
+        sqlx::query_scalar("SELECT cursor FROM recon_runs WHERE run_id = $1")
+            .bind(&run_id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(cursor.as_deref(), Some("4"));
+    // Still broken: resuming fails again, loses and repeats nothing.
+    assert!(engine.resume_run(&run_id).await.is_err());
+    assert_eq!(engine.run(&run_id).await.unwrap().unwrap().rows_read, 4);
+    // Mended: resume completes the run.
+    app.sandbox
+        .set_chaos(reckon::providers::sandbox::server::Chaos {
+            settle_ms: 3_600_000,
+            statement_page_size: 2,
+            ..Default::default()
+        });
+    let run = engine.resume_run(&run_id).await.unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    assert_eq!(run.rows_read, 10);
+    let (rows, distinct, total): (i64, i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(DISTINCT provider_txn_id), CAST(SUM(amount_minor) AS BIGINT) FROM recon_rows WHERE run_id = $1",
+    )
+    .bind(&run_id)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!((rows, distinct), (10, 10), "no row twice");
+    assert_eq!(total, (0..10).map(|i| 1000 + i).sum::<i64>());
+    let summary: String =
+        sqlx::query_scalar("SELECT summary_json FROM recon_runs WHERE run_id = $1")
+            .bind(&run_id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    let checks: Vec<serde_json::Value> = serde_json::from_str(&summary).unwrap();
+    assert_eq!(checks.len(), 2);
+    assert!(checks.iter().all(|c| c["stated"] == c["read"]), "{summary}");
+    let figures: serde_json::Value = serde_json::from_str(&run.figures_json.unwrap()).unwrap();
+    assert_eq!(figures["matched"], 10, "{figures}");
+    assert!(app.tickets().await.is_empty());
+    // A completed run does not resume.
+    assert!(engine.resume_run(&run_id).await.is_err());
+}
+
+async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let (date, _) = app.today();
+    for i in 0..2 {
+        let p = app.payment(&format!("SCHED-{i}"), 500, "CNY").await;
+        app.sandbox_knows(&p, "SUCCEEDED", "5.00", "CNY");
+        let id = format!("evt-sched-{i}");
+        let body = app.notice(&id, &p, "SUCCEEDED", "5.00", "CNY", &format!("SBX-{p}"));
+        assert_eq!(app.post_signed(&id, &body).await.status(), 200);
+    }
+    let engine = app.app_engine();
+    // Today is not over: nothing to pull for it yet.
+    let today: jiff::civil::Date = date.parse().unwrap();
+    let at = |d: jiff::civil::Date, h: i8| {
+        d.at(h, 0, 0, 0)
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .unwrap()
+            .timestamp()
+            .as_microsecond()
+    };
+    let tomorrow = today.tomorrow().unwrap();
+    assert_eq!(
+        engine.scheduled_pulls(at(tomorrow, 1)).await.unwrap(),
+        0,
+        "before 02:00"
+    );
+    assert_eq!(engine.scheduled_pulls(at(tomorrow, 3)).await.unwrap(), 1);
+    let status: String = sqlx::query_scalar(
+        "SELECT status FROM recon_runs WHERE business_date = $1 AND source = 'pull'",
+    )
+    .bind(&date)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(status, "COMPLETED");
+    assert_eq!(
+        engine.scheduled_pulls(at(tomorrow, 4)).await.unwrap(),
+        0,
+        "done once"
+    );
+}
+
 both_databases!(
+    the_daily_schedule_pulls_yesterday_once,
+    a_pull_broken_on_page_three_resumes_from_its_cursor,
     a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_nothing,
     broken_or_incomplete_statements_are_refused_with_the_reason,
 );

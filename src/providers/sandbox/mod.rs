@@ -279,6 +279,60 @@ impl Provider for Sandbox {
         true
     }
 
+    fn pulls_statements(&self) -> bool {
+        true
+    }
+
+    async fn statement_page(
+        &self,
+        date: &str,
+        cursor: Option<&str>,
+    ) -> Result<super::StatementPage, CallError> {
+        let mut req = self
+            .http
+            .get(format!("{}/v1/statements/{date}", self.base_url));
+        if let Some(c) = cursor {
+            req = req.query(&[("cursor", c)]);
+        }
+        let page: serde_json::Value = self.call(req).await?;
+        let mut rows = Vec::new();
+        for (i, r) in page["rows"].as_array().into_iter().flatten().enumerate() {
+            let field = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            let fields: Vec<String> = [
+                "kind",
+                "txn_id",
+                "payment_no",
+                "refund_id",
+                "refund_no",
+                "status",
+                "amount",
+                "currency",
+                "occurred_at",
+            ]
+            .iter()
+            .map(|k| field(k))
+            .collect();
+            rows.push(
+                crate::recon::statement::sandbox_row(&fields, i as i64 + 1)
+                    .map_err(|e| CallError::Refused(format!("statement row {}: {e}", i + 1)))?,
+            );
+        }
+        let summary = page.get("summary").filter(|s| !s.is_null()).map(|s| {
+            vec![
+                ("rows".to_string(), s["rows"].as_i64().unwrap_or(-1)),
+                (
+                    "total_minor".to_string(),
+                    s["total_minor"].as_i64().unwrap_or(-1),
+                ),
+            ]
+        });
+        Ok(super::StatementPage {
+            rows,
+            next_cursor: page["next_cursor"].as_str().map(str::to_owned),
+            summary,
+        })
+    }
+
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         let body = serde_json::json!({
             "refund_no": req.refund_no,

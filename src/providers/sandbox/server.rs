@@ -40,6 +40,11 @@ pub struct Chaos {
     pub query_error_rate: f64,
     /// Share of refunds that fail at the provider (0–1).
     pub refund_fail_rate: f64,
+    /// Statement pages answer 500 from this page on (1-based): a pull that
+    /// breaks mid-way.
+    pub statement_fail_page: Option<u32>,
+    /// Rows per statement page.
+    pub statement_page_size: u32,
 }
 
 impl Default for Chaos {
@@ -55,6 +60,8 @@ impl Default for Chaos {
             query_delay_ms: 0,
             query_error_rate: 0.0,
             refund_fail_rate: 0.0,
+            statement_fail_page: None,
+            statement_page_size: 100,
         }
     }
 }
@@ -67,6 +74,8 @@ pub struct SandboxServer {
 struct Inner {
     payments: Mutex<HashMap<String, PaymentData>>,
     refunds: Mutex<HashMap<String, RefundData>>,
+    /// When each payment or refund (by its number) settled, for statements.
+    settled_at: Mutex<HashMap<String, jiff::Timestamp>>,
     chaos: Mutex<Chaos>,
     notify_url: Mutex<String>,
     secret: Secret,
@@ -86,6 +95,7 @@ impl SandboxServer {
             inner: Arc::new(Inner {
                 payments: Mutex::new(HashMap::new()),
                 refunds: Mutex::new(HashMap::new()),
+                settled_at: Mutex::new(HashMap::new()),
                 chaos: Mutex::new(chaos),
                 notify_url: Mutex::new(notify_url.to_owned()),
                 secret,
@@ -110,6 +120,7 @@ impl SandboxServer {
             .route("/v1/payments", post(create))
             .route("/v1/payments/{payment_no}", get(query))
             .route("/v1/payments/{payment_no}/close", post(close))
+            .route("/v1/statements/{date}", get(statement))
             .route("/v1/refunds", post(create_refund))
             .route("/v1/refunds/{refund_no}", get(query_refund))
             .route("/v1/chaos", get(get_chaos).post(set_chaos))
@@ -118,6 +129,7 @@ impl SandboxServer {
 
     /// Records a payment as the provider's own (tests and tools).
     pub fn put(&self, data: PaymentData) {
+        self.mark_settled(&data.payment_no);
         self.inner
             .payments
             .lock()
@@ -138,7 +150,51 @@ impl SandboxServer {
             p.status = if succeed { "SUCCEEDED" } else { "FAILED" }.into();
             p.clone()
         };
+        self.mark_settled(payment_no);
         self.notify(data);
+    }
+
+    fn mark_settled(&self, key: &str) {
+        self.inner
+            .settled_at
+            .lock()
+            .unwrap()
+            .insert(key.to_owned(), jiff::Timestamp::now());
+    }
+
+    /// The sandbox's statement of a UTC day: payments that succeeded and
+    /// refunds that succeeded, in a stable order.
+    pub fn statement_rows(&self, date: &str) -> Vec<serde_json::Value> {
+        let settled = self.inner.settled_at.lock().unwrap().clone();
+        let on_day = |key: &str| {
+            settled
+                .get(key)
+                .is_some_and(|t| t.strftime("%Y-%m-%d").to_string() == date)
+        };
+        let mut rows: Vec<(String, serde_json::Value)> = Vec::new();
+        for p in self.inner.payments.lock().unwrap().values() {
+            if p.status == "SUCCEEDED" && on_day(&p.payment_no) {
+                rows.push((
+                    format!("p{}", p.payment_no),
+                    serde_json::json!({"kind": "payment", "txn_id": p.txn_id, "payment_no": p.payment_no,
+                        "refund_id": "", "refund_no": "", "status": "SUCCEEDED", "amount": p.amount,
+                        "currency": p.currency, "occurred_at": settled[&p.payment_no].to_string()}),
+                ));
+            }
+        }
+        for r in self.inner.refunds.lock().unwrap().values() {
+            if r.status == "SUCCEEDED" && on_day(&r.refund_no) {
+                rows.push((
+                    format!("r{}", r.refund_no),
+                    serde_json::json!({"kind": "refund", "txn_id": r.txn_id, "payment_no": r.payment_no,
+                        "refund_id": r.refund_id, "refund_no": r.refund_no, "status": "SUCCEEDED",
+                        "amount": r.amount, "currency": r.currency,
+                        "occurred_at": settled[&r.refund_no].to_string()}),
+                ));
+            }
+        }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.into_iter().map(|(_, v)| v).collect()
     }
 
     /// A refund as the sandbox holds it (tests).
@@ -159,6 +215,7 @@ impl SandboxServer {
             r.status = if succeed { "SUCCEEDED" } else { "FAILED" }.into();
             r.clone()
         };
+        self.mark_settled(refund_no);
         self.notify_refund(data);
     }
 
@@ -428,6 +485,59 @@ async fn query_refund(State(s): State<SandboxServer>, Path(refund_no): Path<Stri
         Some(r) => Json(r.clone()).into_response(),
         None => error(StatusCode::NOT_FOUND, "no such refund"),
     }
+}
+
+#[derive(Deserialize)]
+struct Page {
+    cursor: Option<String>,
+}
+
+/// `GET /v1/statements/{date}?cursor=…`: one page of the day's statement;
+/// `next_cursor` until the last page, which carries the summary.
+async fn statement(
+    State(s): State<SandboxServer>,
+    Path(date): Path<String>,
+    axum::extract::Query(page): axum::extract::Query<Page>,
+) -> Response {
+    if date.parse::<jiff::civil::Date>().is_err() {
+        return error(StatusCode::BAD_REQUEST, "date must be YYYY-MM-DD");
+    }
+    let (size, fail_page) = {
+        let c = s.inner.chaos.lock().unwrap();
+        (c.statement_page_size.max(1) as usize, c.statement_fail_page)
+    };
+    let start: usize = match page.cursor.as_deref().map(str::parse) {
+        None => 0,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "bad cursor"),
+    };
+    let number = start / size + 1;
+    if fail_page.is_some_and(|f| number as u32 >= f) {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("chaos: statement page {number} failed"),
+        );
+    }
+    let rows = s.statement_rows(&date);
+    let end = (start + size).min(rows.len());
+    let page_rows = rows.get(start..end).unwrap_or_default().to_vec();
+    let last = end >= rows.len();
+    let mut body = serde_json::json!({ "page": number, "rows": page_rows });
+    if last {
+        let total: i64 = rows
+            .iter()
+            .filter_map(|r| {
+                let cur = crate::domain::Currency::parse(r["currency"].as_str()?).ok()?;
+                crate::domain::Money::parse_major(r["amount"].as_str()?, cur).ok()
+            })
+            .map(|m| m.minor)
+            .sum();
+        body["summary"] = serde_json::json!({ "rows": rows.len(), "total_minor": total });
+        body["next_cursor"] = serde_json::Value::Null;
+    } else {
+        body["next_cursor"] = end.to_string().into();
+    }
+    Json(body).into_response()
 }
 
 async fn get_chaos(State(s): State<SandboxServer>) -> Json<Chaos> {

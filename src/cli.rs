@@ -54,6 +54,9 @@ enum Command {
     /// Reconcile provider statements.
     #[command(subcommand)]
     Recon(ReconCommand),
+    /// Decisions on payments.
+    #[command(subcommand)]
+    Payment(PaymentCommand),
     /// Run the sandbox provider: a fake payment channel with an HTTP API
     /// (create, query, close) that signs and sends webhooks to --notify,
     /// and misbehaves on request (--chaos).
@@ -136,6 +139,20 @@ enum ReconCommand {
     },
     /// Go on with a pull that failed, from its saved cursor.
     Resume { run_id: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum PaymentCommand {
+    /// Lift reconciliation's hold on a payment (LOCAL_ONLY, ONE_TO_MANY)
+    /// once a person has decided; audited with the note.
+    Release {
+        payment_no: String,
+        #[arg(long)]
+        note: String,
+        /// Who decides (recorded in the audit log).
+        #[arg(long, default_value = "cli")]
+        actor: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -248,6 +265,21 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Recon(ReconCommand::Resume { run_id }) => {
             let engine = crate::startup::engine_of(&config).await?;
             return report_run(engine.resume_run(&run_id).await);
+        }
+        Command::Payment(PaymentCommand::Release {
+            payment_no,
+            note,
+            actor,
+        }) => {
+            let engine = crate::startup::engine_of(&config).await?;
+            match engine.release_hold(&actor, &payment_no, &note).await {
+                Ok(reason) => println!("released {payment_no} (was held: {reason})"),
+                Err(crate::recon::ReconError::Invalid(why)) => {
+                    eprintln!("reckon: error: {why}");
+                    return Ok(ExitCode::from(2));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Command::Audit(AuditCommand::Verify) => {
             let db = open_database(&config).await?;

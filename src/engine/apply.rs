@@ -69,6 +69,9 @@ pub enum Applied {
     Conflict { reason: String },
     /// No such payment.
     UnknownPayment,
+    /// Reconciliation holds the payment until a person decides: nothing
+    /// changes (the callback stays stored, to be replayed after release).
+    Held { reason: String },
 }
 
 impl Applied {
@@ -79,6 +82,7 @@ impl Applied {
             Applied::OutOfOrder { .. } => "out_of_order",
             Applied::Conflict { .. } => "conflict",
             Applied::UnknownPayment => "unknown_payment",
+            Applied::Held { .. } => "held",
         }
     }
 }
@@ -178,6 +182,14 @@ pub async fn apply_in(
     if let Some((class, reason)) = disagreement(&current, o) {
         record_conflict(conn, o, Some(&current), class, &reason, now).await?;
         return Ok(Applied::Conflict { reason });
+    }
+    if let Some(reason) = &current.hold_reason
+        && status != o.target
+    {
+        tracing::warn!(%reason, "outcome for a held payment: kept for a person");
+        return Ok(Applied::Held {
+            reason: reason.clone(),
+        });
     }
     // Same facts. Already there (or past it on the refund path): a duplicate.
     let already = status == o.target

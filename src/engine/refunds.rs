@@ -547,6 +547,15 @@ impl Engine {
                 json!({ "currency": p.currency }),
             );
         }
+        if let Some(reason) = &p.hold_reason {
+            return refuse(
+                409,
+                format!(
+                    "payment {payment_no} is held by reconciliation ({reason}); a person must release it first"
+                ),
+                json!({ "hold_reason": reason }),
+            );
+        }
         if self.providers.get(&p.provider).is_none() {
             return refuse(
                 422,

@@ -164,6 +164,8 @@ struct Found {
     local: Option<(i64, String, String)>,
     provider_side: Option<(i64, String, String)>,
     reason: String,
+    /// Payments to hold until a person decides.
+    hold: Vec<String>,
 }
 
 /// Counts by class and the day's figures.
@@ -552,6 +554,11 @@ impl Engine {
                 _ => false,
             };
             let side = Some((amount, currency.clone(), status.clone()));
+            // The other payment a ONE_TO_MANY involves.
+            let also: Option<String> = match (&t_no, &n_no) {
+                (Some(t), Some(n)) if t != n => Some(n.clone()),
+                _ => None,
+            };
             let mut ticket = |class: &'static str,
                               severity: &'static str,
                               key: String,
@@ -559,6 +566,11 @@ impl Engine {
                               order: Option<String>,
                               local: Option<(i64, String, String)>,
                               reason: String| {
+                let hold = if class == "LOCAL_ONLY" || class == "ONE_TO_MANY" {
+                    pno.iter().cloned().chain(also.clone()).collect()
+                } else {
+                    Vec::new()
+                };
                 found.push(Found {
                     class,
                     severity,
@@ -569,6 +581,7 @@ impl Engine {
                     line_no: Some(line),
                     local,
                     provider_side: side.clone(),
+                    hold,
                     reason,
                 });
             };
@@ -753,6 +766,7 @@ impl Engine {
                     )),
                     provider_side: None,
                     reason: format!("{status} here, absent from the provider's statement"),
+                    hold: vec![pno.clone()],
                 });
             } else {
                 *figures.classes.entry("MATCHED").or_default() += 1;
@@ -828,6 +842,7 @@ impl Engine {
                         }),
                         provider_side: Some((amount, currency.clone(), "REFUNDED".into())),
                         reason,
+                        hold: Vec::new(),
                     });
                 }
             }
@@ -861,6 +876,7 @@ impl Engine {
                 )),
                 provider_side: None,
                 reason: format!("refund {no} succeeded here, absent from the provider's statement"),
+                hold: Vec::new(),
             });
         }
         drop(stream);
@@ -938,6 +954,15 @@ impl Engine {
             .bind(f.line_no)
             .execute(&mut *tx)
             .await?;
+            for payment_no in &f.hold {
+                crate::store::payments::hold(
+                    &mut *tx,
+                    payment_no,
+                    &format!("{} in {provider}'s statement of {date}", f.class),
+                    now,
+                )
+                .await?;
+            }
             if f.class == "LOCAL_ONLY" {
                 incidents::raise_alert(
                     &mut *tx,
@@ -1071,6 +1096,41 @@ impl Engine {
             }
         }
         Ok(repaired)
+    }
+
+    /// A person's decision on a held payment: the hold is lifted (audited
+    /// with their note); its held outbox messages go out again.
+    pub async fn release_hold(
+        &self,
+        actor: &str,
+        payment_no: &str,
+        note: &str,
+    ) -> Result<String, ReconError> {
+        if note.trim().is_empty() {
+            return Err(ReconError::Invalid("a note saying why is required".into()));
+        }
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        let Some(reason) = crate::store::payments::release(&mut tx, payment_no, now).await? else {
+            return Err(ReconError::Invalid(format!(
+                "payment {payment_no} is not held"
+            )));
+        };
+        crate::store::audit::append(
+            &mut tx,
+            &crate::store::audit::Entry {
+                actor: actor.to_owned(),
+                action: "payment.release_hold",
+                object_type: "payment",
+                object_id: payment_no.to_owned(),
+                before: Some(json!({ "hold_reason": reason })),
+                after: Some(json!({ "hold_reason": null, "note": note.trim() })),
+            },
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(reason)
     }
 
     /// The daily schedule: once a business day is over (plus two hours, for

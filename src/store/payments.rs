@@ -19,13 +19,14 @@ pub struct PaymentRow {
     pub awaiting_recon: i64,
     pub refunded_minor: i64,
     pub reserved_minor: i64,
+    pub hold_reason: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
 const COLUMNS: &str = "payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
      currency, status, version, description, created_by, awaiting_recon, refunded_minor, reserved_minor, \
-     created_at, updated_at";
+     hold_reason, created_at, updated_at";
 
 pub async fn get<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -126,7 +127,7 @@ pub async fn guarded_move<'e>(
         "UPDATE payments SET prev_status = status, status = $1, \
            provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3 \
          WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
-           AND amount_minor = $6 AND currency = $7 \
+           AND amount_minor = $6 AND currency = $7 AND hold_reason IS NULL \
            AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
          RETURNING prev_status, order_no, version"
     );
@@ -153,6 +154,48 @@ pub async fn set_awaiting_recon<'e>(
         .execute(e)
         .await?;
     Ok(())
+}
+
+/// Holds a payment (reconciliation found it LOCAL_ONLY or ONE_TO_MANY):
+/// no status change, no outbox delivery, no refund until released.
+pub async fn hold<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+    reason: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payments SET hold_reason = $1, updated_at = $2 WHERE payment_no = $3 AND hold_reason IS NULL",
+    )
+    .bind(reason)
+    .bind(now)
+    .bind(payment_no)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Releases a hold inside the caller's transaction; returns the reason it
+/// had, or `None` when the payment was not held.
+pub async fn release(
+    conn: &mut sqlx::AnyConnection,
+    payment_no: &str,
+    now: i64,
+) -> sqlx::Result<Option<String>> {
+    let reason: Option<Option<String>> =
+        sqlx::query_scalar("SELECT hold_reason FROM payments WHERE payment_no = $1")
+            .bind(payment_no)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some(Some(reason)) = reason else {
+        return Ok(None);
+    };
+    sqlx::query("UPDATE payments SET hold_reason = NULL, updated_at = $1 WHERE payment_no = $2")
+        .bind(now)
+        .bind(payment_no)
+        .execute(&mut *conn)
+        .await?;
+    Ok(Some(reason))
 }
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -265,7 +308,7 @@ async fn move_chunk<'e>(
            provider_txn_id = COALESCE(payments.provider_txn_id, v.txn), version = payments.version + 1, updated_at = $2 \
          FROM v WHERE payments.payment_no = v.payment_no AND (payments.status || '') IN ({allowed}) \
            AND payments.provider = v.provider AND payments.amount_minor = v.amount \
-           AND payments.currency = v.currency \
+           AND payments.currency = v.currency AND payments.hold_reason IS NULL \
            AND (v.txn IS NULL OR payments.provider_txn_id IS NULL OR payments.provider_txn_id = v.txn) \
          RETURNING payments.payment_no, payments.prev_status, payments.order_no, payments.version",
         rows.join(", ")

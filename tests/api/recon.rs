@@ -243,6 +243,67 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     assert!(actions.contains("status query"), "{actions}");
     assert!(conclusion.unwrap().contains("auto-repaired"));
     assert_eq!(app.alert_kinds(&local_only).await, ["local_only"]);
+    // LOCAL_ONLY and ONE_TO_MANY hold their payments until a person decides:
+    // no outbox delivery, no refund, no status change.
+    let held: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT payment_no, hold_reason FROM payments WHERE hold_reason IS NOT NULL ORDER BY payment_no",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    let mut expected = vec![local_only.clone(), one_to_many.clone()];
+    expected.sort();
+    assert_eq!(
+        held.iter().map(|h| h.0.clone()).collect::<Vec<_>>(),
+        expected
+    );
+    let http = reqwest::Client::new();
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    let delivered = |who: &str| app.sink.seen().iter().any(|(_, body)| body.contains(who));
+    assert!(delivered(&a), "others are delivered");
+    assert!(!delivered(&local_only), "the held payment's effect waits");
+    let res = app
+        .app
+        .client
+        .post(format!(
+            "{}/api/v1/payments/{local_only}/refunds",
+            app.app.base
+        ))
+        .bearer_auth(&token)
+        .header("idempotency-key", "held-refund")
+        .json(&json!({"amount_minor": 100, "reason": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 409);
+    let late = app.notice("evt-late-h", &one_to_many, "CLOSED", "7.00", "CNY", "SBX-H");
+    assert_eq!(app.post_signed("evt-late-h", &late).await.status(), 200);
+    assert_eq!(app.status(&one_to_many).await, "SUCCEEDED", "locked");
+    // A person decides: released (audited), and the effect goes out.
+    let out = app.app.cli(
+        &[
+            "payment",
+            "release",
+            &local_only,
+            "--note",
+            "confirmed paid with the provider",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    assert!(delivered(&local_only));
+    let out = app.app.cli(
+        &["payment", "release", &local_only, "--note", "again"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "not held any more");
+    let out = app.app.cli(&["audit", "verify"], None);
+    assert!(out.status.success());
     // Nothing automatic changed an amount or a currency.
     let kept: (i64, String, String) =
         sqlx::query_as("SELECT amount_minor, currency, status FROM payments WHERE payment_no = $1")

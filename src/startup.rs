@@ -33,6 +33,7 @@ pub struct Application {
     /// The in-process sandbox of the demo, if running.
     pub sandbox: Option<SandboxServer>,
     demo_traffic: bool,
+    demo_recon_after: Duration,
     session_store: sessions::Store,
 }
 
@@ -45,6 +46,8 @@ pub struct Options {
     pub clock: Arc<dyn Clock>,
     /// Start the engine's workers with the server (tests may tick by hand).
     pub workers: bool,
+    /// How long the demo runs before reconciling its first day.
+    pub demo_recon_after: Duration,
 }
 
 impl Default for Options {
@@ -53,6 +56,7 @@ impl Default for Options {
             demo: false,
             clock: Arc::new(SystemClock),
             workers: true,
+            demo_recon_after: Duration::from_secs(60),
         }
     }
 }
@@ -134,6 +138,7 @@ impl Application {
             accounts,
             engine,
             demo_traffic: sandbox.is_some(),
+            demo_recon_after: options.demo_recon_after,
             sandbox,
             session_store,
         })
@@ -155,6 +160,13 @@ impl Application {
         );
         if self.demo_traffic {
             tokio::spawn(demo_traffic(self.engine.clone()));
+            if let Some(sandbox) = self.sandbox.clone() {
+                tokio::spawn(demo_reconciliation(
+                    self.engine.clone(),
+                    sandbox,
+                    self.demo_recon_after,
+                ));
+            }
         }
         let service = self
             .router
@@ -329,6 +341,60 @@ pub async fn engine_of(config: &Config) -> anyhow::Result<Engine> {
         Arc::new(crate::engine::SystemClock),
         settings_of(config)?,
     ))
+}
+
+/// The demo's reconciled day: a minute in, the sandbox is made to disagree
+/// with Reckon in three ways a finance team meets — a payment only the
+/// provider has, one the provider now calls failed, one with another
+/// amount — and today's statement is pulled and reconciled; again every
+/// ten minutes with fresh cases, so the console always has tickets to triage.
+async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Duration) {
+    use crate::providers::sandbox::PaymentData;
+    tokio::time::sleep(after).await;
+    for round in 1u32.. {
+        let paid: Vec<(String, i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
+             WHERE provider = 'sandbox' AND status = 'SUCCEEDED' AND hold_reason IS NULL \
+             ORDER BY created_at DESC LIMIT 2",
+        )
+        .fetch_all(&engine.db.pool)
+        .await
+        .unwrap_or_default();
+        let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_ascii_uppercase();
+        sandbox.put(PaymentData {
+            payment_no: format!("PAYFOREIGN{tag}"),
+            txn_id: format!("SBXFOREIGN{tag}"),
+            status: "SUCCEEDED".into(),
+            amount: "66.60".into(),
+            currency: "CNY".into(),
+        });
+        for (i, (payment_no, minor, currency, txn)) in paid.into_iter().enumerate() {
+            let Ok(cur) = crate::domain::Currency::parse(&currency) else {
+                continue;
+            };
+            let (status, minor) = if i == 0 {
+                ("FAILED", minor)
+            } else {
+                ("SUCCEEDED", minor + 100)
+            };
+            sandbox.put(PaymentData {
+                payment_no,
+                txn_id: txn.unwrap_or_default(),
+                status: status.into(),
+                amount: crate::domain::Money::new(minor, cur).major_string(),
+                currency,
+            });
+        }
+        let today = jiff::Timestamp::now()
+            .to_zoned(engine.settings.timezone.clone())
+            .date()
+            .to_string();
+        match engine.pull_statement("sandbox", &today, "demo").await {
+            Ok(run) => tracing::info!(run_id = %run.run_id, round, "demo day reconciled"),
+            Err(e) => tracing::warn!(error = %e, "demo reconciliation"),
+        }
+        tokio::time::sleep(Duration::from_secs(600)).await;
+    }
 }
 
 /// Opens the database named by the configuration and applies migrations.

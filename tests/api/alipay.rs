@@ -201,6 +201,7 @@ async fn spawn(b: Backend) -> AlipayApp {
             demo: false,
             clock: clock.clone(),
             workers: false,
+            ..Options::default()
         },
     )
     .await;

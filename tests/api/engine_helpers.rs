@@ -117,6 +117,7 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
             demo: false,
             clock: clock.clone(),
             workers: false,
+            ..Options::default()
         },
     )
     .await;

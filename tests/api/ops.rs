@@ -217,6 +217,7 @@ async fn the_demo_moves_payments_and_refunds_some(b: Backend) {
         |_| {},
         reckon::startup::Options {
             demo: true,
+            demo_recon_after: std::time::Duration::from_secs(12),
             ..reckon::startup::Options::default()
         },
     )
@@ -237,6 +238,23 @@ async fn the_demo_moves_payments_and_refunds_some(b: Backend) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(settled.0 >= 2 && settled.1 >= 1, "{settled:?}");
+    // A reconciled day with tickets of several classes to triage.
+    let mut classes: Vec<String> = Vec::new();
+    for _ in 0..300 {
+        classes = sqlx::query_scalar(
+            "SELECT DISTINCT class FROM discrepancies WHERE source = 'recon' ORDER BY class",
+        )
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        if classes.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for class in ["AMOUNT_MISMATCH", "LOCAL_ONLY", "PROVIDER_ONLY"] {
+        assert!(classes.iter().any(|c| c == class), "{classes:?}");
+    }
     let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
         .fetch_one(pool)
         .await

@@ -44,6 +44,7 @@ async fn spawn(b: Backend) -> TestApp {
             demo: false,
             clock: Arc::new(ManualClock::default()),
             workers: false,
+            ..Options::default()
         },
     )
     .await

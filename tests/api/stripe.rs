@@ -130,6 +130,7 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
             demo: false,
             clock: clock.clone(),
             workers: false,
+            ..Options::default()
         },
     )
     .await;

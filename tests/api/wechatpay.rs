@@ -314,6 +314,7 @@ async fn spawn(b: Backend) -> Wechat {
             demo: false,
             clock: clock.clone(),
             workers: false,
+            ..Options::default()
         },
     )
     .await;

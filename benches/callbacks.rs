@@ -6,6 +6,8 @@
 //!     cargo bench --bench callbacks            # 20,000 callbacks
 //!     RECKON_BENCH_CALLBACKS=50000 cargo bench --bench callbacks
 
+mod support;
+
 use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
 use reckon::domain::PaymentStatus;
 use reckon::providers::signing::Secret;
@@ -14,6 +16,7 @@ use reckon::store::{Db, callbacks, now_micros, outbox, payments};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use support::{peak_rss_mib, write_section};
 
 /// Concurrent HTTP connections (RECKON_BENCH_CONCURRENCY), default 256: a
 /// provider fleet retrying and notifying in parallel.
@@ -273,18 +276,6 @@ async fn raw_sql(n: usize, batch: usize) -> f64 {
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(0.0)
-}
-
 fn main() {
     let n: usize = std::env::var("RECKON_BENCH_CALLBACKS")
         .ok()
@@ -332,31 +323,4 @@ fn main() {
         println!("{report}");
         write_section("## Callback intake (issue 3)", &report);
     });
-}
-
-/// Replaces (or appends) one `## ` section of BENCHMARKS.md.
-fn write_section(heading: &str, text: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md");
-    let old = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n\n".into());
-    let mut out = String::new();
-    let mut skipping = false;
-    let mut replaced = false;
-    for line in old.lines() {
-        if line.starts_with("## ") {
-            skipping = line == heading;
-            if skipping {
-                out.push_str(text);
-                out.push('\n');
-                replaced = true;
-            }
-        }
-        if !skipping {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    if !replaced {
-        out.push_str(text);
-    }
-    std::fs::write(&path, out).unwrap();
 }

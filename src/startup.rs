@@ -352,14 +352,22 @@ async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Dura
     use crate::providers::sandbox::PaymentData;
     tokio::time::sleep(after).await;
     for round in 1u32.. {
-        let paid: Vec<(String, i64, String, Option<String>)> = sqlx::query_as(
-            "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
-             WHERE provider = 'sandbox' AND status = 'SUCCEEDED' AND hold_reason IS NULL \
-             ORDER BY created_at DESC LIMIT 2",
-        )
-        .fetch_all(&engine.db.pool)
-        .await
-        .unwrap_or_default();
+        // Two paid payments to make disagree (a minute at most to get them).
+        let mut paid: Vec<(String, i64, String, Option<String>)> = Vec::new();
+        for _ in 0..30 {
+            paid = sqlx::query_as(
+                "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
+                 WHERE provider = 'sandbox' AND status = 'SUCCEEDED' AND hold_reason IS NULL \
+                 ORDER BY created_at DESC LIMIT 2",
+            )
+            .fetch_all(&engine.db.pool)
+            .await
+            .unwrap_or_default();
+            if paid.len() == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
         let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_ascii_uppercase();
         sandbox.put(PaymentData {
             payment_no: format!("PAYFOREIGN{tag}"),

@@ -214,6 +214,10 @@ impl Provider for Stripe {
         &self.name
     }
 
+    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+        Some(crate::recon::statement::Format::StripeItemized)
+    }
+
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/json")
     }

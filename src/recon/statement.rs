@@ -63,6 +63,9 @@ pub enum Format {
     WechatAll,
     /// Alipay 业务明细 CSV (GBK).
     AlipayDetail,
+    /// Stripe's itemized payout reconciliation report
+    /// (`payout_reconciliation.itemized.5`).
+    StripeItemized,
 }
 
 impl Format {
@@ -72,6 +75,7 @@ impl Format {
             "sandbox" => Some(Format::Sandbox),
             "wechatpay" => Some(Format::WechatAll),
             "alipay" => Some(Format::AlipayDetail),
+            "stripe" => Some(Format::StripeItemized),
             _ => None,
         }
     }
@@ -214,6 +218,7 @@ impl Iterator for Reader {
                 Format::Sandbox => self.sandbox(text),
                 Format::WechatAll => self.wechat(text),
                 Format::AlipayDetail => self.alipay(text),
+                Format::StripeItemized => self.stripe(text),
             };
             match result {
                 Ok(Some(row)) => return Some(Ok(Item::Row(row))),
@@ -277,7 +282,8 @@ impl Reader {
         if s.header.is_none() {
             return Err(self.error("no header line: not a statement of this kind".into()));
         }
-        if !s.summary_seen {
+        // Stripe's reports carry no totals of their own: nothing to check.
+        if !s.summary_seen && self.format != Format::StripeItemized {
             return Err(self
                 .error("no summary: the statement is incomplete (its totals are missing)".into()));
         }
@@ -429,6 +435,83 @@ impl Reader {
             }
         };
         Ok(Some(row))
+    }
+
+    /// Stripe's itemized payout reconciliation: a header naming the
+    /// columns (read by name, so added columns do no harm), decimal major
+    /// units, refunds negative; `charge` and `refund` rows are payments and
+    /// refunds, the other categories (fees, payouts, adjustments) are not
+    /// Reckon's business. Reckon's payment_no and refund_no come from the
+    /// metadata columns Reckon sets (`payment_metadata[payment_no]`,
+    /// `refund_metadata[refund_no]`) when the report includes them.
+    fn stripe(&mut self, text: &str) -> Result<Option<StatementRow>, String> {
+        let f = split_csv(text);
+        let Some(header) = &self.state.header else {
+            for needed in [
+                "balance_transaction_id",
+                "currency",
+                "gross",
+                "reporting_category",
+                "payment_intent_id",
+            ] {
+                if !f.iter().any(|h| h == needed) {
+                    return Err(format!(
+                        "expected the Stripe itemized report header (missing {needed})"
+                    ));
+                }
+            }
+            self.state.header = Some(f);
+            return Ok(None);
+        };
+        if f.len() != header.len() {
+            return Err(format!(
+                "expected {} fields, found {}",
+                header.len(),
+                f.len()
+            ));
+        }
+        let get = |name: &str| -> String {
+            header
+                .iter()
+                .position(|h| h == name)
+                .map(|i| f[i].trim().to_owned())
+                .unwrap_or_default()
+        };
+        let kind = match get("reporting_category").as_str() {
+            "charge" => RowKind::Payment,
+            "refund" => RowKind::Refund,
+            _ => return Ok(None),
+        };
+        let currency =
+            Currency::parse(&get("currency").to_ascii_uppercase()).map_err(|e| e.to_string())?;
+        let money = money(&get("gross"), currency)?;
+        let created = get("created_utc");
+        let created = if created.is_empty() {
+            get("created")
+        } else {
+            created
+        };
+        self.state.rows += 1;
+        let is_refund = kind == RowKind::Refund;
+        Ok(Some(StatementRow {
+            line_no: self.line as i64,
+            kind,
+            provider_txn_id: opt(&get("payment_intent_id")),
+            payment_no: opt(&get("payment_metadata[payment_no]")),
+            refund_no: if is_refund {
+                opt(&get("refund_metadata[refund_no]"))
+            } else {
+                None
+            },
+            provider_refund_id: if is_refund {
+                opt(&get("source_id"))
+            } else {
+                None
+            },
+            money,
+            status: "SUCCEEDED".into(),
+            occurred_at: local_time(&created, 0),
+        }))
     }
 
     /// Alipay 业务明细: `#` lines around the table, a header, rows whose
@@ -594,6 +677,32 @@ mod tests {
         // The same file as UTF-8 is not what Alipay sends.
         let utf8 = encoding_rs::GBK.decode(&alipay_bytes()).0.into_owned();
         assert!(all(Format::AlipayDetail, utf8.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_stripe_itemized_report_reads_charges_and_refunds_by_column_name() {
+        let text = "automatic_payout_id,balance_transaction_id,created_utc,available_on_utc,currency,gross,fee,net,reporting_category,source_id,description,charge_id,payment_intent_id,payment_metadata[payment_no],refund_metadata[refund_no]\n\
+po_1,txn_1,2026-11-30 10:00:00,2026-12-02 00:00:00,eur,42.00,1.47,40.53,charge,ch_1,\"Order, blue\",ch_1,pi_1,PAYS,\n\
+po_1,txn_2,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-12.00,0.00,-12.00,refund,re_1,,ch_1,pi_1,,RFDS\n\
+po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Stripe fee,,,,\n";
+        let (rows, checks) = all(Format::StripeItemized, text.as_bytes()).unwrap();
+        assert!(checks.is_empty(), "Stripe states no totals");
+        assert_eq!(rows.len(), 2, "the fee row is not a payment");
+        assert_eq!(rows[0].provider_txn_id.as_deref(), Some("pi_1"));
+        assert_eq!(rows[0].payment_no.as_deref(), Some("PAYS"));
+        assert_eq!(rows[0].money.minor, 4200);
+        assert_eq!(rows[0].money.currency.code(), "EUR");
+        assert_eq!(rows[1].kind, RowKind::Refund);
+        assert_eq!(rows[1].money.minor, 1200);
+        assert_eq!(rows[1].provider_refund_id.as_deref(), Some("re_1"));
+        assert_eq!(rows[1].refund_no.as_deref(), Some("RFDS"));
+        let bad = text.replace("42.00", "4x.00");
+        assert_eq!(
+            all(Format::StripeItemized, bad.as_bytes())
+                .unwrap_err()
+                .line,
+            2
+        );
     }
 
     #[test]

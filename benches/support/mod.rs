@@ -1,0 +1,43 @@
+//! What the benchmarks share: peak memory and writing their section of
+//! BENCHMARKS.md.
+
+/// The process's peak resident set (VmHWM), MiB.
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// Replaces (or appends) one `## ` section of BENCHMARKS.md.
+pub fn write_section(heading: &str, text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n\n".into());
+    let mut out = String::new();
+    let mut skipping = false;
+    let mut replaced = false;
+    for line in old.lines() {
+        if line.starts_with("## ") {
+            skipping = line == heading;
+            if skipping {
+                out.push_str(text);
+                out.push('\n');
+                replaced = true;
+            }
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !replaced {
+        out.push('\n');
+        out.push_str(text);
+    }
+    std::fs::write(&path, out).unwrap();
+}

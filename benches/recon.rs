@@ -68,7 +68,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let date = "2026-11-30";
-    let day_start = jiff::Timestamp::from_second(1_796_083_200).unwrap(); // 2026-11-30T00:00Z
+    let day_start = jiff::Timestamp::from_second(1_795_996_800).unwrap(); // 2026-11-30T00:00Z
     rt.block_on(async {
         reckon::telemetry::init(LogFormat::Pretty);
         let engine = reckon::startup::engine_of(&config).await.unwrap();
@@ -210,6 +210,7 @@ fn main() {
         if let Ok(out) = &duck {
             println!("duckdb classes: {}", String::from_utf8_lossy(&out.stdout).lines().nth(1).unwrap_or(""));
         }
+        println!("reckon classes: {}", figures["classes"]);
         let cpu = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(0);
         let duck_line = match duck_secs {
             Some(d) => format!(

@@ -21,7 +21,7 @@ use statement::{Format, Item, StatementRow};
 use std::collections::BTreeMap;
 
 /// Rows written per statement batch while reading.
-const ROW_BATCH: usize = 500;
+const ROW_BATCH: usize = 5_000;
 /// A statement row found by payment_no must be this close to the payment's
 /// creation (microseconds): three days.
 const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
@@ -241,7 +241,14 @@ impl Engine {
         .bind(now)
         .execute(pool)
         .await?;
-        let checks = match self.read_rows(&run_id, format, &imp.input).await {
+        let read_started = std::time::Instant::now();
+        let read = self.read_rows(&run_id, format, &imp.input).await;
+        tracing::debug!(
+            run_id,
+            millis = read_started.elapsed().as_millis() as u64,
+            "statement staged"
+        );
+        let checks = match read {
             Ok((rows, checks)) => {
                 sqlx::query("UPDATE recon_runs SET rows_read = $1 WHERE run_id = $2")
                     .bind(rows)
@@ -519,22 +526,51 @@ impl Engine {
         let mut figures = Figures::default();
         let mut found: Vec<Found> = Vec::new();
         let mut lagging: Vec<(String, String)> = Vec::new();
+        let phase = std::time::Instant::now();
 
+        // Transaction ids the statement lists more than once: one pass,
+        // held in memory (as many as there are duplicates, not rows).
+        let duplicated: std::collections::HashMap<String, i64> = sqlx::query_as(
+            "SELECT provider_txn_id, COUNT(*) FROM recon_rows WHERE run_id = $1 AND kind = 'payment' \
+             AND provider_txn_id IS NOT NULL GROUP BY provider_txn_id HAVING COUNT(*) > 1",
+        )
+        .bind(run_id)
+        .fetch_all(pool)
+        .await?
+        .into_iter()
+        .collect();
         // Statement payment rows, each with the payment its transaction id
-        // names and the one its payment_no names.
-        let sql = "SELECT r.line_no, r.provider_txn_id, r.payment_no, r.amount_minor, r.currency, r.status, r.occurred_at, \
-               (SELECT COUNT(*) FROM recon_rows d WHERE d.run_id = r.run_id AND d.kind = 'payment' \
-                  AND d.provider_txn_id = r.provider_txn_id) AS copies, \
+        // names and the one its payment_no names. Rows that plainly match
+        // (found by transaction id, same amount and currency, paid on both
+        // sides, listed once) are only counted here, in the database; the
+        // rest come to be classified one by one.
+        const JOINS: &str = "FROM recon_rows r \
+             LEFT JOIN payments t ON t.provider = $2 AND t.provider_txn_id = r.provider_txn_id \
+             LEFT JOIN payments n ON n.provider = $2 AND n.payment_no = r.payment_no";
+        const PLAIN_MATCH: &str = "t.payment_no IS NOT NULL AND (n.payment_no IS NULL OR n.payment_no = t.payment_no) \
+             AND t.currency = r.currency AND t.amount_minor = r.amount_minor AND r.status = 'SUCCEEDED' \
+             AND t.status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') \
+             AND NOT EXISTS (SELECT 1 FROM recon_rows d WHERE d.run_id = r.run_id AND d.kind = 'payment' \
+               AND d.provider_txn_id = r.provider_txn_id AND d.line_no <> r.line_no)";
+        // All payment rows; those not streamed below matched plainly.
+        let payment_rows: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM recon_rows WHERE run_id = $1 AND kind = 'payment'",
+        )
+        .bind(run_id)
+        .fetch_one(pool)
+        .await?;
+        let mut streamed = 0i64;
+        let sql = format!(
+            "SELECT r.line_no, r.provider_txn_id, r.payment_no, r.amount_minor, r.currency, r.status, r.occurred_at, \
                t.payment_no AS t_no, t.order_no AS t_order, t.amount_minor AS t_amount, t.currency AS t_currency, \
                t.status AS t_status, \
                n.payment_no AS n_no, n.order_no AS n_order, n.amount_minor AS n_amount, n.currency AS n_currency, \
                n.status AS n_status, n.provider_txn_id AS n_txn, n.created_at AS n_created \
-             FROM recon_rows r \
-             LEFT JOIN payments t ON t.provider = $2 AND t.provider_txn_id = r.provider_txn_id \
-             LEFT JOIN payments n ON n.provider = $2 AND n.payment_no = r.payment_no \
-             WHERE r.run_id = $1 AND r.kind = 'payment' ORDER BY r.line_no";
-        let mut stream = sqlx::query(sql).bind(run_id).bind(provider).fetch(pool);
+             {JOINS} WHERE r.run_id = $1 AND r.kind = 'payment' AND NOT ({PLAIN_MATCH}) ORDER BY r.line_no"
+        );
+        let mut stream = sqlx::query(&sql).bind(run_id).bind(provider).fetch(pool);
         while let Some(row) = stream.try_next().await? {
+            streamed += 1;
             figures.statement_rows += 1;
             let line: i64 = row.try_get("line_no")?;
             let txn: Option<String> = row.try_get("provider_txn_id")?;
@@ -543,7 +579,11 @@ impl Engine {
             let currency: String = row.try_get("currency")?;
             let status: String = row.try_get("status")?;
             let occurred: Option<i64> = row.try_get("occurred_at")?;
-            let copies: i64 = row.try_get("copies")?;
+            let copies = txn
+                .as_ref()
+                .and_then(|t| duplicated.get(t))
+                .copied()
+                .unwrap_or(1);
             let t_no: Option<String> = row.try_get("t_no")?;
             let n_no: Option<String> = row.try_get("n_no")?;
             let n_created: Option<i64> = row.try_get("n_created")?;
@@ -732,7 +772,16 @@ impl Engine {
             }
         }
         drop(stream);
-
+        let plain = payment_rows - streamed;
+        figures.statement_rows += plain;
+        figures.matched += plain;
+        *figures.classes.entry("MATCHED").or_default() += plain;
+        tracing::debug!(
+            run_id,
+            millis = phase.elapsed().as_millis() as u64,
+            "statement rows classified"
+        );
+        let phase = std::time::Instant::now();
         // Local payments of the day the statement does not mention.
         let sql = "SELECT p.payment_no, p.order_no, p.amount_minor, p.currency, p.status, p.provider_txn_id FROM payments p \
              WHERE p.provider = $2 AND p.created_at >= $3 AND p.created_at < $4 \
@@ -783,6 +832,12 @@ impl Engine {
         }
         drop(stream);
 
+        tracing::debug!(
+            run_id,
+            millis = phase.elapsed().as_millis() as u64,
+            "local payments classified"
+        );
+        let phase = std::time::Instant::now();
         // Refund rows against the refund ledger, both ways.
         let sql = "SELECT r.line_no, r.refund_no, r.provider_refund_id, r.payment_no, r.provider_txn_id, r.amount_minor, r.currency, \
                f.refund_no AS f_no, f.amount_minor AS f_amount, f.currency AS f_currency, f.status AS f_status, f.payment_no AS f_payment \
@@ -883,7 +938,18 @@ impl Engine {
         self.write_tickets(run_id, provider, date, file, (start, end), &found)
             .await?;
 
+        tracing::debug!(
+            run_id,
+            millis = phase.elapsed().as_millis() as u64,
+            "refunds classified, tickets written"
+        );
+        let phase = std::time::Instant::now();
         figures.repaired = self.repair_lagging(provider, date, &lagging).await?;
+        tracing::debug!(
+            run_id,
+            millis = phase.elapsed().as_millis() as u64,
+            "STATUS_LAG repaired"
+        );
         figures.pending += lagging.len() as i64 - figures.repaired;
         figures.unknown = sqlx::query_scalar(
             "SELECT COUNT(*) FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'",

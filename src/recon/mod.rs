@@ -22,6 +22,9 @@ use std::collections::BTreeMap;
 
 /// Rows written per statement batch while reading.
 const ROW_BATCH: usize = 5_000;
+/// A RUNNING run without progress for this long was left by a stopped
+/// process (microseconds): an hour.
+const STALE_US: i64 = 3600 * 1_000_000;
 /// A statement row found by payment_no must be this close to the payment's
 /// creation (microseconds): three days.
 const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
@@ -359,22 +362,28 @@ impl Engine {
             .run(run_id)
             .await?
             .ok_or_else(|| ReconError::Invalid(format!("no run {run_id}")))?;
-        if run.source != "pull" || run.status != "FAILED" {
+        if run.source != "pull" || !matches!(run.status.as_str(), "FAILED" | "RUNNING") {
             return Err(ReconError::Invalid(format!(
                 "run {run_id} is a {} run, {}: only a failed pull resumes",
                 run.source, run.status
             )));
         }
+        // FAILED, or RUNNING without progress for an hour (its process
+        // stopped mid-pull).
+        let now = self.now();
         let moved = sqlx::query(
-            "UPDATE recon_runs SET status = 'RUNNING', error = NULL, finished_at = NULL \
-             WHERE run_id = $1 AND status = 'FAILED'",
+            "UPDATE recon_runs SET status = 'RUNNING', error = NULL, finished_at = NULL, updated_at = $2 \
+             WHERE run_id = $1 AND (status = 'FAILED' \
+               OR (status = 'RUNNING' AND COALESCE(updated_at, started_at) < $3))",
         )
         .bind(run_id)
+        .bind(now)
+        .bind(now - STALE_US)
         .execute(&self.db.pool)
         .await?;
         if moved.rows_affected() != 1 {
             return Err(ReconError::Invalid(format!(
-                "run {run_id} is being resumed already"
+                "run {run_id} is running (it made progress within the hour)"
             )));
         }
         self.continue_pull(run_id).await
@@ -414,10 +423,13 @@ impl Engine {
                 insert_rows_in(&mut tx, run_id, chunk).await?;
             }
             rows_read += rows.len() as i64;
-            sqlx::query("UPDATE recon_runs SET cursor = $1, rows_read = $2 WHERE run_id = $3")
+            sqlx::query(
+                "UPDATE recon_runs SET cursor = $1, rows_read = $2, updated_at = $4 WHERE run_id = $3",
+            )
                 .bind(page.next_cursor.as_deref())
                 .bind(rows_read)
                 .bind(run_id)
+                .bind(self.now())
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
@@ -1230,8 +1242,8 @@ impl Engine {
                 continue;
             }
             let latest: Option<(String, String, Option<i64>)> = sqlx::query_as(
-                "SELECT run_id, status, finished_at FROM recon_runs WHERE provider = $1 AND business_date = $2 \
-                 AND source = 'pull' ORDER BY started_at DESC LIMIT 1",
+                "SELECT run_id, status, COALESCE(finished_at, updated_at, started_at) FROM recon_runs \
+                 WHERE provider = $1 AND business_date = $2 AND source = 'pull' ORDER BY started_at DESC LIMIT 1",
             )
             .bind(&name)
             .bind(&date)
@@ -1239,8 +1251,9 @@ impl Engine {
             .await?;
             let result = match latest {
                 None => Some(self.pull_statement(&name, &date, "schedule").await),
-                Some((run_id, status, finished))
-                    if status == "FAILED" && finished.unwrap_or(0) < now - 600_000_000 =>
+                Some((run_id, status, last))
+                    if (status == "FAILED" && last.unwrap_or(0) < now - 600_000_000)
+                        || (status == "RUNNING" && last.unwrap_or(0) < now - STALE_US) =>
                 {
                     Some(self.resume_run(&run_id).await)
                 }

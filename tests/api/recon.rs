@@ -453,6 +453,17 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
     // Still broken: resuming fails again, loses and repeats nothing.
     assert!(engine.resume_run(&run_id).await.is_err());
     assert_eq!(engine.run(&run_id).await.unwrap().unwrap().rows_read, 4);
+    // A process that stopped mid-pull leaves the run RUNNING: not resumable
+    // while it may still be going, resumable after an hour of silence.
+    sqlx::query("UPDATE recon_runs SET status = 'RUNNING', updated_at = $1 WHERE run_id = $2")
+        .bind(engine.now())
+        .bind(&run_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let busy = engine.resume_run(&run_id).await.unwrap_err().to_string();
+    assert!(busy.contains("running"), "{busy}");
+    app.clock.advance_secs(3601);
     // Mended: resume completes the run.
     app.sandbox
         .set_chaos(reckon::providers::sandbox::server::Chaos {

@@ -160,6 +160,7 @@ fn main() {
                 file_name: Some("statement.csv"),
                 input: reckon::recon::Input::File(statement_path.clone()),
                 started_by: "bench",
+                accept_bad_lines: 0,
             })
             .await
             .unwrap();

@@ -128,6 +128,10 @@ enum ReconCommand {
         #[arg(long)]
         date: String,
         file: PathBuf,
+        /// Skip up to this many malformed lines instead of refusing the
+        /// statement (each is listed on the run; totals then go unchecked).
+        #[arg(long, default_value_t = 0)]
+        accept_bad_lines: u32,
     },
     /// Pull a provider's statement for one business day through its API
     /// (page by page) and reconcile the day; prints the run as JSON.
@@ -242,6 +246,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             provider,
             date,
             file,
+            accept_bad_lines,
         }) => {
             if !file.is_file() {
                 anyhow::bail!("cannot read {}: not a file", file.display());
@@ -255,6 +260,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 file_name: name.as_deref(),
                 input: crate::recon::Input::File(file.clone()),
                 started_by: "cli",
+                accept_bad_lines,
             };
             return report_run(engine.import_statement(imp).await);
         }

@@ -79,6 +79,9 @@ pub struct Import<'a> {
     pub file_name: Option<&'a str>,
     pub input: Input,
     pub started_by: &'a str,
+    /// Malformed lines the operator accepts to skip (0: none — one bad
+    /// line refuses the statement).
+    pub accept_bad_lines: u32,
 }
 
 /// A finished (or refused) run, as the API and CLI report it.
@@ -245,20 +248,22 @@ impl Engine {
         .execute(pool)
         .await?;
         let read_started = std::time::Instant::now();
-        let read = self.read_rows(&run_id, format, &imp.input).await;
+        let read = self
+            .read_rows(&run_id, format, &imp.input, imp.accept_bad_lines)
+            .await;
         tracing::debug!(
             run_id,
             millis = read_started.elapsed().as_millis() as u64,
             "statement staged"
         );
-        let checks = match read {
-            Ok((rows, checks)) => {
+        let (checks, skipped) = match read {
+            Ok((rows, checks, skipped)) => {
                 sqlx::query("UPDATE recon_runs SET rows_read = $1 WHERE run_id = $2")
                     .bind(rows)
                     .bind(&run_id)
                     .execute(pool)
                     .await?;
-                checks
+                (checks, skipped)
             }
             Err(e) => {
                 let error = e.to_string();
@@ -272,6 +277,7 @@ impl Engine {
             imp.business_date,
             imp.file_name,
             &checks,
+            &skipped,
         )
         .await
     }
@@ -285,11 +291,12 @@ impl Engine {
         date: &str,
         file: Option<&str>,
         checks: &[statement::Check],
+        skipped: &[statement::ParseError],
     ) -> Result<RunRow, ReconError> {
         let pool = &self.db.pool;
         let off: Vec<String> = checks
             .iter()
-            .filter(|c| c.stated != c.read)
+            .filter(|c| c.stated != c.read && c.waived.is_none())
             .map(|c| {
                 format!(
                     "{}: the statement says {}, {} read",
@@ -297,8 +304,13 @@ impl Engine {
                 )
             })
             .collect();
+        let skipped: Vec<serde_json::Value> = skipped
+            .iter()
+            .map(|e| json!({ "line": e.line, "reason": e.reason }))
+            .collect();
+        let summary = json!({ "checks": checks, "skipped": skipped });
         sqlx::query("UPDATE recon_runs SET summary_json = $1 WHERE run_id = $2")
-            .bind(serde_json::to_string(checks).unwrap_or_default())
+            .bind(summary.to_string())
             .bind(run_id)
             .execute(pool)
             .await?;
@@ -450,6 +462,7 @@ impl Engine {
                 read: if what == "rows" { count } else { total },
                 what,
                 stated,
+                waived: None,
             })
             .collect();
         if checks.is_empty() {
@@ -457,7 +470,7 @@ impl Engine {
             self.fail_run(run_id, &error).await?;
             return Err(ReconError::Refused(error));
         }
-        self.finish_run(run_id, &provider, &date, None, &checks)
+        self.finish_run(run_id, &provider, &date, None, &checks, &[])
             .await
     }
 
@@ -478,11 +491,13 @@ impl Engine {
         run_id: &str,
         format: Format,
         input: &Input,
-    ) -> Result<(i64, Vec<statement::Check>), ReconError> {
+        tolerance: u32,
+    ) -> Result<(i64, Vec<statement::Check>, Vec<statement::ParseError>), ReconError> {
         let reader = input
             .open()
             .map_err(|e| ReconError::Invalid(format!("cannot read the statement: {e}")))?;
-        let mut items = statement::read(format, reader);
+        let mut items = statement::read_with(format, reader, tolerance);
+        let mut skipped = Vec::new();
         let mut batch: Vec<StatementRow> = Vec::with_capacity(ROW_BATCH);
         let mut rows = 0i64;
         let mut checks = Vec::new();
@@ -492,6 +507,7 @@ impl Engine {
             while batch.len() < ROW_BATCH {
                 match items.next() {
                     Some(Ok(Item::Row(r))) => batch.push(r),
+                    Some(Ok(Item::Skipped(e))) => skipped.push(e),
                     Some(Ok(Item::End(c))) => {
                         checks = c;
                         ended = true;
@@ -508,7 +524,7 @@ impl Engine {
             self.insert_rows(run_id, &batch).await?;
             batch.clear();
             if ended {
-                return Ok((rows, checks));
+                return Ok((rows, checks, skipped));
             }
         }
     }

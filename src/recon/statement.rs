@@ -45,6 +45,10 @@ pub struct Check {
     pub what: String,
     pub stated: i64,
     pub read: i64,
+    /// Why this figure was not held against the rows: the operator
+    /// accepted skipping malformed lines, whose amounts are unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waived: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -85,6 +89,8 @@ impl Format {
 #[derive(Debug)]
 pub enum Item {
     Row(StatementRow),
+    /// A malformed line skipped under the accepted tolerance.
+    Skipped(ParseError),
     End(Vec<Check>),
 }
 
@@ -149,12 +155,26 @@ pub fn read(
     format: Format,
     reader: Box<dyn BufRead + Send>,
 ) -> Box<dyn Iterator<Item = Result<Item, ParseError>> + Send> {
+    read_with(format, reader, 0)
+}
+
+/// [`read`], skipping up to `tolerance` malformed row lines (each reported
+/// as `Item::Skipped`) — a tolerance the operator accepts explicitly. With
+/// lines skipped, row counts are checked as rows read + lines skipped and
+/// amount totals cannot be checked (the check says why).
+pub fn read_with(
+    format: Format,
+    reader: Box<dyn BufRead + Send>,
+    tolerance: u32,
+) -> Box<dyn Iterator<Item = Result<Item, ParseError>> + Send> {
     Box::new(Reader {
         format,
         reader,
         line: 0,
         state: State::default(),
         done: false,
+        tolerance,
+        skipped: 0,
     })
 }
 
@@ -179,6 +199,8 @@ struct Reader {
     line: u64,
     state: State,
     done: bool,
+    tolerance: u32,
+    skipped: u32,
 }
 
 impl Iterator for Reader {
@@ -223,6 +245,16 @@ impl Iterator for Reader {
             match result {
                 Ok(Some(row)) => return Some(Ok(Item::Row(row))),
                 Ok(None) => continue,
+                // A bad row line, within the accepted tolerance.
+                Err(reason)
+                    if self.skipped < self.tolerance
+                        && self.state.header.is_some()
+                        && !self.state.summary_seen
+                        && !self.state.in_summary =>
+                {
+                    self.skipped += 1;
+                    return Some(Ok(Item::Skipped(self.error(reason))));
+                }
                 Err(reason) => {
                     self.done = true;
                     return Some(Err(self.error(reason)));
@@ -287,7 +319,26 @@ impl Reader {
             return Err(self
                 .error("no summary: the statement is incomplete (its totals are missing)".into()));
         }
-        Ok(Item::End(std::mem::take(&mut self.state.checks)))
+        let skipped = i64::from(self.skipped);
+        let mut checks = std::mem::take(&mut self.state.checks);
+        if skipped > 0 {
+            for c in &mut checks {
+                if c.what.contains("rows") {
+                    // The skipped lines were rows of some kind.
+                    if c.stated >= c.read && c.stated <= c.read + skipped {
+                        c.read = c.stated;
+                    }
+                    c.waived = Some(format!(
+                        "{skipped} malformed line(s) skipped by the accepted tolerance count as rows"
+                    ));
+                } else {
+                    c.waived = Some(format!(
+                        "not checked: {skipped} malformed line(s) skipped by the accepted tolerance"
+                    ));
+                }
+            }
+        }
+        Ok(Item::End(checks))
     }
 
     fn check(&mut self, what: &str, stated: i64, read: i64) {
@@ -295,6 +346,7 @@ impl Reader {
             what: what.into(),
             stated,
             read,
+            waived: None,
         });
     }
 
@@ -602,6 +654,7 @@ mod tests {
         for item in read(format, Box::new(std::io::Cursor::new(bytes.to_vec()))) {
             match item? {
                 Item::Row(r) => rows.push(r),
+                Item::Skipped(e) => return Err(e),
                 Item::End(c) => checks = c,
             }
         }

@@ -29,13 +29,15 @@ fn recon_error(e: ReconError) -> Response {
 }
 
 /// `POST /api/v1/recon/runs`, multipart: `provider`, `business_date`
-/// (YYYY-MM-DD), `file`.
+/// (YYYY-MM-DD), `file`, optionally `accept_bad_lines` (a tolerance the
+/// operator accepts: that many malformed lines skipped and listed).
 pub async fn upload(
     State(engine): State<Engine>,
     Merchant(actor): Merchant,
     mut form: Multipart,
 ) -> Response {
     let (mut provider, mut date, mut file, mut file_name) = (None, None, None, None);
+    let mut accept_bad_lines = 0u32;
     loop {
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
@@ -45,6 +47,17 @@ pub async fn upload(
         match field.name().unwrap_or_default() {
             "provider" => provider = field.text().await.ok(),
             "business_date" => date = field.text().await.ok(),
+            "accept_bad_lines" => {
+                match field.text().await.ok().and_then(|t| t.trim().parse().ok()) {
+                    Some(n) => accept_bad_lines = n,
+                    None => {
+                        return error(
+                            StatusCode::BAD_REQUEST,
+                            "accept_bad_lines must be a whole number",
+                        );
+                    }
+                }
+            }
             "file" => {
                 file_name = field.file_name().map(str::to_owned);
                 match field.bytes().await {
@@ -77,6 +90,7 @@ pub async fn upload(
         file_name: file_name.as_deref(),
         input: Input::Bytes(file),
         started_by: &actor,
+        accept_bad_lines,
     };
     match engine.import_statement(imp).await {
         Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),

@@ -812,7 +812,8 @@ impl Engine {
         let phase = std::time::Instant::now();
         // Local payments of the day the statement does not mention.
         let sql = "SELECT p.payment_no, p.order_no, p.amount_minor, p.currency, p.status, p.provider_txn_id FROM payments p \
-             WHERE p.provider = $2 AND p.created_at >= $3 AND p.created_at < $4 \
+             WHERE p.provider = $2 \
+               AND ((p.paid_at >= $3 AND p.paid_at < $4) OR (p.paid_at IS NULL AND p.created_at >= $3 AND p.created_at < $4)) \
                AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'payment' AND r.provider_txn_id = p.provider_txn_id) \
                AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'payment' AND r.payment_no = p.payment_no) \
              ORDER BY p.payment_no";

@@ -125,7 +125,8 @@ pub async fn guarded_move<'e>(
         .join(", ");
     let sql = format!(
         "UPDATE payments SET prev_status = status, status = $1, \
-           provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3 \
+           provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3, \
+           paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(paid_at, $3) ELSE paid_at END \
          WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
            AND amount_minor = $6 AND currency = $7 AND hold_reason IS NULL \
            AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
@@ -305,7 +306,8 @@ async fn move_chunk<'e>(
     let sql = format!(
         "WITH v(payment_no, provider, txn, amount, currency) AS (VALUES {}) \
          UPDATE payments SET prev_status = status, status = $1, \
-           provider_txn_id = COALESCE(payments.provider_txn_id, v.txn), version = payments.version + 1, updated_at = $2 \
+           provider_txn_id = COALESCE(payments.provider_txn_id, v.txn), version = payments.version + 1, updated_at = $2, \
+           paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(payments.paid_at, $2) ELSE payments.paid_at END \
          FROM v WHERE payments.payment_no = v.payment_no AND (payments.status || '') IN ({allowed}) \
            AND payments.provider = v.provider AND payments.amount_minor = v.amount \
            AND payments.currency = v.currency AND payments.hold_reason IS NULL \

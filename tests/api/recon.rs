@@ -575,7 +575,49 @@ async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
     );
 }
 
+async fn a_payment_made_yesterday_and_paid_today_belongs_to_today(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (today, at) = app.today();
+    let p = app.payment("RC-LATE", 1500, "CNY").await;
+    sqlx::query("UPDATE payments SET created_at = created_at - 86400000000 WHERE payment_no = $1")
+        .bind(&p)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let body = app.notice("evt-late", &p, "SUCCEEDED", "15.00", "CNY", "SBX-LATE");
+    assert_eq!(app.post_signed("evt-late", &body).await.status(), 200);
+    let yesterday = today
+        .parse::<jiff::civil::Date>()
+        .unwrap()
+        .yesterday()
+        .unwrap()
+        .to_string();
+    let (status, run) = app.upload(&token, &yesterday, &statement(&[])).await;
+    assert_eq!(status, 201, "{run}");
+    assert!(
+        app.tickets().await.is_empty(),
+        "made yesterday, paid today: not yesterday's"
+    );
+    let rows = [row(
+        "payment",
+        "SBX-LATE",
+        &p,
+        ("", ""),
+        "15.00",
+        "CNY",
+        &at,
+    )];
+    let (status, run) = app.upload(&token, &today, &statement(&rows)).await;
+    assert_eq!(status, 201, "{run}");
+    assert!(app.tickets().await.is_empty(), "{:?}", app.tickets().await);
+    let figures: serde_json::Value =
+        serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap();
+    assert_eq!(figures["matched"], 1, "{figures}");
+}
+
 both_databases!(
+    a_payment_made_yesterday_and_paid_today_belongs_to_today,
     the_daily_schedule_pulls_yesterday_once,
     a_pull_broken_on_page_three_resumes_from_its_cursor,
     a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_nothing,

@@ -3,7 +3,7 @@
 //! it misbehave the ways real providers do. Runs as `reckon sandbox` or
 //! in-process for the demo. State is in memory.
 
-use super::{Envelope, PaymentData, RefundData, RefundEnvelope};
+use super::{PaymentData, RefundData};
 use crate::providers::signing::Secret;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -219,79 +219,53 @@ impl SandboxServer {
         self.notify_refund(data);
     }
 
-    /// Sends a refund notification with the same chaos as payments: drop,
-    /// duplicates, delay, a stale PENDING after, an altered amount.
+    /// Sends a refund notification with the same chaos as payments.
     pub fn notify_refund(&self, data: RefundData) {
+        self.notify_with_chaos(data);
+    }
+
+    fn notify(&self, data: PaymentData) {
+        self.notify_with_chaos(data);
+    }
+
+    /// One notification through the chaos knobs: dropped, its amount
+    /// altered, followed by a stale PENDING copy, each sent N times after a
+    /// delay.
+    fn notify_with_chaos<T: Notice>(&self, data: T) {
         let chaos = self.inner.chaos.lock().unwrap().clone();
         if rand::thread_rng().gen_bool(chaos.drop_rate.clamp(0.0, 1.0)) {
+            tracing::info!(kind = T::KIND, "sandbox drops the notification");
             return;
         }
         let mut sent = data;
         if chaos.alter_amount_minor != 0
-            && let Ok(cur) = crate::domain::Currency::parse(&sent.currency)
-            && let Ok(m) = crate::domain::Money::parse_major(&sent.amount, cur)
+            && let Ok(cur) = crate::domain::Currency::parse(sent.currency())
+            && let Ok(m) = crate::domain::Money::parse_major(sent.amount_mut(), cur)
         {
-            sent.amount =
+            *sent.amount_mut() =
                 crate::domain::Money::new(m.minor + chaos.alter_amount_minor, cur).major_string();
         }
         let mut messages = vec![sent.clone()];
         if chaos.reorder {
             let mut stale = sent;
-            stale.status = "PENDING".into();
+            *stale.status_mut() = "PENDING".into();
             messages.push(stale);
         }
         let this = self.clone();
         tokio::spawn(async move {
-            for message in messages {
-                let event = RefundEnvelope {
-                    id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
-                    event_type: format!("refund.{}", message.status.to_ascii_lowercase()),
-                    data: message,
-                };
-                let body = serde_json::to_vec(&event).expect("serializable");
+            for mut message in messages {
+                let id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+                let event_type =
+                    format!("{}.{}", T::KIND, message.status_mut().to_ascii_lowercase());
+                let body = serde_json::to_vec(&serde_json::json!({
+                    "id": id, "type": event_type, "data": message,
+                }))
+                .expect("serializable");
                 for _ in 0..chaos.duplicates.max(1) {
                     if chaos.delay_ms > 0 {
                         tokio::time::sleep(Duration::from_millis(chaos.delay_ms)).await;
                     }
-                    this.send_raw(&event.id, &body).await;
-                }
-            }
-        });
-    }
-
-    fn notify(&self, data: PaymentData) {
-        let chaos = self.inner.chaos.lock().unwrap().clone();
-        if rand::thread_rng().gen_bool(chaos.drop_rate.clamp(0.0, 1.0)) {
-            tracing::info!(payment_no = %data.payment_no, "sandbox drops the notification");
-            return;
-        }
-        let mut sent = data.clone();
-        if chaos.alter_amount_minor != 0
-            && let Ok(cur) = crate::domain::Currency::parse(&sent.currency)
-            && let Ok(m) = crate::domain::Money::parse_major(&sent.amount, cur)
-        {
-            sent.amount =
-                crate::domain::Money::new(m.minor + chaos.alter_amount_minor, cur).major_string();
-        }
-        let mut messages = vec![sent.clone()];
-        if chaos.reorder {
-            let mut stale = sent;
-            stale.status = "PENDING".into();
-            messages.push(stale);
-        }
-        let this = self.clone();
-        tokio::spawn(async move {
-            for message in messages {
-                let event = Envelope {
-                    id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
-                    event_type: format!("payment.{}", message.status.to_ascii_lowercase()),
-                    data: message,
-                };
-                for _ in 0..chaos.duplicates.max(1) {
-                    if chaos.delay_ms > 0 {
-                        tokio::time::sleep(Duration::from_millis(chaos.delay_ms)).await;
-                    }
-                    this.send(&event).await;
+                    this.send_raw(&id, &body).await;
                 }
             }
         });
@@ -299,11 +273,6 @@ impl SandboxServer {
 
     /// Posts one signed notification; like a real provider it tries again
     /// (three times, a second apart) until it gets a 2xx.
-    async fn send(&self, event: &Envelope) {
-        let body = serde_json::to_vec(event).expect("serializable");
-        self.send_raw(&event.id, &body).await;
-    }
-
     async fn send_raw(&self, id: &str, body: &[u8]) {
         let url = self.inner.notify_url.lock().unwrap().clone();
         for attempt in 1..=3 {
@@ -328,6 +297,40 @@ impl SandboxServer {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
+    }
+}
+
+/// What the sandbox notifies about: a payment or a refund.
+trait Notice: Clone + Serialize + Send + 'static {
+    const KIND: &'static str;
+    fn amount_mut(&mut self) -> &mut String;
+    fn currency(&self) -> &str;
+    fn status_mut(&mut self) -> &mut String;
+}
+
+impl Notice for PaymentData {
+    const KIND: &'static str = "payment";
+    fn amount_mut(&mut self) -> &mut String {
+        &mut self.amount
+    }
+    fn currency(&self) -> &str {
+        &self.currency
+    }
+    fn status_mut(&mut self) -> &mut String {
+        &mut self.status
+    }
+}
+
+impl Notice for RefundData {
+    const KIND: &'static str = "refund";
+    fn amount_mut(&mut self) -> &mut String {
+        &mut self.amount
+    }
+    fn currency(&self) -> &str {
+        &self.currency
+    }
+    fn status_mut(&mut self) -> &mut String {
+        &mut self.status
     }
 }
 

@@ -8,7 +8,7 @@
 
 mod support;
 
-use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
+use reckon::config::{LogFormat, sqlite_url};
 use reckon::domain::PaymentStatus;
 use reckon::providers::signing::Secret;
 use reckon::startup::{Application, Options};
@@ -16,7 +16,7 @@ use reckon::store::{Db, callbacks, now_micros, outbox, payments};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{peak_rss_mib, write_section};
+use support::{config, peak_rss_mib, write_section};
 
 /// Concurrent HTTP connections (RECKON_BENCH_CONCURRENCY), default 256: a
 /// provider fleet retrying and notifying in parallel.
@@ -27,29 +27,6 @@ fn concurrency() -> usize {
         .unwrap_or(256)
 }
 const RAW_BATCH: usize = 256;
-
-fn config(dir: &std::path::Path, secret: &Secret) -> Config {
-    Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        database_url: sqlite_url(&dir.join("reckon.db")),
-        data_dir: dir.to_path_buf(),
-        timezone: "UTC".into(),
-        log_format: LogFormat::Pretty,
-        site_dir: dir.join("site"),
-        cookie_secure: false,
-        providers: vec![ProviderConfig {
-            name: "sandbox".into(),
-            kind: "sandbox".into(),
-            base_url: "http://127.0.0.1:9".into(),
-            secret: secret.to_whsec(),
-            ..ProviderConfig::default()
-        }],
-        outbox_sinks: Vec::new(),
-        outbox_secret: None,
-        query_schedule: parse_schedule("1h").unwrap(),
-        refused_keep: 10_000,
-    }
-}
 
 /// `n` CREATED payments, inserted in one transaction.
 async fn seed(db: &Db, n: usize) -> Vec<String> {

@@ -12,35 +12,11 @@
 
 mod support;
 
-use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
+use reckon::config::LogFormat;
 use reckon::providers::signing::Secret;
 use std::io::Write;
 use std::time::Instant;
-use support::{peak_rss_mib, write_section};
-
-fn config(dir: &std::path::Path) -> Config {
-    Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        database_url: sqlite_url(&dir.join("reckon.db")),
-        data_dir: dir.to_path_buf(),
-        timezone: "UTC".into(),
-        log_format: LogFormat::Pretty,
-        site_dir: dir.join("site"),
-        cookie_secure: false,
-        providers: vec![ProviderConfig {
-            name: "sandbox".into(),
-            kind: "sandbox".into(),
-            // Nothing listens: STATUS_LAG repairs find no answer, fast.
-            base_url: "http://127.0.0.1:9".into(),
-            secret: Secret::random().to_whsec(),
-            ..ProviderConfig::default()
-        }],
-        outbox_sinks: Vec::new(),
-        outbox_secret: None,
-        query_schedule: parse_schedule("1h").unwrap(),
-        refused_keep: 10_000,
-    }
-}
+use support::{config, peak_rss_mib, write_section};
 
 /// The case of row `i`: 0.5% of each class, the rest matched.
 fn case(i: usize) -> &'static str {
@@ -66,7 +42,7 @@ fn main() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path());
+    let config = config(dir.path(), &Secret::random());
     let date = "2026-11-30";
     let day_start = jiff::Timestamp::from_second(1_795_996_800).unwrap(); // 2026-11-30T00:00Z
     rt.block_on(async {

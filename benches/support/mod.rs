@@ -1,6 +1,34 @@
 //! What the benchmarks share: peak memory and writing their section of
 //! BENCHMARKS.md.
 
+use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
+use reckon::providers::signing::Secret;
+
+/// A server configuration on a SQLite file in `dir`, with one sandbox
+/// provider account whose API address nothing listens on.
+pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
+    Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: sqlite_url(&dir.join("reckon.db")),
+        data_dir: dir.to_path_buf(),
+        timezone: "UTC".into(),
+        log_format: LogFormat::Pretty,
+        site_dir: dir.join("site"),
+        cookie_secure: false,
+        providers: vec![ProviderConfig {
+            name: "sandbox".into(),
+            kind: "sandbox".into(),
+            base_url: "http://127.0.0.1:9".into(),
+            secret: secret.to_whsec(),
+            ..ProviderConfig::default()
+        }],
+        outbox_sinks: Vec::new(),
+        outbox_secret: None,
+        query_schedule: parse_schedule("1h").unwrap(),
+        refused_keep: 10_000,
+    }
+}
+
 /// The process's peak resident set (VmHWM), MiB.
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")

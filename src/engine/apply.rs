@@ -408,8 +408,8 @@ async fn record_conflict(
         "reported_status": o.target,
     })
     .to_string();
-    incidents::open_discrepancy(
-        &mut *conn,
+    incidents::open_with_alert(
+        conn,
         &incidents::NewDiscrepancy {
             dedupe_key: &key,
             class,
@@ -424,20 +424,8 @@ async fn record_conflict(
             details: &details,
             now,
         },
+        "conflict",
+        &format!("conflicting outcome for payment {}: {reason}", o.payment_no),
     )
-    .await?;
-    incidents::raise_alert(
-        &mut *conn,
-        &incidents::NewAlert {
-            dedupe_key: &key,
-            kind: "conflict",
-            severity: "critical",
-            payment_no: Some(o.payment_no.as_str()),
-            message: &format!("conflicting outcome for payment {}: {reason}", o.payment_no),
-            trace_id: Some(&o.trace_id),
-            now,
-        },
-    )
-    .await?;
-    Ok(())
+    .await
 }

@@ -318,7 +318,7 @@ impl Engine {
         match stored {
             Ok(Ok(Ok(applied))) => {
                 self.metrics.callback("success");
-                self.count_refund(&outcome, &applied);
+                self.count_refund(&applied);
                 Answer::Accepted
             }
             Ok(Ok(Err(error))) => {

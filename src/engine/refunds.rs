@@ -372,8 +372,8 @@ async fn mismatch(
         "evidence": o.evidence,
     })
     .to_string();
-    incidents::open_discrepancy(
-        &mut *conn,
+    incidents::open_with_alert(
+        conn,
         &incidents::NewDiscrepancy {
             dedupe_key: &key,
             class: "REFUND_MISMATCH",
@@ -388,22 +388,10 @@ async fn mismatch(
             details: &details,
             now,
         },
+        "refund_mismatch",
+        &format!("refund {refund_key} from {}: {reason}", o.provider),
     )
-    .await?;
-    incidents::raise_alert(
-        &mut *conn,
-        &incidents::NewAlert {
-            dedupe_key: &key,
-            kind: "refund_mismatch",
-            severity: "critical",
-            payment_no,
-            message: &format!("refund {refund_key} from {}: {reason}", o.provider),
-            trace_id: Some(&o.trace_id),
-            now,
-        },
-    )
-    .await?;
-    Ok(())
+    .await
 }
 
 /// A refund as the API returns it, with the payment's figures.
@@ -430,11 +418,11 @@ impl Engine {
         let mut tx = self.db.begin_write().await?;
         let applied = apply_refund_in(&mut tx, &self.sink_names, o, self.now()).await?;
         tx.commit().await?;
-        self.count_refund(o, &applied);
+        self.count_refund(&applied);
         Ok(applied)
     }
 
-    pub(super) fn count_refund(&self, o: &RefundOutcome, applied: &RefundApplied) {
+    pub(super) fn count_refund(&self, applied: &RefundApplied) {
         self.metrics.refund(match applied {
             RefundApplied::Moved { to, .. } => match to {
                 RefundStatus::Succeeded => "succeeded",
@@ -446,7 +434,6 @@ impl Engine {
         if matches!(applied, RefundApplied::Moved { .. }) {
             self.wake.notify_one();
         }
-        let _ = o;
     }
 
     /// Reserves the amount and records the refund (REQUESTED) with its task

@@ -113,6 +113,31 @@ pub async fn open_discrepancy<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// A discrepancy and its critical alert under the same dedupe key, as a
+/// conflict the engine refuses to settle opens them: once per set of facts.
+pub async fn open_with_alert(
+    conn: &mut sqlx::AnyConnection,
+    d: &NewDiscrepancy<'_>,
+    alert_kind: &str,
+    message: &str,
+) -> sqlx::Result<()> {
+    open_discrepancy(&mut *conn, d).await?;
+    raise_alert(
+        &mut *conn,
+        &NewAlert {
+            dedupe_key: d.dedupe_key,
+            kind: alert_kind,
+            severity: "critical",
+            payment_no: d.payment_no,
+            message,
+            trace_id: d.trace_id,
+            now: d.now,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct DiscrepancyRow {
     pub discrepancy_id: String,

@@ -191,12 +191,17 @@ pub async fn release(
     let Some(Some(reason)) = reason else {
         return Ok(None);
     };
-    sqlx::query("UPDATE payments SET hold_reason = NULL, updated_at = $1 WHERE payment_no = $2")
-        .bind(now)
-        .bind(payment_no)
-        .execute(&mut *conn)
-        .await?;
-    Ok(Some(reason))
+    // Guarded on the reason read, so a hold placed meanwhile is not lifted
+    // by a decision about another.
+    let done = sqlx::query(
+        "UPDATE payments SET hold_reason = NULL, updated_at = $1 WHERE payment_no = $2 AND hold_reason = $3",
+    )
+    .bind(now)
+    .bind(payment_no)
+    .bind(&reason)
+    .execute(&mut *conn)
+    .await?;
+    Ok((done.rows_affected() == 1).then_some(reason))
 }
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]

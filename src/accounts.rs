@@ -52,7 +52,7 @@ pub struct Accounts {
 
 /// A transaction's failure: a refusal to report, or a database error (a
 /// primary-key race on the audit chain is retried).
-enum TxError {
+pub(crate) enum TxError {
     App(AppError),
     Db(sqlx::Error),
 }
@@ -69,7 +69,7 @@ impl From<AppError> for TxError {
     }
 }
 
-fn internal(err: impl std::fmt::Display) -> AppError {
+pub(crate) fn internal(err: impl std::fmt::Display) -> AppError {
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
     tracing::error!(%trace_id, error = %err, "database operation failed");
     AppError::Internal { trace_id }
@@ -77,7 +77,7 @@ fn internal(err: impl std::fmt::Display) -> AppError {
 
 /// Runs `op` (one transaction) again when it lost a race (for the next audit
 /// sequence number, or a busy SQLite writer lock); at most five times.
-async fn retrying<T, F, Fut>(mut op: F) -> Result<T, AppError>
+pub(crate) async fn retrying<T, F, Fut>(mut op: F) -> Result<T, AppError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, TxError>>,

@@ -12,6 +12,7 @@ pub mod recon;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod triage;
 pub mod web;
 
 pub use config::Config;

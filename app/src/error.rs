@@ -27,6 +27,30 @@ pub enum AppError {
     NotOnYourself,
     #[error("not found")]
     NotFound,
+    #[error("{field} is required")]
+    Required { field: String },
+    #[error("the proposer of a fix cannot decide it")]
+    OwnProposal,
+    #[error("the proposal has expired")]
+    ProposalExpired,
+    #[error("the proposal was already decided")]
+    ProposalDecided,
+    #[error("the payment changed since the proposal: {reason}")]
+    ProposalStale { reason: String },
+    #[error("the ticket is closed")]
+    TicketClosed,
+    #[error("the ticket already has a proposal waiting for approval")]
+    AlreadyProposed,
+    #[error("this fix does not apply to this ticket: {detail}")]
+    FixNotApplicable { detail: String },
+    #[error("the file is larger than {max_kib} KiB")]
+    FileTooLarge { max_kib: u64 },
+    #[error("only a callback whose signature verified may be replayed")]
+    NotReplayable,
+    #[error("the engine refused: {detail}")]
+    Refused { detail: String },
+    #[error("the provider could not be asked: {detail}")]
+    ProviderUnavailable { detail: String },
     #[error("internal error (trace {trace_id})")]
     Internal { trace_id: String },
     #[error("request failed: {0}")]
@@ -51,7 +75,19 @@ impl AppError {
             AppError::InvalidUsername | AppError::WeakPassword { .. } | AppError::Transport(_) => {
                 400
             }
-            AppError::UsernameTaken | AppError::LastAdmin => 409,
+            AppError::Required { .. } | AppError::FixNotApplicable { .. } => 400,
+            AppError::OwnProposal => 403,
+            AppError::FileTooLarge { .. } => 413,
+            AppError::ProviderUnavailable { .. } => 502,
+            AppError::UsernameTaken
+            | AppError::LastAdmin
+            | AppError::ProposalExpired
+            | AppError::ProposalDecided
+            | AppError::ProposalStale { .. }
+            | AppError::TicketClosed
+            | AppError::AlreadyProposed
+            | AppError::NotReplayable
+            | AppError::Refused { .. } => 409,
             AppError::NotFound => 404,
             AppError::Internal { .. } => 500,
         }

@@ -162,6 +162,48 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         (AppError::NotOnYourself, Lang::Zh) => "不能停用自己或修改自己的角色。".into(),
         (AppError::NotFound, Lang::En) => "Not found.".into(),
         (AppError::NotFound, Lang::Zh) => "未找到。".into(),
+        (AppError::Required { field }, Lang::En) => format!("{field} is required."),
+        (AppError::Required { field }, Lang::Zh) => format!("{field} 为必填项。"),
+        (AppError::OwnProposal, Lang::En) => {
+            "You proposed this fix: another supervisor must decide it.".into()
+        }
+        (AppError::OwnProposal, Lang::Zh) => "这是您提出的修复，须由另一位主管审批。".into(),
+        (AppError::ProposalExpired, Lang::En) => {
+            "The proposal has expired; propose it again if it is still right.".into()
+        }
+        (AppError::ProposalExpired, Lang::Zh) => "该提议已过期；如仍需修复请重新提议。".into(),
+        (AppError::ProposalDecided, Lang::En) => "The proposal was already decided.".into(),
+        (AppError::ProposalDecided, Lang::Zh) => "该提议已被处理。".into(),
+        (AppError::ProposalStale { reason }, Lang::En) => format!(
+            "The payment changed since the proposal ({reason}); nothing was executed. Propose again."
+        ),
+        (AppError::ProposalStale { reason }, Lang::Zh) => {
+            format!("提议之后支付单已变化（{reason}），未执行任何操作，请重新提议。")
+        }
+        (AppError::TicketClosed, Lang::En) => "The ticket is closed.".into(),
+        (AppError::TicketClosed, Lang::Zh) => "该工单已关闭。".into(),
+        (AppError::AlreadyProposed, Lang::En) => {
+            "This ticket already has a proposal waiting for approval.".into()
+        }
+        (AppError::AlreadyProposed, Lang::Zh) => "该工单已有待审批的修复提议。".into(),
+        (AppError::FixNotApplicable { detail }, Lang::En) => {
+            format!("This fix does not apply here: {detail}")
+        }
+        (AppError::FixNotApplicable { detail }, Lang::Zh) => format!("该修复不适用：{detail}"),
+        (AppError::FileTooLarge { max_kib }, Lang::En) => {
+            format!("The file is larger than {max_kib} KiB.")
+        }
+        (AppError::FileTooLarge { max_kib }, Lang::Zh) => format!("文件超过 {max_kib} KiB。"),
+        (AppError::NotReplayable, Lang::En) => {
+            "Only a callback whose signature verified may be replayed.".into()
+        }
+        (AppError::NotReplayable, Lang::Zh) => "只有验签通过的回调才能重放。".into(),
+        (AppError::Refused { detail }, Lang::En) => format!("Refused: {detail}"),
+        (AppError::Refused { detail }, Lang::Zh) => format!("已拒绝：{detail}"),
+        (AppError::ProviderUnavailable { detail }, Lang::En) => {
+            format!("The provider could not be asked: {detail}")
+        }
+        (AppError::ProviderUnavailable { detail }, Lang::Zh) => format!("无法查询渠道：{detail}"),
         (AppError::Internal { trace_id }, Lang::En) => {
             format!("Something went wrong on the server (trace {trace_id}).")
         }
@@ -170,5 +212,41 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         }
         (AppError::Transport(detail), Lang::En) => format!("The request failed: {detail}"),
         (AppError::Transport(detail), Lang::Zh) => format!("请求失败：{detail}"),
+    }
+}
+
+/// A string of a page that has its own words: both languages at the call
+/// site (the signature makes a missing translation a compile error).
+pub fn tr(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
+    match lang {
+        Lang::En => en,
+        Lang::Zh => zh,
+    }
+}
+
+/// A ticket status in words.
+pub fn ticket_status(status: &str, lang: Lang) -> &'static str {
+    match status {
+        "OPEN" => tr(lang, "open", "待处理"),
+        "IN_PROGRESS" => tr(lang, "in progress", "处理中"),
+        "AWAITING_APPROVAL" => tr(lang, "awaiting approval", "待审批"),
+        "CLOSED" => tr(lang, "closed", "已关闭"),
+        _ => tr(lang, "unknown", "未知"),
+    }
+}
+
+/// A fix in words.
+pub fn fix_name(kind: crate::tickets::FixKind, lang: Lang) -> &'static str {
+    use crate::tickets::FixKind::*;
+    match kind {
+        Backfill => tr(lang, "Backfill as paid", "补单为已支付"),
+        ClosePayment => tr(lang, "Close the payment", "关闭该支付单"),
+        AcceptAmount => tr(lang, "Accept the provider's amount", "以渠道金额为准"),
+        Merge => tr(
+            lang,
+            "Merge: keep one, close the others",
+            "合并：保留一笔，关闭其余",
+        ),
+        ReleaseHold => tr(lang, "Release the hold", "解除冻结"),
     }
 }

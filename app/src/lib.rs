@@ -9,6 +9,7 @@ pub mod i18n;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod ssr;
+pub mod tickets;
 pub mod types;
 
 pub use pages::{App, shell};

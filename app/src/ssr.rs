@@ -4,6 +4,10 @@
 
 use crate::ERROR_PARAM;
 use crate::error::AppError;
+use crate::tickets::{
+    ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
+    TicketPage,
+};
 use crate::types::{Lang, Role, SessionInfo, User};
 use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
 use leptos::prelude::*;
@@ -49,6 +53,49 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
+
+/// Triage, fixes and the audit log: what finance staff do in the console.
+/// Implemented in the server crate; every method that changes something
+/// writes its audit entry in the same transaction.
+#[async_trait::async_trait]
+pub trait Console: Send + Sync + 'static {
+    async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError>;
+    async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError>;
+    async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError>;
+    async fn comment(&self, actor: &User, id: &str, text: &str) -> Result<(), AppError>;
+    /// `kind`: text | reference (files come through their own upload route).
+    async fn add_evidence(
+        &self,
+        actor: &User,
+        id: &str,
+        kind: &str,
+        text: &str,
+    ) -> Result<(), AppError>;
+    async fn conclude(&self, actor: &User, id: &str, conclusion: &str) -> Result<(), AppError>;
+    async fn requery(&self, actor: &User, id: &str) -> Result<ActionResult, AppError>;
+    async fn replay(
+        &self,
+        actor: &User,
+        id: &str,
+        callback_row: &str,
+    ) -> Result<ActionResult, AppError>;
+    async fn propose(&self, actor: &User, fix: &FixRequest) -> Result<String, AppError>;
+    async fn proposals(&self, status: &str) -> Result<Vec<Proposal>, AppError>;
+    async fn approve(
+        &self,
+        actor: &User,
+        proposal_id: &str,
+        comment: &str,
+    ) -> Result<ActionResult, AppError>;
+    async fn reject(&self, actor: &User, proposal_id: &str, comment: &str) -> Result<(), AppError>;
+    async fn audit(&self, filter: &AuditFilter) -> Result<AuditPage, AppError>;
+}
+
+pub type SharedConsole = Arc<dyn Console>;
+
+pub fn console() -> Result<SharedConsole, AppError> {
+    use_context::<SharedConsole>().ok_or_else(|| internal("console missing from context"))
+}
 
 /// A caller who passed the guard.
 pub struct Caller {

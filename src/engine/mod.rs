@@ -9,13 +9,15 @@ mod ingest;
 mod intake;
 mod merchant;
 mod refunds;
+mod replay;
 mod workers;
 
-pub use apply::{Applied, Outcome, Source, apply};
+pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::{Refusal, notice_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
 pub use refunds::{CreateRefund, RefundApplied, RefundOutcome, apply_refund_in};
+pub use replay::{ActionError, ActionOutcome, describe};
 pub use workers::headers_from_json;
 
 use crate::providers::Providers;
@@ -116,6 +118,11 @@ impl Engine {
 
     pub fn now(&self) -> i64 {
         self.clock.now_micros()
+    }
+
+    /// The outbox sinks every new message is delivered to.
+    pub fn sink_names(&self) -> Arc<Vec<String>> {
+        self.sink_names.clone()
     }
 
     /// `apply` with this engine's sinks and clock, counted by class.

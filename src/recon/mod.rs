@@ -1014,9 +1014,9 @@ impl Engine {
                 "INSERT INTO discrepancies (discrepancy_id, dedupe_key, class, severity, status, provider, payment_no, \
                    provider_txn_id, local_amount_minor, local_currency, local_status, provider_amount_minor, \
                    provider_currency, provider_status, source, details, found_at, run_id, business_date, order_no, \
-                   statement_file, range_start, range_end, line_no, updated_at) \
+                   statement_file, range_start, range_end, line_no, updated_at, severity_rank) \
                  VALUES ($1, $2, $3, $4, 'OPEN', $5, $6, $7, $8, $9, $10, $11, $12, $13, 'recon', $14, $15, $16, $17, \
-                   $18, $19, $20, $21, $22, $15) \
+                   $18, $19, $20, $21, $22, $15, CASE $4 WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END) \
                  ON CONFLICT (dedupe_key) DO UPDATE SET run_id = excluded.run_id, \
                    local_amount_minor = excluded.local_amount_minor, local_currency = excluded.local_currency, \
                    local_status = excluded.local_status, provider_amount_minor = excluded.provider_amount_minor, \

@@ -87,8 +87,9 @@ pub async fn open_discrepancy<'e>(
     let done = sqlx::query(
         "INSERT INTO discrepancies (discrepancy_id, dedupe_key, class, severity, status, provider, payment_no, \
            provider_txn_id, trace_id, local_amount_minor, local_currency, local_status, provider_amount_minor, \
-           provider_currency, provider_status, source, details, found_at) \
-         VALUES ($1, $2, $3, $4, 'OPEN', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+           provider_currency, provider_status, source, details, found_at, severity_rank) \
+         VALUES ($1, $2, $3, $4, 'OPEN', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+           CASE $4 WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END) \
          ON CONFLICT (dedupe_key) DO NOTHING",
     )
     .bind(uuid::Uuid::now_v7().to_string())

@@ -46,6 +46,7 @@ struct Inner {
     refunds: Family<OutcomeLabel, Counter>,
     batch_size: Histogram,
     applied: Family<ClassLabel, Counter>,
+    replays: Family<ClassLabel, Counter>,
     outbox: Family<OutcomeLabel, Counter>,
     outbox_lag: Gauge<f64, AtomicU64>,
 }
@@ -115,6 +116,12 @@ impl Metrics {
             "Callbacks written per group commit",
             batch_size.clone(),
         );
+        let replays = Family::<ClassLabel, Counter>::default();
+        registry.register(
+            "callback_replay",
+            "Stored callbacks replayed by a person, by what apply made of them",
+            replays.clone(),
+        );
         let applied = Family::<ClassLabel, Counter>::default();
         registry.register(
             "apply_outcomes",
@@ -150,6 +157,7 @@ impl Metrics {
             refunds,
             batch_size,
             applied,
+            replays,
             outbox,
             outbox_lag,
         }))
@@ -186,6 +194,10 @@ impl Metrics {
 
     pub fn applied(&self, class: &'static str) {
         self.0.applied.get_or_create(&ClassLabel { class }).inc();
+    }
+
+    pub fn replayed(&self, class: &'static str) {
+        self.0.replays.get_or_create(&ClassLabel { class }).inc();
     }
 
     pub fn outbox(&self, outcome: &'static str) {

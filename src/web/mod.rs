@@ -2,6 +2,7 @@
 //! functions), health, readiness, metrics, and the layers every request
 //! passes: body limit, same-origin check for state changes, sessions.
 
+pub mod console;
 pub mod merchant;
 pub mod metrics;
 pub mod recon;
@@ -10,7 +11,7 @@ pub mod webhooks;
 
 use crate::accounts::Accounts;
 use crate::engine::Engine;
-use app::ssr::SharedBackend;
+use app::ssr::{SharedBackend, SharedConsole};
 use app::{App, shell};
 use axum::Router;
 use axum::extract::{FromRef, Request, State};
@@ -52,7 +53,11 @@ pub fn router(
     extra: Router,
 ) -> Router {
     let backend: SharedBackend = Arc::new(state.accounts.clone());
-    let context = move || provide_context(backend.clone());
+    let console: SharedConsole = Arc::new(crate::triage::Desk::new(state.engine.clone()));
+    let context = move || {
+        provide_context(backend.clone());
+        provide_context(console.clone());
+    };
     let routes = generate_route_list(App);
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name(SESSION_COOKIE)
@@ -80,6 +85,8 @@ pub fn router(
         .route("/api/v1/recon/pulls", post(recon::pull))
         .route("/api/v1/recon/runs/{run_id}/resume", post(recon::resume))
         .route("/webhooks/{provider}", post(webhooks::receive))
+        .route("/tickets.csv", get(console::export))
+        .route("/evidence/{note_id}", get(console::download_evidence))
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())
         })
@@ -87,7 +94,7 @@ pub fn router(
             AppState,
             _,
         >(context, shell))
-        .layer(session_layer)
+        .layer(session_layer.clone())
         .layer(middleware::from_fn(same_origin))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(TimeoutLayer::with_status_code(
@@ -100,6 +107,21 @@ pub fn router(
         ))
         .with_state(state.clone())
         .merge(extra)
+        .merge(
+            // Evidence files are larger than a form: their own limit, the
+            // same session and origin checks.
+            Router::new()
+                .route("/tickets/{id}/evidence", post(console::upload_evidence))
+                .layer(session_layer)
+                .layer(middleware::from_fn(same_origin))
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    app::tickets::EVIDENCE_FILE_LIMIT + 16 * 1024,
+                ))
+                .layer(RequestBodyLimitLayer::new(
+                    app::tickets::EVIDENCE_FILE_LIMIT + 32 * 1024,
+                ))
+                .with_state(state.clone()),
+        )
         .merge(
             // Statements are larger than anything else: their own limits.
             Router::new()

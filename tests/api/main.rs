@@ -14,5 +14,6 @@ mod recon;
 mod refunds;
 mod standard;
 mod stripe;
+mod triage;
 mod users;
 mod wechatpay;

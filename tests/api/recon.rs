@@ -13,7 +13,7 @@ const HEADER: &str =
     "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
 
 /// A sandbox statement: rows and a summary that agrees with them.
-fn statement(rows: &[String]) -> String {
+pub(crate) fn statement(rows: &[String]) -> String {
     let total: i64 = rows
         .iter()
         .map(|r| {
@@ -29,7 +29,7 @@ fn statement(rows: &[String]) -> String {
     )
 }
 
-fn row(
+pub(crate) fn row(
     kind: &str,
     txn: &str,
     payment_no: &str,
@@ -46,7 +46,13 @@ fn row(
 
 impl EngineApp {
     /// A payment made SUCCEEDED by a signed notification with `txn`.
-    async fn paid_with(&self, order: &str, minor: i64, major: &str, txn: &str) -> String {
+    pub(crate) async fn paid_with(
+        &self,
+        order: &str,
+        minor: i64,
+        major: &str,
+        txn: &str,
+    ) -> String {
         let p = self.payment(order, minor, "CNY").await;
         let id = format!("evt-{order}");
         let body = self.notice(&id, &p, "SUCCEEDED", major, "CNY", txn);
@@ -54,7 +60,12 @@ impl EngineApp {
         p
     }
 
-    async fn upload(&self, token: &str, date: &str, file: &str) -> (u16, serde_json::Value) {
+    pub(crate) async fn upload(
+        &self,
+        token: &str,
+        date: &str,
+        file: &str,
+    ) -> (u16, serde_json::Value) {
         let form = reqwest::multipart::Form::new()
             .text("provider", "sandbox")
             .text("business_date", date.to_owned())
@@ -84,7 +95,7 @@ impl EngineApp {
         .unwrap()
     }
 
-    fn today(&self) -> (String, String) {
+    pub(crate) fn today(&self) -> (String, String) {
         let now = jiff::Timestamp::from_microsecond(self.app.engine.now()).unwrap();
         (
             now.strftime("%Y-%m-%d").to_string(),

@@ -1,13 +1,17 @@
 //! The console's pages and the frame around them. Every page renders on the
 //! server (so it reads and its forms post without JavaScript) and hydrates.
 
+mod approvals;
+mod audit;
 mod home;
 mod login;
+mod ticket;
+mod tickets;
 mod users;
 
 use crate::api::{Login, Logout, SetLanguage, whoami};
 use crate::error::AppError;
-use crate::i18n::{Msg, error_text, role_name};
+use crate::i18n::{Msg, error_text, role_name, tr};
 use crate::ssr_status;
 use crate::types::{Lang, Role, SessionInfo, User};
 use leptos::either::{Either, EitherOf3};
@@ -89,6 +93,10 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=login::LoginPage ssr=SsrMode::Async/>
                 <Route path=path!("/") view=home::HomePage ssr=SsrMode::Async/>
                 <Route path=path!("/users") view=users::UsersPage ssr=SsrMode::Async/>
+                <Route path=path!("/tickets") view=tickets::TicketsPage ssr=SsrMode::Async/>
+                <Route path=path!("/tickets/:id") view=ticket::TicketPage ssr=SsrMode::Async/>
+                <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
+                <Route path=path!("/audit") view=audit::AuditPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -135,11 +143,15 @@ pub fn Frame(allow: &'static [Role], children: ChildrenFn) -> impl IntoView {
 fn Nav(user: User, lang: Lang) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let is_admin = user.role == Role::Admin;
+    let sees_audit = matches!(user.role, Role::Supervisor | Role::Admin);
     view! {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
             <nav>
                 <A href="/">{Msg::NavHome.text(lang)}</A>
+                <A href="/tickets" attr:id="nav-tickets">{tr(lang, "Discrepancies", "差异工单")}</A>
+                <A href="/approvals" attr:id="nav-approvals">{tr(lang, "Approvals", "审批")}</A>
+                {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>
             <span class="who" id="who">

@@ -151,3 +151,6 @@ pub async fn set_disabled(user_id: String, disabled: bool) -> Result<(), AppErro
         .await,
     )
 }
+
+mod tickets;
+pub use tickets::*;

@@ -1,0 +1,183 @@
+//! Server functions of triage, fixes and the audit log. Reading is open to
+//! every role; working a ticket to operators and supervisors; deciding a
+//! fix to supervisors only (and never their own — the database refuses).
+
+use crate::error::AppError;
+use crate::tickets::{
+    ActionResult, AuditFilter, AuditPage, FixKind, Proposal, TicketDetail, TicketFilter, TicketPage,
+};
+#[cfg(feature = "ssr")]
+use crate::types::Role;
+use leptos::prelude::*;
+
+#[cfg(feature = "ssr")]
+use crate::ssr::{console, guard, respond};
+
+#[cfg(feature = "ssr")]
+pub const WORK: &[Role] = &[Role::Operator, Role::Supervisor];
+#[cfg(feature = "ssr")]
+pub const DECIDE: &[Role] = &[Role::Supervisor];
+#[cfg(feature = "ssr")]
+pub const AUDIT: &[Role] = &[Role::Supervisor, Role::Admin];
+
+#[server(endpoint = "tickets/list")]
+pub async fn list_tickets(filter: TicketFilter) -> Result<TicketPage, AppError> {
+    respond(
+        async {
+            guard(Role::ALL).await?;
+            console()?.tickets(&filter).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/show")]
+pub async fn show_ticket(id: String) -> Result<TicketDetail, AppError> {
+    respond(
+        async {
+            guard(Role::ALL).await?;
+            console()?.ticket(&id).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/assign")]
+pub async fn assign_ticket(id: String, owner: String) -> Result<(), AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            console()?.assign(&caller.user, &id, &owner).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/comment")]
+pub async fn comment_ticket(id: String, text: String) -> Result<(), AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            console()?.comment(&caller.user, &id, &text).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/evidence")]
+pub async fn add_evidence(id: String, kind: String, text: String) -> Result<(), AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            console()?
+                .add_evidence(&caller.user, &id, &kind, &text)
+                .await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/conclude")]
+pub async fn conclude_ticket(id: String, conclusion: String) -> Result<(), AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            console()?.conclude(&caller.user, &id, &conclusion).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/requery")]
+pub async fn requery_ticket(id: String) -> Result<ActionResult, AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            console()?.requery(&caller.user, &id).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "tickets/replay")]
+pub async fn replay_for_ticket(id: String, callback: String) -> Result<ActionResult, AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            console()?.replay(&caller.user, &id, &callback).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "fixes/propose")]
+pub async fn propose_fix(
+    id: String,
+    kind: FixKind,
+    reason: String,
+    evidence: String,
+    order_no: Option<String>,
+    keep: Option<String>,
+) -> Result<String, AppError> {
+    respond(
+        async {
+            let caller = guard(WORK).await?;
+            let nonempty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+            let fix = crate::tickets::FixRequest {
+                ticket_id: id,
+                kind,
+                reason,
+                evidence,
+                order_no: nonempty(order_no),
+                keep: nonempty(keep),
+            };
+            console()?.propose(&caller.user, &fix).await
+        }
+        .await,
+    )
+}
+
+/// `status`: PENDING (the queue) or ALL (the most recent, any state).
+#[server(endpoint = "fixes/list")]
+pub async fn list_proposals(status: String) -> Result<Vec<Proposal>, AppError> {
+    respond(
+        async {
+            guard(Role::ALL).await?;
+            console()?.proposals(&status).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "fixes/approve")]
+pub async fn approve_fix(proposal: String, comment: String) -> Result<ActionResult, AppError> {
+    respond(
+        async {
+            let caller = guard(DECIDE).await?;
+            console()?.approve(&caller.user, &proposal, &comment).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "fixes/reject")]
+pub async fn reject_fix(proposal: String, comment: String) -> Result<(), AppError> {
+    respond(
+        async {
+            let caller = guard(DECIDE).await?;
+            console()?.reject(&caller.user, &proposal, &comment).await
+        }
+        .await,
+    )
+}
+
+#[server(endpoint = "audit/list")]
+pub async fn list_audit(filter: AuditFilter) -> Result<AuditPage, AppError> {
+    respond(
+        async {
+            guard(AUDIT).await?;
+            console()?.audit(&filter).await
+        }
+        .await,
+    )
+}

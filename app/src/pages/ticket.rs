@@ -1,0 +1,412 @@
+//! One ticket: both sides with the differing fields marked, the payment's
+//! timeline, the work (assign, comment, evidence, conclude), the low-risk
+//! actions (re-query, replay), and fix proposals. Every form posts without
+//! JavaScript too.
+
+use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use crate::api::{
+    AddEvidence, ApproveFix, AssignTicket, CommentTicket, ConcludeTicket, ProposeFix, RejectFix,
+    ReplayForTicket, RequeryTicket, show_ticket,
+};
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, fix_name, ticket_status, tr};
+use crate::tickets::{ActionResult, FixKind, Proposal, Side, TicketDetail};
+use crate::types::{Lang, Role, User};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+#[component]
+pub fn TicketPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <TicketBody/>
+        </Frame>
+    }
+}
+
+/// The actions of a proposal card, shared with the approvals page.
+#[derive(Clone, Copy)]
+pub struct Decide {
+    pub approve: ServerAction<ApproveFix>,
+    pub reject: ServerAction<RejectFix>,
+}
+
+#[component]
+fn TicketBody() -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let assign = ServerAction::<AssignTicket>::new();
+    let comment = ServerAction::<CommentTicket>::new();
+    let evidence = ServerAction::<AddEvidence>::new();
+    let conclude = ServerAction::<ConcludeTicket>::new();
+    let requery = ServerAction::<RequeryTicket>::new();
+    let replay = ServerAction::<ReplayForTicket>::new();
+    let propose = ServerAction::<ProposeFix>::new();
+    let decide = Decide {
+        approve: ServerAction::<ApproveFix>::new(),
+        reject: ServerAction::<RejectFix>::new(),
+    };
+    let detail = Resource::new(
+        move || {
+            (
+                id(),
+                assign.version().get(),
+                comment.version().get(),
+                evidence.version().get(),
+                conclude.version().get(),
+                requery.version().get(),
+                replay.version().get(),
+                propose.version().get(),
+                decide.approve.version().get(),
+                decide.reject.version().get(),
+            )
+        },
+        |(id, ..)| show_ticket(id),
+    );
+    let from_url = url_error();
+    let page_error = move || {
+        action_error(assign, || None)()
+            .or_else(action_error(comment, || None))
+            .or_else(action_error(evidence, || None))
+            .or_else(action_error(conclude, || None))
+            .or_else(action_error(requery, || None))
+            .or_else(action_error(replay, || None))
+            .or_else(action_error(propose, || None))
+            .or_else(action_error(decide.approve, || None))
+            .or_else(action_error(decide.reject, || None))
+            .or_else(from_url)
+    };
+    let result = move || {
+        [
+            requery.value().get(),
+            replay.value().get(),
+            decide.approve.value().get(),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(Result::ok)
+    };
+    let user = StoredValue::new(user);
+    view! {
+        <Title text=format!("{} · {}", tr(lang, "Ticket", "工单"), Msg::AppName.text(lang))/>
+        <p><a href="/tickets">{tr(lang, "← All discrepancies", "← 全部差异工单")}</a></p>
+        {move || view! { <ErrorNote err=page_error() lang=lang/> }}
+        {move || result().map(|r: ActionResult| view! {
+            <p class="result" id="action-result" role="status">
+                {tr(lang, "Result:", "结果：")} " " <strong>{r.class}</strong> " — " {r.detail}
+            </p>
+        })}
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                let user = user.get_value();
+                detail.await.map(|d| view! {
+                    <Detail d=d lang=lang user=user assign=assign comment=comment evidence=evidence
+                        conclude=conclude requery=requery replay=replay propose=propose decide=decide/>
+                })
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn SideRows(local: Side, provider: Side, differing: Vec<String>, lang: Lang) -> impl IntoView {
+    let row = |key: &'static str, label: &'static str, p: Option<String>, l: Option<String>| {
+        let differs = differing.iter().any(|d| d == key);
+        view! {
+            <tr class:diff=differs data-field=key>
+                <th>{label}</th>
+                <td class="provider-side">{p.unwrap_or_else(|| "—".into())}</td>
+                <td class="local-side">{l.unwrap_or_else(|| "—".into())}</td>
+            </tr>
+        }
+    };
+    let time = |t: Option<i64>| t.map(utc_minutes);
+    view! {
+        <table class="grid sides" id="sides">
+            <thead><tr>
+                <th></th>
+                <th>{tr(lang, "Provider's statement", "渠道账单")}</th>
+                <th>{tr(lang, "Reckon (now)", "本地（当前）")}</th>
+            </tr></thead>
+            <tbody>
+                {row("amount", tr(lang, "Amount", "金额"), provider.amount.clone(), local.amount.clone())}
+                {row("currency", tr(lang, "Currency", "币种"), provider.currency.clone(), local.currency.clone())}
+                {row("status", Msg::Status.text(lang), provider.status.clone(), local.status.clone())}
+                {row("txn", tr(lang, "Txn id", "渠道流水号"), provider.txn.clone(), local.txn.clone())}
+                {row("payment", tr(lang, "Payment no", "支付单号"), provider.payment_no.clone(), local.payment_no.clone())}
+                {row("time", tr(lang, "Time (UTC)", "时间（UTC）"), time(provider.at), time(local.at))}
+            </tbody>
+        </table>
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[component]
+fn Detail(
+    d: TicketDetail,
+    lang: Lang,
+    user: User,
+    assign: ServerAction<AssignTicket>,
+    comment: ServerAction<CommentTicket>,
+    evidence: ServerAction<AddEvidence>,
+    conclude: ServerAction<ConcludeTicket>,
+    requery: ServerAction<RequeryTicket>,
+    replay: ServerAction<ReplayForTicket>,
+    propose: ServerAction<ProposeFix>,
+    decide: Decide,
+) -> impl IntoView {
+    let s = d.summary.clone();
+    let id = s.id.clone();
+    let closed = s.status == "CLOSED";
+    let works = matches!(user.role, Role::Operator | Role::Supervisor);
+    let can_work = works && !closed;
+    let payment_link =
+        s.payment_no.clone().filter(|_| d.local.present).map(
+            |no| view! { <a href=format!("/payments/{no}") id="payment-link">{no.clone()}</a> },
+        );
+    let upload = format!("/tickets/{}/evidence", id);
+    let backfill_needs_order = !d.local.present;
+    let me = user.username.clone();
+    view! {
+        <section class="card" id="ticket" data-status=s.status.clone() data-class=s.class.clone()>
+            <h1>
+                <span class="badge">{s.severity.clone()}</span> " " {s.class.clone()} " · "
+                <span id="ticket-status">{ticket_status(&s.status, lang)}</span>
+            </h1>
+            <p class="reason">{d.reason.clone()}</p>
+            <dl class="facts">
+                <dt>{tr(lang, "Provider", "渠道")}</dt><dd>{s.provider.clone()}</dd>
+                <dt>{tr(lang, "Business day", "业务日")}</dt><dd>{s.business_date.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Payment", "支付单")}</dt><dd>{payment_link}{(!d.local.present).then(|| s.payment_no.clone().unwrap_or_default())}</dd>
+                <dt>{tr(lang, "Order", "订单号")}</dt><dd>{s.order_no.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Run / file / line", "批次 / 文件 / 行号")}</dt>
+                <dd>{d.run_id.clone().unwrap_or_default()} " " {d.statement_file.clone().unwrap_or_default()} " " {d.line_no.map(|l| format!("#{l}")).unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Owner", "负责人")}</dt><dd id="ticket-owner">{s.owner.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>{tr(lang, "Found (UTC)", "发现时间（UTC）")}</dt><dd>{utc_minutes(s.found_at)}</dd>
+                <dt>{tr(lang, "Trace id", "追踪号")}</dt><dd>{d.trace_id.clone().unwrap_or_default()}</dd>
+                {d.hold_reason.clone().map(|h| view! { <dt>{tr(lang, "Held", "冻结")}</dt><dd class="held">{h}</dd> })}
+                {d.conclusion.clone().map(|c| view! { <dt>{tr(lang, "Conclusion", "结论")}</dt><dd id="ticket-conclusion">{c}</dd> })}
+            </dl>
+        </section>
+
+        <SideRows local=d.local.clone() provider=d.provider.clone() differing=d.differing.clone() lang=lang/>
+
+        {can_work.then(|| {
+            let (id1, id2, id3, id4, id5) = (id.clone(), id.clone(), id.clone(), id.clone(), id.clone());
+            view! {
+                <section class="card work" id="work">
+                    <h2>{tr(lang, "Work", "处理")}</h2>
+                    <ActionForm action=assign attr:class="row" attr:id="assign-form">
+                        <input type="hidden" name="id" value=id1/>
+                        <label>{tr(lang, "Assign to", "分配给")}
+                            <select name="owner" id="assign-owner">
+                                {d.operators.iter().map(|o| view! {
+                                    <option value=o.clone() selected=*o == me>{o.clone()}</option>
+                                }).collect_view()}
+                            </select>
+                        </label>
+                        <button type="submit" id="assign-submit">{tr(lang, "Assign", "分配")}</button>
+                    </ActionForm>
+                    <ActionForm action=comment attr:class="row" attr:id="comment-form">
+                        <input type="hidden" name="id" value=id2/>
+                        <label class="wide">{tr(lang, "Comment", "备注")}<textarea name="text" id="comment-text" required rows="2"></textarea></label>
+                        <button type="submit" id="comment-submit">{tr(lang, "Add comment", "添加备注")}</button>
+                    </ActionForm>
+                    <ActionForm action=evidence attr:class="row" attr:id="evidence-form">
+                        <input type="hidden" name="id" value=id3/>
+                        <label>{tr(lang, "Evidence", "证据")}
+                            <select name="kind" id="evidence-kind">
+                                <option value="text">{tr(lang, "text", "文字")}</option>
+                                <option value="reference">{tr(lang, "reference", "引用编号/链接")}</option>
+                            </select>
+                        </label>
+                        <label class="wide">{tr(lang, "Content", "内容")}<input name="text" id="evidence-text" required/></label>
+                        <button type="submit" id="evidence-submit">{tr(lang, "Attach", "附加")}</button>
+                    </ActionForm>
+                    <form method="post" enctype="multipart/form-data" action=upload class="row" id="evidence-file-form">
+                        <label>{tr(lang, "Evidence file (≤ 256 KiB)", "证据文件（≤ 256 KiB）")}<input type="file" name="file" id="evidence-file" required/></label>
+                        <button type="submit" id="evidence-file-submit">{tr(lang, "Upload", "上传")}</button>
+                    </form>
+                    <ActionForm action=conclude attr:class="row" attr:id="conclude-form">
+                        <input type="hidden" name="id" value=id4/>
+                        <label class="wide">{tr(lang, "Close with a conclusion (no money changes)", "填写结论并关闭（不涉及资金变更）")}
+                            <input name="conclusion" id="conclusion-text" required placeholder=tr(lang, "e.g. explained: provider fee", "例如：已说明，渠道手续费")/>
+                        </label>
+                        <button type="submit" id="conclude-submit">{tr(lang, "Close ticket", "关闭工单")}</button>
+                    </ActionForm>
+                </section>
+
+                <section class="card" id="low-risk">
+                    <h2>{tr(lang, "Low-risk actions", "低风险操作")}</h2>
+                    <p class="hint">{tr(lang, "Each goes through engine::apply and is recorded on the ticket and in the audit log.", "均经由 engine::apply 执行，并记录到工单与审计日志。")}</p>
+                    {d.local.present.then(|| view! {
+                        <ActionForm action=requery attr:class="inline" attr:id="requery-form">
+                            <input type="hidden" name="id" value=id5.clone()/>
+                            <button type="submit" id="requery-submit">{tr(lang, "Re-query the provider", "重新查询渠道")}</button>
+                        </ActionForm>
+                    })}
+                    <table class="grid" id="callbacks">
+                        <thead><tr>
+                            <th>{tr(lang, "Callback", "回调")}</th>
+                            <th>{tr(lang, "Signature", "验签")}</th>
+                            <th>{tr(lang, "Processing", "处理状态")}</th>
+                            <th>{tr(lang, "Received (UTC)", "接收时间（UTC）")}</th>
+                            <th></th>
+                        </tr></thead>
+                        <tbody>
+                            {d.callbacks.iter().map(|c| {
+                                let verified = c.verify_result == "VERIFIED";
+                                let (tid, cid) = (id.clone(), c.id.clone());
+                                view! {
+                                    <tr data-callback=c.callback_id.clone()>
+                                        <td>{c.callback_id.clone()}</td>
+                                        <td>{c.verify_result.clone()}</td>
+                                        <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
+                                        <td>{utc_minutes(c.received_at)}</td>
+                                        <td>{verified.then(|| view! {
+                                            <ActionForm action=replay attr:class="inline">
+                                                <input type="hidden" name="id" value=tid/>
+                                                <input type="hidden" name="callback" value=cid/>
+                                                <button type="submit" class="replay-submit">{tr(lang, "Replay", "重放")}</button>
+                                            </ActionForm>
+                                        })}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </section>
+
+                {(!d.fixes.is_empty()).then(|| view! {
+                    <section class="card" id="propose">
+                        <h2>{tr(lang, "Propose a fix (a second person approves)", "提议修复（须由另一人审批）")}</h2>
+                        <ActionForm action=propose attr:class="stack" attr:id="propose-form">
+                            <input type="hidden" name="id" value=id.clone()/>
+                            <label>{tr(lang, "Fix", "修复方式")}
+                                <select name="kind" id="fix-kind">
+                                    {d.fixes.iter().map(|k| view! { <option value=k.as_str()>{fix_name(*k, lang)}</option> }).collect_view()}
+                                </select>
+                            </label>
+                            {(backfill_needs_order && d.fixes.contains(&FixKind::Backfill)).then(|| view! {
+                                <label>{tr(lang, "Order no (the payment is created for it)", "订单号（将为其补建支付单）")}
+                                    <input name="order_no" id="fix-order"/>
+                                </label>
+                            })}
+                            {d.fixes.contains(&FixKind::Merge).then(|| view! {
+                                <label>{tr(lang, "Payment to keep (empty: the one bound to the txn)", "保留的支付单（留空：绑定该流水的那笔）")}
+                                    <input name="keep" id="fix-keep"/>
+                                </label>
+                            })}
+                            <label>{tr(lang, "Reason", "原因")}<textarea name="reason" id="fix-reason" required rows="2"></textarea></label>
+                            <label>{tr(lang, "Evidence", "证据")}<textarea name="evidence" id="fix-evidence" required rows="2"></textarea></label>
+                            <button type="submit" id="propose-submit">{tr(lang, "Propose", "提交提议")}</button>
+                        </ActionForm>
+                    </section>
+                })}
+            }
+        })}
+
+        {(!d.proposals.is_empty()).then(|| view! {
+            <section id="proposals">
+                <h2>{tr(lang, "Proposals", "修复提议")}</h2>
+                {d.proposals.iter().cloned().map(|p| view! { <ProposalCard p=p lang=lang viewer=user.clone() decide=decide/> }).collect_view()}
+            </section>
+        })}
+
+        <section class="card" id="notes">
+            <h2>{tr(lang, "Notes and evidence", "备注与证据")}</h2>
+            <ul>
+                {d.notes.iter().map(|n| view! {
+                    <li data-kind=n.kind.clone()>
+                        <span class="muted">{utc_minutes(n.at)} " · " {n.author.clone()} " · " {n.kind.clone()}</span> " "
+                        {match n.file_name.clone() {
+                            Some(name) => view! { <a href=format!("/evidence/{}", n.id) rel="external">{name}</a> " (" {n.file_size.unwrap_or_default()} " B)" }.into_any(),
+                            None => view! { <span>{n.body.clone()}</span> }.into_any(),
+                        }}
+                    </li>
+                }).collect_view()}
+            </ul>
+        </section>
+
+        <section class="card" id="timeline">
+            <h2>{tr(lang, "Timeline", "时间线")}</h2>
+            <table class="grid">
+                <thead><tr>
+                    <th>{tr(lang, "Time (UTC)", "时间（UTC）")}</th>
+                    <th>{tr(lang, "Kind", "类型")}</th>
+                    <th>{tr(lang, "What", "事件")}</th>
+                    <th>{tr(lang, "Detail", "详情")}</th>
+                </tr></thead>
+                <tbody>
+                    {d.timeline.iter().map(|t| view! {
+                        <tr data-kind=t.kind.clone()>
+                            <td>{utc_minutes(t.at)}</td>
+                            <td>{t.kind.clone()}</td>
+                            <td>{t.title.clone()}</td>
+                            <td>{t.detail.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// A proposal with what it changes; a supervisor who did not propose it
+/// may approve or reject it (with a comment). The server refuses the
+/// proposer regardless of what this shows.
+#[component]
+pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> impl IntoView {
+    let own = p.proposer_id == viewer.id;
+    let open = p.status == "PENDING" && !p.expired && p.stale_reason.is_none();
+    let may_decide = open && !own && viewer.role == Role::Supervisor;
+    let state = if p.expired {
+        tr(lang, "expired", "已过期").to_owned()
+    } else if p.stale_reason.is_some() && p.status == "PENDING" {
+        tr(lang, "stale", "已失效").to_owned()
+    } else {
+        p.status.clone()
+    };
+    let (id_a, id_r) = (p.id.clone(), p.id.clone());
+    view! {
+        <article class="card proposal" data-proposal=p.id.clone() data-status=p.status.clone() data-ticket=p.ticket_id.clone()>
+            <h3>
+                {fix_name(p.kind, lang)} " · " <span class="proposal-state">{state}</span>
+            </h3>
+            <p>
+                <a href=format!("/tickets/{}", p.ticket_id)>{p.ticket_class.clone()}</a> " · "
+                {p.payment_no.clone().unwrap_or_default()} " · "
+                {tr(lang, "proposed by", "提议人")} " " <strong class="proposer">{p.proposer.clone()}</strong> " "
+                {utc_minutes(p.proposed_at)} " · " {tr(lang, "expires", "到期")} " " {utc_minutes(p.expires_at)}
+            </p>
+            <p><strong>{tr(lang, "Reason:", "原因：")}</strong> " " {p.reason.clone()}</p>
+            <p><strong>{tr(lang, "Evidence:", "证据：")}</strong> " " {p.evidence.clone()}</p>
+            <div class="before-after">
+                <div><h4>{tr(lang, "Before", "变更前")}</h4><pre>{p.before.clone()}</pre></div>
+                <div><h4>{tr(lang, "After", "变更后")}</h4><pre>{p.after.clone()}</pre></div>
+            </div>
+            {p.stale_reason.clone().map(|r| view! { <p class="error">{tr(lang, "Stale:", "已失效：")} " " {r}</p> })}
+            {p.decided_by.clone().map(|by| view! {
+                <p class="decision">{tr(lang, "Decided by", "审批人")} " " {by} ": " {p.decision_comment.clone().unwrap_or_default()}
+                    {p.result.clone().map(|r| view! { <br/>{r} })}</p>
+            })}
+            {(open && own).then(|| view! { <p class="hint own">{tr(lang, "Your proposal: another supervisor must decide it.", "这是您的提议：须由另一位主管审批。")}</p> })}
+            {may_decide.then(|| view! {
+                <div class="decide">
+                    <ActionForm action=decide.approve attr:class="row approve-form">
+                        <input type="hidden" name="proposal" value=id_a/>
+                        <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="approve-comment" required/></label>
+                        <button type="submit" class="approve-submit">{tr(lang, "Approve and execute", "批准并执行")}</button>
+                    </ActionForm>
+                    <ActionForm action=decide.reject attr:class="row reject-form">
+                        <input type="hidden" name="proposal" value=id_r/>
+                        <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="reject-comment" required/></label>
+                        <button type="submit" class="reject-submit danger">{tr(lang, "Reject", "驳回")}</button>
+                    </ActionForm>
+                </div>
+            })}
+        </article>
+    }
+}

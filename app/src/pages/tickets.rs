@@ -1,0 +1,172 @@
+//! The discrepancy list: filters (a plain GET form), counts per status and
+//! class (each a link to that filter), most severe then oldest first, one
+//! keyset page at a time, and the CSV export of the whole filtered set.
+
+use super::{Frame, Viewer};
+use crate::api::list_tickets;
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, ticket_status, tr};
+use crate::tickets::{CLASSES, SEVERITIES, STATUSES, TicketFilter, TicketPage};
+use crate::types::{Lang, Role};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+#[component]
+pub fn TicketsPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <TicketsBody/>
+        </Frame>
+    }
+}
+
+/// The filter in the address.
+pub fn query_filter() -> impl Fn() -> TicketFilter + Copy {
+    let query = use_query_map();
+    move || {
+        let q = query.read();
+        let pairs: Vec<(&str, String)> = TicketFilter::KEYS
+            .iter()
+            .filter_map(|k| q.get(k).map(|v| (*k, v)))
+            .collect();
+        TicketFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+    }
+}
+
+pub fn list_href(f: &TicketFilter) -> String {
+    let q = f.query_with_after(f.after.as_deref());
+    if q.is_empty() {
+        "/tickets".into()
+    } else {
+        format!("/tickets?{q}")
+    }
+}
+
+#[component]
+fn TicketsBody() -> impl IntoView {
+    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let filter = query_filter();
+    let page = Resource::new(filter, list_tickets);
+    let title = tr(lang, "Discrepancies", "差异工单");
+    view! {
+        <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
+        <h1>{title}</h1>
+        {move || view! { <FilterForm f=filter() lang=lang/> }}
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                let f = filter();
+                page.await.map(|p| view! { <Results page=p f=f lang=lang/> })
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Choice(
+    name: &'static str,
+    options: &'static [&'static str],
+    current: Option<String>,
+    any: &'static str,
+) -> impl IntoView {
+    view! {
+        <select name=name id=format!("f-{name}")>
+            <option value="">{any}</option>
+            {options.iter().map(|o| view! {
+                <option value=*o selected=current.as_deref() == Some(*o)>{*o}</option>
+            }).collect_view()}
+        </select>
+    }
+}
+
+#[component]
+fn FilterForm(f: TicketFilter, lang: Lang) -> impl IntoView {
+    let any = tr(lang, "any", "全部");
+    let csv = format!("/tickets.csv?{}", f.query_with_after(None));
+    view! {
+        <form method="get" action="/tickets" class="row card filters" id="ticket-filters">
+            <label>{tr(lang, "Class", "差异类型")}<Choice name="class" options=CLASSES current=f.class.clone() any=any/></label>
+            <label>{tr(lang, "Severity", "严重程度")}<Choice name="severity" options=SEVERITIES current=f.severity.clone() any=any/></label>
+            <label>{Msg::Status.text(lang)}
+                <select name="status" id="f-status">
+                    <option value="">{any}</option>
+                    {STATUSES.iter().map(|s| view! {
+                        <option value=*s selected=f.status.as_deref() == Some(*s)>{ticket_status(s, lang)}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="f-provider" size="10" value=f.provider.clone()/></label>
+            <label>{tr(lang, "Business day", "业务日")}<input name="day" id="f-day" type="date" value=f.day.clone()/></label>
+            <label>{tr(lang, "Run", "对账批次")}<input name="run" id="f-run" size="12" value=f.run.clone()/></label>
+            <label>{tr(lang, "Owner (- = none)", "负责人（- 表示未分配）")}<input name="owner" id="f-owner" size="10" value=f.owner.clone()/></label>
+            <label>{tr(lang, "Payment, order or txn id", "支付单号、订单号或渠道流水号")}<input name="q" id="f-q" size="18" value=f.q.clone()/></label>
+            <button type="submit" id="apply-filters">{tr(lang, "Filter", "筛选")}</button>
+            <a href="/tickets">{tr(lang, "Clear", "清除")}</a>
+            <a href=csv id="export-csv" rel="external" download="reckon-tickets.csv">{tr(lang, "Export CSV", "导出 CSV")}</a>
+        </form>
+    }
+}
+
+#[component]
+fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
+    let counts = |pairs: Vec<(String, i64)>, key: &'static str, f: &TicketFilter| {
+        pairs
+            .into_iter()
+            .map(|(value, n)| {
+                let href = list_href(&f.with(key, Some(&value)));
+                let label = if key == "status" { ticket_status(&value, lang).to_owned() } else { value.clone() };
+                view! { <a class="count" href=href data-count=format!("{key}:{value}")>{label} " " <strong>{n}</strong></a> }
+            })
+            .collect_view()
+    };
+    let next = page.next.clone().map(|n| {
+        let mut g = f.clone();
+        g.after = Some(n);
+        list_href(&g)
+    });
+    let by_status = counts(page.by_status.clone(), "status", &f);
+    let by_class = counts(page.by_class.clone(), "class", &f);
+    view! {
+        <section class="counts">
+            <p id="ticket-total">{tr(lang, "Matching tickets:", "符合条件的工单：")} " " <strong>{page.total}</strong></p>
+            <p class="by-status">{by_status}</p>
+            <p class="by-class">{by_class}</p>
+        </section>
+        <table class="grid" id="tickets">
+            <thead><tr>
+                <th>{tr(lang, "Severity", "严重程度")}</th>
+                <th>{tr(lang, "Class", "差异类型")}</th>
+                <th>{Msg::Status.text(lang)}</th>
+                <th>{tr(lang, "Provider", "渠道")}</th>
+                <th>{tr(lang, "Day", "业务日")}</th>
+                <th>{tr(lang, "Payment", "支付单")}</th>
+                <th>{tr(lang, "Txn id", "渠道流水号")}</th>
+                <th>{tr(lang, "Reckon", "本地")}</th>
+                <th>{tr(lang, "Statement", "账单")}</th>
+                <th>{tr(lang, "Owner", "负责人")}</th>
+                <th>{tr(lang, "Found (UTC)", "发现时间（UTC）")}</th>
+            </tr></thead>
+            <tbody>
+                {page.items.into_iter().map(|t| {
+                    let href = format!("/tickets/{}", t.id);
+                    view! {
+                        <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase())>
+                            <td><span class="badge">{t.severity.clone()}</span></td>
+                            <td><a href=href class="open-ticket">{t.class.clone()}</a></td>
+                            <td class="status">{ticket_status(&t.status, lang)}</td>
+                            <td>{t.provider.clone()}</td>
+                            <td>{t.business_date.clone().unwrap_or_default()}</td>
+                            <td>{t.payment_no.clone().unwrap_or_default()}</td>
+                            <td>{t.provider_txn_id.clone().unwrap_or_default()}</td>
+                            <td>{t.local_amount.clone().unwrap_or_default()}</td>
+                            <td>{t.provider_amount.clone().unwrap_or_default()}</td>
+                            <td>{t.owner.clone().unwrap_or_default()}</td>
+                            <td>{utc_minutes(t.found_at)}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+        {next.map(|href| view! { <p><a href=href id="next-page">{tr(lang, "Next page →", "下一页 →")}</a></p> })}
+    }
+}

@@ -1,0 +1,390 @@
+//! Discrepancy tickets, fix proposals and audit entries as the console
+//! shows them. Amounts arrive formatted by the server (it knows each
+//! currency's exponent); times are microseconds since the epoch, UTC.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Tickets per page of the list.
+pub const PAGE_SIZE: i64 = 50;
+/// Largest evidence file kept in the database.
+pub const EVIDENCE_FILE_LIMIT: usize = 256 * 1024;
+
+pub const CLASSES: &[&str] = &[
+    "PROVIDER_ONLY",
+    "LOCAL_ONLY",
+    "AMOUNT_MISMATCH",
+    "CURRENCY_MISMATCH",
+    "ONE_TO_MANY",
+    "DUPLICATE",
+    "STATUS_LAG",
+    "REFUND_MISMATCH",
+    "TXN_MISMATCH",
+    "PROVIDER_MISMATCH",
+];
+pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
+pub const STATUSES: &[&str] = &["OPEN", "IN_PROGRESS", "AWAITING_APPROVAL", "CLOSED"];
+
+/// The list's filters, all optional; `after` is the keyset cursor.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TicketFilter {
+    pub class: Option<String>,
+    pub severity: Option<String>,
+    pub status: Option<String>,
+    pub provider: Option<String>,
+    pub day: Option<String>,
+    pub run: Option<String>,
+    pub owner: Option<String>,
+    /// payment_no, order no or provider transaction id (exact or prefix)
+    pub q: Option<String>,
+    pub after: Option<String>,
+}
+
+impl TicketFilter {
+    pub const KEYS: [&'static str; 9] = [
+        "class", "severity", "status", "provider", "day", "run", "owner", "q", "after",
+    ];
+
+    fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
+        Some(match key {
+            "class" => &mut self.class,
+            "severity" => &mut self.severity,
+            "status" => &mut self.status,
+            "provider" => &mut self.provider,
+            "day" => &mut self.day,
+            "run" => &mut self.run,
+            "owner" => &mut self.owner,
+            "q" => &mut self.q,
+            "after" => &mut self.after,
+            _ => return None,
+        })
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "class" => self.class.as_deref(),
+            "severity" => self.severity.as_deref(),
+            "status" => self.status.as_deref(),
+            "provider" => self.provider.as_deref(),
+            "day" => self.day.as_deref(),
+            "run" => self.run.as_deref(),
+            "owner" => self.owner.as_deref(),
+            "q" => self.q.as_deref(),
+            "after" => self.after.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// From query pairs; empty values count as absent.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> TicketFilter {
+        let mut f = TicketFilter::default();
+        for (k, v) in pairs {
+            let v = v.trim();
+            if let Some(slot) = f.slot(k)
+                && !v.is_empty()
+            {
+                *slot = Some(v.to_owned());
+            }
+        }
+        f
+    }
+
+    /// The same filter as a query string (without `?`), `after` replaced.
+    pub fn query_with_after(&self, after: Option<&str>) -> String {
+        let mut out = Vec::new();
+        for key in Self::KEYS {
+            let value = if key == "after" { after } else { self.get(key) };
+            if let Some(v) = value {
+                out.push(format!("{key}={}", encode(v)));
+            }
+        }
+        out.join("&")
+    }
+
+    /// This filter with one key set (or cleared), from the first page.
+    pub fn with(&self, key: &str, value: Option<&str>) -> TicketFilter {
+        let mut f = self.clone();
+        f.after = None;
+        if let Some(slot) = f.slot(key) {
+            *slot = value.map(str::to_owned);
+        }
+        f
+    }
+}
+
+/// Percent-encoding for a query value (no dependency in the browser bundle).
+pub fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TicketSummary {
+    pub id: String,
+    pub class: String,
+    pub severity: String,
+    pub status: String,
+    pub provider: String,
+    pub payment_no: Option<String>,
+    pub order_no: Option<String>,
+    pub provider_txn_id: Option<String>,
+    pub business_date: Option<String>,
+    pub owner: Option<String>,
+    pub local_amount: Option<String>,
+    pub provider_amount: Option<String>,
+    pub found_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TicketPage {
+    pub items: Vec<TicketSummary>,
+    /// Cursor of the next page, when there is one.
+    pub next: Option<String>,
+    /// Tickets matching the whole filter (all pages).
+    pub total: i64,
+    /// Matching tickets per status and per class (that filter aside).
+    pub by_status: Vec<(String, i64)>,
+    pub by_class: Vec<(String, i64)>,
+}
+
+/// One side of a ticket: what the statement says, or what Reckon has.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Side {
+    pub present: bool,
+    pub amount: Option<String>,
+    pub currency: Option<String>,
+    pub status: Option<String>,
+    pub txn: Option<String>,
+    pub payment_no: Option<String>,
+    pub at: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineItem {
+    pub at: i64,
+    /// callback | history | effect | outbox | refund | query | action |
+    /// note | proposal | alert
+    pub kind: String,
+    pub title: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    pub id: String,
+    pub kind: String,
+    pub body: String,
+    pub file_name: Option<String>,
+    pub file_size: Option<i64>,
+    pub author: String,
+    pub at: i64,
+}
+
+/// A stored callback of the ticket's payment, and whether it may be replayed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackRef {
+    pub id: String,
+    pub callback_id: String,
+    pub verify_result: String,
+    pub processing_status: String,
+    pub outcome: Option<String>,
+    pub received_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TicketDetail {
+    pub summary: TicketSummary,
+    pub reason: String,
+    pub run_id: Option<String>,
+    pub statement_file: Option<String>,
+    pub range: Option<(i64, i64)>,
+    pub line_no: Option<i64>,
+    pub trace_id: Option<String>,
+    pub conclusion: Option<String>,
+    pub closed_at: Option<i64>,
+    pub local: Side,
+    pub provider: Side,
+    /// Names of the fields that differ: amount, currency, status, txn.
+    pub differing: Vec<String>,
+    pub hold_reason: Option<String>,
+    pub timeline: Vec<TimelineItem>,
+    pub notes: Vec<Note>,
+    pub proposals: Vec<Proposal>,
+    pub callbacks: Vec<CallbackRef>,
+    /// The fixes a person may propose for this ticket's class and state.
+    pub fixes: Vec<FixKind>,
+    pub operators: Vec<String>,
+}
+
+/// The fixes that need a second person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FixKind {
+    /// The provider reports a payment paid that Reckon lacks or has unpaid.
+    Backfill,
+    /// Close a payment Reckon has paid that the provider does not know.
+    ClosePayment,
+    /// Take the provider's amount as final; the difference is recorded.
+    AcceptAmount,
+    /// One transaction, several payments: keep one, close the others.
+    Merge,
+    /// Lift reconciliation's hold on the payment.
+    ReleaseHold,
+}
+
+impl FixKind {
+    pub const ALL: [FixKind; 5] = [
+        FixKind::Backfill,
+        FixKind::ClosePayment,
+        FixKind::AcceptAmount,
+        FixKind::Merge,
+        FixKind::ReleaseHold,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixKind::Backfill => "BACKFILL",
+            FixKind::ClosePayment => "CLOSE_PAYMENT",
+            FixKind::AcceptAmount => "ACCEPT_AMOUNT",
+            FixKind::Merge => "MERGE",
+            FixKind::ReleaseHold => "RELEASE_HOLD",
+        }
+    }
+}
+
+impl fmt::Display for FixKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for FixKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FixKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown fix `{s}`"))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub id: String,
+    pub ticket_id: String,
+    pub ticket_class: String,
+    pub kind: FixKind,
+    pub payment_no: Option<String>,
+    /// Pretty JSON of what it changes: before and after.
+    pub before: String,
+    pub after: String,
+    pub reason: String,
+    pub evidence: String,
+    pub proposer_id: String,
+    pub proposer: String,
+    pub proposed_at: i64,
+    pub expires_at: i64,
+    /// PENDING | EXECUTED | REJECTED | FAILED | SUPERSEDED
+    pub status: String,
+    /// Past its expiry when read (still PENDING in the table).
+    pub expired: bool,
+    pub stale_reason: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<i64>,
+    pub decision_comment: Option<String>,
+    pub result: Option<String>,
+}
+
+/// A fix as proposed on a ticket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixRequest {
+    pub ticket_id: String,
+    pub kind: FixKind,
+    pub reason: String,
+    pub evidence: String,
+    /// BACKFILL of a payment Reckon does not have: the order it belongs to.
+    pub order_no: Option<String>,
+    /// MERGE: the payment that keeps the transaction.
+    pub keep: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditFilter {
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    /// `type` or `type:id`
+    pub object: Option<String>,
+    /// YYYY-MM-DD (UTC), inclusive
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// Keyset cursor: entries before this sequence number.
+    pub before: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub seq: i64,
+    pub at: i64,
+    pub actor: String,
+    pub action: String,
+    pub object_type: String,
+    pub object_id: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    pub hash: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub items: Vec<AuditEntry>,
+    pub next: Option<i64>,
+}
+
+/// What a low-risk action or an approval did, for the page to show.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionResult {
+    /// applied | duplicate | out_of_order | conflict | held | unknown_payment |
+    /// executed | pending | …
+    pub class: String,
+    pub detail: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_round_trip_through_the_query() {
+        let f = TicketFilter::from_pairs([
+            ("class", "PROVIDER_ONLY"),
+            ("q", "PAY 1&2"),
+            ("status", ""),
+            ("junk", "x"),
+        ]);
+        assert_eq!(f.class.as_deref(), Some("PROVIDER_ONLY"));
+        assert_eq!(f.status, None);
+        let q = f.query_with_after(Some("3.9.abc"));
+        assert_eq!(q, "class=PROVIDER_ONLY&q=PAY%201%262&after=3.9.abc");
+        assert_eq!(
+            f.with("class", None).query_with_after(None),
+            "q=PAY%201%262"
+        );
+    }
+
+    #[test]
+    fn fix_kinds_round_trip() {
+        for k in FixKind::ALL {
+            assert_eq!(k.as_str().parse::<FixKind>().unwrap(), k);
+        }
+        assert!("DELETE".parse::<FixKind>().is_err());
+    }
+}

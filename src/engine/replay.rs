@@ -1,0 +1,175 @@
+//! A person's low-risk actions on one payment: replay a stored callback
+//! whose signature verified, or ask the provider again. Both end in
+//! `apply`, like every other outcome; neither can change what a provider
+//! did not say.
+
+use super::apply::{Applied, Outcome, Source};
+use super::intake::notice_outcome;
+use super::refunds::RefundOutcome;
+use super::{Engine, headers_from_json};
+use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
+use crate::providers::Notification;
+use crate::store::payments;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("no such callback or payment")]
+    NotFound,
+    #[error("only a callback whose signature verified may be replayed (this one: {0})")]
+    NotVerified(String),
+    #[error("provider {0} is not configured")]
+    NoProvider(String),
+    #[error("provider {0} cannot be asked about a payment")]
+    NotQueryable(String),
+    #[error("the stored callback cannot be read: {0}")]
+    Unreadable(String),
+    #[error("the provider could not be asked: {0}")]
+    Provider(String),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// What a replay or a query did, in words a person reads.
+#[derive(Clone, Debug)]
+pub struct ActionOutcome {
+    /// `Applied::class`, or refund / ignored / failed.
+    pub class: &'static str,
+    pub detail: String,
+    pub payment_no: Option<String>,
+}
+
+pub fn describe(applied: &Applied) -> String {
+    match applied {
+        Applied::Moved { from, to } => format!("moved {from} → {to}"),
+        Applied::Duplicate { status } => format!("duplicate: already {status}, nothing changed"),
+        Applied::OutOfOrder { current, target } => {
+            format!("out of order: {current} cannot go to {target}; state kept")
+        }
+        Applied::Conflict { reason } => format!("conflict: {reason}; nothing overwritten"),
+        Applied::UnknownPayment => "unknown payment".into(),
+        Applied::Held { reason } => format!("held: {reason}"),
+    }
+}
+
+impl Engine {
+    /// Runs a stored callback through `apply` again (source = replay) and
+    /// records how it went on the callback row, as its first processing
+    /// did. A callback that failed verification never runs.
+    pub async fn replay_callback(&self, id: &str) -> Result<ActionOutcome, ActionError> {
+        let row: Option<(String, Option<String>, String, String, Vec<u8>, String)> =
+            sqlx::query_as(
+                "SELECT provider, payment_no, verify_result, headers_json, payload, trace_id \
+                 FROM payment_callbacks WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        let Some((provider_name, payment_no, verify, headers_json, payload, trace_id)) = row else {
+            return Err(ActionError::NotFound);
+        };
+        if verify != "VERIFIED" {
+            self.metrics.replayed("refused");
+            return Err(ActionError::NotVerified(verify));
+        }
+        let provider = self
+            .providers
+            .get(&provider_name)
+            .cloned()
+            .ok_or_else(|| ActionError::NoProvider(provider_name.clone()))?;
+        let headers = headers_from_json(&headers_json);
+        let out = match provider.parse(&headers, &payload) {
+            Ok(Notification::Payment(n)) => {
+                let mut o = notice_outcome(&n, provider.name(), id, &trace_id);
+                o.source = Source::Replay;
+                match self.process(id, &o).await {
+                    Some(applied) => ActionOutcome {
+                        class: applied.class(),
+                        detail: describe(&applied),
+                        payment_no: Some(o.payment_no.to_string()),
+                    },
+                    None => ActionOutcome {
+                        class: "failed",
+                        detail: "apply failed; the callback is scheduled for retry".into(),
+                        payment_no: Some(o.payment_no.to_string()),
+                    },
+                }
+            }
+            Ok(Notification::Refund(n)) => {
+                let mut o = RefundOutcome::of_notice(&n, provider.name(), id, &trace_id);
+                o.source = Source::Replay;
+                self.process_refund(id, &o).await;
+                let outcome: Option<String> =
+                    sqlx::query_scalar("SELECT outcome FROM payment_callbacks WHERE id = $1")
+                        .bind(id)
+                        .fetch_one(&self.db.pool)
+                        .await?;
+                ActionOutcome {
+                    class: "refund",
+                    detail: format!(
+                        "refund notification processed: {}",
+                        outcome.unwrap_or_else(|| "-".into())
+                    ),
+                    payment_no,
+                }
+            }
+            Ok(Notification::Ignored { .. }) => ActionOutcome {
+                class: "ignored",
+                detail: "not a payment or refund event: nothing to apply".into(),
+                payment_no,
+            },
+            Err(e) => return Err(ActionError::Unreadable(e)),
+        };
+        self.metrics.replayed(out.class);
+        Ok(out)
+    }
+
+    /// Asks the payment's provider now and applies its answer (source =
+    /// query). An answer without a result counts as PENDING.
+    pub async fn requery_payment(&self, payment_no: &str) -> Result<ActionOutcome, ActionError> {
+        let Some(p) = payments::get(&self.db.pool, payment_no).await? else {
+            return Err(ActionError::NotFound);
+        };
+        let provider = self
+            .providers
+            .get(&p.provider)
+            .cloned()
+            .ok_or_else(|| ActionError::NoProvider(p.provider.clone()))?;
+        if !provider.queries_payments() {
+            return Err(ActionError::NotQueryable(p.provider.clone()));
+        }
+        let no = PaymentNo::parse(&p.payment_no).map_err(|_| ActionError::NotFound)?;
+        let txn = p
+            .provider_txn_id
+            .as_deref()
+            .and_then(|t| ProviderTxnId::parse(t).ok());
+        let view = provider
+            .query_payment(&no, txn.as_ref())
+            .await
+            .map_err(|e| ActionError::Provider(e.to_string()))?;
+        let outcome = Outcome {
+            payment_no: no,
+            provider: provider.name().clone(),
+            provider_txn_id: view.provider_txn_id,
+            target: view.status.unwrap_or(PaymentStatus::Pending),
+            money: view.money,
+            source: Source::Query,
+            evidence: "console re-query".into(),
+            trace_id: uuid::Uuid::new_v4().simple().to_string(),
+        };
+        let applied = self.apply(&outcome).await?;
+        Ok(ActionOutcome {
+            class: applied.class(),
+            detail: format!(
+                "the provider says {}: {}",
+                outcome.target,
+                describe(&applied)
+            ),
+            payment_no: Some(p.payment_no),
+        })
+    }
+
+    /// Lets the workers know new work (an outbox message) was written.
+    pub fn wake_workers(&self) {
+        self.wake.notify_one();
+    }
+}

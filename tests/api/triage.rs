@@ -1,0 +1,620 @@
+//! Triage and the two-person rule through the console's server functions,
+//! called directly over HTTP with real sessions, on SQLite and PostgreSQL:
+//! tickets come from a real reconciliation of the sandbox's statement.
+
+use crate::both_databases;
+use crate::engine_helpers::{EngineApp, spawn_engine_app};
+use crate::helpers::Backend;
+use crate::recon::{row, statement};
+use app::types::Role;
+use serde_json::Value;
+
+const PASSWORD: &str = "correct horse battery";
+
+struct Desk {
+    app: EngineApp,
+    token: String,
+    /// operator, and two supervisors
+    olga: reqwest::Client,
+    sam: reqwest::Client,
+    sue: reqwest::Client,
+}
+
+async fn desk(b: Backend) -> Desk {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let mut clients = Vec::new();
+    for (name, role) in [
+        ("olga", Role::Operator),
+        ("sam", Role::Supervisor),
+        ("sue", Role::Supervisor),
+    ] {
+        app.app.add_user(name, role, PASSWORD).await;
+        let client = crate::helpers::client();
+        let res = app
+            .app
+            .call_with(
+                &client,
+                "login",
+                &[("username", name), ("password", PASSWORD)],
+            )
+            .await;
+        assert!(res.status().is_success() || res.status().is_redirection());
+        clients.push(client);
+    }
+    let sue = clients.pop().unwrap();
+    let sam = clients.pop().unwrap();
+    let olga = clients.pop().unwrap();
+    Desk {
+        app,
+        token,
+        olga,
+        sam,
+        sue,
+    }
+}
+
+impl Desk {
+    async fn call(
+        &self,
+        who: &reqwest::Client,
+        endpoint: &str,
+        form: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let res = self.app.app.call_with(who, endpoint, form).await;
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Reconciles today against a statement of `rows`; returns the open
+    /// tickets of `class`, by id.
+    async fn reconcile(&self, rows: &[String], class: &str) -> Vec<String> {
+        let (date, _) = self.app.today();
+        let (status, body) = self.app.upload(&self.token, &date, &statement(rows)).await;
+        assert_eq!(status, 201, "{body}");
+        sqlx::query_scalar(
+            "SELECT discrepancy_id FROM discrepancies WHERE class = $1 AND status <> 'CLOSED' ORDER BY found_at",
+        )
+        .bind(class)
+        .fetch_all(self.app.pool())
+        .await
+        .unwrap()
+    }
+
+    /// A payment the provider's statement lists and Reckon does not have.
+    async fn provider_only(&self, no: &str, txn: &str) -> String {
+        let (_, at) = self.app.today();
+        let rows = [row("payment", txn, no, ("", ""), "66.60", "CNY", &at)];
+        let tickets = self.reconcile(&rows, "PROVIDER_ONLY").await;
+        assert_eq!(tickets.len(), 1);
+        tickets[0].clone()
+    }
+
+    async fn audit_actions(&self, since: i64) -> Vec<(String, String)> {
+        sqlx::query_as("SELECT actor, action FROM audit_log WHERE seq > $1 ORDER BY seq")
+            .bind(since)
+            .fetch_all(self.app.pool())
+            .await
+            .unwrap()
+    }
+
+    async fn audit_head(&self) -> i64 {
+        sqlx::query_scalar("SELECT seq FROM audit_head WHERE id = 1")
+            .fetch_one(self.app.pool())
+            .await
+            .unwrap()
+    }
+
+    async fn propose_backfill(&self, who: &reqwest::Client, ticket: &str, order: &str) -> String {
+        let (status, body) = self
+            .call(
+                who,
+                "fixes/propose",
+                &[
+                    ("id", ticket),
+                    ("kind", "BACKFILL"),
+                    ("reason", "paid at the provider, the callback was lost"),
+                    ("evidence", "provider console screenshot #4411"),
+                    ("order_no", order),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body.as_str().unwrap().to_owned()
+    }
+
+    async fn effects(&self, payment_no: &str) -> i64 {
+        self.app.count("payment_effects", payment_no).await
+    }
+}
+
+async fn two_people_backfill_a_provider_only_payment_exactly_once(b: Backend) {
+    let d = desk(b).await;
+    let ticket = d.provider_only("PAYLOSTCB1", "SBX-LOST-1").await;
+    let start = d.audit_head().await;
+
+    // The operator finds the ticket through the filtered list.
+    let (status, page) = d
+        .call(
+            &d.olga,
+            "tickets/list",
+            &[("filter[class]", "PROVIDER_ONLY"), ("filter[q]", "lostcb")],
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["items"][0]["id"], ticket.as_str());
+
+    let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-LOST-1").await;
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["status"], "AWAITING_APPROVAL");
+
+    // An operator may not approve at all, least of all their own proposal.
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "looks right")],
+        )
+        .await;
+    assert_eq!(status, 403, "{err}");
+    assert_eq!(err, serde_json::json!("Forbidden"));
+    // A comment is required.
+    let (status, _) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", " ")],
+        )
+        .await;
+    assert_eq!(status, 400);
+
+    let (status, done) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[
+                ("proposal", &proposal),
+                ("comment", "matches the provider's record"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["class"], "executed");
+    assert_eq!(d.app.status("PAYLOSTCB1").await, "SUCCEEDED");
+    assert_eq!(d.effects("PAYLOSTCB1").await, 1);
+    let order: String =
+        sqlx::query_scalar("SELECT order_no FROM payments WHERE payment_no = 'PAYLOSTCB1'")
+            .fetch_one(d.app.pool())
+            .await
+            .unwrap();
+    assert_eq!(order, "ORDER-LOST-1");
+
+    // Decided once: a second approval changes nothing.
+    let (status, err) = d
+        .call(
+            &d.sue,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "me too")],
+        )
+        .await;
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err, serde_json::json!("ProposalDecided"));
+    assert_eq!(d.effects("PAYLOSTCB1").await, 1);
+
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["status"], "CLOSED");
+    assert!(
+        detail["conclusion"]
+            .as_str()
+            .unwrap()
+            .contains("matches the provider's record")
+    );
+    assert_eq!(
+        d.audit_actions(start).await,
+        [
+            ("olga".to_owned(), "fix.propose".to_owned()),
+            ("sam".to_owned(), "fix.approve".to_owned()),
+            ("sam".to_owned(), "fix.execute".to_owned()),
+            ("sam".to_owned(), "ticket.close".to_owned()),
+        ]
+    );
+
+    // Editing the approval's entry afterwards breaks the chain right there.
+    let seq: i64 = sqlx::query_scalar("SELECT seq FROM audit_log WHERE action = 'fix.approve'")
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        d.app.app.cli(&["audit", "verify"], None).status.code(),
+        Some(0)
+    );
+    sqlx::query("UPDATE audit_log SET actor = 'olga' WHERE seq = $1")
+        .bind(seq)
+        .execute(d.app.pool())
+        .await
+        .unwrap();
+    let out = d.app.app.cli(&["audit", "verify"], None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("broken at entry {seq}")), "{err}");
+}
+
+async fn a_supervisor_never_decides_their_own_proposal(b: Backend) {
+    let d = desk(b).await;
+    let ticket = d.provider_only("PAYOWNPROP1", "SBX-OWN-1").await;
+    let proposal = d.propose_backfill(&d.sam, &ticket, "ORDER-OWN-1").await;
+    for endpoint in ["fixes/approve", "fixes/reject"] {
+        let (status, err) = d
+            .call(
+                &d.sam,
+                endpoint,
+                &[("proposal", &proposal), ("comment", "my own")],
+            )
+            .await;
+        assert_eq!(status, 403, "{endpoint}: {err}");
+        assert_eq!(err, serde_json::json!("OwnProposal"));
+    }
+    // Not even a direct write gets past the database.
+    let sam_id: String = sqlx::query_scalar("SELECT id FROM users WHERE username = 'sam'")
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    let direct = sqlx::query(
+        "UPDATE fix_proposals SET decided_by_id = $1, status = 'EXECUTED' WHERE proposal_id = $2",
+    )
+    .bind(&sam_id)
+    .bind(&proposal)
+    .execute(d.app.pool())
+    .await;
+    assert!(
+        direct.is_err(),
+        "the CHECK constraint must refuse a self-decision"
+    );
+    assert!(d.app.count("payments", "PAYOWNPROP1").await == 0);
+    // Another supervisor may reject it, with a comment; the ticket is worked again.
+    let (status, _) = d
+        .call(
+            &d.sue,
+            "fixes/reject",
+            &[("proposal", &proposal), ("comment", "need the bank slip")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, detail) = d.call(&d.sam, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["status"], "IN_PROGRESS");
+    assert_eq!(detail["proposals"][0]["status"], "REJECTED");
+}
+
+async fn two_supervisors_approving_at_once_execute_once(b: Backend) {
+    let d = desk(b).await;
+    let ticket = d.provider_only("PAYRACE1", "SBX-RACE-1").await;
+    let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-RACE-1").await;
+    let form = [("proposal", proposal.as_str()), ("comment", "ok")];
+    let (a, b2) = tokio::join!(
+        d.call(&d.sam, "fixes/approve", &form),
+        d.call(&d.sue, "fixes/approve", &form)
+    );
+    let mut codes = [a.0, b2.0];
+    codes.sort();
+    assert_eq!(codes, [200, 409], "{a:?} {b2:?}");
+    assert_eq!(d.app.status("PAYRACE1").await, "SUCCEEDED");
+    assert_eq!(d.effects("PAYRACE1").await, 1);
+    let executions: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'fix.execute'")
+            .fetch_one(d.app.pool())
+            .await
+            .unwrap();
+    assert_eq!(executions, 1);
+}
+
+async fn stale_and_expired_proposals_are_refused(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    // A paid payment the statement lists with one yuan more.
+    let p = d
+        .app
+        .paid_with("TRI-AMT", 10000, "100.00", "SBX-AMT-1")
+        .await;
+    let rows = [row(
+        "payment",
+        "SBX-AMT-1",
+        &p,
+        ("", ""),
+        "101.00",
+        "CNY",
+        &at,
+    )];
+    let tickets = d.reconcile(&rows, "AMOUNT_MISMATCH").await;
+    assert_eq!(tickets.len(), 1);
+    let (status, proposal) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &tickets[0]),
+                ("kind", "ACCEPT_AMOUNT"),
+                ("reason", "provider surcharge confirmed"),
+                ("evidence", "mail from the provider, ref 77"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{proposal}");
+    let proposal = proposal.as_str().unwrap().to_owned();
+    // The payment changes after the proposal (as any concurrent write would).
+    sqlx::query("UPDATE payments SET version = version + 1 WHERE payment_no = $1")
+        .bind(&p)
+        .execute(d.app.pool())
+        .await
+        .unwrap();
+    let (status, err) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "fine")],
+        )
+        .await;
+    assert_eq!(status, 409, "{err}");
+    assert!(err.get("ProposalStale").is_some(), "{err}");
+    let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
+        .bind(&p)
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(amount, 10000, "nothing executed");
+    let (_, queue) = d.call(&d.sam, "fixes/list", &[("status", "PENDING")]).await;
+    assert_eq!(queue[0]["id"], proposal.as_str(), "back in the queue");
+    assert!(
+        queue[0]["stale_reason"]
+            .as_str()
+            .unwrap()
+            .contains("version")
+    );
+    let (status, _) = d
+        .call(
+            &d.sue,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "again")],
+        )
+        .await;
+    assert_eq!(status, 409, "a stale proposal stays refused");
+    let fails: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'fix.fail'")
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(fails, 1);
+
+    // Proposed again on the current version, it executes: the amount is
+    // the provider's, the difference on record, the outbox told.
+    let (status, fresh) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &tickets[0]),
+                ("kind", "ACCEPT_AMOUNT"),
+                ("reason", "provider surcharge confirmed"),
+                ("evidence", "mail from the provider, ref 77"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{fresh}");
+    let (status, done) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", fresh.as_str().unwrap()), ("comment", "ok")],
+        )
+        .await;
+    assert_eq!(status, 200, "{done}");
+    let (before, after, diff): (i64, i64, i64) = sqlx::query_as(
+        "SELECT before_minor, after_minor, difference_minor FROM payment_adjustments WHERE payment_no = $1",
+    )
+    .bind(&p)
+    .fetch_one(d.app.pool())
+    .await
+    .unwrap();
+    assert_eq!((before, after, diff), (10000, 10100, 100));
+    let adjusted: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = $1 AND event_type = 'payment.amount_adjusted'",
+    )
+    .bind(&p)
+    .fetch_one(d.app.pool())
+    .await
+    .unwrap();
+    assert_eq!(adjusted, 1);
+
+    // Expired: 72 hours pass without a decision.
+    let ticket = d.provider_only("PAYEXPIRE1", "SBX-EXP-1").await;
+    let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-EXP-1").await;
+    d.app.clock.advance_secs(72 * 3600 + 1);
+    let (status, err) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "late")],
+        )
+        .await;
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err, serde_json::json!("ProposalExpired"));
+    assert_eq!(d.app.count("payments", "PAYEXPIRE1").await, 0);
+}
+
+async fn a_held_callback_is_replayed_from_its_status_lag_ticket(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    let p = d.app.payment("TRI-LAG", 5000, "CNY").await;
+    // Held (as reconciliation holds a payment) when its callback arrives:
+    // stored, verified, not applied.
+    sqlx::query("UPDATE payments SET hold_reason = 'test hold' WHERE payment_no = $1")
+        .bind(&p)
+        .execute(d.app.pool())
+        .await
+        .unwrap();
+    let body = d
+        .app
+        .notice("evt-lag", &p, "SUCCEEDED", "50.00", "CNY", "SBX-LAG-1");
+    assert_eq!(d.app.post_signed("evt-lag", &body).await.status(), 200);
+    assert_eq!(d.app.status(&p).await, "CREATED");
+    // The provider cannot be asked; the statement says paid.
+    d.app.sandbox_down(true);
+    let rows = [row(
+        "payment",
+        "SBX-LAG-1",
+        &p,
+        ("", ""),
+        "50.00",
+        "CNY",
+        &at,
+    )];
+    let tickets = d.reconcile(&rows, "STATUS_LAG").await;
+    assert_eq!(tickets.len(), 1, "the automatic repair could not settle it");
+    d.app
+        .app_engine()
+        .release_hold("sam", &p, "checked with the provider")
+        .await
+        .unwrap();
+
+    let (_, detail) = d
+        .call(&d.olga, "tickets/show", &[("id", &tickets[0])])
+        .await;
+    let callback = detail["callbacks"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(detail["callbacks"][0]["verify_result"], "VERIFIED");
+    let (status, res) = d
+        .call(
+            &d.olga,
+            "tickets/replay",
+            &[("id", &tickets[0]), ("callback", &callback)],
+        )
+        .await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["class"], "applied");
+    assert_eq!(d.app.status(&p).await, "SUCCEEDED");
+    assert_eq!(d.effects(&p).await, 1);
+    let (_, detail) = d
+        .call(&d.olga, "tickets/show", &[("id", &tickets[0])])
+        .await;
+    assert_eq!(detail["summary"]["status"], "CLOSED");
+    let replays: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'callback.replay' AND actor = 'olga'",
+    )
+    .fetch_one(d.app.pool())
+    .await
+    .unwrap();
+    assert_eq!(replays, 1);
+    // A closed ticket takes no more actions; the callback itself replays as
+    // a duplicate and changes nothing.
+    let (status, _) = d
+        .call(
+            &d.olga,
+            "tickets/replay",
+            &[("id", &tickets[0]), ("callback", &callback)],
+        )
+        .await;
+    assert_eq!(status, 409);
+    let again = d.app.app_engine().replay_callback(&callback).await.unwrap();
+    assert_eq!(again.class, "duplicate");
+    assert_eq!(d.effects(&p).await, 1);
+}
+
+async fn operators_work_tickets_and_export_them(b: Backend) {
+    let d = desk(b).await;
+    let ticket = d.provider_only("PAYWORK1", "SBX-WORK-1").await;
+    for (endpoint, form) in [
+        (
+            "tickets/assign",
+            vec![("id", ticket.as_str()), ("owner", "olga")],
+        ),
+        (
+            "tickets/comment",
+            vec![("id", ticket.as_str()), ("text", "asked the provider")],
+        ),
+        (
+            "tickets/evidence",
+            vec![
+                ("id", ticket.as_str()),
+                ("kind", "reference"),
+                ("text", "CASE-1234"),
+            ],
+        ),
+    ] {
+        let (status, body) = d.call(&d.olga, endpoint, &form).await;
+        assert_eq!(status, 200, "{endpoint}: {body}");
+    }
+    let (status, _) = d
+        .call(
+            &d.olga,
+            "tickets/assign",
+            &[("id", &ticket), ("owner", "nobody")],
+        )
+        .await;
+    assert_eq!(
+        status, 400,
+        "only active operators and supervisors own tickets"
+    );
+    let (_, page) = d
+        .call(
+            &d.sue,
+            "tickets/list",
+            &[("filter[owner]", "olga"), ("filter[status]", "IN_PROGRESS")],
+        )
+        .await;
+    assert_eq!(page["total"], 1);
+    let (_, detail) = d.call(&d.sue, "tickets/show", &[("id", &ticket)]).await;
+    let kinds: Vec<&str> = detail["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["assign", "comment", "evidence_ref"]);
+
+    // The CSV of the filtered list, for signed-in users only.
+    let csv = d
+        .olga
+        .get(format!(
+            "{}/tickets.csv?class=PROVIDER_ONLY",
+            d.app.app.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(csv.status(), 200);
+    let text = csv.text().await.unwrap();
+    assert!(text.starts_with("ticket_id,class,"), "{text}");
+    assert!(text.contains("PAYWORK1"), "{text}");
+    assert_eq!(text.lines().count(), 2);
+    let anonymous = crate::helpers::client()
+        .get(format!("{}/tickets.csv", d.app.app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+
+    // Closed with a conclusion when no money changes; then it takes no more.
+    let (status, _) = d
+        .call(
+            &d.olga,
+            "tickets/conclude",
+            &[("id", &ticket), ("conclusion", "explained: test row")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "tickets/comment",
+            &[("id", &ticket), ("text", "late")],
+        )
+        .await;
+    assert_eq!((status, err), (409, serde_json::json!("TicketClosed")));
+}
+
+both_databases!(
+    two_people_backfill_a_provider_only_payment_exactly_once,
+    a_supervisor_never_decides_their_own_proposal,
+    two_supervisors_approving_at_once_execute_once,
+    stale_and_expired_proposals_are_refused,
+    a_held_callback_is_replayed_from_its_status_lag_ticket,
+    operators_work_tickets_and_export_them,
+);

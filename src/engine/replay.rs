@@ -29,6 +29,9 @@ pub enum ActionError {
     Db(#[from] sqlx::Error),
 }
 
+/// provider, payment_no, verify_result, headers_json, payload, trace_id
+type StoredCallback = (String, Option<String>, String, String, Vec<u8>, String);
+
 /// What a replay or a query did, in words a person reads.
 #[derive(Clone, Debug)]
 pub struct ActionOutcome {
@@ -56,14 +59,13 @@ impl Engine {
     /// records how it went on the callback row, as its first processing
     /// did. A callback that failed verification never runs.
     pub async fn replay_callback(&self, id: &str) -> Result<ActionOutcome, ActionError> {
-        let row: Option<(String, Option<String>, String, String, Vec<u8>, String)> =
-            sqlx::query_as(
-                "SELECT provider, payment_no, verify_result, headers_json, payload, trace_id \
+        let row: Option<StoredCallback> = sqlx::query_as(
+            "SELECT provider, payment_no, verify_result, headers_json, payload, trace_id \
                  FROM payment_callbacks WHERE id = $1",
-            )
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await?;
+        )
+        .bind(id)
+        .fetch_optional(&self.db.pool)
+        .await?;
         let Some((provider_name, payment_no, verify, headers_json, payload, trace_id)) = row else {
             return Err(ActionError::NotFound);
         };

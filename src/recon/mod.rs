@@ -1161,25 +1161,24 @@ impl Engine {
                 })
             );
             let mut tx = self.db.begin_write().await?;
-            let current: Option<String> =
-                sqlx::query_scalar("SELECT actions FROM discrepancies WHERE dedupe_key = $1")
+            let ticket: Option<String> =
+                sqlx::query_scalar("SELECT discrepancy_id FROM discrepancies WHERE dedupe_key = $1 AND status <> 'CLOSED'")
                     .bind(&key)
                     .fetch_optional(&mut *tx)
                     .await?;
-            let mut all: Vec<serde_json::Value> = current
-                .as_deref()
-                .and_then(|c| serde_json::from_str(c).ok())
-                .unwrap_or_default();
-            all.extend(actions);
+            if let Some(ticket) = &ticket {
+                for action in &actions {
+                    crate::triage::append_action(&mut tx, ticket, action, self.now()).await?;
+                }
+            }
             let now = self.now();
             sqlx::query(
-                "UPDATE discrepancies SET actions = $1, updated_at = $2, \
-                   status = CASE WHEN $3 = 1 THEN 'CLOSED' ELSE status END, \
-                   conclusion = CASE WHEN $3 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
-                   closed_at = CASE WHEN $3 = 1 THEN $2 ELSE closed_at END \
-                 WHERE dedupe_key = $4 AND status <> 'CLOSED'",
+                "UPDATE discrepancies SET updated_at = $1, \
+                   status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
+                   conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
+                   closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
+                 WHERE dedupe_key = $3 AND status <> 'CLOSED'",
             )
-            .bind(serde_json::Value::Array(all).to_string())
             .bind(now)
             .bind(i64::from(fixed))
             .bind(&key)

@@ -599,6 +599,11 @@ async fn execute(
                     },
                 )
                 .await?;
+                sqlx::query("UPDATE discrepancies SET order_no = $1 WHERE discrepancy_id = $2")
+                    .bind(&order_no)
+                    .bind(&p.ticket_id)
+                    .execute(&mut *tx)
+                    .await?;
                 done.push(format!("created payment {no} for order {order_no}"));
             }
             let b = payment_brief(&mut *tx, &no)

@@ -275,7 +275,7 @@ pub(crate) async fn insert_note(
 
 /// Appends to the ticket's `actions` with one statement, so two writers
 /// never lose each other's entry (no read-modify-write).
-pub(crate) async fn append_action(
+pub async fn append_action(
     conn: &mut sqlx::AnyConnection,
     ticket_id: &str,
     entry: &serde_json::Value,

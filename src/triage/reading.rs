@@ -501,7 +501,8 @@ pub async fn ticket(db: &Db, id: &str, now: i64) -> sqlx::Result<Option<TicketDe
         at,
     })
     .collect();
-    for n in &notes {
+    // Proposals appear as themselves below, not again as their notes.
+    for n in notes.iter().filter(|n| n.kind != "proposal") {
         timeline.push(TimelineItem {
             at: n.at,
             kind: "note".into(),
@@ -526,13 +527,21 @@ pub async fn ticket(db: &Db, id: &str, now: i64) -> sqlx::Result<Option<TicketDe
             });
         }
     }
-    timeline.sort_by(|a, b| a.at.cmp(&b.at));
+    timeline.sort_by_key(|t| t.at);
     let operators: Vec<String> = sqlx::query_scalar(
         "SELECT username FROM users WHERE disabled_at IS NULL AND role IN ('operator', 'supervisor') ORDER BY username",
     )
     .fetch_all(pool)
     .await?;
-    let fixes = fixes_for(&t, payment.as_ref());
+    // One live proposal at a time: while it waits, nothing else is offered.
+    let waiting = proposals
+        .iter()
+        .any(|p| p.status == "PENDING" && !p.expired && p.stale_reason.is_none());
+    let fixes = if waiting {
+        Vec::new()
+    } else {
+        fixes_for(&t, payment.as_ref())
+    };
     Ok(Some(TicketDetail {
         summary: t.summary(),
         reason: t.reason(),
@@ -556,6 +565,27 @@ pub async fn ticket(db: &Db, id: &str, now: i64) -> sqlx::Result<Option<TicketDe
     }))
 }
 
+/// id, callback_id, verify_result, processing_status, outcome, received_at, error
+type CallbackLine = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    i64,
+    Option<String>,
+);
+/// message_id, event_type, created_at, sink, status, attempts, last_error
+type OutboxLine = (
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+);
+
 /// Callbacks, state changes, effects, outbox messages and deliveries,
 /// refunds, provider calls and alerts of one payment.
 async fn timeline_of_payment(
@@ -570,7 +600,7 @@ async fn timeline_of_payment(
         title,
         detail,
     };
-    let rows: Vec<(String, String, String, String, Option<String>, i64, Option<String>)> = sqlx::query_as(
+    let rows: Vec<CallbackLine> = sqlx::query_as(
         "SELECT id, callback_id, verify_result, processing_status, outcome, received_at, error_message \
          FROM payment_callbacks WHERE payment_no = $1 ORDER BY received_at LIMIT 200",
     )
@@ -626,7 +656,7 @@ async fn timeline_of_payment(
             String::new(),
         ));
     }
-    let rows: Vec<(String, String, i64, Option<String>, Option<String>, Option<i64>, Option<String>)> = sqlx::query_as(
+    let rows: Vec<OutboxLine> = sqlx::query_as(
         "SELECT e.message_id, e.event_type, e.created_at, d.sink, d.status, d.attempts, d.last_error \
          FROM outbox_events e LEFT JOIN outbox_deliveries d ON d.message_id = e.message_id \
          WHERE e.aggregate_id = $1 ORDER BY e.created_at LIMIT 200",

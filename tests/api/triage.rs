@@ -123,6 +123,54 @@ impl Desk {
         body.as_str().unwrap().to_owned()
     }
 
+    async fn ticket_of(&self, payment_no: &str, class: &str) -> String {
+        sqlx::query_scalar(
+            "SELECT discrepancy_id FROM discrepancies WHERE class = $1 AND payment_no = $2",
+        )
+        .bind(class)
+        .bind(payment_no)
+        .fetch_one(self.app.pool())
+        .await
+        .unwrap()
+    }
+
+    async fn held(&self, payment_no: &str) -> Option<String> {
+        sqlx::query_scalar("SELECT hold_reason FROM payments WHERE payment_no = $1")
+            .bind(payment_no)
+            .fetch_one(self.app.pool())
+            .await
+            .unwrap()
+    }
+
+    /// olga proposes `kind`, sue approves; what it did.
+    async fn decide(&self, ticket: &str, kind: &str) -> String {
+        let (status, proposal) = self
+            .call(
+                &self.olga,
+                "fixes/propose",
+                &[
+                    ("id", ticket),
+                    ("kind", kind),
+                    ("reason", "checked"),
+                    ("evidence", "provider ticket 9"),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{kind}: {proposal}");
+        let (status, done) = self
+            .call(
+                &self.sue,
+                "fixes/approve",
+                &[
+                    ("proposal", proposal.as_str().unwrap()),
+                    ("comment", "agreed"),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{kind}: {done}");
+        done["detail"].as_str().unwrap().to_owned()
+    }
+
     async fn effects(&self, payment_no: &str) -> i64 {
         self.app.count("payment_effects", payment_no).await
     }
@@ -610,6 +658,179 @@ async fn operators_work_tickets_and_export_them(b: Backend) {
     assert_eq!((status, err), (409, serde_json::json!("TicketClosed")));
 }
 
+async fn held_payments_are_closed_merged_or_released_by_two_people(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    // LOCAL_ONLY twice: paid here, absent from the statement (held).
+    let gone = d.app.paid_with("TRI-GONE", 3000, "30.00", "SBX-GONE").await;
+    let fine = d.app.paid_with("TRI-FINE", 4000, "40.00", "SBX-FINE").await;
+    // ONE_TO_MANY: the statement ties transaction SBX-KEEP (bound to `keep`)
+    // to the payment_no of another, unpaid payment `twin`.
+    let keep = d.app.paid_with("TRI-KEEP", 700, "7.00", "SBX-KEEP").await;
+    let twin = d.app.payment("TRI-TWIN", 700, "CNY").await;
+    let rows = [row(
+        "payment",
+        "SBX-KEEP",
+        &twin,
+        ("", ""),
+        "7.00",
+        "CNY",
+        &at,
+    )];
+    d.reconcile(&rows, "ONE_TO_MANY").await;
+    for no in [&gone, &fine, &keep, &twin] {
+        assert!(d.held(no).await.is_some(), "{no} is held");
+    }
+
+    // Close the payment the provider does not know: its hold goes, and the
+    // close is an effect like any other (the paid effect stays on record).
+    d.decide(&d.ticket_of(&gone, "LOCAL_ONLY").await, "CLOSE_PAYMENT")
+        .await;
+    assert_eq!(d.app.status(&gone).await, "CLOSED");
+    assert_eq!(d.held(&gone).await, None);
+    assert_eq!(d.effects(&gone).await, 2);
+
+    // Release only: nothing else changes.
+    d.decide(&d.ticket_of(&fine, "LOCAL_ONLY").await, "RELEASE_HOLD")
+        .await;
+    assert_eq!(d.app.status(&fine).await, "SUCCEEDED");
+    assert_eq!(d.held(&fine).await, None);
+    assert_eq!(d.effects(&fine).await, 1);
+
+    // Merge: the payment bound to the transaction stays, the twin closes.
+    let detail = d
+        .decide(&d.ticket_of(&keep, "ONE_TO_MANY").await, "MERGE")
+        .await;
+    assert!(detail.contains(&twin), "{detail}");
+    assert_eq!(d.app.status(&keep).await, "SUCCEEDED");
+    assert_eq!(d.app.status(&twin).await, "CLOSED");
+    assert_eq!(d.held(&keep).await, None);
+    assert_eq!(d.held(&twin).await, None);
+
+    // A fix that does not fit the ticket is refused before it is proposed.
+    let ticket = d.provider_only("PAYNOFIT1", "SBX-NOFIT-1").await;
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &ticket),
+                ("kind", "CLOSE_PAYMENT"),
+                ("reason", "x"),
+                ("evidence", "y"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(err.get("FixNotApplicable").is_some(), "{err}");
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &ticket),
+                ("kind", "BACKFILL"),
+                ("reason", "x"),
+                ("evidence", "y"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        status, 400,
+        "a backfill of a payment Reckon lacks needs its order: {err}"
+    );
+}
+
+async fn evidence_files_and_a_requery_are_kept_on_the_ticket(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    // STATUS_LAG the automatic repair could not settle: the provider was down.
+    let p = d.app.payment("TRI-RQ", 2500, "CNY").await;
+    d.app.sandbox_knows(&p, "SUCCEEDED", "25.00", "CNY");
+    d.app.sandbox_down(true);
+    let rows = [row(
+        "payment",
+        &format!("SBX-{p}"),
+        &p,
+        ("", ""),
+        "25.00",
+        "CNY",
+        &at,
+    )];
+    let tickets = d.reconcile(&rows, "STATUS_LAG").await;
+    assert_eq!(tickets.len(), 1);
+    let ticket = tickets[0].clone();
+
+    // A file as evidence, through the plain multipart form.
+    let upload = |bytes: Vec<u8>| {
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes)
+                .file_name("bank-slip.pdf")
+                .mime_str("application/pdf")
+                .unwrap(),
+        );
+        d.olga
+            .post(format!("{}/tickets/{ticket}/evidence", d.app.app.base))
+            .headers(d.app.app.origin())
+            .multipart(form)
+            .send()
+    };
+    let res = upload(b"%PDF-1.4 slip".to_vec()).await.unwrap();
+    assert_eq!(res.status(), 303);
+    assert_eq!(res.headers()["location"], format!("/tickets/{ticket}"));
+    let too_big = upload(vec![b'x'; 260 * 1024]).await.unwrap();
+    assert_eq!(too_big.status(), 303);
+    let to = too_big.headers()["location"].to_str().unwrap().to_owned();
+    assert!(to.contains("err=") && to.contains("FileTooLarge"), "{to}");
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    let files: Vec<&Value> = detail["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "evidence_file")
+        .collect();
+    assert_eq!(files.len(), 1, "the refused file left nothing");
+    assert_eq!(files[0]["file_size"], 13);
+    let got = d
+        .olga
+        .get(format!(
+            "{}/evidence/{}",
+            d.app.app.base,
+            files[0]["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert!(
+        got.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
+    assert_eq!(got.bytes().await.unwrap().as_ref(), b"%PDF-1.4 slip");
+
+    // The provider answers again: one click re-queries, apply moves the
+    // payment, the lag ticket closes with what happened.
+    d.app.sandbox_down(false);
+    let (status, res) = d.call(&d.olga, "tickets/requery", &[("id", &ticket)]).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["class"], "applied");
+    assert_eq!(d.app.status(&p).await, "SUCCEEDED");
+    assert_eq!(d.effects(&p).await, 1);
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["status"], "CLOSED");
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action IN ('ticket.requery', 'ticket.evidence') AND object_id = $1",
+    )
+    .bind(&ticket)
+    .fetch_one(d.app.pool())
+    .await
+    .unwrap();
+    assert_eq!(audited, 2);
+}
+
 both_databases!(
     two_people_backfill_a_provider_only_payment_exactly_once,
     a_supervisor_never_decides_their_own_proposal,
@@ -617,4 +838,6 @@ both_databases!(
     stale_and_expired_proposals_are_refused,
     a_held_callback_is_replayed_from_its_status_lag_ticket,
     operators_work_tickets_and_export_them,
+    held_payments_are_closed_merged_or_released_by_two_people,
+    evidence_files_and_a_requery_are_kept_on_the_ticket,
 );

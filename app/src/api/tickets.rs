@@ -24,8 +24,9 @@ pub const AUDIT: &[Role] = &[Role::Supervisor, Role::Admin];
 pub async fn list_tickets(filter: TicketFilter) -> Result<TicketPage, AppError> {
     respond(
         async {
+            let desk = console()?;
             guard(Role::ALL).await?;
-            console()?.tickets(&filter).await
+            desk.tickets(&filter).await
         }
         .await,
     )
@@ -35,8 +36,9 @@ pub async fn list_tickets(filter: TicketFilter) -> Result<TicketPage, AppError> 
 pub async fn show_ticket(id: String) -> Result<TicketDetail, AppError> {
     respond(
         async {
+            let desk = console()?;
             guard(Role::ALL).await?;
-            console()?.ticket(&id).await
+            desk.ticket(&id).await
         }
         .await,
     )
@@ -46,8 +48,9 @@ pub async fn show_ticket(id: String) -> Result<TicketDetail, AppError> {
 pub async fn assign_ticket(id: String, owner: String) -> Result<(), AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
-            console()?.assign(&caller.user, &id, &owner).await
+            desk.assign(&caller.user, &id, &owner).await
         }
         .await,
     )
@@ -57,8 +60,9 @@ pub async fn assign_ticket(id: String, owner: String) -> Result<(), AppError> {
 pub async fn comment_ticket(id: String, text: String) -> Result<(), AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
-            console()?.comment(&caller.user, &id, &text).await
+            desk.comment(&caller.user, &id, &text).await
         }
         .await,
     )
@@ -68,10 +72,9 @@ pub async fn comment_ticket(id: String, text: String) -> Result<(), AppError> {
 pub async fn add_evidence(id: String, kind: String, text: String) -> Result<(), AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
-            console()?
-                .add_evidence(&caller.user, &id, &kind, &text)
-                .await
+            desk.add_evidence(&caller.user, &id, &kind, &text).await
         }
         .await,
     )
@@ -81,8 +84,9 @@ pub async fn add_evidence(id: String, kind: String, text: String) -> Result<(), 
 pub async fn conclude_ticket(id: String, conclusion: String) -> Result<(), AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
-            console()?.conclude(&caller.user, &id, &conclusion).await
+            desk.conclude(&caller.user, &id, &conclusion).await
         }
         .await,
     )
@@ -92,8 +96,9 @@ pub async fn conclude_ticket(id: String, conclusion: String) -> Result<(), AppEr
 pub async fn requery_ticket(id: String) -> Result<ActionResult, AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
-            console()?.requery(&caller.user, &id).await
+            desk.requery(&caller.user, &id).await
         }
         .await,
     )
@@ -103,8 +108,9 @@ pub async fn requery_ticket(id: String) -> Result<ActionResult, AppError> {
 pub async fn replay_for_ticket(id: String, callback: String) -> Result<ActionResult, AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
-            console()?.replay(&caller.user, &id, &callback).await
+            desk.replay(&caller.user, &id, &callback).await
         }
         .await,
     )
@@ -121,6 +127,7 @@ pub async fn propose_fix(
 ) -> Result<String, AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(WORK).await?;
             let nonempty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
             let fix = crate::tickets::FixRequest {
@@ -131,7 +138,7 @@ pub async fn propose_fix(
                 order_no: nonempty(order_no),
                 keep: nonempty(keep),
             };
-            console()?.propose(&caller.user, &fix).await
+            desk.propose(&caller.user, &fix).await
         }
         .await,
     )
@@ -142,8 +149,9 @@ pub async fn propose_fix(
 pub async fn list_proposals(status: String) -> Result<Vec<Proposal>, AppError> {
     respond(
         async {
+            let desk = console()?;
             guard(Role::ALL).await?;
-            console()?.proposals(&status).await
+            desk.proposals(&status).await
         }
         .await,
     )
@@ -153,8 +161,9 @@ pub async fn list_proposals(status: String) -> Result<Vec<Proposal>, AppError> {
 pub async fn approve_fix(proposal: String, comment: String) -> Result<ActionResult, AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(DECIDE).await?;
-            console()?.approve(&caller.user, &proposal, &comment).await
+            desk.approve(&caller.user, &proposal, &comment).await
         }
         .await,
     )
@@ -164,8 +173,9 @@ pub async fn approve_fix(proposal: String, comment: String) -> Result<ActionResu
 pub async fn reject_fix(proposal: String, comment: String) -> Result<(), AppError> {
     respond(
         async {
+            let desk = console()?;
             let caller = guard(DECIDE).await?;
-            console()?.reject(&caller.user, &proposal, &comment).await
+            desk.reject(&caller.user, &proposal, &comment).await
         }
         .await,
     )
@@ -175,8 +185,9 @@ pub async fn reject_fix(proposal: String, comment: String) -> Result<(), AppErro
 pub async fn list_audit(filter: AuditFilter) -> Result<AuditPage, AppError> {
     respond(
         async {
+            let desk = console()?;
             guard(AUDIT).await?;
-            console()?.audit(&filter).await
+            desk.audit(&filter).await
         }
         .await,
     )

@@ -30,6 +30,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <MetaTags/>
             </head>
             <body>
@@ -89,7 +90,7 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/reckon.css"/>
         <Title text="Reckon"/>
         <Router>
-            <Routes fallback=|| view! { <Frame allow=Role::ALL><NotFound/></Frame> }>
+            <Routes fallback=|| view! { <NotFound/> }>
                 <Route path=path!("/login") view=login::LoginPage ssr=SsrMode::Async/>
                 <Route path=path!("/") view=home::HomePage ssr=SsrMode::Async/>
                 <Route path=path!("/users") view=users::UsersPage ssr=SsrMode::Async/>
@@ -225,15 +226,27 @@ fn Forbidden(lang: Lang) -> impl IntoView {
     }
 }
 
+/// The page for an address no route matches. Rendered outside any matched
+/// route, so it uses no router components (links are plain anchors).
 #[component]
 fn NotFound() -> impl IntoView {
-    let lang = expect_context::<Viewer>().lang;
+    let ctx = expect_context::<Ctx>();
     ssr_status(404);
     view! {
-        <section class="notice">
-            <h1>{Msg::NotFoundTitle.text(lang)}</h1>
-            <p>{Msg::NotFoundBody.text(lang)}</p>
-            <p><A href="/">{Msg::BackHome.text(lang)}</A></p>
-        </section>
+        <Transition fallback=|| view! { <p class="loading">"…"</p> }>
+            {move || Suspend::new(async move {
+                let lang = ctx.info.await.map(|i| i.lang).unwrap_or_default();
+                view! {
+                    <Html attr:lang=lang.html_tag()/>
+                    <main>
+                        <section class="notice" id="not-found">
+                            <h1>{Msg::NotFoundTitle.text(lang)}</h1>
+                            <p>{Msg::NotFoundBody.text(lang)}</p>
+                            <p><a href="/">{Msg::BackHome.text(lang)}</a></p>
+                        </section>
+                    </main>
+                }
+            })}
+        </Transition>
     }
 }

@@ -101,10 +101,14 @@ fn TicketBody() -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 let user = user.get_value();
-                detail.await.map(|d| view! {
-                    <Detail d=d lang=lang user=user assign=assign comment=comment evidence=evidence
-                        conclude=conclude requery=requery replay=replay propose=propose decide=decide/>
-                })
+                match detail.await {
+                    Ok(d) => view! {
+                        <Detail d=d lang=lang user=user assign=assign comment=comment evidence=evidence
+                            conclude=conclude requery=requery replay=replay propose=propose decide=decide/>
+                    }
+                    .into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
             })}
         </Transition>
     }

@@ -2,7 +2,7 @@
 //! class (each a link to that filter), most severe then oldest first, one
 //! keyset page at a time, and the CSV export of the whole filtered set.
 
-use super::{Frame, Viewer};
+use super::{ErrorNote, Frame, Viewer};
 use crate::api::list_tickets;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, ticket_status, tr};
@@ -56,7 +56,10 @@ fn TicketsBody() -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 let f = filter();
-                page.await.map(|p| view! { <Results page=p f=f lang=lang/> })
+                match page.await {
+                    Ok(p) => view! { <Results page=p f=f lang=lang/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
             })}
         </Transition>
     }

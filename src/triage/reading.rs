@@ -149,21 +149,31 @@ fn conditions(f: &TicketFilter, skip: Option<&str>, args: &mut Vec<Arg>) -> Stri
         None => {}
     }
     if let Some(q) = f.q.as_deref() {
-        // Free text over the three identifiers: a case-insensitive
-        // substring, LIKE's own wildcards escaped.
-        let escaped = q
-            .to_uppercase()
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        args.push(Arg::S(format!("%{escaped}%")));
-        let n = args.len();
+        // An identifier as typed, whole or its beginning: payment_no, order
+        // no or provider transaction id. Index ranges, not a scan.
+        args.push(Arg::S(q.to_owned()));
+        let lo = args.len();
+        args.push(Arg::S(prefix_end(q)));
+        let hi = args.len();
         parts.push(format!(
-            "(UPPER(payment_no) LIKE ${n} ESCAPE '\\' OR UPPER(order_no) LIKE ${n} ESCAPE '\\' \
-              OR UPPER(provider_txn_id) LIKE ${n} ESCAPE '\\')"
+            "((payment_no >= ${lo} AND payment_no < ${hi}) OR (order_no >= ${lo} AND order_no < ${hi}) \
+              OR (provider_txn_id >= ${lo} AND provider_txn_id < ${hi}))"
         ));
     }
     parts.join(" AND ")
+}
+
+/// The smallest string above every string starting with `prefix` (in
+/// byte order): its last character, incremented.
+pub(crate) fn prefix_end(prefix: &str) -> String {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        if let Some(next) = char::from_u32(last as u32 + 1) {
+            chars.push(next);
+            return chars.into_iter().collect();
+        }
+    }
+    "\u{10FFFF}".into()
 }
 
 /// `rank.found_at.id`, the position after which the next page starts.
@@ -906,6 +916,14 @@ mod tests {
         assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
         assert_eq!(csv_cell("-12.50"), "-12.50");
+    }
+
+    #[test]
+    fn prefixes_end_where_the_next_begins() {
+        assert_eq!(prefix_end("PAY0001"), "PAY0002");
+        assert_eq!(prefix_end("pi_3"), "pi_4");
+        assert!("PAY00019" < prefix_end("PAY0001").as_str());
+        assert!("PAY0002" >= prefix_end("PAY0001").as_str());
     }
 
     #[test]

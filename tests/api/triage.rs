@@ -186,7 +186,7 @@ async fn two_people_backfill_a_provider_only_payment_exactly_once(b: Backend) {
         .call(
             &d.olga,
             "tickets/list",
-            &[("filter[class]", "PROVIDER_ONLY"), ("filter[q]", "lostcb")],
+            &[("filter[class]", "PROVIDER_ONLY"), ("filter[q]", "PAYLOST")],
         )
         .await;
     assert_eq!(status, 200, "{page}");

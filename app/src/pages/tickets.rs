@@ -102,7 +102,7 @@ fn FilterForm(f: TicketFilter, lang: Lang) -> impl IntoView {
             <label>{tr(lang, "Business day", "业务日")}<input name="day" id="f-day" type="date" value=f.day.clone()/></label>
             <label>{tr(lang, "Run", "对账批次")}<input name="run" id="f-run" size="12" value=f.run.clone()/></label>
             <label>{tr(lang, "Owner (- = none)", "负责人（- 表示未分配）")}<input name="owner" id="f-owner" size="10" value=f.owner.clone()/></label>
-            <label>{tr(lang, "Payment, order or txn id", "支付单号、订单号或渠道流水号")}<input name="q" id="f-q" size="18" value=f.q.clone()/></label>
+            <label>{tr(lang, "Payment, order or txn id (or its start)", "支付单号、订单号或渠道流水号（或其开头）")}<input name="q" id="f-q" size="18" value=f.q.clone()/></label>
             <button type="submit" id="apply-filters">{tr(lang, "Filter", "筛选")}</button>
             <a href="/tickets">{tr(lang, "Clear", "清除")}</a>
             <a href=csv id="export-csv" rel="external" download="reckon-tickets.csv">{tr(lang, "Export CSV", "导出 CSV")}</a>

@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! Reckon's console: the types that cross the wire, the server functions,
 //! and the pages. Compiled twice — with `ssr` into the server, with
 //! `hydrate` into WebAssembly for the browser.

@@ -137,6 +137,7 @@ fn main() {
                 input: reckon::recon::Input::File(statement_path.clone()),
                 started_by: "bench",
                 accept_bad_lines: 0,
+                run_id: None,
             })
             .await
             .unwrap();

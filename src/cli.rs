@@ -261,6 +261,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 input: crate::recon::Input::File(file.clone()),
                 started_by: "cli",
                 accept_bad_lines,
+                run_id: None,
             };
             return report_run(engine.import_statement(imp).await);
         }

@@ -34,6 +34,8 @@ pub struct Config {
     pub query_schedule: Vec<i64>,
     /// Refused webhooks kept per provider for audit.
     pub refused_keep: i64,
+    /// Processing tries of a callback before it is DEAD (default 10).
+    pub callback_max_tries: i64,
 }
 
 #[derive(Clone, Default, Deserialize, PartialEq, Eq)]
@@ -108,6 +110,7 @@ impl std::fmt::Debug for Config {
             .field("outbox_secret", &self.outbox_secret.as_deref().map(masked))
             .field("query_schedule", &self.query_schedule)
             .field("refused_keep", &self.refused_keep)
+            .field("callback_max_tries", &self.callback_max_tries)
             .finish()
     }
 }
@@ -178,6 +181,7 @@ struct FileConfig {
     outbox_secret: Option<String>,
     query_schedule: Option<String>,
     refused_keep: Option<i64>,
+    callback_max_tries: Option<i64>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
@@ -402,6 +406,19 @@ impl Config {
                 .unwrap_or_default(),
             hint: "expected a number of rows from 1 to 10000000".into(),
         })?;
+        let tries_text = env("RECKON_CALLBACK_MAX_TRIES");
+        let callback_max_tries = match &tries_text {
+            Some(text) => text.trim().parse::<i64>().ok(),
+            None => Some(file.callback_max_tries.unwrap_or(10)),
+        }
+        .filter(|n| (1..=100).contains(n))
+        .ok_or_else(|| ConfigError::Invalid {
+            key: "RECKON_CALLBACK_MAX_TRIES",
+            value: tries_text
+                .or(file.callback_max_tries.map(|n| n.to_string()))
+                .unwrap_or_default(),
+            hint: "expected a number of tries from 1 to 100".into(),
+        })?;
 
         Ok(Config {
             listen,
@@ -416,6 +433,7 @@ impl Config {
             outbox_secret,
             query_schedule,
             refused_keep,
+            callback_max_tries,
         })
     }
 

@@ -161,6 +161,12 @@ impl Application {
         if self.demo_traffic {
             tokio::spawn(demo_traffic(self.engine.clone()));
             if let Some(sandbox) = self.sandbox.clone() {
+                let (engine, history_sandbox) = (self.engine.clone(), sandbox.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = crate::demo::history(engine, history_sandbox).await {
+                        tracing::warn!(error = %e, "demo history not written");
+                    }
+                });
                 tokio::spawn(demo_reconciliation(
                     self.engine.clone(),
                     sandbox,
@@ -304,6 +310,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
     Ok(Settings {
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
+        callback_max_tries: config.callback_max_tries,
         timezone: jiff::tz::TimeZone::get(&config.timezone)
             .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?,
         query_on_unverified: config

@@ -17,12 +17,9 @@ pub enum Msg {
     Language,
     SwitchLanguage,
     SignedInAs,
-    NavHome,
     NavUsers,
     FirstAdminTitle,
     FirstAdminBody,
-    HomeTitle,
-    HomeBody,
     UsersTitle,
     UsersIntro,
     CreateUser,
@@ -69,17 +66,11 @@ impl Msg {
             Language => ("Language", "语言"),
             SwitchLanguage => ("中文", "English"),
             SignedInAs => ("Signed in as", "当前用户"),
-            NavHome => ("Home", "首页"),
             NavUsers => ("Users", "用户管理"),
             FirstAdminTitle => ("No users yet", "尚无任何用户"),
             FirstAdminBody => (
                 "Create the first admin on the server with this command, then sign in:",
                 "请在服务器上运行以下命令创建第一个管理员，然后登录：",
-            ),
-            HomeTitle => ("Welcome", "欢迎"),
-            HomeBody => (
-                "Reckon turns provider callbacks, status queries and daily bills into one correct payment state. More pages arrive as they are built.",
-                "Reckon 将渠道回调、主动查询与每日账单汇聚为唯一正确的支付状态。更多页面将陆续上线。",
             ),
             UsersTitle => ("Users", "用户管理"),
             UsersIntro => (
@@ -231,6 +222,7 @@ pub fn ticket_status(status: &str, lang: Lang) -> &'static str {
         "IN_PROGRESS" => tr(lang, "in progress", "处理中"),
         "AWAITING_APPROVAL" => tr(lang, "awaiting approval", "待审批"),
         "CLOSED" => tr(lang, "closed", "已关闭"),
+        "ACTIVE" => tr(lang, "not closed", "未关闭"),
         _ => tr(lang, "unknown", "未知"),
     }
 }

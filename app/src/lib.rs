@@ -7,6 +7,7 @@ pub mod api;
 pub mod error;
 pub mod format;
 pub mod i18n;
+pub mod ops;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod ssr;

@@ -4,6 +4,10 @@
 
 use crate::ERROR_PARAM;
 use crate::error::AppError;
+use crate::ops::{
+    AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
+    PaymentView, ReplayJob, RunPage,
+};
 use crate::tickets::{
     ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
     TicketPage,
@@ -89,6 +93,34 @@ pub trait Console: Send + Sync + 'static {
     ) -> Result<ActionResult, AppError>;
     async fn reject(&self, actor: &User, proposal_id: &str, comment: &str) -> Result<(), AppError>;
     async fn audit(&self, filter: &AuditFilter) -> Result<AuditPage, AppError>;
+    async fn dashboard(
+        &self,
+        day: Option<&str>,
+        provider: Option<&str>,
+    ) -> Result<Dashboard, AppError>;
+    async fn callbacks(&self, filter: &CallbackFilter) -> Result<CallbackPage, AppError>;
+    async fn callback(&self, id: &str) -> Result<CallbackDetail, AppError>;
+    async fn replay_callback(&self, actor: &User, id: &str) -> Result<ActionResult, AppError>;
+    /// DEAD callbacks of a provider received in [from, to] (business days).
+    async fn start_bulk_replay(
+        &self,
+        actor: &User,
+        provider: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<String, AppError>;
+    async fn replay_jobs(&self) -> Result<Vec<ReplayJob>, AppError>;
+    async fn payments(&self, filter: &PaymentFilter) -> Result<PaymentPage, AppError>;
+    async fn payment(&self, payment_no: &str) -> Result<PaymentView, AppError>;
+    async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError>;
+    async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError>;
+    async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError>;
+    async fn acknowledge_alert(
+        &self,
+        actor: &User,
+        id: &str,
+        comment: &str,
+    ) -> Result<(), AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

@@ -24,7 +24,14 @@ pub const CLASSES: &[&str] = &[
     "PROVIDER_MISMATCH",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
-pub const STATUSES: &[&str] = &["OPEN", "IN_PROGRESS", "AWAITING_APPROVAL", "CLOSED"];
+/// Ticket states, and ACTIVE: every state but CLOSED.
+pub const STATUSES: &[&str] = &[
+    "ACTIVE",
+    "OPEN",
+    "IN_PROGRESS",
+    "AWAITING_APPROVAL",
+    "CLOSED",
+];
 
 /// The list's filters, all optional; `after` is the keyset cursor.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,6 +26,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         outbox_secret: None,
         query_schedule: parse_schedule("1h").unwrap(),
         refused_keep: 10_000,
+        callback_max_tries: 10,
     }
 }
 

@@ -26,6 +26,11 @@ impl Default for ManualClock {
 }
 
 impl ManualClock {
+    /// Sets the time (microseconds since the epoch, UTC).
+    pub fn set(&self, micros: i64) {
+        self.0.store(micros, Ordering::SeqCst);
+    }
+
     pub fn advance_secs(&self, secs: i64) {
         self.0.fetch_add(secs * 1_000_000, Ordering::SeqCst);
     }

@@ -272,7 +272,17 @@ pub(super) async fn repeat_of(
 ) -> sqlx::Result<Ingested> {
     let first = callbacks::by_callback_id(&mut *conn, provider, callback_id).await?;
     match first {
-        Some(first) if first.payload_hash == payload_hash => Ok(Ingested::Duplicate),
+        Some(first) if first.payload_hash == payload_hash => {
+            // Counted on the stored callback, for the day's figures.
+            sqlx::query(
+                "UPDATE payment_callbacks SET duplicates = duplicates + 1 WHERE provider = $1 AND callback_id = $2",
+            )
+            .bind(provider)
+            .bind(callback_id)
+            .execute(&mut *conn)
+            .await?;
+            Ok(Ingested::Duplicate)
+        }
         first => {
             let message = format!(
                 "callback {callback_id} from {provider} arrived again with a different payload; the first one is kept"

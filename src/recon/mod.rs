@@ -54,7 +54,7 @@ impl Input {
         })
     }
 
-    fn hash(&self) -> std::io::Result<String> {
+    pub fn hash(&self) -> std::io::Result<String> {
         let mut h = Sha256::new();
         let mut r = self.open()?;
         loop {
@@ -82,6 +82,9 @@ pub struct Import<'a> {
     /// Malformed lines the operator accepts to skip (0: none — one bad
     /// line refuses the statement).
     pub accept_bad_lines: u32,
+    /// The new run's id when the caller chose it (the console names the
+    /// run it is about to show before the import starts).
+    pub run_id: Option<String>,
 }
 
 /// A finished (or refused) run, as the API and CLI report it.
@@ -105,6 +108,11 @@ pub struct RunRow {
 
 const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, status, rows_read, \
      summary_json, figures_json, error, started_by, started_at, finished_at";
+
+/// A new run's id.
+pub fn new_run_id() -> String {
+    format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase()
+}
 
 /// The business day `date` in `tz` as [start, end) microseconds UTC.
 pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), String> {
@@ -200,6 +208,25 @@ impl Engine {
         .await
     }
 
+    /// The completed run of the same statement file (by hash) for that
+    /// provider and day, if there is one.
+    pub async fn earlier_run(
+        &self,
+        provider: &str,
+        date: &str,
+        hash: &str,
+    ) -> sqlx::Result<Option<RunRow>> {
+        sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS} FROM recon_runs WHERE provider = $1 AND business_date = $2 AND file_hash = $3 \
+             AND status = 'COMPLETED' ORDER BY started_at DESC LIMIT 1"
+        ))
+        .bind(provider)
+        .bind(date)
+        .bind(hash)
+        .fetch_optional(&self.db.pool)
+        .await
+    }
+
     /// Reads a statement into a run and reconciles the day. A statement
     /// already reconciled for that day (same file hash) is recognised and
     /// its run returned unchanged.
@@ -219,23 +246,18 @@ impl Engine {
             .hash()
             .map_err(|e| ReconError::Invalid(format!("cannot read the statement: {e}")))?;
         let pool = &self.db.pool;
-        let earlier: Option<RunRow> = sqlx::query_as(&format!(
-            "SELECT {RUN_COLUMNS} FROM recon_runs WHERE provider = $1 AND business_date = $2 AND file_hash = $3 \
-             AND status = 'COMPLETED' ORDER BY started_at DESC LIMIT 1"
-        ))
-        .bind(imp.provider)
-        .bind(imp.business_date)
-        .bind(&hash)
-        .fetch_optional(pool)
-        .await?;
+        let earlier = self
+            .earlier_run(imp.provider, imp.business_date, &hash)
+            .await?;
         if let Some(run) = earlier {
             return Ok(run);
         }
-        let run_id = format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
+        let run_id = imp.run_id.clone().unwrap_or_else(new_run_id);
         let now = self.now();
         sqlx::query(
             "INSERT INTO recon_runs (run_id, provider, business_date, source, file_name, file_hash, status, \
-               rows_read, started_by, started_at) VALUES ($1, $2, $3, $4, $5, $6, 'RUNNING', 0, $7, $8)",
+               rows_read, started_by, started_at, phase, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'RUNNING', 0, $7, $8, 'reading', $8)",
         )
         .bind(&run_id)
         .bind(imp.provider)
@@ -319,10 +341,15 @@ impl Engine {
             self.fail_run(run_id, &error).await?;
             return Err(ReconError::Refused(error));
         }
+        sqlx::query("UPDATE recon_runs SET phase = 'matching', updated_at = $1 WHERE run_id = $2")
+            .bind(self.now())
+            .bind(run_id)
+            .execute(pool)
+            .await?;
         let figures = self.reconcile(run_id, provider, date, file).await?;
         sqlx::query(
-            "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, error = NULL, finished_at = $2 \
-             WHERE run_id = $3",
+            "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, error = NULL, finished_at = $2, \
+               phase = 'done', updated_at = $2 WHERE run_id = $3",
         )
         .bind(serde_json::to_string(&figures).unwrap_or_default())
         .bind(self.now())
@@ -355,8 +382,8 @@ impl Engine {
         day_range(date, &self.settings.timezone).map_err(ReconError::Invalid)?;
         let run_id = format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
         sqlx::query(
-            "INSERT INTO recon_runs (run_id, provider, business_date, source, status, rows_read, started_by, started_at) \
-             VALUES ($1, $2, $3, 'pull', 'RUNNING', 0, $4, $5)",
+            "INSERT INTO recon_runs (run_id, provider, business_date, source, status, rows_read, started_by, started_at, \
+               phase, updated_at) VALUES ($1, $2, $3, 'pull', 'RUNNING', 0, $4, $5, 'reading', $5)",
         )
         .bind(&run_id)
         .bind(provider)
@@ -384,7 +411,7 @@ impl Engine {
         // stopped mid-pull).
         let now = self.now();
         let moved = sqlx::query(
-            "UPDATE recon_runs SET status = 'RUNNING', error = NULL, finished_at = NULL, updated_at = $2 \
+            "UPDATE recon_runs SET status = 'RUNNING', error = NULL, finished_at = NULL, updated_at = $2, phase = 'reading' \
              WHERE run_id = $1 AND (status = 'FAILED' \
                OR (status = 'RUNNING' AND COALESCE(updated_at, started_at) < $3))",
         )
@@ -475,7 +502,10 @@ impl Engine {
     }
 
     async fn fail_run(&self, run_id: &str, error: &str) -> sqlx::Result<()> {
-        sqlx::query("UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2 WHERE run_id = $3")
+        sqlx::query(
+            "UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2, phase = 'done', updated_at = $2 \
+             WHERE run_id = $3",
+        )
             .bind(error)
             .bind(self.now())
             .bind(run_id)
@@ -523,6 +553,13 @@ impl Engine {
             rows += batch.len() as i64;
             self.insert_rows(run_id, &batch).await?;
             batch.clear();
+            // Progress for whoever watches the run.
+            sqlx::query("UPDATE recon_runs SET rows_read = $1, updated_at = $2 WHERE run_id = $3")
+                .bind(rows)
+                .bind(self.now())
+                .bind(run_id)
+                .execute(&self.db.pool)
+                .await?;
             if ended {
                 return Ok((rows, checks, skipped));
             }

@@ -6,6 +6,8 @@
 //! audit entry.
 
 mod fixes;
+pub mod mask;
+mod ops;
 mod reading;
 
 pub use fixes::PROPOSAL_TTL_US;
@@ -15,6 +17,10 @@ use crate::accounts::{TxError, internal, retrying};
 use crate::engine::{ActionError, Engine};
 use crate::store::audit;
 use app::error::AppError;
+use app::ops::{
+    AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
+    PaymentView, ReplayJob, RunPage,
+};
 use app::ssr::Console;
 use app::tickets::{
     ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
@@ -552,5 +558,68 @@ impl Console for Desk {
         reading::audit(&self.engine.db, filter)
             .await
             .map_err(internal)
+    }
+
+    async fn dashboard(
+        &self,
+        day: Option<&str>,
+        provider: Option<&str>,
+    ) -> Result<Dashboard, AppError> {
+        self.dashboard_of(day, provider).await
+    }
+
+    async fn callbacks(&self, filter: &CallbackFilter) -> Result<CallbackPage, AppError> {
+        self.callback_page(filter).await
+    }
+
+    async fn callback(&self, id: &str) -> Result<CallbackDetail, AppError> {
+        self.callback_detail(id).await
+    }
+
+    async fn replay_callback(&self, actor: &User, id: &str) -> Result<ActionResult, AppError> {
+        self.replay_one(&actor.username, id, None).await
+    }
+
+    async fn start_bulk_replay(
+        &self,
+        actor: &User,
+        provider: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<String, AppError> {
+        self.start_replay_job(actor, provider, from, to).await
+    }
+
+    async fn replay_jobs(&self) -> Result<Vec<ReplayJob>, AppError> {
+        self.replay_jobs_list(None).await
+    }
+
+    async fn payments(&self, filter: &PaymentFilter) -> Result<PaymentPage, AppError> {
+        self.payment_page(filter).await
+    }
+
+    async fn payment(&self, payment_no: &str) -> Result<PaymentView, AppError> {
+        self.payment_view(payment_no).await
+    }
+
+    async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError> {
+        self.run_page(after).await
+    }
+
+    async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError> {
+        self.resume(actor, id).await
+    }
+
+    async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError> {
+        self.alert_rows(open_only, 200).await.map_err(internal)
+    }
+
+    async fn acknowledge_alert(
+        &self,
+        actor: &User,
+        id: &str,
+        comment: &str,
+    ) -> Result<(), AppError> {
+        self.ack(actor, id, comment).await
     }
 }

@@ -124,6 +124,9 @@ pub(crate) async fn ticket_row(
 /// The WHERE clause of a filter (without the cursor), leaving out `skip`.
 fn conditions(f: &TicketFilter, skip: Option<&str>, args: &mut Vec<Arg>) -> String {
     let mut parts = vec!["1 = 1".to_owned()];
+    if skip != Some("status") && f.status.as_deref() == Some("ACTIVE") {
+        parts.push("status <> 'CLOSED'".into());
+    }
     for (key, column) in [
         ("class", "class"),
         ("severity", "severity"),
@@ -135,7 +138,7 @@ fn conditions(f: &TicketFilter, skip: Option<&str>, args: &mut Vec<Arg>) -> Stri
         if Some(key) == skip {
             continue;
         }
-        if let Some(v) = f.get(key) {
+        if let Some(v) = f.get(key).filter(|v| !(key == "status" && *v == "ACTIVE")) {
             args.push(Arg::S(v.to_owned()));
             parts.push(format!("{column} = ${}", args.len()));
         }

@@ -177,3 +177,130 @@ pub async fn download_evidence(
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not read the file").into_response(),
     }
 }
+
+/// Back to the runs page, showing `run`, or with the error.
+fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
+    let mut to = "/runs".to_owned();
+    if let Some(run) = run {
+        to.push_str(&format!("?run={}", app::tickets::encode(run)));
+    }
+    if let Some(err) = err
+        && let Ok(json) = serde_json::to_string(err)
+    {
+        to.push_str(if run.is_some() { "&" } else { "?" });
+        to.push_str(&format!("{ERROR_PARAM}={}", app::tickets::encode(&json)));
+    }
+    Redirect::to(&to).into_response()
+}
+
+/// `POST /runs/upload`, multipart: `provider`, `business_date`, `file`,
+/// optionally `accept_bad_lines`. The file is kept in a temporary file, the
+/// run starts in the background and the runs page follows its progress; the
+/// same file for the same day again shows the earlier run.
+pub async fn upload_statement(
+    State(state): State<AppState>,
+    Signed(user): Signed,
+    mut form: Multipart,
+) -> Response {
+    use crate::recon::{Import, Input};
+    use std::io::Write;
+    if !app::api::WORK.contains(&user.role) {
+        return back_to_runs(None, Some(&AppError::Forbidden));
+    }
+    let bad = |detail: String| back_to_runs(None, Some(&AppError::FixNotApplicable { detail }));
+    let (mut provider, mut date, mut name, mut tolerance) = (None, None, None, 0u32);
+    let path = std::env::temp_dir().join(format!("reckon-upload-{}", uuid::Uuid::new_v4()));
+    let mut size = 0usize;
+    loop {
+        let mut field = match form.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return bad(format!("unreadable form: {e}")),
+        };
+        match field.name().unwrap_or_default() {
+            "provider" => provider = field.text().await.ok(),
+            "business_date" => date = field.text().await.ok(),
+            "accept_bad_lines" => {
+                tolerance = field
+                    .text()
+                    .await
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                    .unwrap_or(0)
+            }
+            "file" => {
+                name = field.file_name().map(str::to_owned);
+                let Ok(mut out) = std::fs::File::create(&path) else {
+                    return bad("cannot keep the upload".into());
+                };
+                loop {
+                    match field.chunk().await {
+                        Ok(Some(chunk)) => {
+                            size += chunk.len();
+                            if out.write_all(&chunk).is_err() {
+                                let _ = std::fs::remove_file(&path);
+                                return bad("cannot keep the upload".into());
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            let _ = std::fs::remove_file(&path);
+                            return bad(format!("the upload broke off: {e}"));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let cleanup = |r: Response| {
+        let _ = std::fs::remove_file(&path);
+        r
+    };
+    let (Some(provider), Some(date)) = (provider, date) else {
+        return cleanup(bad("provider and business day are required".into()));
+    };
+    let (provider, date) = (provider.trim().to_owned(), date.trim().to_owned());
+    if size == 0 {
+        return cleanup(bad("the statement file is empty".into()));
+    }
+    let engine = state.engine.clone();
+    match engine.providers.get(&provider) {
+        Some(p) if p.statement_format().is_some() => {}
+        _ => return cleanup(bad(format!("{provider} has no statement Reckon reads"))),
+    }
+    if let Err(e) = crate::recon::day_range(&date, &engine.settings.timezone) {
+        return cleanup(bad(e));
+    }
+    let input = Input::File(path.clone());
+    let Ok(hash) = input.hash() else {
+        return cleanup(bad("cannot read the upload".into()));
+    };
+    match engine.earlier_run(&provider, &date, &hash).await {
+        Ok(Some(run)) => return cleanup(back_to_runs(Some(&run.run_id), None)),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "earlier run lookup failed");
+            return cleanup(bad("storage error".into()));
+        }
+    }
+    let run_id = crate::recon::new_run_id();
+    let (id, who) = (run_id.clone(), user.username.clone());
+    tokio::spawn(async move {
+        let imp = Import {
+            provider: &provider,
+            business_date: &date,
+            source: "upload",
+            file_name: name.as_deref(),
+            input,
+            started_by: &who,
+            accept_bad_lines: tolerance,
+            run_id: Some(id.clone()),
+        };
+        if let Err(e) = engine.import_statement(imp).await {
+            tracing::warn!(run_id = %id, error = %e, "uploaded statement refused");
+        }
+        let _ = std::fs::remove_file(&path);
+    });
+    back_to_runs(Some(&run_id), None)
+}

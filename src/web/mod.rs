@@ -112,13 +112,28 @@ pub fn router(
             // same session and origin checks.
             Router::new()
                 .route("/tickets/{id}/evidence", post(console::upload_evidence))
-                .layer(session_layer)
+                .layer(session_layer.clone())
                 .layer(middleware::from_fn(same_origin))
                 .layer(axum::extract::DefaultBodyLimit::max(
                     app::tickets::EVIDENCE_FILE_LIMIT + 16 * 1024,
                 ))
                 .layer(RequestBodyLimitLayer::new(
                     app::tickets::EVIDENCE_FILE_LIMIT + 32 * 1024,
+                ))
+                .with_state(state.clone()),
+        )
+        .merge(
+            // A statement uploaded from the console: the statement limits,
+            // the console's session and origin checks.
+            Router::new()
+                .route("/runs/upload", post(console::upload_statement))
+                .layer(session_layer)
+                .layer(middleware::from_fn(same_origin))
+                .layer(axum::extract::DefaultBodyLimit::max(recon::UPLOAD_LIMIT))
+                .layer(RequestBodyLimitLayer::new(recon::UPLOAD_LIMIT + 64 * 1024))
+                .layer(TimeoutLayer::with_status_code(
+                    axum::http::StatusCode::REQUEST_TIMEOUT,
+                    std::time::Duration::from_secs(600),
                 ))
                 .with_state(state.clone()),
         )

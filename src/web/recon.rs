@@ -91,6 +91,7 @@ pub async fn upload(
         input: Input::Bytes(file),
         started_by: &actor,
         accept_bad_lines,
+        run_id: None,
     };
     match engine.import_statement(imp).await {
         Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),

@@ -69,6 +69,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         query_schedule: reckon::config::parse_schedule(reckon::config::DEFAULT_QUERY_SCHEDULE)
             .unwrap(),
         refused_keep: 10_000,
+        callback_max_tries: 10,
     }
 }
 

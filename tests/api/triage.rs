@@ -11,16 +11,16 @@ use serde_json::Value;
 
 const PASSWORD: &str = "correct horse battery";
 
-struct Desk {
-    app: EngineApp,
-    token: String,
+pub(crate) struct Desk {
+    pub app: EngineApp,
+    pub token: String,
     /// operator, and two supervisors
-    olga: reqwest::Client,
-    sam: reqwest::Client,
-    sue: reqwest::Client,
+    pub olga: reqwest::Client,
+    pub sam: reqwest::Client,
+    pub sue: reqwest::Client,
 }
 
-async fn desk(b: Backend) -> Desk {
+pub(crate) async fn desk(b: Backend) -> Desk {
     let app = spawn_engine_app(b).await;
     let token = app.token().await;
     let mut clients = Vec::new();
@@ -55,7 +55,7 @@ async fn desk(b: Backend) -> Desk {
 }
 
 impl Desk {
-    async fn call(
+    pub(crate) async fn call(
         &self,
         who: &reqwest::Client,
         endpoint: &str,
@@ -68,7 +68,7 @@ impl Desk {
 
     /// Reconciles today against a statement of `rows`; returns the open
     /// tickets of `class`, by id.
-    async fn reconcile(&self, rows: &[String], class: &str) -> Vec<String> {
+    pub(crate) async fn reconcile(&self, rows: &[String], class: &str) -> Vec<String> {
         let (date, _) = self.app.today();
         let (status, body) = self.app.upload(&self.token, &date, &statement(rows)).await;
         assert_eq!(status, 201, "{body}");
@@ -82,7 +82,7 @@ impl Desk {
     }
 
     /// A payment the provider's statement lists and Reckon does not have.
-    async fn provider_only(&self, no: &str, txn: &str) -> String {
+    pub(crate) async fn provider_only(&self, no: &str, txn: &str) -> String {
         let (_, at) = self.app.today();
         let rows = [row("payment", txn, no, ("", ""), "66.60", "CNY", &at)];
         let tickets = self.reconcile(&rows, "PROVIDER_ONLY").await;
@@ -90,7 +90,7 @@ impl Desk {
         tickets[0].clone()
     }
 
-    async fn audit_actions(&self, since: i64) -> Vec<(String, String)> {
+    pub(crate) async fn audit_actions(&self, since: i64) -> Vec<(String, String)> {
         sqlx::query_as("SELECT actor, action FROM audit_log WHERE seq > $1 ORDER BY seq")
             .bind(since)
             .fetch_all(self.app.pool())
@@ -98,14 +98,19 @@ impl Desk {
             .unwrap()
     }
 
-    async fn audit_head(&self) -> i64 {
+    pub(crate) async fn audit_head(&self) -> i64 {
         sqlx::query_scalar("SELECT seq FROM audit_head WHERE id = 1")
             .fetch_one(self.app.pool())
             .await
             .unwrap()
     }
 
-    async fn propose_backfill(&self, who: &reqwest::Client, ticket: &str, order: &str) -> String {
+    pub(crate) async fn propose_backfill(
+        &self,
+        who: &reqwest::Client,
+        ticket: &str,
+        order: &str,
+    ) -> String {
         let (status, body) = self
             .call(
                 who,
@@ -123,7 +128,7 @@ impl Desk {
         body.as_str().unwrap().to_owned()
     }
 
-    async fn ticket_of(&self, payment_no: &str, class: &str) -> String {
+    pub(crate) async fn ticket_of(&self, payment_no: &str, class: &str) -> String {
         sqlx::query_scalar(
             "SELECT discrepancy_id FROM discrepancies WHERE class = $1 AND payment_no = $2",
         )
@@ -134,7 +139,7 @@ impl Desk {
         .unwrap()
     }
 
-    async fn held(&self, payment_no: &str) -> Option<String> {
+    pub(crate) async fn held(&self, payment_no: &str) -> Option<String> {
         sqlx::query_scalar("SELECT hold_reason FROM payments WHERE payment_no = $1")
             .bind(payment_no)
             .fetch_one(self.app.pool())
@@ -143,7 +148,7 @@ impl Desk {
     }
 
     /// olga proposes `kind`, sue approves; what it did.
-    async fn decide(&self, ticket: &str, kind: &str) -> String {
+    pub(crate) async fn decide(&self, ticket: &str, kind: &str) -> String {
         let (status, proposal) = self
             .call(
                 &self.olga,
@@ -171,7 +176,7 @@ impl Desk {
         done["detail"].as_str().unwrap().to_owned()
     }
 
-    async fn effects(&self, payment_no: &str) -> i64 {
+    pub(crate) async fn effects(&self, payment_no: &str) -> i64 {
         self.app.count("payment_effects", payment_no).await
     }
 }

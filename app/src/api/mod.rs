@@ -154,3 +154,6 @@ pub async fn set_disabled(user_id: String, disabled: bool) -> Result<(), AppErro
 
 mod tickets;
 pub use tickets::*;
+
+mod ops;
+pub use ops::*;

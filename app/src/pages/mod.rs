@@ -1,10 +1,14 @@
 //! The console's pages and the frame around them. Every page renders on the
 //! server (so it reads and its forms post without JavaScript) and hydrates.
 
+mod alerts;
 mod approvals;
 mod audit;
-mod home;
+mod callbacks;
+mod dashboard;
 mod login;
+mod payments;
+mod runs;
 mod ticket;
 mod tickets;
 mod users;
@@ -92,7 +96,13 @@ pub fn App() -> impl IntoView {
         <Router>
             <Routes fallback=|| view! { <NotFound/> }>
                 <Route path=path!("/login") view=login::LoginPage ssr=SsrMode::Async/>
-                <Route path=path!("/") view=home::HomePage ssr=SsrMode::Async/>
+                <Route path=path!("/") view=dashboard::DashboardPage ssr=SsrMode::Async/>
+                <Route path=path!("/callbacks") view=callbacks::CallbacksPage ssr=SsrMode::Async/>
+                <Route path=path!("/callbacks/:id") view=callbacks::CallbackPage ssr=SsrMode::Async/>
+                <Route path=path!("/payments") view=payments::PaymentsPage ssr=SsrMode::Async/>
+                <Route path=path!("/payments/:no") view=payments::PaymentPage ssr=SsrMode::Async/>
+                <Route path=path!("/runs") view=runs::RunsPage ssr=SsrMode::Async/>
+                <Route path=path!("/alerts") view=alerts::AlertsPage ssr=SsrMode::Async/>
                 <Route path=path!("/users") view=users::UsersPage ssr=SsrMode::Async/>
                 <Route path=path!("/tickets") view=tickets::TicketsPage ssr=SsrMode::Async/>
                 <Route path=path!("/tickets/:id") view=ticket::TicketPage ssr=SsrMode::Async/>
@@ -149,8 +159,12 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
             <nav>
-                <A href="/">{Msg::NavHome.text(lang)}</A>
+                <A href="/" exact=true attr:id="nav-dashboard">{tr(lang, "Dashboard", "总览")}</A>
                 <A href="/tickets" attr:id="nav-tickets">{tr(lang, "Discrepancies", "差异工单")}</A>
+                <A href="/callbacks" attr:id="nav-callbacks">{tr(lang, "Callbacks", "回调")}</A>
+                <A href="/payments" attr:id="nav-payments">{tr(lang, "Payments", "支付单")}</A>
+                <A href="/runs" attr:id="nav-runs">{tr(lang, "Runs", "对账批次")}</A>
+                <A href="/alerts" attr:id="nav-alerts">{tr(lang, "Alerts", "告警")}</A>
                 <A href="/approvals" attr:id="nav-approvals">{tr(lang, "Approvals", "审批")}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}

@@ -1,0 +1,314 @@
+//! The rest of the console's wire types: the daily dashboard, callbacks and
+//! their replay, payments, reconciliation runs, alerts.
+
+use serde::{Deserialize, Serialize};
+
+/// A business day's figures for one provider (or all of them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayFigures {
+    pub to_process: i64,
+    pub matched: i64,
+    pub pending: i64,
+    pub repaired: i64,
+    /// Tickets of the day still open.
+    pub unknown: i64,
+    /// Rows and payments per class (MATCHED included).
+    pub classes: Vec<(String, i64)>,
+    /// The runs these figures come from (the latest completed per provider).
+    pub runs: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrendPoint {
+    pub day: String,
+    pub matched: i64,
+    pub pending: i64,
+    pub unknown: i64,
+    /// False when no completed run covers the day.
+    pub reconciled: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallbackFigures {
+    pub received: i64,
+    /// Redeliveries of a stored callback, and new callbacks whose result
+    /// was already applied.
+    pub duplicates: i64,
+    pub failed: i64,
+    pub dead: i64,
+    /// Receipt to processed, 99th percentile, milliseconds.
+    pub p99_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertRow {
+    pub id: String,
+    pub kind: String,
+    pub severity: String,
+    pub payment_no: Option<String>,
+    pub message: String,
+    pub created_at: i64,
+    pub acknowledged_at: Option<i64>,
+    pub acknowledged_by: Option<String>,
+    pub ack_comment: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dashboard {
+    pub day: String,
+    pub provider: Option<String>,
+    pub providers: Vec<String>,
+    pub timezone: String,
+    pub figures: DayFigures,
+    /// The 30 days ending with `day`, oldest first.
+    pub trend: Vec<TrendPoint>,
+    pub callbacks: CallbackFigures,
+    /// Open alerts, oldest first (at most 20), and how many there are.
+    pub alerts: Vec<AlertRow>,
+    pub open_alerts: i64,
+}
+
+/// Callback search; `after` is the keyset cursor (`received_at.id`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackFilter {
+    /// payment_no, provider txn id, callback id or trace id (exact)
+    pub q: Option<String>,
+    pub status: Option<String>,
+    pub provider: Option<String>,
+    /// YYYY-MM-DD, business time zone
+    pub day: Option<String>,
+    pub after: Option<String>,
+}
+
+impl CallbackFilter {
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut f = CallbackFilter::default();
+        for (k, v) in pairs {
+            let v = v.trim();
+            if v.is_empty() {
+                continue;
+            }
+            let v = Some(v.to_owned());
+            match k {
+                "q" => f.q = v,
+                "status" => f.status = v,
+                "provider" => f.provider = v,
+                "day" => f.day = v,
+                "after" => f.after = v,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    pub fn query(&self, after: Option<&str>) -> String {
+        [
+            ("q", self.q.as_deref()),
+            ("status", self.status.as_deref()),
+            ("provider", self.provider.as_deref()),
+            ("day", self.day.as_deref()),
+            ("after", after),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::tickets::encode(v))))
+        .collect::<Vec<_>>()
+        .join("&")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackSummary {
+    pub id: String,
+    pub callback_id: String,
+    pub provider: String,
+    pub payment_no: Option<String>,
+    pub provider_txn_id: Option<String>,
+    pub callback_status: String,
+    pub verify_result: String,
+    pub processing_status: String,
+    pub outcome: Option<String>,
+    pub retry_count: i64,
+    pub duplicates: i64,
+    pub trace_id: String,
+    pub received_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackPage {
+    pub items: Vec<CallbackSummary>,
+    pub next: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackDetail {
+    pub summary: CallbackSummary,
+    /// Header name and (masked) value.
+    pub headers: Vec<(String, String)>,
+    /// The raw body with secrets and personal data masked.
+    pub payload: String,
+    pub payload_bytes: i64,
+    pub payload_hash: String,
+    pub error_message: Option<String>,
+    pub next_retry_at: Option<i64>,
+    pub processed_at: Option<i64>,
+    pub refund_no: Option<String>,
+    /// What happened to the payment because of it (history rows citing it).
+    pub produced: Vec<String>,
+    /// Replays of it (audit entries).
+    pub replays: Vec<String>,
+    pub replayable: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayJob {
+    pub id: String,
+    pub provider: String,
+    pub from_at: i64,
+    pub to_at: i64,
+    pub requested_by: String,
+    pub status: String,
+    pub total: i64,
+    pub done: i64,
+    pub classes: Vec<(String, i64)>,
+    pub error: Option<String>,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+/// Payment search; `after` is the keyset cursor (`created_at.payment_no`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentFilter {
+    /// payment_no, order no or provider txn id (exact)
+    pub q: Option<String>,
+    pub status: Option<String>,
+    pub provider: Option<String>,
+    /// Amount in major units, exact (e.g. 66.60)
+    pub amount: Option<String>,
+    /// Created on this day (YYYY-MM-DD, business time zone)
+    pub day: Option<String>,
+    pub after: Option<String>,
+}
+
+impl PaymentFilter {
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut f = PaymentFilter::default();
+        for (k, v) in pairs {
+            let v = v.trim();
+            if v.is_empty() {
+                continue;
+            }
+            let v = Some(v.to_owned());
+            match k {
+                "q" => f.q = v,
+                "status" => f.status = v,
+                "provider" => f.provider = v,
+                "amount" => f.amount = v,
+                "day" => f.day = v,
+                "after" => f.after = v,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    pub fn query(&self, after: Option<&str>) -> String {
+        [
+            ("q", self.q.as_deref()),
+            ("status", self.status.as_deref()),
+            ("provider", self.provider.as_deref()),
+            ("amount", self.amount.as_deref()),
+            ("day", self.day.as_deref()),
+            ("after", after),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::tickets::encode(v))))
+        .collect::<Vec<_>>()
+        .join("&")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentSummary {
+    pub payment_no: String,
+    pub order_no: String,
+    pub provider: String,
+    pub provider_txn_id: Option<String>,
+    pub amount: String,
+    pub status: String,
+    pub held: bool,
+    pub created_at: i64,
+    pub paid_at: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentPage {
+    pub items: Vec<PaymentSummary>,
+    pub next: Option<String>,
+}
+
+/// One line of a payment's record: when, what, detail.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    pub at: i64,
+    pub what: String,
+    pub detail: String,
+    /// A console page this line links to, if any.
+    pub link: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentView {
+    pub summary: PaymentSummary,
+    pub hold_reason: Option<String>,
+    pub refunded: String,
+    pub version: i64,
+    pub history: Vec<Line>,
+    pub callbacks: Vec<CallbackSummary>,
+    pub effects: Vec<Line>,
+    pub outbox: Vec<Line>,
+    pub refunds: Vec<Line>,
+    pub ledger: Vec<Line>,
+    pub queries: Vec<Line>,
+    pub discrepancies: Vec<Line>,
+    pub adjustments: Vec<Line>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub provider: String,
+    pub business_date: String,
+    pub source: String,
+    pub file_name: Option<String>,
+    pub status: String,
+    pub phase: Option<String>,
+    pub cursor: Option<String>,
+    pub rows_read: i64,
+    pub classes: Vec<(String, i64)>,
+    pub error: Option<String>,
+    pub started_by: String,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunPage {
+    pub items: Vec<RunSummary>,
+    pub next: Option<String>,
+    /// Providers whose statements can be uploaded.
+    pub providers: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_read_and_write_their_query() {
+        let f = CallbackFilter::from_pairs([("status", "DEAD"), ("q", " evt 1 "), ("x", "y")]);
+        assert_eq!(f.status.as_deref(), Some("DEAD"));
+        assert_eq!(f.query(Some("5.a")), "q=evt%201&status=DEAD&after=5.a");
+        let p = PaymentFilter::from_pairs([("amount", "66.60"), ("day", "")]);
+        assert_eq!(p.query(None), "amount=66.60");
+    }
+}

@@ -1,0 +1,292 @@
+//! Callbacks: search (payment, txn, callback or trace id; status, DEAD
+//! included; provider; day), one callback with its headers and raw body
+//! masked, its processing and what it produced, and replay — of one, or of
+//! every DEAD callback of a provider in a time range as a job whose
+//! progress the page follows (and that can be left and returned to).
+
+use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, tr};
+use crate::ops::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
+use crate::types::{Lang, Role};
+use leptos::prelude::*;
+use leptos_meta::{Meta, Title};
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+pub const CALLBACK_STATUSES: &[&str] = &["RECEIVED", "PROCESSING", "SUCCESS", "FAILED", "DEAD"];
+
+#[component]
+pub fn CallbacksPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <CallbacksBody/>
+        </Frame>
+    }
+}
+
+#[component]
+pub fn CallbackPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <CallbackBody/>
+        </Frame>
+    }
+}
+
+/// While something runs, the page reloads itself (without JavaScript) or
+/// refetches (with it) every two seconds.
+pub fn poll_while(running: Signal<bool>, refetch: impl Fn() + Clone + 'static) {
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = leptos::prelude::set_interval_with_handle(
+            move || {
+                if running.get_untracked() {
+                    refetch();
+                }
+            },
+            std::time::Duration::from_secs(2),
+        );
+        if let Ok(h) = handle {
+            on_cleanup(move || h.clear());
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (running, refetch);
+    }
+}
+
+#[component]
+fn CallbacksBody() -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let query = use_query_map();
+    let filter = move || {
+        let q = query.read();
+        let pairs: Vec<(&str, String)> = ["q", "status", "provider", "day", "after"]
+            .iter()
+            .filter_map(|k| q.get(k).map(|v| (*k, v)))
+            .collect();
+        CallbackFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+    };
+    let page = Resource::new(filter, list_callbacks);
+    let bulk = ServerAction::<BulkReplay>::new();
+    let jobs = Resource::new(move || bulk.version().get(), |_| replay_jobs());
+    let running = Signal::derive(move || {
+        jobs.get()
+            .and_then(Result::ok)
+            .is_some_and(|j| j.iter().any(|j| j.status == "RUNNING"))
+    });
+    poll_while(running, move || jobs.refetch());
+    let from_url = url_error();
+    let err = action_error(bulk, from_url);
+    let may_replay = matches!(user.role, Role::Operator | Role::Supervisor);
+    let title = tr(lang, "Callbacks", "回调");
+    view! {
+        <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
+        <h1>{title}</h1>
+        {move || view! { <ErrorNote err=err() lang=lang/> }}
+        {move || {
+            let f = filter();
+            view! {
+                <form method="get" action="/callbacks" class="row card" id="callback-filters">
+                    <label>{tr(lang, "Payment, txn, callback or trace id", "支付单号、渠道流水号、回调编号或追踪号")}
+                        <input name="q" id="c-q" size="22" value=f.q.clone()/></label>
+                    <label>{Msg::Status.text(lang)}
+                        <select name="status" id="c-status">
+                            <option value="">{tr(lang, "any", "全部")}</option>
+                            {CALLBACK_STATUSES.iter().map(|s| view! {
+                                <option value=*s selected=f.status.as_deref() == Some(*s)>{*s}</option>
+                            }).collect_view()}
+                        </select>
+                    </label>
+                    <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="c-provider" size="10" value=f.provider.clone()/></label>
+                    <label>{tr(lang, "Received on", "接收日")}<input type="date" name="day" id="c-day" value=f.day.clone()/></label>
+                    <button type="submit" id="c-search">{tr(lang, "Search", "搜索")}</button>
+                    <a href="/callbacks">{tr(lang, "Clear", "清除")}</a>
+                </form>
+            }
+        }}
+        {may_replay.then(|| view! {
+            <section class="card" id="bulk">
+                <h2>{tr(lang, "Replay every DEAD callback of a provider", "批量重放某渠道的 DEAD 回调")}</h2>
+                <ActionForm action=bulk attr:class="row" attr:id="bulk-form">
+                    <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="b-provider" required size="10"/></label>
+                    <label>{tr(lang, "Received from", "接收日起")}<input type="date" name="from" id="b-from" required/></label>
+                    <label>{tr(lang, "to (inclusive)", "至（含）")}<input type="date" name="to" id="b-to" required/></label>
+                    <button type="submit" id="b-start">{tr(lang, "Start", "开始")}</button>
+                </ActionForm>
+            </section>
+        })}
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                jobs.await.ok().filter(|j| !j.is_empty()).map(|list| view! {
+                    <section class="card" id="jobs">
+                        <h2>{tr(lang, "Bulk replays", "批量重放任务")}</h2>
+                        {list.iter().any(|j| j.status == "RUNNING").then(|| view! { <Meta http_equiv="refresh" content="2"/> })}
+                        {list.into_iter().map(|j| view! { <Job j=j lang=lang/> }).collect_view()}
+                    </section>
+                })
+            })}
+        </Transition>
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                let f = filter();
+                match page.await {
+                    Ok(p) => view! { <List p=p f=f lang=lang/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Job(j: ReplayJob, lang: Lang) -> impl IntoView {
+    let summary = j
+        .classes
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    view! {
+        <div class="job" data-job=j.id.clone() data-status=j.status.clone()>
+            <strong>{j.provider.clone()}</strong> " "
+            {utc_minutes(j.from_at)} " – " {utc_minutes(j.to_at)} " · " {j.requested_by.clone()} " · "
+            <span class="job-status">{j.status.clone()}</span>
+            <div class="progress-row">
+                <progress max=j.total.max(1) value=j.done></progress>
+                <span class="job-count">{j.done} " / " {j.total}</span>
+            </div>
+            <p class="job-summary">{tr(lang, "Summary:", "结果：")} " " {summary}</p>
+            {j.error.clone().map(|e| view! { <p class="error">{e}</p> })}
+        </div>
+    }
+}
+
+#[component]
+fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
+    let next = p
+        .next
+        .clone()
+        .map(|n| format!("/callbacks?{}", f.query(Some(&n))));
+    view! {
+        <table class="grid" id="callbacks">
+            <thead><tr>
+                <th>{tr(lang, "Received (UTC)", "接收时间（UTC）")}</th>
+                <th>{tr(lang, "Provider", "渠道")}</th>
+                <th>{tr(lang, "Callback id", "回调编号")}</th>
+                <th>{tr(lang, "Payment", "支付单")}</th>
+                <th>{tr(lang, "Reported", "上报状态")}</th>
+                <th>{tr(lang, "Signature", "验签")}</th>
+                <th>{tr(lang, "Processing", "处理状态")}</th>
+                <th>{tr(lang, "Tries", "次数")}</th>
+            </tr></thead>
+            <tbody>
+                {p.items.into_iter().map(|c| view! {
+                    <tr data-callback=c.callback_id.clone() data-status=c.processing_status.clone()>
+                        <td>{utc_minutes(c.received_at)}</td>
+                        <td>{c.provider.clone()}</td>
+                        <td><a class="open-callback" href=format!("/callbacks/{}", c.id)>{c.callback_id.clone()}</a></td>
+                        <td>{c.payment_no.clone().map(|no| view! { <a href=format!("/payments/{no}")>{no.clone()}</a> })}</td>
+                        <td>{c.callback_status.clone()}</td>
+                        <td>{c.verify_result.clone()}</td>
+                        <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
+                        <td>{c.retry_count}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+    }
+}
+
+#[component]
+fn CallbackBody() -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let replay = ServerAction::<ReplayCallback>::new();
+    let detail = Resource::new(
+        move || (id(), replay.version().get()),
+        |(id, _)| show_callback(id),
+    );
+    let err = action_error(replay, url_error());
+    let may_replay = matches!(user.role, Role::Operator | Role::Supervisor);
+    view! {
+        <Title text=format!("{} · {}", tr(lang, "Callback", "回调"), Msg::AppName.text(lang))/>
+        <p><a href="/callbacks">{tr(lang, "← All callbacks", "← 全部回调")}</a></p>
+        {move || view! { <ErrorNote err=err() lang=lang/> }}
+        {move || replay.value().get().and_then(Result::ok).map(|r| view! {
+            <p class="result" id="action-result" role="status">
+                {tr(lang, "Replayed:", "已重放：")} " " <strong class="replay-class">{r.class}</strong> " — " {r.detail}
+            </p>
+        })}
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    Ok(d) => view! { <Detail d=d lang=lang replay=replay may_replay=may_replay/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Detail(
+    d: CallbackDetail,
+    lang: Lang,
+    replay: ServerAction<ReplayCallback>,
+    may_replay: bool,
+) -> impl IntoView {
+    let s = d.summary.clone();
+    view! {
+        <section class="card" id="callback" data-status=s.processing_status.clone() data-verify=s.verify_result.clone()>
+            <h1>{tr(lang, "Callback", "回调")} " " {s.callback_id.clone()}</h1>
+            <dl class="facts">
+                <dt>{tr(lang, "Provider", "渠道")}</dt><dd>{s.provider.clone()}</dd>
+                <dt>{tr(lang, "Payment", "支付单")}</dt>
+                <dd>{s.payment_no.clone().map(|no| view! { <a id="callback-payment" href=format!("/payments/{no}")>{no.clone()}</a> })}
+                    {d.refund_no.clone().map(|r| format!(" (refund {r})"))}</dd>
+                <dt>{tr(lang, "Provider txn id", "渠道流水号")}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Reported status", "上报状态")}</dt><dd>{s.callback_status.clone()}</dd>
+                <dt>{tr(lang, "Signature", "验签")}</dt><dd id="verify">{s.verify_result.clone()}</dd>
+                <dt>{tr(lang, "Processing", "处理状态")}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Tries", "处理次数")}</dt><dd>{s.retry_count}</dd>
+                <dt>{tr(lang, "Redeliveries", "重复投递")}</dt><dd>{s.duplicates}</dd>
+                <dt>{tr(lang, "Error", "错误")}</dt><dd>{d.error_message.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Received / processed (UTC)", "接收 / 处理（UTC）")}</dt>
+                <dd>{utc_minutes(s.received_at)} " / " {d.processed_at.map(utc_minutes).unwrap_or_default()}
+                    {d.next_retry_at.map(|n| format!(" · next try {}", utc_minutes(n)))}</dd>
+                <dt>{tr(lang, "Trace id", "追踪号")}</dt><dd>{s.trace_id.clone()}</dd>
+                <dt>"SHA-256"</dt><dd><code>{d.payload_hash.clone()}</code></dd>
+            </dl>
+            {(may_replay && d.replayable).then(|| view! {
+                <ActionForm action=replay attr:class="inline" attr:id="replay-form">
+                    <input type="hidden" name="id" value=s.id.clone()/>
+                    <button type="submit" id="replay-submit">{tr(lang, "Replay through apply", "经 apply 重放")}</button>
+                </ActionForm>
+            })}
+            {(!d.replayable).then(|| view! {
+                <p class="hint" id="not-replayable">{tr(lang, "Its signature did not verify: it is never replayed.", "验签未通过：不会被重放。")}</p>
+            })}
+        </section>
+        <section class="card">
+            <h2>{tr(lang, "What it produced", "产生的结果")}</h2>
+            <ul id="produced">{d.produced.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
+            <h2>{tr(lang, "Replays", "重放记录")}</h2>
+            <ul id="replays">{d.replays.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
+        </section>
+        <section class="card">
+            <h2>{tr(lang, "Headers (masked)", "请求头（已脱敏）")}</h2>
+            <table class="grid" id="headers">
+                <tbody>
+                    {d.headers.iter().map(|(k, v)| view! { <tr><th>{k.clone()}</th><td><code>{v.clone()}</code></td></tr> }).collect_view()}
+                </tbody>
+            </table>
+            <h2>{tr(lang, "Body (masked)", "报文（已脱敏）")} " · " {d.payload_bytes} " B"</h2>
+            <pre id="payload">{d.payload.clone()}</pre>
+        </section>
+    }
+}

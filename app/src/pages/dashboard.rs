@@ -1,0 +1,228 @@
+//! The landing page: one business day (default yesterday, in the business
+//! time zone) for one provider or all — to process, matched, pending,
+//! repaired, still unknown, counts per class, each a link to the list
+//! behind it; a 30-day trend drawn as SVG on the server (readable without
+//! JavaScript); the day's callbacks; the open alerts, oldest first.
+
+use super::{ErrorNote, Frame, Viewer};
+use crate::api::load_dashboard;
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, tr};
+use crate::ops::{Dashboard, TrendPoint};
+use crate::tickets::encode;
+use crate::types::{Lang, Role};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+#[component]
+pub fn DashboardPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <DashboardBody/>
+        </Frame>
+    }
+}
+
+#[component]
+fn DashboardBody() -> impl IntoView {
+    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let query = use_query_map();
+    let key = move || {
+        let q = query.read();
+        (
+            q.get("day").filter(|v| !v.is_empty()),
+            q.get("provider").filter(|v| !v.is_empty()),
+        )
+    };
+    let data = Resource::new(key, |(day, provider)| load_dashboard(day, provider));
+    let title = tr(lang, "Dashboard", "总览");
+    view! {
+        <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(d) => view! { <Body d=d lang=lang/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
+    let day = d.day.clone();
+    let prov = d.provider.clone().unwrap_or_default();
+    let p = |key: &str| {
+        if prov.is_empty() {
+            String::new()
+        } else {
+            format!("&{key}={}", encode(&prov))
+        }
+    };
+    let tickets = |extra: &str| format!("/tickets?day={day}{}{extra}", p("provider"));
+    let payments = |status: &str| format!("/payments?day={day}{}&status={status}", p("provider"));
+    let callbacks = |extra: &str| format!("/callbacks?day={day}{}{extra}", p("provider"));
+    let f = d.figures.clone();
+    let figure = |id: &'static str, label: &'static str, n: i64, href: String| {
+        view! {
+            <a class="figure" id=id href=href>
+                <span class="n">{n}</span>
+                <span class="label">{label}</span>
+            </a>
+        }
+    };
+    let cb = d.callbacks.clone();
+    let p99 = cb
+        .p99_ms
+        .map(|m| format!("{m:.0} ms"))
+        .unwrap_or_else(|| "—".into());
+    view! {
+        <h1>{tr(lang, "Dashboard", "总览")} " · " <span id="dash-day">{d.day.clone()}</span></h1>
+        <form method="get" action="/" class="row card" id="dash-filters">
+            <label>{tr(lang, "Business day", "业务日")}<input type="date" name="day" id="d-day" value=d.day.clone()/></label>
+            <label>{tr(lang, "Provider", "渠道")}
+                <select name="provider" id="d-provider">
+                    <option value="">{tr(lang, "all", "全部")}</option>
+                    {d.providers.iter().map(|name| view! {
+                        <option value=name.clone() selected=d.provider.as_deref() == Some(name.as_str())>{name.clone()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <button type="submit" id="d-show">{tr(lang, "Show", "查看")}</button>
+            <span class="hint">{tr(lang, "Days are cut in", "业务日时区")} " " {d.timezone.clone()}</span>
+        </form>
+        <section class="figures" id="figures">
+            {figure("fig-to-process", tr(lang, "to process", "待核对"), f.to_process, "/runs".into())}
+            {figure("fig-matched", tr(lang, "matched", "已匹配"), f.matched, payments("SUCCEEDED"))}
+            {figure("fig-pending", tr(lang, "pending", "待定"), f.pending, payments("PENDING"))}
+            {figure("fig-repaired", tr(lang, "repaired", "已自动修复"), f.repaired, tickets("&class=STATUS_LAG&status=CLOSED"))}
+            {figure("fig-unknown", tr(lang, "still unknown", "仍未明"), f.unknown, tickets("&status=ACTIVE"))}
+        </section>
+        {f.runs.is_empty().then(|| view! {
+            <p class="hint" id="no-run">{tr(lang, "No completed reconciliation run for this day yet.", "该业务日尚无完成的对账批次。")}</p>
+        })}
+        <section class="card">
+            <h2>{tr(lang, "By class", "按差异类型")}</h2>
+            <p class="classes" id="classes">
+                {f.classes.iter().map(|(class, n)| {
+                    let href = if class == "MATCHED" { payments("SUCCEEDED") } else { tickets(&format!("&class={class}")) };
+                    view! { <a class="count" href=href data-class=class.clone()>{class.clone()} " " <strong>{*n}</strong></a> }
+                }).collect_view()}
+            </p>
+        </section>
+        <section class="card">
+            <h2>{tr(lang, "Last 30 days", "近 30 天")}</h2>
+            <Trend points=d.trend.clone() lang=lang/>
+        </section>
+        <section class="card" id="callback-figures">
+            <h2>{tr(lang, "Callbacks of the day", "当日回调")}</h2>
+            <dl class="facts">
+                <dt>{tr(lang, "received", "接收")}</dt><dd><a id="cb-received" href=callbacks("")>{cb.received}</a></dd>
+                <dt>{tr(lang, "duplicates", "重复")}</dt><dd id="cb-duplicates">{cb.duplicates}</dd>
+                <dt>{tr(lang, "failed (retrying)", "失败（重试中）")}</dt><dd><a id="cb-failed" href=callbacks("&status=FAILED")>{cb.failed}</a></dd>
+                <dt>"DEAD"</dt><dd><a id="cb-dead" href=callbacks("&status=DEAD")>{cb.dead}</a></dd>
+                <dt>{tr(lang, "p99 receipt → processed", "p99 接收至处理完成")}</dt><dd id="cb-p99">{p99}</dd>
+            </dl>
+        </section>
+        <section class="card" id="open-alerts">
+            <h2>{tr(lang, "Open alerts", "未处理告警")} " (" {d.open_alerts} ") " <a href="/alerts">{tr(lang, "all alerts →", "全部告警 →")}</a></h2>
+            <ul>
+                {d.alerts.iter().map(|a| view! {
+                    <li class=format!("alert-{}", a.severity)>
+                        <span class="muted">{utc_minutes(a.created_at)} " · " {a.severity.clone()} " · " {a.kind.clone()}</span> " "
+                        {a.message.clone()}
+                    </li>
+                }).collect_view()}
+            </ul>
+        </section>
+    }
+}
+
+/// Matched, pending and unknown per day as three lines; axes, labels and
+/// a legend in the SVG itself.
+#[component]
+fn Trend(points: Vec<TrendPoint>, lang: Lang) -> impl IntoView {
+    const W: f64 = 760.0;
+    const H: f64 = 240.0;
+    const LEFT: f64 = 56.0;
+    const RIGHT: f64 = 16.0;
+    const TOP: f64 = 16.0;
+    const BOTTOM: f64 = 52.0;
+    let max = points
+        .iter()
+        .flat_map(|p| [p.matched, p.pending, p.unknown])
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let n = points.len().max(2) as f64;
+    let x = move |i: usize| LEFT + (W - LEFT - RIGHT) * i as f64 / (n - 1.0);
+    let y = move |v: i64| TOP + (H - TOP - BOTTOM) * (1.0 - v as f64 / max);
+    let line = |pick: fn(&TrendPoint) -> i64| {
+        points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(pick(p))))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let series = [
+        (
+            "matched",
+            tr(lang, "matched", "已匹配"),
+            "#2e7d32",
+            line(|p| p.matched),
+        ),
+        (
+            "pending",
+            tr(lang, "pending", "待定"),
+            "#b26a00",
+            line(|p| p.pending),
+        ),
+        (
+            "unknown",
+            tr(lang, "still unknown", "仍未明"),
+            "#b3261e",
+            line(|p| p.unknown),
+        ),
+    ];
+    let ticks = [0.0, 0.5, 1.0].map(|t| ((max * t).round() as i64, y((max * t).round() as i64)));
+    let labels: Vec<(f64, String)> = [0, points.len() / 2, points.len().saturating_sub(1)]
+        .into_iter()
+        .filter_map(|i| points.get(i).map(|p| (x(i), p.day.clone())))
+        .collect();
+    let title = tr(
+        lang,
+        "Matched, pending and still unknown per business day",
+        "每个业务日的已匹配、待定与仍未明数量",
+    );
+    view! {
+        <svg id="trend" viewBox=format!("0 0 {W} {H}") width="100%" role="img" aria-label=title
+            xmlns="http://www.w3.org/2000/svg">
+            <title>{title}</title>
+            <line x1=LEFT y1=TOP x2=LEFT y2={H - BOTTOM} stroke="#8a93a3"/>
+            <line x1=LEFT y1={H - BOTTOM} x2={W - RIGHT} y2={H - BOTTOM} stroke="#8a93a3"/>
+            {ticks.into_iter().map(|(v, ty)| view! {
+                <line x1=LEFT y1=ty x2={W - RIGHT} y2=ty stroke="#e3e7ee"/>
+                <text x={LEFT - 6.0} y={ty + 4.0} text-anchor="end" font-size="11" fill="#5d6677">{v}</text>
+            }).collect_view()}
+            {labels.into_iter().map(|(lx, day)| view! {
+                <text x=lx y={H - BOTTOM + 16.0} text-anchor="middle" font-size="11" fill="#5d6677">{day}</text>
+            }).collect_view()}
+            <text x={LEFT - 44.0} y={TOP + 4.0} font-size="11" fill="#5d6677">{tr(lang, "count", "数量")}</text>
+            {series.iter().map(|(id, _, color, pts)| view! {
+                <polyline class=format!("series-{id}") points=pts.clone() fill="none" stroke=*color stroke-width="2"/>
+            }).collect_view()}
+            <g class="legend">
+                {series.iter().enumerate().map(|(i, (id, label, color, _))| {
+                    let lx = LEFT + 170.0 * i as f64;
+                    view! {
+                        <rect x=lx y={H - 18.0} width="12" height="12" fill=*color/>
+                        <text x={lx + 18.0} y={H - 8.0} font-size="12" fill="#1d2330" data-series=*id>{*label}</text>
+                    }
+                }).collect_view()}
+            </g>
+        </svg>
+    }
+}

@@ -1,0 +1,215 @@
+//! Payments: search (payment, order or txn id; status; provider; amount;
+//! day) and one payment's whole record — state history, callbacks,
+//! effects, outbox messages with their deliveries, refunds and the refund
+//! ledger, provider calls, tickets, amount adjustments.
+
+use super::{ErrorNote, Frame, Viewer};
+use crate::api::{list_payments, show_payment};
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, tr};
+use crate::ops::{Line, PaymentFilter, PaymentPage, PaymentView};
+use crate::types::{Lang, Role};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+pub const PAYMENT_STATUSES: &[&str] = &[
+    "CREATED",
+    "PENDING",
+    "SUCCEEDED",
+    "FAILED",
+    "REFUNDING",
+    "REFUNDED",
+    "CLOSED",
+];
+
+#[component]
+pub fn PaymentsPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <PaymentsBody/>
+        </Frame>
+    }
+}
+
+#[component]
+pub fn PaymentPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <PaymentBody/>
+        </Frame>
+    }
+}
+
+#[component]
+fn PaymentsBody() -> impl IntoView {
+    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let query = use_query_map();
+    let filter = move || {
+        let q = query.read();
+        let pairs: Vec<(&str, String)> = ["q", "status", "provider", "amount", "day", "after"]
+            .iter()
+            .filter_map(|k| q.get(k).map(|v| (*k, v)))
+            .collect();
+        PaymentFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+    };
+    let page = Resource::new(filter, list_payments);
+    let title = tr(lang, "Payments", "支付单");
+    view! {
+        <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
+        <h1>{title}</h1>
+        {move || {
+            let f = filter();
+            view! {
+                <form method="get" action="/payments" class="row card" id="payment-filters">
+                    <label>{tr(lang, "Payment, order or txn id", "支付单号、订单号或渠道流水号")}<input name="q" id="p-q" size="22" value=f.q.clone()/></label>
+                    <label>{Msg::Status.text(lang)}
+                        <select name="status" id="p-status">
+                            <option value="">{tr(lang, "any", "全部")}</option>
+                            {PAYMENT_STATUSES.iter().map(|s| view! {
+                                <option value=*s selected=f.status.as_deref() == Some(*s)>{*s}</option>
+                            }).collect_view()}
+                        </select>
+                    </label>
+                    <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="p-provider" size="10" value=f.provider.clone()/></label>
+                    <label>{tr(lang, "Amount", "金额")}<input name="amount" id="p-amount" size="8" placeholder="66.60" value=f.amount.clone()/></label>
+                    <label>{tr(lang, "Created on", "创建日")}<input type="date" name="day" id="p-day" value=f.day.clone()/></label>
+                    <button type="submit" id="p-search">{tr(lang, "Search", "搜索")}</button>
+                    <a href="/payments">{tr(lang, "Clear", "清除")}</a>
+                </form>
+            }
+        }}
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                let f = filter();
+                match page.await {
+                    Ok(p) => view! { <List p=p f=f lang=lang/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
+    let next = p
+        .next
+        .clone()
+        .map(|n| format!("/payments?{}", f.query(Some(&n))));
+    view! {
+        <table class="grid" id="payments">
+            <thead><tr>
+                <th>{tr(lang, "Payment", "支付单")}</th>
+                <th>{tr(lang, "Order", "订单号")}</th>
+                <th>{tr(lang, "Provider", "渠道")}</th>
+                <th>{tr(lang, "Txn id", "渠道流水号")}</th>
+                <th>{tr(lang, "Amount", "金额")}</th>
+                <th>{Msg::Status.text(lang)}</th>
+                <th>{tr(lang, "Created (UTC)", "创建时间（UTC）")}</th>
+            </tr></thead>
+            <tbody>
+                {p.items.into_iter().map(|x| view! {
+                    <tr data-payment=x.payment_no.clone() data-status=x.status.clone()>
+                        <td><a class="open-payment" href=format!("/payments/{}", x.payment_no)>{x.payment_no.clone()}</a></td>
+                        <td>{x.order_no.clone()}</td>
+                        <td>{x.provider.clone()}</td>
+                        <td>{x.provider_txn_id.clone().unwrap_or_default()}</td>
+                        <td>{x.amount.clone()}</td>
+                        <td>{x.status.clone()} {x.held.then(|| view! { " " <span class="held">{tr(lang, "held", "冻结")}</span> })}</td>
+                        <td>{utc_minutes(x.created_at)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+    }
+}
+
+#[component]
+fn PaymentBody() -> impl IntoView {
+    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let params = use_params_map();
+    let no = move || params.read().get("no").unwrap_or_default();
+    let view_of = Resource::new(no, show_payment);
+    view! {
+        <Title text=format!("{} · {}", tr(lang, "Payment", "支付单"), Msg::AppName.text(lang))/>
+        <p><a href="/payments">{tr(lang, "← All payments", "← 全部支付单")}</a></p>
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                match view_of.await {
+                    Ok(v) => view! { <Record v=v lang=lang/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Lines(id: &'static str, title: &'static str, lines: Vec<Line>) -> impl IntoView {
+    view! {
+        <section class="card" id=id>
+            <h2>{title} " (" {lines.len()} ")"</h2>
+            <table class="grid">
+                <tbody>
+                    {lines.into_iter().map(|l| view! {
+                        <tr>
+                            <td class="when">{utc_minutes(l.at)}</td>
+                            <td class="what">{match l.link {
+                                Some(href) => view! { <a href=href>{l.what.clone()}</a> }.into_any(),
+                                None => view! { <span>{l.what.clone()}</span> }.into_any(),
+                            }}</td>
+                            <td>{l.detail}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+#[component]
+fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
+    let s = v.summary.clone();
+    view! {
+        <section class="card" id="payment" data-status=s.status.clone()>
+            <h1>{s.payment_no.clone()} " · " <span id="payment-status">{s.status.clone()}</span></h1>
+            <dl class="facts">
+                <dt>{tr(lang, "Order", "订单号")}</dt><dd>{s.order_no.clone()}</dd>
+                <dt>{tr(lang, "Provider", "渠道")}</dt><dd>{s.provider.clone()}</dd>
+                <dt>{tr(lang, "Txn id", "渠道流水号")}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Amount", "金额")}</dt><dd id="payment-amount">{s.amount.clone()}</dd>
+                <dt>{tr(lang, "Refunded", "已退款")}</dt><dd>{v.refunded.clone()}</dd>
+                <dt>{tr(lang, "Created / paid (UTC)", "创建 / 支付（UTC）")}</dt>
+                <dd>{utc_minutes(s.created_at)} " / " {s.paid_at.map(utc_minutes).unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Version", "版本")}</dt><dd>{v.version}</dd>
+                {v.hold_reason.clone().map(|h| view! { <dt>{tr(lang, "Held", "冻结")}</dt><dd class="held">{h}</dd> })}
+            </dl>
+        </section>
+        <Lines id="history" title=tr(lang, "State history", "状态历史") lines=v.history.clone()/>
+        <section class="card" id="payment-callbacks">
+            <h2>{tr(lang, "Callbacks", "回调")} " (" {v.callbacks.len()} ")"</h2>
+            <table class="grid">
+                <tbody>
+                    {v.callbacks.iter().map(|c| view! {
+                        <tr data-status=c.processing_status.clone()>
+                            <td class="when">{utc_minutes(c.received_at)}</td>
+                            <td><a href=format!("/callbacks/{}", c.id)>{c.callback_id.clone()}</a></td>
+                            <td>{c.callback_status.clone()}</td>
+                            <td>{c.verify_result.clone()}</td>
+                            <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+        <Lines id="effects" title=tr(lang, "Effects", "下游效果") lines=v.effects.clone()/>
+        <Lines id="outbox" title=tr(lang, "Outbox messages and deliveries", "出站消息与投递") lines=v.outbox.clone()/>
+        <Lines id="refunds" title=tr(lang, "Refunds", "退款") lines=v.refunds.clone()/>
+        <Lines id="ledger" title=tr(lang, "Refund ledger", "退款台账") lines=v.ledger.clone()/>
+        <Lines id="queries" title=tr(lang, "Provider calls (create, status queries, refunds)", "渠道调用（下单、查询、退款）") lines=v.queries.clone()/>
+        <Lines id="payment-tickets" title=tr(lang, "Discrepancies", "差异工单") lines=v.discrepancies.clone()/>
+        <Lines id="adjustments" title=tr(lang, "Amount adjustments", "金额调整") lines=v.adjustments.clone()/>
+    }
+}

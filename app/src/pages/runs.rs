@@ -1,0 +1,166 @@
+//! Reconciliation runs: upload a statement (a plain multipart form), and
+//! the runs with status, file, cursor, counts per class and duration; one
+//! that is running shows its progress (the page follows it), one that
+//! failed says why and offers resume; each links to its day's tickets.
+
+use super::callbacks::poll_while;
+use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use crate::api::{ResumeRun, list_runs};
+use crate::format::utc_minutes;
+use crate::i18n::{Msg, tr};
+use crate::ops::{RunPage, RunSummary};
+use crate::types::{Lang, Role};
+use leptos::prelude::*;
+use leptos_meta::{Meta, Title};
+use leptos_router::hooks::use_query_map;
+
+#[component]
+pub fn RunsPage() -> impl IntoView {
+    view! {
+        <Frame allow=Role::ALL>
+            <RunsBody/>
+        </Frame>
+    }
+}
+
+#[component]
+fn RunsBody() -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let query = use_query_map();
+    let after = move || query.read().get("after");
+    let shown = move || query.read().get("run");
+    let resume = ServerAction::<ResumeRun>::new();
+    let page = Resource::new(
+        move || (after(), resume.version().get()),
+        |(a, _)| list_runs(a),
+    );
+    let running = Signal::derive(move || {
+        let listed = page.get().and_then(Result::ok);
+        let wanted = shown();
+        listed.is_some_and(|p| {
+            p.items.iter().any(|r| r.status == "RUNNING")
+                || wanted.is_some_and(|w| !p.items.iter().any(|r| r.id == w))
+        })
+    });
+    poll_while(running, move || page.refetch());
+    let err = action_error(resume, url_error());
+    let may_work = matches!(user.role, Role::Operator | Role::Supervisor);
+    let title = tr(lang, "Reconciliation runs", "对账批次");
+    view! {
+        <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
+        <h1>{title}</h1>
+        {move || view! { <ErrorNote err=err() lang=lang/> }}
+        <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
+            {move || Suspend::new(async move {
+                let wanted = shown();
+                match page.await {
+                    Ok(p) => view! { <Runs p=p lang=lang may_work=may_work resume=resume shown=wanted/> }.into_any(),
+                    Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Runs(
+    p: RunPage,
+    lang: Lang,
+    may_work: bool,
+    resume: ServerAction<ResumeRun>,
+    shown: Option<String>,
+) -> impl IntoView {
+    let waiting = shown
+        .as_ref()
+        .is_some_and(|w| !p.items.iter().any(|r| &r.id == w));
+    let busy = waiting || p.items.iter().any(|r| r.status == "RUNNING");
+    let next = p.next.clone().map(|n| format!("/runs?after={n}"));
+    view! {
+        {busy.then(|| view! { <Meta http_equiv="refresh" content="2"/> })}
+        {may_work.then(|| view! {
+            <form method="post" enctype="multipart/form-data" action="/runs/upload" class="row card" id="upload-form">
+                <label>{tr(lang, "Provider", "渠道")}
+                    <select name="provider" id="u-provider">
+                        {p.providers.iter().map(|name| view! { <option value=name.clone()>{name.clone()}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>{tr(lang, "Business day", "业务日")}<input type="date" name="business_date" id="u-day" required/></label>
+                <label>{tr(lang, "Statement file", "账单文件")}<input type="file" name="file" id="u-file" required/></label>
+                <label>{tr(lang, "Accept malformed lines (0: none)", "可容忍的错误行数（0：不容忍）")}
+                    <input type="number" name="accept_bad_lines" min="0" value="0" size="4"/></label>
+                <button type="submit" id="u-submit">{tr(lang, "Upload and reconcile", "上传并对账")}</button>
+            </form>
+        })}
+        {waiting.then(|| view! { <p class="hint" id="run-starting">{tr(lang, "The run is starting…", "对账批次正在启动…")}</p> })}
+        <table class="grid" id="runs">
+            <thead><tr>
+                <th>{tr(lang, "Run", "批次")}</th>
+                <th>{tr(lang, "Provider / day", "渠道 / 业务日")}</th>
+                <th>{tr(lang, "Source / file", "来源 / 文件")}</th>
+                <th>{Msg::Status.text(lang)}</th>
+                <th>{tr(lang, "Rows", "行数")}</th>
+                <th>{tr(lang, "By class", "按类型")}</th>
+                <th>{tr(lang, "Started (UTC) / took", "开始（UTC）/ 耗时")}</th>
+            </tr></thead>
+            <tbody>
+                {p.items.into_iter().map(|r| {
+                    let highlighted = shown.as_deref() == Some(r.id.as_str());
+                    view! { <Run r=r lang=lang may_work=may_work resume=resume highlighted=highlighted/> }
+                }).collect_view()}
+            </tbody>
+        </table>
+        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+    }
+}
+
+#[component]
+fn Run(
+    r: RunSummary,
+    lang: Lang,
+    may_work: bool,
+    resume: ServerAction<ResumeRun>,
+    highlighted: bool,
+) -> impl IntoView {
+    let took = r
+        .finished_at
+        .map(|f| format!("{:.1} s", (f - r.started_at) as f64 / 1_000_000.0))
+        .unwrap_or_default();
+    // Reading, then matching, then done: a bar a person can follow.
+    let step = match (r.status.as_str(), r.phase.as_deref()) {
+        ("RUNNING", Some("matching")) => 2,
+        ("RUNNING", _) => 1,
+        _ => 3,
+    };
+    let tickets = format!("/tickets?day={}&provider={}", r.business_date, r.provider);
+    let failed = r.status == "FAILED";
+    let id = r.id.clone();
+    view! {
+        <tr data-run=r.id.clone() data-status=r.status.clone() class:highlight=highlighted>
+            <td><code>{r.id.clone()}</code></td>
+            <td>{r.provider.clone()} " / " <a href=tickets>{r.business_date.clone()}</a></td>
+            <td>{r.source.clone()} " " {r.file_name.clone().unwrap_or_default()}
+                {r.cursor.clone().map(|c| view! { <br/><span class="muted">{tr(lang, "cursor", "游标")} " " {c}</span> })}</td>
+            <td>
+                <span class="run-status">{r.status.clone()}</span>
+                {(r.status == "RUNNING").then(|| view! {
+                    <div class="progress-row">
+                        <progress max="3" value=step></progress>
+                        <span class="muted">{r.phase.clone().unwrap_or_default()}</span>
+                    </div>
+                })}
+                {r.error.clone().map(|e| view! { <p class="error run-error">{e}</p> })}
+                {(failed && may_work).then(|| view! {
+                    <ActionForm action=resume attr:class="inline">
+                        <input type="hidden" name="id" value=id/>
+                        <button type="submit" class="resume-submit">{tr(lang, "Resume", "继续")}</button>
+                    </ActionForm>
+                })}
+            </td>
+            <td class="rows">{r.rows_read}</td>
+            <td class="classes">
+                {r.classes.iter().map(|(k, v)| view! { <span class="count" data-class=k.clone()>{k.clone()} " " <strong>{*v}</strong></span> " " }).collect_view()}
+            </td>
+            <td>{utc_minutes(r.started_at)} " · " {took} " · " {r.started_by.clone()}</td>
+        </tr>
+    }
+}

@@ -1,0 +1,206 @@
+//! What the console may show of a stored callback: headers and body with
+//! secrets (signatures, keys, tokens, ciphertext) and personal data (names,
+//! e-mail, phone, buyer and payer ids, cards, addresses, IPs) masked. A
+//! key is sensitive when one of its words (split on anything but letters
+//! and digits) is in the list; everything under a sensitive key is masked.
+
+const SENSITIVE: &[&str] = &[
+    "sign",
+    "signature",
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "key",
+    "ciphertext",
+    "authorization",
+    "cookie",
+    "email",
+    "phone",
+    "mobile",
+    "tel",
+    "name",
+    "buyer",
+    "openid",
+    "payer",
+    "card",
+    "address",
+    "ip",
+    "account",
+    "logon",
+    "cert",
+    "iban",
+    "bank",
+    "birthday",
+    "idcard",
+];
+
+pub fn is_sensitive(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| SENSITIVE.contains(&w))
+}
+
+/// Keeps the first and last two characters of a long value, nothing of a
+/// short one.
+pub fn mask_value(v: &str) -> String {
+    let chars: Vec<char> = v.chars().collect();
+    if chars.len() <= 8 {
+        "****".into()
+    } else {
+        let head: String = chars[..2].iter().collect();
+        let tail: String = chars[chars.len() - 2..].iter().collect();
+        format!("{head}****{tail}")
+    }
+}
+
+fn mask_all(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => *s = mask_value(s),
+        serde_json::Value::Number(_) | serde_json::Value::Bool(_) => {
+            *v = serde_json::Value::String("****".into())
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(mask_all),
+        serde_json::Value::Object(o) => o.values_mut().for_each(mask_all),
+        serde_json::Value::Null => {}
+    }
+}
+
+fn mask_json(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, val) in o.iter_mut() {
+                if is_sensitive(k) {
+                    mask_all(val);
+                } else {
+                    mask_json(val);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(mask_json),
+        _ => {}
+    }
+}
+
+/// Stored headers (a JSON object of name → value) as pairs, masked.
+pub fn headers(json: &str) -> Vec<(String, String)> {
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).unwrap_or_default();
+    map.into_iter()
+        .map(|(k, v)| {
+            let text = v
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            let shown = if is_sensitive(&k) {
+                mask_value(&text)
+            } else {
+                text
+            };
+            (k, shown)
+        })
+        .collect()
+}
+
+/// A raw body as text a person may read: JSON pretty-printed, form data
+/// one field per line, both masked; anything else is not shown.
+pub fn payload(bytes: &[u8]) -> String {
+    if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        mask_json(&mut v);
+        return serde_json::to_string_pretty(&v).unwrap_or_default();
+    }
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && text.contains('=')
+        && !text.trim_start().starts_with('<')
+    {
+        return form_urlencoded::parse(text.trim().as_bytes())
+            .map(|(k, v)| {
+                let shown = if is_sensitive(&k) {
+                    mask_value(&v)
+                } else {
+                    v.into_owned()
+                };
+                format!("{k}={shown}")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    format!(
+        "[{} bytes not shown: neither JSON nor form data]",
+        bytes.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_and_personal_data_are_masked_everywhere() {
+        let body = br#"{"id":"evt_1","type":"payment_intent.succeeded","data":{"object":{"id":"pi_123",
+            "amount":6660,"receipt_email":"wang.li@example.com","billing_details":{"name":"Wang Li","phone":"+8613800138000"},
+            "payment_method_details":{"card":{"last4":"4242","exp_year":2030}},"client_ip":"203.0.113.9"}},
+            "resource":{"ciphertext":"c2VjcmV0IGJ5dGVzIGhlcmU=","nonce":"abc"}}"#;
+        let shown = payload(body);
+        for leaked in [
+            "wang.li@example.com",
+            "Wang Li",
+            "+8613800138000",
+            "4242",
+            "203.0.113.9",
+            "c2VjcmV0IGJ5dGVzIGhlcmU=",
+        ] {
+            assert!(!shown.contains(leaked), "{leaked} leaked:\n{shown}");
+        }
+        for kept in ["pi_123", "6660", "payment_intent.succeeded", "evt_1"] {
+            assert!(shown.contains(kept), "{kept} lost:\n{shown}");
+        }
+        assert!(shown.contains("wa****om"));
+    }
+
+    #[test]
+    fn form_bodies_and_headers_are_masked() {
+        let form = b"out_trade_no=PAY1&trade_no=2026113022001&buyer_logon_id=158****1234%40qq.com&buyer_id=2088102177846880&sign=abcdefghijklmnopqrstuvwxyz&sign_type=RSA2&total_amount=66.60";
+        let shown = payload(form);
+        assert!(shown.contains("out_trade_no=PAY1"));
+        assert!(shown.contains("total_amount=66.60"));
+        assert!(!shown.contains("2088102177846880"));
+        assert!(!shown.contains("abcdefghijklmnopqrstuvwxyz"));
+        assert!(
+            shown.contains("sign_type=****"),
+            "the word `sign` makes it sensitive: {shown}"
+        );
+        let h = headers(
+            r#"{"webhook-signature":"v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=","content-type":"application/json"}"#,
+        );
+        assert_eq!(h[0].1, "application/json");
+        assert_eq!(h[1].1, "v1****4=");
+        assert_eq!(
+            payload(b"\x00\x01binary"),
+            "[8 bytes not shown: neither JSON nor form data]"
+        );
+    }
+
+    #[test]
+    fn ordinary_keys_are_not_sensitive() {
+        for key in [
+            "payment_no",
+            "description",
+            "trade_status",
+            "amount",
+            "currency",
+            "notify_id",
+        ] {
+            assert!(!is_sensitive(key), "{key}");
+        }
+        for key in [
+            "buyer_logon_id",
+            "Wechatpay-Signature",
+            "receipt_email",
+            "payer_client_ip",
+        ] {
+            assert!(is_sensitive(key), "{key}");
+        }
+    }
+}

@@ -131,12 +131,11 @@ test('a statement uploaded in the console completes with its counts, and the das
 test('a DEAD callback is replayed from its page; the payment is SUCCEEDED with one effect; its secrets stay masked', async ({ page, request }) => {
   const t = tag();
   const no = `PAYDEAD${t}`;
-  await deadCallback(request, no, '8.80');
-  latePayment(no, 880);
-
   await signIn(page, 'olivia', ADMIN_PASSWORD);
   await expect(page.locator('#who')).toContainText('olivia');
+  await deadCallback(request, no, '8.80');
   const id = await deadCallbackId(page, no);
+  latePayment(no, 880);
   await page.goto(`/callbacks/${id}`);
   await hydrated(page);
   await expect(page.locator('#callback')).toHaveAttribute('data-status', 'DEAD');
@@ -158,6 +157,7 @@ test('a bulk replay of DEAD callbacks shows its progress and a summary', async (
   const nos = [1, 2, 3].map((i) => `PAYBULK${i}${t}`);
   for (const no of nos) await deadCallback(request, no, '1.10');
   await signIn(page, 'olivia', ADMIN_PASSWORD);
+  await expect(page.locator('#who')).toContainText('olivia');
   for (const no of nos) await deadCallbackId(page, no);
   for (const no of nos) latePayment(no, 110);
 
@@ -177,4 +177,47 @@ test('a bulk replay of DEAD callbacks shows its progress and a summary', async (
     await expect(page.locator('#payment-status')).toHaveText('SUCCEEDED');
     await expect(page.locator('#effects tbody tr')).toHaveCount(1);
   }
+});
+
+test.describe('without JavaScript', () => {
+  test.use({ javaScriptEnabled: false });
+
+  test('every console page reads in both languages, and an alert is acknowledged with a plain form', async ({ page }) => {
+    await signIn(page, 'olivia', ADMIN_PASSWORD, { hydrate: false });
+    await expect(page.locator('#who')).toContainText('olivia');
+    await page.goto('/');
+    await expect(page.locator('#figures a.figure')).toHaveCount(5);
+    await expect(page.locator('#trend title')).toHaveCount(1);
+    for (const [path, table] of [
+      ['/callbacks', '#callbacks'],
+      ['/payments', '#payments'],
+      ['/runs', '#runs'],
+      ['/tickets', '#tickets'],
+    ]) {
+      await page.goto(path);
+      await expect(page.locator(table)).toBeVisible();
+    }
+    // The DEAD callbacks above raised alerts; one is acknowledged.
+    await page.goto('/alerts');
+    const first = page.locator('#open article.alert').first();
+    const id = await first.getAttribute('data-alert');
+    await first.locator('.ack-comment').fill('seen: replayed from the callbacks page');
+    await first.locator('.ack-submit').click();
+    await expect(page).toHaveURL(/\/alerts/);
+    await expect(page.locator(`#open article[data-alert="${id}"]`)).toHaveCount(0);
+    await expect(page.locator('#acknowledged')).toContainText('seen: replayed from the callbacks page');
+
+    // 中文: the same pages in the other language.
+    await page.goto('/');
+    await page.click('#lang-switch');
+    await page.goto('/');
+    await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
+    await expect(page.locator('h1')).toContainText('总览');
+    await expect(page.locator('#fig-unknown .label')).toHaveText('仍未明');
+    await page.goto('/callbacks');
+    await expect(page.locator('h1')).toHaveText('回调');
+    await page.goto('/runs');
+    await expect(page.locator('h1')).toHaveText('对账批次');
+    await page.click('#lang-switch');
+  });
 });

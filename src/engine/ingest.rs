@@ -224,14 +224,30 @@ impl Engine {
     ) -> sqlx::Result<()> {
         match applied {
             Applied::UnknownPayment => {
-                callbacks::failed(
-                    &mut *conn,
-                    &c.id,
-                    "unknown payment",
-                    Some(now + retry_delay(1)),
-                    now,
-                )
-                .await
+                // The first try failed: retried later, or DEAD at once when
+                // only one try is allowed.
+                let next = (1 < self.settings.callback_max_tries).then(|| now + retry_delay(1));
+                callbacks::failed(&mut *conn, &c.id, "unknown payment", next, now).await?;
+                if next.is_none() {
+                    self.metrics.callback("dead");
+                    incidents::raise_alert(
+                        &mut *conn,
+                        &incidents::NewAlert {
+                            dedupe_key: &format!("callback_dead:{}", c.id),
+                            kind: "callback_dead",
+                            severity: "high",
+                            payment_no: Some(c.outcome.payment_no.as_str()),
+                            message: &format!(
+                                "callback {} is DEAD after 1 try: unknown payment",
+                                c.id
+                            ),
+                            trace_id: Some(&c.trace_id),
+                            now,
+                        },
+                    )
+                    .await?;
+                }
+                Ok(())
             }
             other => callbacks::succeeded(&mut *conn, &c.id, other.class(), now).await,
         }

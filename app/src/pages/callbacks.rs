@@ -11,7 +11,7 @@ use crate::i18n::{Msg, tr};
 use crate::ops::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
-use leptos_meta::{Meta, Title};
+use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 pub const CALLBACK_STATUSES: &[&str] = &["RECEIVED", "PROCESSING", "SUCCESS", "FAILED", "DEAD"];
@@ -123,7 +123,7 @@ fn CallbacksBody() -> impl IntoView {
                 jobs.await.ok().filter(|j| !j.is_empty()).map(|list| view! {
                     <section class="card" id="jobs">
                         <h2>{tr(lang, "Bulk replays", "批量重放任务")}</h2>
-                        {list.iter().any(|j| j.status == "RUNNING").then(|| view! { <Meta http_equiv="refresh" content="2"/> })}
+                        {list.iter().any(|j| j.status == "RUNNING").then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
                         {list.into_iter().map(|j| view! { <Job j=j lang=lang/> }).collect_view()}
                     </section>
                 })

@@ -148,8 +148,8 @@ fn Trend(points: Vec<TrendPoint>, lang: Lang) -> impl IntoView {
     const H: f64 = 240.0;
     const LEFT: f64 = 56.0;
     const RIGHT: f64 = 16.0;
-    const TOP: f64 = 16.0;
-    const BOTTOM: f64 = 52.0;
+    const TOP: f64 = 22.0;
+    const BOTTOM: f64 = 60.0;
     let max = points
         .iter()
         .flat_map(|p| [p.matched, p.pending, p.unknown])
@@ -188,9 +188,17 @@ fn Trend(points: Vec<TrendPoint>, lang: Lang) -> impl IntoView {
         ),
     ];
     let ticks = [0.0, 0.5, 1.0].map(|t| ((max * t).round() as i64, y((max * t).round() as i64)));
-    let labels: Vec<(f64, String)> = [0, points.len() / 2, points.len().saturating_sub(1)]
+    let last = points.len().saturating_sub(1);
+    let labels: Vec<(f64, &'static str, String)> = [0, points.len() / 2, last]
         .into_iter()
-        .filter_map(|i| points.get(i).map(|p| (x(i), p.day.clone())))
+        .filter_map(|i| {
+            let anchor = match i {
+                0 => "start",
+                i if i == last => "end",
+                _ => "middle",
+            };
+            points.get(i).map(|p| (x(i), anchor, p.day.clone()))
+        })
         .collect();
     let title = tr(
         lang,
@@ -207,10 +215,11 @@ fn Trend(points: Vec<TrendPoint>, lang: Lang) -> impl IntoView {
                 <line x1=LEFT y1=ty x2={W - RIGHT} y2=ty stroke="#e3e7ee"/>
                 <text x={LEFT - 6.0} y={ty + 4.0} text-anchor="end" font-size="11" fill="#5d6677">{v}</text>
             }).collect_view()}
-            {labels.into_iter().map(|(lx, day)| view! {
-                <text x=lx y={H - BOTTOM + 16.0} text-anchor="middle" font-size="11" fill="#5d6677">{day}</text>
+            {labels.into_iter().map(|(lx, anchor, day)| view! {
+                <text x=lx y={H - BOTTOM + 16.0} text-anchor=anchor font-size="11" fill="#5d6677">{day}</text>
             }).collect_view()}
-            <text x={LEFT - 44.0} y={TOP + 4.0} font-size="11" fill="#5d6677">{tr(lang, "count", "数量")}</text>
+            <text x={LEFT + 4.0} y={TOP - 4.0} font-size="11" fill="#5d6677">{tr(lang, "count", "数量")}</text>
+            <text x={(W + LEFT) / 2.0} y={H - BOTTOM + 32.0} text-anchor="middle" font-size="11" fill="#5d6677">{tr(lang, "business day", "业务日")}</text>
             {series.iter().map(|(id, _, color, pts)| view! {
                 <polyline class=format!("series-{id}") points=pts.clone() fill="none" stroke=*color stroke-width="2"/>
             }).collect_view()}

@@ -11,7 +11,7 @@ use crate::i18n::{Msg, tr};
 use crate::ops::{RunPage, RunSummary};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
-use leptos_meta::{Meta, Title};
+use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 #[component]
@@ -76,7 +76,7 @@ fn Runs(
     let busy = waiting || p.items.iter().any(|r| r.status == "RUNNING");
     let next = p.next.clone().map(|n| format!("/runs?after={n}"));
     view! {
-        {busy.then(|| view! { <Meta http_equiv="refresh" content="2"/> })}
+        {busy.then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
         {may_work.then(|| view! {
             <form method="post" enctype="multipart/form-data" action="/runs/upload" class="row card" id="upload-form">
                 <label>{tr(lang, "Provider", "渠道")}

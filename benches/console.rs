@@ -187,6 +187,62 @@ fn main() {
             let (p50, p95) = time(runs, || desk.audit(&f)).await;
             lines.push(format!("| {name} | {n} (page) | {p50:.1} | {p95:.1} |"));
         }
+        // The lists of issue 8 over the million payments and callbacks.
+        let pfilter = |pairs: &[(&str, &str)]| app::ops::PaymentFilter::from_pairs(pairs.iter().copied());
+        let cfilter = |pairs: &[(&str, &str)]| app::ops::CallbackFilter::from_pairs(pairs.iter().copied());
+        let mid_payment: (i64, String) = sqlx::query_as(&format!(
+            "SELECT created_at, payment_no FROM payments ORDER BY created_at DESC, payment_no DESC LIMIT 1 OFFSET {}",
+            payments / 2
+        ))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        let deep_payment = format!("{}.{}", mid_payment.0, mid_payment.1);
+        let one = format!("PAY{:09}", payments / 3);
+        for (name, f) in [
+            ("payments, first page", pfilter(&[])),
+            ("payments, page half-way down (keyset cursor)", pfilter(&[("after", &deep_payment)])),
+            ("payments, status PENDING", pfilter(&[("status", "PENDING")])),
+            ("payments, one day", pfilter(&[("day", day)])),
+            ("payments, by payment_no", pfilter(&[("q", &one)])),
+            ("payments, by amount", pfilter(&[("amount", "12.34")])),
+        ] {
+            let n = desk.payments(&f).await.unwrap().items.len();
+            let (p50, p95) = time(runs, || desk.payments(&f)).await;
+            lines.push(format!("| {name} | {n} (page) | {p50:.1} | {p95:.1} |"));
+        }
+        let (p50, p95) = time(runs, || desk.payment(&one)).await;
+        lines.push(format!("| one payment with its whole record | 1 | {p50:.1} | {p95:.1} |"));
+        let mid_cb: (i64, String) = sqlx::query_as(&format!(
+            "SELECT received_at, id FROM payment_callbacks ORDER BY received_at DESC, id DESC LIMIT 1 OFFSET {}",
+            payments / 2
+        ))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        let deep_cb = format!("{}.{}", mid_cb.0, mid_cb.1);
+        for (name, f) in [
+            ("callbacks, first page", cfilter(&[])),
+            ("callbacks, page half-way down (keyset cursor)", cfilter(&[("after", &deep_cb)])),
+            ("callbacks, DEAD", cfilter(&[("status", "DEAD")])),
+            ("callbacks, one day", cfilter(&[("day", day)])),
+            ("callbacks, by payment_no", cfilter(&[("q", &one)])),
+        ] {
+            let n = desk.callbacks(&f).await.unwrap().items.len();
+            let (p50, p95) = time(runs, || desk.callbacks(&f)).await;
+            lines.push(format!("| {name} | {n} (page) | {p50:.1} | {p95:.1} |"));
+        }
+        let (p50, p95) = time(runs, || desk.callback("CB000000123")).await;
+        lines.push(format!("| one callback, masked | 1 | {p50:.1} | {p95:.1} |"));
+        let (p50, p95) = time(runs, || desk.dashboard(Some(day), None)).await;
+        lines.push(format!(
+            "| dashboard of a day (figures, 30-day trend, callback figures over the day's {} callbacks, alerts) | 1 | {p50:.1} | {p95:.1} |",
+            payments / 30
+        ));
+        let (p50, p95) = time(runs, || desk.runs(None)).await;
+        lines.push(format!("| runs, first page | — | {p50:.1} | {p95:.1} |"));
+        let (p50, p95) = time(runs, || desk.alerts(true)).await;
+        lines.push(format!("| open alerts | — | {p50:.1} | {p95:.1} |"));
         let text = format!(
             "## Console lists (issues 7 and 8)\n\n\
              Measured {} on this machine (2 cores), SQLite, one run: `cargo bench --bench console`.\n\

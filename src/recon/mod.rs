@@ -1221,6 +1221,9 @@ impl Engine {
             .bind(&key)
             .execute(&mut *tx)
             .await?;
+            if let (true, Some(ticket)) = (fixed, &ticket) {
+                crate::triage::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
+            }
             tx.commit().await?;
             if fixed {
                 repaired += 1;

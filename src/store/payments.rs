@@ -158,7 +158,9 @@ pub async fn set_awaiting_recon<'e>(
 }
 
 /// Holds a payment (reconciliation found it LOCAL_ONLY or ONE_TO_MANY):
-/// no status change, no outbox delivery, no refund until released.
+/// no status change, no outbox delivery, no refund until released. A hold
+/// (and its release) is a change: the version moves, so a fix proposed
+/// before it is stale.
 pub async fn hold<'e>(
     e: impl Executor<'e, Database = Any>,
     payment_no: &str,
@@ -166,7 +168,8 @@ pub async fn hold<'e>(
     now: i64,
 ) -> sqlx::Result<bool> {
     let done = sqlx::query(
-        "UPDATE payments SET hold_reason = $1, updated_at = $2 WHERE payment_no = $3 AND hold_reason IS NULL",
+        "UPDATE payments SET hold_reason = $1, updated_at = $2, version = version + 1 \
+         WHERE payment_no = $3 AND hold_reason IS NULL",
     )
     .bind(reason)
     .bind(now)
@@ -194,7 +197,8 @@ pub async fn release(
     // Guarded on the reason read, so a hold placed meanwhile is not lifted
     // by a decision about another.
     let done = sqlx::query(
-        "UPDATE payments SET hold_reason = NULL, updated_at = $1 WHERE payment_no = $2 AND hold_reason = $3",
+        "UPDATE payments SET hold_reason = NULL, updated_at = $1, version = version + 1 \
+         WHERE payment_no = $2 AND hold_reason = $3",
     )
     .bind(now)
     .bind(payment_no)

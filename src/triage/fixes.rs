@@ -134,6 +134,20 @@ async fn plan(
                     field: "order_no".into(),
                 })?,
             };
+            if payment.is_none() {
+                let paid: Option<String> = sqlx::query_scalar(
+                    "SELECT payment_no FROM payments WHERE order_no = $1 \
+                       AND status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') LIMIT 1",
+                )
+                .bind(&order_no)
+                .fetch_optional(&mut *conn)
+                .await?;
+                if let Some(paid) = paid {
+                    return Err(TxError::App(not_applicable(format!(
+                        "order {order_no} is already paid by {paid}"
+                    ))));
+                }
+            }
             plan(json!({
                 "payment_no": t.payment_no,
                 "order_no": order_no,
@@ -185,7 +199,24 @@ async fn plan(
                     "{keep} is not one of the payments involved"
                 ))));
             }
+            if let Some(bound) = all.iter().find(|p| p.provider_txn_id == t.provider_txn_id)
+                && bound.payment_no != keep
+            {
+                return Err(TxError::App(not_applicable(format!(
+                    "the transaction is bound to {}: that payment is the one kept",
+                    bound.payment_no
+                ))));
+            }
             let close: Vec<&PaymentBrief> = all.iter().filter(|p| p.payment_no != keep).collect();
+            if let Some(paid) = close
+                .iter()
+                .find(|p| matches!(p.status.as_str(), "SUCCEEDED" | "REFUNDING" | "REFUNDED"))
+            {
+                return Err(TxError::App(not_applicable(format!(
+                    "{} is paid: a merge never closes a paid payment (refund it instead)",
+                    paid.payment_no
+                ))));
+            }
             Plan {
                 payment_no: Some(keep.clone()),
                 version: all.iter().find(|p| p.payment_no == keep).map(|p| p.version),
@@ -257,13 +288,18 @@ pub async fn propose(desk: &Desk, actor: &User, fix: &FixRequest) -> Result<Stri
         .bind(now + PROPOSAL_TTL_US)
         .execute(&mut *tx)
         .await?;
-        sqlx::query(
-            "UPDATE discrepancies SET status = 'AWAITING_APPROVAL', updated_at = $1 WHERE discrepancy_id = $2",
+        let waiting = sqlx::query(
+            "UPDATE discrepancies SET status = 'AWAITING_APPROVAL', updated_at = $1 \
+             WHERE discrepancy_id = $2 AND status <> 'CLOSED'",
         )
         .bind(now)
         .bind(&t.discrepancy_id)
         .execute(&mut *tx)
         .await?;
+        if waiting.rows_affected() == 0 {
+            // Closed meanwhile (by another person's conclusion).
+            return Err(TxError::App(AppError::TicketClosed));
+        }
         insert_note(
             &mut tx,
             &t.discrepancy_id,
@@ -327,7 +363,7 @@ async fn refusal(desk: &Desk, actor: &User, id: &str, now: i64) -> AppError {
             reason: p.stale_reason.unwrap_or_default(),
         },
         Ok(Some(p)) if p.expires_at <= now => AppError::ProposalExpired,
-        Ok(Some(_)) => AppError::ProposalDecided,
+        Ok(Some(_)) => AppError::TicketClosed,
     }
 }
 
@@ -348,7 +384,8 @@ pub async fn approve(
         "UPDATE fix_proposals SET status = 'EXECUTED', decided_by_id = $1, decided_by_name = $2, \
            decided_at = $3, decision_comment = $4 \
          WHERE proposal_id = $5 AND status = 'PENDING' AND stale_reason IS NULL AND expires_at > $3 \
-           AND proposer_id <> $1",
+           AND proposer_id <> $1 AND EXISTS (SELECT 1 FROM discrepancies d \
+             WHERE d.discrepancy_id = fix_proposals.discrepancy_id AND d.status <> 'CLOSED')",
     )
     .bind(&actor.id)
     .bind(&actor.username)
@@ -362,7 +399,13 @@ pub async fn approve(
         Err(e) => {
             drop(tx);
             if store::is_retryable(&e) {
-                return Err(AppError::ProposalDecided);
+                // Another decision holds the proposal right now: its
+                // outcome decides; nothing was done here.
+                return Err(AppError::Refused {
+                    detail:
+                        "the database was busy with another decision on this proposal; look again"
+                            .into(),
+                });
             }
             return Err(internal(e));
         }

@@ -6,7 +6,9 @@
 
 const SENSITIVE: &[&str] = &[
     "sign",
+    "sig",
     "signature",
+    "forwarded",
     "secret",
     "token",
     "password",
@@ -35,11 +37,41 @@ const SENSITIVE: &[&str] = &[
     "idcard",
 ];
 
+/// Words of a key: split on anything but letters and digits, and between
+/// a lowercase letter and an uppercase one (`customerEmail`).
+fn words(key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
 pub fn is_sensitive(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| SENSITIVE.contains(&w))
+    let words = words(key);
+    words.iter().any(|w| SENSITIVE.contains(&w.as_str()))
+        // Run-together names: firstname, cardnumber, accesstoken, …
+        || words.iter().any(|w| {
+            w.len() > 5 && ["name", "email", "token", "card", "secret", "password", "phone"]
+                .iter()
+                .any(|s| w.contains(s))
+        })
 }
 
 /// Keeps the first and last two characters of a long value, nothing of a

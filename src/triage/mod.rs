@@ -193,7 +193,7 @@ impl Desk {
             let mut tx = self.engine.db.begin_write().await?;
             let entry = json!({ "action": what, "result": result.class, "detail": result.detail, "by": actor.username, "at": now });
             append_action(&mut tx, ticket_id, &entry, now).await?;
-            sqlx::query(
+            let closed = sqlx::query(
                 "UPDATE discrepancies SET status = 'CLOSED', closed_at = $1, updated_at = $1, \
                    conclusion = 'lag resolved through engine::apply (' || $2 || ')' \
                  WHERE discrepancy_id = $3 AND class = 'STATUS_LAG' AND status <> 'CLOSED' \
@@ -205,6 +205,9 @@ impl Desk {
             .bind(ticket_id)
             .execute(&mut *tx)
             .await?;
+            if closed.rows_affected() == 1 {
+                supersede_pending(&mut tx, ticket_id, "the lag resolved itself").await?;
+            }
             insert_note(
                 &mut tx,
                 ticket_id,
@@ -248,6 +251,23 @@ impl Desk {
             Some((payment_no, _)) => Ok(payment_no),
         }
     }
+}
+
+/// A ticket that closes takes its waiting proposals with it: none can be
+/// approved afterwards.
+pub async fn supersede_pending(
+    conn: &mut sqlx::AnyConnection,
+    ticket_id: &str,
+    why: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE fix_proposals SET status = 'SUPERSEDED', result = $1 WHERE discrepancy_id = $2 AND status = 'PENDING'",
+    )
+    .bind(why)
+    .bind(ticket_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// A note row, inside the caller's transaction.
@@ -440,18 +460,34 @@ impl Console for Desk {
             match status.as_deref() {
                 None => return Err(TxError::App(AppError::NotFound)),
                 Some("CLOSED") => return Err(TxError::App(AppError::TicketClosed)),
-                Some("AWAITING_APPROVAL") => return Err(TxError::App(AppError::AlreadyProposed)),
                 Some(_) => {}
             }
-            sqlx::query(
+            // A proposal that can still be approved waits for its decision;
+            // an expired or stale one does not hold the ticket.
+            let live: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM fix_proposals WHERE discrepancy_id = $1 AND status = 'PENDING' \
+                   AND stale_reason IS NULL AND expires_at > $2",
+            )
+            .bind(id)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            if live > 0 {
+                return Err(TxError::App(AppError::AlreadyProposed));
+            }
+            let closed = sqlx::query(
                 "UPDATE discrepancies SET status = 'CLOSED', conclusion = $1, closed_at = $2, updated_at = $2 \
-                 WHERE discrepancy_id = $3 AND status NOT IN ('CLOSED', 'AWAITING_APPROVAL')",
+                 WHERE discrepancy_id = $3 AND status <> 'CLOSED'",
             )
             .bind(conclusion)
             .bind(now)
             .bind(id)
             .execute(&mut *tx)
             .await?;
+            if closed.rows_affected() == 0 {
+                return Err(TxError::App(AppError::TicketClosed));
+            }
+            supersede_pending(&mut tx, id, "the ticket was closed with a conclusion").await?;
             insert_note(&mut tx, id, "conclusion", conclusion, None, &actor.username, now).await?;
             audit::append(
                 &mut tx,

@@ -32,6 +32,36 @@ fn invalid(detail: impl Into<String>) -> AppError {
 }
 
 impl Desk {
+    /// One audit entry in its own transaction.
+    async fn audit_one(
+        &self,
+        actor: &str,
+        action: &'static str,
+        object_type: &'static str,
+        object_id: &str,
+        after: serde_json::Value,
+    ) -> Result<(), AppError> {
+        retrying(|| async {
+            let mut tx = self.engine.db.begin_write().await?;
+            audit::append(
+                &mut tx,
+                &audit::Entry {
+                    actor: actor.to_owned(),
+                    action,
+                    object_type,
+                    object_id: object_id.to_owned(),
+                    before: None,
+                    after: Some(after.clone()),
+                },
+                self.now(),
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
     fn tz(&self) -> &jiff::tz::TimeZone {
         &self.engine.settings.timezone
     }
@@ -474,6 +504,14 @@ impl Desk {
         .execute(&pool)
         .await
         .map_err(internal)?;
+        self.audit_one(
+            &actor.username,
+            "callback.bulk_replay",
+            "replay_job",
+            &job,
+            json!({ "provider": provider, "from": from, "to": to, "dead": total }),
+        )
+        .await?;
         let desk = self.clone();
         let (job_id, actor_name, provider) =
             (job.clone(), actor.username.clone(), provider.to_owned());
@@ -927,6 +965,25 @@ impl Desk {
     }
 
     pub async fn resume(&self, actor: &User, id: &str) -> Result<(), AppError> {
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM recon_runs WHERE run_id = $1")
+                .bind(id)
+                .fetch_optional(&self.engine.db.pool)
+                .await
+                .map_err(internal)?;
+        match status.as_deref() {
+            None => return Err(AppError::NotFound),
+            Some("COMPLETED") => return Err(invalid("the run is complete")),
+            Some(_) => {}
+        }
+        self.audit_one(
+            &actor.username,
+            "recon.resume",
+            "run",
+            id,
+            json!({ "status": status }),
+        )
+        .await?;
         let engine = self.engine.clone();
         let run = id.to_owned();
         let who = actor.username.clone();
@@ -962,7 +1019,11 @@ fn parse_major(text: &str) -> Option<i64> {
         return None;
     }
     let frac = format!("{frac:0<2}");
-    Some(whole.parse::<i64>().ok()? * 100 + frac.parse::<i64>().ok()?)
+    whole
+        .parse::<i64>()
+        .ok()?
+        .checked_mul(100)?
+        .checked_add(frac.parse::<i64>().ok()?)
 }
 
 const CALLBACK_COLUMNS: &str = "id, callback_id, provider, payment_no, provider_txn_id, callback_status, verify_result, \
@@ -1017,6 +1078,8 @@ mod tests {
         assert_eq!(parse_major("6.666"), None);
         assert_eq!(parse_major("-1"), None);
         assert_eq!(parse_major("1e3"), None);
+        assert_eq!(parse_major("99999999999999999999"), None);
+        assert_eq!(parse_major("92233720368547758.08"), None);
     }
 
     #[test]

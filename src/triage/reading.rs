@@ -8,7 +8,6 @@ use app::tickets::{
     AuditEntry, AuditFilter, AuditPage, CallbackRef, FixKind, Note, PAGE_SIZE, Proposal, Side,
     TicketDetail, TicketFilter, TicketPage, TicketSummary, TimelineItem,
 };
-use futures_util::TryStreamExt;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -122,7 +121,12 @@ pub(crate) async fn ticket_row(
 }
 
 /// The WHERE clause of a filter (without the cursor), leaving out `skip`.
-fn conditions(f: &TicketFilter, skip: Option<&str>, args: &mut Vec<Arg>) -> String {
+fn conditions(
+    f: &TicketFilter,
+    skip: Option<&str>,
+    args: &mut Vec<Arg>,
+    kind: crate::store::DbKind,
+) -> String {
     let mut parts = vec!["1 = 1".to_owned()];
     if skip != Some("status") && f.status.as_deref() == Some("ACTIVE") {
         parts.push("status <> 'CLOSED'".into());
@@ -158,9 +162,16 @@ fn conditions(f: &TicketFilter, skip: Option<&str>, args: &mut Vec<Arg>) -> Stri
         let lo = args.len();
         args.push(Arg::S(prefix_end(q)));
         let hi = args.len();
+        // Byte order on both databases (PostgreSQL compares text by its
+        // collation otherwise, which is not the order `prefix_end` assumes).
+        let c = if kind == crate::store::DbKind::Postgres {
+            " COLLATE \"C\""
+        } else {
+            ""
+        };
         parts.push(format!(
-            "((payment_no >= ${lo} AND payment_no < ${hi}) OR (order_no >= ${lo} AND order_no < ${hi}) \
-              OR (provider_txn_id >= ${lo} AND provider_txn_id < ${hi}))"
+            "((payment_no{c} >= ${lo} AND payment_no{c} < ${hi}) OR (order_no{c} >= ${lo} AND order_no{c} < ${hi}) \
+              OR (provider_txn_id{c} >= ${lo} AND provider_txn_id{c} < ${hi}))"
         ));
     }
     parts.join(" AND ")
@@ -191,7 +202,7 @@ fn parse_cursor(c: &str) -> Option<(i64, i64, String)> {
 pub async fn tickets(db: &Db, f: &TicketFilter) -> sqlx::Result<TicketPage> {
     let pool = &db.pool;
     let mut args = Vec::new();
-    let mut cond = conditions(f, None, &mut args);
+    let mut cond = conditions(f, None, &mut args, db.kind);
     let count_args = args.clone();
     let count_cond = cond.clone();
     if let Some((rank, found, id)) = f.after.as_deref().and_then(parse_cursor) {
@@ -233,7 +244,7 @@ pub async fn tickets(db: &Db, f: &TicketFilter) -> sqlx::Result<TicketPage> {
     .await?;
     let grouped = |column: &'static str, key: &'static str| {
         let mut args = Vec::new();
-        let cond = conditions(f, Some(key), &mut args);
+        let cond = conditions(f, Some(key), &mut args, db.kind);
         async move {
             let sql = format!(
                 "SELECT {column}, COUNT(*) FROM discrepancies WHERE {cond} GROUP BY {column} ORDER BY {column}"
@@ -264,61 +275,96 @@ pub async fn export_csv(
     f: &TicketFilter,
     out: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
 ) -> sqlx::Result<()> {
-    let mut args = Vec::new();
-    let cond = conditions(f, None, &mut args);
-    let sql = format!(
-        "SELECT {TICKET_COLUMNS} FROM discrepancies WHERE {cond} ORDER BY severity_rank DESC, found_at, discrepancy_id"
-    );
     let header = "ticket_id,class,severity,status,provider,business_date,payment_no,order_no,provider_txn_id,\
 local_amount,local_status,provider_amount,provider_status,owner,found_at_utc,closed_at_utc,reason,conclusion\n";
     if out.send(Ok(header.to_owned())).await.is_err() {
         return Ok(());
     }
-    let mut stream = bind_all(sqlx::query(&sql), &args)
-        .try_map(|row: AnyRow| <TicketRow as sqlx::FromRow<AnyRow>>::from_row(&row))
-        .fetch(&db.pool);
-    while let Some(t) = stream.try_next().await? {
-        let s = t.summary();
-        let cells = [
-            s.id,
-            s.class,
-            s.severity,
-            s.status,
-            s.provider,
-            s.business_date.unwrap_or_default(),
-            s.payment_no.unwrap_or_default(),
-            s.order_no.unwrap_or_default(),
-            s.provider_txn_id.unwrap_or_default(),
-            s.local_amount.unwrap_or_default(),
-            t.local_status.clone().unwrap_or_default(),
-            s.provider_amount.unwrap_or_default(),
-            t.provider_status.clone().unwrap_or_default(),
-            s.owner.unwrap_or_default(),
-            app::format::utc_minutes(t.found_at),
-            t.closed_at
-                .map(app::format::utc_minutes)
-                .unwrap_or_default(),
-            t.reason(),
-            t.conclusion.clone().unwrap_or_default(),
-        ];
-        let line = cells
-            .iter()
-            .map(|c| csv_cell(c))
-            .collect::<Vec<_>>()
-            .join(",")
-            + "\n";
-        if out.send(Ok(line)).await.is_err() {
+    // Keyset chunks: no connection is held while the client reads.
+    let mut cursor: Option<(i64, i64, String)> = None;
+    loop {
+        let mut args = Vec::new();
+        let mut cond = conditions(f, None, &mut args, db.kind);
+        if let Some((rank, found, id)) = cursor.take() {
+            args.push(Arg::I(rank));
+            let r = args.len();
+            args.push(Arg::I(found));
+            let fa = args.len();
+            args.push(Arg::S(id));
+            let i = args.len();
+            cond.push_str(&format!(
+                " AND (severity_rank < ${r} OR (severity_rank = ${r} AND (found_at > ${fa} \
+                   OR (found_at = ${fa} AND discrepancy_id > ${i}))))"
+            ));
+        }
+        let sql = format!(
+            "SELECT {TICKET_COLUMNS} FROM discrepancies WHERE {cond} \
+             ORDER BY severity_rank DESC, found_at, discrepancy_id LIMIT {EXPORT_CHUNK}"
+        );
+        let chunk: Vec<TicketRow> = bind_all(sqlx::query(&sql), &args)
+            .try_map(|row: AnyRow| <TicketRow as sqlx::FromRow<AnyRow>>::from_row(&row))
+            .fetch_all(&db.pool)
+            .await?;
+        let Some(last) = chunk.last() else {
+            return Ok(());
+        };
+        cursor = Some((
+            last.severity_rank,
+            last.found_at,
+            last.discrepancy_id.clone(),
+        ));
+        let full = chunk.len() as i64 == EXPORT_CHUNK;
+        for t in chunk {
+            if out.send(Ok(csv_line(&t))).await.is_err() {
+                return Ok(());
+            }
+        }
+        if !full {
             return Ok(());
         }
     }
-    Ok(())
+}
+
+/// Rows per query of the CSV export.
+const EXPORT_CHUNK: i64 = 1000;
+
+fn csv_line(t: &TicketRow) -> String {
+    let s = t.summary();
+    let cells = [
+        s.id,
+        s.class,
+        s.severity,
+        s.status,
+        s.provider,
+        s.business_date.unwrap_or_default(),
+        s.payment_no.unwrap_or_default(),
+        s.order_no.unwrap_or_default(),
+        s.provider_txn_id.unwrap_or_default(),
+        s.local_amount.unwrap_or_default(),
+        t.local_status.clone().unwrap_or_default(),
+        s.provider_amount.unwrap_or_default(),
+        t.provider_status.clone().unwrap_or_default(),
+        s.owner.unwrap_or_default(),
+        app::format::utc_minutes(t.found_at),
+        t.closed_at
+            .map(app::format::utc_minutes)
+            .unwrap_or_default(),
+        t.reason(),
+        t.conclusion.clone().unwrap_or_default(),
+    ];
+    cells
+        .iter()
+        .map(|c| csv_cell(c))
+        .collect::<Vec<_>>()
+        .join(",")
+        + "\n"
 }
 
 /// A CSV cell: quoted when needed, and a leading `=`, `+`, `-` or `@`
 /// neutralised so a spreadsheet never runs it as a formula.
 fn csv_cell(value: &str) -> String {
     let mut v = value.to_owned();
-    if v.starts_with(['=', '+', '-', '@']) && v.parse::<f64>().is_err() {
+    if v.starts_with(['=', '+', '-', '@', '\t', '\r']) && v.parse::<f64>().is_err() {
         v.insert(0, '\'');
     }
     if v.contains([',', '"', '\n', '\r']) {
@@ -919,6 +965,7 @@ mod tests {
         assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
         assert_eq!(csv_cell("-12.50"), "-12.50");
+        assert_eq!(csv_cell("\t=1+1"), "'\t=1+1");
     }
 
     #[test]

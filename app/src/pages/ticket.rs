@@ -265,7 +265,7 @@ fn Detail(
                                 let (tid, cid) = (id.clone(), c.id.clone());
                                 view! {
                                     <tr data-callback=c.callback_id.clone()>
-                                        <td>{c.callback_id.clone()}</td>
+                                        <td><a href=format!("/callbacks/{}", c.id)>{c.callback_id.clone()}</a></td>
                                         <td>{c.verify_result.clone()}</td>
                                         <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
                                         <td>{utc_minutes(c.received_at)}</td>

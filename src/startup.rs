@@ -33,6 +33,8 @@ pub struct Application {
     /// The in-process sandbox of the demo, if running.
     pub sandbox: Option<SandboxServer>,
     demo_traffic: bool,
+    /// Whether to start the workers (the demo starts them after its history).
+    workers: bool,
     demo_recon_after: Duration,
     session_store: sessions::Store,
 }
@@ -128,7 +130,8 @@ impl Application {
             engine: engine.clone(),
         };
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
-        if options.workers {
+        // The demo writes its history first (the daily pull must find it).
+        if options.workers && sandbox.is_none() {
             engine.spawn_workers();
         }
         Ok(Application {
@@ -138,6 +141,7 @@ impl Application {
             accounts,
             engine,
             demo_traffic: sandbox.is_some(),
+            workers: options.workers,
             demo_recon_after: options.demo_recon_after,
             sandbox,
             session_store,
@@ -162,9 +166,13 @@ impl Application {
             tokio::spawn(demo_traffic(self.engine.clone()));
             if let Some(sandbox) = self.sandbox.clone() {
                 let (engine, history_sandbox) = (self.engine.clone(), sandbox.clone());
+                let workers = self.workers;
                 tokio::spawn(async move {
-                    if let Err(e) = crate::demo::history(engine, history_sandbox).await {
+                    if let Err(e) = crate::demo::history(engine.clone(), history_sandbox).await {
                         tracing::warn!(error = %e, "demo history not written");
+                    }
+                    if workers {
+                        engine.spawn_workers();
                     }
                 });
                 tokio::spawn(demo_reconciliation(

@@ -226,7 +226,8 @@ async fn the_demo_moves_payments_and_refunds_some(b: Backend) {
     let mut settled = (0, 0);
     for _ in 0..300 {
         settled = sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM payments WHERE status IN ('SUCCEEDED', 'FAILED', 'REFUNDING', 'REFUNDED')), \
+            "SELECT (SELECT COUNT(*) FROM payments WHERE status IN ('SUCCEEDED', 'FAILED', 'REFUNDING', 'REFUNDED') \
+                      AND description = 'demo order'), \
                     (SELECT COUNT(*) FROM refunds WHERE status = 'SUCCEEDED')",
         )
         .fetch_one(pool)
@@ -238,12 +239,24 @@ async fn the_demo_moves_payments_and_refunds_some(b: Backend) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(settled.0 >= 2 && settled.1 >= 1, "{settled:?}");
-    // A reconciled day with tickets of several classes to triage.
+    // A month of history: each of the last 30 days reconciled (yesterday's
+    // by the daily pull, once it is past 02:00).
+    let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+    let days: i64 = sqlx::query_scalar(
+        "SELECT COUNT(DISTINCT business_date) FROM recon_runs WHERE status = 'COMPLETED' AND business_date < $1",
+    )
+    .bind(&today)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert!(days >= 29, "{days} days of history");
+    // Today reconciled too, with tickets of several classes to triage.
     let mut classes: Vec<String> = Vec::new();
     for _ in 0..300 {
         classes = sqlx::query_scalar(
-            "SELECT DISTINCT class FROM discrepancies WHERE source = 'recon' ORDER BY class",
+            "SELECT DISTINCT class FROM discrepancies WHERE source = 'recon' AND business_date = $1 ORDER BY class",
         )
+        .bind(&today)
         .fetch_all(pool)
         .await
         .unwrap();

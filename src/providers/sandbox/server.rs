@@ -137,6 +137,21 @@ impl SandboxServer {
             .insert(data.payment_no.clone(), data);
     }
 
+    /// The provider's record of a payment settled at `at` (the demo's
+    /// history: it shows in the statement of that day).
+    pub fn put_settled(&self, data: PaymentData, at: jiff::Timestamp) {
+        self.inner
+            .settled_at
+            .lock()
+            .unwrap()
+            .insert(data.payment_no.clone(), at);
+        self.inner
+            .payments
+            .lock()
+            .unwrap()
+            .insert(data.payment_no.clone(), data);
+    }
+
     /// Settles a pending payment now (tests and demo), then notifies.
     pub fn settle(&self, payment_no: &str, succeed: bool) {
         let data = {

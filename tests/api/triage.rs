@@ -836,6 +836,118 @@ async fn evidence_files_and_a_requery_are_kept_on_the_ticket(b: Backend) {
     assert_eq!(audited, 2);
 }
 
+async fn a_closed_ticket_takes_no_fix_and_a_merge_keeps_paid_payments(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    // A live proposal holds the ticket: no conclusion meanwhile.
+    let ticket = d.provider_only("PAYLIVE1", "SBX-LIVE-1").await;
+    let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-LIVE-1").await;
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "tickets/conclude",
+            &[("id", &ticket), ("conclusion", "explained")],
+        )
+        .await;
+    assert_eq!((status, err), (409, serde_json::json!("AlreadyProposed")));
+    // Once it expires, the ticket may be closed; the dead proposal goes
+    // with it and can never be approved.
+    d.app.clock.advance_secs(72 * 3600 + 1);
+    let (status, _) = d
+        .call(
+            &d.olga,
+            "tickets/conclude",
+            &[("id", &ticket), ("conclusion", "explained: test row")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["proposals"][0]["status"], "SUPERSEDED");
+    assert_eq!(detail["fixes"], serde_json::json!([]));
+    let (status, _) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "late")],
+        )
+        .await;
+    assert_eq!(status, 409);
+    let (status, _) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &ticket),
+                ("kind", "BACKFILL"),
+                ("reason", "x"),
+                ("evidence", "y"),
+                ("order_no", "O"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 409, "a closed ticket takes no proposal");
+    assert_eq!(d.app.count("payments", "PAYLIVE1").await, 0);
+
+    // ONE_TO_MANY where both payments are paid: a merge would close a paid
+    // payment, and is refused; keeping the unbound one is refused too.
+    let keep = d.app.paid_with("TRI-PK", 700, "7.00", "SBX-PK").await;
+    let other = d.app.paid_with("TRI-PO", 700, "7.00", "SBX-PO").await;
+    let rows = [row(
+        "payment",
+        "SBX-PK",
+        &other,
+        ("", ""),
+        "7.00",
+        "CNY",
+        &at,
+    )];
+    d.reconcile(&rows, "ONE_TO_MANY").await;
+    let ticket = d.ticket_of(&keep, "ONE_TO_MANY").await;
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &ticket),
+                ("kind", "MERGE"),
+                ("reason", "x"),
+                ("evidence", "y"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(
+        err["FixNotApplicable"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("paid"),
+        "{err}"
+    );
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &ticket),
+                ("kind", "MERGE"),
+                ("reason", "x"),
+                ("evidence", "y"),
+                ("keep", &other),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(
+        err["FixNotApplicable"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("bound"),
+        "{err}"
+    );
+    assert_eq!(d.app.status(&keep).await, "SUCCEEDED");
+    assert_eq!(d.app.status(&other).await, "SUCCEEDED");
+}
+
 both_databases!(
     two_people_backfill_a_provider_only_payment_exactly_once,
     a_supervisor_never_decides_their_own_proposal,
@@ -845,4 +957,5 @@ both_databases!(
     operators_work_tickets_and_export_them,
     held_payments_are_closed_merged_or_released_by_two_people,
     evidence_files_and_a_requery_are_kept_on_the_ticket,
+    a_closed_ticket_takes_no_fix_and_a_merge_keeps_paid_payments,
 );

@@ -178,6 +178,17 @@ pub async fn download_evidence(
     }
 }
 
+/// A temporary file removed when dropped.
+struct TempFile(Option<std::path::PathBuf>);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// Back to the runs page, showing `run`, or with the error.
 fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
     let mut to = "/runs".to_owned();
@@ -210,6 +221,8 @@ pub async fn upload_statement(
     let bad = |detail: String| back_to_runs(None, Some(&AppError::FixNotApplicable { detail }));
     let (mut provider, mut date, mut name, mut tolerance) = (None, None, None, 0u32);
     let path = std::env::temp_dir().join(format!("reckon-upload-{}", uuid::Uuid::new_v4()));
+    // Whatever happens below, the kept file goes unless the import takes it.
+    let mut guard = TempFile(Some(path.clone()));
     let mut size = 0usize;
     loop {
         let mut field = match form.next_field().await {
@@ -230,6 +243,7 @@ pub async fn upload_statement(
             }
             "file" => {
                 name = field.file_name().map(str::to_owned);
+                size = 0;
                 let Ok(mut out) = std::fs::File::create(&path) else {
                     return bad("cannot keep the upload".into());
                 };
@@ -238,55 +252,49 @@ pub async fn upload_statement(
                         Ok(Some(chunk)) => {
                             size += chunk.len();
                             if out.write_all(&chunk).is_err() {
-                                let _ = std::fs::remove_file(&path);
                                 return bad("cannot keep the upload".into());
                             }
                         }
                         Ok(None) => break,
-                        Err(e) => {
-                            let _ = std::fs::remove_file(&path);
-                            return bad(format!("the upload broke off: {e}"));
-                        }
+                        Err(e) => return bad(format!("the upload broke off: {e}")),
                     }
                 }
             }
             _ => {}
         }
     }
-    let cleanup = |r: Response| {
-        let _ = std::fs::remove_file(&path);
-        r
-    };
     let (Some(provider), Some(date)) = (provider, date) else {
-        return cleanup(bad("provider and business day are required".into()));
+        return bad("provider and business day are required".into());
     };
     let (provider, date) = (provider.trim().to_owned(), date.trim().to_owned());
     if size == 0 {
-        return cleanup(bad("the statement file is empty".into()));
+        return bad("the statement file is empty".into());
     }
     let engine = state.engine.clone();
     match engine.providers.get(&provider) {
         Some(p) if p.statement_format().is_some() => {}
-        _ => return cleanup(bad(format!("{provider} has no statement Reckon reads"))),
+        _ => return bad(format!("{provider} has no statement Reckon reads")),
     }
     if let Err(e) = crate::recon::day_range(&date, &engine.settings.timezone) {
-        return cleanup(bad(e));
+        return bad(e);
     }
     let input = Input::File(path.clone());
     let Ok(hash) = input.hash() else {
-        return cleanup(bad("cannot read the upload".into()));
+        return bad("cannot read the upload".into());
     };
     match engine.earlier_run(&provider, &date, &hash).await {
-        Ok(Some(run)) => return cleanup(back_to_runs(Some(&run.run_id), None)),
+        Ok(Some(run)) => return back_to_runs(Some(&run.run_id), None),
         Ok(None) => {}
         Err(e) => {
             tracing::error!(error = %e, "earlier run lookup failed");
-            return cleanup(bad("storage error".into()));
+            return bad("storage error".into());
         }
     }
     let run_id = crate::recon::new_run_id();
     let (id, who) = (run_id.clone(), user.username.clone());
+    let file = guard.0.take();
     tokio::spawn(async move {
+        let _file = TempFile(file);
         let imp = Import {
             provider: &provider,
             business_date: &date,
@@ -300,7 +308,6 @@ pub async fn upload_statement(
         if let Err(e) = engine.import_statement(imp).await {
             tracing::warn!(run_id = %id, error = %e, "uploaded statement refused");
         }
-        let _ = std::fs::remove_file(&path);
     });
     back_to_runs(Some(&run_id), None)
 }

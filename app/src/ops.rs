@@ -80,7 +80,28 @@ pub struct CallbackFilter {
     pub after: Option<String>,
 }
 
+/// Empty or blank values are no filter at all.
+fn clean(v: &mut Option<String>) {
+    if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        *v = None;
+    }
+}
+
 impl CallbackFilter {
+    /// The same filter with blank values dropped.
+    pub fn cleaned(mut self) -> Self {
+        for v in [
+            &mut self.q,
+            &mut self.status,
+            &mut self.provider,
+            &mut self.day,
+            &mut self.after,
+        ] {
+            clean(v);
+        }
+        self
+    }
+
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut f = CallbackFilter::default();
         for (k, v) in pairs {
@@ -190,6 +211,21 @@ pub struct PaymentFilter {
 }
 
 impl PaymentFilter {
+    /// The same filter with blank values dropped.
+    pub fn cleaned(mut self) -> Self {
+        for v in [
+            &mut self.q,
+            &mut self.status,
+            &mut self.provider,
+            &mut self.amount,
+            &mut self.day,
+            &mut self.after,
+        ] {
+            clean(v);
+        }
+        self
+    }
+
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut f = PaymentFilter::default();
         for (k, v) in pairs {

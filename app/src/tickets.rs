@@ -68,6 +68,15 @@ impl TicketFilter {
         })
     }
 
+    /// The same filter with blank values dropped.
+    pub fn cleaned(&self) -> TicketFilter {
+        TicketFilter::from_pairs(
+            Self::KEYS
+                .iter()
+                .filter_map(|k| self.get(k).map(|v| (*k, v))),
+        )
+    }
+
     pub fn get(&self, key: &str) -> Option<&str> {
         match key {
             "class" => self.class.as_deref(),

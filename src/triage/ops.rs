@@ -324,19 +324,8 @@ impl Desk {
             args.push(Arg::I(end));
             parts.push(format!("received_at < ${}", args.len()));
         }
-        if let Some((at, id)) = f
-            .after
-            .as_deref()
-            .and_then(|a| a.split_once('.'))
-            .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_owned())))
-        {
-            args.push(Arg::I(at));
-            let a = args.len();
-            args.push(Arg::S(id));
-            let i = args.len();
-            parts.push(format!(
-                "(received_at < ${a} OR (received_at = ${a} AND id < ${i}))"
-            ));
+        if let Some(c) = newest_first_after(f.after.as_deref(), "received_at", "id", &mut args) {
+            parts.push(c);
         }
         let sql = format!(
             "SELECT {CALLBACK_COLUMNS} FROM payment_callbacks WHERE {} ORDER BY received_at DESC, id DESC LIMIT {}",
@@ -665,19 +654,10 @@ impl Desk {
             args.push(Arg::I(end));
             parts.push(format!("created_at < ${}", args.len()));
         }
-        if let Some((at, no)) = f
-            .after
-            .as_deref()
-            .and_then(|a| a.split_once('.'))
-            .and_then(|(at, no)| Some((at.parse::<i64>().ok()?, no.to_owned())))
+        if let Some(c) =
+            newest_first_after(f.after.as_deref(), "created_at", "payment_no", &mut args)
         {
-            args.push(Arg::I(at));
-            let a = args.len();
-            args.push(Arg::S(no));
-            let i = args.len();
-            parts.push(format!(
-                "(created_at < ${a} OR (created_at = ${a} AND payment_no < ${i}))"
-            ));
+            parts.push(c);
         }
         let sql = format!(
             "SELECT {PAYMENT_COLUMNS} FROM payments WHERE {} ORDER BY created_at DESC, payment_no DESC LIMIT {}",
@@ -892,15 +872,8 @@ impl Desk {
 
     pub async fn run_page(&self, after: Option<&str>) -> Result<RunPage, AppError> {
         let mut args = Vec::new();
-        let mut cond = "1 = 1".to_owned();
-        if let Some((at, id)) = after
-            .and_then(|a| a.split_once('.'))
-            .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_owned())))
-        {
-            args.push(Arg::I(at));
-            args.push(Arg::S(id));
-            cond = "(started_at < $1 OR (started_at = $1 AND run_id < $2))".into();
-        }
+        let cond = newest_first_after(after, "started_at", "run_id", &mut args)
+            .unwrap_or_else(|| "1 = 1".into());
         let sql = format!(
             "SELECT run_id, provider, business_date, source, file_name, status, phase, cursor, rows_read, figures_json, \
                error, started_by, started_at, finished_at FROM recon_runs WHERE {cond} \
@@ -996,6 +969,25 @@ impl Desk {
         });
         Ok(())
     }
+}
+
+/// The keyset condition of a newest-first list after the cursor
+/// `time.key` (the last row of the page before); `None` without a valid one.
+fn newest_first_after(
+    cursor: Option<&str>,
+    time: &str,
+    key: &str,
+    args: &mut Vec<Arg>,
+) -> Option<String> {
+    let (at, id) = cursor?.split_once('.')?;
+    let at: i64 = at.parse().ok()?;
+    args.push(Arg::I(at));
+    let a = args.len();
+    args.push(Arg::S(id.to_owned()));
+    let i = args.len();
+    Some(format!(
+        "({time} < ${a} OR ({time} = ${a} AND {key} < ${i}))"
+    ))
 }
 
 /// A link for a history row's evidence: a stored callback, or a proposal.

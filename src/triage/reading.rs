@@ -190,6 +190,20 @@ pub(crate) fn prefix_end(prefix: &str) -> String {
     "\u{10FFFF}".into()
 }
 
+/// The queue's keyset condition (most severe, then oldest) after a cursor.
+fn queue_after((rank, found, id): (i64, i64, String), args: &mut Vec<Arg>) -> String {
+    args.push(Arg::I(rank));
+    let r = args.len();
+    args.push(Arg::I(found));
+    let fa = args.len();
+    args.push(Arg::S(id));
+    let i = args.len();
+    format!(
+        " AND (severity_rank < ${r} OR (severity_rank = ${r} AND (found_at > ${fa} \
+           OR (found_at = ${fa} AND discrepancy_id > ${i}))))"
+    )
+}
+
 /// `rank.found_at.id`, the position after which the next page starts.
 fn parse_cursor(c: &str) -> Option<(i64, i64, String)> {
     let mut it = c.splitn(3, '.');
@@ -205,17 +219,8 @@ pub async fn tickets(db: &Db, f: &TicketFilter) -> sqlx::Result<TicketPage> {
     let mut cond = conditions(f, None, &mut args, db.kind);
     let count_args = args.clone();
     let count_cond = cond.clone();
-    if let Some((rank, found, id)) = f.after.as_deref().and_then(parse_cursor) {
-        args.push(Arg::I(rank));
-        let r = args.len();
-        args.push(Arg::I(found));
-        let fa = args.len();
-        args.push(Arg::S(id));
-        let i = args.len();
-        cond.push_str(&format!(
-            " AND (severity_rank < ${r} OR (severity_rank = ${r} AND (found_at > ${fa} \
-               OR (found_at = ${fa} AND discrepancy_id > ${i}))))"
-        ));
+    if let Some(c) = f.after.as_deref().and_then(parse_cursor) {
+        cond.push_str(&queue_after(c, &mut args));
     }
     let sql = format!(
         "SELECT {TICKET_COLUMNS} FROM discrepancies WHERE {cond} \
@@ -285,17 +290,8 @@ local_amount,local_status,provider_amount,provider_status,owner,found_at_utc,clo
     loop {
         let mut args = Vec::new();
         let mut cond = conditions(f, None, &mut args, db.kind);
-        if let Some((rank, found, id)) = cursor.take() {
-            args.push(Arg::I(rank));
-            let r = args.len();
-            args.push(Arg::I(found));
-            let fa = args.len();
-            args.push(Arg::S(id));
-            let i = args.len();
-            cond.push_str(&format!(
-                " AND (severity_rank < ${r} OR (severity_rank = ${r} AND (found_at > ${fa} \
-                   OR (found_at = ${fa} AND discrepancy_id > ${i}))))"
-            ));
+        if let Some(c) = cursor.take() {
+            cond.push_str(&queue_after(c, &mut args));
         }
         let sql = format!(
             "SELECT {TICKET_COLUMNS} FROM discrepancies WHERE {cond} \

@@ -585,6 +585,102 @@ async fn a_statement_uploaded_in_the_console_runs_in_the_background(b: Backend) 
     );
 }
 
+async fn lists_page_by_keyset_without_gaps_or_repeats(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    let rows: Vec<String> = (0..63)
+        .map(|i| {
+            row(
+                "payment",
+                &format!("SBX-PG-{i:03}"),
+                &format!("PAYPG{i:03}"),
+                ("", ""),
+                "1.00",
+                "CNY",
+                &at,
+            )
+        })
+        .collect();
+    assert_eq!(d.reconcile(&rows, "PROVIDER_ONLY").await.len(), 63);
+    for i in 0..55 {
+        d.app.payment(&format!("PG-{i:03}"), 100 + i, "CNY").await;
+        d.app.clock.advance_secs(1);
+    }
+    // Tickets: 50, then the rest, each once.
+    let (_, first) = d
+        .call(
+            &d.olga,
+            "tickets/list",
+            &[("filter[class]", "PROVIDER_ONLY")],
+        )
+        .await;
+    assert_eq!(first["total"], 63);
+    let mut seen: Vec<String> = first["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(seen.len(), 50);
+    let next = first["next"].as_str().unwrap().to_owned();
+    let (_, second) = d
+        .call(
+            &d.olga,
+            "tickets/list",
+            &[("filter[class]", "PROVIDER_ONLY"), ("filter[after]", &next)],
+        )
+        .await;
+    assert!(second["next"].is_null());
+    seen.extend(
+        second["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned()),
+    );
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (63, 63));
+    // Payments, newest first: the same.
+    let (status, first) = d
+        .call(&d.olga, "payments/list", &[("filter[q]", " ")])
+        .await;
+    assert_eq!(status, 200, "{first}");
+    let mut seen: Vec<String> = first["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["payment_no"].as_str().unwrap().to_owned())
+        .collect();
+    let next = first["next"].as_str().unwrap().to_owned();
+    let (_, second) = d
+        .call(&d.olga, "payments/list", &[("filter[after]", &next)])
+        .await;
+    assert!(second["next"].is_null());
+    seen.extend(
+        second["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["payment_no"].as_str().unwrap().to_owned()),
+    );
+    assert_eq!(seen.len(), 55);
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 55);
+    // A cursor that is not one is ignored: the first page again.
+    let (status, page) = d
+        .call(&d.olga, "payments/list", &[("filter[after]", "x.y")])
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        page["items"][0]["payment_no"],
+        first["items"][0]["payment_no"]
+    );
+}
+
 both_databases!(
     a_dead_callback_replayed_moves_its_payment_once,
     a_callback_that_failed_verification_is_never_replayed,
@@ -592,4 +688,5 @@ both_databases!(
     the_dashboard_says_what_the_database_says,
     callback_details_show_no_secret_and_alerts_are_acknowledged,
     a_statement_uploaded_in_the_console_runs_in_the_background,
+    lists_page_by_keyset_without_gaps_or_repeats,
 );

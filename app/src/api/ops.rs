@@ -38,7 +38,7 @@ pub async fn list_callbacks(filter: CallbackFilter) -> Result<CallbackPage, AppE
         async {
             let desk = console()?;
             guard(Role::ALL).await?;
-            desk.callbacks(&filter).await
+            desk.callbacks(&filter.cleaned()).await
         }
         .await,
     )
@@ -99,7 +99,7 @@ pub async fn list_payments(filter: PaymentFilter) -> Result<PaymentPage, AppErro
         async {
             let desk = console()?;
             guard(Role::ALL).await?;
-            desk.payments(&filter).await
+            desk.payments(&filter.cleaned()).await
         }
         .await,
     )

@@ -26,7 +26,7 @@ pub async fn list_tickets(filter: TicketFilter) -> Result<TicketPage, AppError> 
         async {
             let desk = console()?;
             guard(Role::ALL).await?;
-            desk.tickets(&filter).await
+            desk.tickets(&filter.cleaned()).await
         }
         .await,
     )

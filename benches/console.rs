@@ -9,6 +9,7 @@
 
 mod support;
 
+use app::filter::QueryFilter;
 use app::ssr::Console;
 use app::tickets::{AuditFilter, TicketFilter};
 use reckon::config::LogFormat;

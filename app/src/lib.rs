@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod error;
+pub mod filter;
 pub mod format;
 pub mod i18n;
 pub mod ops;

@@ -80,62 +80,13 @@ pub struct CallbackFilter {
     pub after: Option<String>,
 }
 
-/// Empty or blank values are no filter at all.
-fn clean(v: &mut Option<String>) {
-    if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
-        *v = None;
-    }
-}
-
-impl CallbackFilter {
-    /// The same filter with blank values dropped.
-    pub fn cleaned(mut self) -> Self {
-        for v in [
-            &mut self.q,
-            &mut self.status,
-            &mut self.provider,
-            &mut self.day,
-            &mut self.after,
-        ] {
-            clean(v);
-        }
-        self
-    }
-
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut f = CallbackFilter::default();
-        for (k, v) in pairs {
-            let v = v.trim();
-            if v.is_empty() {
-                continue;
-            }
-            let v = Some(v.to_owned());
-            match k {
-                "q" => f.q = v,
-                "status" => f.status = v,
-                "provider" => f.provider = v,
-                "day" => f.day = v,
-                "after" => f.after = v,
-                _ => {}
-            }
-        }
-        f
-    }
-
-    pub fn query(&self, after: Option<&str>) -> String {
-        [
-            ("q", self.q.as_deref()),
-            ("status", self.status.as_deref()),
-            ("provider", self.provider.as_deref()),
-            ("day", self.day.as_deref()),
-            ("after", after),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::tickets::encode(v))))
-        .collect::<Vec<_>>()
-        .join("&")
-    }
-}
+crate::query_filter!(CallbackFilter {
+    q,
+    status,
+    provider,
+    day,
+    after
+});
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackSummary {
@@ -210,58 +161,14 @@ pub struct PaymentFilter {
     pub after: Option<String>,
 }
 
-impl PaymentFilter {
-    /// The same filter with blank values dropped.
-    pub fn cleaned(mut self) -> Self {
-        for v in [
-            &mut self.q,
-            &mut self.status,
-            &mut self.provider,
-            &mut self.amount,
-            &mut self.day,
-            &mut self.after,
-        ] {
-            clean(v);
-        }
-        self
-    }
-
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut f = PaymentFilter::default();
-        for (k, v) in pairs {
-            let v = v.trim();
-            if v.is_empty() {
-                continue;
-            }
-            let v = Some(v.to_owned());
-            match k {
-                "q" => f.q = v,
-                "status" => f.status = v,
-                "provider" => f.provider = v,
-                "amount" => f.amount = v,
-                "day" => f.day = v,
-                "after" => f.after = v,
-                _ => {}
-            }
-        }
-        f
-    }
-
-    pub fn query(&self, after: Option<&str>) -> String {
-        [
-            ("q", self.q.as_deref()),
-            ("status", self.status.as_deref()),
-            ("provider", self.provider.as_deref()),
-            ("amount", self.amount.as_deref()),
-            ("day", self.day.as_deref()),
-            ("after", after),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::tickets::encode(v))))
-        .collect::<Vec<_>>()
-        .join("&")
-    }
-}
+crate::query_filter!(PaymentFilter {
+    q,
+    status,
+    provider,
+    amount,
+    day,
+    after
+});
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentSummary {
@@ -338,13 +245,17 @@ pub struct RunPage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::QueryFilter;
 
     #[test]
     fn filters_read_and_write_their_query() {
         let f = CallbackFilter::from_pairs([("status", "DEAD"), ("q", " evt 1 "), ("x", "y")]);
         assert_eq!(f.status.as_deref(), Some("DEAD"));
-        assert_eq!(f.query(Some("5.a")), "q=evt%201&status=DEAD&after=5.a");
+        assert_eq!(
+            f.query_with_after(Some("5.a")),
+            "q=evt%201&status=DEAD&after=5.a"
+        );
         let p = PaymentFilter::from_pairs([("amount", "66.60"), ("day", "")]);
-        assert_eq!(p.query(None), "amount=66.60");
+        assert_eq!(p.query_with_after(None), "amount=66.60");
     }
 }

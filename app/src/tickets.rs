@@ -2,6 +2,7 @@
 //! shows them. Amounts arrive formatted by the server (it knows each
 //! currency's exponent); times are microseconds since the epoch, UTC.
 
+use crate::filter::QueryFilter;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -48,76 +49,19 @@ pub struct TicketFilter {
     pub after: Option<String>,
 }
 
+crate::query_filter!(TicketFilter {
+    class,
+    severity,
+    status,
+    provider,
+    day,
+    run,
+    owner,
+    q,
+    after
+});
+
 impl TicketFilter {
-    pub const KEYS: [&'static str; 9] = [
-        "class", "severity", "status", "provider", "day", "run", "owner", "q", "after",
-    ];
-
-    fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
-        Some(match key {
-            "class" => &mut self.class,
-            "severity" => &mut self.severity,
-            "status" => &mut self.status,
-            "provider" => &mut self.provider,
-            "day" => &mut self.day,
-            "run" => &mut self.run,
-            "owner" => &mut self.owner,
-            "q" => &mut self.q,
-            "after" => &mut self.after,
-            _ => return None,
-        })
-    }
-
-    /// The same filter with blank values dropped.
-    pub fn cleaned(&self) -> TicketFilter {
-        TicketFilter::from_pairs(
-            Self::KEYS
-                .iter()
-                .filter_map(|k| self.get(k).map(|v| (*k, v))),
-        )
-    }
-
-    pub fn get(&self, key: &str) -> Option<&str> {
-        match key {
-            "class" => self.class.as_deref(),
-            "severity" => self.severity.as_deref(),
-            "status" => self.status.as_deref(),
-            "provider" => self.provider.as_deref(),
-            "day" => self.day.as_deref(),
-            "run" => self.run.as_deref(),
-            "owner" => self.owner.as_deref(),
-            "q" => self.q.as_deref(),
-            "after" => self.after.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// From query pairs; empty values count as absent.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> TicketFilter {
-        let mut f = TicketFilter::default();
-        for (k, v) in pairs {
-            let v = v.trim();
-            if let Some(slot) = f.slot(k)
-                && !v.is_empty()
-            {
-                *slot = Some(v.to_owned());
-            }
-        }
-        f
-    }
-
-    /// The same filter as a query string (without `?`), `after` replaced.
-    pub fn query_with_after(&self, after: Option<&str>) -> String {
-        let mut out = Vec::new();
-        for key in Self::KEYS {
-            let value = if key == "after" { after } else { self.get(key) };
-            if let Some(v) = value {
-                out.push(format!("{key}={}", encode(v)));
-            }
-        }
-        out.join("&")
-    }
-
     /// This filter with one key set (or cleared), from the first page.
     pub fn with(&self, key: &str, value: Option<&str>) -> TicketFilter {
         let mut f = self.clone();

@@ -80,6 +80,18 @@ impl Desk {
         day_range(day, self.tz()).map_err(invalid)
     }
 
+    /// `column` within the business day `day`.
+    fn on_day(&self, column: &str, day: &str, args: &mut Vec<Arg>) -> Result<String, AppError> {
+        let (start, end) = self.range(day)?;
+        args.push(Arg::I(start));
+        args.push(Arg::I(end));
+        Ok(format!(
+            "{column} >= ${} AND {column} < ${}",
+            args.len() - 1,
+            args.len()
+        ))
+    }
+
     fn providers(&self) -> Vec<String> {
         let mut names: Vec<String> = self.engine.providers.names().map(str::to_owned).collect();
         names.sort();
@@ -310,19 +322,13 @@ impl Desk {
             ));
         }
         if let Some(s) = &f.status {
-            args.push(Arg::S(s.clone()));
-            parts.push(format!("processing_status = ${}", args.len()));
+            parts.push(equals("processing_status", Arg::S(s.clone()), &mut args));
         }
         if let Some(p) = &f.provider {
-            args.push(Arg::S(p.clone()));
-            parts.push(format!("provider = ${}", args.len()));
+            parts.push(equals("provider", Arg::S(p.clone()), &mut args));
         }
         if let Some(day) = &f.day {
-            let (start, end) = self.range(day)?;
-            args.push(Arg::I(start));
-            parts.push(format!("received_at >= ${}", args.len()));
-            args.push(Arg::I(end));
-            parts.push(format!("received_at < ${}", args.len()));
+            parts.push(self.on_day("received_at", day, &mut args)?);
         }
         if let Some(c) = newest_first_after(f.after.as_deref(), "received_at", "id", &mut args) {
             parts.push(c);
@@ -635,24 +641,17 @@ impl Desk {
             ));
         }
         if let Some(s) = &f.status {
-            args.push(Arg::S(s.clone()));
-            parts.push(format!("status = ${}", args.len()));
+            parts.push(equals("status", Arg::S(s.clone()), &mut args));
         }
         if let Some(p) = &f.provider {
-            args.push(Arg::S(p.clone()));
-            parts.push(format!("provider = ${}", args.len()));
+            parts.push(equals("provider", Arg::S(p.clone()), &mut args));
         }
         if let Some(a) = &f.amount {
             let minor = parse_major(a).ok_or_else(|| invalid("an amount is like 66.60"))?;
-            args.push(Arg::I(minor));
-            parts.push(format!("amount_minor = ${}", args.len()));
+            parts.push(equals("amount_minor", Arg::I(minor), &mut args));
         }
         if let Some(day) = &f.day {
-            let (start, end) = self.range(day)?;
-            args.push(Arg::I(start));
-            parts.push(format!("created_at >= ${}", args.len()));
-            args.push(Arg::I(end));
-            parts.push(format!("created_at < ${}", args.len()));
+            parts.push(self.on_day("created_at", day, &mut args)?);
         }
         if let Some(c) =
             newest_first_after(f.after.as_deref(), "created_at", "payment_no", &mut args)
@@ -969,6 +968,12 @@ impl Desk {
         });
         Ok(())
     }
+}
+
+/// `column = $n` with `value` bound.
+fn equals(column: &str, value: Arg, args: &mut Vec<Arg>) -> String {
+    args.push(value);
+    format!("{column} = ${}", args.len())
 }
 
 /// The keyset condition of a newest-first list after the cursor

@@ -4,6 +4,7 @@
 
 use crate::domain::{Currency, Money};
 use crate::store::Db;
+use app::filter::QueryFilter;
 use app::tickets::{
     AuditEntry, AuditFilter, AuditPage, CallbackRef, FixKind, Note, PAGE_SIZE, Proposal, Side,
     TicketDetail, TicketFilter, TicketPage, TicketSummary, TimelineItem,

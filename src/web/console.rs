@@ -7,6 +7,7 @@ use super::AppState;
 use crate::triage::Desk;
 use app::ERROR_PARAM;
 use app::error::AppError;
+use app::filter::QueryFilter;
 use app::tickets::{EVIDENCE_FILE_LIMIT, TicketFilter};
 use app::types::User;
 use axum::body::Body;

@@ -15,6 +15,8 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use super::tickets::WORK;
 #[cfg(feature = "ssr")]
+use crate::filter::QueryFilter;
+#[cfg(feature = "ssr")]
 use crate::ssr::{console, guard, respond};
 
 #[server(endpoint = "dashboard")]

@@ -11,6 +11,8 @@ use crate::types::Role;
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
+use crate::filter::QueryFilter;
+#[cfg(feature = "ssr")]
 use crate::ssr::{console, guard, respond};
 
 #[cfg(feature = "ssr")]

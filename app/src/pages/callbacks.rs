@@ -4,15 +4,16 @@
 //! every DEAD callback of a provider in a time range as a job whose
 //! progress the page follows (and that can be left and returned to).
 
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
+use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
 use crate::ops::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_params_map;
 
 pub const CALLBACK_STATUSES: &[&str] = &["RECEIVED", "PROCESSING", "SUCCESS", "FAILED", "DEAD"];
 
@@ -60,15 +61,7 @@ pub fn poll_while(running: Signal<bool>, refetch: impl Fn() + Clone + 'static) {
 #[component]
 fn CallbacksBody() -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
-    let query = use_query_map();
-    let filter = move || {
-        let q = query.read();
-        let pairs: Vec<(&str, String)> = ["q", "status", "provider", "day", "after"]
-            .iter()
-            .filter_map(|k| q.get(k).map(|v| (*k, v)))
-            .collect();
-        CallbackFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
-    };
+    let filter = query_filter::<CallbackFilter>();
     let page = Resource::new(filter, list_callbacks);
     let bulk = ServerAction::<BulkReplay>::new();
     let jobs = Resource::new(move || bulk.version().get(), |_| replay_jobs());
@@ -169,7 +162,7 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
     let next = p
         .next
         .clone()
-        .map(|n| format!("/callbacks?{}", f.query(Some(&n))));
+        .map(|n| format!("/callbacks?{}", f.query_with_after(Some(&n))));
     view! {
         <table class="grid" id="callbacks">
             <thead><tr>

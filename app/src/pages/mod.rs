@@ -15,6 +15,7 @@ mod users;
 
 use crate::api::{Login, Logout, SetLanguage, whoami};
 use crate::error::AppError;
+use crate::filter::QueryFilter;
 use crate::i18n::{Msg, error_text, role_name, tr};
 use crate::ssr_status;
 use crate::types::{Lang, Role, SessionInfo, User};
@@ -200,6 +201,19 @@ pub fn ErrorNote(err: Option<AppError>, lang: Lang) -> impl IntoView {
     err.map(|e| {
         view! { <p class="error" role="alert">{error_text(&e, lang)}</p> }
     })
+}
+
+/// A list's filter, as the address carries it.
+pub fn query_filter<F: QueryFilter + 'static>() -> impl Fn() -> F + Copy {
+    let query = use_query_map();
+    move || {
+        let q = query.read();
+        let pairs: Vec<(&str, String)> = F::KEYS
+            .iter()
+            .filter_map(|k| q.get(k).map(|v| (*k, v)))
+            .collect();
+        F::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+    }
 }
 
 /// The error a plain form post left in the address (`?err=`).

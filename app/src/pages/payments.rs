@@ -3,15 +3,16 @@
 //! effects, outbox messages with their deliveries, refunds and the refund
 //! ledger, provider calls, tickets, amount adjustments.
 
-use super::{ErrorNote, Frame, Viewer};
+use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
+use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
 use crate::ops::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_params_map;
 
 pub const PAYMENT_STATUSES: &[&str] = &[
     "CREATED",
@@ -44,15 +45,7 @@ pub fn PaymentPage() -> impl IntoView {
 #[component]
 fn PaymentsBody() -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
-    let query = use_query_map();
-    let filter = move || {
-        let q = query.read();
-        let pairs: Vec<(&str, String)> = ["q", "status", "provider", "amount", "day", "after"]
-            .iter()
-            .filter_map(|k| q.get(k).map(|v| (*k, v)))
-            .collect();
-        PaymentFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
-    };
+    let filter = query_filter::<PaymentFilter>();
     let page = Resource::new(filter, list_payments);
     let title = tr(lang, "Payments", "支付单");
     view! {
@@ -96,7 +89,7 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
     let next = p
         .next
         .clone()
-        .map(|n| format!("/payments?{}", f.query(Some(&n))));
+        .map(|n| format!("/payments?{}", f.query_with_after(Some(&n))));
     view! {
         <table class="grid" id="payments">
             <thead><tr>

@@ -2,15 +2,15 @@
 //! class (each a link to that filter), most severe then oldest first, one
 //! keyset page at a time, and the CSV export of the whole filtered set.
 
-use super::{ErrorNote, Frame, Viewer};
+use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::list_tickets;
+use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, ticket_status, tr};
 use crate::tickets::{CLASSES, SEVERITIES, STATUSES, TicketFilter, TicketPage};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_query_map;
 
 #[component]
 pub fn TicketsPage() -> impl IntoView {
@@ -18,19 +18,6 @@ pub fn TicketsPage() -> impl IntoView {
         <Frame allow=Role::ALL>
             <TicketsBody/>
         </Frame>
-    }
-}
-
-/// The filter in the address.
-pub fn query_filter() -> impl Fn() -> TicketFilter + Copy {
-    let query = use_query_map();
-    move || {
-        let q = query.read();
-        let pairs: Vec<(&str, String)> = TicketFilter::KEYS
-            .iter()
-            .filter_map(|k| q.get(k).map(|v| (*k, v)))
-            .collect();
-        TicketFilter::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
     }
 }
 
@@ -46,7 +33,7 @@ pub fn list_href(f: &TicketFilter) -> String {
 #[component]
 fn TicketsBody() -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
-    let filter = query_filter();
+    let filter = query_filter::<TicketFilter>();
     let page = Resource::new(filter, list_tickets);
     let title = tr(lang, "Discrepancies", "差异工单");
     view! {

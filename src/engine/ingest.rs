@@ -10,7 +10,8 @@ use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
 use crate::store::{callbacks, incidents};
-use sqlx::{AnyConnection, Connection};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, Connection};
 use tokio::sync::{mpsc, oneshot};
 
 /// At most this many callbacks per commit.
@@ -66,6 +67,10 @@ impl Engine {
     /// The writer: forever, take what is queued (up to `MAX_BATCH`) and
     /// write it in one transaction.
     pub(super) async fn write_batches(self, mut rx: mpsc::Receiver<Job>) {
+        // The writer keeps its connection between batches (no pool
+        // hand-over and health check per batch); a failed batch drops it,
+        // in case the connection itself is what broke.
+        let mut conn: Option<PoolConnection<Any>> = None;
         while let Some(first) = rx.recv().await {
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
@@ -84,7 +89,7 @@ impl Engine {
             let incoming: Vec<&Incoming> = batch.iter().map(|j| &j.incoming).collect();
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
-            let written = self.write_batch(&incoming).await;
+            let written = self.write_batch(&mut conn, &incoming).await;
             tracing::debug!(
                 size = incoming.len(),
                 micros = started.elapsed().as_micros() as u64,
@@ -97,6 +102,7 @@ impl Engine {
                     }
                 }
                 Err(e) => {
+                    conn = None;
                     tracing::error!(error = %e, size = batch.len(), "intake batch failed; nothing stored");
                     for job in batch {
                         let _ = job.reply.send(Err(format!("not stored: {e}")));
@@ -108,10 +114,15 @@ impl Engine {
 
     async fn write_batch(
         &self,
+        conn: &mut Option<PoolConnection<Any>>,
         batch: &[&Incoming],
     ) -> sqlx::Result<Vec<Result<Ingested, String>>> {
         let now = self.now();
-        let mut tx = self.db.begin_write().await?;
+        let conn = match conn {
+            Some(c) => c,
+            None => conn.insert(self.db.pool.acquire().await?),
+        };
+        let mut tx = self.db.begin_write_on(conn).await?;
         let mut results: Vec<Option<Result<Ingested, String>>> =
             (0..batch.len()).map(|_| None).collect();
 
@@ -180,10 +191,11 @@ impl Engine {
     ) -> sqlx::Result<Vec<(usize, Ingested)>> {
         let rows: Vec<callbacks::NewCallback> =
             fast.iter().map(|&i| new_row(batch[i], now)).collect();
-        let stored: std::collections::HashSet<String> = callbacks::insert_many(&mut *conn, &rows)
-            .await?
-            .into_iter()
-            .collect();
+        let stored: std::collections::HashSet<String> =
+            callbacks::insert_many_applied(&mut *conn, &rows)
+                .await?
+                .into_iter()
+                .collect();
         let stored: Vec<usize> = fast
             .iter()
             .copied()
@@ -192,14 +204,11 @@ impl Engine {
         let outcomes: Vec<&Outcome> = stored.iter().map(|&i| &batch[i].outcome).collect();
         let applied = apply_many(&mut *conn, &self.sink_names, &outcomes, now).await?;
         let mut done = Vec::with_capacity(stored.len());
-        let mut moved_ids = Vec::new();
         for (&i, applied) in stored.iter().zip(applied) {
             let c = batch[i];
             let applied = match applied {
-                Some(moved) => {
-                    moved_ids.push(c.id.as_str());
-                    moved
-                }
+                // Stored as applied: nothing more to write.
+                Some(moved) => moved,
                 None => {
                     let applied =
                         apply_in(&mut *conn, self.db.kind, &self.sink_names, &c.outcome, now)
@@ -210,7 +219,6 @@ impl Engine {
             };
             done.push((i, Ingested::New(applied)));
         }
-        callbacks::succeeded_many(&mut *conn, &moved_ids, "applied", now).await?;
         Ok(done)
     }
 

@@ -22,7 +22,7 @@ pub use workers::headers_from_json;
 
 use crate::providers::Providers;
 use crate::providers::signing::Secret;
-use crate::store::Db;
+use crate::store::{Db, DbKind};
 use crate::web::metrics::Metrics;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -112,7 +112,37 @@ impl Engine {
             ingest,
             refused_gate: Arc::default(),
         };
-        tokio::spawn(engine.clone().write_batches(rx));
+        // The writer's own copy holds no sender of its queue, so the writer
+        // stops once every other copy of the engine is gone.
+        let writer = Engine {
+            ingest: ingest::channel().0,
+            ..engine.clone()
+        };
+        match writer.db.kind {
+            // On SQLite the writer is the bottleneck and waits on sqlx's
+            // worker thread once per statement: on a thread of its own it
+            // is woken at once instead of queueing behind every HTTP task
+            // on the shared runtime (`BEGIN` took 850 µs there, 100 µs here).
+            DbKind::Sqlite => {
+                let spawned = std::thread::Builder::new()
+                    .name("reckon-intake".into())
+                    .spawn(move || {
+                        match tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                        {
+                            Ok(rt) => rt.block_on(writer.write_batches(rx)),
+                            Err(e) => tracing::error!(error = %e, "intake writer could not start"),
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!(error = %e, "intake writer thread could not start");
+                }
+            }
+            DbKind::Postgres => {
+                tokio::spawn(writer.write_batches(rx));
+            }
+        }
         engine
     }
 

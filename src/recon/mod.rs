@@ -145,7 +145,7 @@ async fn insert_rows_in(
     let sql = format!(
         "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
            provider_refund_id, amount_minor, currency, status, occurred_at) VALUES {}",
-        crate::store::value_rows(chunk.len(), 11, 1, "")
+        crate::store::Marks::for_conn(conn).rows(chunk.len(), 11, "")
     );
     let mut q = sqlx::query(&sql);
     for r in chunk {

@@ -23,11 +23,12 @@ pub async fn insert_if_absent<'e>(
     e: impl Executor<'e, Database = Any>,
     c: &NewCallback<'_>,
 ) -> sqlx::Result<bool> {
-    Ok(!insert_chunk(e, std::slice::from_ref(c)).await?.is_empty())
+    insert_refund_callback(e, c, None).await
 }
 
 /// A refund notification: stored like a payment callback (same dedup key),
-/// naming the refund it reports. True if stored now.
+/// naming the refund it reports (a payment callback names none). True if
+/// stored now.
 pub async fn insert_refund_callback<'e>(
     e: impl Executor<'e, Database = Any>,
     c: &NewCallback<'_>,
@@ -171,81 +172,62 @@ pub async fn retry_count<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> 
         .await
 }
 
-/// Many callbacks in statements of `ROWS_PER_STATEMENT` rows; returns the
-/// ids actually inserted (the others were already stored under their
-/// (provider, callback_id)).
-pub async fn insert_many(
+/// Many callbacks, already in their final state — processed, outcome
+/// `applied` — for the group commit, which applies them in the same
+/// transaction (and rewrites the state of any that did not simply move;
+/// if applying fails, the insert rolls back with it). Returns the ids
+/// actually inserted: the others were already stored under their
+/// (provider, callback_id).
+pub async fn insert_many_applied(
     conn: &mut sqlx::AnyConnection,
     rows: &[NewCallback<'_>],
 ) -> sqlx::Result<Vec<String>> {
     let mut ids = Vec::with_capacity(rows.len());
     for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
-        ids.extend(insert_chunk(&mut *conn, chunk).await?);
+        let mut marks = crate::store::Marks::for_conn(conn);
+        let sql = format!(
+            "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
+               headers_json, payload, payload_hash, verify_result, trace_id, received_at, processed_at, \
+               processing_status, outcome, retry_count) \
+             VALUES {} ON CONFLICT (provider, callback_id) DO NOTHING",
+            marks.rows(chunk.len(), 13, ", 'SUCCESS', 'applied', 0")
+        );
+        let mut q = sqlx::query(&sql);
+        for c in chunk {
+            q = q
+                .bind(c.id)
+                .bind(c.callback_id)
+                .bind(c.provider)
+                .bind(c.payment_no)
+                .bind(c.provider_txn_id)
+                .bind(c.callback_status)
+                .bind(c.headers_json)
+                .bind(c.payload)
+                .bind(c.payload_hash)
+                .bind(c.verify_result)
+                .bind(c.trace_id)
+                .bind(c.received_at)
+                .bind(c.received_at);
+        }
+        let inserted = q.execute(&mut *conn).await?.rows_affected() as usize;
+        if inserted == chunk.len() {
+            ids.extend(chunk.iter().map(|c| c.id.to_owned()));
+            continue;
+        }
+        // Some were stored before: which of ours are there now? (Rare: a
+        // provider's resend that arrived in the same batch as its twin was
+        // already left to the one-by-one path.)
+        let mut marks = crate::store::Marks::for_conn(conn);
+        let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
+        let sql = format!(
+            "SELECT id FROM payment_callbacks WHERE id IN ({})",
+            list.join(", ")
+        );
+        let mut q = sqlx::query_scalar(&sql);
+        for c in chunk {
+            q = q.bind(c.id);
+        }
+        ids.extend(q.fetch_all(&mut *conn).await?);
     }
     Ok(ids)
-}
-
-async fn insert_chunk<'e>(
-    e: impl Executor<'e, Database = Any>,
-    rows: &[NewCallback<'_>],
-) -> sqlx::Result<Vec<String>> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let sql = format!(
-        "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
-           headers_json, payload, payload_hash, verify_result, trace_id, received_at, processing_status, retry_count) \
-         VALUES {} ON CONFLICT (provider, callback_id) DO NOTHING RETURNING id",
-        crate::store::value_rows(rows.len(), 12, 1, ", 'PROCESSING', 0")
-    );
-    let mut q = sqlx::query_scalar(&sql);
-    for c in rows {
-        q = q
-            .bind(c.id)
-            .bind(c.callback_id)
-            .bind(c.provider)
-            .bind(c.payment_no)
-            .bind(c.provider_txn_id)
-            .bind(c.callback_status)
-            .bind(c.headers_json)
-            .bind(c.payload)
-            .bind(c.payload_hash)
-            .bind(c.verify_result)
-            .bind(c.trace_id)
-            .bind(c.received_at);
-    }
-    q.fetch_all(e).await
-}
-
-/// Marks many callbacks processed with the same outcome.
-pub async fn succeeded_many(
-    conn: &mut sqlx::AnyConnection,
-    ids: &[&str],
-    outcome: &str,
-    now: i64,
-) -> sqlx::Result<()> {
-    for chunk in ids.chunks(crate::store::ROWS_PER_STATEMENT) {
-        succeeded_chunk(&mut *conn, chunk, outcome, now).await?;
-    }
-    Ok(())
-}
-
-async fn succeeded_chunk<'e>(
-    e: impl Executor<'e, Database = Any>,
-    ids: &[&str],
-    outcome: &str,
-    now: i64,
-) -> sqlx::Result<()> {
-    let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
-    let sql = format!(
-        "UPDATE payment_callbacks SET processing_status = 'SUCCESS', outcome = $1, processed_at = $2, \
-           lease_until = NULL, next_retry_at = NULL, error_message = NULL WHERE id IN ({})",
-        list.join(", ")
-    );
-    let mut q = sqlx::query(&sql).bind(outcome).bind(now);
-    for id in ids {
-        q = q.bind(*id);
-    }
-    q.execute(e).await?;
-    Ok(())
 }

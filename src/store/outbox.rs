@@ -145,7 +145,7 @@ async fn events_chunk(
     let sql = format!(
         "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
          VALUES {}",
-        crate::store::value_rows(events.len(), 7, 1, "")
+        crate::store::Marks::for_conn(conn).rows(events.len(), 7, "")
     );
     let mut q = sqlx::query(&sql);
     for ev in events {
@@ -162,7 +162,7 @@ async fn events_chunk(
     for sink in sinks {
         let sql = format!(
             "INSERT INTO outbox_deliveries (message_id, sink, next_attempt_at, status, attempts) VALUES {}",
-            crate::store::value_rows(events.len(), 3, 1, ", 'PENDING', 0")
+            crate::store::Marks::for_conn(conn).rows(events.len(), 3, ", 'PENDING', 0")
         );
         let mut q = sqlx::query(&sql);
         for ev in events {

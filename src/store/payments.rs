@@ -282,49 +282,65 @@ pub async fn guarded_move_many(
     if predecessors.is_empty() {
         return Ok(moved);
     }
-    for chunk in moves.chunks(crate::store::ROWS_PER_STATEMENT) {
+    for chunk in moves.chunks(MOVES_PER_STATEMENT) {
         moved.extend(move_chunk(&mut *conn, target, chunk, predecessors, now).await?);
     }
     Ok(moved)
 }
 
-async fn move_chunk<'e>(
-    e: impl Executor<'e, Database = Any>,
+/// Payments moved by one statement. SQLite 3.46, without table statistics,
+/// walks the batch and looks each payment up by key only while the batch
+/// has fewer than about 206 rows; above that it scans the whole table
+/// (measured with EXPLAIN QUERY PLAN; a 255-row batch took 250 ms instead
+/// of 6 ms on 20,000 payments).
+const MOVES_PER_STATEMENT: usize = 128;
+
+async fn move_chunk(
+    conn: &mut sqlx::AnyConnection,
     target: PaymentStatus,
     moves: &[Move<'_>],
     predecessors: &[PaymentStatus],
     now: i64,
 ) -> sqlx::Result<Vec<MovedRow>> {
+    // The statuses are the engine's own names, written as literals.
     let allowed = predecessors
         .iter()
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
+    let mut marks = crate::store::Marks::for_conn(conn);
     let rows: Vec<String> = (0..moves.len())
-        .map(|i| {
-            let b = 3 + i * 5;
+        .map(|_| {
             format!(
-                "(${b}, ${}, ${}, CAST(${} AS BIGINT), ${})",
-                b + 1,
-                b + 2,
-                b + 3,
-                b + 4
+                "({}, {}, {}, CAST({} AS BIGINT), {})",
+                marks.mark(),
+                marks.mark(),
+                marks.mark(),
+                marks.mark(),
+                marks.mark()
             )
         })
         .collect();
+    let updated_at = marks.mark();
+    let paid_at = if target == PaymentStatus::Succeeded {
+        format!("COALESCE(payments.paid_at, {})", marks.mark())
+    } else {
+        "payments.paid_at".to_owned()
+    };
     let sql = format!(
         "WITH v(payment_no, provider, txn, amount, currency) AS (VALUES {}) \
-         UPDATE payments SET prev_status = status, status = $1, \
-           provider_txn_id = COALESCE(payments.provider_txn_id, v.txn), version = payments.version + 1, updated_at = $2, \
-           paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(payments.paid_at, $2) ELSE payments.paid_at END \
+         UPDATE payments SET prev_status = status, status = '{}', \
+           provider_txn_id = COALESCE(payments.provider_txn_id, v.txn), version = payments.version + 1, \
+           updated_at = {updated_at}, paid_at = {paid_at} \
          FROM v WHERE payments.payment_no = v.payment_no AND (payments.status || '') IN ({allowed}) \
            AND payments.provider = v.provider AND payments.amount_minor = v.amount \
            AND payments.currency = v.currency AND payments.hold_reason IS NULL \
            AND (v.txn IS NULL OR payments.provider_txn_id IS NULL OR payments.provider_txn_id = v.txn) \
          RETURNING payments.payment_no, payments.prev_status, payments.order_no, payments.version",
-        rows.join(", ")
+        rows.join(", "),
+        target.as_str(),
     );
-    let mut q = sqlx::query_as(&sql).bind(target.as_str()).bind(now);
+    let mut q = sqlx::query_as(&sql);
     for m in moves {
         q = q
             .bind(m.payment_no)
@@ -333,7 +349,11 @@ async fn move_chunk<'e>(
             .bind(m.amount_minor)
             .bind(m.currency);
     }
-    q.fetch_all(e).await
+    q = q.bind(now);
+    if target == PaymentStatus::Succeeded {
+        q = q.bind(now);
+    }
+    q.fetch_all(&mut *conn).await
 }
 
 /// Many effects: (payment_no, effect_type).
@@ -348,8 +368,8 @@ pub async fn insert_effects(
     Ok(())
 }
 
-async fn effects_chunk<'e>(
-    e: impl Executor<'e, Database = Any>,
+async fn effects_chunk(
+    conn: &mut sqlx::AnyConnection,
     effects: &[(&str, &str)],
     now: i64,
 ) -> sqlx::Result<()> {
@@ -358,7 +378,7 @@ async fn effects_chunk<'e>(
     }
     let sql = format!(
         "INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES {}",
-        crate::store::value_rows(effects.len(), 4, 1, "")
+        crate::store::Marks::for_conn(conn).rows(effects.len(), 4, "")
     );
     let mut q = sqlx::query(&sql);
     for (payment_no, effect_type) in effects {
@@ -368,7 +388,7 @@ async fn effects_chunk<'e>(
             .bind(*effect_type)
             .bind(now);
     }
-    q.execute(e).await?;
+    q.execute(&mut *conn).await?;
     Ok(())
 }
 
@@ -382,8 +402,8 @@ pub async fn insert_history_many(
     Ok(())
 }
 
-async fn history_chunk<'e>(
-    e: impl Executor<'e, Database = Any>,
+async fn history_chunk(
+    conn: &mut sqlx::AnyConnection,
     entries: &[HistoryEntry<'_>],
 ) -> sqlx::Result<()> {
     if entries.is_empty() {
@@ -392,7 +412,7 @@ async fn history_chunk<'e>(
     let sql = format!(
         "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
          VALUES {}",
-        crate::store::value_rows(entries.len(), 8, 1, "")
+        crate::store::Marks::for_conn(conn).rows(entries.len(), 8, "")
     );
     let mut q = sqlx::query(&sql);
     for h in entries {
@@ -406,6 +426,6 @@ async fn history_chunk<'e>(
             .bind(h.trace_id)
             .bind(h.at);
     }
-    q.execute(e).await?;
+    q.execute(&mut *conn).await?;
     Ok(())
 }

@@ -84,7 +84,6 @@ pub fn router(
         .route("/api/v1/recon/days", get(recon::days))
         .route("/api/v1/recon/pulls", post(recon::pull))
         .route("/api/v1/recon/runs/{run_id}/resume", post(recon::resume))
-        .route("/webhooks/{provider}", post(webhooks::receive))
         .route("/tickets.csv", get(console::export))
         .route("/evidence/{note_id}", get(console::download_evidence))
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
@@ -102,11 +101,28 @@ pub fn router(
             REQUEST_TIMEOUT,
         ))
         .layer(middleware::from_fn_with_state(
-            state.clone(),
+            // Only what it uses: the state is cloned for every request.
+            state.metrics.clone(),
             count_requests,
         ))
         .with_state(state.clone())
         .merge(extra)
+        .merge(
+            // Providers' webhooks come from servers, not browsers: no
+            // session, cookies or origin check on the hottest route; the
+            // handler itself reads at most `WEBHOOK_LIMIT`.
+            Router::new()
+                .route("/webhooks/{provider}", post(webhooks::receive))
+                .layer(TimeoutLayer::with_status_code(
+                    axum::http::StatusCode::REQUEST_TIMEOUT,
+                    REQUEST_TIMEOUT,
+                ))
+                .layer(middleware::from_fn_with_state(
+                    state.metrics.clone(),
+                    count_requests,
+                ))
+                .with_state(state.clone()),
+        )
         .merge(
             // Evidence files are larger than a form: their own limit, the
             // same session and origin checks.

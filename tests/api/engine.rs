@@ -510,6 +510,66 @@ async fn a_burst_of_mixed_callbacks_is_grouped_and_each_is_right(b: Backend) {
         "callbacks shared commits ({commits} for {})",
         sends.len()
     );
+
+    // A second burst: every first notification sent again (stored before,
+    // so each batch that takes one finds it already there) mixed with the
+    // first notifications of 40 new payments.
+    let mut later = Vec::new();
+    for i in 0..40 {
+        later.push(app.payment(&format!("LATER-{i}"), 1000, "CNY").await);
+    }
+    let mut again = Vec::new();
+    for (i, p) in fresh.iter().enumerate() {
+        let amount = if i % 12 == 0 { "9.99" } else { "10.00" };
+        let id = format!("evt_b{i}");
+        again.push((
+            id.clone(),
+            app.notice(&id, p, "SUCCEEDED", amount, "CNY", &format!("TB{i}")),
+        ));
+        if let Some(p) = later.get(i / 3).filter(|_| i % 3 == 0) {
+            let id = format!("evt_l{i}");
+            again.push((
+                id.clone(),
+                app.notice(&id, p, "SUCCEEDED", "10.00", "CNY", &format!("TL{i}")),
+            ));
+        }
+    }
+    let results =
+        futures_util::future::join_all(again.iter().map(|(id, body)| app.post_signed(id, body)))
+            .await;
+    for ((id, _), res) in again.iter().zip(results) {
+        assert_eq!(res.status().as_u16(), 200, "{id}");
+    }
+    let pool = app.pool().clone();
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM payment_effects").await, 150);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM payment_status_history").await,
+        150
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM payment_callbacks").await,
+        182,
+        "the 40 new ones stored, no resend stored twice"
+    );
+    assert_eq!(
+        count("SELECT CAST(SUM(duplicates) AS BIGINT) FROM payment_callbacks").await,
+        12 + 120,
+        "every resend counted on the callback first stored"
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM payments WHERE status = 'SUCCEEDED'").await,
+        150,
+        "the 110 of the first burst and the 40 new ones"
+    );
 }
 
 both_databases!(

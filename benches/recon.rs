@@ -219,4 +219,9 @@ fn main() {
         println!("{report}");
         write_section("## Reconciliation (issue 6)", &report);
     });
+    // RECKON_BENCH_KEEP=1 keeps the database and the two CSV files, to
+    // look at the queries by hand.
+    if std::env::var("RECKON_BENCH_KEEP").is_ok() {
+        println!("kept {}", dir.keep().display());
+    }
 }

@@ -12,16 +12,25 @@ pub mod statement;
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Outcome, Source};
 use crate::providers::Notification;
+use crate::providers::Provider;
 use crate::store::incidents;
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 use statement::{Format, Item, StatementRow};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Rows written per statement batch while reading.
 const ROW_BATCH: usize = 5_000;
+/// STATUS_LAG repairs: payments tried at once (each its own `apply`; a
+/// provider's status query may wait on the network), and tickets updated
+/// per commit.
+const REPAIRS_AT_ONCE: usize = 8;
+const REPAIRS_PER_COMMIT: usize = 256;
+/// Tickets per multi-row upsert (24 values each).
+const TICKETS_PER_STATEMENT: usize = 128;
 /// A RUNNING run without progress for this long was left by a stopped
 /// process (microseconds): an hour.
 const STALE_US: i64 = 3600 * 1_000_000;
@@ -600,19 +609,26 @@ impl Engine {
              AND provider_txn_id IS NOT NULL GROUP BY provider_txn_id HAVING COUNT(*) > 1",
         )
         .bind(run_id)
-        .fetch_all(pool)
+        .fetch_all(&mut *self.db.acquire_for_scan().await?)
         .await?
         .into_iter()
         .collect();
+        tracing::debug!(
+            run_id,
+            millis = phase.elapsed().as_millis() as u64,
+            "duplicates counted"
+        );
         // Statement payment rows, each with the payment its transaction id
         // names and the one its payment_no names. Rows that plainly match
         // (found by transaction id, same amount and currency, paid on both
         // sides, listed once) are only counted here, in the database; the
-        // rest come to be classified one by one.
+        // rest come to be classified one by one. Only the transaction id's
+        // payment is joined for every row; the payment the row's payment_no
+        // names is looked up (by subqueries, which run only for rows that
+        // pass the filter) for the rows that come out.
         const JOINS: &str = "FROM recon_rows r \
-             LEFT JOIN payments t ON t.provider = $2 AND t.provider_txn_id = r.provider_txn_id \
-             LEFT JOIN payments n ON n.provider = $2 AND n.payment_no = r.payment_no";
-        const PLAIN_MATCH: &str = "t.payment_no IS NOT NULL AND (n.payment_no IS NULL OR n.payment_no = t.payment_no) \
+             LEFT JOIN payments t ON t.provider = $2 AND t.provider_txn_id = r.provider_txn_id";
+        const PLAIN_MATCH: &str = "t.payment_no IS NOT NULL AND (r.payment_no IS NULL OR r.payment_no = t.payment_no) \
              AND t.currency = r.currency AND t.amount_minor = r.amount_minor AND r.status = 'SUCCEEDED' \
              AND t.status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') \
              AND NOT EXISTS (SELECT 1 FROM recon_rows d WHERE d.run_id = r.run_id AND d.kind = 'payment' \
@@ -622,18 +638,38 @@ impl Engine {
             "SELECT COUNT(*) FROM recon_rows WHERE run_id = $1 AND kind = 'payment'",
         )
         .bind(run_id)
-        .fetch_one(pool)
+        .fetch_one(&mut *self.db.acquire_for_scan().await?)
         .await?;
+        tracing::debug!(
+            run_id,
+            millis = phase.elapsed().as_millis() as u64,
+            "payment rows counted"
+        );
         let mut streamed = 0i64;
+        let named = |column: &str| {
+            format!(
+                "(SELECT n.{column} FROM payments n WHERE n.provider = $2 AND n.payment_no = r.payment_no) AS n_{column}"
+            )
+        };
         let sql = format!(
             "SELECT r.line_no, r.provider_txn_id, r.payment_no, r.amount_minor, r.currency, r.status, r.occurred_at, \
                t.payment_no AS t_no, t.order_no AS t_order, t.amount_minor AS t_amount, t.currency AS t_currency, \
                t.status AS t_status, \
-               n.payment_no AS n_no, n.order_no AS n_order, n.amount_minor AS n_amount, n.currency AS n_currency, \
-               n.status AS n_status, n.provider_txn_id AS n_txn, n.created_at AS n_created \
-             {JOINS} WHERE r.run_id = $1 AND r.kind = 'payment' AND NOT ({PLAIN_MATCH}) ORDER BY r.line_no"
+               (SELECT n.payment_no FROM payments n WHERE n.provider = $2 AND n.payment_no = r.payment_no) AS n_no, \
+               {}, {}, {}, {}, {}, {} \
+             {JOINS} WHERE r.run_id = $1 AND r.kind = 'payment' AND NOT ({PLAIN_MATCH}) ORDER BY r.line_no",
+            named("order_no"),
+            named("amount_minor"),
+            named("currency"),
+            named("status"),
+            named("provider_txn_id"),
+            named("created_at"),
         );
-        let mut stream = sqlx::query(&sql).bind(run_id).bind(provider).fetch(pool);
+        let mut reader = self.db.acquire_for_scan().await?;
+        let mut stream = sqlx::query(&sql)
+            .bind(run_id)
+            .bind(provider)
+            .fetch(&mut *reader);
         while let Some(row) = stream.try_next().await? {
             streamed += 1;
             figures.statement_rows += 1;
@@ -651,8 +687,8 @@ impl Engine {
                 .unwrap_or(1);
             let t_no: Option<String> = row.try_get("t_no")?;
             let n_no: Option<String> = row.try_get("n_no")?;
-            let n_created: Option<i64> = row.try_get("n_created")?;
-            let n_txn: Option<String> = row.try_get("n_txn")?;
+            let n_created: Option<i64> = row.try_get("n_created_at")?;
+            let n_txn: Option<String> = row.try_get("n_provider_txn_id")?;
             let n_in_window = match (n_created, occurred) {
                 (Some(c), Some(o)) => (o - c).abs() <= MATCH_WINDOW_US,
                 (Some(_), None) => true,
@@ -747,7 +783,7 @@ impl Engine {
                         "HIGH",
                         txn_key,
                         Some(n.clone()),
-                        row.try_get("n_order")?,
+                        row.try_get("n_order_no")?,
                         None,
                         format!(
                             "payment {n} is bound to transaction {}, the statement says {}",
@@ -759,8 +795,8 @@ impl Engine {
                 }
                 (
                     n.clone(),
-                    row.try_get("n_order")?,
-                    row.try_get("n_amount")?,
+                    row.try_get("n_order_no")?,
+                    row.try_get("n_amount_minor")?,
                     row.try_get("n_currency")?,
                     row.try_get("n_status")?,
                 )
@@ -854,12 +890,14 @@ impl Engine {
                AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'payment' AND r.provider_txn_id = p.provider_txn_id) \
                AND NOT EXISTS (SELECT 1 FROM recon_rows r WHERE r.run_id = $1 AND r.kind = 'payment' AND r.payment_no = p.payment_no) \
              ORDER BY p.payment_no";
+        drop(reader);
+        let mut reader = self.db.acquire_for_scan().await?;
         let mut stream = sqlx::query(sql)
             .bind(run_id)
             .bind(provider)
             .bind(start)
             .bind(end)
-            .fetch(pool);
+            .fetch(&mut *reader);
         while let Some(row) = stream.try_next().await? {
             figures.local_without_row += 1;
             let pno: String = row.try_get("payment_no")?;
@@ -1043,17 +1081,46 @@ impl Engine {
             return Ok(());
         }
         let now = self.now();
+        let keyed: Vec<(String, &Found)> = found
+            .iter()
+            .map(|f| (format!("recon:{provider}:{date}:{}:{}", f.class, f.key), f))
+            .collect();
+        // One row per ticket and statement: a key found twice (a
+        // transaction listed twice) keeps its last finding, as a second
+        // upsert would have — PostgreSQL refuses to touch a row twice in
+        // one statement.
+        let last: std::collections::HashMap<&str, usize> = keyed
+            .iter()
+            .enumerate()
+            .map(|(i, (key, _))| (key.as_str(), i))
+            .collect();
+        let rows: Vec<&(String, &Found)> = keyed
+            .iter()
+            .enumerate()
+            .filter(|(i, (key, _))| last[key.as_str()] == *i)
+            .map(|(_, row)| row)
+            .collect();
         let mut tx = self.db.begin_write().await?;
-        for f in found {
-            let key = format!("recon:{provider}:{date}:{}:{}", f.class, f.key);
-            let details = json!({ "reason": f.reason }).to_string();
-            sqlx::query(
+        for chunk in rows.chunks(TICKETS_PER_STATEMENT) {
+            let mut marks = crate::store::Marks::for_conn(&tx);
+            let values: Vec<String> = chunk
+                .iter()
+                .map(|_| {
+                    let m: Vec<String> = (0..24).map(|_| marks.mark()).collect();
+                    format!(
+                        "({}, {}, {}, {}, 'OPEN', {}, {}, {}, {}, {}, {}, {}, {}, {}, 'recon', {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, \
+                         CASE {} WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END)",
+                        m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
+                        m[14], m[15], m[16], m[17], m[18], m[19], m[20], m[21], m[22], m[23]
+                    )
+                })
+                .collect();
+            let sql = format!(
                 "INSERT INTO discrepancies (discrepancy_id, dedupe_key, class, severity, status, provider, payment_no, \
                    provider_txn_id, local_amount_minor, local_currency, local_status, provider_amount_minor, \
                    provider_currency, provider_status, source, details, found_at, run_id, business_date, order_no, \
                    statement_file, range_start, range_end, line_no, updated_at, severity_rank) \
-                 VALUES ($1, $2, $3, $4, 'OPEN', $5, $6, $7, $8, $9, $10, $11, $12, $13, 'recon', $14, $15, $16, $17, \
-                   $18, $19, $20, $21, $22, $15, CASE $4 WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END) \
+                 VALUES {} \
                  ON CONFLICT (dedupe_key) DO UPDATE SET run_id = excluded.run_id, \
                    local_amount_minor = excluded.local_amount_minor, local_currency = excluded.local_currency, \
                    local_status = excluded.local_status, provider_amount_minor = excluded.provider_amount_minor, \
@@ -1061,60 +1128,77 @@ impl Engine {
                    details = excluded.details, statement_file = excluded.statement_file, line_no = excluded.line_no, \
                    updated_at = excluded.updated_at \
                  WHERE discrepancies.status <> 'CLOSED'",
-            )
-            .bind(uuid::Uuid::now_v7().to_string())
-            .bind(&key)
-            .bind(f.class)
-            .bind(f.severity)
-            .bind(provider)
-            .bind(f.payment_no.as_deref())
-            .bind(f.txn.as_deref())
-            .bind(f.local.as_ref().map(|l| l.0))
-            .bind(f.local.as_ref().map(|l| l.1.as_str()))
-            .bind(f.local.as_ref().map(|l| l.2.as_str()))
-            .bind(f.provider_side.as_ref().map(|p| p.0))
-            .bind(f.provider_side.as_ref().map(|p| p.1.as_str()))
-            .bind(f.provider_side.as_ref().map(|p| p.2.as_str()))
-            .bind(&details)
-            .bind(now)
-            .bind(run_id)
-            .bind(date)
-            .bind(f.order_no.as_deref())
-            .bind(file)
-            .bind(start)
-            .bind(end)
-            .bind(f.line_no)
-            .execute(&mut *tx)
-            .await?;
-            for payment_no in &f.hold {
-                crate::store::payments::hold(
-                    &mut *tx,
-                    payment_no,
-                    &format!("{} in {provider}'s statement of {date}", f.class),
-                    now,
-                )
-                .await?;
+                values.join(", ")
+            );
+            let mut q = sqlx::query(&sql);
+            for (key, f) in chunk {
+                q = q
+                    .bind(uuid::Uuid::now_v7().to_string())
+                    .bind(key.as_str())
+                    .bind(f.class)
+                    .bind(f.severity)
+                    .bind(provider)
+                    .bind(f.payment_no.as_deref())
+                    .bind(f.txn.as_deref())
+                    .bind(f.local.as_ref().map(|l| l.0))
+                    .bind(f.local.as_ref().map(|l| l.1.as_str()))
+                    .bind(f.local.as_ref().map(|l| l.2.as_str()))
+                    .bind(f.provider_side.as_ref().map(|p| p.0))
+                    .bind(f.provider_side.as_ref().map(|p| p.1.as_str()))
+                    .bind(f.provider_side.as_ref().map(|p| p.2.as_str()))
+                    .bind(json!({ "reason": f.reason }).to_string())
+                    .bind(now)
+                    .bind(run_id)
+                    .bind(date)
+                    .bind(f.order_no.as_deref())
+                    .bind(file)
+                    .bind(start)
+                    .bind(end)
+                    .bind(f.line_no)
+                    .bind(now)
+                    .bind(f.severity);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        // What some findings do besides their ticket: holds (one statement
+        // per reason and chunk) and a critical alert for each LOCAL_ONLY.
+        let mut holds: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        let mut alerts: Vec<(&str, Option<&str>, String)> = Vec::new();
+        for (key, f) in &keyed {
+            if !f.hold.is_empty() {
+                holds
+                    .entry(format!("{} in {provider}'s statement of {date}", f.class))
+                    .or_default()
+                    .extend(f.hold.iter().map(String::as_str));
             }
             if f.class == "LOCAL_ONLY" {
-                incidents::raise_alert(
-                    &mut *tx,
-                    &incidents::NewAlert {
-                        dedupe_key: &key,
-                        kind: "local_only",
-                        severity: "critical",
-                        payment_no: f.payment_no.as_deref(),
-                        message: &format!(
-                            "payment {} is {} here but absent from {provider}'s statement of {date}: hold fulfilment",
-                            f.payment_no.as_deref().unwrap_or("-"),
-                            f.local.as_ref().map(|l| l.2.as_str()).unwrap_or("-")
-                        ),
-                        trace_id: None,
-                        now,
-                    },
-                )
-                .await?;
+                alerts.push((
+                    key.as_str(),
+                    f.payment_no.as_deref(),
+                    format!(
+                        "payment {} is {} here but absent from {provider}'s statement of {date}: hold fulfilment",
+                        f.payment_no.as_deref().unwrap_or("-"),
+                        f.local.as_ref().map(|l| l.2.as_str()).unwrap_or("-")
+                    ),
+                ));
             }
         }
+        for (reason, payment_nos) in &holds {
+            crate::store::payments::hold_many(&mut tx, payment_nos, reason, now).await?;
+        }
+        let alerts: Vec<incidents::NewAlert> = alerts
+            .iter()
+            .map(|(key, payment_no, message)| incidents::NewAlert {
+                dedupe_key: key,
+                kind: "local_only",
+                severity: "critical",
+                payment_no: *payment_no,
+                message,
+                trace_id: None,
+                now,
+            })
+            .collect();
+        incidents::raise_alerts(&mut tx, &alerts).await?;
         tx.commit().await
     }
 
@@ -1130,106 +1214,140 @@ impl Engine {
         let Some(provider) = self.providers.get(provider_name).cloned() else {
             return Ok(0);
         };
-        let pool = &self.db.pool;
         let mut repaired = 0;
-        for (payment_no, _txn) in lagging {
-            let key = format!("recon:{provider_name}:{date}:STATUS_LAG:{payment_no}");
-            let Some(p) = crate::store::payments::get(pool, payment_no).await? else {
-                continue;
-            };
-            let Ok(no) = PaymentNo::parse(payment_no) else {
-                continue;
-            };
-            let mut actions = Vec::new();
-            let mut applied = None;
-            // 1. A stored verified callback that did not get through.
-            let stored: Vec<(String, String, Vec<u8>, String)> = sqlx::query_as(
-                "SELECT id, headers_json, payload, trace_id FROM payment_callbacks \
-                 WHERE payment_no = $1 AND provider = $2 AND verify_result = 'VERIFIED' AND refund_no IS NULL \
-                 ORDER BY received_at",
-            )
-            .bind(payment_no)
-            .bind(provider_name)
-            .fetch_all(pool)
-            .await?;
-            for (id, headers_json, payload, trace_id) in stored {
-                let headers = crate::engine::headers_from_json(&headers_json);
-                if let Ok(Notification::Payment(n)) = provider.parse(&headers, &payload)
-                    && n.status == PaymentStatus::Succeeded
-                {
-                    let mut o = crate::engine::notice_outcome(&n, provider.name(), &id, &trace_id);
-                    o.source = Source::ReconRepair;
-                    let a = self.apply(&o).await?;
-                    actions.push(json!({"action": "replayed stored callback", "callback": id, "result": a.class(), "at": self.now()}));
-                    applied = Some(a);
-                    break;
-                }
-            }
-            // 2. Else the provider, asked now.
-            if applied.is_none() {
-                let txn = p
-                    .provider_txn_id
-                    .as_deref()
-                    .and_then(|t| ProviderTxnId::parse(t).ok());
-                match provider.query_payment(&no, txn.as_ref()).await {
-                    Ok(view) => {
-                        let o = Outcome {
-                            payment_no: no.clone(),
-                            provider: provider.name().clone(),
-                            provider_txn_id: view.provider_txn_id,
-                            target: view.status.unwrap_or(PaymentStatus::Pending),
-                            money: view.money,
-                            source: Source::ReconRepair,
-                            evidence: format!("recon {date}"),
-                            trace_id: uuid::Uuid::new_v4().simple().to_string(),
-                        };
-                        let a = self.apply(&o).await?;
-                        actions.push(json!({"action": "status query", "result": a.class(), "at": self.now()}));
-                        applied = Some(a);
-                    }
-                    Err(e) => actions.push(json!({"action": "status query", "result": e.to_string(), "at": self.now()})),
-                }
-            }
-            let fixed = matches!(
-                applied,
-                Some(Applied::Moved {
-                    to: PaymentStatus::Succeeded,
-                    ..
-                })
-            );
+        for chunk in lagging.chunks(REPAIRS_PER_COMMIT) {
+            // Each payment on its own (a replay or a question to the
+            // provider, through `apply`), a few at a time...
+            let tries: Vec<_> = chunk
+                .iter()
+                .map(|(payment_no, _)| self.repair_one(&provider, date, payment_no.clone()))
+                .collect();
+            let tried: Vec<(String, Vec<serde_json::Value>, bool)> =
+                futures_util::stream::iter(tries)
+                    .buffered(REPAIRS_AT_ONCE)
+                    .try_collect::<Vec<_>>()
+                    .await?
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            // ...then what was done, on the tickets: one commit per chunk.
             let mut tx = self.db.begin_write().await?;
-            let ticket: Option<String> =
-                sqlx::query_scalar("SELECT discrepancy_id FROM discrepancies WHERE dedupe_key = $1 AND status <> 'CLOSED'")
-                    .bind(&key)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            if let Some(ticket) = &ticket {
-                for action in &actions {
-                    crate::triage::append_action(&mut tx, ticket, action, self.now()).await?;
+            for (payment_no, actions, fixed) in tried {
+                let key = format!("recon:{provider_name}:{date}:STATUS_LAG:{payment_no}");
+                let now = self.now();
+                // What was done, on the open ticket, closing it when fixed.
+                let entries = actions
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let actions_now = format!(
+                    "CASE WHEN $4 = '' THEN actions ELSE {} END",
+                    crate::triage::appended_actions("$4")
+                );
+                let ticket: Option<String> = sqlx::query_scalar(&format!(
+                    "UPDATE discrepancies SET updated_at = $1, actions = {actions_now}, \
+                       status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
+                       conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
+                       closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
+                     WHERE dedupe_key = $3 AND status <> 'CLOSED' RETURNING discrepancy_id"
+                ))
+                .bind(now)
+                .bind(i64::from(fixed))
+                .bind(&key)
+                .bind(entries)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let (true, Some(ticket)) = (fixed, &ticket) {
+                    crate::triage::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
                 }
-            }
-            let now = self.now();
-            sqlx::query(
-                "UPDATE discrepancies SET updated_at = $1, \
-                   status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
-                   conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
-                   closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
-                 WHERE dedupe_key = $3 AND status <> 'CLOSED'",
-            )
-            .bind(now)
-            .bind(i64::from(fixed))
-            .bind(&key)
-            .execute(&mut *tx)
-            .await?;
-            if let (true, Some(ticket)) = (fixed, &ticket) {
-                crate::triage::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
+                if fixed {
+                    repaired += 1;
+                }
             }
             tx.commit().await?;
-            if fixed {
-                repaired += 1;
-            }
         }
         Ok(repaired)
+    }
+
+    /// One lagging payment: its stored verified callback replayed, else
+    /// the provider asked, through `apply`. What was done, and whether the
+    /// payment is now paid; `None` for a payment Reckon does not have.
+    async fn repair_one(
+        &self,
+        provider: &Arc<dyn Provider>,
+        date: &str,
+        payment_no: String,
+    ) -> sqlx::Result<Option<(String, Vec<serde_json::Value>, bool)>> {
+        let pool = &self.db.pool;
+        let Some(p) = crate::store::payments::get(pool, &payment_no).await? else {
+            return Ok(None);
+        };
+        let Ok(no) = PaymentNo::parse(&payment_no) else {
+            return Ok(None);
+        };
+        let mut actions = Vec::new();
+        let mut applied = None;
+        // 1. A stored verified callback that did not get through.
+        let stored: Vec<(String, String, Vec<u8>, String)> = sqlx::query_as(
+            "SELECT id, headers_json, payload, trace_id FROM payment_callbacks \
+             WHERE payment_no = $1 AND provider = $2 AND verify_result = 'VERIFIED' AND refund_no IS NULL \
+             ORDER BY received_at",
+        )
+        .bind(&payment_no)
+        .bind(provider.name().as_str())
+        .fetch_all(pool)
+        .await?;
+        for (id, headers_json, payload, trace_id) in stored {
+            let headers = crate::engine::headers_from_json(&headers_json);
+            if let Ok(Notification::Payment(n)) = provider.parse(&headers, &payload)
+                && n.status == PaymentStatus::Succeeded
+            {
+                let mut o = crate::engine::notice_outcome(&n, provider.name(), &id, &trace_id);
+                o.source = Source::ReconRepair;
+                let a = self.apply(&o).await?;
+                actions.push(json!({"action": "replayed stored callback", "callback": id, "result": a.class(), "at": self.now()}));
+                applied = Some(a);
+                break;
+            }
+        }
+        // 2. Else the provider, asked now.
+        if applied.is_none() {
+            let txn = p
+                .provider_txn_id
+                .as_deref()
+                .and_then(|t| ProviderTxnId::parse(t).ok());
+            match provider.query_payment(&no, txn.as_ref()).await {
+                Ok(view) => {
+                    let o = Outcome {
+                        payment_no: no.clone(),
+                        provider: provider.name().clone(),
+                        provider_txn_id: view.provider_txn_id,
+                        target: view.status.unwrap_or(PaymentStatus::Pending),
+                        money: view.money,
+                        source: Source::ReconRepair,
+                        evidence: format!("recon {date}"),
+                        trace_id: uuid::Uuid::new_v4().simple().to_string(),
+                    };
+                    let a = self.apply(&o).await?;
+                    actions.push(
+                        json!({"action": "status query", "result": a.class(), "at": self.now()}),
+                    );
+                    applied = Some(a);
+                }
+                Err(e) => actions.push(
+                    json!({"action": "status query", "result": e.to_string(), "at": self.now()}),
+                ),
+            }
+        }
+        let fixed = matches!(
+            applied,
+            Some(Applied::Moved {
+                to: PaymentStatus::Succeeded,
+                ..
+            })
+        );
+        Ok(Some((payment_no, actions, fixed)))
     }
 
     /// A person's decision on a held payment: the hold is lifted (audited

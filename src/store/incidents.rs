@@ -43,6 +43,45 @@ pub async fn raise_alert<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// `raise_alert` for many, in multi-row statements; each alert raised now
+/// is logged as `raise_alert` logs it.
+pub async fn raise_alerts(
+    conn: &mut sqlx::AnyConnection,
+    alerts: &[NewAlert<'_>],
+) -> sqlx::Result<()> {
+    for chunk in alerts.chunks(crate::store::ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, payment_no, message, trace_id, created_at) \
+             VALUES {} ON CONFLICT (dedupe_key) DO NOTHING RETURNING dedupe_key",
+            crate::store::Marks::for_conn(conn).rows(chunk.len(), 8, "")
+        );
+        let mut q = sqlx::query_scalar::<_, String>(&sql);
+        for a in chunk {
+            q = q
+                .bind(uuid::Uuid::now_v7().to_string())
+                .bind(a.dedupe_key)
+                .bind(a.kind)
+                .bind(a.severity)
+                .bind(a.payment_no)
+                .bind(a.message)
+                .bind(a.trace_id)
+                .bind(a.now);
+        }
+        let raised: std::collections::HashSet<String> =
+            q.fetch_all(&mut *conn).await?.into_iter().collect();
+        for a in chunk.iter().filter(|a| raised.contains(a.dedupe_key)) {
+            tracing::warn!(
+                kind = a.kind,
+                severity = a.severity,
+                payment_no = a.payment_no,
+                "{}",
+                a.message
+            );
+        }
+    }
+    Ok(())
+}
+
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct AlertRow {
     pub alert_id: String,

@@ -179,6 +179,31 @@ pub async fn hold<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// `hold` for many payments with the same reason.
+pub async fn hold_many(
+    conn: &mut sqlx::AnyConnection,
+    payment_nos: &[&str],
+    reason: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    for chunk in payment_nos.chunks(crate::store::ROWS_PER_STATEMENT) {
+        let mut marks = crate::store::Marks::for_conn(conn);
+        let (reason_mark, now_mark) = (marks.mark(), marks.mark());
+        let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
+        let sql = format!(
+            "UPDATE payments SET hold_reason = {reason_mark}, updated_at = {now_mark}, version = version + 1 \
+             WHERE payment_no IN ({}) AND hold_reason IS NULL",
+            list.join(", ")
+        );
+        let mut q = sqlx::query(&sql).bind(reason).bind(now);
+        for payment_no in chunk {
+            q = q.bind(*payment_no);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// Releases a hold inside the caller's transaction; returns the reason it
 /// had, or `None` when the payment was not held.
 pub async fn release(

@@ -307,20 +307,27 @@ pub async fn append_action(
     entry: &serde_json::Value,
     now: i64,
 ) -> sqlx::Result<()> {
-    // `actions` is a JSON array kept as text: strip its closing bracket and
-    // add the entry (with a comma unless it was empty).
-    sqlx::query(
-        "UPDATE discrepancies SET updated_at = $1, actions = CASE \
-           WHEN actions = '[]' OR actions = '' THEN '[' || $2 || ']' \
-           ELSE SUBSTR(actions, 1, LENGTH(actions) - 1) || ',' || $2 || ']' END \
-         WHERE discrepancy_id = $3",
-    )
+    sqlx::query(&format!(
+        "UPDATE discrepancies SET updated_at = $1, actions = {} WHERE discrepancy_id = $3",
+        appended_actions("$2")
+    ))
     .bind(now)
     .bind(entry.to_string())
     .bind(ticket_id)
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// The ticket's `actions` with `entries` (a placeholder for one or more
+/// JSON values joined by commas) added. `actions` is a JSON array kept as
+/// text: its closing bracket is stripped and the entries added (with a
+/// comma unless it was empty).
+pub(crate) fn appended_actions(entries: &str) -> String {
+    format!(
+        "CASE WHEN actions = '[]' OR actions = '' THEN '[' || {entries} || ']' \
+         ELSE SUBSTR(actions, 1, LENGTH(actions) - 1) || ',' || {entries} || ']' END"
+    )
 }
 
 #[async_trait::async_trait]

@@ -252,6 +252,8 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
             .await
             .unwrap();
     assert!(actions.contains("status query"), "{actions}");
+    let actions: serde_json::Value = serde_json::from_str(&actions).unwrap();
+    assert_eq!(actions[0]["action"], "status query", "{actions}");
     assert!(conclusion.unwrap().contains("auto-repaired"));
     assert_eq!(app.alert_kinds(&local_only).await, ["local_only"]);
     // LOCAL_ONLY and ONE_TO_MANY hold their payments until a person decides:

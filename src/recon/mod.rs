@@ -22,7 +22,9 @@ use statement::{Format, Item, StatementRow};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Rows written per statement batch while reading.
+/// Statement rows staged per commit (with the run's progress).
+const STAGE_BATCH: usize = 20_000;
+/// Findings held before their tickets are written, while classifying.
 const ROW_BATCH: usize = 5_000;
 /// STATUS_LAG repairs: payments tried at once (each its own `apply`; a
 /// provider's status query may wait on the network), and tickets updated
@@ -173,6 +175,14 @@ async fn insert_rows_in(
     }
     q.execute(&mut *conn).await?;
     Ok(())
+}
+
+/// A verified callback kept for a payment, as a repair replays it.
+struct StoredCallback {
+    id: String,
+    headers_json: String,
+    payload: Vec<u8>,
+    trace_id: String,
 }
 
 /// A ticket found by a run.
@@ -537,13 +547,13 @@ impl Engine {
             .map_err(|e| ReconError::Invalid(format!("cannot read the statement: {e}")))?;
         let mut items = statement::read_with(format, reader, tolerance);
         let mut skipped = Vec::new();
-        let mut batch: Vec<StatementRow> = Vec::with_capacity(ROW_BATCH);
+        let mut batch: Vec<StatementRow> = Vec::with_capacity(STAGE_BATCH);
         let mut rows = 0i64;
         let mut checks = Vec::new();
         loop {
             // Parsing is synchronous; a batch at a time between writes.
             let mut ended = false;
-            while batch.len() < ROW_BATCH {
+            while batch.len() < STAGE_BATCH {
                 match items.next() {
                     Some(Ok(Item::Row(r))) => batch.push(r),
                     Some(Ok(Item::Skipped(e))) => skipped.push(e),
@@ -560,29 +570,32 @@ impl Engine {
                 }
             }
             rows += batch.len() as i64;
-            self.insert_rows(run_id, &batch).await?;
+            self.insert_rows(run_id, &batch, rows).await?;
             batch.clear();
-            // Progress for whoever watches the run.
-            sqlx::query("UPDATE recon_runs SET rows_read = $1, updated_at = $2 WHERE run_id = $3")
-                .bind(rows)
-                .bind(self.now())
-                .bind(run_id)
-                .execute(&self.db.pool)
-                .await?;
             if ended {
                 return Ok((rows, checks, skipped));
             }
         }
     }
 
-    async fn insert_rows(&self, run_id: &str, rows: &[StatementRow]) -> sqlx::Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
+    /// A batch of statement rows, and the run's progress (`read` rows so
+    /// far, for whoever watches it), in one commit.
+    async fn insert_rows(
+        &self,
+        run_id: &str,
+        rows: &[StatementRow],
+        read: i64,
+    ) -> sqlx::Result<()> {
         let mut tx = self.db.begin_write().await?;
         for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
             insert_rows_in(&mut tx, run_id, chunk).await?;
         }
+        sqlx::query("UPDATE recon_runs SET rows_read = $1, updated_at = $2 WHERE run_id = $3")
+            .bind(read)
+            .bind(self.now())
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await
     }
 
@@ -1218,18 +1231,65 @@ impl Engine {
         for chunk in lagging.chunks(REPAIRS_PER_COMMIT) {
             // Each payment on its own (a replay or a question to the
             // provider, through `apply`), a few at a time...
+            // What each needs, read for the whole chunk: the payment's bound
+            // transaction, and its stored verified callbacks, oldest first.
+            // (The provider is checked here, not in SQL: with `provider =`
+            // beside the list SQLite walks the provider's whole index.)
+            let mut marks = crate::store::Marks::for_kind(self.db.kind);
+            let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
+            let list = list.join(", ");
+            let sql = format!(
+                "SELECT payment_no, provider_txn_id, provider FROM payments WHERE payment_no IN ({list})"
+            );
+            let mut q = sqlx::query_as::<_, (String, Option<String>, String)>(&sql);
+            for (payment_no, _) in chunk {
+                q = q.bind(payment_no.as_str());
+            }
+            let known: std::collections::HashMap<String, Option<String>> = q
+                .fetch_all(&self.db.pool)
+                .await?
+                .into_iter()
+                .filter(|(_, _, provider)| provider == provider_name)
+                .map(|(payment_no, txn, _)| (payment_no, txn))
+                .collect();
+            let sql = format!(
+                "SELECT payment_no, id, headers_json, payload, trace_id, provider FROM payment_callbacks \
+                 WHERE payment_no IN ({list}) AND verify_result = 'VERIFIED' AND refund_no IS NULL \
+                 ORDER BY payment_no, received_at"
+            );
+            let mut q =
+                sqlx::query_as::<_, (String, String, String, Vec<u8>, String, String)>(&sql);
+            for (payment_no, _) in chunk {
+                q = q.bind(payment_no.as_str());
+            }
+            let mut stored: std::collections::HashMap<String, Vec<StoredCallback>> =
+                std::collections::HashMap::new();
+            for (payment_no, id, headers_json, payload, trace_id, provider) in
+                q.fetch_all(&self.db.pool).await?
+            {
+                if provider != provider_name {
+                    continue;
+                }
+                stored.entry(payment_no).or_default().push(StoredCallback {
+                    id,
+                    headers_json,
+                    payload,
+                    trace_id,
+                });
+            }
             let tries: Vec<_> = chunk
                 .iter()
-                .map(|(payment_no, _)| self.repair_one(&provider, date, payment_no.clone()))
+                .filter_map(|(payment_no, _)| {
+                    let txn = known.get(payment_no)?.clone();
+                    let stored = stored.remove(payment_no).unwrap_or_default();
+                    Some(self.repair_one(&provider, date, payment_no.clone(), txn, stored))
+                })
                 .collect();
             let tried: Vec<(String, Vec<serde_json::Value>, bool)> =
                 futures_util::stream::iter(tries)
                     .buffered(REPAIRS_AT_ONCE)
                     .try_collect::<Vec<_>>()
-                    .await?
-                    .into_iter()
-                    .flatten()
-                    .collect();
+                    .await?;
             // ...then what was done, on the tickets: one commit per chunk.
             let mut tx = self.db.begin_write().await?;
             for (payment_no, actions, fixed) in tried {
@@ -1270,35 +1330,30 @@ impl Engine {
         Ok(repaired)
     }
 
-    /// One lagging payment: its stored verified callback replayed, else
-    /// the provider asked, through `apply`. What was done, and whether the
-    /// payment is now paid; `None` for a payment Reckon does not have.
+    /// One lagging payment (bound to `txn`, if at all): its stored
+    /// verified callback replayed, else the provider asked, through
+    /// `apply`. What was done, and whether the payment is now paid.
     async fn repair_one(
         &self,
         provider: &Arc<dyn Provider>,
         date: &str,
         payment_no: String,
-    ) -> sqlx::Result<Option<(String, Vec<serde_json::Value>, bool)>> {
-        let pool = &self.db.pool;
-        let Some(p) = crate::store::payments::get(pool, &payment_no).await? else {
-            return Ok(None);
-        };
+        txn: Option<String>,
+        stored: Vec<StoredCallback>,
+    ) -> sqlx::Result<(String, Vec<serde_json::Value>, bool)> {
         let Ok(no) = PaymentNo::parse(&payment_no) else {
-            return Ok(None);
+            return Ok((payment_no, Vec::new(), false));
         };
         let mut actions = Vec::new();
         let mut applied = None;
         // 1. A stored verified callback that did not get through.
-        let stored: Vec<(String, String, Vec<u8>, String)> = sqlx::query_as(
-            "SELECT id, headers_json, payload, trace_id FROM payment_callbacks \
-             WHERE payment_no = $1 AND provider = $2 AND verify_result = 'VERIFIED' AND refund_no IS NULL \
-             ORDER BY received_at",
-        )
-        .bind(&payment_no)
-        .bind(provider.name().as_str())
-        .fetch_all(pool)
-        .await?;
-        for (id, headers_json, payload, trace_id) in stored {
+        for StoredCallback {
+            id,
+            headers_json,
+            payload,
+            trace_id,
+        } in stored
+        {
             let headers = crate::engine::headers_from_json(&headers_json);
             if let Ok(Notification::Payment(n)) = provider.parse(&headers, &payload)
                 && n.status == PaymentStatus::Succeeded
@@ -1313,10 +1368,7 @@ impl Engine {
         }
         // 2. Else the provider, asked now.
         if applied.is_none() {
-            let txn = p
-                .provider_txn_id
-                .as_deref()
-                .and_then(|t| ProviderTxnId::parse(t).ok());
+            let txn = txn.as_deref().and_then(|t| ProviderTxnId::parse(t).ok());
             match provider.query_payment(&no, txn.as_ref()).await {
                 Ok(view) => {
                     let o = Outcome {
@@ -1347,7 +1399,7 @@ impl Engine {
                 ..
             })
         );
-        Ok(Some((payment_no, actions, fixed)))
+        Ok((payment_no, actions, fixed))
     }
 
     /// A person's decision on a held payment: the hold is lifted (audited

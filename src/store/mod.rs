@@ -256,6 +256,14 @@ impl Marks {
         }
     }
 
+    /// For a statement sent through the pool of a database of this kind.
+    pub fn for_kind(kind: DbKind) -> Marks {
+        Marks {
+            anonymous: kind == DbKind::Sqlite,
+            n: 0,
+        }
+    }
+
     /// The next placeholder.
     pub fn mark(&mut self) -> String {
         self.n += 1;

@@ -34,28 +34,34 @@ pub async fn insert_refund_callback<'e>(
     c: &NewCallback<'_>,
     refund_no: Option<&str>,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query(
+    let insert = sqlx::query(
         "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
            headers_json, payload, payload_hash, verify_result, trace_id, received_at, processing_status, retry_count, refund_no) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'PROCESSING', 0, $13) \
          ON CONFLICT (provider, callback_id) DO NOTHING",
-    )
-    .bind(c.id)
-    .bind(c.callback_id)
-    .bind(c.provider)
-    .bind(c.payment_no)
-    .bind(c.provider_txn_id)
-    .bind(c.callback_status)
-    .bind(c.headers_json)
-    .bind(c.payload)
-    .bind(c.payload_hash)
-    .bind(c.verify_result)
-    .bind(c.trace_id)
-    .bind(c.received_at)
-    .bind(refund_no)
-    .execute(e)
-    .await?;
+    );
+    let done = bind_new(insert, c).bind(refund_no).execute(e).await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// The twelve values of a new callback, in column order (id …
+/// received_at).
+fn bind_new<'q>(
+    q: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    c: &NewCallback<'q>,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    q.bind(c.id)
+        .bind(c.callback_id)
+        .bind(c.provider)
+        .bind(c.payment_no)
+        .bind(c.provider_txn_id)
+        .bind(c.callback_status)
+        .bind(c.headers_json)
+        .bind(c.payload)
+        .bind(c.payload_hash)
+        .bind(c.verify_result)
+        .bind(c.trace_id)
+        .bind(c.received_at)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -194,20 +200,7 @@ pub async fn insert_many_applied(
         );
         let mut q = sqlx::query(&sql);
         for c in chunk {
-            q = q
-                .bind(c.id)
-                .bind(c.callback_id)
-                .bind(c.provider)
-                .bind(c.payment_no)
-                .bind(c.provider_txn_id)
-                .bind(c.callback_status)
-                .bind(c.headers_json)
-                .bind(c.payload)
-                .bind(c.payload_hash)
-                .bind(c.verify_result)
-                .bind(c.trace_id)
-                .bind(c.received_at)
-                .bind(c.received_at);
+            q = bind_new(q, c).bind(c.received_at);
         }
         let inserted = q.execute(&mut *conn).await?.rows_affected() as usize;
         if inserted == chunk.len() {

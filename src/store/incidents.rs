@@ -32,15 +32,19 @@ pub async fn raise_alert<'e>(
     .execute(e)
     .await?;
     if done.rows_affected() == 1 {
-        tracing::warn!(
-            kind = a.kind,
-            severity = a.severity,
-            payment_no = a.payment_no,
-            "{}",
-            a.message
-        );
+        log_raised(a);
     }
     Ok(done.rows_affected() == 1)
+}
+
+fn log_raised(a: &NewAlert<'_>) {
+    tracing::warn!(
+        kind = a.kind,
+        severity = a.severity,
+        payment_no = a.payment_no,
+        "{}",
+        a.message
+    );
 }
 
 /// `raise_alert` for many, in multi-row statements; each alert raised now
@@ -70,13 +74,7 @@ pub async fn raise_alerts(
         let raised: std::collections::HashSet<String> =
             q.fetch_all(&mut *conn).await?.into_iter().collect();
         for a in chunk.iter().filter(|a| raised.contains(a.dedupe_key)) {
-            tracing::warn!(
-                kind = a.kind,
-                severity = a.severity,
-                payment_no = a.payment_no,
-                "{}",
-                a.message
-            );
+            log_raised(a);
         }
     }
     Ok(())

@@ -1119,12 +1119,16 @@ impl Engine {
             let values: Vec<String> = chunk
                 .iter()
                 .map(|_| {
+                    // Four values, 'OPEN', nine, 'recon', ten, the severity
+                    // again for its rank: the columns' order below.
                     let m: Vec<String> = (0..24).map(|_| marks.mark()).collect();
                     format!(
-                        "({}, {}, {}, {}, 'OPEN', {}, {}, {}, {}, {}, {}, {}, {}, {}, 'recon', {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, \
+                        "({}, 'OPEN', {}, 'recon', {}, \
                          CASE {} WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END)",
-                        m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11], m[12], m[13],
-                        m[14], m[15], m[16], m[17], m[18], m[19], m[20], m[21], m[22], m[23]
+                        m[..4].join(", "),
+                        m[4..13].join(", "),
+                        m[13..23].join(", "),
+                        m[23]
                     )
                 })
                 .collect();

@@ -17,24 +17,39 @@ pub async fn raise_alert<'e>(
     e: impl Executor<'e, Database = Any>,
     a: &NewAlert<'_>,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, payment_no, message, trace_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (dedupe_key) DO NOTHING",
-    )
-    .bind(uuid::Uuid::now_v7().to_string())
-    .bind(a.dedupe_key)
-    .bind(a.kind)
-    .bind(a.severity)
-    .bind(a.payment_no)
-    .bind(a.message)
-    .bind(a.trace_id)
-    .bind(a.now)
-    .execute(e)
-    .await?;
-    if done.rows_affected() == 1 {
+    let sql = insert_alerts("($1, $2, $3, $4, $5, $6, $7, $8)");
+    let raised = bind_alert(sqlx::query_scalar(&sql), a)
+        .fetch_optional(e)
+        .await?
+        .is_some();
+    if raised {
         log_raised(a);
     }
-    Ok(done.rows_affected() == 1)
+    Ok(raised)
+}
+
+/// The statement that raises the alerts of `values` (eight placeholders
+/// each, in `bind_alert`'s order) unless raised before, returning the keys
+/// raised now.
+fn insert_alerts(values: &str) -> String {
+    format!(
+        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, payment_no, message, trace_id, created_at) \
+         VALUES {values} ON CONFLICT (dedupe_key) DO NOTHING RETURNING dedupe_key"
+    )
+}
+
+fn bind_alert<'q>(
+    q: sqlx::query::QueryScalar<'q, Any, String, sqlx::any::AnyArguments<'q>>,
+    a: &NewAlert<'q>,
+) -> sqlx::query::QueryScalar<'q, Any, String, sqlx::any::AnyArguments<'q>> {
+    q.bind(uuid::Uuid::now_v7().to_string())
+        .bind(a.dedupe_key)
+        .bind(a.kind)
+        .bind(a.severity)
+        .bind(a.payment_no)
+        .bind(a.message)
+        .bind(a.trace_id)
+        .bind(a.now)
 }
 
 fn log_raised(a: &NewAlert<'_>) {
@@ -54,22 +69,10 @@ pub async fn raise_alerts(
     alerts: &[NewAlert<'_>],
 ) -> sqlx::Result<()> {
     for chunk in alerts.chunks(crate::store::ROWS_PER_STATEMENT) {
-        let sql = format!(
-            "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, payment_no, message, trace_id, created_at) \
-             VALUES {} ON CONFLICT (dedupe_key) DO NOTHING RETURNING dedupe_key",
-            crate::store::Marks::for_conn(conn).rows(chunk.len(), 8, "")
-        );
+        let sql = insert_alerts(&crate::store::Marks::for_conn(conn).rows(chunk.len(), 8, ""));
         let mut q = sqlx::query_scalar::<_, String>(&sql);
         for a in chunk {
-            q = q
-                .bind(uuid::Uuid::now_v7().to_string())
-                .bind(a.dedupe_key)
-                .bind(a.kind)
-                .bind(a.severity)
-                .bind(a.payment_no)
-                .bind(a.message)
-                .bind(a.trace_id)
-                .bind(a.now);
+            q = bind_alert(q, a);
         }
         let raised: std::collections::HashSet<String> =
             q.fetch_all(&mut *conn).await?.into_iter().collect();

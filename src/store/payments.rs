@@ -157,29 +157,11 @@ pub async fn set_awaiting_recon<'e>(
     Ok(())
 }
 
-/// Holds a payment (reconciliation found it LOCAL_ONLY or ONE_TO_MANY):
-/// no status change, no outbox delivery, no refund until released. A hold
-/// (and its release) is a change: the version moves, so a fix proposed
-/// before it is stale.
-pub async fn hold<'e>(
-    e: impl Executor<'e, Database = Any>,
-    payment_no: &str,
-    reason: &str,
-    now: i64,
-) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "UPDATE payments SET hold_reason = $1, updated_at = $2, version = version + 1 \
-         WHERE payment_no = $3 AND hold_reason IS NULL",
-    )
-    .bind(reason)
-    .bind(now)
-    .bind(payment_no)
-    .execute(e)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// `hold` for many payments with the same reason.
+/// Holds payments (reconciliation found them LOCAL_ONLY or ONE_TO_MANY),
+/// all for the same reason: no status change, no outbox delivery, no
+/// refund until released. A hold (and its release) is a change: the
+/// version moves, so a fix proposed before it is stale. Payments already
+/// held keep their first reason.
 pub async fn hold_many(
     conn: &mut sqlx::AnyConnection,
     payment_nos: &[&str],

@@ -67,7 +67,7 @@ pub fn router(
         .with_expiry(Expiry::OnInactivity(CookieDuration::hours(8)));
     let options = state.leptos_options.clone();
 
-    Router::new()
+    let console = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
@@ -95,34 +95,16 @@ pub fn router(
         >(context, shell))
         .layer(session_layer.clone())
         .layer(middleware::from_fn(same_origin))
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
-        .layer(TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ))
-        .layer(middleware::from_fn_with_state(
-            // Only what it uses: the state is cloned for every request.
-            state.metrics.clone(),
-            count_requests,
-        ))
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT));
+    // Providers' webhooks come from servers, not browsers: no session,
+    // cookies or origin check on the hottest route; the handler itself
+    // reads at most `WEBHOOK_LIMIT`.
+    let provider_hooks = Router::new().route("/webhooks/{provider}", post(webhooks::receive));
+
+    timed_and_counted(console, &state.metrics)
         .with_state(state.clone())
         .merge(extra)
-        .merge(
-            // Providers' webhooks come from servers, not browsers: no
-            // session, cookies or origin check on the hottest route; the
-            // handler itself reads at most `WEBHOOK_LIMIT`.
-            Router::new()
-                .route("/webhooks/{provider}", post(webhooks::receive))
-                .layer(TimeoutLayer::with_status_code(
-                    axum::http::StatusCode::REQUEST_TIMEOUT,
-                    REQUEST_TIMEOUT,
-                ))
-                .layer(middleware::from_fn_with_state(
-                    state.metrics.clone(),
-                    count_requests,
-                ))
-                .with_state(state.clone()),
-        )
+        .merge(timed_and_counted(provider_hooks, &state.metrics).with_state(state.clone()))
         .merge(
             // Evidence files are larger than a form: their own limit, the
             // same session and origin checks.
@@ -272,6 +254,21 @@ fn origin_authority(value: &str) -> Option<String> {
         .or_else(|| value.strip_prefix("https://"))?;
     let authority = rest.split(['/', '?', '#']).next()?;
     (!authority.is_empty()).then(|| authority.to_owned())
+}
+
+/// Every request of the console, the APIs and the webhooks: answered 408
+/// after `REQUEST_TIMEOUT`, and counted by method and status (the counter
+/// gets only the metrics: a layer's state is cloned for every request).
+fn timed_and_counted(router: Router<AppState>, metrics: &Metrics) -> Router<AppState> {
+    router
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .layer(middleware::from_fn_with_state(
+            metrics.clone(),
+            count_requests,
+        ))
 }
 
 async fn count_requests(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {

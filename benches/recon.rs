@@ -204,7 +204,7 @@ fn main() {
              {n} local payments and a {rows}-row statement, 0.5% of each class (PROVIDER_ONLY, LOCAL_ONLY, \
              AMOUNT_MISMATCH, CURRENCY_MISMATCH, DUPLICATE, STATUS_LAG), the rest matching.\n\n\
              | what | figure |\n|---|---|\n\
-             | reconcile: read the file, stage the rows, classify, write {tickets} tickets, try {lag} STATUS_LAG repairs | **{reckon_secs:.1} s** |\n\
+             | reconcile: read and hash the file, match it against the day's payments, write {tickets} tickets and the rows behind them, try {lag} STATUS_LAG repairs | **{reckon_secs:.1} s** |\n\
              | rows/s (statement rows + local payments) | {:.0} |\n\
              | peak RSS while reconciling | {rss:.0} MiB |\n\
              {duck_line}\

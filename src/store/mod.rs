@@ -10,6 +10,7 @@ pub mod outbox;
 pub mod payments;
 pub mod refunds;
 pub mod refused;
+pub mod scan;
 pub mod tasks;
 pub mod throttle;
 pub mod tokens;
@@ -136,19 +137,6 @@ impl Db {
             DbKind::Sqlite => sqlx::Connection::begin_with(conn, "BEGIN IMMEDIATE").await,
             DbKind::Postgres => sqlx::Connection::begin(conn).await,
         }
-    }
-
-    /// A connection for one long scan. On SQLite its page cache is emptied
-    /// first: a cache left full by an earlier scan of the same tables is
-    /// evicted in exactly the order the next scan needs its pages (the
-    /// reconciliation's classifying query took 6.1 s after two counting
-    /// queries on the same connection, 2.0 s after `shrink_memory`).
-    pub async fn acquire_for_scan(&self) -> sqlx::Result<sqlx::pool::PoolConnection<sqlx::Any>> {
-        let mut conn = self.pool.acquire().await?;
-        if self.kind == DbKind::Sqlite {
-            conn.execute("PRAGMA shrink_memory").await?;
-        }
-        Ok(conn)
     }
 
     /// `FOR UPDATE SKIP LOCKED` where it exists (PostgreSQL), so two

@@ -303,12 +303,25 @@ async fn the_dashboard_says_what_the_database_says(b: Backend) {
             "{class}: {classes:?}"
         );
     }
+    // Every line the run read; the run keeps only the rows behind tickets.
     let statement_rows: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM recon_rows WHERE run_id = $1")
+        sqlx::query_scalar("SELECT rows_read FROM recon_runs WHERE run_id = $1")
             .bind(run["run_id"].as_str().unwrap())
             .fetch_one(pool)
             .await
             .unwrap();
+    assert_eq!(statement_rows, 4);
+    let kept: Vec<i64> =
+        sqlx::query_scalar("SELECT line_no FROM recon_rows WHERE run_id = $1 ORDER BY line_no")
+            .bind(run["run_id"].as_str().unwrap())
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        kept.len(),
+        2,
+        "the AMOUNT_MISMATCH and PROVIDER_ONLY rows: {kept:?}"
+    );
     let local_without_row: i64 = 1; // DASH-D
     assert_eq!(
         f["to_process"].as_i64(),

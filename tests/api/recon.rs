@@ -359,6 +359,11 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     let (status, again) = app.upload(&token, &date, &file).await;
     assert_eq!(status, 201);
     assert_eq!(again["run_id"], run["run_id"]);
+    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(runs, 1, "no second run left behind");
     // A new file for the same day with the same facts: a new run that
     // updates the open tickets and leaves the closed one closed.
     let mut reordered = rows.clone();

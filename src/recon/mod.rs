@@ -1,7 +1,11 @@
 //! Reconciliation, the third witness: a provider's statement for one
-//! business day is read (streamed into `recon_rows`, checked against its own
-//! summary), then every statement row and every local payment and refund of
-//! that day is put in exactly one class of DESIGN.md's table. Classes other
+//! business day is read (checked against its own summary) and streamed
+//! against the day's local payments held in memory ([`matching`]); every
+//! statement row and every local payment and refund of that day is put in
+//! exactly one class of DESIGN.md's table. A file's run keeps the rows
+//! behind its tickets in `recon_rows` (the file itself, known by its hash,
+//! holds the rest); a pull keeps every row, page by page, so an
+//! interrupted pull resumes from its cursor. Classes other
 //! than MATCHED become tickets (`discrepancies`), one per cause, updated —
 //! never duplicated or reopened — by a re-run. STATUS_LAG is repaired by
 //! itself (a stored verified callback replayed, or a status query, through

@@ -84,7 +84,7 @@ pub struct Engine {
     pub settings: Arc<Settings>,
     sink_names: Arc<Vec<String>>,
     /// Wakes the workers when new work was just written.
-    wake: Arc<Notify>,
+    pub(crate) wake: Arc<Notify>,
     /// The group-commit writer of callback intake.
     ingest: tokio::sync::mpsc::Sender<ingest::Job>,
     /// Refusals stored in the current minute: (minute, count).

@@ -40,14 +40,23 @@ impl Engine {
             });
             loop {
                 let now = engine.now();
-                if let Err(e) = engine.run_provider_tasks(now).await {
-                    tracing::error!(error = %e, "provider task worker");
-                }
+                // A full batch: more are due, go on without waiting.
+                let more = match engine.run_provider_tasks(now).await {
+                    Ok(n) => n as i64 == BATCH,
+                    Err(e) => {
+                        tracing::error!(error = %e, "provider task worker");
+                        false
+                    }
+                };
                 if let Err(e) = engine.retry_callbacks(now).await {
                     tracing::error!(error = %e, "callback retry worker");
                 }
                 if let Err(e) = engine.relay_outbox(&http, now).await {
                     tracing::error!(error = %e, "outbox relay");
+                }
+                if more {
+                    tokio::task::yield_now().await;
+                    continue;
                 }
                 tokio::select! {
                     _ = engine.wake.notified() => {},
@@ -122,7 +131,14 @@ impl Engine {
             self.db.skip_locked(),
         )
         .await?;
-        for task in &due {
+        // Reconciliation repairs together (their lookups and their tickets'
+        // commit shared), the rest one by one.
+        let (repairs, others): (Vec<&tasks::TaskRow>, Vec<&tasks::TaskRow>) =
+            due.iter().partition(|t| t.kind == tasks::RECON_REPAIR);
+        if let Err(e) = self.run_repair_tasks(&repairs, now).await {
+            tracing::error!(error = %e, tasks = repairs.len(), "reconciliation repairs failed; retried after their lease");
+        }
+        for task in others {
             if let Err(e) = self.run_task(task, now).await {
                 tracing::error!(error = %e, task = %task.task_id, "provider task failed; retried after its lease");
             }

@@ -36,11 +36,9 @@ const CHUNKS_AHEAD: usize = 16;
 const LOOKUPS_PER_STATEMENT: usize = 128;
 /// Tickets per commit.
 const TICKETS_PER_COMMIT: usize = 5_000;
-/// STATUS_LAG repairs: payments tried at once (each its own `apply`; a
-/// provider's status query may wait on the network), and tickets updated
-/// per commit.
+/// STATUS_LAG repairs tried at once (each its own `apply`; a provider's
+/// status query may wait on the network).
 const REPAIRS_AT_ONCE: usize = 8;
-const REPAIRS_PER_COMMIT: usize = 256;
 /// Tickets per multi-row upsert (25 values each).
 const TICKETS_PER_STATEMENT: usize = 128;
 /// A RUNNING run without progress for this long was left by a stopped
@@ -1062,7 +1060,7 @@ impl Engine {
         } = matched;
         let mut figures = Figures::default();
         let mut found: Vec<Found> = Vec::new();
-        let mut lagging: Vec<(String, String)> = Vec::new();
+        let mut lagging: Vec<String> = Vec::new();
 
         // What the database says about the payments the exceptions name:
         // by transaction id (those not among the day's), by payment_no.
@@ -1125,7 +1123,7 @@ impl Engine {
             if v.repairable
                 && let Some(no) = &v.payment_no
             {
-                lagging.push((no.clone(), row.provider_txn_id.clone().unwrap_or_default()));
+                lagging.push(no.clone());
             }
             // The other payment a ONE_TO_MANY involves.
             let also = match (t, n) {
@@ -1262,14 +1260,24 @@ impl Engine {
             millis = phase.elapsed().as_millis() as u64,
             "tickets written"
         );
-        let phase = std::time::Instant::now();
-        figures.repaired = self.repair_lagging(provider, date, &lagging).await?;
-        tracing::debug!(
-            run_id,
-            millis = phase.elapsed().as_millis() as u64,
-            "STATUS_LAG repaired"
-        );
-        figures.pending += lagging.len() as i64 - figures.repaired;
+        // STATUS_LAG repairs go to the worker: each may wait on the
+        // provider's answer, and none changes what this run found.
+        if !lagging.is_empty() {
+            let nos: Vec<&str> = lagging.iter().map(String::as_str).collect();
+            let mut tx = self.db.begin_write().await?;
+            let now = self.now();
+            crate::store::tasks::schedule_many(
+                &mut tx,
+                crate::store::tasks::RECON_REPAIR,
+                &nos,
+                now,
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            self.wake.notify_one();
+        }
+        figures.pending += lagging.len() as i64;
         figures.unknown = sqlx::query_scalar(
             "SELECT COUNT(*) FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'",
         )
@@ -1531,119 +1539,156 @@ impl Engine {
         tx.commit().await
     }
 
-    /// STATUS_LAG: replay the payment's stored verified callback, else ask
-    /// the provider; through `apply`, recorded on the ticket, which closes
-    /// when the payment is paid. Returns how many were repaired.
-    async fn repair_lagging(
+    /// STATUS_LAG repairs a run queued (`recon_repair` tasks), as the
+    /// worker leases them: each payment's stored verified callback
+    /// replayed, else the provider asked, through `apply`, a few at a time.
+    /// What was done goes on the payment's open STATUS_LAG ticket, which
+    /// closes when the payment is paid, and a repair counts in its run's
+    /// figures; tickets, figures and tasks in one commit.
+    pub(crate) async fn run_repair_tasks(
         &self,
-        provider_name: &str,
-        date: &str,
-        lagging: &[(String, String)],
-    ) -> sqlx::Result<i64> {
-        let Some(provider) = self.providers.get(provider_name).cloned() else {
-            return Ok(0);
-        };
-        let mut repaired = 0;
-        for chunk in lagging.chunks(REPAIRS_PER_COMMIT) {
-            // Each payment on its own (a replay or a question to the
-            // provider, through `apply`), a few at a time...
-            // What each needs, read for the whole chunk: the payment's bound
-            // transaction, and its stored verified callbacks, oldest first.
-            // (The provider is checked here, not in SQL: with `provider =`
-            // beside the list SQLite walks the provider's whole index.)
-            let mut marks = crate::store::Marks::for_kind(self.db.kind);
-            let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
-            let list = list.join(", ");
-            let sql = format!(
-                "SELECT payment_no, provider_txn_id, provider FROM payments WHERE payment_no IN ({list})"
-            );
-            let mut q = sqlx::query_as::<_, (String, Option<String>, String)>(&sql);
-            for (payment_no, _) in chunk {
-                q = q.bind(payment_no.as_str());
-            }
-            let known: std::collections::HashMap<String, Option<String>> = q
-                .fetch_all(&self.db.pool)
-                .await?
-                .into_iter()
-                .filter(|(_, _, provider)| provider == provider_name)
-                .map(|(payment_no, txn, _)| (payment_no, txn))
-                .collect();
-            let sql = format!(
-                "SELECT payment_no, id, headers_json, payload, trace_id, provider FROM payment_callbacks \
-                 WHERE payment_no IN ({list}) AND verify_result = 'VERIFIED' AND refund_no IS NULL \
-                 ORDER BY payment_no, received_at"
-            );
-            let mut q =
-                sqlx::query_as::<_, (String, String, String, Vec<u8>, String, String)>(&sql);
-            for (payment_no, _) in chunk {
-                q = q.bind(payment_no.as_str());
-            }
-            let mut stored: std::collections::HashMap<String, Vec<StoredCallback>> =
-                std::collections::HashMap::new();
-            for (payment_no, id, headers_json, payload, trace_id, provider) in
-                q.fetch_all(&self.db.pool).await?
-            {
-                if provider != provider_name {
-                    continue;
-                }
-                stored.entry(payment_no).or_default().push(StoredCallback {
-                    id,
-                    headers_json,
-                    payload,
-                    trace_id,
-                });
-            }
-            let tries: Vec<_> = chunk
-                .iter()
-                .filter_map(|(payment_no, _)| {
-                    let txn = known.get(payment_no)?.clone();
-                    let stored = stored.remove(payment_no).unwrap_or_default();
-                    Some(self.repair_one(&provider, date, payment_no.clone(), txn, stored))
-                })
-                .collect();
-            let tried: Vec<(String, Vec<serde_json::Value>, bool)> =
-                futures_util::stream::iter(tries)
-                    .buffered(REPAIRS_AT_ONCE)
-                    .try_collect::<Vec<_>>()
-                    .await?;
-            // ...then what was done, on the tickets: one commit per chunk.
-            let mut tx = self.db.begin_write().await?;
-            for (payment_no, actions, fixed) in tried {
-                let key = format!("recon:{provider_name}:{date}:STATUS_LAG:{payment_no}");
-                let now = self.now();
-                // What was done, on the open ticket, closing it when fixed.
-                let entries = actions
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let actions_now = format!(
-                    "CASE WHEN $4 = '' THEN actions ELSE {} END",
-                    crate::triage::appended_actions("$4")
-                );
-                let ticket: Option<String> = sqlx::query_scalar(&format!(
-                    "UPDATE discrepancies SET updated_at = $1, actions = {actions_now}, \
-                       status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
-                       conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
-                       closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
-                     WHERE dedupe_key = $3 AND status <> 'CLOSED' RETURNING discrepancy_id"
-                ))
-                .bind(now)
-                .bind(i64::from(fixed))
-                .bind(&key)
-                .bind(entries)
-                .fetch_optional(&mut *tx)
-                .await?;
-                if let (true, Some(ticket)) = (fixed, &ticket) {
-                    crate::triage::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
-                }
-                if fixed {
-                    repaired += 1;
-                }
-            }
-            tx.commit().await?;
+        due: &[&crate::store::tasks::TaskRow],
+        now: i64,
+    ) -> sqlx::Result<()> {
+        if due.is_empty() {
+            return Ok(());
         }
-        Ok(repaired)
+        // What each needs, read for all at once: the payment's provider and
+        // bound transaction, and its stored verified callbacks, oldest first.
+        let mut marks = crate::store::Marks::for_kind(self.db.kind);
+        let list: Vec<String> = due.iter().map(|_| marks.mark()).collect();
+        let list = list.join(", ");
+        let sql = format!(
+            "SELECT payment_no, provider_txn_id, provider FROM payments WHERE payment_no IN ({list})"
+        );
+        let mut q = sqlx::query_as::<_, (String, Option<String>, String)>(&sql);
+        for task in due {
+            q = q.bind(task.payment_no.as_str());
+        }
+        let known: std::collections::HashMap<String, (Option<String>, String)> = q
+            .fetch_all(&self.db.pool)
+            .await?
+            .into_iter()
+            .map(|(payment_no, txn, provider)| (payment_no, (txn, provider)))
+            .collect();
+        let sql = format!(
+            "SELECT payment_no, id, headers_json, payload, trace_id, provider FROM payment_callbacks \
+             WHERE payment_no IN ({list}) AND verify_result = 'VERIFIED' AND refund_no IS NULL \
+             ORDER BY payment_no, received_at"
+        );
+        let mut q = sqlx::query_as::<_, (String, String, String, Vec<u8>, String, String)>(&sql);
+        for task in due {
+            q = q.bind(task.payment_no.as_str());
+        }
+        let mut stored: std::collections::HashMap<String, Vec<StoredCallback>> =
+            std::collections::HashMap::new();
+        for (payment_no, id, headers_json, payload, trace_id, provider) in
+            q.fetch_all(&self.db.pool).await?
+        {
+            if known.get(&payment_no).is_none_or(|(_, p)| *p != provider) {
+                continue;
+            }
+            stored.entry(payment_no).or_default().push(StoredCallback {
+                id,
+                headers_json,
+                payload,
+                trace_id,
+            });
+        }
+        let mut notes: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        let mut tries = Vec::new();
+        for task in due {
+            let no = task.payment_no.as_str();
+            match known.get(no) {
+                None => {
+                    notes.insert(&task.task_id, "payment missing");
+                }
+                Some((txn, provider)) => match self.providers.get(provider).cloned() {
+                    None => {
+                        notes.insert(&task.task_id, "provider not configured");
+                    }
+                    Some(p) => tries.push(self.repair_one(
+                        p,
+                        no.to_owned(),
+                        txn.clone(),
+                        stored.remove(no).unwrap_or_default(),
+                    )),
+                },
+            }
+        }
+        let tried: Vec<(String, Vec<serde_json::Value>, bool)> = futures_util::stream::iter(tries)
+            .buffered(REPAIRS_AT_ONCE)
+            .try_collect::<Vec<_>>()
+            .await?;
+        // What was done, on the tickets and the runs' figures.
+        let mut tx = self.db.begin_write().await?;
+        let mut by_run: BTreeMap<String, i64> = BTreeMap::new();
+        let mut fixed_nos = std::collections::HashSet::new();
+        for (payment_no, actions, fixed) in &tried {
+            let entries = actions
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            let actions_now = format!(
+                "CASE WHEN $4 = '' THEN actions ELSE {} END",
+                crate::triage::appended_actions("$4")
+            );
+            let tickets: Vec<(String, Option<String>)> = sqlx::query_as(&format!(
+                "UPDATE discrepancies SET updated_at = $1, actions = {actions_now}, \
+                   status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
+                   conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
+                   closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
+                 WHERE class = 'STATUS_LAG' AND source = 'recon' AND payment_no = $3 AND status <> 'CLOSED' \
+                 RETURNING discrepancy_id, run_id"
+            ))
+            .bind(self.now())
+            .bind(i64::from(*fixed))
+            .bind(payment_no)
+            .bind(entries)
+            .fetch_all(&mut *tx)
+            .await?;
+            if *fixed {
+                fixed_nos.insert(payment_no.as_str());
+                for (ticket, run) in &tickets {
+                    crate::triage::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
+                    if let Some(run) = run {
+                        *by_run.entry(run.clone()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        for (run, repaired) in by_run {
+            let figures: Option<Option<String>> =
+                sqlx::query_scalar("SELECT figures_json FROM recon_runs WHERE run_id = $1")
+                    .bind(&run)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let Some(Some(figures)) = figures else {
+                continue;
+            };
+            let mut f: serde_json::Value = serde_json::from_str(&figures).unwrap_or_default();
+            f["repaired"] = (f["repaired"].as_i64().unwrap_or(0) + repaired).into();
+            f["pending"] = (f["pending"].as_i64().unwrap_or(0) - repaired)
+                .max(0)
+                .into();
+            sqlx::query("UPDATE recon_runs SET figures_json = $1 WHERE run_id = $2")
+                .bind(f.to_string())
+                .bind(&run)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for task in due {
+            let note = notes.get(task.task_id.as_str()).copied().or(
+                if fixed_nos.contains(task.payment_no.as_str()) {
+                    None
+                } else {
+                    Some("not repaired: the ticket waits for a person")
+                },
+            );
+            crate::store::tasks::close(&mut *tx, &task.task_id, "DONE", note, now).await?;
+        }
+        tx.commit().await
     }
 
     /// One lagging payment (bound to `txn`, if at all): its stored
@@ -1651,8 +1696,7 @@ impl Engine {
     /// `apply`. What was done, and whether the payment is now paid.
     async fn repair_one(
         &self,
-        provider: &Arc<dyn Provider>,
-        date: &str,
+        provider: Arc<dyn Provider>,
         payment_no: String,
         txn: Option<String>,
         stored: Vec<StoredCallback>,
@@ -1694,7 +1738,7 @@ impl Engine {
                         target: view.status.unwrap_or(PaymentStatus::Pending),
                         money: view.money,
                         source: Source::ReconRepair,
-                        evidence: format!("recon {date}"),
+                        evidence: "reconciliation: STATUS_LAG repair".into(),
                         trace_id: uuid::Uuid::new_v4().simple().to_string(),
                     };
                     let a = self.apply(&o).await?;

@@ -9,6 +9,9 @@ pub const QUERY: &str = "query";
 pub const REFUND: &str = "refund";
 /// Ask the provider how a refund went.
 pub const REFUND_QUERY: &str = "refund_query";
+/// Repair a payment a reconciliation found STATUS_LAG (its stored callback
+/// replayed, else a status query), recorded on its ticket.
+pub const RECON_REPAIR: &str = "recon_repair";
 
 pub async fn schedule<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -28,6 +31,36 @@ pub async fn schedule<'e>(
     .bind(now)
     .execute(e)
     .await?;
+    Ok(())
+}
+
+/// One task of `kind` per payment, due at `run_at`, in the caller's
+/// transaction.
+pub async fn schedule_many(
+    conn: &mut sqlx::AnyConnection,
+    kind: &str,
+    payment_nos: &[&str],
+    run_at: i64,
+    now: i64,
+) -> sqlx::Result<()> {
+    for chunk in payment_nos.chunks(crate::store::ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO provider_tasks (task_id, kind, payment_no, next_run_at, created_at, updated_at, status, attempts) \
+             VALUES {}",
+            crate::store::Marks::for_conn(conn).rows(chunk.len(), 6, ", 'PENDING', 0")
+        );
+        let mut q = sqlx::query(&sql);
+        for payment_no in chunk {
+            q = q
+                .bind(uuid::Uuid::now_v7().to_string())
+                .bind(kind)
+                .bind(*payment_no)
+                .bind(run_at)
+                .bind(now)
+                .bind(now);
+        }
+        q.execute(&mut *conn).await?;
+    }
     Ok(())
 }
 

@@ -60,7 +60,21 @@ impl EngineApp {
         p
     }
 
+    /// Uploads a statement, then lets the worker do what the run queued
+    /// (its STATUS_LAG repairs), as the server's would.
     pub(crate) async fn upload(
+        &self,
+        token: &str,
+        date: &str,
+        file: &str,
+    ) -> (u16, serde_json::Value) {
+        let answer = self.upload_only(token, date, file).await;
+        let engine = &self.app.engine;
+        while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+        answer
+    }
+
+    pub(crate) async fn upload_only(
         &self,
         token: &str,
         date: &str,
@@ -634,7 +648,95 @@ async fn a_payment_made_yesterday_and_paid_today_belongs_to_today(b: Backend) {
     assert_eq!(figures["matched"], 1, "{figures}");
 }
 
+/// The run queues its STATUS_LAG repairs for the worker (durably, as
+/// provider tasks): the run's answer does not wait on the provider, the
+/// ticket stays open until the worker repairs it, and the repair counts in
+/// the run's figures then. A second run of the same facts queues again, and
+/// the second repair changes nothing.
+async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, at) = app.today();
+    let lag = app.payment("RQ-A", 2000, "CNY").await;
+    let engine = &app.app.engine;
+    app.sandbox.put(reckon::providers::sandbox::PaymentData {
+        payment_no: lag.clone(),
+        txn_id: "SBX-RQ".into(),
+        status: "SUCCEEDED".into(),
+        amount: "20.00".into(),
+        currency: "CNY".into(),
+    });
+    let rows = [row(
+        "payment",
+        "SBX-RQ",
+        &lag,
+        ("", ""),
+        "20.00",
+        "CNY",
+        &at,
+    )];
+    let (status, run) = app.upload_only(&token, &date, &statement(&rows)).await;
+    assert_eq!(status, 201, "{run}");
+    let figures: serde_json::Value =
+        serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (figures["repaired"].as_i64(), figures["pending"].as_i64()),
+        (Some(0), Some(1)),
+        "{run}"
+    );
+    assert_eq!(app.status(&lag).await, "CREATED");
+    let open: Vec<(String, String)> =
+        sqlx::query_as("SELECT class, status FROM discrepancies WHERE payment_no = $1")
+            .bind(&lag)
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(open, [("STATUS_LAG".to_owned(), "OPEN".to_owned())]);
+    let queued: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM provider_tasks WHERE kind = 'recon_repair' AND payment_no = $1 AND status = 'PENDING'",
+    )
+    .bind(&lag)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(queued, 1);
+
+    // The worker's turn: repaired through apply, once.
+    engine.run_provider_tasks(engine.now()).await.unwrap();
+    assert_eq!(app.status(&lag).await, "SUCCEEDED");
+    assert_eq!(app.count("payment_effects", &lag).await, 1);
+    let (status, conclusion): (String, Option<String>) =
+        sqlx::query_as("SELECT status, conclusion FROM discrepancies WHERE payment_no = $1")
+            .bind(&lag)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(status, "CLOSED");
+    assert!(conclusion.unwrap().contains("auto-repaired"));
+    let figures: String =
+        sqlx::query_scalar("SELECT figures_json FROM recon_runs WHERE run_id = $1")
+            .bind(run["run_id"].as_str().unwrap())
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    let figures: serde_json::Value = serde_json::from_str(&figures).unwrap();
+    assert_eq!(
+        (figures["repaired"].as_i64(), figures["pending"].as_i64()),
+        (Some(1), Some(0))
+    );
+    let task: (String, Option<String>) = sqlx::query_as(
+        "SELECT status, last_error FROM provider_tasks WHERE kind = 'recon_repair' AND payment_no = $1",
+    )
+    .bind(&lag)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(task, ("DONE".to_owned(), None));
+    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 0);
+}
+
 both_databases!(
+    status_lag_repairs_are_queued_for_the_worker,
     a_payment_made_yesterday_and_paid_today_belongs_to_today,
     the_daily_schedule_pulls_yesterday_once,
     a_pull_broken_on_page_three_resumes_from_its_cursor,

@@ -267,7 +267,27 @@ pub(super) struct Matcher {
     succeeded: Option<u16>,
 }
 
+/// Rows that do not plainly match, at most: each is held until the end
+/// (about 200 bytes, and a ticket's worth more when classified). A
+/// statement beyond this is refused — almost surely another day's or
+/// another provider's file, whose tickets would bury the triage queue.
+pub(super) const MAX_EXCEPTIONS: usize = 200_000;
+
 impl Matcher {
+    /// Refuses the statement once more rows fail to match plainly than
+    /// [`MAX_EXCEPTIONS`].
+    pub fn within_bounds(&self) -> Result<(), super::ReconError> {
+        let n = self.exceptions.len() + self.refunds.len();
+        if n > MAX_EXCEPTIONS {
+            return Err(super::ReconError::Refused(format!(
+                "more than {MAX_EXCEPTIONS} of the statement's rows do not match a payment of this day \
+                 plainly ({n} by row {}): is it this provider's statement of this day? No ticket was written",
+                self.payment_rows + self.refunds.len() as i64
+            )));
+        }
+        Ok(())
+    }
+
     pub fn new(day: DayPayments) -> Matcher {
         Matcher {
             succeeded: day.names.find("SUCCEEDED"),
@@ -359,6 +379,18 @@ mod tests {
         assert!(!m.day.had_exception(0) && m.day.had_exception(3));
         assert_eq!(m.day.last_line(3), 5);
         assert_eq!(m.day.pay(1).status, "PENDING");
+    }
+
+    #[test]
+    fn a_statement_that_mostly_does_not_match_is_refused_before_memory_runs_out() {
+        let mut m = Matcher::new(DayPayments::default());
+        for i in 0..MAX_EXCEPTIONS as i64 {
+            m.feed(row(i + 2, &format!("T{i}"), None, 100, "CNY"));
+        }
+        assert!(m.within_bounds().is_ok());
+        m.feed(row(MAX_EXCEPTIONS as i64 + 2, "T-last", None, 100, "CNY"));
+        let e = m.within_bounds().unwrap_err().to_string();
+        assert!(e.contains("do not match") && e.contains("200001"), "{e}");
     }
 
     #[test]

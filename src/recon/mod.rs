@@ -31,11 +31,9 @@ use std::sync::Arc;
 /// Statement rows handed from the reading thread to the matcher at once,
 /// and chunks read ahead of the matcher (while the day's payments load).
 const ROWS_PER_CHUNK: usize = 4_096;
-const CHUNKS_AHEAD: usize = 16;
+const CHUNKS_AHEAD: usize = 32;
 /// Payments or refunds looked up per `IN (…)` list.
 const LOOKUPS_PER_STATEMENT: usize = 128;
-/// Tickets per commit.
-const TICKETS_PER_COMMIT: usize = 5_000;
 /// STATUS_LAG repairs tried at once (each its own `apply`; a provider's
 /// status query may wait on the network).
 const REPAIRS_AT_ONCE: usize = 8;
@@ -80,7 +78,10 @@ impl Input {
         let mut h = Sha256::new();
         let mut r: Box<dyn std::io::BufRead + Send + '_> = match self {
             Input::Bytes(b) => Box::new(std::io::Cursor::new(b.as_slice())),
-            Input::File(p) => Box::new(std::io::BufReader::new(std::fs::File::open(p)?)),
+            Input::File(p) => Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::fs::File::open(p)?,
+            )),
         };
         loop {
             let buf = r.fill_buf()?;
@@ -237,55 +238,27 @@ struct Read {
     skipped: Vec<statement::ParseError>,
 }
 
-/// A reader that hashes what passes through it.
-struct Hashing<R> {
-    inner: R,
-    sha: Sha256,
-}
-
-impl<R: std::io::BufRead> std::io::Read for Hashing<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.sha.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
-impl<R: std::io::BufRead> std::io::BufRead for Hashing<R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, amount: usize) {
-        // The bytes consumed are the front of the buffer just filled
-        // (filling again does no I/O while it holds any).
-        if let Ok(buf) = self.inner.fill_buf() {
-            self.sha.update(&buf[..amount.min(buf.len())]);
-        }
-        self.inner.consume(amount);
-    }
-}
-
-/// Reads (and hashes) a statement on the calling thread, handing its rows
-/// to `rows` in chunks. Blocking: runs in `spawn_blocking`.
+/// Hashes a statement, then reads it on the calling thread, handing its
+/// rows to `rows` in chunks. Blocking: runs in `spawn_blocking`. (Hashing
+/// first, in a pass of its own, overlaps it with the loading of the day's
+/// payments, during which the rows could only wait.)
 fn read_statement(
     format: Format,
-    reader: Box<dyn std::io::BufRead + Send>,
+    input: Input,
     tolerance: u32,
     rows: tokio::sync::mpsc::Sender<Vec<StatementRow>>,
 ) -> Result<Read, ReconError> {
-    let mut hashing = Hashing {
-        inner: reader,
-        sha: Sha256::new(),
-    };
+    let unreadable =
+        |e: std::io::Error| ReconError::Invalid(format!("cannot read the statement: {e}"));
     let mut read = Read {
-        hash: String::new(),
+        hash: input.hash().map_err(unreadable)?,
         rows: 0,
         checks: Vec::new(),
         skipped: Vec::new(),
     };
+    let reader = input.into_reader().map_err(unreadable)?;
     let mut chunk = Vec::with_capacity(ROWS_PER_CHUNK);
-    for item in statement::read_with(format, Box::new(&mut hashing), tolerance) {
+    for item in statement::read_with(format, reader, tolerance) {
         match item.map_err(|e| ReconError::Refused(e.to_string()))? {
             Item::Row(r) => {
                 chunk.push(r);
@@ -304,7 +277,6 @@ fn read_statement(
     if !chunk.is_empty() && rows.blocking_send(chunk).is_err() {
         return Err(ReconError::Invalid("the run stopped reading".into()));
     }
-    read.hash = hex::encode(hashing.sha.finalize());
     Ok(read)
 }
 
@@ -510,10 +482,14 @@ impl Engine {
         })?;
         let range =
             day_range(imp.business_date, &self.settings.timezone).map_err(ReconError::Invalid)?;
-        let reader = imp
-            .input
-            .into_reader()
-            .map_err(|e| ReconError::Invalid(format!("cannot read the statement: {e}")))?;
+        if let Input::File(path) = &imp.input
+            && let Err(e) = std::fs::File::open(path)
+        {
+            return Err(ReconError::Invalid(format!(
+                "cannot read the statement: {e}"
+            )));
+        }
+        let input = imp.input;
         let pool = &self.db.pool;
         let run_id = imp.run_id.clone().unwrap_or_else(new_run_id);
         let now = self.now();
@@ -535,7 +511,7 @@ impl Engine {
         let (sender, mut chunks) = tokio::sync::mpsc::channel::<Vec<StatementRow>>(CHUNKS_AHEAD);
         let tolerance = imp.accept_bad_lines;
         let reading =
-            tokio::task::spawn_blocking(move || read_statement(format, reader, tolerance, sender));
+            tokio::task::spawn_blocking(move || read_statement(format, input, tolerance, sender));
         let day = match self.day_payments(imp.provider, range).await {
             Ok(day) => day,
             Err(e) => {
@@ -555,6 +531,12 @@ impl Engine {
         while let Some(chunk) = chunks.recv().await {
             for row in chunk {
                 matcher.feed(row);
+            }
+            if let Err(e) = matcher.within_bounds() {
+                drop(chunks);
+                let _ = reading.await;
+                self.fail_run(&run_id, &e.to_string()).await?;
+                return Err(e);
             }
         }
         let read = match reading.await {
@@ -928,6 +910,7 @@ impl Engine {
                 status: r.try_get("status")?,
                 occurred_at: r.try_get("occurred_at")?,
             });
+            matcher.within_bounds()?;
         }
         Ok(matcher)
     }
@@ -1236,47 +1219,52 @@ impl Engine {
         // Refund rows against the refund ledger, both ways.
         self.classify_refunds(provider, (start, end), &refunds, &mut figures, &mut found)
             .await?;
+        // What the run found: its tickets (with their holds and alerts),
+        // committed about 5,000 at a time (a fifth of a second each, so
+        // callbacks never wait long behind a run); then, in the last
+        // commit, a file's rows behind them (a pull staged all of its rows)
+        // and the STATUS_LAG repairs queued for the worker (each may wait on
+        // the provider's answer; none changes what this run found).
         let phase = std::time::Instant::now();
-        for batch in found.chunks(TICKETS_PER_COMMIT) {
-            self.write_tickets(run_id, provider, date, file, (start, end), batch)
+        let mut tx = self.db.begin_write().await?;
+        for (k, batch) in found.chunks(TICKETS_PER_STATEMENT * 8).enumerate() {
+            if k > 0 && k % 5 == 0 {
+                tx.commit().await?;
+                tx = self.db.begin_write().await?;
+            }
+            self.write_tickets(&mut tx, run_id, provider, date, file, (start, end), batch)
                 .await?;
         }
         drop(found);
-        // A file's rows behind the tickets (a pull staged all of its rows).
         if keep_rows {
             let rows: Vec<&StatementRow> = exceptions
                 .iter()
                 .map(|(r, _)| r)
                 .chain(refunds.iter())
                 .collect();
-            let mut tx = self.db.begin_write().await?;
             for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
                 insert_rows_in(&mut tx, run_id, chunk).await?;
             }
-            tx.commit().await?;
+        }
+        let nos: Vec<&str> = lagging.iter().map(String::as_str).collect();
+        let now = self.now();
+        crate::store::tasks::schedule_many(
+            &mut tx,
+            crate::store::tasks::RECON_REPAIR,
+            &nos,
+            now,
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        if !lagging.is_empty() {
+            self.wake.notify_one();
         }
         tracing::debug!(
             run_id,
             millis = phase.elapsed().as_millis() as u64,
             "tickets written"
         );
-        // STATUS_LAG repairs go to the worker: each may wait on the
-        // provider's answer, and none changes what this run found.
-        if !lagging.is_empty() {
-            let nos: Vec<&str> = lagging.iter().map(String::as_str).collect();
-            let mut tx = self.db.begin_write().await?;
-            let now = self.now();
-            crate::store::tasks::schedule_many(
-                &mut tx,
-                crate::store::tasks::RECON_REPAIR,
-                &nos,
-                now,
-                now,
-            )
-            .await?;
-            tx.commit().await?;
-            self.wake.notify_one();
-        }
         figures.pending += lagging.len() as i64;
         figures.unknown = sqlx::query_scalar(
             "SELECT COUNT(*) FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'",
@@ -1397,6 +1385,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     async fn write_tickets(
         &self,
+        tx: &mut sqlx::AnyConnection,
         run_id: &str,
         provider: &str,
         date: &str,
@@ -1427,9 +1416,8 @@ impl Engine {
             .filter(|(i, (key, _))| last[key.as_str()] == *i)
             .map(|(_, row)| row)
             .collect();
-        let mut tx = self.db.begin_write().await?;
         for chunk in rows.chunks(TICKETS_PER_STATEMENT) {
-            let mut marks = crate::store::Marks::for_conn(&tx);
+            let mut marks = crate::store::Marks::for_conn(tx);
             let values: Vec<String> = chunk
                 .iter()
                 .map(|_| {
@@ -1521,7 +1509,7 @@ impl Engine {
             }
         }
         for (reason, payment_nos) in &holds {
-            crate::store::payments::hold_many(&mut tx, payment_nos, reason, now).await?;
+            crate::store::payments::hold_many(tx, payment_nos, reason, now).await?;
         }
         let alerts: Vec<incidents::NewAlert> = alerts
             .iter()
@@ -1535,8 +1523,7 @@ impl Engine {
                 now,
             })
             .collect();
-        incidents::raise_alerts(&mut tx, &alerts).await?;
-        tx.commit().await
+        incidents::raise_alerts(tx, &alerts).await
     }
 
     /// STATUS_LAG repairs a run queued (`recon_repair` tasks), as the
@@ -1634,12 +1621,14 @@ impl Engine {
                 "CASE WHEN $4 = '' THEN actions ELSE {} END",
                 crate::triage::appended_actions("$4")
             );
+            // By the payment's index: `class || ''` keeps SQLite from
+            // walking every STATUS_LAG ticket by the class's index instead.
             let tickets: Vec<(String, Option<String>)> = sqlx::query_as(&format!(
                 "UPDATE discrepancies SET updated_at = $1, actions = {actions_now}, \
                    status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
                    conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
                    closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
-                 WHERE class = 'STATUS_LAG' AND source = 'recon' AND payment_no = $3 AND status <> 'CLOSED' \
+                 WHERE payment_no = $3 AND class || '' = 'STATUS_LAG' AND source = 'recon' AND status <> 'CLOSED' \
                  RETURNING discrepancy_id, run_id"
             ))
             .bind(self.now())

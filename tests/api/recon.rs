@@ -735,7 +735,46 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 0);
 }
 
+/// A transaction Reckon does not know, listed twice: both rows DUPLICATE
+/// (not PROVIDER_ONLY), one ticket.
+async fn an_unknown_transaction_listed_twice_is_one_duplicate_ticket(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, at) = app.today();
+    let ghost = row(
+        "payment",
+        "SBX-GHOST",
+        "PAYGHOST1",
+        ("", ""),
+        "5.00",
+        "CNY",
+        &at,
+    );
+    let (status, run) = app
+        .upload(&token, &date, &statement(&[ghost.clone(), ghost]))
+        .await;
+    assert_eq!(status, 201, "{run}");
+    let figures: serde_json::Value =
+        serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap();
+    assert_eq!(figures["classes"], json!({"DUPLICATE": 2}), "{run}");
+    let tickets: Vec<(String, Option<String>, Option<i64>)> = sqlx::query_as(
+        "SELECT class, provider_txn_id, line_no FROM discrepancies WHERE source = 'recon'",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        tickets,
+        [(
+            "DUPLICATE".to_owned(),
+            Some("SBX-GHOST".to_owned()),
+            Some(3)
+        )]
+    );
+}
+
 both_databases!(
+    an_unknown_transaction_listed_twice_is_one_duplicate_ticket,
     status_lag_repairs_are_queued_for_the_worker,
     a_payment_made_yesterday_and_paid_today_belongs_to_today,
     the_daily_schedule_pulls_yesterday_once,

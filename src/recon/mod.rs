@@ -37,7 +37,7 @@ const LOOKUPS_PER_STATEMENT: usize = 128;
 /// STATUS_LAG repairs tried at once (each its own `apply`; a provider's
 /// status query may wait on the network).
 const REPAIRS_AT_ONCE: usize = 8;
-/// Tickets per multi-row upsert (25 values each).
+/// Tickets per multi-row upsert (24 values each).
 const TICKETS_PER_STATEMENT: usize = 128;
 /// A RUNNING run without progress for this long was left by a stopped
 /// process (microseconds): an hour.
@@ -1219,6 +1219,24 @@ impl Engine {
         // Refund rows against the refund ledger, both ways.
         self.classify_refunds(provider, (start, end), &refunds, &mut figures, &mut found)
             .await?;
+        // The order of each ticket's payment, where the finding did not
+        // carry it (the day's payments are held without theirs).
+        let mut unordered: Vec<&str> = found
+            .iter()
+            .filter(|f| f.order_no.is_none())
+            .filter_map(|f| f.payment_no.as_deref())
+            .collect();
+        unordered.sort_unstable();
+        unordered.dedup();
+        let orders = self.payments_by("payment_no", provider, &unordered).await?;
+        for f in &mut found {
+            if f.order_no.is_none()
+                && let Some(p) = f.payment_no.as_deref().and_then(|no| orders.get(no))
+            {
+                f.order_no = p.order.clone();
+            }
+        }
+        drop(orders);
         // What the run found: its tickets (with their holds and alerts),
         // committed about 5,000 at a time (a fifth of a second each, so
         // callbacks never wait long behind a run); then, in the last
@@ -1421,21 +1439,16 @@ impl Engine {
             let values: Vec<String> = chunk
                 .iter()
                 .map(|_| {
-                    // Four values, 'OPEN', nine, 'recon', four, the order
-                    // (as found, else the payment's), five, the severity
+                    // Four values, 'OPEN', nine, 'recon', ten, the severity
                     // again for its rank: the columns' order below.
-                    let m: Vec<String> = (0..25).map(|_| marks.mark()).collect();
+                    let m: Vec<String> = (0..24).map(|_| marks.mark()).collect();
                     format!(
                         "({}, 'OPEN', {}, 'recon', {}, \
-                         COALESCE({}, (SELECT p.order_no FROM payments p WHERE p.payment_no = {})), {}, \
                          CASE {} WHEN 'CRITICAL' THEN 4 WHEN 'HIGH' THEN 3 WHEN 'MEDIUM' THEN 2 ELSE 1 END)",
                         m[..4].join(", "),
                         m[4..13].join(", "),
-                        m[13..17].join(", "),
-                        m[17],
-                        m[18],
-                        m[19..24].join(", "),
-                        m[24]
+                        m[13..23].join(", "),
+                        m[23]
                     )
                 })
                 .collect();
@@ -1475,7 +1488,6 @@ impl Engine {
                     .bind(run_id)
                     .bind(date)
                     .bind(f.order_no.as_deref())
-                    .bind(f.payment_no.as_deref())
                     .bind(file)
                     .bind(start)
                     .bind(end)

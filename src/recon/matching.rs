@@ -264,6 +264,8 @@ pub(super) struct Matcher {
     pub exceptions: Vec<(StatementRow, Option<u32>)>,
     pub refunds: Vec<StatementRow>,
     pub payment_rows: i64,
+    /// When the run started reading, for its figures.
+    pub started: Option<std::time::Instant>,
     succeeded: Option<u16>,
 }
 
@@ -295,6 +297,7 @@ impl Matcher {
             exceptions: Vec::new(),
             refunds: Vec::new(),
             payment_rows: 0,
+            started: None,
         }
     }
 

@@ -470,10 +470,11 @@ impl Engine {
     /// already reconciled for that day (same file hash) is recognised and
     /// its run returned unchanged.
     ///
-    /// The file is read on a thread of its own (and hashed on the way),
-    /// handing its rows over in chunks, while the day's local payments are
-    /// read; each row is matched as it arrives. Nothing is written until
-    /// the whole statement was read and its own figures agree.
+    /// The file is hashed, then read, on a thread of its own, handing its
+    /// rows over in chunks, while the day's local payments are read; each
+    /// row is matched as it arrives. Nothing but the run is written until
+    /// the whole statement was read and its own figures agree; a file
+    /// already reconciled for the day leaves no run behind.
     pub async fn import_statement(&self, imp: Import<'_>) -> Result<RunRow, ReconError> {
         let provider = self.providers.get(imp.provider).cloned().ok_or_else(|| {
             ReconError::Invalid(format!("provider {} is not configured", imp.provider))
@@ -642,13 +643,26 @@ impl Engine {
             .execute(pool)
             .await?;
         let keep_rows = matched.is_some();
-        let matched = match matched {
-            Some(m) => m,
-            None => self.match_staged(run_id, provider, date).await?,
+        let figures = match matched {
+            Some(m) => Ok(m),
+            None => self.match_staged(run_id, provider, date).await,
         };
-        let figures = self
-            .reconcile(run_id, provider, date, file, matched, keep_rows)
-            .await?;
+        let figures = match figures {
+            Ok(m) => {
+                self.reconcile(run_id, provider, date, file, m, keep_rows)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let figures = match figures {
+            Ok(figures) => figures,
+            Err(e) => {
+                // Not left RUNNING: the run says why it stopped (a storage
+                // error may keep it from saying so; then it goes stale).
+                let _ = self.fail_run(run_id, &e.to_string()).await;
+                return Err(e);
+            }
+        };
         sqlx::query(
             "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, error = NULL, finished_at = $2, \
                phase = 'done', updated_at = $2 WHERE run_id = $3",
@@ -1025,8 +1039,8 @@ impl Engine {
     }
 
     /// Classifies every row and every local payment and refund of the day,
-    /// writes the tickets (and, for a file, the rows behind them), repairs
-    /// STATUS_LAG, returns the figures.
+    /// writes the tickets (and, for a file, the rows behind them), queues
+    /// the STATUS_LAG repairs for the worker, returns the figures.
     async fn reconcile(
         &self,
         run_id: &str,

@@ -32,6 +32,8 @@ use std::sync::Arc;
 /// and chunks read ahead of the matcher (while the day's payments load).
 const ROWS_PER_CHUNK: usize = 4_096;
 const CHUNKS_AHEAD: usize = 8;
+/// The run's progress (rows read) is written about this often.
+const PROGRESS_EVERY: i64 = 64 * ROWS_PER_CHUNK as i64;
 /// Payments or refunds looked up per `IN (…)` list.
 const LOOKUPS_PER_STATEMENT: usize = 128;
 /// STATUS_LAG repairs tried at once (each its own `apply`; a provider's
@@ -534,9 +536,25 @@ impl Engine {
         );
         let mut matcher = Matcher::new(day);
         matcher.started = Some(started);
+        let mut received = 0i64;
         while let Some(chunk) = chunks.recv().await {
+            received += chunk.len() as i64;
             for row in chunk {
                 matcher.feed(row);
+            }
+            // Progress for whoever watches the run (the reader, not this
+            // loop, sets the pace: the write costs the run nothing).
+            // Best effort: a progress figure that could not be written
+            // stops nothing.
+            if received % PROGRESS_EVERY == 0 {
+                let _ = sqlx::query(
+                    "UPDATE recon_runs SET rows_read = $1, updated_at = $2 WHERE run_id = $3",
+                )
+                .bind(received)
+                .bind(self.now())
+                .bind(&run_id)
+                .execute(pool)
+                .await;
             }
             if let Err(e) = matcher.within_bounds() {
                 drop(chunks);

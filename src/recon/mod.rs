@@ -1704,24 +1704,34 @@ impl Engine {
             }
         }
         for (run, repaired) in by_run {
-            let figures: Option<Option<String>> =
-                sqlx::query_scalar("SELECT figures_json FROM recon_runs WHERE run_id = $1")
-                    .bind(&run)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            let Some(Some(figures)) = figures else {
-                continue;
-            };
-            let mut f: serde_json::Value = serde_json::from_str(&figures).unwrap_or_default();
-            f["repaired"] = (f["repaired"].as_i64().unwrap_or(0) + repaired).into();
-            f["pending"] = (f["pending"].as_i64().unwrap_or(0) - repaired)
-                .max(0)
-                .into();
-            sqlx::query("UPDATE recon_runs SET figures_json = $1 WHERE run_id = $2")
+            // Guarded on the figures read: another worker's repairs to the
+            // same run (PostgreSQL, two instances) are read again, not lost.
+            loop {
+                let figures: Option<Option<String>> =
+                    sqlx::query_scalar("SELECT figures_json FROM recon_runs WHERE run_id = $1")
+                        .bind(&run)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some(Some(figures)) = figures else {
+                    break;
+                };
+                let mut f: serde_json::Value = serde_json::from_str(&figures).unwrap_or_default();
+                f["repaired"] = (f["repaired"].as_i64().unwrap_or(0) + repaired).into();
+                f["pending"] = (f["pending"].as_i64().unwrap_or(0) - repaired)
+                    .max(0)
+                    .into();
+                let moved = sqlx::query(
+                    "UPDATE recon_runs SET figures_json = $1 WHERE run_id = $2 AND figures_json = $3",
+                )
                 .bind(f.to_string())
                 .bind(&run)
+                .bind(&figures)
                 .execute(&mut *tx)
                 .await?;
+                if moved.rows_affected() == 1 {
+                    break;
+                }
+            }
         }
         for task in due {
             let note = notes.get(task.task_id.as_str()).copied().or(

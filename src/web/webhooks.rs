@@ -21,34 +21,27 @@ fn refuse(status: StatusCode, message: &str) -> Response {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
 }
 
-/// Reads and drops what the sender is still sending, up to `DRAIN_LIMIT`.
-async fn drain(body: Body) {
-    let mut stream = body.into_data_stream();
-    let mut read = 0;
-    while let Some(Ok(chunk)) = stream.next().await {
-        read += chunk.len();
-        if read > DRAIN_LIMIT {
-            break;
-        }
-    }
-}
-
-/// The whole body, or `Ok(None)` when it is larger than `WEBHOOK_LIMIT`
-/// (read to its end all the same, see `DRAIN_LIMIT`).
-async fn read_body(body: Body) -> Result<Option<Vec<u8>>, axum::Error> {
+/// The body if it is at most `keep` bytes, else `Ok(None)` — read to its
+/// end all the same (up to `DRAIN_LIMIT`, dropped as it comes: see there).
+async fn read_body(body: Body, keep: usize) -> Result<Option<Vec<u8>>, axum::Error> {
     let mut stream = body.into_data_stream();
     let mut out = Vec::new();
     let mut read = 0;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;
         read += chunk.len();
-        if read <= WEBHOOK_LIMIT {
+        if read <= keep {
             out.extend_from_slice(&chunk);
         } else if read > DRAIN_LIMIT {
             break;
         }
     }
-    Ok((read <= WEBHOOK_LIMIT).then_some(out))
+    Ok((read <= keep).then_some(out))
+}
+
+/// Reads and drops what the sender is still sending of a refused body.
+async fn drain(body: Body) {
+    let _ = read_body(body, 0).await;
 }
 
 pub async fn receive(
@@ -93,7 +86,7 @@ pub async fn receive(
         engine.refuse(&refusal("too_large", too_large)).await;
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, too_large);
     }
-    let body = match read_body(body).await {
+    let body = match read_body(body, WEBHOOK_LIMIT).await {
         Ok(Some(body)) => body,
         Ok(None) => {
             engine.refuse(&refusal("too_large", too_large)).await;

@@ -121,15 +121,15 @@ pub fn sandbox_row<S: AsRef<str>>(f: &[S], line_no: i64) -> Result<StatementRow,
     if f.len() != 9 {
         return Err(format!("expected 9 fields, found {}", f.len()));
     }
-    let f: Vec<&str> = f.iter().map(AsRef::as_ref).collect();
-    let kind = match f[0] {
+    let f = |i: usize| f[i].as_ref();
+    let kind = match f(0) {
         "payment" => RowKind::Payment,
         "refund" => RowKind::Refund,
         other => return Err(format!("unknown kind {other:?}")),
     };
-    let currency = Currency::parse(f[7].trim()).map_err(|e| e.to_string())?;
-    let money = money(f[6], currency)?;
-    let occurred_at = match opt(f[8]) {
+    let currency = Currency::parse(f(7).trim()).map_err(|e| e.to_string())?;
+    let money = money(f(6), currency)?;
+    let occurred_at = match opt(f(8)) {
         Some(t) => Some(
             t.parse::<jiff::Timestamp>()
                 .map_err(|e| format!("occurred_at {t:?}: {e}"))?
@@ -140,12 +140,12 @@ pub fn sandbox_row<S: AsRef<str>>(f: &[S], line_no: i64) -> Result<StatementRow,
     Ok(StatementRow {
         line_no,
         kind,
-        provider_txn_id: opt(f[1]),
-        payment_no: opt(f[2]),
-        provider_refund_id: opt(f[3]),
-        refund_no: opt(f[4]),
+        provider_txn_id: opt(f(1)),
+        payment_no: opt(f(2)),
+        provider_refund_id: opt(f(3)),
+        refund_no: opt(f(4)),
         money,
-        status: f[5].trim().to_owned(),
+        status: f(5).trim().to_owned(),
         occurred_at,
     })
 }

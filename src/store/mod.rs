@@ -43,6 +43,58 @@ pub struct Db {
     sqlite_identity: Option<(u64, u64)>,
     /// The URL without its password.
     pub display_url: String,
+    /// SQLite: stops the checkpointer when the last handle goes.
+    _checkpointer: Option<std::sync::Arc<Checkpointer>>,
+}
+
+/// How often SQLite's write-ahead log is copied back into the database.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// SQLite's write-ahead log is copied back into the database file by a
+/// task of its own, every [`CHECKPOINT_EVERY`], not by whichever commit
+/// happens to take the log past 1,000 pages (SQLite's default): that commit
+/// then also wrote every page of the log into the database and synced it —
+/// 0.2 s for a reconciliation's last commit, and the same stall for any
+/// callback that drew it. A passive checkpoint waits for no one: readers
+/// and the writer go on meanwhile. Dropped with the last `Db` handle.
+#[derive(Debug)]
+struct Checkpointer {
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Checkpointer {
+    fn start(pool: AnyPool) -> Checkpointer {
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    _ = pool.close_event() => break,
+                    _ = tick.tick() => {}
+                }
+                // (busy, frames in the log, frames copied back)
+                match sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
+                    .fetch_one(&pool)
+                    .await
+                {
+                    Ok((_, log, copied)) if log > 0 => {
+                        tracing::trace!(log, copied, "write-ahead log checkpointed")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "write-ahead log checkpoint failed"),
+                }
+            }
+        });
+        Checkpointer { stop }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,12 +129,14 @@ impl Db {
                         // power loss, a wait instead of SQLITE_BUSY, and a 64 MiB
                         // page cache so a group commit's batch does not spill
                         // mid-transaction (p99 352 ms → 104 ms in the bench).
+                        // Checkpoints are the checkpointer's, not a commit's.
                         for pragma in [
                             "PRAGMA journal_mode = WAL",
                             "PRAGMA synchronous = FULL",
                             "PRAGMA busy_timeout = 5000",
                             "PRAGMA foreign_keys = ON",
                             "PRAGMA cache_size = -65536",
+                            "PRAGMA wal_autocheckpoint = 0",
                         ] {
                             conn.execute(pragma).await?;
                         }
@@ -99,6 +153,8 @@ impl Db {
             })?;
         let sqlite_path = crate::config::sqlite_path(url);
         Ok(Db {
+            _checkpointer: (kind == DbKind::Sqlite)
+                .then(|| std::sync::Arc::new(Checkpointer::start(pool.clone()))),
             pool,
             kind,
             sqlite_identity: sqlite_path.as_deref().and_then(file_identity),

@@ -198,6 +198,35 @@ async fn sqlite_runs_in_wal_with_full_sync(b: Backend) {
                 .await
                 .unwrap();
             assert_eq!(busy, 5000);
+            // The log is copied back by the checkpointer, not by commits:
+            // 2 MiB written show up in the database file within seconds.
+            let auto: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+            assert_eq!(auto, 0, "no commit checkpoints");
+            let path = db.sqlite_path.clone().unwrap();
+            let before = std::fs::metadata(&path).unwrap().len();
+            sqlx::query("CREATE TABLE ballast (b BLOB)")
+                .execute(&db.pool)
+                .await
+                .unwrap();
+            sqlx::query("INSERT INTO ballast VALUES (zeroblob(2097152))")
+                .execute(&db.pool)
+                .await
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let now = std::fs::metadata(&path).unwrap().len();
+                if now >= before + 2 * 1024 * 1024 {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the database file stayed at {now} bytes (from {before}): nothing checkpointed"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
         }
         DbKind::Postgres => {
             let version: String = sqlx::query_scalar("SHOW server_version")

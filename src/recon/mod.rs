@@ -1262,23 +1262,28 @@ impl Engine {
         self.classify_refunds(provider, (start, end), &refunds, &mut figures, &mut found)
             .await?;
         // The order of each ticket's payment, where the finding did not
-        // carry it (the day's payments are held without theirs).
+        // carry it (the day's payments are held without theirs): from the
+        // payments the rows named, else looked up.
         let mut unordered: Vec<&str> = found
             .iter()
             .filter(|f| f.order_no.is_none())
             .filter_map(|f| f.payment_no.as_deref())
+            .filter(|no| !by_no.contains_key(*no))
             .collect();
         unordered.sort_unstable();
         unordered.dedup();
         let orders = self.payments_by("payment_no", provider, &unordered).await?;
         for f in &mut found {
             if f.order_no.is_none()
-                && let Some(p) = f.payment_no.as_deref().and_then(|no| orders.get(no))
+                && let Some(p) = f
+                    .payment_no
+                    .as_deref()
+                    .and_then(|no| by_no.get(no).or_else(|| orders.get(no)))
             {
                 f.order_no = p.order.clone();
             }
         }
-        drop(orders);
+        drop((orders, by_no, by_txn));
         figures.millis.insert("classify", millis(phase));
         // What the run found: its tickets (with their holds and alerts),
         // committed about 5,000 at a time (a fifth of a second each, so

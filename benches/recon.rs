@@ -142,6 +142,7 @@ fn main() {
                 started_by: "bench",
                 accept_bad_lines: 0,
                 run_id: None,
+                hash: None,
             })
             .await
             .unwrap();

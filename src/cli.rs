@@ -262,6 +262,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 started_by: "cli",
                 accept_bad_lines,
                 run_id: None,
+                hash: None,
             };
             return report_run(engine.import_statement(imp).await);
         }

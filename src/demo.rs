@@ -181,6 +181,7 @@ pub async fn history(engine: Engine, sandbox: SandboxServer) -> anyhow::Result<(
             started_by: "demo",
             accept_bad_lines: 0,
             run_id: None,
+            hash: None,
         })
         .await
         .map_err(|e| anyhow::anyhow!("demo history {date}: {e}"))?;

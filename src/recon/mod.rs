@@ -77,7 +77,7 @@ impl Input {
     }
 
     pub fn hash(&self) -> std::io::Result<String> {
-        let mut h = Sha256::new();
+        let mut h = StatementHash::default();
         let mut r: Box<dyn std::io::BufRead + Send + '_> = match self {
             Input::Bytes(b) => Box::new(std::io::Cursor::new(b.as_slice())),
             Input::File(p) => Box::new(std::io::BufReader::with_capacity(
@@ -94,7 +94,7 @@ impl Input {
             let n = buf.len();
             r.consume(n);
         }
-        Ok(hex::encode(h.finalize()))
+        Ok(h.finish())
     }
 }
 
@@ -113,6 +113,25 @@ pub struct Import<'a> {
     /// The new run's id when the caller chose it (the console names the
     /// run it is about to show before the import starts).
     pub run_id: Option<String>,
+    /// The input's [`StatementHash`] when the caller already has it (the
+    /// console hashes an upload as it arrives); otherwise it is computed.
+    pub hash: Option<String>,
+}
+
+/// What makes a statement file the same file: the SHA-256 of its bytes,
+/// in lowercase hex. Fed piece by piece (as an upload arrives, or as a
+/// file is read).
+#[derive(Default)]
+pub struct StatementHash(Sha256);
+
+impl StatementHash {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> String {
+        hex::encode(self.0.finalize())
+    }
 }
 
 /// A finished (or refused) run, as the API and CLI report it.
@@ -244,7 +263,8 @@ struct Read {
     skipped: Vec<statement::ParseError>,
 }
 
-/// Hashes a statement, then reads it on the calling thread, handing its
+/// Hashes a statement (unless its hash is known), then reads it on the
+/// calling thread, handing its
 /// rows to `rows` in chunks. Blocking: runs in `spawn_blocking`. (Hashing
 /// first, in a pass of its own, overlaps it with the loading of the day's
 /// payments, during which the rows could only wait.)
@@ -252,12 +272,17 @@ fn read_statement(
     format: Format,
     input: Input,
     tolerance: u32,
+    known_hash: Option<String>,
     rows: tokio::sync::mpsc::Sender<Vec<StatementRow>>,
 ) -> Result<Read, ReconError> {
     let unreadable =
         |e: std::io::Error| ReconError::Invalid(format!("cannot read the statement: {e}"));
+    let hash = match known_hash {
+        Some(hash) => hash,
+        None => input.hash().map_err(unreadable)?,
+    };
     let mut read = Read {
-        hash: input.hash().map_err(unreadable)?,
+        hash,
         rows: 0,
         checks: Vec::new(),
         skipped: Vec::new(),
@@ -517,8 +542,10 @@ impl Engine {
         let started = std::time::Instant::now();
         let (sender, mut chunks) = tokio::sync::mpsc::channel::<Vec<StatementRow>>(CHUNKS_AHEAD);
         let tolerance = imp.accept_bad_lines;
-        let reading =
-            tokio::task::spawn_blocking(move || read_statement(format, input, tolerance, sender));
+        let known_hash = imp.hash;
+        let reading = tokio::task::spawn_blocking(move || {
+            read_statement(format, input, tolerance, known_hash, sender)
+        });
         let day = match self.day_payments(imp.provider, range).await {
             Ok(day) => day,
             Err(e) => {

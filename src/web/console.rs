@@ -225,6 +225,7 @@ pub async fn upload_statement(
     // Whatever happens below, the kept file goes unless the import takes it.
     let mut guard = TempFile(Some(path.clone()));
     let mut size = 0usize;
+    let mut hash = crate::recon::StatementHash::default();
     loop {
         let mut field = match form.next_field().await {
             Ok(Some(f)) => f,
@@ -245,6 +246,7 @@ pub async fn upload_statement(
             "file" => {
                 name = field.file_name().map(str::to_owned);
                 size = 0;
+                hash = crate::recon::StatementHash::default();
                 let Ok(mut out) = std::fs::File::create(&path) else {
                     return bad("cannot keep the upload".into());
                 };
@@ -252,6 +254,7 @@ pub async fn upload_statement(
                     match field.chunk().await {
                         Ok(Some(chunk)) => {
                             size += chunk.len();
+                            hash.update(&chunk);
                             if out.write_all(&chunk).is_err() {
                                 return bad("cannot keep the upload".into());
                             }
@@ -280,9 +283,7 @@ pub async fn upload_statement(
         return bad(e);
     }
     let input = Input::File(path.clone());
-    let Ok(hash) = input.hash() else {
-        return bad("cannot read the upload".into());
-    };
+    let hash = hash.finish();
     match engine.earlier_run(&provider, &date, &hash).await {
         Ok(Some(run)) => return back_to_runs(Some(&run.run_id), None),
         Ok(None) => {}
@@ -305,6 +306,7 @@ pub async fn upload_statement(
             started_by: &who,
             accept_bad_lines: tolerance,
             run_id: Some(id.clone()),
+            hash: Some(hash),
         };
         if let Err(e) = engine.import_statement(imp).await {
             tracing::warn!(run_id = %id, error = %e, "uploaded statement refused");

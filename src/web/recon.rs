@@ -92,6 +92,7 @@ pub async fn upload(
         started_by: &actor,
         accept_bad_lines,
         run_id: None,
+        hash: None,
     };
     match engine.import_statement(imp).await {
         Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),

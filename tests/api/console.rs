@@ -563,6 +563,19 @@ async fn a_statement_uploaded_in_the_console_runs_in_the_background(b: Backend) 
         classes.contains(&("PROVIDER_ONLY".into(), 1)),
         "{classes:?}"
     );
+    // The upload was hashed as it arrived, as any import hashes a file:
+    // the same file imported through the API or the CLI is the same file.
+    let kept: String = sqlx::query_scalar("SELECT file_hash FROM recon_runs WHERE run_id = $1")
+        .bind(&run)
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        kept,
+        reckon::recon::Input::Bytes(file.clone().into_bytes())
+            .hash()
+            .unwrap()
+    );
     // The same file again shows the same run; a broken one says why.
     let again = upload(file.into_bytes()).await.unwrap();
     assert_eq!(again.headers()["location"].to_str().unwrap(), to);

@@ -433,6 +433,27 @@ pub fn notice_outcome(
     }
 }
 
+/// A provider's answer to a status query as an outcome (no result yet
+/// counts as PENDING), traced anew.
+pub fn view_outcome(
+    view: crate::providers::ProviderView,
+    payment_no: crate::domain::PaymentNo,
+    provider: &ProviderName,
+    source: Source,
+    evidence: &str,
+) -> Outcome {
+    Outcome {
+        payment_no,
+        provider: provider.clone(),
+        provider_txn_id: view.provider_txn_id,
+        target: view.status.unwrap_or(crate::domain::PaymentStatus::Pending),
+        money: view.money,
+        source,
+        evidence: evidence.to_owned(),
+        trace_id: uuid::Uuid::new_v4().simple().to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::retry_delay;

@@ -3,11 +3,11 @@
 //! `apply`, like every other outcome; neither can change what a provider
 //! did not say.
 
-use super::apply::{Applied, Outcome, Source};
-use super::intake::notice_outcome;
+use super::apply::{Applied, Source};
+use super::intake::{notice_outcome, view_outcome};
 use super::refunds::RefundOutcome;
 use super::{Engine, headers_from_json};
-use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
+use crate::domain::{PaymentNo, ProviderTxnId};
 use crate::providers::Notification;
 use crate::store::payments;
 
@@ -148,16 +148,7 @@ impl Engine {
             .query_payment(&no, txn.as_ref())
             .await
             .map_err(|e| ActionError::Provider(e.to_string()))?;
-        let outcome = Outcome {
-            payment_no: no,
-            provider: provider.name().clone(),
-            provider_txn_id: view.provider_txn_id,
-            target: view.status.unwrap_or(PaymentStatus::Pending),
-            money: view.money,
-            source: Source::Query,
-            evidence: "console re-query".into(),
-            trace_id: uuid::Uuid::new_v4().simple().to_string(),
-        };
+        let outcome = view_outcome(view, no, provider.name(), Source::Query, "console re-query");
         let applied = self.apply(&outcome).await?;
         Ok(ActionOutcome {
             class: applied.class(),

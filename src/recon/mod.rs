@@ -15,7 +15,7 @@ mod matching;
 pub mod statement;
 
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
-use crate::engine::{Applied, Engine, Outcome, Source};
+use crate::engine::{Applied, Engine, Source};
 use crate::providers::Notification;
 use crate::providers::Provider;
 use crate::store::incidents;
@@ -1818,16 +1818,13 @@ impl Engine {
             let txn = txn.as_deref().and_then(|t| ProviderTxnId::parse(t).ok());
             match provider.query_payment(&no, txn.as_ref()).await {
                 Ok(view) => {
-                    let o = Outcome {
-                        payment_no: no.clone(),
-                        provider: provider.name().clone(),
-                        provider_txn_id: view.provider_txn_id,
-                        target: view.status.unwrap_or(PaymentStatus::Pending),
-                        money: view.money,
-                        source: Source::ReconRepair,
-                        evidence: "reconciliation: STATUS_LAG repair".into(),
-                        trace_id: uuid::Uuid::new_v4().simple().to_string(),
-                    };
+                    let o = crate::engine::view_outcome(
+                        view,
+                        no.clone(),
+                        provider.name(),
+                        Source::ReconRepair,
+                        "reconciliation: STATUS_LAG repair",
+                    );
                     let a = self.apply(&o).await?;
                     actions.push(
                         json!({"action": "status query", "result": a.class(), "at": self.now()}),

@@ -1279,6 +1279,7 @@ impl Engine {
             "every payment row in exactly one class"
         );
         drop(day);
+        crate::release_freed_memory();
         tracing::debug!(
             run_id,
             millis = phase.elapsed().as_millis() as u64,

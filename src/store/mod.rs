@@ -74,6 +74,8 @@ impl Checkpointer {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // A failure is logged when it starts, not twice a second.
+            let mut failing = false;
             loop {
                 tokio::select! {
                     _ = stopped.changed() => break,
@@ -85,11 +87,17 @@ impl Checkpointer {
                     .fetch_one(&pool)
                     .await
                 {
-                    Ok((_, log, copied)) if log > 0 => {
-                        tracing::trace!(log, copied, "write-ahead log checkpointed")
+                    Ok((_, log, copied)) => {
+                        if std::mem::take(&mut failing) {
+                            tracing::info!("write-ahead log checkpoints work again");
+                        }
+                        tracing::trace!(log, copied, "write-ahead log checkpointed");
                     }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "write-ahead log checkpoint failed"),
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e, "write-ahead log checkpoint failed");
+                    }
+                    Err(_) => {}
                 }
             }
         });

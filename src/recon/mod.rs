@@ -264,10 +264,10 @@ struct Read {
 }
 
 /// Hashes a statement (unless its hash is known), then reads it on the
-/// calling thread, handing its
-/// rows to `rows` in chunks. Blocking: runs in `spawn_blocking`. (Hashing
-/// first, in a pass of its own, overlaps it with the loading of the day's
-/// payments, during which the rows could only wait.)
+/// calling thread, handing its rows to `rows` in chunks. Blocking: runs in
+/// `spawn_blocking`. (Hashing first, in a pass of its own, overlaps it with
+/// the loading of the day's payments, during which the rows could only
+/// wait.)
 fn read_statement(
     format: Format,
     input: Input,

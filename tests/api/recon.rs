@@ -257,6 +257,31 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     assert_eq!(named("LOCAL_ONLY").as_deref(), Some(local_only.as_str()));
     assert_eq!(named("ONE_TO_MANY").as_deref(), Some(one_to_many.as_str()));
     assert_eq!(named("PROVIDER_ONLY").as_deref(), Some("PAYNOTHERE"));
+    // Each ticket of a local payment carries that payment's order, whether
+    // its row named the payment or the payment had no row.
+    let orders: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT class, order_no FROM discrepancies WHERE payment_no IS NOT NULL \
+           AND class <> 'PROVIDER_ONLY' ORDER BY class",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    let orders: Vec<(&str, Option<&str>)> = orders
+        .iter()
+        .map(|(c, o)| (c.as_str(), o.as_deref()))
+        .collect();
+    assert_eq!(
+        orders,
+        [
+            ("AMOUNT_MISMATCH", Some("RC-E")),
+            ("CURRENCY_MISMATCH", Some("RC-F")),
+            ("DUPLICATE", Some("RC-G")),
+            ("LOCAL_ONLY", Some("RC-D")),
+            ("ONE_TO_MANY", Some("RC-H")),
+            ("REFUND_MISMATCH", Some("RC-A")),
+            ("STATUS_LAG", Some("RC-B")),
+        ]
+    );
     // STATUS_LAG repaired through apply: one effect, the ticket says how.
     assert_eq!(app.status(&lag).await, "SUCCEEDED");
     assert_eq!(app.count("payment_effects", &lag).await, 1);

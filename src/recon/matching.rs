@@ -137,10 +137,7 @@ impl DayPayments {
             .checked_add(1)
             .ok_or_else(|| "more than 4 billion payments in one business day".to_string())?;
         let (currency, status) = (self.names.id(currency), self.names.id(status));
-        if self.slots.last().is_none_or(|b| b.len() == SLOT_BLOCK) {
-            self.slots.push(Vec::with_capacity(SLOT_BLOCK));
-        }
-        self.slots.last_mut().expect("a block").push(Slot {
+        self.push_slot(Slot {
             at,
             no_len: no.len() as u16,
             txn_len: txn.map_or(0, |t| t.len() as u16),
@@ -151,6 +148,40 @@ impl DayPayments {
             amount,
             last_line: 0,
         });
+        Ok(())
+    }
+
+    fn push_slot(&mut self, slot: Slot) {
+        if self.slots.last().is_none_or(|b| b.len() == SLOT_BLOCK) {
+            self.slots.push(Vec::with_capacity(SLOT_BLOCK));
+        }
+        self.slots.last_mut().expect("a block").push(slot);
+    }
+
+    /// Adds every payment of `other` after these (a day read in parts, at
+    /// once): its identifiers' blocks are moved, not copied, its slots
+    /// copied one block at a time as it goes. Before [`DayPayments::index`].
+    pub fn append(&mut self, other: DayPayments) -> Result<(), String> {
+        debug_assert!(self.by_txn.is_empty() && other.by_txn.is_empty());
+        let blocks = self.arena.len() + other.arena.len();
+        if blocks > (u32::MAX as usize) / ARENA_BLOCK {
+            return Err("more than 4 GiB of payment identifiers in one business day".into());
+        }
+        self.len = self
+            .len
+            .checked_add(other.len)
+            .ok_or_else(|| "more than 4 billion payments in one business day".to_string())?;
+        let shift = (self.arena.len() * ARENA_BLOCK) as u32;
+        let names: Vec<u16> = other.names.0.iter().map(|n| self.names.id(n)).collect();
+        self.arena.extend(other.arena);
+        for block in other.slots {
+            for mut slot in block {
+                slot.at += shift;
+                slot.currency = names[usize::from(slot.currency)];
+                slot.status = names[usize::from(slot.status)];
+                self.push_slot(slot);
+            }
+        }
         Ok(())
     }
 
@@ -353,6 +384,50 @@ mod tests {
             status: "SUCCEEDED".into(),
             occurred_at: None,
         }
+    }
+
+    #[test]
+    fn a_day_read_in_parts_is_the_day_read_whole() {
+        let payments: Vec<(String, Option<String>, i64, &str, &str)> = (0..70_000)
+            .map(|i| {
+                (
+                    format!("PAY{i:06}"),
+                    (i % 7 != 0).then(|| format!("TXN{i:06}-{}", "x".repeat(i % 40))),
+                    i as i64,
+                    if i % 3 == 0 { "USD" } else { "CNY" },
+                    if i % 5 == 0 { "PENDING" } else { "SUCCEEDED" },
+                )
+            })
+            .collect();
+        let push = |day: &mut DayPayments, p: &[(String, Option<String>, i64, &str, &str)]| {
+            for (no, txn, amount, currency, status) in p {
+                day.push(no, txn.as_deref(), *amount, currency, status)
+                    .unwrap();
+            }
+        };
+        let mut whole = DayPayments::default();
+        push(&mut whole, &payments);
+        // The second part meets its currencies and statuses in another
+        // order (CNY, SUCCEEDED first; the first part USD, PENDING), and
+        // the first part ends mid-block.
+        let mut first = DayPayments::default();
+        push(&mut first, &payments[..40_001]);
+        let mut second = DayPayments::default();
+        push(&mut second, &payments[40_001..]);
+        first.append(second).unwrap();
+        assert_eq!(first.len(), whole.len());
+        assert!(first.arena.len() > 1, "identifiers span blocks");
+        for i in whole.indexes() {
+            assert_eq!(first.no_of(i), whole.no_of(i));
+            assert_eq!(first.txn(i), whole.txn(i));
+            assert_eq!(first.status_of(i), whole.status_of(i));
+            let (a, b) = (first.pay(i), whole.pay(i));
+            assert_eq!((a.amount, a.currency), (b.amount, b.currency));
+        }
+        first.index();
+        assert_eq!(first.find_txn("TXN069999-"), None);
+        let t = payments[69_998].1.as_deref().unwrap();
+        assert_eq!(first.find_txn(t), Some(69_998));
     }
 
     #[test]

@@ -889,36 +889,76 @@ impl Engine {
                OR (paid_at IS NULL AND created_at >= $2 AND created_at < $3))";
         let bad = |e: String| ReconError::Invalid(format!("the day's payments: {e}"));
         if let Some(path) = self.db.sqlite_path.clone() {
-            let provider = provider.to_owned();
-            return tokio::task::spawn_blocking(move || {
-                use crate::store::scan::{Bind, each_row};
-                let mut day = DayPayments::default();
-                let mut refused = None;
-                let binds = [Bind::Text(&provider), Bind::Int(start), Bind::Int(end)];
-                each_row(&path, SQL, &binds, |r| {
-                    if refused.is_none()
-                        && let Err(e) = day.push(
-                            r.text(0).unwrap_or_default(),
-                            r.text(1),
-                            r.int(2).unwrap_or_default(),
-                            r.text(3).unwrap_or_default(),
-                            r.text(4).unwrap_or_default(),
-                        )
-                    {
-                        refused = Some(e);
+            use crate::store::scan::{Bind, each_row};
+            let store = |e: String| ReconError::Store(sqlx::Error::Io(std::io::Error::other(e)));
+            let joined = |e: tokio::task::JoinError| bad(e.to_string());
+            // The table in two halves by rowid, each read on a thread of its
+            // own: while the payments load, the statement's reader can only
+            // run a few chunks ahead, and a core would sit idle.
+            let (first, last) = {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut bounds = (0, -1);
+                    each_row(
+                        &path,
+                        "SELECT MIN(rowid), MAX(rowid) FROM payments",
+                        &[],
+                        |r| bounds = (r.int(0).unwrap_or(0), r.int(1).unwrap_or(-1)),
+                    )
+                    .map(|_| bounds)
+                })
+                .await
+                .map_err(joined)?
+                .map_err(store)?
+            };
+            // (Rowids may be anywhere in i64.)
+            let middle = ((i128::from(first) + i128::from(last)) / 2) as i64;
+            let rest = match middle.checked_add(1) {
+                Some(next) => (next, i64::MAX),
+                None => (1, 0),
+            };
+            let part = |from: i64, to: i64| {
+                let (path, provider) = (path.clone(), provider.to_owned());
+                tokio::task::spawn_blocking(move || {
+                    let mut day = DayPayments::default();
+                    let mut refused = None;
+                    let sql = format!("{SQL} AND rowid >= $4 AND rowid <= $5");
+                    let binds = [
+                        Bind::Text(&provider),
+                        Bind::Int(start),
+                        Bind::Int(end),
+                        Bind::Int(from),
+                        Bind::Int(to),
+                    ];
+                    each_row(&path, &sql, &binds, |r| {
+                        if refused.is_none()
+                            && let Err(e) = day.push(
+                                r.text(0).unwrap_or_default(),
+                                r.text(1),
+                                r.int(2).unwrap_or_default(),
+                                r.text(3).unwrap_or_default(),
+                                r.text(4).unwrap_or_default(),
+                            )
+                        {
+                            refused = Some(e);
+                        }
+                    })
+                    .map_err(store)?;
+                    match refused {
+                        Some(e) => Err(bad(e)),
+                        None => Ok(day),
                     }
                 })
-                .map_err(|e| ReconError::Store(sqlx::Error::Io(std::io::Error::other(e))))?;
-                match refused {
-                    Some(e) => Err(bad(e)),
-                    None => {
-                        day.index();
-                        Ok(day)
-                    }
-                }
+            };
+            let (head, tail) = tokio::join!(part(i64::MIN, middle), part(rest.0, rest.1));
+            let (mut day, tail) = (head.map_err(joined)??, tail.map_err(joined)??);
+            return tokio::task::spawn_blocking(move || {
+                day.append(tail).map_err(bad)?;
+                day.index();
+                Ok(day)
             })
             .await
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(joined)?;
         }
         let mut day = DayPayments::default();
         let mut rows = sqlx::query(SQL)

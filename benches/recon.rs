@@ -59,17 +59,20 @@ fn main() {
         writeln!(statement, "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at").unwrap();
         writeln!(local, "payment_no,provider_txn_id,amount_minor,currency,status").unwrap();
         let (mut rows, mut total) = (0i64, 0i64);
-        let mut batch: Vec<(String, String, i64, &str, &str, i64)> = Vec::with_capacity(500);
+        let mut batch: Vec<(String, String, i64, &str, &str, i64, Option<i64>)> = Vec::with_capacity(500);
         for i in 0..n {
             let c = case(i);
             let no = format!("PAY{i:09}");
             let txn = format!("SBX{i:09}");
             let minor = 100 + (i as i64 % 9_900);
-            let created = day_start.as_microsecond() + (i as i64 % 86_000) * 1_000_000;
+            // Made through the day in order, as a day's payments are;
+            // paid two seconds later.
+            let created = day_start.as_microsecond() + i as i64 * (86_000_000_000 / n as i64);
             let at = jiff::Timestamp::from_microsecond(created).unwrap().to_string();
             if c != "PROVIDER_ONLY" {
                 let status = if c == "STATUS_LAG" { "PENDING" } else { "SUCCEEDED" };
-                batch.push((no.clone(), txn.clone(), minor, "CNY", status, created));
+                let paid = (status == "SUCCEEDED").then_some(created + 2_000_000);
+                batch.push((no.clone(), txn.clone(), minor, "CNY", status, created, paid));
                 writeln!(local, "{no},{txn},{minor},CNY,{status}").unwrap();
             }
             if c != "LOCAL_ONLY" {
@@ -96,21 +99,21 @@ fn main() {
                 for chunk in batch.chunks(32) {
                     let sql = format!(
                         "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
-                         currency, status, version, created_by, awaiting_recon, created_at, updated_at) VALUES {}",
+                         currency, status, version, created_by, awaiting_recon, created_at, updated_at, paid_at) VALUES {}",
                         (0..chunk.len())
                             .map(|k| {
-                                let b = k * 6;
+                                let b = k * 7;
                                 format!(
-                                    "(${}, ${}, 1, 'sandbox', ${}, ${}, ${}, ${}, 1, 'bench', 0, ${}, ${})",
-                                    b + 1, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 6
+                                    "(${}, ${}, 1, 'sandbox', ${}, ${}, ${}, ${}, 1, 'bench', 0, ${}, ${}, ${})",
+                                    b + 1, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 6, b + 7
                                 )
                             })
                             .collect::<Vec<_>>()
                             .join(", ")
                     );
                     let mut q = sqlx::query(&sql);
-                    for (no, txn, minor, cur, status, created) in chunk {
-                        q = q.bind(no).bind(txn).bind(*minor).bind(*cur).bind(*status).bind(*created);
+                    for (no, txn, minor, cur, status, created, paid) in chunk {
+                        q = q.bind(no).bind(txn).bind(*minor).bind(*cur).bind(*status).bind(*created).bind(*paid);
                     }
                     q.execute(&mut *tx).await.unwrap();
                 }

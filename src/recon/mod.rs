@@ -44,6 +44,19 @@ const TICKETS_PER_STATEMENT: usize = 128;
 /// A RUNNING run without progress for this long was left by a stopped
 /// process (microseconds): an hour.
 const STALE_US: i64 = 3600 * 1_000_000;
+/// One provider's payments of one business day `[$2, $3)`: paid that day,
+/// or never paid and made that day. Read by the `payments_day` index
+/// (`(provider, paid_at, created_at)`: the two conditions are two ranges
+/// of it), so a run reads the day, not the provider's history.
+pub const DAY_PAYMENTS: &str = "SELECT payment_no, provider_txn_id, amount_minor, currency, status FROM payments \
+     WHERE provider = $1 AND ((paid_at >= $2 AND paid_at < $3) \
+       OR (paid_at IS NULL AND created_at >= $2 AND created_at < $3))";
+
+/// The refunds of one provider that succeeded on one business day, by the
+/// `refunds_day` index.
+pub const DAY_REFUNDS: &str = "SELECT refund_no, payment_no, amount_minor, currency, status FROM refunds \
+     WHERE provider = $1 AND status = 'SUCCEEDED' AND finished_at >= $2 AND finished_at < $3";
+
 /// A statement row found by payment_no must be this close to the payment's
 /// creation (microseconds): three days.
 const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
@@ -884,53 +897,24 @@ impl Engine {
         provider: &str,
         (start, end): (i64, i64),
     ) -> Result<DayPayments, ReconError> {
-        const SQL: &str = "SELECT payment_no, provider_txn_id, amount_minor, currency, status FROM payments \
-             WHERE provider = $1 AND ((paid_at >= $2 AND paid_at < $3) \
-               OR (paid_at IS NULL AND created_at >= $2 AND created_at < $3))";
+        const SQL: &str = DAY_PAYMENTS;
         let bad = |e: String| ReconError::Invalid(format!("the day's payments: {e}"));
         if let Some(path) = self.db.sqlite_path.clone() {
             use crate::store::scan::{Bind, each_row};
             let store = |e: String| ReconError::Store(sqlx::Error::Io(std::io::Error::other(e)));
             let joined = |e: tokio::task::JoinError| bad(e.to_string());
-            // The table in two halves by rowid, each read on a thread of its
-            // own: while the payments load, the statement's reader can only
-            // run a few chunks ahead, and a core would sit idle.
-            let (first, last) = {
-                let path = path.clone();
-                tokio::task::spawn_blocking(move || {
-                    let mut bounds = (0, -1);
-                    each_row(
-                        &path,
-                        "SELECT MIN(rowid), MAX(rowid) FROM payments",
-                        &[],
-                        |r| bounds = (r.int(0).unwrap_or(0), r.int(1).unwrap_or(-1)),
-                    )
-                    .map(|_| bounds)
-                })
-                .await
-                .map_err(joined)?
-                .map_err(store)?
-            };
-            // (Rowids may be anywhere in i64.)
-            let middle = ((i128::from(first) + i128::from(last)) / 2) as i64;
-            let rest = match middle.checked_add(1) {
-                Some(next) => (next, i64::MAX),
-                None => (1, 0),
-            };
+            // The day in two halves, each read on a thread of its own (by
+            // `payments_day`: only the day's payments are read): while the
+            // payments load, the statement's reader can only run a few
+            // chunks ahead, and a core would sit idle.
+            let middle = start + (end - start) / 2;
             let part = |from: i64, to: i64| {
                 let (path, provider) = (path.clone(), provider.to_owned());
                 tokio::task::spawn_blocking(move || {
                     let mut day = DayPayments::default();
                     let mut refused = None;
-                    let sql = format!("{SQL} AND rowid >= $4 AND rowid <= $5");
-                    let binds = [
-                        Bind::Text(&provider),
-                        Bind::Int(start),
-                        Bind::Int(end),
-                        Bind::Int(from),
-                        Bind::Int(to),
-                    ];
-                    each_row(&path, &sql, &binds, |r| {
+                    let binds = [Bind::Text(&provider), Bind::Int(from), Bind::Int(to)];
+                    each_row(&path, SQL, &binds, |r| {
                         if refused.is_none()
                             && let Err(e) = day.push(
                                 r.text(0).unwrap_or_default(),
@@ -950,7 +934,7 @@ impl Engine {
                     }
                 })
             };
-            let (head, tail) = tokio::join!(part(i64::MIN, middle), part(rest.0, rest.1));
+            let (head, tail) = tokio::join!(part(start, middle), part(middle, end));
             let (mut day, tail) = (head.map_err(joined)??, tail.map_err(joined)??);
             return tokio::task::spawn_blocking(move || {
                 day.append(tail).map_err(bad)?;
@@ -1483,15 +1467,12 @@ impl Engine {
             });
         }
         let listed: std::collections::HashSet<&str> = nos.into_iter().collect();
-        let day: Vec<(String, String, i64, String, String)> = sqlx::query_as(
-            "SELECT refund_no, payment_no, amount_minor, currency, status FROM refunds \
-             WHERE provider = $1 AND status = 'SUCCEEDED' AND finished_at >= $2 AND finished_at < $3",
-        )
-        .bind(provider)
-        .bind(start)
-        .bind(end)
-        .fetch_all(&self.db.pool)
-        .await?;
+        let day: Vec<(String, String, i64, String, String)> = sqlx::query_as(DAY_REFUNDS)
+            .bind(provider)
+            .bind(start)
+            .bind(end)
+            .fetch_all(&self.db.pool)
+            .await?;
         for (no, payment_no, amount, currency, status) in day {
             if listed.contains(no.as_str()) {
                 continue;

@@ -798,7 +798,93 @@ async fn an_unknown_transaction_listed_twice_is_one_duplicate_ticket(b: Backend)
     );
 }
 
+/// A run reads its day, not the provider's history: with fifty days of
+/// payments and refunds behind it (and the planner's statistics), the
+/// day's payments and refunds are found by their day indexes.
+async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let pool = app.pool();
+    let day = 86_400_000_000i64;
+    for d in 0..50i64 {
+        let mut values = Vec::new();
+        for k in 0..100i64 {
+            let at = 1_790_000_000_000_000 + d * day + k * 1_000_000;
+            values.push(format!(
+                "('H{d}-{k}', 'H{d}-{k}', 1, 'sandbox', 'SBX-H{d}-{k}', 100, 'CNY', 'SUCCEEDED', 1, 't', 0, {at}, {at}, {at})"
+            ));
+        }
+        sqlx::query(&format!(
+            "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, currency, \
+               status, version, created_by, awaiting_recon, created_at, updated_at, paid_at) VALUES {}",
+            values.join(", ")
+        ))
+        .execute(pool)
+        .await
+        .unwrap();
+        let refunds: Vec<String> = (0..20i64)
+            .map(|k| {
+                let at = 1_790_000_000_000_000 + d * day + k * 1_000_000;
+                format!(
+                    "('R{d}-{k}', 'H{d}-{k}', 'sandbox', 100, 'CNY', 'SUCCEEDED', 'RF-H{d}-{k}', 't', 'R{d}-{k}', \
+                      'test', 't', {at}, {at}, {at})"
+                )
+            })
+            .collect();
+        sqlx::query(&format!(
+            "INSERT INTO refunds (refund_no, payment_no, provider, amount_minor, currency, status, provider_refund_id, \
+               idem_scope, idem_key, reason, requested_by, created_at, updated_at, finished_at) VALUES {}",
+            refunds.join(", ")
+        ))
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query("ANALYZE").execute(pool).await.unwrap();
+    let (start, end) = (
+        1_790_000_000_000_000 + 7 * day,
+        1_790_000_000_000_000 + 8 * day,
+    );
+    for (sql, index, table) in [
+        (reckon::recon::DAY_PAYMENTS, "payments_day", "payments"),
+        (reckon::recon::DAY_REFUNDS, "refunds_day", "refunds"),
+    ] {
+        let (explain, column) = match b {
+            Backend::Sqlite => (format!("EXPLAIN QUERY PLAN {sql}"), "detail"),
+            Backend::Postgres => (format!("EXPLAIN {sql}"), "QUERY PLAN"),
+        };
+        let plan: Vec<String> = sqlx::query(&explain)
+            .bind("sandbox")
+            .bind(start)
+            .bind(end)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| sqlx::Row::get::<String, _>(r, column))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains(index), "{table} not by {index}:\n{plan}");
+        assert!(
+            !plan.contains(&format!("SCAN {table}")) && !plan.contains("Seq Scan"),
+            "{table} walked whole:\n{plan}"
+        );
+    }
+    // And the day's payments are exactly that day's hundred.
+    let n: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM ({}) d",
+        reckon::recon::DAY_PAYMENTS
+    ))
+    .bind("sandbox")
+    .bind(start)
+    .bind(end)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(n, 100);
+}
+
 both_databases!(
+    the_days_payments_and_refunds_are_read_by_their_day_indexes,
     an_unknown_transaction_listed_twice_is_one_duplicate_ticket,
     status_lag_repairs_are_queued_for_the_worker,
     a_payment_made_yesterday_and_paid_today_belongs_to_today,

@@ -31,6 +31,18 @@ fn case(i: usize) -> &'static str {
     }
 }
 
+/// A local payment to insert: payment_no, transaction, amount, currency,
+/// status, made at, paid at.
+type Local = (
+    String,
+    String,
+    i64,
+    &'static str,
+    &'static str,
+    i64,
+    Option<i64>,
+);
+
 fn main() {
     let n: usize = std::env::var("RECKON_BENCH_ROWS")
         .ok()
@@ -59,7 +71,7 @@ fn main() {
         writeln!(statement, "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at").unwrap();
         writeln!(local, "payment_no,provider_txn_id,amount_minor,currency,status").unwrap();
         let (mut rows, mut total) = (0i64, 0i64);
-        let mut batch: Vec<(String, String, i64, &str, &str, i64, Option<i64>)> = Vec::with_capacity(500);
+        let mut batch: Vec<Local> = Vec::with_capacity(500);
         for i in 0..n {
             let c = case(i);
             let no = format!("PAY{i:09}");

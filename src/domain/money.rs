@@ -86,17 +86,21 @@ pub enum MoneyError {
 }
 
 impl Currency {
-    /// Case-insensitive: `cny` is CNY.
+    /// Case-insensitive: `cny` is CNY. (Called for every statement row:
+    /// no allocation, a binary search of the sorted table.)
     pub fn parse(code: &str) -> Result<Currency, MoneyError> {
-        let upper = code.trim().to_ascii_uppercase();
+        let unknown = || MoneyError::UnknownCurrency(code.chars().take(16).collect());
+        let &[a, b, c] = code.trim().as_bytes() else {
+            return Err(unknown());
+        };
+        let upper = [a, b, c].map(|x| x.to_ascii_uppercase());
         CURRENCIES
-            .iter()
-            .find(|(c, _)| *c == upper)
-            .map(|(code, exponent)| Currency {
-                code,
-                exponent: *exponent,
+            .binary_search_by(|(known, _)| known.as_bytes().cmp(&upper[..]))
+            .map(|at| {
+                let (code, exponent) = CURRENCIES[at];
+                Currency { code, exponent }
             })
-            .ok_or_else(|| MoneyError::UnknownCurrency(code.chars().take(16).collect()))
+            .map_err(|_| unknown())
     }
 
     pub fn code(&self) -> &'static str {
@@ -278,5 +282,14 @@ mod tests {
         assert_eq!(cur("JPY").exponent(), 0);
         assert!(Currency::parse("XYZ").is_err());
         assert!(Currency::parse("").is_err());
+        assert!(Currency::parse("CNYY").is_err());
+        assert_eq!(cur(" usd ").code(), "USD");
+        // The search needs the table sorted, each code three capitals.
+        assert!(CURRENCIES.windows(2).all(|w| w[0].0 < w[1].0));
+        for (code, _) in CURRENCIES {
+            assert_eq!(cur(code).code(), *code);
+            assert_eq!(cur(&code.to_lowercase()).code(), *code);
+            assert!(code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase()));
+        }
     }
 }

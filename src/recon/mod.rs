@@ -579,9 +579,7 @@ impl Engine {
         let mut received = 0i64;
         while let Some(chunk) = chunks.recv().await {
             received += chunk.len() as i64;
-            for row in chunk {
-                matcher.feed(row);
-            }
+            matcher.feed_chunk(chunk);
             // Progress for whoever watches the run (the reader, not this
             // loop, sets the pace: the write costs the run nothing).
             // Best effort: a progress figure that could not be written

@@ -61,6 +61,23 @@ const CURRENCIES: &[(&str, u8)] = &[
     ("ZAR", 2),
 ];
 
+/// A three-letter code as one number: the codes' order is their keys'.
+const fn code_key(c: [u8; 3]) -> u32 {
+    (c[0] as u32) << 16 | (c[1] as u32) << 8 | c[2] as u32
+}
+
+/// [`CURRENCIES`]' codes as keys, in the same (sorted) order.
+const CODE_KEYS: [u32; CURRENCIES.len()] = {
+    let mut keys = [0; CURRENCIES.len()];
+    let mut i = 0;
+    while i < CURRENCIES.len() {
+        let c = CURRENCIES[i].0.as_bytes();
+        keys[i] = code_key([c[0], c[1], c[2]]);
+        i += 1;
+    }
+    keys
+};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Currency {
     code: &'static str,
@@ -87,15 +104,15 @@ pub enum MoneyError {
 
 impl Currency {
     /// Case-insensitive: `cny` is CNY. (Called for every statement row:
-    /// no allocation, a binary search of the sorted table.)
+    /// no allocation, a binary search of the codes as numbers.)
     pub fn parse(code: &str) -> Result<Currency, MoneyError> {
         let unknown = || MoneyError::UnknownCurrency(code.chars().take(16).collect());
         let &[a, b, c] = code.trim().as_bytes() else {
             return Err(unknown());
         };
-        let upper = [a, b, c].map(|x| x.to_ascii_uppercase());
-        CURRENCIES
-            .binary_search_by(|(known, _)| known.as_bytes().cmp(&upper[..]))
+        let key = code_key([a, b, c].map(|x| x.to_ascii_uppercase()));
+        CODE_KEYS
+            .binary_search(&key)
             .map(|at| {
                 let (code, exponent) = CURRENCIES[at];
                 Currency { code, exponent }

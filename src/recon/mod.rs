@@ -287,6 +287,7 @@ fn read_statement(
     tolerance: u32,
     known_hash: Option<String>,
     rows: tokio::sync::mpsc::Sender<Vec<StatementRow>>,
+    spare: std::sync::mpsc::Receiver<Vec<StatementRow>>,
 ) -> Result<Read, ReconError> {
     let unreadable =
         |e: std::io::Error| ReconError::Invalid(format!("cannot read the statement: {e}"));
@@ -308,7 +309,12 @@ fn read_statement(
                 chunk.push(r);
                 read.rows += 1;
                 if chunk.len() == ROWS_PER_CHUNK {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(ROWS_PER_CHUNK));
+                    // The matched chunks come back empty to be filled again
+                    // (a fresh one each time cost page faults).
+                    let next = spare
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(ROWS_PER_CHUNK));
+                    let full = std::mem::replace(&mut chunk, next);
                     if rows.blocking_send(full).is_err() {
                         return Err(ReconError::Invalid("the run stopped reading".into()));
                     }
@@ -556,8 +562,9 @@ impl Engine {
         let (sender, mut chunks) = tokio::sync::mpsc::channel::<Vec<StatementRow>>(CHUNKS_AHEAD);
         let tolerance = imp.accept_bad_lines;
         let known_hash = imp.hash;
+        let (spare, spares) = std::sync::mpsc::channel();
         let reading = tokio::task::spawn_blocking(move || {
-            read_statement(format, input, tolerance, known_hash, sender)
+            read_statement(format, input, tolerance, known_hash, sender, spares)
         });
         let day = match self.day_payments(imp.provider, range).await {
             Ok(day) => day,
@@ -577,9 +584,11 @@ impl Engine {
         let mut matcher = Matcher::new(day);
         matcher.started = Some(started);
         let mut received = 0i64;
-        while let Some(chunk) = chunks.recv().await {
+        while let Some(mut chunk) = chunks.recv().await {
             received += chunk.len() as i64;
-            matcher.feed_chunk(chunk);
+            matcher.feed_chunk(&mut chunk);
+            // Back to the reader, empty (it may have stopped: no matter).
+            let _ = spare.send(chunk);
             // Progress for whoever watches the run (the reader, not this
             // loop, sets the pace: the write costs the run nothing).
             // Best effort: a progress figure that could not be written

@@ -399,7 +399,19 @@ pub(super) struct Matcher {
     pub payment_rows: i64,
     /// When the run started reading, for its figures.
     pub started: Option<std::time::Instant>,
+    /// What the database said about the payments the first exceptions
+    /// name, asked while the statement was still being read.
+    pub early: Early,
     succeeded: Option<u16>,
+}
+
+/// The payments the first `looked_up` exceptions name: by the transaction
+/// id of those not among the day's, by payment_no.
+#[derive(Default)]
+pub(super) struct Early {
+    pub looked_up: usize,
+    pub by_txn: std::collections::HashMap<String, Pay>,
+    pub by_no: std::collections::HashMap<String, Pay>,
 }
 
 /// Rows that do not plainly match, at most: each is held until the end
@@ -431,6 +443,7 @@ impl Matcher {
             refunds: Vec::new(),
             payment_rows: 0,
             started: None,
+            early: Early::default(),
         }
     }
 

@@ -20,7 +20,7 @@ use crate::providers::Notification;
 use crate::providers::Provider;
 use crate::store::incidents;
 use futures_util::{StreamExt, TryStreamExt};
-use matching::{DayPayments, Matcher, Pay, paid};
+use matching::{DayPayments, Early, Matcher, Pay, paid};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
@@ -39,6 +39,9 @@ const LOOKUPS_PER_STATEMENT: usize = 128;
 /// STATUS_LAG repairs tried at once (each its own `apply`; a provider's
 /// status query may wait on the network).
 const REPAIRS_AT_ONCE: usize = 8;
+/// New exceptions that have their payments looked up while the statement
+/// is still read.
+const EARLY_LOOKUPS: usize = 2_048;
 /// Tickets per multi-row upsert (24 values each).
 const TICKETS_PER_STATEMENT: usize = 128;
 /// A RUNNING run without progress for this long was left by a stopped
@@ -330,6 +333,105 @@ fn read_statement(
     Ok(read)
 }
 
+/// A payment as `payments_by` reads it.
+type FoundPay = (
+    String,
+    Option<String>,
+    i64,
+    String,
+    String,
+    Option<String>,
+    i64,
+    String,
+);
+
+fn payments_by_sql(column: &str, list: &[String]) -> String {
+    format!(
+        "SELECT payment_no, order_no, amount_minor, currency, status, provider_txn_id, created_at, provider \
+         FROM payments WHERE {column} IN ({})",
+        list.join(", ")
+    )
+}
+
+/// A payment found by `column`, keyed by it, if it is `provider`'s.
+fn add_found(
+    out: &mut std::collections::HashMap<String, Pay>,
+    column: &str,
+    provider: &str,
+    f: FoundPay,
+) {
+    let (no, order, amount, currency, status, txn, created, p) = f;
+    if p != provider {
+        return;
+    }
+    let key = if column == "payment_no" {
+        no.clone()
+    } else {
+        txn.clone().unwrap_or_default()
+    };
+    out.entry(key).or_insert(Pay {
+        no,
+        order,
+        amount,
+        currency,
+        status,
+        txn,
+        created: Some(created),
+    });
+}
+
+/// `Engine::payments_by` on SQLite, on a read-only connection of its own.
+/// Blocking.
+fn payments_by_sqlite(
+    path: &std::path::Path,
+    column: &'static str,
+    provider: &str,
+    keys: &[String],
+) -> Result<std::collections::HashMap<String, Pay>, String> {
+    use crate::store::scan::{Bind, ReadOnly};
+    let mut out = std::collections::HashMap::new();
+    let conn = ReadOnly::open(path)?;
+    for chunk in keys.chunks(LOOKUPS_PER_STATEMENT) {
+        let list: Vec<String> = (1..=chunk.len()).map(|k| format!("${k}")).collect();
+        let binds: Vec<Bind> = chunk.iter().map(|k| Bind::Text(k)).collect();
+        conn.each_row(&payments_by_sql(column, &list), &binds, |r| {
+            let text = |i| r.text(i).map(str::to_owned);
+            add_found(
+                &mut out,
+                column,
+                provider,
+                (
+                    text(0).unwrap_or_default(),
+                    text(1),
+                    r.int(2).unwrap_or_default(),
+                    text(3).unwrap_or_default(),
+                    text(4).unwrap_or_default(),
+                    text(5),
+                    r.int(6).unwrap_or_default(),
+                    text(7).unwrap_or_default(),
+                ),
+            )
+        })?;
+    }
+    Ok(out)
+}
+
+/// The keys the exceptions `from` name for classification: the
+/// transaction ids of rows not among the day's payments, and every
+/// payment_no.
+fn exception_keys(from: &[(StatementRow, Option<u32>)]) -> (Vec<&str>, Vec<&str>) {
+    let txns = from
+        .iter()
+        .filter(|(_, slot)| slot.is_none())
+        .filter_map(|(r, _)| r.provider_txn_id.as_deref())
+        .collect();
+    let nos = from
+        .iter()
+        .filter_map(|(r, _)| r.payment_no.as_deref())
+        .collect();
+    (txns, nos)
+}
+
 /// What one exception row is: its class and, unless it matched, its
 /// ticket's particulars.
 struct Verdict {
@@ -584,11 +686,36 @@ impl Engine {
         let mut matcher = Matcher::new(day);
         matcher.started = Some(started);
         let mut received = 0i64;
+        // While the reader sets the pace, the payments the exceptions name
+        // are asked for on a core of their own (SQLite), a batch at a time.
+        let mut asked = 0;
+        let mut early = Vec::new();
         while let Some(mut chunk) = chunks.recv().await {
             received += chunk.len() as i64;
             matcher.feed_chunk(&mut chunk);
             // Back to the reader, empty (it may have stopped: no matter).
             let _ = spare.send(chunk);
+            if let Some(path) = &self.db.sqlite_path
+                && matcher.exceptions.len() - asked >= EARLY_LOOKUPS
+            {
+                let (txns, nos) = exception_keys(&matcher.exceptions[asked..]);
+                let owned = |keys: Vec<&str>| -> Vec<String> {
+                    keys.into_iter().map(str::to_owned).collect()
+                };
+                let (txns, nos, path, provider) = (
+                    owned(txns),
+                    owned(nos),
+                    path.clone(),
+                    imp.provider.to_owned(),
+                );
+                early.push(tokio::task::spawn_blocking(move || {
+                    Ok::<_, String>((
+                        payments_by_sqlite(&path, "provider_txn_id", &provider, &txns)?,
+                        payments_by_sqlite(&path, "payment_no", &provider, &nos)?,
+                    ))
+                }));
+                asked = matcher.exceptions.len();
+            }
             // Progress for whoever watches the run (the reader, not this
             // loop, sets the pace: the write costs the run nothing).
             // Best effort: a progress figure that could not be written
@@ -610,6 +737,24 @@ impl Engine {
                 return Err(e);
             }
         }
+        // What was asked early counts only if every batch answered.
+        let mut answers = Early {
+            looked_up: asked,
+            ..Early::default()
+        };
+        for batch in early {
+            match batch.await {
+                Ok(Ok((by_txn, by_no))) => {
+                    answers.by_txn.extend(by_txn);
+                    answers.by_no.extend(by_no);
+                }
+                _ => {
+                    answers = Early::default();
+                    break;
+                }
+            }
+        }
+        matcher.early = answers;
         let read = match reading.await {
             Ok(read) => read,
             Err(e) => Err(ReconError::Refused(format!(
@@ -1021,94 +1166,28 @@ impl Engine {
         provider: &str,
         keys: &[&str],
     ) -> Result<std::collections::HashMap<String, Pay>, ReconError> {
-        fn sql(column: &str, list: &[String]) -> String {
-            format!(
-                "SELECT payment_no, order_no, amount_minor, currency, status, provider_txn_id, created_at, provider \
-                 FROM payments WHERE {column} IN ({})",
-                list.join(", ")
-            )
-        }
-        type Found = (
-            String,
-            Option<String>,
-            i64,
-            String,
-            String,
-            Option<String>,
-            i64,
-            String,
-        );
-        fn add(
-            out: &mut std::collections::HashMap<String, Pay>,
-            column: &str,
-            provider: &str,
-            f: Found,
-        ) {
-            let (no, order, amount, currency, status, txn, created, p) = f;
-            if p != provider {
-                return;
-            }
-            let key = if column == "payment_no" {
-                no.clone()
-            } else {
-                txn.clone().unwrap_or_default()
-            };
-            out.entry(key).or_insert(Pay {
-                no,
-                order,
-                amount,
-                currency,
-                status,
-                txn,
-                created: Some(created),
-            });
-        }
-        let mut out = std::collections::HashMap::new();
         if let Some(path) = self.db.sqlite_path.clone() {
             let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
             let provider = provider.to_owned();
             return tokio::task::spawn_blocking(move || {
-                use crate::store::scan::{Bind, ReadOnly};
-                let conn = ReadOnly::open(&path)?;
-                for chunk in keys.chunks(LOOKUPS_PER_STATEMENT) {
-                    let list: Vec<String> = (1..=chunk.len()).map(|k| format!("${k}")).collect();
-                    let binds: Vec<Bind> = chunk.iter().map(|k| Bind::Text(k)).collect();
-                    conn.each_row(&sql(column, &list), &binds, |r| {
-                        let text = |i| r.text(i).map(str::to_owned);
-                        add(
-                            &mut out,
-                            column,
-                            &provider,
-                            (
-                                text(0).unwrap_or_default(),
-                                text(1),
-                                r.int(2).unwrap_or_default(),
-                                text(3).unwrap_or_default(),
-                                text(4).unwrap_or_default(),
-                                text(5),
-                                r.int(6).unwrap_or_default(),
-                                text(7).unwrap_or_default(),
-                            ),
-                        )
-                    })?;
-                }
-                Ok(out)
+                payments_by_sqlite(&path, column, &provider, &keys)
             })
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r)
             .map_err(|e| ReconError::Store(sqlx::Error::Io(std::io::Error::other(e))));
         }
+        let mut out = std::collections::HashMap::new();
         for chunk in keys.chunks(LOOKUPS_PER_STATEMENT) {
             let mut marks = crate::store::Marks::for_kind(self.db.kind);
             let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
-            let sql = sql(column, &list);
-            let mut q = sqlx::query_as::<_, Found>(&sql);
+            let sql = payments_by_sql(column, &list);
+            let mut q = sqlx::query_as::<_, FoundPay>(&sql);
             for key in chunk {
                 q = q.bind(*key);
             }
             for found in q.fetch_all(&self.db.pool).await? {
-                add(&mut out, column, provider, found);
+                add_found(&mut out, column, provider, found);
             }
         }
         Ok(out)
@@ -1135,6 +1214,7 @@ impl Engine {
             refunds,
             payment_rows,
             started,
+            early,
             ..
         } = matched;
         let mut figures = Figures::default();
@@ -1147,27 +1227,41 @@ impl Engine {
 
         // What the database says about the payments the exceptions name:
         // by transaction id (those not among the day's), by payment_no.
-        let mut unknown: Vec<&str> = exceptions
-            .iter()
-            .filter(|(_, slot)| slot.is_none())
-            .filter_map(|(r, _)| r.provider_txn_id.as_deref())
-            .collect();
+        let (mut unknown, mut named) = exception_keys(&exceptions);
         unknown.sort_unstable();
         let copies: std::collections::HashMap<&str, i64> = unknown
             .chunk_by(|a, b| a == b)
             .map(|c| (c[0], c.len() as i64))
             .collect();
         unknown.dedup();
-        let mut named: Vec<&str> = exceptions
-            .iter()
-            .filter_map(|(r, _)| r.payment_no.as_deref())
-            .collect();
         named.sort_unstable();
         named.dedup();
-        let by_txn = self
-            .payments_by("provider_txn_id", provider, &unknown)
-            .await?;
-        let by_no = self.payments_by("payment_no", provider, &named).await?;
+        // Those not asked while the statement was read.
+        let (asked_txns, asked_nos) = exception_keys(&exceptions[..early.looked_up]);
+        let (asked_txns, asked_nos): (
+            std::collections::HashSet<&str>,
+            std::collections::HashSet<&str>,
+        ) = (
+            asked_txns.into_iter().collect(),
+            asked_nos.into_iter().collect(),
+        );
+        let txns_left: Vec<&str> = unknown
+            .iter()
+            .copied()
+            .filter(|t| !asked_txns.contains(t))
+            .collect();
+        let nos_left: Vec<&str> = named
+            .iter()
+            .copied()
+            .filter(|n| !asked_nos.contains(n))
+            .collect();
+        let mut by_txn = early.by_txn;
+        by_txn.extend(
+            self.payments_by("provider_txn_id", provider, &txns_left)
+                .await?,
+        );
+        let mut by_no = early.by_no;
+        by_no.extend(self.payments_by("payment_no", provider, &nos_left).await?);
 
         // The exceptions, one by one, in statement order. A row of a
         // transaction listed more than once among the day's payments is

@@ -883,7 +883,70 @@ async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend)
     assert_eq!(n, 100);
 }
 
+/// A statement with thousands of exceptions has the payments they name
+/// looked up while it is still read (SQLite), the last ones after: a
+/// payment named in the first chunk and one named in the last are each
+/// found (ONE_TO_MANY), exactly as in a small statement.
+async fn payments_named_early_and_late_in_a_long_statement_are_found_alike(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, at) = app.today();
+    let first = app.paid_with("RC-EARLY", 700, "7.00", "SBX-EARLY").await;
+    let last = app.paid_with("RC-LATE2", 800, "8.00", "SBX-LATE2").await;
+    let mut rows = vec![row(
+        "payment",
+        "SBX-X1",
+        &first,
+        ("", ""),
+        "7.00",
+        "CNY",
+        &at,
+    )];
+    for k in 0..4200 {
+        rows.push(row(
+            "payment",
+            &format!("SBX-FILL-{k}"),
+            "",
+            ("", ""),
+            "1.00",
+            "CNY",
+            &at,
+        ));
+    }
+    rows.push(row(
+        "payment",
+        "SBX-X2",
+        &last,
+        ("", ""),
+        "8.00",
+        "CNY",
+        &at,
+    ));
+    let (status, run) = app.upload(&token, &date, &statement(&rows)).await;
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["status"], "COMPLETED", "{run}");
+    let named: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT class, payment_no FROM discrepancies WHERE class <> 'PROVIDER_ONLY' ORDER BY payment_no",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    let mut expected = vec![
+        ("ONE_TO_MANY".to_owned(), Some(first)),
+        ("ONE_TO_MANY".to_owned(), Some(last)),
+    ];
+    expected.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(named, expected);
+    let provider_only: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies WHERE class = 'PROVIDER_ONLY'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(provider_only, 4200);
+}
+
 both_databases!(
+    payments_named_early_and_late_in_a_long_statement_are_found_alike,
     the_days_payments_and_refunds_are_read_by_their_day_indexes,
     an_unknown_transaction_listed_twice_is_one_duplicate_ticket,
     status_lag_repairs_are_queued_for_the_worker,

@@ -220,29 +220,37 @@ async fn demo_traffic(engine: Engine) {
             }
             Err(e) => tracing::warn!(error = %e, "demo payment not created"),
         }
-        if recent.len() > 3
-            && let Some((payment_no, amount)) = recent.pop_front()
-            && n % 5 == 0
-        {
-            let refund = crate::engine::CreateRefund {
-                amount_minor: if n % 10 == 0 { amount } else { amount / 2 },
-                currency: None,
-                reason: "demo: customer returned the goods".into(),
-            };
-            match engine
-                .request_refund(
-                    "demo",
-                    &format!("demo-refund-{run}-{n}"),
-                    &payment_no,
-                    &refund,
-                )
-                .await
+        if n % 5 != 0 {
+            if recent.len() > 3 {
+                recent.pop_front();
+            }
+        } else {
+            // The oldest recent payment that takes a refund: one held by
+            // reconciliation (the demo's own disagreements hold some) or
+            // not yet paid is passed over for the next.
+            while recent.len() > 1
+                && let Some((payment_no, amount)) = recent.pop_front()
             {
-                Ok((201, _)) => {}
-                Ok((status, body)) => {
-                    tracing::info!(%status, %body, "demo refund not taken")
+                let refund = crate::engine::CreateRefund {
+                    amount_minor: if n % 10 == 0 { amount } else { amount / 2 },
+                    currency: None,
+                    reason: "demo: customer returned the goods".into(),
+                };
+                match engine
+                    .request_refund(
+                        "demo",
+                        &format!("demo-refund-{run}-{payment_no}"),
+                        &payment_no,
+                        &refund,
+                    )
+                    .await
+                {
+                    Ok((201, _)) => break,
+                    Ok((status, body)) => {
+                        tracing::info!(%status, %body, "demo refund not taken")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "demo refund not requested"),
                 }
-                Err(e) => tracing::warn!(error = %e, "demo refund not requested"),
             }
         }
         tokio::time::sleep(Duration::from_secs(3)).await;

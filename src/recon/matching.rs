@@ -120,7 +120,7 @@ impl DayPayments {
         if self
             .arena
             .last()
-            .is_none_or(|b| b.len() + ids > ARENA_BLOCK)
+            .is_none_or(|b| b.len() + ids.max(1) > ARENA_BLOCK)
         {
             if self.arena.len() >= (u32::MAX as usize) / ARENA_BLOCK {
                 return Err("more than 4 GiB of payment identifiers in one business day".into());
@@ -248,9 +248,15 @@ impl DayPayments {
     }
 
     fn prefetch_ids(&self, i: u32) {
-        let s = self.slot(i);
-        let at = s.at as usize;
-        prefetch(&self.arena[at / ARENA_BLOCK][at % ARENA_BLOCK]);
+        let at = self.slot(i).at as usize;
+        // (Two empty identifiers may sit just past their block's end.)
+        if let Some(b) = self
+            .arena
+            .get(at / ARENA_BLOCK)
+            .and_then(|block| block.get(at % ARENA_BLOCK))
+        {
+            prefetch(b);
+        }
     }
 
     /// Payment `i` as classification sees it (its order_no is not held:

@@ -805,39 +805,42 @@ async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend)
     let app = spawn_engine_app(b).await;
     let pool = app.pool();
     let day = 86_400_000_000i64;
+    let insert = |head: &'static str, values: Vec<String>| async move {
+        sqlx::query(&format!("{head} VALUES {}", values.join(", ")))
+            .execute(pool)
+            .await
+            .unwrap();
+    };
     for d in 0..50i64 {
-        let mut values = Vec::new();
-        for k in 0..100i64 {
-            let at = 1_790_000_000_000_000 + d * day + k * 1_000_000;
-            values.push(format!(
-                "('H{d}-{k}', 'H{d}-{k}', 1, 'sandbox', 'SBX-H{d}-{k}', 100, 'CNY', 'SUCCEEDED', 1, 't', 0, {at}, {at}, {at})"
-            ));
-        }
-        sqlx::query(&format!(
-            "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, currency, \
-               status, version, created_by, awaiting_recon, created_at, updated_at, paid_at) VALUES {}",
-            values.join(", ")
-        ))
-        .execute(pool)
-        .await
-        .unwrap();
-        let refunds: Vec<String> = (0..20i64)
-            .map(|k| {
-                let at = 1_790_000_000_000_000 + d * day + k * 1_000_000;
-                format!(
-                    "('R{d}-{k}', 'H{d}-{k}', 'sandbox', 100, 'CNY', 'SUCCEEDED', 'RF-H{d}-{k}', 't', 'R{d}-{k}', \
-                      'test', 't', {at}, {at}, {at})"
-                )
-            })
-            .collect();
-        sqlx::query(&format!(
-            "INSERT INTO refunds (refund_no, payment_no, provider, amount_minor, currency, status, provider_refund_id, \
-               idem_scope, idem_key, reason, requested_by, created_at, updated_at, finished_at) VALUES {}",
-            refunds.join(", ")
-        ))
-        .execute(pool)
-        .await
-        .unwrap();
+        let at = |k: i64| 1_790_000_000_000_000 + d * day + k * 1_000_000;
+        insert(
+            "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
+               currency, status, version, created_by, awaiting_recon, created_at, updated_at, paid_at)",
+            (0..100i64)
+                .map(|k| {
+                    let at = at(k);
+                    format!(
+                        "('H{d}-{k}', 'H{d}-{k}', 1, 'sandbox', 'SBX-H{d}-{k}', 100, 'CNY', 'SUCCEEDED', 1, 't', 0, \
+                          {at}, {at}, {at})"
+                    )
+                })
+                .collect(),
+        )
+        .await;
+        insert(
+            "INSERT INTO refunds (refund_no, payment_no, provider, amount_minor, currency, status, \
+               provider_refund_id, idem_scope, idem_key, reason, requested_by, created_at, updated_at, finished_at)",
+            (0..20i64)
+                .map(|k| {
+                    let at = at(k);
+                    format!(
+                        "('R{d}-{k}', 'H{d}-{k}', 'sandbox', 100, 'CNY', 'SUCCEEDED', 'RF-H{d}-{k}', 't', 'R{d}-{k}', \
+                          'test', 't', {at}, {at}, {at})"
+                    )
+                })
+                .collect(),
+        )
+        .await;
     }
     sqlx::query("ANALYZE").execute(pool).await.unwrap();
     let (start, end) = (

@@ -1049,7 +1049,6 @@ impl Engine {
         provider: &str,
         (start, end): (i64, i64),
     ) -> Result<DayPayments, ReconError> {
-        const SQL: &str = DAY_PAYMENTS;
         let bad = |e: String| ReconError::Invalid(format!("the day's payments: {e}"));
         if let Some(path) = self.db.sqlite_path.clone() {
             use crate::store::scan::{Bind, each_row};
@@ -1066,7 +1065,7 @@ impl Engine {
                     let mut day = DayPayments::default();
                     let mut refused = None;
                     let binds = [Bind::Text(&provider), Bind::Int(from), Bind::Int(to)];
-                    each_row(&path, SQL, &binds, |r| {
+                    each_row(&path, DAY_PAYMENTS, &binds, |r| {
                         if refused.is_none()
                             && let Err(e) = day.push(
                                 r.text(0).unwrap_or_default(),
@@ -1097,7 +1096,7 @@ impl Engine {
             .map_err(joined)?;
         }
         let mut day = DayPayments::default();
-        let mut rows = sqlx::query(SQL)
+        let mut rows = sqlx::query(DAY_PAYMENTS)
             .bind(provider)
             .bind(start)
             .bind(end)

@@ -197,6 +197,36 @@ pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), Stri
 }
 
 /// Statement rows of a run, in the caller's transaction.
+/// The multi-row INSERT of statement rows into `recon_rows`, with owned
+/// values (so it can wait in a write pipeline).
+fn rows_statement<R: std::borrow::Borrow<StatementRow>>(
+    kind: crate::store::DbKind,
+    run_id: &str,
+    chunk: &[R],
+) -> sqlx::Result<(String, sqlx::any::AnyArguments<'static>)> {
+    let sql = format!(
+        "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
+           provider_refund_id, amount_minor, currency, status, occurred_at) VALUES {}",
+        crate::store::Marks::for_kind(kind).rows(chunk.len(), 11, "")
+    );
+    let mut args = Args::with_capacity(chunk.len() * 11);
+    for r in chunk {
+        let r = r.borrow();
+        args.add(run_id.to_owned())?;
+        args.add(r.line_no)?;
+        args.add(r.kind.as_str())?;
+        args.add(r.provider_txn_id.clone())?;
+        args.add(r.payment_no.clone())?;
+        args.add(r.refund_no.clone())?;
+        args.add(r.provider_refund_id.clone())?;
+        args.add(r.money.minor)?;
+        args.add(r.money.currency.code())?;
+        args.add(r.status.clone())?;
+        args.add(r.occurred_at)?;
+    }
+    Ok((sql, args.0))
+}
+
 async fn insert_rows_in<R: std::borrow::Borrow<StatementRow>>(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
@@ -205,29 +235,28 @@ async fn insert_rows_in<R: std::borrow::Borrow<StatementRow>>(
     if chunk.is_empty() {
         return Ok(());
     }
-    let sql = format!(
-        "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
-           provider_refund_id, amount_minor, currency, status, occurred_at) VALUES {}",
-        crate::store::Marks::for_conn(conn).rows(chunk.len(), 11, "")
-    );
-    let mut q = sqlx::query(&sql);
-    for r in chunk {
-        let r = r.borrow();
-        q = q
-            .bind(run_id)
-            .bind(r.line_no)
-            .bind(r.kind.as_str())
-            .bind(r.provider_txn_id.as_deref())
-            .bind(r.payment_no.as_deref())
-            .bind(r.refund_no.as_deref())
-            .bind(r.provider_refund_id.as_deref())
-            .bind(r.money.minor)
-            .bind(r.money.currency.code())
-            .bind(r.status.as_str())
-            .bind(r.occurred_at);
-    }
-    q.execute(&mut *conn).await?;
+    let kind = crate::store::DbKind::of(conn);
+    let (sql, args) = rows_statement(kind, run_id, chunk)?;
+    sqlx::query_with(&sql, args).execute(&mut *conn).await?;
     Ok(())
+}
+
+/// Owned statement values, added one by one.
+struct Args(sqlx::any::AnyArguments<'static>);
+
+impl Args {
+    fn with_capacity(n: usize) -> Args {
+        let mut a = sqlx::any::AnyArguments::default();
+        sqlx::Arguments::reserve(&mut a, n, 0);
+        Args(a)
+    }
+
+    fn add<T>(&mut self, value: T) -> sqlx::Result<()>
+    where
+        T: sqlx::Encode<'static, sqlx::Any> + sqlx::Type<sqlx::Any> + 'static,
+    {
+        sqlx::Arguments::add(&mut self.0, value).map_err(sqlx::Error::Encode)
+    }
 }
 
 /// A verified callback kept for a payment, as a repair replays it.
@@ -252,6 +281,26 @@ struct Found {
     reason: String,
     /// Payments to hold until a person decides.
     hold: Vec<String>,
+}
+
+/// Why a run's write could not send its next step.
+enum Unsent {
+    /// The step could not be built (a value the driver refused).
+    Build(sqlx::Error),
+    /// The pipeline stopped: its own error says why.
+    Stopped,
+}
+
+impl From<crate::store::pipeline::Stopped> for Unsent {
+    fn from(_: crate::store::pipeline::Stopped) -> Unsent {
+        Unsent::Stopped
+    }
+}
+
+impl From<sqlx::Error> for Unsent {
+    fn from(e: sqlx::Error) -> Unsent {
+        Unsent::Build(e)
+    }
 }
 
 /// Counts by class and the day's figures.
@@ -1443,42 +1492,73 @@ impl Engine {
         // commit, a file's rows behind them (a pull staged all of its rows)
         // and the STATUS_LAG repairs queued for the worker (each may wait on
         // the provider's answer; none changes what this run found).
-        // All on one connection: each of the pool's keeps a page cache of
-        // up to 64 MiB, and a run's writes would fill one per commit (the
-        // peak RSS went from 208 to 249 MiB with two).
+        // Each statement is built here while the database runs the ones
+        // before it (`store::pipeline`), all on the pipeline's one
+        // connection: each of the pool's keeps a page cache of up to
+        // 64 MiB, and a run's writes would fill one per commit (the peak
+        // RSS went from 208 to 249 MiB with two).
         let phase = std::time::Instant::now();
-        let mut conn = self.db.pool.acquire().await?;
-        let mut tx = self.db.begin_write_on(&mut conn).await?;
-        for (k, batch) in found.chunks(TICKETS_PER_STATEMENT * 8).enumerate() {
-            if k > 0 && k % 5 == 0 {
-                tx.commit().await?;
-                tx = self.db.begin_write_on(&mut conn).await?;
+        // In the order of their keys: the indexes of `discrepancies` keyed
+        // by an identifier (the ticket's key, its payment, its transaction)
+        // then fill their pages in order instead of splitting pages all
+        // over (the tickets' statements 0.35 → 0.24 s for 30,000).
+        found.sort_unstable_by(|a, b| (a.class, &a.key).cmp(&(b.class, &b.key)));
+        let kind = self.db.kind;
+        let pipe = crate::store::pipeline::Pipeline::start(&self.db).await?;
+        let sent = async {
+            for (k, batch) in found.chunks(TICKETS_PER_STATEMENT * 8).enumerate() {
+                if k > 0 && k % 5 == 0 {
+                    pipe.commit().await?;
+                }
+                self.send_tickets(&pipe, run_id, provider, date, file, (start, end), batch)
+                    .await?;
             }
-            self.write_tickets(&mut tx, run_id, provider, date, file, (start, end), batch)
-                .await?;
+            drop(found);
+            if keep_rows {
+                let rows: Vec<&StatementRow> = exceptions
+                    .iter()
+                    .map(|(r, _)| r)
+                    .chain(refunds.iter())
+                    .collect();
+                for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
+                    let (sql, args) = rows_statement(kind, run_id, chunk).map_err(Unsent::Build)?;
+                    pipe.send(crate::store::pipeline::statement(sql, args))
+                        .await?;
+                }
+            }
+            let nos = lagging.clone();
+            let now = self.now();
+            pipe.send(crate::store::pipeline::op(move |conn| {
+                Box::pin(async move {
+                    let nos: Vec<&str> = nos.iter().map(String::as_str).collect();
+                    crate::store::tasks::schedule_many(
+                        conn,
+                        crate::store::tasks::RECON_REPAIR,
+                        &nos,
+                        now,
+                        now,
+                    )
+                    .await
+                })
+            }))
+            .await?;
+            Ok::<(), Unsent>(())
         }
-        drop(found);
-        if keep_rows {
-            let rows: Vec<&StatementRow> = exceptions
-                .iter()
-                .map(|(r, _)| r)
-                .chain(refunds.iter())
-                .collect();
-            for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
-                insert_rows_in(&mut tx, run_id, chunk).await?;
+        .await;
+        match sent {
+            Ok(()) => pipe.finish().await?,
+            // Dropped unfinished: nothing since the last commit is kept.
+            Err(Unsent::Build(e)) => return Err(e.into()),
+            // The pipeline's own error says why it stopped.
+            Err(Unsent::Stopped) => {
+                return Err(pipe
+                    .finish()
+                    .await
+                    .err()
+                    .unwrap_or(sqlx::Error::WorkerCrashed)
+                    .into());
             }
         }
-        let nos: Vec<&str> = lagging.iter().map(String::as_str).collect();
-        let now = self.now();
-        crate::store::tasks::schedule_many(
-            &mut tx,
-            crate::store::tasks::RECON_REPAIR,
-            &nos,
-            now,
-            now,
-        )
-        .await?;
-        tx.commit().await?;
         if !lagging.is_empty() {
             self.wake.notify_one();
         }
@@ -1599,16 +1679,20 @@ impl Engine {
     /// Opens each ticket once per cause; a re-run updates open ones and
     /// leaves closed ones closed. LOCAL_ONLY also raises a critical alert.
     #[allow(clippy::too_many_arguments)]
-    async fn write_tickets(
+    /// A batch of findings' tickets, holds and alerts, built here and
+    /// sent to the run's write pipeline.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_tickets(
         &self,
-        tx: &mut sqlx::AnyConnection,
+        pipe: &crate::store::pipeline::Pipeline,
         run_id: &str,
         provider: &str,
         date: &str,
         file: Option<&str>,
         (start, end): (i64, i64),
         found: &[Found],
-    ) -> sqlx::Result<()> {
+    ) -> Result<(), Unsent> {
+        use crate::store::pipeline::{op, statement};
         if found.is_empty() {
             return Ok(());
         }
@@ -1633,7 +1717,7 @@ impl Engine {
             .map(|(_, row)| row)
             .collect();
         for chunk in rows.chunks(TICKETS_PER_STATEMENT) {
-            let mut marks = crate::store::Marks::for_conn(tx);
+            let mut marks = crate::store::Marks::for_kind(self.db.kind);
             let values: Vec<String> = chunk
                 .iter()
                 .map(|_| {
@@ -1665,51 +1749,50 @@ impl Engine {
                  WHERE discrepancies.status <> 'CLOSED'",
                 values.join(", ")
             );
-            let mut q = sqlx::query(&sql);
+            let mut args = Args::with_capacity(chunk.len() * 24);
             for (key, f) in chunk {
-                q = q
-                    .bind(uuid::Uuid::now_v7().to_string())
-                    .bind(key.as_str())
-                    .bind(f.class)
-                    .bind(f.severity)
-                    .bind(provider)
-                    .bind(f.payment_no.as_deref())
-                    .bind(f.txn.as_deref())
-                    .bind(f.local.as_ref().map(|l| l.0))
-                    .bind(f.local.as_ref().map(|l| l.1.as_str()))
-                    .bind(f.local.as_ref().map(|l| l.2.as_str()))
-                    .bind(f.provider_side.as_ref().map(|p| p.0))
-                    .bind(f.provider_side.as_ref().map(|p| p.1.as_str()))
-                    .bind(f.provider_side.as_ref().map(|p| p.2.as_str()))
-                    .bind(json!({ "reason": f.reason }).to_string())
-                    .bind(now)
-                    .bind(run_id)
-                    .bind(date)
-                    .bind(f.order_no.as_deref())
-                    .bind(file)
-                    .bind(start)
-                    .bind(end)
-                    .bind(f.line_no)
-                    .bind(now)
-                    .bind(f.severity);
+                args.add(uuid::Uuid::now_v7().to_string())?;
+                args.add(key.clone())?;
+                args.add(f.class)?;
+                args.add(f.severity)?;
+                args.add(provider.to_owned())?;
+                args.add(f.payment_no.clone())?;
+                args.add(f.txn.clone())?;
+                args.add(f.local.as_ref().map(|l| l.0))?;
+                args.add(f.local.as_ref().map(|l| l.1.clone()))?;
+                args.add(f.local.as_ref().map(|l| l.2.clone()))?;
+                args.add(f.provider_side.as_ref().map(|p| p.0))?;
+                args.add(f.provider_side.as_ref().map(|p| p.1.clone()))?;
+                args.add(f.provider_side.as_ref().map(|p| p.2.clone()))?;
+                args.add(json!({ "reason": f.reason }).to_string())?;
+                args.add(now)?;
+                args.add(run_id.to_owned())?;
+                args.add(date.to_owned())?;
+                args.add(f.order_no.clone())?;
+                args.add(file.map(str::to_owned))?;
+                args.add(start)?;
+                args.add(end)?;
+                args.add(f.line_no)?;
+                args.add(now)?;
+                args.add(f.severity)?;
             }
-            q.execute(&mut *tx).await?;
+            pipe.send(statement(sql, args.0)).await?;
         }
         // What some findings do besides their ticket: holds (one statement
         // per reason and chunk) and a critical alert for each LOCAL_ONLY.
-        let mut holds: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-        let mut alerts: Vec<(&str, Option<&str>, String)> = Vec::new();
+        let mut holds: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut alerts: Vec<(String, Option<String>, String)> = Vec::new();
         for (key, f) in &keyed {
             if !f.hold.is_empty() {
                 holds
                     .entry(format!("{} in {provider}'s statement of {date}", f.class))
                     .or_default()
-                    .extend(f.hold.iter().map(String::as_str));
+                    .extend(f.hold.iter().cloned());
             }
             if f.class == "LOCAL_ONLY" {
                 alerts.push((
-                    key.as_str(),
-                    f.payment_no.as_deref(),
+                    key.clone(),
+                    f.payment_no.clone(),
                     format!(
                         "payment {} is {} here but absent from {provider}'s statement of {date}: hold fulfilment",
                         f.payment_no.as_deref().unwrap_or("-"),
@@ -1718,22 +1801,29 @@ impl Engine {
                 ));
             }
         }
-        for (reason, payment_nos) in &holds {
-            crate::store::payments::hold_many(tx, payment_nos, reason, now).await?;
-        }
-        let alerts: Vec<incidents::NewAlert> = alerts
-            .iter()
-            .map(|(key, payment_no, message)| incidents::NewAlert {
-                dedupe_key: key,
-                kind: "local_only",
-                severity: "critical",
-                payment_no: *payment_no,
-                message,
-                trace_id: None,
-                now,
+        pipe.send(op(move |conn| {
+            Box::pin(async move {
+                for (reason, payment_nos) in &holds {
+                    let nos: Vec<&str> = payment_nos.iter().map(String::as_str).collect();
+                    crate::store::payments::hold_many(conn, &nos, reason, now).await?;
+                }
+                let alerts: Vec<incidents::NewAlert> = alerts
+                    .iter()
+                    .map(|(key, payment_no, message)| incidents::NewAlert {
+                        dedupe_key: key,
+                        kind: "local_only",
+                        severity: "critical",
+                        payment_no: payment_no.as_deref(),
+                        message,
+                        trace_id: None,
+                        now,
+                    })
+                    .collect();
+                incidents::raise_alerts(conn, &alerts).await
             })
-            .collect();
-        incidents::raise_alerts(tx, &alerts).await
+        }))
+        .await?;
+        Ok(())
     }
 
     /// STATUS_LAG repairs a run queued (`recon_repair` tasks), as the

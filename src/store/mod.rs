@@ -8,6 +8,7 @@ pub mod idempotency;
 pub mod incidents;
 pub mod outbox;
 pub mod payments;
+pub mod pipeline;
 pub mod refunds;
 pub mod refused;
 pub mod scan;
@@ -29,6 +30,17 @@ pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 pub enum DbKind {
     Sqlite,
     Postgres,
+}
+
+impl DbKind {
+    /// The kind of database a connection talks to.
+    pub fn of(conn: &sqlx::AnyConnection) -> DbKind {
+        if conn.backend_name() == "SQLite" {
+            DbKind::Sqlite
+        } else {
+            DbKind::Postgres
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -193,12 +205,22 @@ impl Db {
     }
 
     /// `begin_write` on a connection the caller holds.
+    /// The statement that opens a write transaction: on SQLite `BEGIN
+    /// IMMEDIATE`, which takes the write lock at once (waiting for it under
+    /// the busy timeout) instead of failing at the first write.
+    pub fn begin_sql(&self) -> &'static str {
+        match self.kind {
+            DbKind::Sqlite => "BEGIN IMMEDIATE",
+            DbKind::Postgres => "BEGIN",
+        }
+    }
+
     pub async fn begin_write_on<'c>(
         &self,
         conn: &'c mut sqlx::AnyConnection,
     ) -> sqlx::Result<sqlx::Transaction<'c, sqlx::Any>> {
         match self.kind {
-            DbKind::Sqlite => sqlx::Connection::begin_with(conn, "BEGIN IMMEDIATE").await,
+            DbKind::Sqlite => sqlx::Connection::begin_with(conn, self.begin_sql()).await,
             DbKind::Postgres => sqlx::Connection::begin(conn).await,
         }
     }
@@ -303,10 +325,7 @@ pub struct Marks {
 
 impl Marks {
     pub fn for_conn(conn: &sqlx::AnyConnection) -> Marks {
-        Marks {
-            anonymous: conn.backend_name() == "SQLite",
-            n: 0,
-        }
+        Marks::for_kind(DbKind::of(conn))
     }
 
     /// For a statement sent through the pool of a database of this kind.

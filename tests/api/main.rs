@@ -11,6 +11,7 @@ mod console;
 mod crash;
 mod engine;
 mod ops;
+mod pipeline;
 mod recon;
 mod refunds;
 mod standard;

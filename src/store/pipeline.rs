@@ -1,0 +1,134 @@
+//! A long write whose statements are built on one thread while the
+//! database runs the previous ones on another.
+//!
+//! A reconciliation writes tens of thousands of tickets. Built and run in
+//! turn, the database waits while each statement is put together (its SQL,
+//! 24 values per ticket) and the builder waits while the database runs it:
+//! about a seventh of the write was the database idle. Here the caller
+//! builds and sends; a task of its own runs what was sent, in order, in a
+//! transaction on one connection, committing where the caller asks.
+//!
+//! Nothing is committed that the caller did not ask for: dropping a
+//! pipeline without [`Pipeline::finish`] rolls back whatever was sent since
+//! the last [`Pipeline::commit`].
+
+use futures_util::future::BoxFuture;
+use sqlx::AnyConnection;
+use tokio::sync::mpsc;
+
+use super::Db;
+
+/// One step of the write, run on the pipeline's connection inside its
+/// open transaction.
+pub type WriteOp =
+    Box<dyn for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, sqlx::Result<()>> + Send>;
+
+/// Statements waiting to run: enough to keep the database busy while the
+/// next is built, few enough that a failed write stops the builder soon.
+const QUEUED: usize = 8;
+
+enum Step {
+    Run(WriteOp),
+    Commit,
+    Finish,
+}
+
+pub struct Pipeline {
+    steps: mpsc::Sender<Step>,
+    runner: tokio::task::JoinHandle<sqlx::Result<()>>,
+}
+
+/// A step from a closure, with the lifetimes a `WriteOp` needs.
+pub fn op<F>(f: F) -> WriteOp
+where
+    F: for<'c> FnOnce(&'c mut AnyConnection) -> BoxFuture<'c, sqlx::Result<()>> + Send + 'static,
+{
+    Box::new(f)
+}
+
+/// A step that runs one statement, built with owned values.
+pub fn statement(sql: String, args: sqlx::any::AnyArguments<'static>) -> WriteOp {
+    op(move |conn| {
+        Box::pin(async move {
+            sqlx::query_with(&sql, args).execute(&mut *conn).await?;
+            Ok(())
+        })
+    })
+}
+
+impl Pipeline {
+    /// Takes a connection of the pool and opens the first transaction
+    /// (`BEGIN IMMEDIATE` on SQLite: the write lock from the start).
+    pub async fn start(db: &Db) -> sqlx::Result<Pipeline> {
+        let mut conn = db.pool.acquire().await?;
+        let (steps, mut queue) = mpsc::channel::<Step>(QUEUED);
+        let db = db.clone();
+        // The first transaction opens before `start` returns, so a busy
+        // database is the caller's error, not a later one.
+        sqlx::Executor::execute(&mut *conn, db.begin_sql()).await?;
+        let runner = tokio::spawn(async move {
+            let result = async {
+                while let Some(step) = queue.recv().await {
+                    match step {
+                        Step::Run(f) => f(&mut conn).await?,
+                        Step::Commit => {
+                            sqlx::Executor::execute(&mut *conn, "COMMIT").await?;
+                            sqlx::Executor::execute(&mut *conn, db.begin_sql()).await?;
+                        }
+                        Step::Finish => {
+                            sqlx::Executor::execute(&mut *conn, "COMMIT").await?;
+                            return Ok(true);
+                        }
+                    }
+                }
+                // The pipeline was dropped without `finish`.
+                Ok::<bool, sqlx::Error>(false)
+            }
+            .await;
+            if !matches!(result, Ok(true)) {
+                // Whatever was sent since the last commit is not kept; a
+                // connection that cannot roll back is not returned to the
+                // pool.
+                if sqlx::Executor::execute(&mut *conn, "ROLLBACK")
+                    .await
+                    .is_err()
+                {
+                    conn.close_on_drop();
+                }
+            }
+            result.map(|_| ())
+        });
+        Ok(Pipeline { steps, runner })
+    }
+
+    /// Queues a step; waits only while [`QUEUED`] steps are waiting.
+    /// An error means the pipeline stopped: [`Pipeline::finish`] says why.
+    pub async fn send(&self, op: WriteOp) -> Result<(), Stopped> {
+        self.steps.send(Step::Run(op)).await.map_err(|_| Stopped)
+    }
+
+    /// Commits what was sent so far and opens the next transaction.
+    pub async fn commit(&self) -> Result<(), Stopped> {
+        self.steps.send(Step::Commit).await.map_err(|_| Stopped)
+    }
+
+    /// Runs what is left, commits, and returns the connection to the pool;
+    /// the first error of any step otherwise (then nothing since the last
+    /// commit is kept).
+    pub async fn finish(self) -> sqlx::Result<()> {
+        // A pipeline that stopped has its error in the runner's result.
+        let _ = self.steps.send(Step::Finish).await;
+        drop(self.steps);
+        match self.runner.await {
+            Ok(result) => result,
+            Err(e) => Err(sqlx::Error::WorkerCrashed).inspect_err(|_| {
+                tracing::error!(error = %e, "write pipeline's task failed");
+            }),
+        }
+    }
+}
+
+/// The pipeline's task has stopped (a step failed); [`Pipeline::finish`]
+/// returns the error.
+#[derive(Debug)]
+pub struct Stopped;

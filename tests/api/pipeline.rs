@@ -1,0 +1,114 @@
+//! The write pipeline a reconciliation writes its tickets through: steps
+//! run in order on one connection, commits only where asked, and a failed
+//! step or a pipeline dropped half-way keeps nothing since the last commit.
+
+use crate::both_databases;
+use crate::helpers::{Backend, spawn_app};
+use reckon::store::Db;
+use reckon::store::pipeline::{Pipeline, op, statement};
+
+/// An alert with this id, as one pipeline step.
+fn insert_alert(db: &Db, id: &str) -> reckon::store::pipeline::WriteOp {
+    let sql = if db.kind == reckon::store::DbKind::Sqlite {
+        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES (?, ?, 'test', 'info', 'm', 0)"
+    } else {
+        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES ($1, $2, 'test', 'info', 'm', 0)"
+    };
+    let mut args = sqlx::any::AnyArguments::default();
+    sqlx::Arguments::add(&mut args, id.to_owned()).unwrap();
+    sqlx::Arguments::add(&mut args, format!("key-{id}")).unwrap();
+    statement(sql.to_owned(), args)
+}
+
+async fn ids(db: &Db) -> Vec<String> {
+    sqlx::query_scalar("SELECT alert_id FROM alerts WHERE kind = 'test' ORDER BY alert_id")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
+    let app = spawn_app(b).await;
+    let db = &app.engine.db;
+
+    // Committed twice, finished: all of it, in order (the second insert
+    // of a step reads what the first wrote).
+    let pipe = Pipeline::start(db).await.unwrap();
+    pipe.send(insert_alert(db, "a1")).await.unwrap();
+    pipe.commit().await.unwrap();
+    pipe.send(insert_alert(db, "a2")).await.unwrap();
+    pipe.send(op(|conn| {
+        Box::pin(async move {
+            let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE kind = 'test'")
+                .fetch_one(&mut *conn)
+                .await?;
+            assert_eq!(n, 2, "a step sees the steps before it");
+            Ok(())
+        })
+    }))
+    .await
+    .unwrap();
+    pipe.finish().await.unwrap();
+    assert_eq!(ids(db).await, ["a1", "a2"]);
+
+    // A step fails after a commit: finish returns its error, the commit
+    // stays, what came after it does not.
+    let pipe = Pipeline::start(db).await.unwrap();
+    pipe.send(insert_alert(db, "b1")).await.unwrap();
+    pipe.commit().await.unwrap();
+    pipe.send(insert_alert(db, "b2")).await.unwrap();
+    pipe.send(insert_alert(db, "a1")).await.unwrap(); // the same primary key
+    // Steps sent after the failure are refused, or dropped unrun.
+    let _ = pipe.send(insert_alert(db, "b3")).await;
+    let err = pipe.finish().await.unwrap_err();
+    assert!(
+        err.to_string().to_lowercase().contains("unique")
+            || err.to_string().to_lowercase().contains("duplicate"),
+        "the failed step's own error: {err}"
+    );
+    assert_eq!(ids(db).await, ["a1", "a2", "b1"]);
+
+    // Dropped without `finish`: what was sent since the last commit is
+    // rolled back. Proven by writing the same key afterwards, which waits
+    // for the pipeline's transaction to end and succeeds only if it rolled
+    // back.
+    let pipe = Pipeline::start(db).await.unwrap();
+    pipe.send(insert_alert(db, "c1")).await.unwrap();
+    pipe.commit().await.unwrap();
+    pipe.send(insert_alert(db, "c2")).await.unwrap();
+    // Dropped only once c2 is written in the open transaction.
+    let (written, wait) = tokio::sync::oneshot::channel::<()>();
+    pipe.send(op(move |_| {
+        Box::pin(async move {
+            let _ = written.send(());
+            Ok(())
+        })
+    }))
+    .await
+    .unwrap();
+    wait.await.unwrap();
+    drop(pipe);
+    let mut conn = db.pool.acquire().await.unwrap();
+    let mut tx = db.begin_write_on(&mut conn).await.unwrap();
+    let id = "c2";
+    let q = if db.kind == reckon::store::DbKind::Sqlite {
+        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES (?, ?, 'test', 'info', 'again', 0)"
+    } else {
+        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES ($1, $2, 'test', 'info', 'again', 0)"
+    };
+    sqlx::query(q)
+        .bind(id)
+        .bind(format!("key-{id}"))
+        .execute(&mut *tx)
+        .await
+        .expect("the dropped pipeline's uncommitted row is gone");
+    tx.commit().await.unwrap();
+    assert_eq!(ids(db).await, ["a1", "a2", "b1", "c1", "c2"]);
+    let message: String = sqlx::query_scalar("SELECT message FROM alerts WHERE alert_id = 'c2'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(message, "again");
+}
+
+both_databases!(steps_run_in_order_and_only_what_was_committed_stays);

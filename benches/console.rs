@@ -154,6 +154,9 @@ fn main() {
             ("tickets, class + status", filter(&[("class", "AMOUNT_MISMATCH"), ("status", "AWAITING_APPROVAL")])),
             ("tickets, one business day", filter(&[("day", day)])),
             ("tickets, owner", filter(&[("owner", "op3")])),
+            ("tickets, owner + status", filter(&[("owner", "op3"), ("status", "OPEN")])),
+            ("tickets, unassigned", filter(&[("owner", "-")])),
+            ("tickets, unassigned + status", filter(&[("owner", "-"), ("status", "OPEN")])),
             ("tickets, free text (the start of a payment_no)", filter(&[("q", "PAY0001234")])),
         ];
         let mut lines = Vec::new();

@@ -236,14 +236,14 @@ fn main() {
              {n} local payments and a {rows}-row statement, 0.5% of each class (PROVIDER_ONLY, LOCAL_ONLY, \
              AMOUNT_MISMATCH, CURRENCY_MISMATCH, DUPLICATE, STATUS_LAG), the rest matching.\n\n\
              | what | figure |\n|---|---|\n\
-             | reconcile: read and hash the file, match it against the day's payments, write {tickets} tickets and the rows behind them, queue {lag} STATUS_LAG repairs | **{reckon_secs:.1} s** |\n\
+             | reconcile: read and hash the file, match it against the day's payments, write {tickets} tickets and the rows behind them, queue {lag} STATUS_LAG repairs | **{reckon_secs:.2} s** |\n\
              | of which: reading, hashing and matching the file as it is read (the day's payments loading meanwhile) | {matching:.2} s |\n\
              | of which: classifying the rows that did not plainly match, and the day's payments no row names | {classify:.2} s |\n\
              | (the two above: the work DuckDB's join does{duck_matching}) | {:.2} s |\n\
              | of which: writing the tickets, holds, alerts, the rows behind the tickets, the repair tasks | {write:.2} s |\n\
              | then the worker: {lag} STATUS_LAG repairs tried (stored callback, else a status query) | {repair_secs:.1} s |\n\
              | rows/s (statement rows + local payments) | {:.0} |\n\
-             | peak RSS while reconciling (the whole process; {before:.0} MiB just before the run) | {rss:.0} MiB |\n\
+             | peak RSS while reconciling (the whole process; {before:.0} MiB just before the run) | {rss:.0} MiB ({rss_mb:.0} MB) |\n\
              {duck_line}\
              | (setup, not timed: generating and inserting the data) | {:.1} s |\n\n\
              Targets: ≤ 10 s, ≤ 256 MB, ≤ 2× DuckDB. Matched: {matched}.\n",
@@ -253,6 +253,7 @@ fn main() {
             today = jiff::Timestamp::now().strftime("%Y-%m-%d"),
             lag = figures["classes"]["STATUS_LAG"],
             matched = figures["matched"],
+            rss_mb = rss * 1.048_576,
         );
         println!("{report}");
         write_section("## Reconciliation (issue 6)", &report);

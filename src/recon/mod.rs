@@ -196,7 +196,6 @@ pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), Stri
     Ok((start, end))
 }
 
-/// Statement rows of a run, in the caller's transaction.
 /// The multi-row INSERT of statement rows into `recon_rows`, with owned
 /// values (so it can wait in a write pipeline).
 fn rows_statement<R: std::borrow::Borrow<StatementRow>>(
@@ -227,6 +226,7 @@ fn rows_statement<R: std::borrow::Borrow<StatementRow>>(
     Ok((sql, args.0))
 }
 
+/// Statement rows of a run, in the caller's transaction.
 async fn insert_rows_in<R: std::borrow::Borrow<StatementRow>>(
     conn: &mut sqlx::AnyConnection,
     run_id: &str,
@@ -1721,9 +1721,6 @@ impl Engine {
         Ok(())
     }
 
-    /// Opens each ticket once per cause; a re-run updates open ones and
-    /// leaves closed ones closed. LOCAL_ONLY also raises a critical alert.
-    #[allow(clippy::too_many_arguments)]
     /// Findings' tickets, holds and alerts, built here and sent to the
     /// run's write pipeline, about 1,000 at a time; every fifth such batch
     /// of the run (`batches` counts them) commits first.
@@ -1744,6 +1741,9 @@ impl Engine {
         Ok(())
     }
 
+    /// One batch of [`Engine::send_tickets`]: opens each ticket once per
+    /// cause; a re-run updates open ones and leaves closed ones closed.
+    /// LOCAL_ONLY also holds its payment and raises a critical alert.
     async fn send_batch(
         &self,
         pipe: &crate::store::pipeline::Pipeline,
@@ -1865,6 +1865,9 @@ impl Engine {
                     ),
                 ));
             }
+        }
+        if holds.is_empty() && alerts.is_empty() {
+            return Ok(());
         }
         pipe.send(op(move |conn| {
             Box::pin(async move {

@@ -60,23 +60,26 @@ impl Pipeline {
     /// Takes a connection of the pool and opens the first transaction
     /// (`BEGIN IMMEDIATE` on SQLite: the write lock from the start).
     pub async fn start(db: &Db) -> sqlx::Result<Pipeline> {
-        let mut conn = db.pool.acquire().await?;
+        let mut conn = Held {
+            conn: db.pool.acquire().await?,
+            open: false,
+        };
         let (steps, mut queue) = mpsc::channel::<Step>(QUEUED);
         let db = db.clone();
         // The first transaction opens before `start` returns, so a busy
         // database is the caller's error, not a later one.
-        sqlx::Executor::execute(&mut *conn, db.begin_sql()).await?;
+        conn.begin(db.begin_sql()).await?;
         let runner = tokio::spawn(async move {
             let result = async {
                 while let Some(step) = queue.recv().await {
                     match step {
-                        Step::Run(f) => f(&mut conn).await?,
+                        Step::Run(f) => f(&mut conn.conn).await?,
                         Step::Commit => {
-                            sqlx::Executor::execute(&mut *conn, "COMMIT").await?;
-                            sqlx::Executor::execute(&mut *conn, db.begin_sql()).await?;
+                            conn.end("COMMIT").await?;
+                            conn.begin(db.begin_sql()).await?;
                         }
                         Step::Finish => {
-                            sqlx::Executor::execute(&mut *conn, "COMMIT").await?;
+                            conn.end("COMMIT").await?;
                             return Ok(true);
                         }
                     }
@@ -85,16 +88,9 @@ impl Pipeline {
                 Ok::<bool, sqlx::Error>(false)
             }
             .await;
-            if !matches!(result, Ok(true)) {
-                // Whatever was sent since the last commit is not kept; a
-                // connection that cannot roll back is not returned to the
-                // pool.
-                if sqlx::Executor::execute(&mut *conn, "ROLLBACK")
-                    .await
-                    .is_err()
-                {
-                    conn.close_on_drop();
-                }
+            if conn.open {
+                // Whatever was sent since the last commit is not kept.
+                let _ = conn.end("ROLLBACK").await;
             }
             result.map(|_| ())
         });
@@ -124,6 +120,38 @@ impl Pipeline {
             Err(e) => Err(sqlx::Error::WorkerCrashed).inspect_err(|_| {
                 tracing::error!(error = %e, "write pipeline's task failed");
             }),
+        }
+    }
+}
+
+/// The pipeline's connection, and whether a transaction is open on it.
+/// Dropped with one open — a rollback that failed, a step that panicked,
+/// the task cancelled — it is closed rather than returned to the pool (on
+/// SQLite it would hold the write lock for good).
+struct Held {
+    conn: sqlx::pool::PoolConnection<sqlx::Any>,
+    open: bool,
+}
+
+impl Held {
+    async fn begin(&mut self, sql: &'static str) -> sqlx::Result<()> {
+        sqlx::Executor::execute(&mut *self.conn, sql).await?;
+        self.open = true;
+        Ok(())
+    }
+
+    /// COMMIT or ROLLBACK; the transaction is still open if it failed.
+    async fn end(&mut self, sql: &'static str) -> sqlx::Result<()> {
+        sqlx::Executor::execute(&mut *self.conn, sql).await?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.open {
+            self.conn.close_on_drop();
         }
     }
 }

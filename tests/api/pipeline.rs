@@ -109,6 +109,30 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
         .await
         .unwrap();
     assert_eq!(message, "again");
+
+    // A step that panics: the connection, its transaction open, is closed
+    // rather than handed back to the pool — which would keep the write lock
+    // (SQLite) or the row's lock (PostgreSQL) for good and block this.
+    let pipe = Pipeline::start(db).await.unwrap();
+    pipe.send(insert_alert(db, "d1")).await.unwrap();
+    pipe.send(op(|_| Box::pin(async { panic!("a step that panics") })))
+        .await
+        .unwrap();
+    assert!(pipe.finish().await.is_err());
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        let mut conn = db.pool.acquire().await.unwrap();
+        let mut tx = db.begin_write_on(&mut conn).await.unwrap();
+        sqlx::query(q)
+            .bind("d1")
+            .bind("key-d1")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+    })
+    .await
+    .expect("no connection is left inside the panicked pipeline's transaction");
+    assert_eq!(ids(db).await, ["a1", "a2", "b1", "c1", "c2"]);
 }
 
 both_databases!(steps_run_in_order_and_only_what_was_committed_stays);

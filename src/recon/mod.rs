@@ -1497,10 +1497,14 @@ impl Engine {
             .map(|f| waits.contains(&(f.class, f.key.as_str())))
             .collect();
         drop(waits);
-        let mut flags = flags.into_iter();
-        let (mut waiting, mut ready): (Vec<Found>, Vec<Found>) = found
-            .into_iter()
-            .partition(|_| flags.next().unwrap_or(false));
+        let (mut waiting, mut ready) = (Vec::new(), Vec::new());
+        for (f, wait) in found.into_iter().zip(flags) {
+            if wait {
+                waiting.push(f);
+            } else {
+                ready.push(f);
+            }
+        }
         let mut unordered: Vec<String> = waiting
             .iter()
             .filter(|f| f.order_no.is_none())

@@ -204,7 +204,6 @@ impl Db {
         }
     }
 
-    /// `begin_write` on a connection the caller holds.
     /// The statement that opens a write transaction: on SQLite `BEGIN
     /// IMMEDIATE`, which takes the write lock at once (waiting for it under
     /// the busy timeout) instead of failing at the first write.
@@ -215,14 +214,12 @@ impl Db {
         }
     }
 
+    /// `begin_write` on a connection the caller holds.
     pub async fn begin_write_on<'c>(
         &self,
         conn: &'c mut sqlx::AnyConnection,
     ) -> sqlx::Result<sqlx::Transaction<'c, sqlx::Any>> {
-        match self.kind {
-            DbKind::Sqlite => sqlx::Connection::begin_with(conn, self.begin_sql()).await,
-            DbKind::Postgres => sqlx::Connection::begin(conn).await,
-        }
+        sqlx::Connection::begin_with(conn, self.begin_sql()).await
     }
 
     /// `FOR UPDATE SKIP LOCKED` where it exists (PostgreSQL), so two

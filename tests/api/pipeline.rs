@@ -7,17 +7,17 @@ use crate::helpers::{Backend, spawn_app};
 use reckon::store::Db;
 use reckon::store::pipeline::{Pipeline, op, statement};
 
+/// A test alert: its id, its dedupe key, its message.
+const INSERT_ALERT: &str = "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) \
+     VALUES ($1, $2, 'test', 'info', $3, 0)";
+
 /// An alert with this id, as one pipeline step.
-fn insert_alert(db: &Db, id: &str) -> reckon::store::pipeline::WriteOp {
-    let sql = if db.kind == reckon::store::DbKind::Sqlite {
-        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES (?, ?, 'test', 'info', 'm', 0)"
-    } else {
-        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES ($1, $2, 'test', 'info', 'm', 0)"
-    };
+fn insert_alert(id: &str) -> reckon::store::pipeline::WriteOp {
     let mut args = sqlx::any::AnyArguments::default();
     sqlx::Arguments::add(&mut args, id.to_owned()).unwrap();
     sqlx::Arguments::add(&mut args, format!("key-{id}")).unwrap();
-    statement(sql.to_owned(), args)
+    sqlx::Arguments::add(&mut args, "m").unwrap();
+    statement(INSERT_ALERT.to_owned(), args)
 }
 
 async fn ids(db: &Db) -> Vec<String> {
@@ -31,12 +31,12 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     let app = spawn_app(b).await;
     let db = &app.engine.db;
 
-    // Committed twice, finished: all of it, in order (the second insert
-    // of a step reads what the first wrote).
+    // Committed twice, finished: all of it, in order (a step reads what
+    // the steps before it wrote).
     let pipe = Pipeline::start(db).await.unwrap();
-    pipe.send(insert_alert(db, "a1")).await.unwrap();
+    pipe.send(insert_alert("a1")).await.unwrap();
     pipe.commit().await.unwrap();
-    pipe.send(insert_alert(db, "a2")).await.unwrap();
+    pipe.send(insert_alert("a2")).await.unwrap();
     pipe.send(op(|conn| {
         Box::pin(async move {
             let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE kind = 'test'")
@@ -54,12 +54,12 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     // A step fails after a commit: finish returns its error, the commit
     // stays, what came after it does not.
     let pipe = Pipeline::start(db).await.unwrap();
-    pipe.send(insert_alert(db, "b1")).await.unwrap();
+    pipe.send(insert_alert("b1")).await.unwrap();
     pipe.commit().await.unwrap();
-    pipe.send(insert_alert(db, "b2")).await.unwrap();
-    pipe.send(insert_alert(db, "a1")).await.unwrap(); // the same primary key
+    pipe.send(insert_alert("b2")).await.unwrap();
+    pipe.send(insert_alert("a1")).await.unwrap(); // the same primary key
     // Steps sent after the failure are refused, or dropped unrun.
-    let _ = pipe.send(insert_alert(db, "b3")).await;
+    let _ = pipe.send(insert_alert("b3")).await;
     let err = pipe.finish().await.unwrap_err();
     assert!(
         err.to_string().to_lowercase().contains("unique")
@@ -73,9 +73,9 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     // for the pipeline's transaction to end and succeeds only if it rolled
     // back.
     let pipe = Pipeline::start(db).await.unwrap();
-    pipe.send(insert_alert(db, "c1")).await.unwrap();
+    pipe.send(insert_alert("c1")).await.unwrap();
     pipe.commit().await.unwrap();
-    pipe.send(insert_alert(db, "c2")).await.unwrap();
+    pipe.send(insert_alert("c2")).await.unwrap();
     // Dropped only once c2 is written in the open transaction.
     let (written, wait) = tokio::sync::oneshot::channel::<()>();
     pipe.send(op(move |_| {
@@ -90,15 +90,10 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     drop(pipe);
     let mut conn = db.pool.acquire().await.unwrap();
     let mut tx = db.begin_write_on(&mut conn).await.unwrap();
-    let id = "c2";
-    let q = if db.kind == reckon::store::DbKind::Sqlite {
-        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES (?, ?, 'test', 'info', 'again', 0)"
-    } else {
-        "INSERT INTO alerts (alert_id, dedupe_key, kind, severity, message, created_at) VALUES ($1, $2, 'test', 'info', 'again', 0)"
-    };
-    sqlx::query(q)
-        .bind(id)
-        .bind(format!("key-{id}"))
+    sqlx::query(INSERT_ALERT)
+        .bind("c2")
+        .bind("key-c2")
+        .bind("again")
         .execute(&mut *tx)
         .await
         .expect("the dropped pipeline's uncommitted row is gone");
@@ -114,7 +109,7 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     // rather than handed back to the pool — which would keep the write lock
     // (SQLite) or the row's lock (PostgreSQL) for good and block this.
     let pipe = Pipeline::start(db).await.unwrap();
-    pipe.send(insert_alert(db, "d1")).await.unwrap();
+    pipe.send(insert_alert("d1")).await.unwrap();
     pipe.send(op(|_| Box::pin(async { panic!("a step that panics") })))
         .await
         .unwrap();
@@ -122,9 +117,10 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     tokio::time::timeout(std::time::Duration::from_secs(20), async {
         let mut conn = db.pool.acquire().await.unwrap();
         let mut tx = db.begin_write_on(&mut conn).await.unwrap();
-        sqlx::query(q)
+        sqlx::query(INSERT_ALERT)
             .bind("d1")
             .bind("key-d1")
+            .bind("m")
             .execute(&mut *tx)
             .await
             .unwrap();

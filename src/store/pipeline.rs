@@ -66,6 +66,15 @@ impl Pipeline {
         };
         let (steps, mut queue) = mpsc::channel::<Step>(QUEUED);
         let db = db.clone();
+        // SQLite keeps an undo copy of every page a multi-row statement
+        // changes (the statement journal: 120 MB over a 30,000-ticket
+        // write, one statement's worth at a time) — in memory here, not in
+        // a temporary file: the write 0.66 → 0.59 s over six runs. Put
+        // back before the connection returns to the pool.
+        let memory_journal = db.kind == super::DbKind::Sqlite;
+        if memory_journal {
+            sqlx::Executor::execute(&mut *conn.conn, "PRAGMA temp_store = MEMORY").await?;
+        }
         // The first transaction opens before `start` returns, so a busy
         // database is the caller's error, not a later one.
         conn.begin(db.begin_sql()).await?;
@@ -91,6 +100,13 @@ impl Pipeline {
             if conn.open {
                 // Whatever was sent since the last commit is not kept.
                 let _ = conn.end("ROLLBACK").await;
+            }
+            if memory_journal
+                && sqlx::Executor::execute(&mut *conn.conn, "PRAGMA temp_store = DEFAULT")
+                    .await
+                    .is_err()
+            {
+                conn.conn.close_on_drop();
             }
             result.map(|_| ())
         });

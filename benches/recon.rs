@@ -163,6 +163,7 @@ fn main() {
             .unwrap();
         let reckon_secs = started.elapsed().as_secs_f64();
         let rss = peak_rss_mib();
+        let floor_secs = write_floor(pool).await;
         // The STATUS_LAG repairs the run queued, as the server's worker
         // would do them (the bench's provider API is not listening: each
         // status query fails fast).
@@ -230,6 +231,11 @@ fn main() {
             Some(d) => format!(" ({:.1}× DuckDB)", (matching + classify) / d),
             None => String::new(),
         };
+        let at_floor = matching + classify + floor_secs;
+        let duck_floor = match duck_secs {
+            Some(d) => format!(" ({:.1}× DuckDB)", at_floor / d),
+            None => String::new(),
+        };
         let report = format!(
             "## Reconciliation (issue 6)\n\n\
              Measured {today} on this machine ({cpu} cores), SQLite, one run: `RECKON_BENCH_ROWS={n} cargo bench --bench recon`.\n\
@@ -241,6 +247,8 @@ fn main() {
              | of which: classifying the rows that did not plainly match, and the day's payments no row names | {classify:.2} s |\n\
              | (the two above: the work DuckDB's join does{duck_matching}) | {:.2} s |\n\
              | of which: writing the tickets, holds, alerts, the rows behind the tickets, the repair tasks | {write:.2} s |\n\
+             | (SQLite's floor for that write: the same rows put back by one `INSERT … SELECT` per table and one `UPDATE … FROM` for the holds, a transaction each) | {floor_secs:.2} s |\n\
+             | (the run if its write cost no more than that floor{duck_floor}) | {at_floor:.2} s |\n\
              | then the worker: {lag} STATUS_LAG repairs tried (stored callback, else a status query) | {repair_secs:.1} s |\n\
              | rows/s (statement rows + local payments) | {:.0} |\n\
              | peak RSS while reconciling (the whole process; {before:.0} MiB just before the run) | {rss:.0} MiB ({rss_mb:.0} MB) |\n\
@@ -263,4 +271,67 @@ fn main() {
     if std::env::var("RECKON_BENCH_KEEP").is_ok() {
         println!("kept {}", dir.keep().display());
     }
+}
+
+/// SQLite's own floor for what the run wrote (the bench's database held
+/// none of it before): every ticket, alert, statement row and task taken
+/// out and the holds lifted, then all of it written back by one statement
+/// per table (`INSERT … SELECT`, `UPDATE … FROM` for the holds), each in
+/// a transaction of its own — the same rows into the same B-trees, without
+/// the run's statements, bindings and commits. Seconds.
+async fn write_floor(pool: &sqlx::AnyPool) -> f64 {
+    let tables = ["discrepancies", "alerts", "recon_rows", "provider_tasks"];
+    let mut conn = pool.acquire().await.unwrap();
+    for t in tables {
+        run(
+            &mut conn,
+            format!("CREATE TEMP TABLE floor_{t} AS SELECT * FROM main.{t}"),
+        )
+        .await;
+    }
+    run(
+        &mut conn,
+        "CREATE TEMP TABLE floor_held AS SELECT payment_no, hold_reason FROM payments WHERE hold_reason IS NOT NULL".into(),
+    )
+    .await;
+    run(&mut conn, "BEGIN IMMEDIATE".into()).await;
+    for t in tables {
+        run(&mut conn, format!("DELETE FROM main.{t}")).await;
+    }
+    run(
+        &mut conn,
+        "UPDATE payments SET hold_reason = NULL WHERE hold_reason IS NOT NULL".into(),
+    )
+    .await;
+    run(&mut conn, "COMMIT".into()).await;
+    run(&mut conn, "PRAGMA wal_checkpoint(TRUNCATE)".into()).await;
+    let started = Instant::now();
+    for t in tables {
+        run(&mut conn, "BEGIN IMMEDIATE".into()).await;
+        run(
+            &mut conn,
+            format!("INSERT INTO main.{t} SELECT * FROM temp.floor_{t}"),
+        )
+        .await;
+        run(&mut conn, "COMMIT".into()).await;
+    }
+    run(&mut conn, "BEGIN IMMEDIATE".into()).await;
+    run(
+        &mut conn,
+        "UPDATE payments SET hold_reason = h.hold_reason, version = version + 1 \
+         FROM temp.floor_held AS h WHERE payments.payment_no = h.payment_no"
+            .into(),
+    )
+    .await;
+    run(&mut conn, "COMMIT".into()).await;
+    let secs = started.elapsed().as_secs_f64();
+    for t in tables {
+        run(&mut conn, format!("DROP TABLE temp.floor_{t}")).await;
+    }
+    run(&mut conn, "DROP TABLE temp.floor_held".into()).await;
+    secs
+}
+
+async fn run(conn: &mut sqlx::AnyConnection, sql: String) {
+    sqlx::query(&sql).execute(conn).await.unwrap();
 }

@@ -129,6 +129,23 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     .await
     .expect("no connection is left inside the panicked pipeline's transaction");
     assert_eq!(ids(db).await, ["a1", "a2", "b1", "c1", "c2"]);
+
+    // SQLite: no connection is back in the pool with the pipeline's
+    // statement journal still in memory (`temp_store` 2); each says the
+    // default (0) again, or was closed.
+    if db.kind == reckon::store::DbKind::Sqlite {
+        let mut conns = Vec::new();
+        for _ in 0..db.pool.size() {
+            conns.push(db.pool.acquire().await.unwrap());
+        }
+        for conn in &mut conns {
+            let store: i64 = sqlx::query_scalar("PRAGMA temp_store")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            assert_eq!(store, 0, "temp_store put back");
+        }
+    }
 }
 
 both_databases!(steps_run_in_order_and_only_what_was_committed_stays);

@@ -102,14 +102,7 @@ impl Pipeline {
                 // Whatever was sent since the last commit is not kept.
                 let _ = conn.end("ROLLBACK").await;
             }
-            if conn.memory_journal
-                && !conn.open
-                && sqlx::Executor::execute(&mut *conn.conn, "PRAGMA temp_store = DEFAULT")
-                    .await
-                    .is_ok()
-            {
-                conn.memory_journal = false;
-            }
+            conn.restore_journal().await;
             result.map(|_| ())
         });
         Ok(Pipeline { steps, runner })
@@ -159,6 +152,19 @@ impl Held {
         sqlx::Executor::execute(&mut *self.conn, sql).await?;
         self.open = true;
         Ok(())
+    }
+
+    /// The statement journal back to SQLite's default, outside a
+    /// transaction; if that fails the connection will be closed.
+    async fn restore_journal(&mut self) {
+        if self.memory_journal
+            && !self.open
+            && sqlx::Executor::execute(&mut *self.conn, "PRAGMA temp_store = DEFAULT")
+                .await
+                .is_ok()
+        {
+            self.memory_journal = false;
+        }
     }
 
     /// COMMIT or ROLLBACK; the transaction is still open if it failed.

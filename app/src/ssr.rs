@@ -210,11 +210,40 @@ pub async fn session_info() -> Result<SessionInfo, AppError> {
     })
 }
 
-/// Shapes the HTTP answer of a server function: the error's status code for
-/// direct callers, and for a plain form post (no JavaScript) a redirect back
-/// to the page it came from, carrying the error in `?err=` so the page can
-/// show it. A Location already chosen (e.g. after sign-in) is kept.
-pub fn respond<T>(result: Result<T, AppError>) -> Result<T, AppError> {
+/// The reactive owner a server function runs under and every owner above
+/// it, held until `work` is done. Looking a context up (`use_context`,
+/// also inside `leptos_axum::extract`) walks up those owners with a read
+/// lock on the current one; when a page's render drops an ancestor
+/// meanwhile, the walk's own reference to it is the last, and that
+/// ancestor's drop then write-locks the current owner under the walk's
+/// read lock: the worker thread hangs for good (reactive_graph 0.2.16,
+/// `Owner::with_context`). It happened once in the end-to-end tests — a
+/// page that never finished loading, a server that never shut down. Held
+/// here, no ancestor is dropped inside a walk; they go when `work` is done,
+/// with no lock held.
+pub async fn with_owners<F: std::future::Future>(work: F) -> F::Output {
+    let owners: Vec<Owner> = std::iter::successors(Owner::current(), Owner::parent).collect();
+    let out = work.await;
+    drop(owners);
+    out
+}
+
+/// Runs a server function's `work` (under [`with_owners`]) and shapes its
+/// HTTP answer: the error's status code for direct callers, and for a plain
+/// form post (no JavaScript) a redirect back to the page it came from,
+/// carrying the error in `?err=` so the page can show it. A Location
+/// already chosen (e.g. after sign-in) is kept.
+pub async fn respond<T>(
+    work: impl std::future::Future<Output = Result<T, AppError>>,
+) -> Result<T, AppError> {
+    with_owners(async {
+        let result = work.await;
+        shape(result)
+    })
+    .await
+}
+
+fn shape<T>(result: Result<T, AppError>) -> Result<T, AppError> {
     let (Some(parts), Some(opts)) = (use_context::<Parts>(), use_context::<ResponseOptions>())
     else {
         return result;
@@ -281,4 +310,45 @@ pub fn internal(detail: &str) -> AppError {
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
     tracing::error!(%trace_id, detail, "internal error");
     AppError::Internal { trace_id }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_owners;
+    use leptos::prelude::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Waker};
+
+    /// A server function's owners live until it returns: an ancestor the
+    /// page's render lets go of while the function waits still answers a
+    /// context lookup afterwards (let go of, it would be dropped at once —
+    /// or, inside a lookup, hang the thread).
+    #[test]
+    fn the_owners_above_a_server_function_live_until_it_returns() {
+        let root = Owner::new();
+        root.with(|| provide_context(7u32));
+        let child = root.child();
+        let go = Arc::new(AtomicBool::new(false));
+        let wait = go.clone();
+        let mut work = Box::pin(with_owners(async move {
+            std::future::poll_fn(|_| {
+                if wait.load(Ordering::SeqCst) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            use_context::<u32>()
+        }));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(child.with(|| work.as_mut().poll(&mut cx)).is_pending());
+        drop(root);
+        go.store(true, Ordering::SeqCst);
+        assert_eq!(
+            child.with(|| work.as_mut().poll(&mut cx)),
+            Poll::Ready(Some(7))
+        );
+    }
 }

@@ -16,140 +16,124 @@ const ADMIN: &[Role] = &[Role::Admin];
 /// Who is signed in (if anyone) and the language to show.
 #[server(endpoint = "session")]
 pub async fn whoami() -> Result<SessionInfo, AppError> {
-    ssr::session_info().await
+    ssr::with_owners(ssr::session_info()).await
 }
 
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String) -> Result<(), AppError> {
-    respond(
-        async {
-            use axum::extract::ConnectInfo;
-            use std::net::SocketAddr;
-            let backend = ssr::backend()?;
-            let session = ssr::session().await?;
-            let addr = leptos_axum::extract::<ConnectInfo<SocketAddr>>()
-                .await
-                .map_err(|e| ssr::internal(&format!("peer address unavailable: {e}")))?
-                .0
-                .ip();
-            let user = backend.login(&username, &password, addr).await?;
-            // A new session id at sign-in, so a planted id is worthless.
-            session
-                .cycle_id()
-                .await
-                .map_err(|e| ssr::internal(&format!("session cycle failed: {e}")))?;
-            session
-                .insert(ssr::SESSION_USER, &user.id)
-                .await
-                .map_err(|e| ssr::internal(&format!("session write failed: {e}")))?;
-            leptos_axum::redirect("/");
-            Ok(())
-        }
-        .await,
-    )
+    respond(async {
+        use axum::extract::ConnectInfo;
+        use std::net::SocketAddr;
+        let backend = ssr::backend()?;
+        let session = ssr::session().await?;
+        let addr = leptos_axum::extract::<ConnectInfo<SocketAddr>>()
+            .await
+            .map_err(|e| ssr::internal(&format!("peer address unavailable: {e}")))?
+            .0
+            .ip();
+        let user = backend.login(&username, &password, addr).await?;
+        // A new session id at sign-in, so a planted id is worthless.
+        session
+            .cycle_id()
+            .await
+            .map_err(|e| ssr::internal(&format!("session cycle failed: {e}")))?;
+        session
+            .insert(ssr::SESSION_USER, &user.id)
+            .await
+            .map_err(|e| ssr::internal(&format!("session write failed: {e}")))?;
+        leptos_axum::redirect("/");
+        Ok(())
+    })
+    .await
 }
 
 #[server(endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
-    respond(
-        async {
-            let caller = guard(Role::ALL).await?;
-            caller.backend.logout(&caller.user).await?;
-            caller
-                .session
-                .flush()
-                .await
-                .map_err(|e| ssr::internal(&format!("session flush failed: {e}")))?;
-            leptos_axum::redirect("/login");
-            Ok(())
-        }
-        .await,
-    )
+    respond(async {
+        let caller = guard(Role::ALL).await?;
+        caller.backend.logout(&caller.user).await?;
+        caller
+            .session
+            .flush()
+            .await
+            .map_err(|e| ssr::internal(&format!("session flush failed: {e}")))?;
+        leptos_axum::redirect("/login");
+        Ok(())
+    })
+    .await
 }
 
 /// Anyone may switch the language; a signed-in user's choice is remembered
 /// on their account.
 #[server(endpoint = "language")]
 pub async fn set_language(lang: Lang) -> Result<(), AppError> {
-    respond(
-        async {
-            let backend = ssr::backend()?;
-            let session = ssr::session().await?;
-            if let Some(user) = ssr::signed_in(&backend, &session).await? {
-                backend.set_lang(&user, lang).await?;
-            }
-            session
-                .insert(ssr::SESSION_LANG, lang)
-                .await
-                .map_err(|e| ssr::internal(&format!("session write failed: {e}")))?;
-            Ok(())
+    respond(async {
+        let backend = ssr::backend()?;
+        let session = ssr::session().await?;
+        if let Some(user) = ssr::signed_in(&backend, &session).await? {
+            backend.set_lang(&user, lang).await?;
         }
-        .await,
-    )
+        session
+            .insert(ssr::SESSION_LANG, lang)
+            .await
+            .map_err(|e| ssr::internal(&format!("session write failed: {e}")))?;
+        Ok(())
+    })
+    .await
 }
 
 #[server(endpoint = "users/list")]
 pub async fn list_users() -> Result<Vec<User>, AppError> {
-    respond(
-        async {
-            let caller = guard(ADMIN).await?;
-            caller.backend.list_users().await
-        }
-        .await,
-    )
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller.backend.list_users().await
+    })
+    .await
 }
 
 #[server(endpoint = "users/create")]
 pub async fn create_user(username: String, role: Role, password: String) -> Result<User, AppError> {
-    respond(
-        async {
-            let caller = guard(ADMIN).await?;
-            caller
-                .backend
-                .create_user(&caller.user, &username, role, &password)
-                .await
-        }
-        .await,
-    )
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller
+            .backend
+            .create_user(&caller.user, &username, role, &password)
+            .await
+    })
+    .await
 }
 
 #[server(endpoint = "users/role")]
 pub async fn set_role(user_id: String, role: Role) -> Result<(), AppError> {
-    respond(
-        async {
-            let caller = guard(ADMIN).await?;
-            caller.backend.set_role(&caller.user, &user_id, role).await
-        }
-        .await,
-    )
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller.backend.set_role(&caller.user, &user_id, role).await
+    })
+    .await
 }
 
 #[server(endpoint = "users/password")]
 pub async fn reset_password(user_id: String, password: String) -> Result<(), AppError> {
-    respond(
-        async {
-            let caller = guard(ADMIN).await?;
-            caller
-                .backend
-                .reset_password(&caller.user, &user_id, &password)
-                .await
-        }
-        .await,
-    )
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller
+            .backend
+            .reset_password(&caller.user, &user_id, &password)
+            .await
+    })
+    .await
 }
 
 #[server(endpoint = "users/disabled")]
 pub async fn set_disabled(user_id: String, disabled: bool) -> Result<(), AppError> {
-    respond(
-        async {
-            let caller = guard(ADMIN).await?;
-            caller
-                .backend
-                .set_disabled(&caller.user, &user_id, disabled)
-                .await
-        }
-        .await,
-    )
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller
+            .backend
+            .set_disabled(&caller.user, &user_id, disabled)
+            .await
+    })
+    .await
 }
 
 mod tickets;

@@ -24,146 +24,122 @@ pub async fn load_dashboard(
     day: Option<String>,
     provider: Option<String>,
 ) -> Result<DashboardData, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.dashboard(day.as_deref(), provider.as_deref()).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.dashboard(day.as_deref(), provider.as_deref()).await
+    })
+    .await
 }
 
 #[server(endpoint = "callbacks/list")]
 pub async fn list_callbacks(filter: CallbackFilter) -> Result<CallbackPage, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.callbacks(&filter.cleaned()).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.callbacks(&filter.cleaned()).await
+    })
+    .await
 }
 
 #[server(endpoint = "callbacks/show")]
 pub async fn show_callback(id: String) -> Result<CallbackDetail, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.callback(&id).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.callback(&id).await
+    })
+    .await
 }
 
 #[server(endpoint = "callbacks/replay")]
 pub async fn replay_callback(id: String) -> Result<ActionResult, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            let caller = guard(WORK).await?;
-            desk.replay_callback(&caller.user, &id).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.replay_callback(&caller.user, &id).await
+    })
+    .await
 }
 
 #[server(endpoint = "callbacks/bulk-replay")]
 pub async fn bulk_replay(provider: String, from: String, to: String) -> Result<String, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            let caller = guard(WORK).await?;
-            desk.start_bulk_replay(&caller.user, &provider, &from, &to)
-                .await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.start_bulk_replay(&caller.user, &provider, &from, &to)
+            .await
+    })
+    .await
 }
 
 #[server(endpoint = "callbacks/replay-jobs")]
 pub async fn replay_jobs() -> Result<Vec<ReplayJob>, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.replay_jobs().await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.replay_jobs().await
+    })
+    .await
 }
 
 #[server(endpoint = "payments/list")]
 pub async fn list_payments(filter: PaymentFilter) -> Result<PaymentPage, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.payments(&filter.cleaned()).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.payments(&filter.cleaned()).await
+    })
+    .await
 }
 
 #[server(endpoint = "payments/show")]
 pub async fn show_payment(payment_no: String) -> Result<PaymentView, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.payment(&payment_no).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.payment(&payment_no).await
+    })
+    .await
 }
 
 #[server(endpoint = "runs/list")]
 pub async fn list_runs(after: Option<String>) -> Result<RunPage, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.runs(after.as_deref()).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.runs(after.as_deref()).await
+    })
+    .await
 }
 
 #[server(endpoint = "runs/resume")]
 pub async fn resume_run(id: String) -> Result<(), AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            let caller = guard(WORK).await?;
-            desk.resume_run(&caller.user, &id).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.resume_run(&caller.user, &id).await
+    })
+    .await
 }
 
 /// `open`: only those not yet acknowledged.
 #[server(endpoint = "alerts/list")]
 pub async fn list_alerts(open: bool) -> Result<Vec<AlertRow>, AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            guard(Role::ALL).await?;
-            desk.alerts(open).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        desk.alerts(open).await
+    })
+    .await
 }
 
 #[server(endpoint = "alerts/acknowledge")]
 pub async fn acknowledge_alert(id: String, comment: String) -> Result<(), AppError> {
-    respond(
-        async {
-            let desk = console()?;
-            let caller = guard(WORK).await?;
-            desk.acknowledge_alert(&caller.user, &id, &comment).await
-        }
-        .await,
-    )
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.acknowledge_alert(&caller.user, &id, &comment).await
+    })
+    .await
 }

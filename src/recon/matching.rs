@@ -19,6 +19,9 @@ pub(super) fn paid(status: &str) -> bool {
     matches!(status, "SUCCEEDED" | "REFUNDING" | "REFUNDED")
 }
 
+/// Payments by payment_no or transaction id.
+pub(super) type ByKey = std::collections::HashMap<String, Pay>;
+
 /// A payment as classification sees it.
 #[derive(Clone, Debug)]
 pub(super) struct Pay {
@@ -416,8 +419,8 @@ pub(super) struct Matcher {
 #[derive(Default)]
 pub(super) struct Early {
     pub looked_up: usize,
-    pub by_txn: std::collections::HashMap<String, Pay>,
-    pub by_no: std::collections::HashMap<String, Pay>,
+    pub by_txn: ByKey,
+    pub by_no: ByKey,
 }
 
 /// Rows that do not plainly match, at most: each is held until the end

@@ -20,7 +20,7 @@ use crate::providers::Notification;
 use crate::providers::Provider;
 use crate::store::incidents;
 use futures_util::{StreamExt, TryStreamExt};
-use matching::{DayPayments, Early, Matcher, Pay, paid};
+use matching::{ByKey, DayPayments, Early, Matcher, Pay, paid};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
@@ -393,9 +393,6 @@ fn read_statement(
     Ok(read)
 }
 
-/// Payments by payment_no or transaction id.
-type ByKey = std::collections::HashMap<String, Pay>;
-
 /// A payment as `payments_by` reads it.
 type FoundPay = (
     String,
@@ -417,12 +414,7 @@ fn payments_by_sql(column: &str, list: &[String]) -> String {
 }
 
 /// A payment found by `column`, keyed by it, if it is `provider`'s.
-fn add_found(
-    out: &mut std::collections::HashMap<String, Pay>,
-    column: &str,
-    provider: &str,
-    f: FoundPay,
-) {
+fn add_found(out: &mut ByKey, column: &str, provider: &str, f: FoundPay) {
     let (no, order, amount, currency, status, txn, created, p) = f;
     if p != provider {
         return;
@@ -450,7 +442,7 @@ fn payments_by_sqlite(
     column: &'static str,
     provider: &str,
     keys: &[String],
-) -> Result<std::collections::HashMap<String, Pay>, String> {
+) -> Result<ByKey, String> {
     let mut out = std::collections::HashMap::new();
     let conn = crate::store::scan::ReadOnly::open(path)?;
     payments_by_on(&conn, column, provider, keys, &mut out)?;
@@ -1252,7 +1244,7 @@ impl Engine {
         column: &'static str,
         provider: &str,
         keys: &[&str],
-    ) -> Result<std::collections::HashMap<String, Pay>, ReconError> {
+    ) -> Result<ByKey, ReconError> {
         if let Some(path) = self.db.sqlite_path.clone() {
             let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
             let provider = provider.to_owned();

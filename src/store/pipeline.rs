@@ -66,7 +66,7 @@ impl Pipeline {
             memory_journal: false,
         };
         let (steps, mut queue) = mpsc::channel::<Step>(QUEUED);
-        let db = db.clone();
+        let begin = db.begin_sql();
         // SQLite keeps an undo copy of every page a multi-row statement
         // changes (the statement journal: 120 MB over a 30,000-ticket
         // write, one statement's worth at a time) — in memory here, not in
@@ -78,7 +78,7 @@ impl Pipeline {
         }
         // The first transaction opens before `start` returns, so a busy
         // database is the caller's error, not a later one.
-        conn.begin(db.begin_sql()).await?;
+        conn.begin(begin).await?;
         let runner = tokio::spawn(async move {
             let result = async {
                 while let Some(step) = queue.recv().await {
@@ -86,16 +86,13 @@ impl Pipeline {
                         Step::Run(f) => f(&mut conn.conn).await?,
                         Step::Commit => {
                             conn.end("COMMIT").await?;
-                            conn.begin(db.begin_sql()).await?;
+                            conn.begin(begin).await?;
                         }
-                        Step::Finish => {
-                            conn.end("COMMIT").await?;
-                            return Ok(true);
-                        }
+                        Step::Finish => return conn.end("COMMIT").await,
                     }
                 }
                 // The pipeline was dropped without `finish`.
-                Ok::<bool, sqlx::Error>(false)
+                Ok::<(), sqlx::Error>(())
             }
             .await;
             if conn.open {
@@ -103,7 +100,7 @@ impl Pipeline {
                 let _ = conn.end("ROLLBACK").await;
             }
             conn.restore_journal().await;
-            result.map(|_| ())
+            result
         });
         Ok(Pipeline { steps, runner })
     }

@@ -20,6 +20,25 @@ fn insert_alert(id: &str) -> reckon::store::pipeline::WriteOp {
     statement(INSERT_ALERT.to_owned(), args)
 }
 
+/// The alert with this id written by a transaction of its own, outside any
+/// pipeline (so it waits for a pipeline's open transaction), then kept or
+/// rolled back.
+async fn insert_alone(db: &Db, id: &str, message: &str, keep: bool) -> sqlx::Result<()> {
+    let mut conn = db.pool.acquire().await?;
+    let mut tx = db.begin_write_on(&mut conn).await?;
+    sqlx::query(INSERT_ALERT)
+        .bind(id)
+        .bind(format!("key-{id}"))
+        .bind(message)
+        .execute(&mut *tx)
+        .await?;
+    if keep {
+        tx.commit().await
+    } else {
+        tx.rollback().await
+    }
+}
+
 async fn ids(db: &Db) -> Vec<String> {
     sqlx::query_scalar("SELECT alert_id FROM alerts WHERE kind = 'test' ORDER BY alert_id")
         .fetch_all(&db.pool)
@@ -88,16 +107,9 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     .unwrap();
     wait.await.unwrap();
     drop(pipe);
-    let mut conn = db.pool.acquire().await.unwrap();
-    let mut tx = db.begin_write_on(&mut conn).await.unwrap();
-    sqlx::query(INSERT_ALERT)
-        .bind("c2")
-        .bind("key-c2")
-        .bind("again")
-        .execute(&mut *tx)
+    insert_alone(db, "c2", "again", true)
         .await
         .expect("the dropped pipeline's uncommitted row is gone");
-    tx.commit().await.unwrap();
     assert_eq!(ids(db).await, ["a1", "a2", "b1", "c1", "c2"]);
     let message: String = sqlx::query_scalar("SELECT message FROM alerts WHERE alert_id = 'c2'")
         .fetch_one(&db.pool)
@@ -114,20 +126,13 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
         .await
         .unwrap();
     assert!(pipe.finish().await.is_err());
-    tokio::time::timeout(std::time::Duration::from_secs(20), async {
-        let mut conn = db.pool.acquire().await.unwrap();
-        let mut tx = db.begin_write_on(&mut conn).await.unwrap();
-        sqlx::query(INSERT_ALERT)
-            .bind("d1")
-            .bind("key-d1")
-            .bind("m")
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-        tx.rollback().await.unwrap();
-    })
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        insert_alone(db, "d1", "m", false),
+    )
     .await
-    .expect("no connection is left inside the panicked pipeline's transaction");
+    .expect("no connection is left inside the panicked pipeline's transaction")
+    .unwrap();
     assert_eq!(ids(db).await, ["a1", "a2", "b1", "c1", "c2"]);
 
     // SQLite: no connection is back in the pool with the pipeline's

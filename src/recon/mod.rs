@@ -1482,8 +1482,11 @@ impl Engine {
             figures.statement_rows, payment_rows,
             "every payment row in exactly one class"
         );
+        // The day's payments are not handed back to the system: since
+        // SQLite allocates through mimalloc too, the write's page cache
+        // reuses them (the write 0.57 → 0.46–0.50 s, two runs each; peak
+        // RSS 164–173 → 191–224 MiB).
         drop(day);
-        crate::release_freed_memory();
         tracing::debug!(
             run_id,
             millis = phase.elapsed().as_millis() as u64,

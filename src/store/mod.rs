@@ -129,6 +129,7 @@ pub enum ConnectError {
 
 impl Db {
     pub async fn connect(url: &str) -> Result<Db, ConnectError> {
+        crate::memory::init();
         install_default_drivers();
         let kind = if url.starts_with("sqlite:") {
             DbKind::Sqlite

@@ -14,10 +14,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Hands memory freed in bulk back to the system now. mimalloc returns
 /// memory freed by a thread other than the one that allocated it only when
-/// the allocating thread next allocates: the day's payments of a
-/// reconciliation (70 MB at a million) are built on a blocking thread that
-/// may sit idle afterwards, and the run's peak RSS was 180 or 250 MiB by
-/// chance (whether that thread ran again before the run's writes).
+/// the allocating thread next allocates: a reconciliation's statement rows
+/// are made by the reader's thread and dropped by the matcher's, and the
+/// reader's thread may sit idle once the file is read. (The day's payments
+/// are deliberately not handed back: the run's write reuses their memory.)
 pub(crate) fn release_freed_memory() {
     // SAFETY: `mi_collect` takes no pointers and has no preconditions; it
     // may be called from any thread at any time.

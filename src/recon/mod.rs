@@ -48,12 +48,19 @@ const TICKETS_PER_STATEMENT: usize = 128;
 /// process (microseconds): an hour.
 const STALE_US: i64 = 3600 * 1_000_000;
 /// One provider's payments of one business day `[$2, $3)`: paid that day,
-/// or never paid and made that day. Read by the `payments_day` index
-/// (`(provider, paid_at, created_at)`: the two conditions are two ranges
-/// of it), so a run reads the day, not the provider's history.
-pub const DAY_PAYMENTS: &str = "SELECT payment_no, provider_txn_id, amount_minor, currency, status FROM payments \
-     WHERE provider = $1 AND ((paid_at >= $2 AND paid_at < $3) \
-       OR (paid_at IS NULL AND created_at >= $2 AND created_at < $3))";
+/// or never paid and made that day — two statements, each one range of
+/// the `payments_day` index (`(provider, paid_at, created_at)`), so a run
+/// reads the day, not the provider's history. (As one statement with
+/// `OR`, SQLite kept every rowid of the first range in a set to test the
+/// second's against: a quarter of the read, 0.36–0.44 against 0.27–0.30 s
+/// for a million payments in the sqlite3 shell. The two never share a
+/// payment: `paid_at` is set or not.)
+pub const DAY_PAYMENTS: [&str; 2] = [
+    "SELECT payment_no, provider_txn_id, amount_minor, currency, status FROM payments \
+     WHERE provider = $1 AND paid_at >= $2 AND paid_at < $3",
+    "SELECT payment_no, provider_txn_id, amount_minor, currency, status FROM payments \
+     WHERE provider = $1 AND paid_at IS NULL AND created_at >= $2 AND created_at < $3",
+];
 
 /// The refunds of one provider that succeeded on one business day, by the
 /// `refunds_day` index.
@@ -1131,7 +1138,7 @@ impl Engine {
     ) -> Result<DayPayments, ReconError> {
         let bad = |e: String| ReconError::Invalid(format!("the day's payments: {e}"));
         if let Some(path) = self.db.sqlite_path.clone() {
-            use crate::store::scan::{Bind, each_row};
+            use crate::store::scan::{Bind, ReadOnly};
             let store = |e: String| ReconError::Store(sqlx::Error::Io(std::io::Error::other(e)));
             let joined = |e: tokio::task::JoinError| bad(e.to_string());
             // The day in two halves, each read on a thread of its own (by
@@ -1145,20 +1152,23 @@ impl Engine {
                     let mut day = DayPayments::default();
                     let mut refused = None;
                     let binds = [Bind::Text(&provider), Bind::Int(from), Bind::Int(to)];
-                    each_row(&path, DAY_PAYMENTS, &binds, |r| {
-                        if refused.is_none()
-                            && let Err(e) = day.push(
-                                r.text(0).unwrap_or_default(),
-                                r.text(1),
-                                r.int(2).unwrap_or_default(),
-                                r.text(3).unwrap_or_default(),
-                                r.text(4).unwrap_or_default(),
-                            )
-                        {
-                            refused = Some(e);
-                        }
-                    })
-                    .map_err(store)?;
+                    let db = ReadOnly::open(&path).map_err(store)?;
+                    for sql in DAY_PAYMENTS {
+                        db.each_row(sql, &binds, |r| {
+                            if refused.is_none()
+                                && let Err(e) = day.push(
+                                    r.text(0).unwrap_or_default(),
+                                    r.text(1),
+                                    r.int(2).unwrap_or_default(),
+                                    r.text(3).unwrap_or_default(),
+                                    r.text(4).unwrap_or_default(),
+                                )
+                            {
+                                refused = Some(e);
+                            }
+                        })
+                        .map_err(store)?;
+                    }
                     match refused {
                         Some(e) => Err(bad(e)),
                         None => Ok(day),
@@ -1176,20 +1186,22 @@ impl Engine {
             .map_err(joined)?;
         }
         let mut day = DayPayments::default();
-        let mut rows = sqlx::query(DAY_PAYMENTS)
-            .bind(provider)
-            .bind(start)
-            .bind(end)
-            .fetch(&self.db.pool);
-        while let Some(r) = rows.try_next().await? {
-            day.push(
-                &r.try_get::<String, _>(0)?,
-                r.try_get::<Option<String>, _>(1)?.as_deref(),
-                r.try_get(2)?,
-                &r.try_get::<String, _>(3)?,
-                &r.try_get::<String, _>(4)?,
-            )
-            .map_err(bad)?;
+        for sql in DAY_PAYMENTS {
+            let mut rows = sqlx::query(sql)
+                .bind(provider)
+                .bind(start)
+                .bind(end)
+                .fetch(&self.db.pool);
+            while let Some(r) = rows.try_next().await? {
+                day.push(
+                    &r.try_get::<String, _>(0)?,
+                    r.try_get::<Option<String>, _>(1)?.as_deref(),
+                    r.try_get(2)?,
+                    &r.try_get::<String, _>(3)?,
+                    &r.try_get::<String, _>(4)?,
+                )
+                .map_err(bad)?;
+            }
         }
         day.index();
         Ok(day)

@@ -827,6 +827,20 @@ async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend)
                 .collect(),
         )
         .await;
+        // Ten made that day and never paid.
+        insert(
+            "INSERT INTO payments (payment_no, order_no, attempt_no, provider, amount_minor, \
+               currency, status, version, created_by, awaiting_recon, created_at, updated_at)",
+            (0..10i64)
+                .map(|k| {
+                    let at = at(k);
+                    format!(
+                        "('U{d}-{k}', 'U{d}-{k}', 1, 'sandbox', 100, 'CNY', 'CREATED', 1, 't', 0, {at}, {at})"
+                    )
+                })
+                .collect(),
+        )
+        .await;
         insert(
             "INSERT INTO refunds (refund_no, payment_no, provider, amount_minor, currency, status, \
                provider_refund_id, idem_scope, idem_key, reason, requested_by, created_at, updated_at, finished_at)",
@@ -842,13 +856,31 @@ async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend)
         )
         .await;
     }
-    sqlx::query("ANALYZE").execute(pool).await.unwrap();
+    // Made the day before and paid that day (counts), made that day and
+    // paid the day after (does not).
     let (start, end) = (
         1_790_000_000_000_000 + 7 * day,
         1_790_000_000_000_000 + 8 * day,
     );
+    for (no, made, paid) in [
+        ("LATE6", start - 1_000_000, start + 1_000_000),
+        ("EARLY7", end - 1_000_000, end + 1_000_000),
+    ] {
+        insert(
+            "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
+               currency, status, version, created_by, awaiting_recon, created_at, updated_at, paid_at)",
+            vec![format!(
+                "('{no}', '{no}', 1, 'sandbox', 'SBX-{no}', 100, 'CNY', 'SUCCEEDED', 1, 't', 0, \
+                  {made}, {paid}, {paid})"
+            )],
+        )
+        .await;
+    }
+    sqlx::query("ANALYZE").execute(pool).await.unwrap();
+    let [paid, unpaid] = reckon::recon::DAY_PAYMENTS;
     for (sql, index, table) in [
-        (reckon::recon::DAY_PAYMENTS, "payments_day", "payments"),
+        (paid, "payments_day", "payments"),
+        (unpaid, "payments_day", "payments"),
         (reckon::recon::DAY_REFUNDS, "refunds_day", "refunds"),
     ] {
         let (explain, column) = match b {
@@ -872,18 +904,34 @@ async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend)
             "{table} walked whole:\n{plan}"
         );
     }
-    // And the day's payments are exactly that day's hundred.
-    let n: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM ({}) d",
-        reckon::recon::DAY_PAYMENTS
-    ))
-    .bind("sandbox")
-    .bind(start)
-    .bind(end)
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    assert_eq!(n, 100);
+    // And the day's payments are exactly that day's: the hundred paid
+    // that day (one made the day before among them), and the ten made
+    // that day and never paid.
+    let mut found = Vec::new();
+    for sql in [paid, unpaid] {
+        let nos: Vec<String> = sqlx::query_scalar(&format!("SELECT payment_no FROM ({sql}) d"))
+            .bind("sandbox")
+            .bind(start)
+            .bind(end)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+        found.push(nos);
+    }
+    assert_eq!(found[0].len(), 101, "{:?}", found[0]);
+    assert!(
+        found[0]
+            .iter()
+            .all(|no| no.starts_with("H7-") || no == "LATE6"),
+        "{:?}",
+        found[0]
+    );
+    assert!(found[0].contains(&"LATE6".to_owned()));
+    let mut unpaid_nos = found[1].clone();
+    unpaid_nos.sort();
+    let mut expected: Vec<String> = (0..10).map(|k| format!("U7-{k}")).collect();
+    expected.sort();
+    assert_eq!(unpaid_nos, expected);
 }
 
 /// A statement with thousands of exceptions has the payments they name

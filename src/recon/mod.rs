@@ -24,7 +24,7 @@ use matching::{ByKey, DayPayments, Early, Matcher, Pay, paid};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
-use statement::{Format, Item, StatementRow};
+use statement::{Format, Pause, StatementRow};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -372,26 +372,31 @@ fn read_statement(
         skipped: Vec::new(),
     };
     let reader = input.into_reader().map_err(unreadable)?;
+    let mut statement = statement::read_with(format, reader, tolerance);
     let mut chunk = Vec::with_capacity(ROWS_PER_CHUNK);
-    for item in statement::read_with(format, reader, tolerance) {
-        match item.map_err(|e| ReconError::Refused(e.to_string()))? {
-            Item::Row(r) => {
-                chunk.push(r);
-                read.rows += 1;
-                if chunk.len() == ROWS_PER_CHUNK {
-                    // The matched chunks come back empty to be filled again
-                    // (a fresh one each time cost page faults).
-                    let next = spare
-                        .try_recv()
-                        .unwrap_or_else(|_| Vec::with_capacity(ROWS_PER_CHUNK));
-                    let full = std::mem::replace(&mut chunk, next);
-                    if rows.blocking_send(full).is_err() {
-                        return Err(ReconError::Invalid("the run stopped reading".into()));
-                    }
+    loop {
+        let before = chunk.len();
+        let pause = statement
+            .read_rows(&mut chunk, ROWS_PER_CHUNK)
+            .map_err(|e| ReconError::Refused(e.to_string()))?;
+        read.rows += (chunk.len() - before) as i64;
+        match pause {
+            Pause::Full => {
+                // The matched chunks come back empty to be filled again
+                // (a fresh one each time cost page faults).
+                let next = spare
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(ROWS_PER_CHUNK));
+                let full = std::mem::replace(&mut chunk, next);
+                if rows.blocking_send(full).is_err() {
+                    return Err(ReconError::Invalid("the run stopped reading".into()));
                 }
             }
-            Item::Skipped(e) => read.skipped.push(e),
-            Item::End(checks) => read.checks = checks,
+            Pause::Skipped(e) => read.skipped.push(e),
+            Pause::End(checks) => {
+                read.checks = checks;
+                break;
+            }
         }
     }
     if !chunk.is_empty() && rows.blocking_send(chunk).is_err() {
@@ -1297,7 +1302,6 @@ impl Engine {
         keep_rows: bool,
     ) -> Result<Figures, ReconError> {
         let (start, end) = day_range(date, &self.settings.timezone).map_err(ReconError::Invalid)?;
-        let pool = &self.db.pool;
         let phase = std::time::Instant::now();
         let Matcher {
             day,
@@ -1649,14 +1653,43 @@ impl Engine {
         figures.millis.insert("write", millis(phase));
         tracing::debug!(run_id, millis = millis(phase), "tickets written");
         figures.pending += lagging.len() as i64;
-        figures.unknown = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'",
-        )
-        .bind(provider)
-        .bind(date)
-        .fetch_one(pool)
-        .await?;
+        figures.unknown = self.open_tickets_of_day(provider, date).await?;
         Ok(figures)
+    }
+
+    /// How many of the day's tickets are open. On SQLite counted on a
+    /// read-only connection of its own with SQLite's small default page
+    /// cache ([`crate::store::scan`]): counting on a pool connection left
+    /// the tickets' pages in its 64 MiB cache, 14 MiB more at the run's
+    /// peak.
+    async fn open_tickets_of_day(&self, provider: &str, date: &str) -> sqlx::Result<i64> {
+        const OPEN: &str = "SELECT COUNT(*) FROM discrepancies \
+             WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED'";
+        let Some(path) = self.db.sqlite_path.clone() else {
+            return sqlx::query_scalar(OPEN)
+                .bind(provider)
+                .bind(date)
+                .fetch_one(&self.db.pool)
+                .await;
+        };
+        let (provider, date) = (provider.to_owned(), date.to_owned());
+        tokio::task::spawn_blocking(move || {
+            use crate::store::scan::{Bind, each_row};
+            let mut open = 0;
+            each_row(
+                &path,
+                OPEN,
+                &[Bind::Text(&provider), Bind::Text(&date)],
+                |r| {
+                    open = r.int(0).unwrap_or_default();
+                },
+            )
+            .map(|_| open)
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|counted| counted)
+        .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))
     }
 
     /// The statement's refund rows against the refund ledger, and the

@@ -154,10 +154,7 @@ pub fn sandbox_row<S: AsRef<str>>(f: &[S], line_no: i64) -> Result<StatementRow,
 
 /// Reads a statement. The iterator ends after `Item::End`, or at the first
 /// error.
-pub fn read<'r>(
-    format: Format,
-    reader: Box<dyn BufRead + Send + 'r>,
-) -> Box<dyn Iterator<Item = Result<Item, ParseError>> + Send + 'r> {
+pub fn read<'r>(format: Format, reader: Box<dyn BufRead + Send + 'r>) -> Reader<'r> {
     read_with(format, reader, 0)
 }
 
@@ -169,17 +166,29 @@ pub fn read_with<'r>(
     format: Format,
     reader: Box<dyn BufRead + Send + 'r>,
     tolerance: u32,
-) -> Box<dyn Iterator<Item = Result<Item, ParseError>> + Send + 'r> {
-    Box::new(Reader {
+) -> Reader<'r> {
+    Reader {
         format,
         reader,
         buf: Vec::new(),
+        one: Vec::with_capacity(1),
         line: 0,
         state: State::default(),
         done: false,
         tolerance,
         skipped: 0,
-    })
+    }
+}
+
+/// Why [`Reader::read_rows`] returned.
+#[derive(Debug)]
+pub enum Pause {
+    /// The rows asked for are in.
+    Full,
+    /// A malformed line skipped under the accepted tolerance.
+    Skipped(ParseError),
+    /// The statement ended: the checks of its summary.
+    End(Vec<Check>),
 }
 
 #[derive(Default)]
@@ -197,10 +206,12 @@ struct State {
     summary_seen: bool,
 }
 
-struct Reader<'r> {
+pub struct Reader<'r> {
     format: Format,
     reader: Box<dyn BufRead + Send + 'r>,
     buf: Vec<u8>,
+    /// Where [`Iterator::next`] has its row put.
+    one: Vec<StatementRow>,
     line: u64,
     state: State,
     done: bool,
@@ -215,27 +226,72 @@ impl Iterator for Reader<'_> {
         if self.done {
             return None;
         }
-        // One line buffer for the whole file, lent out for each line.
-        let mut raw = std::mem::take(&mut self.buf);
-        let item = self.next_item(&mut raw);
-        self.buf = raw;
+        let mut one = std::mem::take(&mut self.one);
+        let item = match self.read_rows(&mut one, 1) {
+            Ok(Pause::Full) => one.pop().map(|row| Ok(Item::Row(row))),
+            Ok(Pause::Skipped(e)) => Some(Ok(Item::Skipped(e))),
+            Ok(Pause::End(checks)) => Some(Ok(Item::End(checks))),
+            Err(e) => Some(Err(e)),
+        };
+        self.one = one;
         item
     }
 }
 
+/// What one line gave.
+enum Line {
+    Row,
+    Skipped(ParseError),
+    End(Vec<Check>),
+}
+
 impl Reader<'_> {
-    fn next_item(&mut self, raw: &mut Vec<u8>) -> Option<Result<Item, ParseError>> {
+    /// Reads rows into `rows` — put there as they are made, not handed
+    /// over one by one (moving each row out through an iterator was a
+    /// sixth of the parse) — until it holds `limit`, a malformed line is
+    /// skipped under the accepted tolerance, or the statement ends. After
+    /// the end or an error it reads nothing more: `End` with no checks.
+    pub fn read_rows(
+        &mut self,
+        rows: &mut Vec<StatementRow>,
+        limit: usize,
+    ) -> Result<Pause, ParseError> {
+        // One line buffer for the whole file, lent out for each line.
+        let mut raw = std::mem::take(&mut self.buf);
+        let result = loop {
+            if rows.len() >= limit {
+                break Ok(Pause::Full);
+            }
+            if self.done {
+                break Ok(Pause::End(Vec::new()));
+            }
+            match self.next_line(&mut raw, rows) {
+                Ok(Line::Row) => {}
+                Ok(Line::Skipped(e)) => break Ok(Pause::Skipped(e)),
+                Ok(Line::End(checks)) => break Ok(Pause::End(checks)),
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf = raw;
+        result
+    }
+
+    fn next_line(
+        &mut self,
+        raw: &mut Vec<u8>,
+        rows: &mut Vec<StatementRow>,
+    ) -> Result<Line, ParseError> {
         loop {
             raw.clear();
             match self.reader.read_until(b'\n', raw) {
                 Ok(0) => {
                     self.done = true;
-                    return Some(self.finish());
+                    return self.finish().map(Line::End);
                 }
                 Ok(_) => {}
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(self.error(format!("cannot read: {e}"))));
+                    return Err(self.error(format!("cannot read: {e}")));
                 }
             }
             self.line += 1;
@@ -243,7 +299,7 @@ impl Reader<'_> {
                 Ok(t) => t,
                 Err(reason) => {
                     self.done = true;
-                    return Some(Err(self.error(reason)));
+                    return Err(self.error(reason));
                 }
             };
             let text = text.trim_end_matches(['\r', '\n']);
@@ -251,15 +307,22 @@ impl Reader<'_> {
             if text.trim().is_empty() {
                 continue;
             }
+            let pushed = |row: Option<StatementRow>, rows: &mut Vec<StatementRow>| match row {
+                Some(row) => {
+                    rows.push(row);
+                    true
+                }
+                None => false,
+            };
             let result = match self.format {
-                Format::Sandbox => self.sandbox(text),
-                Format::WechatAll => self.wechat(text),
-                Format::AlipayDetail => self.alipay(text),
-                Format::StripeItemized => self.stripe(text),
+                Format::Sandbox => self.sandbox(text, rows),
+                Format::WechatAll => self.wechat(text).map(|r| pushed(r, rows)),
+                Format::AlipayDetail => self.alipay(text).map(|r| pushed(r, rows)),
+                Format::StripeItemized => self.stripe(text).map(|r| pushed(r, rows)),
             };
             match result {
-                Ok(Some(row)) => return Some(Ok(Item::Row(row))),
-                Ok(None) => continue,
+                Ok(true) => return Ok(Line::Row),
+                Ok(false) => continue,
                 // A bad row line, within the accepted tolerance.
                 Err(reason)
                     if self.skipped < self.tolerance
@@ -268,11 +331,11 @@ impl Reader<'_> {
                         && !self.state.in_summary =>
                 {
                     self.skipped += 1;
-                    return Some(Ok(Item::Skipped(self.error(reason))));
+                    return Ok(Line::Skipped(self.error(reason)));
                 }
                 Err(reason) => {
                     self.done = true;
-                    return Some(Err(self.error(reason)));
+                    return Err(self.error(reason));
                 }
             }
         }
@@ -393,7 +456,7 @@ impl Reader<'_> {
         Ok(text)
     }
 
-    fn finish(&mut self) -> Result<Item, ParseError> {
+    fn finish(&mut self) -> Result<Vec<Check>, ParseError> {
         let s = &mut self.state;
         if s.header.is_none() {
             return Err(self.error("no header line: not a statement of this kind".into()));
@@ -422,7 +485,7 @@ impl Reader<'_> {
                 }
             }
         }
-        Ok(Item::End(checks))
+        Ok(checks)
     }
 
     fn check(&mut self, what: &str, stated: i64, read: i64) {
@@ -436,7 +499,7 @@ impl Reader<'_> {
 
     /// `kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at`,
     /// then `#summary,rows=N,total_minor=M`.
-    fn sandbox(&mut self, text: &str) -> Result<Option<StatementRow>, String> {
+    fn sandbox(&mut self, text: &str, rows: &mut Vec<StatementRow>) -> Result<bool, String> {
         const HEADER: &str =
             "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
         if self.state.header.is_none() {
@@ -444,7 +507,7 @@ impl Reader<'_> {
                 return Err(format!("expected the header {HEADER}"));
             }
             self.state.header = Some(split_csv(text));
-            return Ok(None);
+            return Ok(false);
         }
         if let Some(rest) = text.strip_prefix("#summary,") {
             let mut rows = None;
@@ -463,7 +526,7 @@ impl Reader<'_> {
             self.check("rows", rows, read_rows);
             self.check("total_minor", total, read_total);
             self.state.summary_seen = true;
-            return Ok(None);
+            return Ok(false);
         }
         if self.state.summary_seen {
             return Err("a row after the summary".into());
@@ -496,7 +559,8 @@ impl Reader<'_> {
         };
         self.state.rows += 1;
         self.state.sum_a += row.money.minor;
-        Ok(Some(row))
+        rows.push(row);
+        Ok(true)
     }
 
     /// WeChat Pay's ALL bill: every field prefixed with a backtick; rows,

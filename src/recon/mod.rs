@@ -1183,11 +1183,8 @@ impl Engine {
             let (head, tail) = tokio::join!(part(start, middle), part(middle, end));
             let (mut day, tail) = (head.map_err(joined)??, tail.map_err(joined)??);
             return tokio::task::spawn_blocking(move || {
-                let t = std::time::Instant::now();
                 day.append(tail).map_err(bad)?;
-                let t1 = t.elapsed();
                 day.index();
-                eprintln!("PROBE append {:?} index {:?}", t1, t.elapsed() - t1);
                 Ok(day)
             })
             .await

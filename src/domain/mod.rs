@@ -10,6 +10,6 @@ pub use ids::{
     CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo,
 };
-pub use money::{Currency, Money, MoneyError};
+pub use money::{Currency, Money, MoneyError, trimmed};
 pub use refund::RefundStatus;
 pub use status::PaymentStatus;

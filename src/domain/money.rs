@@ -102,12 +102,25 @@ pub enum MoneyError {
     NotPositive(i64),
 }
 
+/// `s` without the whitespace around it, as `str::trim`, answered at
+/// once when both ends are plainly not whitespace (printable ASCII): a
+/// statement trims some ten fields on each of its million rows.
+pub fn trimmed(s: &str) -> &str {
+    let plain = |b: Option<&u8>| b.is_some_and(u8::is_ascii_graphic);
+    let b = s.as_bytes();
+    if plain(b.first()) && plain(b.last()) {
+        s
+    } else {
+        s.trim()
+    }
+}
+
 impl Currency {
     /// Case-insensitive: `cny` is CNY. (Called for every statement row:
     /// no allocation, a binary search of the codes as numbers.)
     pub fn parse(code: &str) -> Result<Currency, MoneyError> {
         let unknown = || MoneyError::UnknownCurrency(code.chars().take(16).collect());
-        let &[a, b, c] = code.trim().as_bytes() else {
+        let &[a, b, c] = trimmed(code).as_bytes() else {
             return Err(unknown());
         };
         let key = code_key([a, b, c].map(|x| x.to_ascii_uppercase()));
@@ -162,7 +175,7 @@ impl Money {
     /// `"199.00"` CNY → 19900. A sign is allowed; more decimals than the
     /// currency has are refused unless they are zeros (`"1.500"` USD is 150).
     pub fn parse_major(amount: &str, currency: Currency) -> Result<Money, MoneyError> {
-        let text = amount.trim();
+        let text = trimmed(amount);
         let not_decimal = || MoneyError::NotDecimal(text.chars().take(40).collect());
         let (negative, digits) = match text.strip_prefix('-') {
             Some(rest) => (true, rest),
@@ -238,6 +251,27 @@ impl fmt::Display for Money {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trimmed_is_trim() {
+        for s in [
+            "",
+            " ",
+            "a",
+            "CNY",
+            " CNY",
+            "CNY\t",
+            "\u{3000}1.00",
+            "1.00\u{3000}",
+            "中文",
+            " 中 ",
+            "a b",
+            "\r\n",
+            "x\u{a0}",
+        ] {
+            assert_eq!(trimmed(s), s.trim(), "{s:?}");
+        }
+    }
 
     fn cur(c: &str) -> Currency {
         Currency::parse(c).unwrap()

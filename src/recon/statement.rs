@@ -4,7 +4,7 @@
 //! the statement with its line number and the reason: a statement is all
 //! or nothing.
 
-use crate::domain::{Currency, Money};
+use crate::domain::{Currency, Money, trimmed};
 use std::io::BufRead;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +129,7 @@ pub fn sandbox_row<S: AsRef<str>>(f: &[S], line_no: i64) -> Result<StatementRow,
     };
     let currency = Currency::parse(f(7)).map_err(|e| e.to_string())?;
     let money = money(f(6), currency)?;
-    let occurred_at = match f(8).trim() {
+    let occurred_at = match trimmed(f(8)) {
         "" => None,
         t => Some(match utc_micros(t) {
             Some(micros) => micros,
@@ -147,7 +147,7 @@ pub fn sandbox_row<S: AsRef<str>>(f: &[S], line_no: i64) -> Result<StatementRow,
         provider_refund_id: opt(f(3)),
         refund_no: opt(f(4)),
         money,
-        status: f(5).trim().to_owned(),
+        status: trimmed(f(5)).to_owned(),
         occurred_at,
     })
 }
@@ -405,7 +405,7 @@ fn utc_micros(t: &str) -> Option<i64> {
 }
 
 fn money(text: &str, currency: Currency) -> Result<Money, String> {
-    let t = text.trim();
+    let t = trimmed(text);
     let t = t.strip_prefix('-').unwrap_or(t);
     Money::parse_major(t, currency).map_err(|e| format!("amount {text:?}: {e}"))
 }
@@ -424,7 +424,7 @@ fn local_time(text: &str, offset_hours: i8) -> Option<i64> {
 }
 
 fn opt(s: &str) -> Option<String> {
-    let t = s.trim();
+    let t = trimmed(s);
     (!t.is_empty()).then(|| t.to_owned())
 }
 

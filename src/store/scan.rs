@@ -156,8 +156,8 @@ impl ReadOnly {
         let stmt = Stmt(raw);
         // Each `$n` of the query, by its place among the parameters.
         // (Asking SQLite for each name's place compares it with every
-        // name before it: with 128 keys in a list that was most of a
-        // lookup's time.)
+        // name before it: with 128 keys in a list that `strncmp` was the
+        // largest item of the lookups' thread in `perf`.)
         let mut places = vec![0; binds.len()];
         // SAFETY: a prepared statement; a parameter's name is a
         // NUL-terminated string owned by SQLite (NULL for `?`), read at once.

@@ -16,7 +16,7 @@ use reckon::config::LogFormat;
 use reckon::providers::signing::Secret;
 use std::io::Write;
 use std::time::Instant;
-use support::{config, peak_rss_mib, write_section};
+use support::{config, cpu_secs, peak_rss_mib, write_section};
 
 /// The case of row `i`: 0.5% of each class, the rest matched.
 fn case(i: usize) -> &'static str {
@@ -146,6 +146,7 @@ fn main() {
         // Reconcile, with the peak RSS counted from here.
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         let before = peak_rss_mib();
+        let cpu_before = cpu_secs();
         let started = Instant::now();
         let run = engine
             .import_statement(reckon::recon::Import {
@@ -162,6 +163,7 @@ fn main() {
             .await
             .unwrap();
         let reckon_secs = started.elapsed().as_secs_f64();
+        let reckon_cpu = cpu_secs() - cpu_before;
         let rss = peak_rss_mib();
         let floor_secs = write_floor(pool).await;
         // The STATUS_LAG repairs the run queued, as the server's worker
@@ -180,7 +182,7 @@ fn main() {
         // The same join in DuckDB, same files, same machine, same run.
         let script = format!(
             "import duckdb, time\n\
-             t = time.time()\n\
+             t, c = time.time(), time.process_time()\n\
              con = duckdb.connect()\n\
              r = con.execute(\"\"\"\n\
              WITH s AS (SELECT * FROM read_csv('{s}', comment='#', header=true, all_varchar=true)),\n\
@@ -192,17 +194,21 @@ fn main() {
                          WHEN p.status <> 'SUCCEEDED' THEN 'STATUS_LAG' ELSE 'MATCHED' END AS class, count(*)\n\
              FROM s FULL OUTER JOIN p ON s.txn_id = p.provider_txn_id LEFT JOIN d ON d.txn_id = s.txn_id\n\
              GROUP BY 1 ORDER BY 1\"\"\").fetchall()\n\
-             print(time.time() - t)\n\
+             print(time.time() - t, time.process_time() - c)\n\
              print(r)\n",
             s = statement_path.display(),
             p = payments_path.display()
         );
         let duck = std::process::Command::new("python3").arg("-c").arg(&script).output();
-        let duck_secs = match &duck {
+        // Its wall time and CPU time, seconds.
+        let duck_times = match &duck {
             Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
                 .lines()
                 .next()
-                .and_then(|l| l.trim().parse::<f64>().ok()),
+                .and_then(|l| {
+                    let mut t = l.split_whitespace().map(|v| v.parse::<f64>().ok());
+                    Some((t.next()??, t.next()??))
+                }),
             Ok(out) => {
                 eprintln!("duckdb: {}", String::from_utf8_lossy(&out.stderr));
                 None
@@ -217,9 +223,10 @@ fn main() {
         }
         println!("reckon classes: {}", figures["classes"]);
         let cpu = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(0);
-        let duck_line = match duck_secs {
-            Some(d) => format!(
-                "| DuckDB hash join + classification of the same two CSV files (`duckdb` from PyPI) | {d:.2} s |\n\
+        let duck_secs = duck_times.map(|(wall, _)| wall);
+        let duck_line = match duck_times {
+            Some((d, cpu)) => format!(
+                "| DuckDB hash join + classification of the same two CSV files (`duckdb` from PyPI) | {d:.2} s ({cpu:.2} CPU-s) |\n\
                  | Reckon / DuckDB | {:.1}× |\n",
                 reckon_secs / d
             ),
@@ -242,7 +249,7 @@ fn main() {
              {n} local payments and a {rows}-row statement, 0.5% of each class (PROVIDER_ONLY, LOCAL_ONLY, \
              AMOUNT_MISMATCH, CURRENCY_MISMATCH, DUPLICATE, STATUS_LAG), the rest matching.\n\n\
              | what | figure |\n|---|---|\n\
-             | reconcile: read and hash the file, match it against the day's payments, write {tickets} tickets and the rows behind them, queue {lag} STATUS_LAG repairs | **{reckon_secs:.2} s** |\n\
+             | reconcile: read and hash the file, match it against the day's payments, write {tickets} tickets and the rows behind them, queue {lag} STATUS_LAG repairs | **{reckon_secs:.2} s** ({reckon_cpu:.2} CPU-s) |\n\
              | of which: reading, hashing and matching the file as it is read (the day's payments loading meanwhile) | {matching:.2} s |\n\
              | of which: classifying the rows that did not plainly match, and the day's payments no row names | {classify:.2} s |\n\
              | (the two above: the work DuckDB's join does{duck_matching}) | {:.2} s |\n\

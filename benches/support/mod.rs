@@ -43,6 +43,24 @@ pub fn peak_rss_mib() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// CPU time the process has used so far (user + system, every thread),
+/// seconds: from `/proc/self/stat`, in the kernel's clock ticks.
+#[allow(dead_code)] // only the reconciliation bench counts it
+pub fn cpu_secs() -> f64 {
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command's closing parenthesis: utime and
+            // stime are the 12th and 13th of those.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?)
+        })
+        .map(|t| t / ticks)
+        .unwrap_or(0.0)
+}
+
 /// Replaces (or appends) one `## ` section of BENCHMARKS.md.
 pub fn write_section(heading: &str, text: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("BENCHMARKS.md");

@@ -11,7 +11,7 @@
 //! 5 in the hash table) plus the exceptions — it does not grow with the
 //! rows that match.
 
-use super::statement::{RowKind, StatementRow};
+use super::statement::{Chunk, RowKind, RowRef, StatementRow};
 use std::hash::BuildHasher;
 
 /// The statuses in which the money has arrived.
@@ -477,11 +477,11 @@ impl Matcher {
     /// its identifiers were three cache misses in a row, and matching spent
     /// most of its time waiting on memory.
     /// The chunk is left empty, its room kept.
-    pub fn feed_chunk(&mut self, rows: &mut Vec<StatementRow>) {
+    pub fn feed_chunk(&mut self, rows: &mut Chunk) {
         const AHEAD: usize = 4;
         let hashes: Vec<Option<u64>> = rows
             .iter()
-            .map(|r| match (r.kind, r.provider_txn_id.as_deref()) {
+            .map(|r| match (r.kind, r.provider_txn_id) {
                 (RowKind::Payment, Some(t)) => Some(self.day.hash(t.as_bytes())),
                 _ => None,
             })
@@ -512,45 +512,41 @@ impl Matcher {
             if let Some(j) = k.checked_sub(3 * AHEAD)
                 && let Some(Some(h)) = hashes.get(j)
             {
-                found[j] = rows[j]
+                found[j] = rows
+                    .get(j)
                     .provider_txn_id
-                    .as_deref()
                     .and_then(|t| day.find_hashed(t, *h));
             }
         }
-        for (row, found) in rows.drain(..).zip(found) {
+        for (row, found) in rows.iter().zip(found) {
             self.feed_found(row, found);
         }
+        rows.clear();
     }
 
-    pub fn feed(&mut self, row: StatementRow) {
+    pub fn feed(&mut self, row: RowRef<'_>) {
         let found = match row.kind {
-            RowKind::Payment => row
-                .provider_txn_id
-                .as_deref()
-                .and_then(|t| self.day.find_txn(t)),
+            RowKind::Payment => row.provider_txn_id.and_then(|t| self.day.find_txn(t)),
             RowKind::Refund => None,
         };
         self.feed_found(row, found);
     }
 
-    /// A row, and the day's payment its transaction id names (found).
-    fn feed_found(&mut self, row: StatementRow, found: Option<u32>) {
+    /// A row, and the day's payment its transaction id names (found). Only
+    /// the rows kept get strings of their own.
+    fn feed_found(&mut self, row: RowRef<'_>, found: Option<u32>) {
         if row.kind == RowKind::Refund {
-            self.refunds.push(row);
+            self.refunds.push(row.owned());
             return;
         }
         self.payment_rows += 1;
         let Some(i) = found else {
-            self.exceptions.push((row, None));
+            self.exceptions.push((row.owned(), None));
             return;
         };
         let day = &self.day;
         let slot = day.slot(i);
-        let plain = row
-            .payment_no
-            .as_deref()
-            .is_none_or(|n| n.as_bytes() == day.no(i))
+        let plain = row.payment_no.is_none_or(|n| n.as_bytes() == day.no(i))
             && row.money.minor == slot.amount
             && row.money.currency.code() == day.names.get(slot.currency)
             && row.status == "SUCCEEDED"
@@ -560,7 +556,7 @@ impl Matcher {
         slot.last_line = row.line_no;
         if !plain {
             slot.flags |= EXCEPTION;
-            self.exceptions.push((row, Some(i)));
+            self.exceptions.push((row.owned(), Some(i)));
         }
     }
 }
@@ -640,11 +636,11 @@ mod tests {
         assert_eq!(day.txn(2), None);
         day.index();
         let mut m = Matcher::new(day);
-        m.feed(row(1, "T1", Some("P1"), 100, "CNY")); // plain
-        m.feed(row(2, "T2", None, 200, "CNY")); // lags: exception
-        m.feed(row(3, "T9", Some("P3"), 300, "CNY")); // unknown txn
-        m.feed(row(4, "T4", None, 400, "CNY")); // plain (refunded since)
-        m.feed(row(5, "T4", None, 400, "USD")); // a second row: kept
+        m.feed(row(1, "T1", Some("P1"), 100, "CNY").borrowed()); // plain
+        m.feed(row(2, "T2", None, 200, "CNY").borrowed()); // lags: exception
+        m.feed(row(3, "T9", Some("P3"), 300, "CNY").borrowed()); // unknown txn
+        m.feed(row(4, "T4", None, 400, "CNY").borrowed()); // plain (refunded since)
+        m.feed(row(5, "T4", None, 400, "USD").borrowed()); // a second row: kept
         assert_eq!(m.payment_rows, 5);
         let kept: Vec<(i64, Option<u32>)> =
             m.exceptions.iter().map(|(r, i)| (r.line_no, *i)).collect();
@@ -662,10 +658,10 @@ mod tests {
     fn a_statement_that_mostly_does_not_match_is_refused_before_memory_runs_out() {
         let mut m = Matcher::new(DayPayments::default());
         for i in 0..MAX_EXCEPTIONS as i64 {
-            m.feed(row(i + 2, &format!("T{i}"), None, 100, "CNY"));
+            m.feed(row(i + 2, &format!("T{i}"), None, 100, "CNY").borrowed());
         }
         assert!(m.within_bounds().is_ok());
-        m.feed(row(MAX_EXCEPTIONS as i64 + 2, "T-last", None, 100, "CNY"));
+        m.feed(row(MAX_EXCEPTIONS as i64 + 2, "T-last", None, 100, "CNY").borrowed());
         let e = m.within_bounds().unwrap_err().to_string();
         assert!(e.contains("do not match") && e.contains("200001"), "{e}");
     }
@@ -709,12 +705,17 @@ mod tests {
                 rows.push(r);
             }
             let mut one = Matcher::new(day());
-            for r in rows.clone() {
-                one.feed(r);
+            for r in &rows {
+                one.feed(r.borrowed());
             }
             let mut chunked = Matcher::new(day());
-            for c in rows.chunks(17) {
-                let mut c = c.to_vec();
+            let mut c = Chunk::default();
+            for part in rows.chunks(17) {
+                for r in part {
+                    c.push(r.borrowed());
+                }
+                assert_eq!(c.len(), part.len());
+                assert_eq!(c.get(part.len() - 1).owned(), part[part.len() - 1]);
                 chunked.feed_chunk(&mut c);
                 assert!(c.is_empty());
             }

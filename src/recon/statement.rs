@@ -231,15 +231,6 @@ impl Format {
     }
 }
 
-/// What a statement yields: rows, then the checks of its summary.
-#[derive(Debug)]
-pub enum Item {
-    Row(StatementRow),
-    /// A malformed line skipped under the accepted tolerance.
-    Skipped(ParseError),
-    End(Vec<Check>),
-}
-
 /// Splits one CSV line (double quotes, `""` inside quotes).
 pub fn split_csv(line: &str) -> Vec<String> {
     let mut fields = Vec::new();
@@ -303,14 +294,14 @@ fn sandbox_fields<S: AsRef<str>>(f: &[S], line_no: i64) -> Result<RowRef<'_>, St
     })
 }
 
-/// Reads a statement. The iterator ends after `Item::End`, or at the first
-/// error.
+/// Reads a statement ([`Reader::read_rows`]), refusing it at its first
+/// malformed line.
 pub fn read<'r>(format: Format, reader: Box<dyn BufRead + Send + 'r>) -> Reader<'r> {
     read_with(format, reader, 0)
 }
 
 /// [`read`], skipping up to `tolerance` malformed row lines (each reported
-/// as `Item::Skipped`) — a tolerance the operator accepts explicitly. With
+/// as `Pause::Skipped`) — a tolerance the operator accepts explicitly. With
 /// lines skipped, row counts are checked as rows read + lines skipped and
 /// amount totals cannot be checked (the check says why).
 pub fn read_with<'r>(
@@ -322,7 +313,6 @@ pub fn read_with<'r>(
         format,
         reader,
         buf: Vec::new(),
-        one: Chunk::default(),
         line: 0,
         state: State::default(),
         done: false,
@@ -361,33 +351,11 @@ pub struct Reader<'r> {
     format: Format,
     reader: Box<dyn BufRead + Send + 'r>,
     buf: Vec<u8>,
-    /// Where [`Iterator::next`] has its row put.
-    one: Chunk,
     line: u64,
     state: State,
     done: bool,
     tolerance: u32,
     skipped: u32,
-}
-
-impl Iterator for Reader<'_> {
-    type Item = Result<Item, ParseError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let mut one = std::mem::take(&mut self.one);
-        one.clear();
-        let item = match self.read_rows(&mut one, 1) {
-            Ok(Pause::Full) => Some(Ok(Item::Row(one.get(0).owned()))),
-            Ok(Pause::Skipped(e)) => Some(Ok(Item::Skipped(e))),
-            Ok(Pause::End(checks)) => Some(Ok(Item::End(checks))),
-            Err(e) => Some(Err(e)),
-        };
-        self.one = one;
-        item
-    }
 }
 
 /// What one line gave.
@@ -739,11 +707,10 @@ impl Reader<'_> {
             n += 1;
             from = at + 1;
         }
-        let minor = if quoted {
-            let fields = split_csv(text);
-            let row = sandbox_fields(&fields, self.line as i64)?;
-            out.push(row);
-            row.money.minor
+        let unquoted;
+        let row = if quoted {
+            unquoted = split_csv(text);
+            sandbox_fields(&unquoted, self.line as i64)?
         } else {
             if let Some(field) = fields.get_mut(n) {
                 *field = &text[from..];
@@ -752,12 +719,11 @@ impl Reader<'_> {
             if n != 9 {
                 return Err(format!("expected 9 fields, found {n}"));
             }
-            let row = sandbox_fields(&fields, self.line as i64)?;
-            out.push(row);
-            row.money.minor
+            sandbox_fields(&fields, self.line as i64)?
         };
+        out.push(row);
         self.state.rows += 1;
-        self.state.sum_a += minor;
+        self.state.sum_a += row.money.minor;
         Ok(true)
     }
 
@@ -1019,16 +985,19 @@ mod tests {
     use super::*;
 
     fn all(format: Format, bytes: &[u8]) -> Result<(Vec<StatementRow>, Vec<Check>), ParseError> {
+        let mut reader = read(format, Box::new(std::io::Cursor::new(bytes.to_vec())));
+        let mut chunk = Chunk::default();
         let mut rows = Vec::new();
-        let mut checks = Vec::new();
-        for item in read(format, Box::new(std::io::Cursor::new(bytes.to_vec()))) {
-            match item? {
-                Item::Row(r) => rows.push(r),
-                Item::Skipped(e) => return Err(e),
-                Item::End(c) => checks = c,
+        loop {
+            let pause = reader.read_rows(&mut chunk, 1)?;
+            rows.extend(chunk.iter().map(|r| r.owned()));
+            chunk.clear();
+            match pause {
+                Pause::Full => {}
+                Pause::Skipped(e) => return Err(e),
+                Pause::End(checks) => return Ok((rows, checks)),
             }
         }
-        Ok((rows, checks))
     }
 
     /// The quick reading of a UTC time agrees with jiff's wherever it

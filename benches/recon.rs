@@ -227,7 +227,7 @@ fn main() {
         let duck_line = match duck_times {
             Some((d, cpu)) => format!(
                 "| DuckDB hash join + classification of the same two CSV files (`duckdb` from PyPI) | {d:.2} s ({cpu:.2} CPU-s) |\n\
-                 | Reckon / DuckDB | {:.1}× |\n",
+                 | Reckon / DuckDB | {:.2}× |\n",
                 reckon_secs / d
             ),
             None => "| DuckDB | not measured: `pip install duckdb` |\n".to_string(),
@@ -235,12 +235,12 @@ fn main() {
         let phase = |name: &str| figures["millis"][name].as_f64().unwrap_or(0.0) / 1000.0;
         let (matching, classify, write) = (phase("read_and_match"), phase("classify"), phase("write"));
         let duck_matching = match duck_secs {
-            Some(d) => format!(" ({:.1}× DuckDB)", (matching + classify) / d),
+            Some(d) => format!(" ({:.2}× DuckDB)", (matching + classify) / d),
             None => String::new(),
         };
         let at_floor = matching + classify + floor_secs;
         let duck_floor = match duck_secs {
-            Some(d) => format!(" ({:.1}× DuckDB)", at_floor / d),
+            Some(d) => format!(" ({:.2}× DuckDB)", at_floor / d),
             None => String::new(),
         };
         let report = format!(

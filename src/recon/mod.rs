@@ -1318,7 +1318,10 @@ impl Engine {
         if let Some(started) = started {
             figures.millis.insert("read_and_match", millis(started));
         }
-        let mut found: Vec<Found> = Vec::new();
+        // Sized for the exceptions (most of them are tickets): a finding is
+        // some 300 bytes, and each doubling of 30,000 of them moved them all
+        // into fresh pages.
+        let mut found: Vec<Found> = Vec::with_capacity(exceptions.len());
         let mut lagging: Vec<String> = Vec::new();
 
         // What the database says about the payments the exceptions name:
@@ -1538,7 +1541,11 @@ impl Engine {
             .map(|f| waits.contains(&(f.class, f.key.as_str())))
             .collect();
         drop(waits);
-        let (mut waiting, mut ready) = (Vec::new(), Vec::new());
+        let to_wait = flags.iter().filter(|&&wait| wait).count();
+        let (mut waiting, mut ready) = (
+            Vec::with_capacity(to_wait),
+            Vec::with_capacity(found.len() - to_wait),
+        );
         for (f, wait) in found.into_iter().zip(flags) {
             if wait {
                 waiting.push(f);
@@ -1570,10 +1577,14 @@ impl Engine {
         // by an identifier (the ticket's key, its payment, its transaction)
         // then fill their pages in order instead of splitting pages all
         // over (the tickets' statements 0.35 → 0.24 s for 30,000). A
-        // stable sort: a ticket found twice keeps its last finding.
-        let by_key = |a: &Found, b: &Found| (a.class, &a.key).cmp(&(b.class, &b.key));
-        ready.sort_by(by_key);
-        waiting.sort_by(by_key);
+        // stable sort: a ticket found twice keeps its last finding. By
+        // cached keys: (key, place) pairs are sorted and each finding is
+        // then moved about once; sorting the findings themselves (some 300
+        // bytes each) moved each of them log n times through a scratch
+        // buffer of fresh pages (30,000 in a test program: 19–62 → 11–12 ms).
+        let by_key = |f: &Found| (f.class, f.key.clone());
+        ready.sort_by_cached_key(by_key);
+        waiting.sort_by_cached_key(by_key);
         let kind = self.db.kind;
         let run = RunOf {
             run_id,

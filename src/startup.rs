@@ -380,7 +380,8 @@ async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Dura
         for _ in 0..30 {
             paid = sqlx::query_as(
                 "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
-                 WHERE provider = 'sandbox' AND status = 'SUCCEEDED' AND hold_reason IS NULL \
+                 WHERE provider = 'sandbox' AND status = 'SUCCEEDED' \
+                   AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = payments.payment_no) \
                  ORDER BY created_at DESC LIMIT 2",
             )
             .fetch_all(&engine.db.pool)

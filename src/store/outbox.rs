@@ -30,8 +30,8 @@ pub async fn lease_due<'e>(
         "UPDATE outbox_deliveries SET lease_until = $1 \
          WHERE (message_id, sink) IN (SELECT message_id, sink FROM outbox_deliveries \
              WHERE status = 'PENDING' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-               AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payments p ON p.payment_no = ev.aggregate_id \
-                 WHERE ev.message_id = outbox_deliveries.message_id AND p.hold_reason IS NOT NULL) \
+               AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payment_holds h ON h.payment_no = ev.aggregate_id \
+                 WHERE ev.message_id = outbox_deliveries.message_id) \
              ORDER BY next_attempt_at LIMIT $3{skip_locked}) \
          RETURNING message_id, sink, attempts"
     );

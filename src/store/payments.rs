@@ -26,14 +26,18 @@ pub struct PaymentRow {
 
 const COLUMNS: &str = "payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
      currency, status, version, description, created_by, awaiting_recon, refunded_minor, reserved_minor, \
-     hold_reason, created_at, updated_at";
+     created_at, updated_at";
+
+/// A query over `payments`: the payment's hold reason, NULL when it is not
+/// held (holds are rows of `payment_holds`).
+pub const HOLD_REASON: &str = "(SELECT h.reason FROM payment_holds h WHERE h.payment_no = payments.payment_no) AS hold_reason";
 
 pub async fn get<'e>(
     e: impl Executor<'e, Database = Any>,
     payment_no: &str,
 ) -> sqlx::Result<Option<PaymentRow>> {
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM payments WHERE payment_no = $1"
+        "SELECT {COLUMNS}, {HOLD_REASON} FROM payments WHERE payment_no = $1"
     ))
     .bind(payment_no)
     .fetch_optional(e)
@@ -128,7 +132,8 @@ pub async fn guarded_move<'e>(
            provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3, \
            paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(paid_at, $3) ELSE paid_at END \
          WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
-           AND amount_minor = $6 AND currency = $7 AND hold_reason IS NULL \
+           AND amount_minor = $6 AND currency = $7 \
+           AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = $4) \
            AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
          RETURNING prev_status, order_no, version"
     );
@@ -159,9 +164,12 @@ pub async fn set_awaiting_recon<'e>(
 
 /// Holds payments (reconciliation found them LOCAL_ONLY or ONE_TO_MANY),
 /// all for the same reason: no status change, no outbox delivery, no
-/// refund until released. A hold (and its release) is a change: the
-/// version moves, so a fix proposed before it is stale. Payments already
-/// held keep their first reason.
+/// refund until released. Payments already held keep their first reason.
+/// A hold is a row of `payment_holds`; the payment's own row is not
+/// touched (a run's thousands of holds were as many pages of `payments`
+/// rewritten), so its version does not move: a fix proposed before a hold
+/// is refused at approval by the hold itself
+/// ([`crate::triage::fixes`] compares the hold it saw).
 pub async fn hold_many(
     conn: &mut sqlx::AnyConnection,
     payment_nos: &[&str],
@@ -172,9 +180,12 @@ pub async fn hold_many(
         let mut marks = crate::store::Marks::for_conn(conn);
         let (reason_mark, now_mark) = (marks.mark(), marks.mark());
         let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
+        // Only payments there are; `WHERE true` lets SQLite read the
+        // ON CONFLICT as the upsert's, not as part of a join.
         let sql = format!(
-            "UPDATE payments SET hold_reason = {reason_mark}, updated_at = {now_mark}, version = version + 1 \
-             WHERE payment_no IN ({}) AND hold_reason IS NULL",
+            "INSERT INTO payment_holds (payment_no, reason, held_at) \
+             SELECT payment_no, {reason_mark}, {now_mark} FROM payments WHERE payment_no IN ({}) AND true \
+             ON CONFLICT (payment_no) DO NOTHING",
             list.join(", ")
         );
         let mut q = sqlx::query(&sql).bind(reason).bind(now);
@@ -187,32 +198,28 @@ pub async fn hold_many(
 }
 
 /// Releases a hold inside the caller's transaction; returns the reason it
-/// had, or `None` when the payment was not held.
+/// had, or `None` when the payment was not held. The payment's version
+/// moves: a release is a decision about it.
 pub async fn release(
     conn: &mut sqlx::AnyConnection,
     payment_no: &str,
     now: i64,
 ) -> sqlx::Result<Option<String>> {
-    let reason: Option<Option<String>> =
-        sqlx::query_scalar("SELECT hold_reason FROM payments WHERE payment_no = $1")
+    let reason: Option<String> =
+        sqlx::query_scalar("DELETE FROM payment_holds WHERE payment_no = $1 RETURNING reason")
             .bind(payment_no)
             .fetch_optional(&mut *conn)
             .await?;
-    let Some(Some(reason)) = reason else {
-        return Ok(None);
-    };
-    // Guarded on the reason read, so a hold placed meanwhile is not lifted
-    // by a decision about another.
-    let done = sqlx::query(
-        "UPDATE payments SET hold_reason = NULL, updated_at = $1, version = version + 1 \
-         WHERE payment_no = $2 AND hold_reason = $3",
-    )
-    .bind(now)
-    .bind(payment_no)
-    .bind(&reason)
-    .execute(&mut *conn)
-    .await?;
-    Ok((done.rows_affected() == 1).then_some(reason))
+    if reason.is_some() {
+        sqlx::query(
+            "UPDATE payments SET updated_at = $1, version = version + 1 WHERE payment_no = $2",
+        )
+        .bind(now)
+        .bind(payment_no)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(reason)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -341,7 +348,8 @@ async fn move_chunk(
            updated_at = {updated_at}, paid_at = {paid_at} \
          FROM v WHERE payments.payment_no = v.payment_no AND (payments.status || '') IN ({allowed}) \
            AND payments.provider = v.provider AND payments.amount_minor = v.amount \
-           AND payments.currency = v.currency AND payments.hold_reason IS NULL \
+           AND payments.currency = v.currency \
+           AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = payments.payment_no) \
            AND (v.txn IS NULL OR payments.provider_txn_id IS NULL OR payments.provider_txn_id = v.txn) \
          RETURNING payments.payment_no, payments.prev_status, payments.order_no, payments.version",
         rows.join(", "),

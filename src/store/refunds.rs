@@ -115,7 +115,8 @@ pub async fn reserve<'e>(
     sqlx::query_scalar(
         "UPDATE payments SET reserved_minor = reserved_minor + $2, prev_status = status, status = 'REFUNDING', \
            version = version + 1, updated_at = $4 \
-         WHERE payment_no = $1 AND status IN ('SUCCEEDED', 'REFUNDING') AND currency = $3 AND hold_reason IS NULL \
+         WHERE payment_no = $1 AND status IN ('SUCCEEDED', 'REFUNDING') AND currency = $3 \
+           AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = $1) \
            AND amount_minor - refunded_minor - reserved_minor >= $2 \
          RETURNING prev_status",
     )

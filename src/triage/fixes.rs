@@ -52,6 +52,42 @@ fn brief_json(p: &PaymentBrief) -> Value {
     })
 }
 
+/// The hold a proposal saw on payment `no`, from its `before` (one
+/// payment's brief, or a merge's `payments`): `None` when it was not held.
+fn hold_seen<'a>(before: &'a Value, no: &str) -> Option<&'a str> {
+    let briefs = match before.get("payments").and_then(Value::as_array) {
+        Some(all) => all.as_slice(),
+        None => std::slice::from_ref(before),
+    };
+    briefs
+        .iter()
+        .find(|b| b["payment_no"] == no)
+        .and_then(|b| b["hold_reason"].as_str())
+}
+
+/// Why a payment is not as a proposal saw it, if it is not: its version or
+/// its hold (a row of its own, which does not move the version).
+fn changed_since(
+    no: &str,
+    (version, held): (i64, Option<&str>),
+    (version_then, held_then): (i64, Option<&str>),
+) -> Option<String> {
+    let hold = |h: Option<&str>| h.map_or("not held".to_owned(), |r| format!("held ({r})"));
+    if version != version_then {
+        Some(format!(
+            "payment {no} is at version {version}, the proposal saw {version_then}"
+        ))
+    } else if held != held_then {
+        Some(format!(
+            "payment {no} is {} now, the proposal saw it {}",
+            hold(held),
+            hold(held_then)
+        ))
+    } else {
+        None
+    }
+}
+
 /// The payments a ONE_TO_MANY ticket involves: the one bound to the
 /// transaction, and the one the statement row names.
 async fn involved(
@@ -540,33 +576,47 @@ async fn execute(
         now,
     )
     .await?;
-    let (version, after): (Option<i64>, Value) = sqlx::query_as::<_, (Option<i64>, String)>(
-        "SELECT payment_version, after_json FROM fix_proposals WHERE proposal_id = $1",
+    let (version, before, after): (Option<i64>, Value, Value) = sqlx::query_as::<
+        _,
+        (Option<i64>, String, String),
+    >(
+        "SELECT payment_version, before_json, after_json FROM fix_proposals WHERE proposal_id = $1",
     )
     .bind(&p.id)
     .fetch_one(&mut *tx)
     .await
-    .map(|(v, a)| (v, serde_json::from_str(&a).unwrap_or(Value::Null)))?;
+    .map(|(v, b, a)| {
+        let json = |t: &str| serde_json::from_str(t).unwrap_or(Value::Null);
+        (v, json(&b), json(&a))
+    })?;
     // The payment as it was proposed, or refuse: a conditional statement
     // that also locks the row (PostgreSQL) for the rest of the transaction.
+    // Its version and its hold (a row of its own, which does not move the
+    // version) as the proposal saw them.
     if let Some(no) = &p.payment_no {
         match version {
             Some(v) => {
+                let held_then = hold_seen(&before, no);
                 let same = sqlx::query(
-                    "UPDATE payments SET version = version WHERE payment_no = $1 AND version = $2",
+                    "UPDATE payments SET version = version WHERE payment_no = $1 AND version = $2 \
+                       AND (SELECT reason FROM payment_holds WHERE payment_no = $1) IS NOT DISTINCT FROM $3",
                 )
                 .bind(no)
                 .bind(v)
+                .bind(held_then)
                 .execute(&mut *tx)
                 .await?;
                 if same.rows_affected() == 0 {
-                    let now_v: Option<i64> =
-                        sqlx::query_scalar("SELECT version FROM payments WHERE payment_no = $1")
-                            .bind(no)
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                    return Err(NotExecuted::Stale(match now_v {
-                        Some(n) => format!("payment {no} is at version {n}, the proposal saw {v}"),
+                    let current: Option<(i64, Option<String>)> = sqlx::query_as(&format!(
+                        "SELECT version, {} FROM payments WHERE payment_no = $1",
+                        payments::HOLD_REASON
+                    ))
+                    .bind(no)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    return Err(NotExecuted::Stale(match current {
+                        Some((n, held)) => changed_since(no, (n, held.as_deref()), (v, held_then))
+                            .unwrap_or_else(|| format!("payment {no} changed since the proposal")),
                         None => format!("payment {no} no longer exists"),
                     }));
                 }
@@ -709,12 +759,17 @@ async fn execute(
                 let b = payment_brief(&mut *tx, no)
                     .await?
                     .ok_or_else(|| NotExecuted::Failed(format!("payment {no} missing")))?;
-                if Some(b.version) != v {
+                let Some(v) = v else {
                     return Err(NotExecuted::Stale(format!(
-                        "payment {no} is at version {}, the proposal saw {}",
-                        b.version,
-                        v.unwrap_or_default()
+                        "payment {no}: the proposal recorded no version of it"
                     )));
+                };
+                if let Some(why) = changed_since(
+                    no,
+                    (b.version, b.hold_reason.as_deref()),
+                    (v, hold_seen(&before, no)),
+                ) {
+                    return Err(NotExecuted::Stale(why));
                 }
                 if let Some(reason) = payments::release(&mut *tx, no, now).await? {
                     done.push(format!("{no}: hold released ({reason})"));

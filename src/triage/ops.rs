@@ -9,6 +9,7 @@ use super::reading::{Arg, bind_all, money_text};
 use crate::accounts::{internal, retrying};
 use crate::recon::day_range;
 use crate::store::audit;
+use crate::store::payments::HOLD_REASON;
 use app::error::AppError;
 use app::ops::{
     AlertRow, CallbackDetail, CallbackFigures, CallbackFilter, CallbackPage, CallbackSummary,
@@ -659,7 +660,7 @@ impl Desk {
             parts.push(c);
         }
         let sql = format!(
-            "SELECT {PAYMENT_COLUMNS} FROM payments WHERE {} ORDER BY created_at DESC, payment_no DESC LIMIT {}",
+            "SELECT {PAYMENT_COLUMNS}, {HOLD_REASON} FROM payments WHERE {} ORDER BY created_at DESC, payment_no DESC LIMIT {}",
             parts.join(" AND "),
             PAGE_SIZE + 1
         );
@@ -682,7 +683,7 @@ impl Desk {
     pub async fn payment_view(&self, no: &str) -> Result<PaymentView, AppError> {
         let pool = &self.engine.db.pool;
         let row = sqlx::query(&format!(
-            "SELECT {PAYMENT_COLUMNS}, hold_reason, refunded_minor, version FROM payments WHERE payment_no = $1"
+            "SELECT {PAYMENT_COLUMNS}, {HOLD_REASON}, refunded_minor, version FROM payments WHERE payment_no = $1"
         ))
         .bind(no)
         .fetch_optional(pool)
@@ -1045,7 +1046,7 @@ fn callback_summary(r: &AnyRow) -> sqlx::Result<CallbackSummary> {
 }
 
 const PAYMENT_COLUMNS: &str = "payment_no, order_no, provider, provider_txn_id, amount_minor, currency, status, \
-     hold_reason, created_at, paid_at";
+     created_at, paid_at";
 
 fn payment_summary(r: &AnyRow) -> sqlx::Result<PaymentSummary> {
     let currency: String = r.try_get("currency")?;

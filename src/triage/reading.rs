@@ -430,10 +430,11 @@ pub(crate) async fn payment_brief(
     e: impl sqlx::Executor<'_, Database = sqlx::Any>,
     payment_no: &str,
 ) -> sqlx::Result<Option<PaymentBrief>> {
-    sqlx::query_as(
+    sqlx::query_as(&format!(
         "SELECT payment_no, order_no, provider, provider_txn_id, amount_minor, currency, status, version, \
-           hold_reason, created_at, paid_at, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
-    )
+           {}, created_at, paid_at, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
+        crate::store::payments::HOLD_REASON
+    ))
     .bind(payment_no)
     .fetch_optional(e)
     .await

@@ -297,12 +297,11 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     assert_eq!(app.alert_kinds(&local_only).await, ["local_only"]);
     // LOCAL_ONLY and ONE_TO_MANY hold their payments until a person decides:
     // no outbox delivery, no refund, no status change.
-    let held: Vec<(String, Option<String>)> = sqlx::query_as(
-        "SELECT payment_no, hold_reason FROM payments WHERE hold_reason IS NOT NULL ORDER BY payment_no",
-    )
-    .fetch_all(app.pool())
-    .await
-    .unwrap();
+    let held: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT payment_no, reason FROM payment_holds ORDER BY payment_no")
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
     let mut expected = vec![local_only.clone(), one_to_many.clone()];
     expected.sort();
     assert_eq!(

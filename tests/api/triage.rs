@@ -140,9 +140,9 @@ impl Desk {
     }
 
     pub(crate) async fn held(&self, payment_no: &str) -> Option<String> {
-        sqlx::query_scalar("SELECT hold_reason FROM payments WHERE payment_no = $1")
+        sqlx::query_scalar("SELECT reason FROM payment_holds WHERE payment_no = $1")
             .bind(payment_no)
-            .fetch_one(self.app.pool())
+            .fetch_optional(self.app.pool())
             .await
             .unwrap()
     }
@@ -499,11 +499,13 @@ async fn a_held_callback_is_replayed_from_its_status_lag_ticket(b: Backend) {
     let p = d.app.payment("TRI-LAG", 5000, "CNY").await;
     // Held (as reconciliation holds a payment) when its callback arrives:
     // stored, verified, not applied.
-    sqlx::query("UPDATE payments SET hold_reason = 'test hold' WHERE payment_no = $1")
-        .bind(&p)
-        .execute(d.app.pool())
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO payment_holds (payment_no, reason, held_at) VALUES ($1, 'test hold', 0)",
+    )
+    .bind(&p)
+    .execute(d.app.pool())
+    .await
+    .unwrap();
     let body = d
         .app
         .notice("evt-lag", &p, "SUCCEEDED", "50.00", "CNY", "SBX-LAG-1");
@@ -948,8 +950,102 @@ async fn a_closed_ticket_takes_no_fix_and_a_merge_keeps_paid_payments(b: Backend
     assert_eq!(d.app.status(&other).await, "SUCCEEDED");
 }
 
+/// A hold is a row of its own and leaves the payment's version alone, so
+/// the approval compares the hold the proposal saw with the one there is.
+async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    let p = d
+        .app
+        .paid_with("TRI-HLD", 10000, "100.00", "SBX-HLD-1")
+        .await;
+    let rows = [row(
+        "payment",
+        "SBX-HLD-1",
+        &p,
+        ("", ""),
+        "101.00",
+        "CNY",
+        &at,
+    )];
+    let tickets = d.reconcile(&rows, "AMOUNT_MISMATCH").await;
+    let propose = || async {
+        let (status, proposal) = d
+            .call(
+                &d.olga,
+                "fixes/propose",
+                &[
+                    ("id", &tickets[0]),
+                    ("kind", "ACCEPT_AMOUNT"),
+                    ("reason", "provider surcharge confirmed"),
+                    ("evidence", "mail from the provider, ref 78"),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{proposal}");
+        proposal.as_str().unwrap().to_owned()
+    };
+    let proposal = propose().await;
+    let version = || async {
+        sqlx::query_scalar::<_, i64>("SELECT version FROM payments WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_one(d.app.pool())
+            .await
+            .unwrap()
+    };
+    let before = version().await;
+    // Held meanwhile, as a later reconciliation holds a payment.
+    sqlx::query(
+        "INSERT INTO payment_holds (payment_no, reason, held_at) VALUES ($1, 'LOCAL_ONLY in a later run', 1)",
+    )
+    .bind(&p)
+    .execute(d.app.pool())
+    .await
+    .unwrap();
+    assert_eq!(version().await, before, "a hold leaves the version alone");
+    let (status, err) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "fine")],
+        )
+        .await;
+    assert_eq!(status, 409, "{err}");
+    assert!(err.get("ProposalStale").is_some(), "{err}");
+    let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
+        .bind(&p)
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(amount, 10000, "nothing executed");
+    let (_, queue) = d.call(&d.sam, "fixes/list", &[("status", "PENDING")]).await;
+    let stale = queue[0]["stale_reason"].as_str().unwrap();
+    assert!(
+        stale.contains("held (LOCAL_ONLY in a later run)"),
+        "{stale}"
+    );
+    assert!(stale.contains("saw it not held"), "{stale}");
+    // Proposed again, seeing the hold, it executes.
+    let fresh = propose().await;
+    let (status, done) = d
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &fresh), ("comment", "ok")],
+        )
+        .await;
+    assert_eq!(status, 200, "{done}");
+    let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
+        .bind(&p)
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(amount, 10100);
+}
+
 both_databases!(
     two_people_backfill_a_provider_only_payment_exactly_once,
+    a_fix_proposed_before_a_hold_is_refused_after_it,
     a_supervisor_never_decides_their_own_proposal,
     two_supervisors_approving_at_once_execute_once,
     stale_and_expired_proposals_are_refused,

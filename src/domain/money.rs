@@ -177,21 +177,28 @@ impl Money {
     pub fn parse_major(amount: &str, currency: Currency) -> Result<Money, MoneyError> {
         let text = trimmed(amount);
         let not_decimal = || MoneyError::NotDecimal(text.chars().take(40).collect());
-        let (negative, digits) = match text.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, text.strip_prefix('+').unwrap_or(text)),
+        // By bytes, in one pass for the point (a statement has a million
+        // amounts: a string search for the point, then another, was a third
+        // of this function).
+        let (negative, digits) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text.as_bytes()[1..]),
+            Some(b'+') => (false, &text.as_bytes()[1..]),
+            _ => (false, text.as_bytes()),
         };
-        let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        let (whole, frac, pointed) = match digits.iter().position(|&b| b == b'.') {
+            Some(at) => (&digits[..at], &digits[at + 1..], true),
+            None => (digits, &digits[..0], false),
+        };
         if whole.is_empty() && frac.is_empty()
-            || !whole.bytes().all(|b| b.is_ascii_digit())
-            || !frac.bytes().all(|b| b.is_ascii_digit())
-            || (digits.contains('.') && frac.is_empty())
+            || !whole.iter().all(u8::is_ascii_digit)
+            || !frac.iter().all(u8::is_ascii_digit)
+            || (pointed && frac.is_empty())
         {
             return Err(not_decimal());
         }
         let exp = usize::from(currency.exponent);
         let (kept, dropped) = frac.split_at(frac.len().min(exp));
-        if dropped.bytes().any(|b| b != b'0') {
+        if dropped.iter().any(|&b| b != b'0') {
             return Err(MoneyError::TooPrecise {
                 amount: text.into(),
                 currency: currency.code,
@@ -200,15 +207,14 @@ impl Money {
         }
         let overflow = || MoneyError::Overflow(text.chars().take(40).collect());
         let mut minor: i64 = 0;
-        for b in whole
-            .bytes()
-            .chain(kept.bytes())
-            .chain(std::iter::repeat_n(b'0', exp - kept.len()))
-        {
+        for &b in whole.iter().chain(kept) {
             minor = minor
                 .checked_mul(10)
                 .and_then(|m| m.checked_add(i64::from(b - b'0')))
                 .ok_or_else(overflow)?;
+        }
+        for _ in kept.len()..exp {
+            minor = minor.checked_mul(10).ok_or_else(overflow)?;
         }
         Ok(Money {
             minor: if negative { -minor } else { minor },
@@ -289,6 +295,8 @@ mod tests {
             ("1000", "JPY", 1000),
             ("1.234", "KWD", 1234),
             (".5", "USD", 50),
+            ("+7.25", "USD", 725),
+            (" 3.10 ", "USD", 310),
             ("92233720368547758.07", "USD", i64::MAX),
         ];
         for (text, c, minor) in cases {
@@ -310,7 +318,10 @@ mod tests {
             Money::parse_major("1.5", cur("JPY")),
             Err(MoneyError::TooPrecise { .. })
         ));
-        for bad in ["", "abc", "1,00", "1.", "1e3", "--1", "1.2.3", " ", "-"] {
+        for bad in [
+            "", "abc", "1,00", "1.", "1e3", "--1", "+-1", "-+1", "1.2.3", " ", "-", "+", ".",
+            "1 .5",
+        ] {
             assert!(Money::parse_major(bad, cur("USD")).is_err(), "{bad:?}");
         }
         assert!(matches!(

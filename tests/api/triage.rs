@@ -128,6 +128,35 @@ impl Desk {
         body.as_str().unwrap().to_owned()
     }
 
+    /// A payment paid 100.00 here that the statement lists at 101.00 (as
+    /// transaction `txn`): the payment and its AMOUNT_MISMATCH ticket.
+    pub(crate) async fn amount_mismatch(&self, order: &str, txn: &str) -> (String, String) {
+        let (_, at) = self.app.today();
+        let p = self.app.paid_with(order, 10000, "100.00", txn).await;
+        let rows = [row("payment", txn, &p, ("", ""), "101.00", "CNY", &at)];
+        let tickets = self.reconcile(&rows, "AMOUNT_MISMATCH").await;
+        assert_eq!(tickets.len(), 1);
+        (p, tickets[0].clone())
+    }
+
+    /// olga proposes to accept the provider's amount; the proposal.
+    pub(crate) async fn propose_accept_amount(&self, ticket: &str) -> String {
+        let (status, proposal) = self
+            .call(
+                &self.olga,
+                "fixes/propose",
+                &[
+                    ("id", ticket),
+                    ("kind", "ACCEPT_AMOUNT"),
+                    ("reason", "provider surcharge confirmed"),
+                    ("evidence", "mail from the provider, ref 77"),
+                ],
+            )
+            .await;
+        assert_eq!(status, 200, "{proposal}");
+        proposal.as_str().unwrap().to_owned()
+    }
+
     pub(crate) async fn ticket_of(&self, payment_no: &str, class: &str) -> String {
         sqlx::query_scalar(
             "SELECT discrepancy_id FROM discrepancies WHERE class = $1 AND payment_no = $2",
@@ -363,37 +392,9 @@ async fn two_supervisors_approving_at_once_execute_once(b: Backend) {
 
 async fn stale_and_expired_proposals_are_refused(b: Backend) {
     let d = desk(b).await;
-    let (_, at) = d.app.today();
     // A paid payment the statement lists with one yuan more.
-    let p = d
-        .app
-        .paid_with("TRI-AMT", 10000, "100.00", "SBX-AMT-1")
-        .await;
-    let rows = [row(
-        "payment",
-        "SBX-AMT-1",
-        &p,
-        ("", ""),
-        "101.00",
-        "CNY",
-        &at,
-    )];
-    let tickets = d.reconcile(&rows, "AMOUNT_MISMATCH").await;
-    assert_eq!(tickets.len(), 1);
-    let (status, proposal) = d
-        .call(
-            &d.olga,
-            "fixes/propose",
-            &[
-                ("id", &tickets[0]),
-                ("kind", "ACCEPT_AMOUNT"),
-                ("reason", "provider surcharge confirmed"),
-                ("evidence", "mail from the provider, ref 77"),
-            ],
-        )
-        .await;
-    assert_eq!(status, 200, "{proposal}");
-    let proposal = proposal.as_str().unwrap().to_owned();
+    let (p, ticket) = d.amount_mismatch("TRI-AMT", "SBX-AMT-1").await;
+    let proposal = d.propose_accept_amount(&ticket).await;
     // The payment changes after the proposal (as any concurrent write would).
     sqlx::query("UPDATE payments SET version = version + 1 WHERE payment_no = $1")
         .bind(&p)
@@ -439,24 +440,12 @@ async fn stale_and_expired_proposals_are_refused(b: Backend) {
 
     // Proposed again on the current version, it executes: the amount is
     // the provider's, the difference on record, the outbox told.
-    let (status, fresh) = d
-        .call(
-            &d.olga,
-            "fixes/propose",
-            &[
-                ("id", &tickets[0]),
-                ("kind", "ACCEPT_AMOUNT"),
-                ("reason", "provider surcharge confirmed"),
-                ("evidence", "mail from the provider, ref 77"),
-            ],
-        )
-        .await;
-    assert_eq!(status, 200, "{fresh}");
+    let fresh = d.propose_accept_amount(&ticket).await;
     let (status, done) = d
         .call(
             &d.sam,
             "fixes/approve",
-            &[("proposal", fresh.as_str().unwrap()), ("comment", "ok")],
+            &[("proposal", &fresh), ("comment", "ok")],
         )
         .await;
     assert_eq!(status, 200, "{done}");
@@ -954,38 +943,8 @@ async fn a_closed_ticket_takes_no_fix_and_a_merge_keeps_paid_payments(b: Backend
 /// the approval compares the hold the proposal saw with the one there is.
 async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
     let d = desk(b).await;
-    let (_, at) = d.app.today();
-    let p = d
-        .app
-        .paid_with("TRI-HLD", 10000, "100.00", "SBX-HLD-1")
-        .await;
-    let rows = [row(
-        "payment",
-        "SBX-HLD-1",
-        &p,
-        ("", ""),
-        "101.00",
-        "CNY",
-        &at,
-    )];
-    let tickets = d.reconcile(&rows, "AMOUNT_MISMATCH").await;
-    let propose = || async {
-        let (status, proposal) = d
-            .call(
-                &d.olga,
-                "fixes/propose",
-                &[
-                    ("id", &tickets[0]),
-                    ("kind", "ACCEPT_AMOUNT"),
-                    ("reason", "provider surcharge confirmed"),
-                    ("evidence", "mail from the provider, ref 78"),
-                ],
-            )
-            .await;
-        assert_eq!(status, 200, "{proposal}");
-        proposal.as_str().unwrap().to_owned()
-    };
-    let proposal = propose().await;
+    let (p, ticket) = d.amount_mismatch("TRI-HLD", "SBX-HLD-1").await;
+    let proposal = d.propose_accept_amount(&ticket).await;
     let version = || async {
         sqlx::query_scalar::<_, i64>("SELECT version FROM payments WHERE payment_no = $1")
             .bind(&p)
@@ -1026,7 +985,7 @@ async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
     );
     assert!(stale.contains("saw it not held"), "{stale}");
     // Proposed again, seeing the hold, it executes.
-    let fresh = propose().await;
+    let fresh = d.propose_accept_amount(&ticket).await;
     let (status, done) = d
         .call(
             &d.sam,

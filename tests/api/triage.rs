@@ -157,6 +157,33 @@ impl Desk {
         proposal.as_str().unwrap().to_owned()
     }
 
+    /// sam approves an ACCEPT_AMOUNT proposal on payment `p` (100.00) that
+    /// is stale: refused, nothing executed, the proposal back in the queue;
+    /// why it is stale.
+    pub(crate) async fn approved_but_stale(&self, proposal: &str, p: &str) -> String {
+        let (status, err) = self
+            .call(
+                &self.sam,
+                "fixes/approve",
+                &[("proposal", proposal), ("comment", "fine")],
+            )
+            .await;
+        assert_eq!(status, 409, "{err}");
+        assert!(err.get("ProposalStale").is_some(), "{err}");
+        let amount: i64 =
+            sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
+                .bind(p)
+                .fetch_one(self.app.pool())
+                .await
+                .unwrap();
+        assert_eq!(amount, 10000, "nothing executed");
+        let (_, queue) = self
+            .call(&self.sam, "fixes/list", &[("status", "PENDING")])
+            .await;
+        assert_eq!(queue[0]["id"], proposal, "back in the queue");
+        queue[0]["stale_reason"].as_str().unwrap().to_owned()
+    }
+
     pub(crate) async fn ticket_of(&self, payment_no: &str, class: &str) -> String {
         sqlx::query_scalar(
             "SELECT discrepancy_id FROM discrepancies WHERE class = $1 AND payment_no = $2",
@@ -401,29 +428,8 @@ async fn stale_and_expired_proposals_are_refused(b: Backend) {
         .execute(d.app.pool())
         .await
         .unwrap();
-    let (status, err) = d
-        .call(
-            &d.sam,
-            "fixes/approve",
-            &[("proposal", &proposal), ("comment", "fine")],
-        )
-        .await;
-    assert_eq!(status, 409, "{err}");
-    assert!(err.get("ProposalStale").is_some(), "{err}");
-    let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
-        .bind(&p)
-        .fetch_one(d.app.pool())
-        .await
-        .unwrap();
-    assert_eq!(amount, 10000, "nothing executed");
-    let (_, queue) = d.call(&d.sam, "fixes/list", &[("status", "PENDING")]).await;
-    assert_eq!(queue[0]["id"], proposal.as_str(), "back in the queue");
-    assert!(
-        queue[0]["stale_reason"]
-            .as_str()
-            .unwrap()
-            .contains("version")
-    );
+    let stale = d.approved_but_stale(&proposal, &p).await;
+    assert!(stale.contains("version"), "{stale}");
     let (status, _) = d
         .call(
             &d.sue,
@@ -440,15 +446,7 @@ async fn stale_and_expired_proposals_are_refused(b: Backend) {
 
     // Proposed again on the current version, it executes: the amount is
     // the provider's, the difference on record, the outbox told.
-    let fresh = d.propose_accept_amount(&ticket).await;
-    let (status, done) = d
-        .call(
-            &d.sam,
-            "fixes/approve",
-            &[("proposal", &fresh), ("comment", "ok")],
-        )
-        .await;
-    assert_eq!(status, 200, "{done}");
+    d.decide(&ticket, "ACCEPT_AMOUNT").await;
     let (before, after, diff): (i64, i64, i64) = sqlx::query_as(
         "SELECT before_minor, after_minor, difference_minor FROM payment_adjustments WHERE payment_no = $1",
     )
@@ -962,38 +960,14 @@ async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
     .await
     .unwrap();
     assert_eq!(version().await, before, "a hold leaves the version alone");
-    let (status, err) = d
-        .call(
-            &d.sam,
-            "fixes/approve",
-            &[("proposal", &proposal), ("comment", "fine")],
-        )
-        .await;
-    assert_eq!(status, 409, "{err}");
-    assert!(err.get("ProposalStale").is_some(), "{err}");
-    let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
-        .bind(&p)
-        .fetch_one(d.app.pool())
-        .await
-        .unwrap();
-    assert_eq!(amount, 10000, "nothing executed");
-    let (_, queue) = d.call(&d.sam, "fixes/list", &[("status", "PENDING")]).await;
-    let stale = queue[0]["stale_reason"].as_str().unwrap();
+    let stale = d.approved_but_stale(&proposal, &p).await;
     assert!(
         stale.contains("held (LOCAL_ONLY in a later run)"),
         "{stale}"
     );
     assert!(stale.contains("saw it not held"), "{stale}");
     // Proposed again, seeing the hold, it executes.
-    let fresh = d.propose_accept_amount(&ticket).await;
-    let (status, done) = d
-        .call(
-            &d.sam,
-            "fixes/approve",
-            &[("proposal", &fresh), ("comment", "ok")],
-        )
-        .await;
-    assert_eq!(status, 200, "{done}");
+    d.decide(&ticket, "ACCEPT_AMOUNT").await;
     let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
         .bind(&p)
         .fetch_one(d.app.pool())

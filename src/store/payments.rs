@@ -32,6 +32,11 @@ const COLUMNS: &str = "payment_no, order_no, attempt_no, provider, provider_txn_
 /// held (holds are rows of `payment_holds`).
 pub const HOLD_REASON: &str = "(SELECT h.reason FROM payment_holds h WHERE h.payment_no = payments.payment_no) AS hold_reason";
 
+/// A condition on a row of `payments`: it is not held. (A statement that
+/// moves a payment tests it in its own WHERE, not in a read before.)
+pub const NOT_HELD: &str =
+    "NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = payments.payment_no)";
+
 pub async fn get<'e>(
     e: impl Executor<'e, Database = Any>,
     payment_no: &str,
@@ -133,7 +138,7 @@ pub async fn guarded_move<'e>(
            paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(paid_at, $3) ELSE paid_at END \
          WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
            AND amount_minor = $6 AND currency = $7 \
-           AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = $4) \
+           AND {NOT_HELD} \
            AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
          RETURNING prev_status, order_no, version"
     );
@@ -349,7 +354,7 @@ async fn move_chunk(
          FROM v WHERE payments.payment_no = v.payment_no AND (payments.status || '') IN ({allowed}) \
            AND payments.provider = v.provider AND payments.amount_minor = v.amount \
            AND payments.currency = v.currency \
-           AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = payments.payment_no) \
+           AND {NOT_HELD} \
            AND (v.txn IS NULL OR payments.provider_txn_id IS NULL OR payments.provider_txn_id = v.txn) \
          RETURNING payments.payment_no, payments.prev_status, payments.order_no, payments.version",
         rows.join(", "),

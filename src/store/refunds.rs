@@ -112,14 +112,15 @@ pub async fn reserve<'e>(
     currency: &str,
     now: i64,
 ) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar(&format!(
         "UPDATE payments SET reserved_minor = reserved_minor + $2, prev_status = status, status = 'REFUNDING', \
            version = version + 1, updated_at = $4 \
          WHERE payment_no = $1 AND status IN ('SUCCEEDED', 'REFUNDING') AND currency = $3 \
-           AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = $1) \
+           AND {} \
            AND amount_minor - refunded_minor - reserved_minor >= $2 \
          RETURNING prev_status",
-    )
+        crate::store::payments::NOT_HELD
+    ))
     .bind(payment_no)
     .bind(amount_minor)
     .bind(currency)

@@ -195,6 +195,16 @@ impl Desk {
         .unwrap()
     }
 
+    /// Holds a payment, as reconciliation would.
+    pub(crate) async fn hold(&self, payment_no: &str, reason: &str) {
+        sqlx::query("INSERT INTO payment_holds (payment_no, reason, held_at) VALUES ($1, $2, 1)")
+            .bind(payment_no)
+            .bind(reason)
+            .execute(self.app.pool())
+            .await
+            .unwrap();
+    }
+
     pub(crate) async fn held(&self, payment_no: &str) -> Option<String> {
         sqlx::query_scalar("SELECT reason FROM payment_holds WHERE payment_no = $1")
             .bind(payment_no)
@@ -486,13 +496,7 @@ async fn a_held_callback_is_replayed_from_its_status_lag_ticket(b: Backend) {
     let p = d.app.payment("TRI-LAG", 5000, "CNY").await;
     // Held (as reconciliation holds a payment) when its callback arrives:
     // stored, verified, not applied.
-    sqlx::query(
-        "INSERT INTO payment_holds (payment_no, reason, held_at) VALUES ($1, 'test hold', 0)",
-    )
-    .bind(&p)
-    .execute(d.app.pool())
-    .await
-    .unwrap();
+    d.hold(&p, "test hold").await;
     let body = d
         .app
         .notice("evt-lag", &p, "SUCCEEDED", "50.00", "CNY", "SBX-LAG-1");
@@ -952,13 +956,7 @@ async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
     };
     let before = version().await;
     // Held meanwhile, as a later reconciliation holds a payment.
-    sqlx::query(
-        "INSERT INTO payment_holds (payment_no, reason, held_at) VALUES ($1, 'LOCAL_ONLY in a later run', 1)",
-    )
-    .bind(&p)
-    .execute(d.app.pool())
-    .await
-    .unwrap();
+    d.hold(&p, "LOCAL_ONLY in a later run").await;
     assert_eq!(version().await, before, "a hold leaves the version alone");
     let stale = d.approved_but_stale(&proposal, &p).await;
     assert!(

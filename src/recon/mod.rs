@@ -319,6 +319,9 @@ struct RunOf<'a> {
     date: &'a str,
     file: Option<&'a str>,
     range: (i64, i64),
+    /// The run's alerts logged one by one so far
+    /// ([`incidents::raise_alerts`]).
+    alerts_logged: &'a std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Counts by class and the day's figures.
@@ -1586,12 +1589,14 @@ impl Engine {
         ready.sort_by_cached_key(by_key);
         waiting.sort_by_cached_key(by_key);
         let kind = self.db.kind;
+        let alerts_logged = std::sync::Arc::default();
         let run = RunOf {
             run_id,
             provider,
             date,
             file,
             range: (start, end),
+            alerts_logged: &alerts_logged,
         };
         let pipe = crate::store::pipeline::Pipeline::start(&self.db).await?;
         let sent = async {
@@ -1842,6 +1847,7 @@ impl Engine {
             date,
             file,
             range: (start, end),
+            alerts_logged,
         } = *run;
         if found.is_empty() {
             return Ok(());
@@ -1954,6 +1960,7 @@ impl Engine {
         if holds.is_empty() && alerts.is_empty() {
             return Ok(());
         }
+        let alerts_logged = alerts_logged.clone();
         pipe.send(op(move |conn| {
             Box::pin(async move {
                 for (reason, payment_nos) in &holds {
@@ -1972,7 +1979,7 @@ impl Engine {
                         now,
                     })
                     .collect();
-                incidents::raise_alerts(conn, &alerts).await
+                incidents::raise_alerts(conn, &alerts, &alerts_logged).await
             })
         }))
         .await?;

@@ -62,12 +62,24 @@ fn log_raised(a: &NewAlert<'_>) {
     );
 }
 
-/// `raise_alert` for many, in multi-row statements; each alert raised now
-/// is logged as `raise_alert` logs it.
+/// How many alerts raised in bulk under one count are logged one by one;
+/// the rest of each call are logged as one line with their number. A
+/// reconciliation that finds thousands of payments missing from a statement
+/// writes a few lines, not thousands (5,000 lines were a twentieth of a
+/// million-row run's write); every alert is in the console's list either way.
+pub const LOGGED_ONE_BY_ONE: usize = 20;
+
+/// `raise_alert` for many, in multi-row statements. Each alert raised now
+/// is logged as `raise_alert` logs it while `logged` (shared by the calls
+/// of one run) is under [`LOGGED_ONE_BY_ONE`]; past it, one line per call
+/// and kind says how many more were raised.
 pub async fn raise_alerts(
     conn: &mut sqlx::AnyConnection,
     alerts: &[NewAlert<'_>],
+    logged: &std::sync::atomic::AtomicUsize,
 ) -> sqlx::Result<()> {
+    let mut unlogged: std::collections::BTreeMap<(&str, &str), usize> =
+        std::collections::BTreeMap::new();
     for chunk in alerts.chunks(crate::store::ROWS_PER_STATEMENT) {
         let sql = insert_alerts(&crate::store::Marks::for_conn(conn).rows(chunk.len(), 8, ""));
         let mut q = sqlx::query_scalar::<_, String>(&sql);
@@ -77,8 +89,20 @@ pub async fn raise_alerts(
         let raised: std::collections::HashSet<String> =
             q.fetch_all(&mut *conn).await?.into_iter().collect();
         for a in chunk.iter().filter(|a| raised.contains(a.dedupe_key)) {
-            log_raised(a);
+            if logged.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < LOGGED_ONE_BY_ONE {
+                log_raised(a);
+            } else {
+                *unlogged.entry((a.kind, a.severity)).or_default() += 1;
+            }
         }
+    }
+    for ((kind, severity), count) in unlogged {
+        tracing::warn!(
+            kind,
+            severity,
+            count,
+            "{count} more {kind} alerts raised, not logged one by one: the console lists every alert"
+        );
     }
     Ok(())
 }
@@ -200,4 +224,96 @@ pub async fn discrepancies_for<'e>(
     .bind(payment_no)
     .fetch_all(e)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::layer::SubscriberExt;
+
+    /// The messages of Reckon's events on this thread.
+    struct Messages(Arc<Mutex<Vec<String>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Messages {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            struct Message(String);
+            impl tracing::field::Visit for Message {
+                fn record_debug(
+                    &mut self,
+                    field: &tracing::field::Field,
+                    value: &dyn std::fmt::Debug,
+                ) {
+                    if field.name() == "message" {
+                        self.0 = format!("{value:?}");
+                    }
+                }
+            }
+            if event.metadata().target().starts_with("reckon") {
+                let mut m = Message(String::new());
+                event.record(&mut m);
+                self.0.lock().unwrap().push(m.0);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn alerts_raised_in_bulk_are_logged_one_by_one_only_at_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::config::sqlite_url(&dir.path().join("t.db"));
+        let db = crate::store::Db::connect(&url).await.unwrap();
+        db.migrate().await.unwrap();
+        let messages = Arc::new(Mutex::new(Vec::new()));
+        let _on_this_thread = tracing::subscriber::set_default(
+            tracing_subscriber::registry().with(Messages(messages.clone())),
+        );
+        let keys: Vec<String> = (0..LOGGED_ONE_BY_ONE + 5)
+            .map(|i| format!("alert {i}"))
+            .collect();
+        fn alert(key: &str) -> NewAlert<'_> {
+            NewAlert {
+                dedupe_key: key,
+                kind: "local_only",
+                severity: "critical",
+                payment_no: None,
+                message: key,
+                trace_id: None,
+                now: 1,
+            }
+        }
+        let alerts: Vec<NewAlert> = keys.iter().map(|k| alert(k)).collect();
+        let logged = AtomicUsize::new(0);
+        let mut conn = db.pool.acquire().await.unwrap();
+        raise_alerts(&mut conn, &alerts, &logged).await.unwrap();
+        let lines = std::mem::take(&mut *messages.lock().unwrap());
+        assert_eq!(lines[..LOGGED_ONE_BY_ONE], keys[..LOGGED_ONE_BY_ONE]);
+        assert_eq!(
+            lines[LOGGED_ONE_BY_ONE..],
+            [
+                "5 more local_only alerts raised, not logged one by one: the console lists every alert"
+            ]
+        );
+        // Raised before: not raised again, and nothing logged.
+        raise_alerts(&mut conn, &alerts, &logged).await.unwrap();
+        assert!(messages.lock().unwrap().is_empty());
+        // A later call of the same run, past the count: one line.
+        let more: Vec<NewAlert> = ["late 1", "late 2"].into_iter().map(alert).collect();
+        raise_alerts(&mut conn, &more, &logged).await.unwrap();
+        assert_eq!(
+            *messages.lock().unwrap(),
+            [
+                "2 more local_only alerts raised, not logged one by one: the console lists every alert"
+            ]
+        );
+        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alerts")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(rows as usize, LOGGED_ONE_BY_ONE + 7);
+    }
 }

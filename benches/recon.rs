@@ -1,11 +1,13 @@
 //! Reconciliation at scale: a generated statement of N rows against N
 //! local payments on SQLite, with 0.5% of each discrepancy class, read from
 //! a file and reconciled by `import_statement`; next to a DuckDB hash join
-//! of the same two data sets exported as CSV, timed in the same run.
-//! Writes its figures into BENCHMARKS.md.
+//! of the same two data sets exported as CSV, timed in the same run, in
+//! rounds taken in turn (each run on a fresh copy of the same database):
+//! the machines are noisy, so the ratio is reported per round and as the
+//! rounds' median. Writes its figures into BENCHMARKS.md.
 //!
-//!     cargo bench --bench recon                       # 1,000,000 rows
-//!     RECKON_BENCH_ROWS=100000 cargo bench --bench recon
+//!     cargo bench --bench recon                       # 1,000,000 rows, 5 rounds
+//!     RECKON_BENCH_ROWS=100000 RECKON_BENCH_ROUNDS=3 cargo bench --bench recon
 //!
 //! DuckDB comes from PyPI (`pip install duckdb`); without it the comparison
 //! is reported as missing.
@@ -176,91 +178,125 @@ fn main() {
         let generated = started.elapsed();
         println!("generated {n} payments and a {rows}-row statement in {generated:.1?}");
 
-        // The inserts' write-ahead log copied back first (the checkpointer
-        // would do it within a second; the run should not compete with it).
+        // The inserts' write-ahead log copied back, and the database kept
+        // as it stands: every round starts from a copy of it (synced, so
+        // no write-back of the copy competes with the round), and finds
+        // what the first round found — no tickets, holds or rows of an
+        // earlier round, the same pages.
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.unwrap();
-        // Reconcile, with the peak RSS counted from here.
-        let _ = std::fs::write("/proc/self/clear_refs", "5");
-        let before = peak_rss_mib();
-        let cpu_before = cpu_secs();
-        let started = Instant::now();
-        let run = engine
-            .import_statement(reckon::recon::Import {
-                provider: "sandbox",
-                business_date: date,
-                source: "import",
-                file_name: Some("statement.csv"),
-                input: reckon::recon::Input::File(statement_path.clone()),
-                started_by: "bench",
-                accept_bad_lines: 0,
-                run_id: None,
-                hash: None,
-            })
-            .await
-            .unwrap();
-        let reckon_secs = started.elapsed().as_secs_f64();
-        let reckon_cpu = cpu_secs() - cpu_before;
-        let rss = peak_rss_mib();
-        let floor_secs = write_floor(pool).await;
-        // The STATUS_LAG repairs the run queued, as the server's worker
-        // would do them (the bench's provider API is not listening: each
-        // status query fails fast).
-        let started = Instant::now();
-        while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
-        let repair_secs = started.elapsed().as_secs_f64();
-        assert_eq!(run.status, "COMPLETED");
-        let figures: serde_json::Value = serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();
-        let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies")
-            .fetch_one(pool)
-            .await
-            .unwrap();
-
-        // The same join in DuckDB, same files, same machine, same run.
-        let script = format!(
-            "import duckdb, time\n\
-             t, c = time.time(), time.process_time()\n\
-             con = duckdb.connect()\n\
-             r = con.execute(\"\"\"\n\
-             WITH s AS (SELECT * FROM read_csv('{s}', comment='#', header=true, all_varchar=true)),\n\
-                  p AS (SELECT * FROM read_csv('{p}', header=true, all_varchar=true)),\n\
-                  d AS (SELECT txn_id, count(*) AS copies FROM s GROUP BY txn_id)\n\
-             SELECT CASE WHEN p.payment_no IS NULL THEN 'PROVIDER_ONLY' WHEN s.txn_id IS NULL THEN 'LOCAL_ONLY'\n\
-                         WHEN d.copies > 1 THEN 'DUPLICATE' WHEN s.currency <> p.currency THEN 'CURRENCY_MISMATCH'\n\
-                         WHEN CAST(round(CAST(s.amount AS DECIMAL(18,2)) * 100) AS BIGINT) <> CAST(p.amount_minor AS BIGINT) THEN 'AMOUNT_MISMATCH'\n\
-                         WHEN p.status <> 'SUCCEEDED' THEN 'STATUS_LAG' ELSE 'MATCHED' END AS class, count(*)\n\
-             FROM s FULL OUTER JOIN p ON s.txn_id = p.provider_txn_id LEFT JOIN d ON d.txn_id = s.txn_id\n\
-             GROUP BY 1 ORDER BY 1\"\"\").fetchall()\n\
-             print(time.time() - t, time.process_time() - c)\n\
-             print(r)\n",
-            s = statement_path.display(),
-            p = payments_path.display()
-        );
-        let duck = std::process::Command::new("python3").arg("-c").arg(&script).output();
-        // Its wall time and CPU time, seconds.
-        let duck_times = match &duck {
-            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .next()
-                .and_then(|l| {
-                    let mut t = l.split_whitespace().map(|v| v.parse::<f64>().ok());
-                    Some((t.next()??, t.next()??))
-                }),
-            Ok(out) => {
-                eprintln!("duckdb: {}", String::from_utf8_lossy(&out.stderr));
-                None
+        engine.db.pool.close().await;
+        drop(engine);
+        let db_path = dir.path().join("reckon.db");
+        let pristine = dir.path().join("pristine.db");
+        std::fs::rename(&db_path, &pristine).unwrap();
+        let rounds: usize = std::env::var("RECKON_BENCH_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5)
+            .max(1);
+        let script = duck_script(&statement_path, &payments_path);
+        let mut done: Vec<Round> = Vec::with_capacity(rounds);
+        let mut last = None;
+        for round in 1..=rounds {
+            restore(&pristine, &db_path);
+            let engine = reckon::startup::engine_of(&config).await.unwrap();
+            // What the round before freed, handed back before counting.
+            // SAFETY: `mi_collect` takes no pointers and has no
+            // preconditions.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+            // Reconcile, with the peak RSS counted from here.
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
+            let before = peak_rss_mib();
+            let cpu_before = cpu_secs();
+            let started = Instant::now();
+            let run = engine
+                .import_statement(reckon::recon::Import {
+                    provider: "sandbox",
+                    business_date: date,
+                    source: "import",
+                    file_name: Some("statement.csv"),
+                    input: reckon::recon::Input::File(statement_path.clone()),
+                    started_by: "bench",
+                    accept_bad_lines: 0,
+                    run_id: None,
+                    hash: None,
+                })
+                .await
+                .unwrap();
+            let secs = started.elapsed().as_secs_f64();
+            let cpu = cpu_secs() - cpu_before;
+            let rss = peak_rss_mib();
+            assert_eq!(run.status, "COMPLETED");
+            let figures: serde_json::Value =
+                serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();
+            if round == rounds {
+                let pool = &engine.db.pool;
+                let floor_secs = write_floor(pool).await;
+                // The STATUS_LAG repairs the run queued, as the server's
+                // worker would do them (the bench's provider API is not
+                // listening: each status query fails fast).
+                let started = Instant::now();
+                while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+                let repair_secs = started.elapsed().as_secs_f64();
+                let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies")
+                    .fetch_one(pool)
+                    .await
+                    .unwrap();
+                last = Some((floor_secs, repair_secs, tickets));
             }
-            Err(e) => {
-                eprintln!("python3: {e}");
-                None
+            engine.db.pool.close().await;
+            drop(engine);
+            // The same join in DuckDB, same files, same machine, in turn.
+            let duck = duckdb(&script);
+            if let Some((_, _, classes)) = &duck {
+                assert!(
+                    same_classes(classes, &figures["classes"]),
+                    "DuckDB and Reckon disagree: {classes} against {}",
+                    figures["classes"]
+                );
             }
-        };
-        if let Ok(out) = &duck {
-            println!("duckdb classes: {}", String::from_utf8_lossy(&out.stdout).lines().nth(1).unwrap_or(""));
+            if round == rounds {
+                if let Some((_, _, classes)) = &duck {
+                    println!("duckdb classes: {classes}");
+                }
+                println!("reckon classes: {}", figures["classes"]);
+            }
+            let phase = |name: &str| figures["millis"][name].as_f64().unwrap_or(0.0) / 1000.0;
+            let r = Round {
+                secs,
+                cpu,
+                before,
+                rss,
+                read: phase("read_and_match"),
+                classify: phase("classify"),
+                write: phase("write"),
+                duck: duck.map(|(wall, cpu, _)| (wall, cpu)),
+                figures,
+            };
+            println!(
+                "round {round} of {rounds}: {secs:.2} s (read {:.2}, write {:.2}), {rss:.0} MiB; DuckDB {}",
+                r.read,
+                r.write,
+                r.ratio().map_or("-".into(), |x| format!("{:.2} s, {x:.2}×", r.duck.unwrap().0)),
+            );
+            done.push(r);
         }
-        println!("reckon classes: {}", figures["classes"]);
+        let (floor_secs, repair_secs, tickets) = last.unwrap();
+        let r = done.last().unwrap();
+        let Round {
+            secs: reckon_secs,
+            cpu: reckon_cpu,
+            before,
+            rss,
+            read: matching,
+            classify,
+            write,
+            ..
+        } = *r;
+        let figures = &r.figures;
         let cpu = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(0);
-        let duck_secs = duck_times.map(|(wall, _)| wall);
-        let duck_line = match duck_times {
+        let duck_secs = r.duck.map(|(wall, _)| wall);
+        let duck_line = match r.duck {
             Some((d, cpu)) => format!(
                 "| DuckDB hash join + classification of the same two CSV files (`duckdb` from PyPI) | {d:.2} s ({cpu:.2} CPU-s) |\n\
                  | Reckon / DuckDB | {:.2}× |\n",
@@ -268,8 +304,6 @@ fn main() {
             ),
             None => "| DuckDB | not measured: `pip install duckdb` |\n".to_string(),
         };
-        let phase = |name: &str| figures["millis"][name].as_f64().unwrap_or(0.0) / 1000.0;
-        let (matching, classify, write) = (phase("read_and_match"), phase("classify"), phase("write"));
         let duck_matching = match duck_secs {
             Some(d) => format!(" ({:.2}× DuckDB)", (matching + classify) / d),
             None => String::new(),
@@ -281,9 +315,11 @@ fn main() {
         };
         let report = format!(
             "## Reconciliation (issue 6)\n\n\
-             Measured {today} on this machine ({cpu} cores), SQLite, one run: `RECKON_BENCH_ROWS={n} cargo bench --bench recon`.\n\
+             Measured {today} on this machine ({cpu} cores), SQLite, {rounds} rounds in one run: `RECKON_BENCH_ROWS={n} cargo bench --bench recon`.\n\
              {n} local payments and a {rows}-row statement, 0.5% of each class (PROVIDER_ONLY, LOCAL_ONLY, \
-             AMOUNT_MISMATCH, CURRENCY_MISMATCH, DUPLICATE, STATUS_LAG), the rest matching.\n\n\
+             AMOUNT_MISMATCH, CURRENCY_MISMATCH, DUPLICATE, STATUS_LAG), the rest matching. Each round \
+             reconciles the day on a fresh copy of the same database, then DuckDB joins the same two files; \
+             the table is the last round.\n\n\
              | what | figure |\n|---|---|\n\
              | reconcile: read and hash the file, match it against the day's payments, write {tickets} tickets and the rows behind them, queue {lag} STATUS_LAG repairs | **{reckon_secs:.2} s** ({reckon_cpu:.2} CPU-s) |\n\
              | of which: reading, hashing and matching the file as it is read (the day's payments loading meanwhile) | {matching:.2} s |\n\
@@ -297,10 +333,12 @@ fn main() {
              | peak RSS while reconciling (the whole process; {before:.0} MiB just before the run) | {rss:.0} MiB ({rss_mb:.0} MB) |\n\
              {duck_line}\
              | (setup, not timed: generating and inserting the data) | {:.1} s |\n\n\
+             {}\n\
              Targets: ≤ 10 s, ≤ 256 MB, ≤ 2× DuckDB. Matched: {matched}.\n",
             matching + classify,
             (rows as f64 + n as f64) / reckon_secs,
             generated.as_secs_f64(),
+            rounds_table(&done),
             today = jiff::Timestamp::now().strftime("%Y-%m-%d"),
             lag = figures["classes"]["STATUS_LAG"],
             matched = figures["matched"],
@@ -362,4 +400,153 @@ async fn write_floor(pool: &sqlx::AnyPool) -> f64 {
 
 async fn run(conn: &mut sqlx::AnyConnection, sql: String) {
     sqlx::query(&sql).execute(conn).await.unwrap();
+}
+
+/// One round: the run's wall and CPU seconds, the peak RSS it reached
+/// (and where it started), its phases, DuckDB's wall and CPU seconds.
+struct Round {
+    secs: f64,
+    cpu: f64,
+    before: f64,
+    rss: f64,
+    read: f64,
+    classify: f64,
+    write: f64,
+    duck: Option<(f64, f64)>,
+    figures: serde_json::Value,
+}
+
+impl Round {
+    fn ratio(&self) -> Option<f64> {
+        self.duck.map(|(wall, _)| self.secs / wall)
+    }
+}
+
+/// Every round's figures, and the median of their ratios.
+fn rounds_table(done: &[Round]) -> String {
+    let mut out = String::from(
+        "| round | run | read and match | write | peak RSS | DuckDB | Reckon / DuckDB |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (i, r) in done.iter().enumerate() {
+        let (duck, ratio) = match (r.duck, r.ratio()) {
+            (Some((d, _)), Some(x)) => (format!("{d:.2} s"), format!("{x:.2}×")),
+            _ => ("-".into(), "-".into()),
+        };
+        out.push_str(&format!(
+            "| {} | {:.2} s | {:.2} s | {:.2} s | {:.0} MiB | {duck} | {ratio} |\n",
+            i + 1,
+            r.secs,
+            r.read,
+            r.write,
+            r.rss
+        ));
+    }
+    let mut ratios: Vec<f64> = done.iter().filter_map(Round::ratio).collect();
+    if !ratios.is_empty() {
+        ratios.sort_by(f64::total_cmp);
+        let median = median(&ratios);
+        let under = ratios.iter().filter(|x| **x <= 2.0).count();
+        out.push_str(&format!(
+            "\nReckon / DuckDB, median of the {} rounds: **{median:.2}×** (at or under 2.00× in {under} of {}; \
+             {:.2}–{:.2}×).\n",
+            ratios.len(),
+            ratios.len(),
+            ratios[0],
+            ratios[ratios.len() - 1]
+        ));
+    }
+    out
+}
+
+/// Whether DuckDB's counts per class (Python's `[('CLASS', n), …]`) are
+/// Reckon's (`{"CLASS": n, …}`): the two computed the same thing.
+fn same_classes(duck: &str, reckon: &serde_json::Value) -> bool {
+    let Some(reckon) = reckon.as_object() else {
+        return false;
+    };
+    let pairs: Vec<(String, i64)> = duck
+        .trim_matches(['[', ']'])
+        .split("), (")
+        .filter_map(|pair| {
+            let (class, count) = pair.trim_matches(['(', ')']).split_once(", ")?;
+            Some((class.trim_matches('\'').to_owned(), count.parse().ok()?))
+        })
+        .collect();
+    pairs.len() == reckon.len()
+        && pairs
+            .iter()
+            .all(|(class, n)| reckon.get(class).and_then(serde_json::Value::as_i64) == Some(*n))
+}
+
+/// The median of sorted figures.
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// `db` as `pristine` is, on disk: the copy synced, no log beside it.
+fn restore(pristine: &std::path::Path, db: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+    }
+    std::fs::copy(pristine, db).unwrap();
+    std::fs::File::open(db).unwrap().sync_all().unwrap();
+}
+
+/// The DuckDB join and classification of the two files, as a Python
+/// script printing its wall and CPU seconds, then the counts per class.
+fn duck_script(statement: &std::path::Path, payments: &std::path::Path) -> String {
+    format!(
+        "import duckdb, time\n\
+         t, c = time.time(), time.process_time()\n\
+         con = duckdb.connect()\n\
+         r = con.execute(\"\"\"\n\
+         WITH s AS (SELECT * FROM read_csv('{s}', comment='#', header=true, all_varchar=true)),\n\
+              p AS (SELECT * FROM read_csv('{p}', header=true, all_varchar=true)),\n\
+              d AS (SELECT txn_id, count(*) AS copies FROM s GROUP BY txn_id)\n\
+         SELECT CASE WHEN p.payment_no IS NULL THEN 'PROVIDER_ONLY' WHEN s.txn_id IS NULL THEN 'LOCAL_ONLY'\n\
+                     WHEN d.copies > 1 THEN 'DUPLICATE' WHEN s.currency <> p.currency THEN 'CURRENCY_MISMATCH'\n\
+                     WHEN CAST(round(CAST(s.amount AS DECIMAL(18,2)) * 100) AS BIGINT) <> CAST(p.amount_minor AS BIGINT) THEN 'AMOUNT_MISMATCH'\n\
+                     WHEN p.status <> 'SUCCEEDED' THEN 'STATUS_LAG' ELSE 'MATCHED' END AS class, count(*)\n\
+         FROM s FULL OUTER JOIN p ON s.txn_id = p.provider_txn_id LEFT JOIN d ON d.txn_id = s.txn_id\n\
+         GROUP BY 1 ORDER BY 1\"\"\").fetchall()\n\
+         print(time.time() - t, time.process_time() - c)\n\
+         print(r)\n",
+        s = statement.display(),
+        p = payments.display()
+    )
+}
+
+/// Runs the script: DuckDB's wall and CPU seconds and its counts per
+/// class, or `None` (said why) without Python or DuckDB.
+fn duckdb(script: &str) -> Option<(f64, f64, String)> {
+    let out = match std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+    {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => {
+            eprintln!("duckdb: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        Err(e) => {
+            eprintln!("python3: {e}");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let mut t = lines
+        .next()?
+        .split_whitespace()
+        .map(|v| v.parse::<f64>().ok());
+    let (wall, cpu) = (t.next()??, t.next()??);
+    Some((wall, cpu, lines.next().unwrap_or("").to_owned()))
 }

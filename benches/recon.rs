@@ -511,18 +511,21 @@ async fn settle(db: &std::path::Path) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     conn.close().await.unwrap();
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    let left = std::fs::metadata(std::path::PathBuf::from(wal)).map_or(0, |m| m.len());
+    let left = std::fs::metadata(beside(db, "-wal")).map_or(0, |m| m.len());
     assert_eq!(left, 0, "{} has a write-ahead log left", db.display());
+}
+
+/// SQLite's file `db` with `suffix` (`-wal`, `-shm`) after its name.
+fn beside(db: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push(suffix);
+    p.into()
 }
 
 /// `db` as `pristine` is, on disk: the copy synced, no log beside it.
 fn restore(pristine: &std::path::Path, db: &std::path::Path) {
     for suffix in ["", "-wal", "-shm"] {
-        let mut p = db.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+        let _ = std::fs::remove_file(beside(db, suffix));
     }
     std::fs::copy(pristine, db).unwrap();
     std::fs::File::open(db).unwrap().sync_all().unwrap();

@@ -198,6 +198,7 @@ async fn raw_sql(n: usize, batch: usize) -> f64 {
                     verify_result: "VERIFIED",
                     trace_id: &id,
                     received_at: now,
+                    facts: &format!("payment|{no}|T{no}|SUCCEEDED|19900|CNY|-"),
                 },
             )
             .await

@@ -29,6 +29,10 @@ pub(super) struct Incoming {
     pub payload_hash: String,
     pub trace_id: String,
     pub outcome: Outcome,
+    /// `Notification::facts`: what a redelivery must repeat to be one.
+    pub facts: String,
+    /// A declined attempt, for the payment's timeline.
+    pub declined: Option<String>,
 }
 
 /// What happened to one callback in its batch.
@@ -36,9 +40,12 @@ pub(super) struct Incoming {
 pub(super) enum Ingested {
     /// Stored now and applied.
     New(Applied),
-    /// Stored before with the same payload.
+    /// Stored before with the same facts (its envelope may be new).
     Duplicate,
-    /// Stored before with a different payload: alert raised, first kept.
+    /// Stored before with the same facts, for a payment Reckon still does
+    /// not have: answered as the first delivery was, until it applies.
+    StillUnknown,
+    /// Stored before with other facts: alert raised, first kept.
     Conflicting,
 }
 
@@ -133,7 +140,10 @@ impl Engine {
         let fast: Vec<usize> = (0..batch.len())
             .filter(|&i| {
                 let c = batch[i];
-                seen_payments.insert(c.outcome.payment_no.as_str())
+                // A declined attempt also writes the payment's timeline:
+                // one by one.
+                c.declined.is_none()
+                    && seen_payments.insert(c.outcome.payment_no.as_str())
                     && seen_ids.insert((c.provider.as_str(), c.callback_id.as_str()))
             })
             .collect();
@@ -235,7 +245,7 @@ impl Engine {
                 // The first try failed: retried later, or DEAD at once when
                 // only one try is allowed.
                 let next = (1 < self.settings.callback_max_tries).then(|| now + retry_delay(1));
-                callbacks::failed(&mut *conn, &c.id, "unknown payment", next, now).await?;
+                callbacks::failed(&mut *conn, &c.id, callbacks::UNKNOWN_PAYMENT, next, now).await?;
                 if next.is_none() {
                     self.metrics.callback("dead");
                     incidents::raise_alert(
@@ -268,67 +278,174 @@ impl Engine {
         now: i64,
     ) -> sqlx::Result<Ingested> {
         if !callbacks::insert_if_absent(&mut *conn, &new_row(c, now)).await? {
-            return repeat_of(
+            let seen = repeat_of(
                 conn,
                 &c.provider,
                 &c.callback_id,
-                &c.payload_hash,
-                &c.trace_id,
+                &Delivery::of(c),
                 now,
             )
-            .await;
+            .await?;
+            return match seen {
+                Seen::Same(first) if first.outcome.as_deref() == Some("unknown_payment") => {
+                    self.apply_again(conn, c, &first, now).await
+                }
+                Seen::Same(_) => Ok(Ingested::Duplicate),
+                Seen::Other => Ok(Ingested::Conflicting),
+            };
         }
         let applied = apply_in(&mut *conn, self.db.kind, &self.sink_names, &c.outcome, now).await?;
         self.record(&mut *conn, c, &applied, now).await?;
+        if let Some(declined) = &c.declined {
+            record_decline(conn, c, declined, &applied, now).await?;
+        }
+        Ok(Ingested::New(applied))
+    }
+
+    /// A redelivery of a stored callback whose payment was unknown: the
+    /// payment may exist now (the merchant's create raced the provider),
+    /// so the stored callback is applied again at once. Still unknown, it
+    /// is answered as the first delivery was, and left to the retry worker.
+    async fn apply_again(
+        &self,
+        conn: &mut AnyConnection,
+        c: &Incoming,
+        first: &callbacks::CallbackRow,
+        now: i64,
+    ) -> sqlx::Result<Ingested> {
+        let mut outcome = c.outcome.clone();
+        outcome.evidence = first.id.clone();
+        outcome.trace_id = first.trace_id.clone();
+        let applied = apply_in(&mut *conn, self.db.kind, &self.sink_names, &outcome, now).await?;
+        if matches!(applied, Applied::UnknownPayment) {
+            return Ok(Ingested::StillUnknown);
+        }
+        callbacks::succeeded(&mut *conn, &first.id, applied.class(), now).await?;
         Ok(Ingested::New(applied))
     }
 }
 
-/// A callback id seen before: a duplicate when the payload is the same,
-/// else a conflict (critical alert; the first payload is kept).
+/// A payment's status once `applied`, when it says.
+fn status_after(applied: &Applied) -> Option<crate::domain::PaymentStatus> {
+    match applied {
+        Applied::Moved { to, .. } => Some(*to),
+        Applied::Duplicate { status } => Some(*status),
+        Applied::OutOfOrder { current, .. } => Some(*current),
+        Applied::Conflict { .. } | Applied::UnknownPayment | Applied::Held { .. } => None,
+    }
+}
+
+/// A declined attempt on the payment's timeline: a history row that keeps
+/// the status (the intent may still succeed), with the decline as evidence.
+async fn record_decline(
+    conn: &mut AnyConnection,
+    c: &Incoming,
+    declined: &str,
+    applied: &Applied,
+    now: i64,
+) -> sqlx::Result<()> {
+    let Some(status) = status_after(applied) else {
+        return Ok(());
+    };
+    let evidence = format!("declined attempt: {declined} (callback {})", c.id);
+    crate::store::payments::insert_history_many(
+        &mut *conn,
+        &[crate::store::payments::HistoryEntry {
+            payment_no: c.outcome.payment_no.as_str(),
+            from: status.as_str(),
+            to: status.as_str(),
+            source: c.outcome.source.as_str(),
+            evidence: &evidence,
+            trace_id: &c.trace_id,
+            at: now,
+        }],
+    )
+    .await
+}
+
+/// A delivery of a callback id, as far as telling repeats apart needs.
+pub(super) struct Delivery<'a> {
+    pub payload: &'a [u8],
+    pub payload_hash: &'a str,
+    pub facts: &'a str,
+    pub trace_id: &'a str,
+}
+
+impl<'a> Delivery<'a> {
+    fn of(c: &'a Incoming) -> Delivery<'a> {
+        Delivery {
+            payload: &c.payload,
+            payload_hash: &c.payload_hash,
+            facts: &c.facts,
+            trace_id: &c.trace_id,
+        }
+    }
+}
+
+/// What a callback id seen before turned out to be.
+pub(super) enum Seen {
+    /// The same facts: a duplicate of this stored callback.
+    Same(Box<callbacks::CallbackRow>),
+    /// Other facts: a conflict, alerted; the first is kept.
+    Other,
+}
+
+/// A callback id seen before: a duplicate when its facts are the stored
+/// callback's (providers redeliver with a new timestamp, signature or
+/// encryption nonce: bytes are not facts), else a conflict (critical
+/// alert; the first callback is kept). Either way the delivery is counted
+/// and its bytes kept once. Callbacks stored before facts were recorded
+/// are compared by their bytes.
 pub(super) async fn repeat_of(
     conn: &mut AnyConnection,
     provider: &str,
     callback_id: &str,
-    payload_hash: &str,
-    trace_id: &str,
+    d: &Delivery<'_>,
     now: i64,
-) -> sqlx::Result<Ingested> {
-    let first = callbacks::by_callback_id(&mut *conn, provider, callback_id).await?;
-    match first {
-        Some(first) if first.payload_hash == payload_hash => {
-            // Counted on the stored callback, for the day's figures.
-            sqlx::query(
-                "UPDATE payment_callbacks SET duplicates = duplicates + 1 WHERE provider = $1 AND callback_id = $2",
-            )
-            .bind(provider)
-            .bind(callback_id)
-            .execute(&mut *conn)
-            .await?;
-            Ok(Ingested::Duplicate)
-        }
-        first => {
-            let message = format!(
-                "callback {callback_id} from {provider} arrived again with a different payload; the first one is kept"
-            );
-            incidents::raise_alert(
-                &mut *conn,
-                &incidents::NewAlert {
-                    dedupe_key: &format!(
-                        "callback_conflict:{provider}:{callback_id}:{payload_hash}"
-                    ),
-                    kind: "callback_conflict",
-                    severity: "critical",
-                    payment_no: first.as_ref().and_then(|f| f.payment_no.as_deref()),
-                    message: &message,
-                    trace_id: Some(trace_id),
-                    now,
-                },
-            )
-            .await?;
-            Ok(Ingested::Conflicting)
-        }
+) -> sqlx::Result<Seen> {
+    let Some(first) = callbacks::by_callback_id(&mut *conn, provider, callback_id).await? else {
+        // The insert met a row that is not there now: never expected.
+        return Err(sqlx::Error::RowNotFound);
+    };
+    let same = match &first.facts {
+        Some(facts) => facts == d.facts,
+        None => first.payload_hash == d.payload_hash,
+    };
+    callbacks::redelivered(
+        &mut *conn,
+        &first.id,
+        d.payload,
+        d.payload_hash,
+        same,
+        d.trace_id,
+        now,
+    )
+    .await?;
+    if same {
+        return Ok(Seen::Same(Box::new(first)));
     }
+    let message = format!(
+        "callback {callback_id} from {provider} arrived again with different facts ({}); the first one ({}) is kept",
+        d.facts,
+        first.facts.as_deref().unwrap_or("stored before facts were recorded")
+    );
+    incidents::raise_alert(
+        &mut *conn,
+        &incidents::NewAlert {
+            dedupe_key: &format!(
+                "callback_conflict:{provider}:{callback_id}:{}",
+                d.payload_hash
+            ),
+            kind: "callback_conflict",
+            severity: "critical",
+            payment_no: first.payment_no.as_deref(),
+            message: &message,
+            trace_id: Some(d.trace_id),
+            now,
+        },
+    )
+    .await?;
+    Ok(Seen::Other)
 }
 
 fn new_row(c: &Incoming, now: i64) -> callbacks::NewCallback<'_> {
@@ -345,5 +462,6 @@ fn new_row(c: &Incoming, now: i64) -> callbacks::NewCallback<'_> {
         verify_result: "VERIFIED",
         trace_id: &c.trace_id,
         received_at: now,
+        facts: &c.facts,
     }
 }

@@ -3,13 +3,13 @@
 //! `ingest`). Once stored, Reckon owns it: only a failure to store is
 //! answered with "try again". Failed processing is retried by a worker.
 
-use super::ingest::{Incoming, Ingested, repeat_of};
+use super::ingest::{Delivery, Incoming, Ingested, Seen, repeat_of};
 use super::refunds::{RefundOutcome, apply_refund_in};
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::PaymentStatus;
 use crate::domain::ProviderName;
-use crate::providers::{Answer, Notification, Provider, RefundNotice};
-use crate::store::{callbacks, incidents, payments, refused, tasks};
+use crate::providers::{Answer, Notification, Provider, RefundNotice, VerifyError};
+use crate::store::{callbacks, incidents, nonces, payments, refused, tasks};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
@@ -71,11 +71,29 @@ impl Engine {
             self.refuse(&refusal).await;
             return provider.answer(&Answer::Unverified(e));
         }
-        let notice = match provider.parse(headers, body) {
+        if let Some(e) = self.replayed(provider.as_ref(), headers, now).await {
+            tracing::warn!(reason = %e, "callback refused: replayed");
+            self.metrics.callback("failed");
+            let refusal = Refusal {
+                provider: provider.as_ref(),
+                kind: "unverified",
+                reason: &e.to_string(),
+                headers,
+                body,
+                body_len: body.len() as i64,
+                claimed_payment: None,
+                trace_id: &trace_id,
+            };
+            self.refuse(&refusal).await;
+            return provider.answer(&Answer::Unverified(e));
+        }
+        let parsed = provider.parse(headers, body);
+        let facts = parsed.as_ref().map(Notification::facts).unwrap_or_default();
+        let notice = match parsed {
             Ok(Notification::Payment(n)) => n,
             Ok(Notification::Refund(n)) => {
                 let answer = self
-                    .receive_refund(provider.as_ref(), headers, body, &n, &trace_id)
+                    .receive_refund(provider.as_ref(), headers, body, &n, &facts, &trace_id)
                     .await;
                 self.metrics
                     .callback_duration(started.elapsed().as_secs_f64());
@@ -118,6 +136,8 @@ impl Engine {
             payload: body.to_vec(),
             payload_hash: hex::encode(Sha256::digest(body)),
             trace_id,
+            facts,
+            declined: notice.declined.clone(),
         };
         let answer = match self.ingest(incoming).await {
             Ok(Ingested::New(applied)) => {
@@ -138,6 +158,14 @@ impl Engine {
                 tracing::info!("duplicate callback: no effect");
                 Answer::Accepted
             }
+            Ok(Ingested::StillUnknown) => {
+                // Every delivery of it is answered as the first was, so the
+                // provider keeps redelivering (a second channel beside the
+                // retry worker) until one applies.
+                self.metrics.callback("duplicate");
+                tracing::info!("redelivery for a payment still unknown");
+                Answer::UnknownPayment
+            }
             Ok(Ingested::Conflicting) => {
                 self.metrics.callback("conflict");
                 Answer::Accepted
@@ -151,6 +179,41 @@ impl Engine {
         self.metrics
             .callback_duration(started.elapsed().as_secs_f64());
         provider.answer(&answer)
+    }
+
+    /// A verified request whose replay nonce was seen within its window
+    /// (by this instance or another, before a restart or after): refused.
+    /// A database that cannot answer refuses it too — "try again" is safe,
+    /// a replay let through is not.
+    async fn replayed(
+        &self,
+        provider: &dyn Provider,
+        headers: &HeaderMap,
+        now: i64,
+    ) -> Option<VerifyError> {
+        let nonce = provider.replay_nonce(headers)?;
+        let name = provider.name().as_str();
+        let expires = now + provider.nonce_window_secs() * 1_000_000;
+        match nonces::claim(&self.db.pool, name, nonce, now, expires).await {
+            Ok(true) => {
+                // Expired nonces go now and then, not on every request.
+                if rand::random::<u8>() == 0
+                    && let Err(e) = nonces::prune(&self.db.pool, now).await
+                {
+                    tracing::warn!(error = %e, "could not prune webhook nonces");
+                }
+                None
+            }
+            Ok(false) => Some(VerifyError::MalformedHeader(
+                "repeated nonce: a replay of a request already received".into(),
+            )),
+            Err(e) => {
+                tracing::error!(error = %e, "replay nonce not checked: database error");
+                Some(VerifyError::MalformedHeader(
+                    "replay nonce could not be checked; send again".into(),
+                ))
+            }
+        }
     }
 
     /// Records a refused webhook for audit, within the storage bounds, and
@@ -230,7 +293,7 @@ impl Engine {
         let result = self.apply(outcome).await;
         let now = self.now();
         let outcome_text = match &result {
-            Ok(Applied::UnknownPayment) => Err("unknown payment".to_string()),
+            Ok(Applied::UnknownPayment) => Err(callbacks::UNKNOWN_PAYMENT.to_string()),
             Ok(applied) => Ok(applied.class()),
             Err(e) => Err(format!("apply failed: {e}")),
         };
@@ -260,6 +323,7 @@ impl Engine {
         headers: &HeaderMap,
         body: &[u8],
         n: &RefundNotice,
+        facts: &str,
         trace_id: &str,
     ) -> Answer {
         let id = uuid::Uuid::now_v7().to_string();
@@ -280,20 +344,20 @@ impl Engine {
                 verify_result: "VERIFIED",
                 trace_id,
                 received_at: now,
+                facts,
             };
             let refund_no = n.refund_no.as_ref().map(|r| r.as_str());
             if !callbacks::insert_refund_callback(&mut *tx, &row, refund_no).await? {
-                let repeat = repeat_of(
-                    &mut tx,
-                    row.provider,
-                    row.callback_id,
-                    row.payload_hash,
+                let delivery = Delivery {
+                    payload: body,
+                    payload_hash: row.payload_hash,
+                    facts,
                     trace_id,
-                    now,
-                )
-                .await?;
+                };
+                let seen =
+                    repeat_of(&mut tx, row.provider, row.callback_id, &delivery, now).await?;
                 tx.commit().await?;
-                return Ok::<_, sqlx::Error>(Err(repeat));
+                return Ok::<_, sqlx::Error>(Err(seen));
             }
             let mut sp = sqlx::Connection::begin(&mut *tx).await?;
             let applied = apply_refund_in(&mut sp, &self.sink_names, &outcome, now).await;
@@ -326,12 +390,12 @@ impl Engine {
                 self.metrics.callback("failed");
                 Answer::Accepted
             }
-            Ok(Err(Ingested::Duplicate)) => {
+            Ok(Err(Seen::Same(_))) => {
                 self.metrics.callback("duplicate");
                 self.metrics.refund("duplicate");
                 Answer::Accepted
             }
-            Ok(Err(_)) => {
+            Ok(Err(Seen::Other)) => {
                 self.metrics.callback("conflict");
                 Answer::Accepted
             }

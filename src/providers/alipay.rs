@@ -395,6 +395,7 @@ impl Provider for Alipay {
             provider_status: trade_status,
             status,
             money: Money::parse_major(get("total_amount")?, cny).map_err(|e| e.to_string())?,
+            declined: None,
         }))
     }
 
@@ -506,6 +507,8 @@ impl Provider for Alipay {
             Answer::RetryLater => (StatusCode::SERVICE_UNAVAILABLE, "fail"),
             Answer::UnknownPayment => (StatusCode::NOT_FOUND, "fail"),
             Answer::Unverified(_) | Answer::Malformed(_) => (StatusCode::BAD_REQUEST, "fail"),
+            Answer::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "fail"),
+            Answer::UnsupportedType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "fail"),
         };
         (
             status,

@@ -53,6 +53,10 @@ pub struct PaymentNotice {
     pub provider_status: String,
     pub status: PaymentStatus,
     pub money: Money,
+    /// A declined attempt on a payment that can still succeed (Stripe's
+    /// `payment_intent.payment_failed`): its code and message, for the
+    /// payment's timeline.
+    pub declined: Option<String>,
 }
 
 /// A verified refund notification, read.
@@ -73,6 +77,43 @@ pub struct RefundNotice {
     /// The amount is the payment's refunded total so far (Alipay's
     /// `refund_fee`), not this refund's.
     pub cumulative: bool,
+}
+
+impl Notification {
+    /// The business facts, in one canonical text: what decides whether a
+    /// callback id seen again is a duplicate (same facts) or a conflict.
+    /// Everything else of a body is envelope — timestamps, signatures, an
+    /// encryption nonce, retry counters — which providers change on every
+    /// redelivery. Each adapter's `parse` says which fields are facts by
+    /// what it reads into the notice.
+    pub fn facts(&self) -> String {
+        fn or_dash<T: AsRef<str>>(v: &Option<T>) -> &str {
+            v.as_ref().map_or("-", |t| t.as_ref())
+        }
+        match self {
+            Notification::Payment(n) => format!(
+                "payment|{}|{}|{}|{}|{}|{}",
+                n.payment_no.as_str(),
+                n.provider_txn_id.as_ref().map_or("-", |t| t.as_str()),
+                n.status,
+                n.money.minor,
+                n.money.currency.code(),
+                or_dash(&n.declined),
+            ),
+            Notification::Refund(n) => format!(
+                "refund|{}|{}|{}|{}|{}|{}|{}|{}",
+                n.refund_no.as_ref().map_or("-", |r| r.as_str()),
+                n.provider_refund_id.as_ref().map_or("-", |r| r.as_str()),
+                n.payment_no.as_ref().map_or("-", |p| p.as_str()),
+                n.payment_txn_id.as_ref().map_or("-", |t| t.as_str()),
+                n.status.as_str(),
+                n.money.minor,
+                n.money.currency.code(),
+                if n.cumulative { "total" } else { "this" },
+            ),
+            Notification::Ignored { event_type, .. } => format!("ignored|{event_type}"),
+        }
+    }
 }
 
 /// What Reckon asks a provider to refund.
@@ -152,6 +193,23 @@ pub enum Answer {
     UnknownPayment,
     /// Could not be stored: send again later.
     RetryLater,
+    /// Refused before reading: the body is larger than Reckon reads.
+    TooLarge(String),
+    /// Refused before reading: not a content type this provider sends.
+    UnsupportedType(String),
+}
+
+impl Answer {
+    /// Why, in words, for a refusal's body.
+    pub fn reason(&self) -> String {
+        match self {
+            Answer::Accepted => "accepted".into(),
+            Answer::Unverified(e) => e.to_string(),
+            Answer::Malformed(e) | Answer::TooLarge(e) | Answer::UnsupportedType(e) => e.clone(),
+            Answer::UnknownPayment => "unknown payment".into(),
+            Answer::RetryLater => "try again later".into(),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -172,6 +230,16 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// Checks the raw bytes before anything trusts them.
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError>;
+    /// The replay nonce of a verified request, for providers that send
+    /// one (WeChat Pay's `Wechatpay-Nonce`): the engine refuses one seen
+    /// within the tolerance, across restarts and instances.
+    fn replay_nonce<'h>(&self, _headers: &'h HeaderMap) -> Option<&'h str> {
+        None
+    }
+    /// How long a nonce must be remembered: the signature's tolerance.
+    fn nonce_window_secs(&self) -> i64 {
+        300
+    }
     /// Reads a verified body.
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
     fn answer(&self, answer: &Answer) -> Response;

@@ -232,6 +232,7 @@ impl Provider for StandardWebhooks {
             provider_status: sender_status,
             status,
             money,
+            declined: None,
         }))
     }
 
@@ -242,20 +243,12 @@ impl Provider for StandardWebhooks {
             Answer::Malformed(_) => StatusCode::BAD_REQUEST,
             Answer::UnknownPayment => StatusCode::NOT_FOUND,
             Answer::RetryLater => StatusCode::SERVICE_UNAVAILABLE,
+            Answer::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Answer::UnsupportedType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         };
         match answer {
             Answer::Accepted => status.into_response(),
-            Answer::Unverified(e) => {
-                (status, Json(serde_json::json!({ "error": e.to_string() }))).into_response()
-            }
-            Answer::Malformed(e) => {
-                (status, Json(serde_json::json!({ "error": e }))).into_response()
-            }
-            _ => (
-                status,
-                Json(serde_json::json!({ "error": format!("{answer:?}") })),
-            )
-                .into_response(),
+            _ => (status, Json(serde_json::json!({ "error": answer.reason() }))).into_response(),
         }
     }
 }

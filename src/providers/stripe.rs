@@ -3,9 +3,16 @@
 //! configured secret may match (rotation); 300 s tolerance. Events name the
 //! PaymentIntent; Reckon puts its payment_no in the intent's metadata when it
 //! creates one, and an event without it is not Reckon's (acknowledged).
-//! Assumed mapping (Stripe's words → ours): succeeded → SUCCEEDED,
-//! processing → PENDING, canceled → CLOSED, payment_failed → FAILED (the
-//! attempt failed; a retry is a new payment attempt).
+//! Mapping, by Stripe's PaymentIntent lifecycle: `succeeded` is the only
+//! success and `canceled` the only end without one (→ CLOSED). Everything
+//! else is an intent still open → PENDING: `processing`,
+//! `requires_action`, `amount_capturable_updated` (requires_capture),
+//! `partially_funded`, and `payment_failed` — a declined *attempt*: the
+//! intent goes back to `requires_payment_method` and the customer may
+//! retry on the same intent, so the decline (its code and message) goes on
+//! the payment's timeline and nothing is sent downstream. The status query
+//! reads an intent's `status` the same way. `payment_intent.created` says
+//! nothing new (acknowledged).
 //!
 //! Refunds: `POST /v1/refunds` (Idempotency-Key = refund_no, Reckon's
 //! refund_no and payment_no in the metadata); `refund.created|updated|failed`
@@ -64,6 +71,45 @@ struct Intent {
     status: String,
     #[serde(default)]
     metadata: std::collections::HashMap<String, String>,
+    #[serde(default)]
+    last_payment_error: Option<PaymentError>,
+}
+
+/// `last_payment_error`: why the latest attempt on an intent failed.
+#[derive(Deserialize)]
+struct PaymentError {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    decline_code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+impl PaymentError {
+    /// `card_declined (insufficient_funds): Your card has insufficient funds.`
+    fn describe(&self) -> String {
+        let mut out = self.code.clone().unwrap_or_else(|| "declined".into());
+        if let Some(d) = &self.decline_code {
+            out.push_str(&format!(" ({d})"));
+        }
+        if let Some(m) = &self.message {
+            out.push_str(": ");
+            out.extend(m.chars().take(300));
+        }
+        out
+    }
+}
+
+/// Reckon's word for an intent's `status`; shared by events and queries.
+fn intent_status(status: &str) -> PaymentStatus {
+    match status {
+        "succeeded" => PaymentStatus::Succeeded,
+        "canceled" => PaymentStatus::Closed,
+        // processing, requires_payment_method (a declined attempt too),
+        // requires_confirmation, requires_action, requires_capture: open.
+        _ => PaymentStatus::Pending,
+    }
 }
 
 impl Intent {
@@ -76,13 +122,7 @@ impl Intent {
     fn view(&self) -> Result<ProviderView, String> {
         Ok(ProviderView {
             provider_txn_id: Some(ProviderTxnId::parse(&self.id).map_err(|e| e.to_string())?),
-            status: Some(match self.status.as_str() {
-                "succeeded" => PaymentStatus::Succeeded,
-                "canceled" => PaymentStatus::Closed,
-                // processing, requires_payment_method, requires_confirmation,
-                // requires_action, requires_capture: no result yet.
-                _ => PaymentStatus::Pending,
-            }),
+            status: Some(intent_status(&self.status)),
             money: self.money()?,
         })
     }
@@ -290,19 +330,24 @@ impl Provider for Stripe {
                 cumulative: false,
             }));
         }
-        let status = match event.event_type.as_str() {
-            "payment_intent.succeeded" => PaymentStatus::Succeeded,
-            "payment_intent.processing" => PaymentStatus::Pending,
-            "payment_intent.canceled" => PaymentStatus::Closed,
-            "payment_intent.payment_failed" => PaymentStatus::Failed,
-            // charge.refunded: see the module notes.
-            _ => {
-                return Ok(Notification::Ignored {
-                    callback_id,
-                    event_type: event.event_type,
-                });
-            }
-        };
+        // The intent events that say something about the money; the state
+        // is the intent's own `status`, read as the status query reads it.
+        const INTENT_EVENTS: [&str; 7] = [
+            "payment_intent.succeeded",
+            "payment_intent.processing",
+            "payment_intent.requires_action",
+            "payment_intent.amount_capturable_updated",
+            "payment_intent.partially_funded",
+            "payment_intent.payment_failed",
+            "payment_intent.canceled",
+        ];
+        // charge.refunded: see the module notes.
+        if !INTENT_EVENTS.contains(&event.event_type.as_str()) {
+            return Ok(Notification::Ignored {
+                callback_id,
+                event_type: event.event_type,
+            });
+        }
         let intent: Intent = serde_json::from_value(event.data.object)
             .map_err(|e| format!("not a PaymentIntent: {e}"))?;
         let Some(payment_no) = intent.metadata.get("payment_no") else {
@@ -316,8 +361,14 @@ impl Provider for Stripe {
             payment_no: PaymentNo::parse(payment_no).map_err(|e| e.to_string())?,
             provider_txn_id: Some(ProviderTxnId::parse(&intent.id).map_err(|e| e.to_string())?),
             provider_status: intent.status.clone(),
-            status,
+            status: intent_status(&intent.status),
             money: intent.money()?,
+            declined: (event.event_type == "payment_intent.payment_failed").then(|| {
+                intent
+                    .last_payment_error
+                    .as_ref()
+                    .map_or_else(|| "declined".to_owned(), PaymentError::describe)
+            }),
         }))
     }
 
@@ -336,6 +387,14 @@ impl Provider for Stripe {
             Answer::RetryLater => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 serde_json::json!({ "error": "try again" }),
+            ),
+            Answer::TooLarge(e) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::json!({ "error": e }),
+            ),
+            Answer::UnsupportedType(e) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                serde_json::json!({ "error": e }),
             ),
         };
         (status, Json(body)).into_response()

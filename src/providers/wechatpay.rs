@@ -2,7 +2,8 @@
 //! `Wechatpay-Nonce`, `Wechatpay-Signature`, `Wechatpay-Serial`; the message
 //! `"{timestamp}\n{nonce}\n{body}\n"` signed SHA256withRSA with the platform
 //! key the serial names (several may be configured while keys rotate);
-//! stale timestamps (300 s) and repeated nonces are refused. The body's
+//! stale timestamps (300 s) and repeated nonces are refused (the engine
+//! keeps seen nonces in the database: across restarts and instances). The body's
 //! `resource` (AEAD_AES_256_GCM) is decrypted with the 32-byte APIv3 key.
 //! Envelope `id` is the callback id; success is answered 204, failure with
 //! `{"code":"FAIL","message":…}`. Assumed mapping: SUCCESS → SUCCEEDED,
@@ -41,8 +42,7 @@ use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use serde::Deserialize;
 use sha2::Sha256;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 
 pub const TOLERANCE_SECS: i64 = 300;
 
@@ -51,8 +51,6 @@ pub struct WechatPay {
     /// Platform certificate serial → its public key.
     platform_keys: BTreeMap<String, VerifyingKey<Sha256>>,
     apiv3_key: [u8; 32],
-    /// Nonces seen within the tolerance window (this process).
-    seen_nonces: Mutex<HashMap<String, i64>>,
     api: Option<Api>,
     http: reqwest::Client,
 }
@@ -230,7 +228,6 @@ impl WechatPay {
             name,
             platform_keys: keys,
             apiv3_key,
-            seen_nonces: Mutex::new(HashMap::new()),
             api,
             http: super::http_client(c.timeout),
         })
@@ -384,16 +381,19 @@ impl Provider for WechatPay {
     }
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
-        let nonce = self.verify_signed(headers, body, now_secs)?;
-        // Signed and fresh: a nonce seen before inside the window is a replay.
-        let mut seen = self.seen_nonces.lock().unwrap_or_else(|e| e.into_inner());
-        seen.retain(|_, at| now_secs - *at <= TOLERANCE_SECS);
-        if seen.insert(nonce.to_owned(), now_secs).is_some() {
-            return Err(VerifyError::MalformedHeader(
-                "repeated Wechatpay-Nonce".into(),
-            ));
-        }
-        Ok(())
+        self.verify_signed(headers, body, now_secs).map(|_| ())
+    }
+
+    /// Signed and fresh, a nonce seen before inside the window is a
+    /// replay: the engine remembers them in the database.
+    fn replay_nonce<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
+        header(headers, "wechatpay-nonce").ok()
+    }
+
+    /// A timestamp may be up to the tolerance ahead or behind, so a signed
+    /// request stays fresh for twice the tolerance.
+    fn nonce_window_secs(&self) -> i64 {
+        2 * TOLERANCE_SECS
     }
 
     fn parse(&self, _headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
@@ -450,6 +450,7 @@ impl Provider for WechatPay {
             money: t.money()?,
             provider_status: t.trade_state,
             status,
+            declined: None,
         }))
     }
 
@@ -550,6 +551,8 @@ impl Provider for WechatPay {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "try again later".to_string(),
             ),
+            Answer::TooLarge(e) => (StatusCode::PAYLOAD_TOO_LARGE, e.clone()),
+            Answer::UnsupportedType(e) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, e.clone()),
         };
         (
             status,

@@ -16,6 +16,8 @@ pub struct NewCallback<'a> {
     pub verify_result: &'a str,
     pub trace_id: &'a str,
     pub received_at: i64,
+    /// The notification's business facts (`Notification::facts`).
+    pub facts: &'a str,
 }
 
 /// Inserts unless (provider, callback_id) is already stored. True if stored now.
@@ -36,16 +38,16 @@ pub async fn insert_refund_callback<'e>(
 ) -> sqlx::Result<bool> {
     let insert = sqlx::query(
         "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
-           headers_json, payload, payload_hash, verify_result, trace_id, received_at, processing_status, retry_count, refund_no) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'PROCESSING', 0, $13) \
+           headers_json, payload, payload_hash, verify_result, trace_id, received_at, facts, processing_status, retry_count, refund_no) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'PROCESSING', 0, $14) \
          ON CONFLICT (provider, callback_id) DO NOTHING",
     );
     let done = bind_new(insert, c).bind(refund_no).execute(e).await?;
     Ok(done.rows_affected() == 1)
 }
 
-/// The twelve values of a new callback, in column order (id …
-/// received_at).
+/// The thirteen values of a new callback, in column order (id …
+/// received_at, facts).
 fn bind_new<'q>(
     q: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
     c: &NewCallback<'q>,
@@ -62,6 +64,7 @@ fn bind_new<'q>(
         .bind(c.verify_result)
         .bind(c.trace_id)
         .bind(c.received_at)
+        .bind(c.facts)
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -78,10 +81,11 @@ pub struct CallbackRow {
     pub retry_count: i64,
     pub trace_id: String,
     pub error_message: Option<String>,
+    pub facts: Option<String>,
 }
 
 const COLUMNS: &str = "id, callback_id, provider, payment_no, headers_json, payload, payload_hash, \
-     processing_status, outcome, retry_count, trace_id, error_message";
+     processing_status, outcome, retry_count, trace_id, error_message, facts";
 
 pub async fn by_callback_id<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -130,14 +134,54 @@ pub async fn failed<'e>(
     };
     sqlx::query(
         "UPDATE payment_callbacks SET processing_status = $1, retry_count = retry_count + 1, \
-           next_retry_at = $2, error_message = $3, processed_at = $4, lease_until = NULL WHERE id = $5",
+           next_retry_at = $2, error_message = $3, processed_at = $4, lease_until = NULL, \
+           outcome = $6 WHERE id = $5",
     )
     .bind(status)
     .bind(next_retry_at)
     .bind(error)
     .bind(now)
     .bind(id)
+    // What the try found: an unknown payment is an outcome (its
+    // redeliveries are answered alike); a failed apply has none.
+    .bind((error == UNKNOWN_PAYMENT).then_some("unknown_payment"))
     .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// What processing a callback found when it names no payment Reckon has.
+pub const UNKNOWN_PAYMENT: &str = "unknown payment";
+
+/// A redelivery of the stored callback `row_id`: its bytes kept once per
+/// distinct payload (a provider's new envelope), with whether its facts
+/// were the stored ones; counted as a duplicate when they were.
+pub async fn redelivered(
+    conn: &mut sqlx::AnyConnection,
+    row_id: &str,
+    payload: &[u8],
+    payload_hash: &str,
+    same_facts: bool,
+    trace_id: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    if same_facts {
+        sqlx::query("UPDATE payment_callbacks SET duplicates = duplicates + 1 WHERE id = $1")
+            .bind(row_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO callback_redeliveries (callback_row_id, payload_hash, payload, same_facts, trace_id, received_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (callback_row_id, payload_hash) DO NOTHING",
+    )
+    .bind(row_id)
+    .bind(payload_hash)
+    .bind(payload)
+    .bind(i32::from(same_facts))
+    .bind(trace_id)
+    .bind(now)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }
@@ -193,10 +237,10 @@ pub async fn insert_many_applied(
         let mut marks = crate::store::Marks::for_conn(conn);
         let sql = format!(
             "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
-               headers_json, payload, payload_hash, verify_result, trace_id, received_at, processed_at, \
+               headers_json, payload, payload_hash, verify_result, trace_id, received_at, facts, processed_at, \
                processing_status, outcome, retry_count) \
              VALUES {} ON CONFLICT (provider, callback_id) DO NOTHING",
-            marks.rows(chunk.len(), 13, ", 'SUCCESS', 'applied', 0")
+            marks.rows(chunk.len(), 14, ", 'SUCCESS', 'applied', 0")
         );
         let mut q = sqlx::query(&sql);
         for c in chunk {

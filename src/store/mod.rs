@@ -6,6 +6,7 @@ pub mod audit;
 pub mod callbacks;
 pub mod idempotency;
 pub mod incidents;
+pub mod nonces;
 pub mod outbox;
 pub mod payments;
 pub mod pipeline;

@@ -1,7 +1,9 @@
 //! `POST /webhooks/{provider}`: limits before reading (content type, size),
-//! then the engine's intake.
+//! then the engine's intake. Every answer on a provider's route is in that
+//! provider's protocol, refusals before reading included.
 
 use crate::engine::{Engine, Refusal};
+use crate::providers::Answer;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
@@ -78,21 +80,21 @@ pub async fn receive(
         let reason = format!("content type {content_type:?} is not one this provider sends");
         drain(body).await;
         engine.refuse(&refusal("content_type", &reason)).await;
-        return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, &reason);
+        return provider.answer(&Answer::UnsupportedType(reason));
     }
     let too_large = "body larger than 64 KiB";
     if declared.is_some_and(|n| n > WEBHOOK_LIMIT as i64) {
         drain(body).await;
         engine.refuse(&refusal("too_large", too_large)).await;
-        return refuse(StatusCode::PAYLOAD_TOO_LARGE, too_large);
+        return provider.answer(&Answer::TooLarge(too_large.into()));
     }
     let body = match read_body(body, WEBHOOK_LIMIT).await {
         Ok(Some(body)) => body,
         Ok(None) => {
             engine.refuse(&refusal("too_large", too_large)).await;
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, too_large);
+            return provider.answer(&Answer::TooLarge(too_large.into()));
         }
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &format!("body not read: {e}")),
+        Err(e) => return provider.answer(&Answer::Malformed(format!("body not read: {e}"))),
     };
     engine.receive(&provider, &headers, &body).await
 }

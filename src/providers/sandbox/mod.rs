@@ -225,6 +225,7 @@ impl Provider for Sandbox {
             provider_status: env.data.status.clone(),
             status: view.status.expect("sandbox statuses are final or pending"),
             money: view.money,
+            declined: None,
         }))
     }
 
@@ -235,6 +236,8 @@ impl Provider for Sandbox {
             Answer::Malformed(e) => (StatusCode::BAD_REQUEST, e.clone()),
             Answer::UnknownPayment => (StatusCode::NOT_FOUND, "unknown payment".into()),
             Answer::RetryLater => (StatusCode::SERVICE_UNAVAILABLE, "try again later".into()),
+            Answer::TooLarge(e) => (StatusCode::PAYLOAD_TOO_LARGE, e.clone()),
+            Answer::UnsupportedType(e) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, e.clone()),
         };
         let key = if status.is_success() {
             "status"

@@ -278,14 +278,7 @@ impl Engine {
         now: i64,
     ) -> sqlx::Result<Ingested> {
         if !callbacks::insert_if_absent(&mut *conn, &new_row(c, now)).await? {
-            let seen = repeat_of(
-                conn,
-                &c.provider,
-                &c.callback_id,
-                &Delivery::of(c),
-                now,
-            )
-            .await?;
+            let seen = repeat_of(conn, &c.provider, &c.callback_id, &Delivery::of(c), now).await?;
             return match seen {
                 Seen::Same(first) if first.outcome.as_deref() == Some("unknown_payment") => {
                     self.apply_again(conn, c, &first, now).await
@@ -427,7 +420,10 @@ pub(super) async fn repeat_of(
     let message = format!(
         "callback {callback_id} from {provider} arrived again with different facts ({}); the first one ({}) is kept",
         d.facts,
-        first.facts.as_deref().unwrap_or("stored before facts were recorded")
+        first
+            .facts
+            .as_deref()
+            .unwrap_or("stored before facts were recorded")
     );
     incidents::raise_alert(
         &mut *conn,

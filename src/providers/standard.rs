@@ -248,7 +248,11 @@ impl Provider for StandardWebhooks {
         };
         match answer {
             Answer::Accepted => status.into_response(),
-            _ => (status, Json(serde_json::json!({ "error": answer.reason() }))).into_response(),
+            _ => (
+                status,
+                Json(serde_json::json!({ "error": answer.reason() })),
+            )
+                .into_response(),
         }
     }
 }

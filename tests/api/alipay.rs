@@ -588,7 +588,109 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
     assert_eq!(a.gateway.bad_requests.load(Ordering::SeqCst), 0);
 }
 
+async fn an_alipay_redelivery_with_a_new_notify_time_is_a_duplicate_and_other_facts_a_conflict(
+    b: Backend,
+) {
+    let a = spawn(b).await;
+    let p = a.app.register_payment("alipay", "AL-RD", 5000, "CNY").await;
+    let first = a.form(a.fields("n-rd", &p, "50.00", 120), &a.key);
+    assert_eq!(a.post(first.clone()).await, (200, "success".to_string()));
+    // Alipay's retry: the same notify_id, a new notify_time, signed anew.
+    let again = a.form(a.fields("n-rd", &p, "50.00", 0), &a.key);
+    assert_ne!(first, again);
+    assert_eq!(a.post(again).await, (200, "success".to_string()));
+    assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(a.app.alert_count("callback_conflict").await, 0);
+    assert_eq!(a.app.redeliveries("alipay", "n-rd").await, (1, 1, 0));
+    // The same notify_id with another amount: a conflict, never applied.
+    let other = a.form(a.fields("n-rd", &p, "5.00", 0), &a.key);
+    assert_eq!(a.post(other).await, (200, "success".to_string()));
+    assert_eq!(a.app.alert_count("callback_conflict").await, 1);
+    assert_eq!(a.app.redeliveries("alipay", "n-rd").await, (1, 2, 1));
+    assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+}
+
+async fn every_delivery_for_an_unknown_payment_is_answered_alike_until_it_applies(b: Backend) {
+    let a = spawn(b).await;
+    let pool = &a.app.accounts.db.pool;
+    let no = "PAYLATECREATE0001";
+    let stored = || async {
+        sqlx::query_as::<_, (String, Option<String>)>(
+            "SELECT processing_status, outcome FROM payment_callbacks WHERE callback_id = 'n-late'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    for age in [30, 20, 10] {
+        let form = a.form(a.fields("n-late", no, "12.00", age), &a.key);
+        assert_eq!(
+            a.post(form).await,
+            (404, "fail".to_string()),
+            "every delivery, not only the first"
+        );
+        assert_eq!(
+            stored().await,
+            ("FAILED".to_string(), Some("unknown_payment".to_string()))
+        );
+    }
+    // The merchant's create lands late; the provider's next delivery applies.
+    reckon::store::payments::insert(
+        pool,
+        &reckon::store::payments::NewPayment {
+            payment_no: no,
+            order_no: "AL-LATE",
+            attempt_no: 1,
+            provider: "alipay",
+            amount_minor: 1200,
+            currency: "CNY",
+            description: None,
+            created_by: "test",
+            now: a.app.engine.now(),
+        },
+    )
+    .await
+    .unwrap();
+    let form = a.form(a.fields("n-late", no, "12.00", 0), &a.key);
+    assert_eq!(a.post(form.clone()).await, (200, "success".to_string()));
+    assert_eq!(a.app.payment_state(no).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(
+        stored().await,
+        ("SUCCESS".to_string(), Some("applied".to_string()))
+    );
+    assert_eq!(a.post(form).await, (200, "success".to_string()));
+    assert_eq!(a.app.payment_state(no).await, ("SUCCEEDED".to_string(), 1));
+}
+
+async fn alipay_refusals_before_reading_are_answered_fail(b: Backend) {
+    let a = spawn(b).await;
+    let url = format!("{}/webhooks/alipay", a.app.base);
+    for (content_type, body, want) in [
+        ("application/json", "{}".to_string(), 415),
+        (
+            "application/x-www-form-urlencoded",
+            "a=".to_string() + &"x".repeat(70 * 1024),
+            413,
+        ),
+    ] {
+        let res = a
+            .app
+            .client
+            .post(&url)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), want);
+        assert_eq!(res.text().await.unwrap(), "fail");
+    }
+}
+
 both_databases!(
+    an_alipay_redelivery_with_a_new_notify_time_is_a_duplicate_and_other_facts_a_conflict,
+    every_delivery_for_an_unknown_payment_is_answered_alike_until_it_applies,
+    alipay_refusals_before_reading_are_answered_fail,
     alipay_refunds_are_requested_queried_and_notified_with_the_running_total,
     refused_notifications_are_kept_with_their_reason_bounded_and_make_reckon_ask_alipay,
     a_signed_alipay_notification_is_answered_success_and_applied_once,

@@ -143,6 +143,15 @@ impl TestApp {
         self.server = Some(server);
     }
 
+    /// A second server on the same database (as a second instance behind
+    /// a load balancer would be): its base URL; it runs until the test ends.
+    pub async fn second_instance(&self) -> String {
+        let (base, _, _, server) = launch(&self.config, &self.options).await;
+        // Detached: it stops with the test's runtime.
+        drop(server);
+        base
+    }
+
     pub fn origin(&self) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert("origin", HeaderValue::from_str(&self.base).unwrap());
@@ -239,6 +248,38 @@ impl TestApp {
                 .await
                 .unwrap();
         (status, effects)
+    }
+
+    /// A stored callback's redelivery figures: (duplicates counted,
+    /// distinct redeliveries kept, of those with other facts).
+    pub async fn redeliveries(&self, provider: &str, callback_id: &str) -> (i64, i64, i64) {
+        let pool = &self.accounts.db.pool;
+        let (id, duplicates): (String, i64) = sqlx::query_as(
+            "SELECT id, CAST(duplicates AS BIGINT) FROM payment_callbacks WHERE provider = $1 AND callback_id = $2",
+        )
+        .bind(provider)
+        .bind(callback_id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        let (kept, other): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(1 - same_facts), 0) AS BIGINT) FROM callback_redeliveries \
+             WHERE callback_row_id = $1",
+        )
+        .bind(&id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        (duplicates, kept, other)
+    }
+
+    /// How many alerts of `kind` were raised.
+    pub async fn alert_count(&self, kind: &str) -> i64 {
+        sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE kind = $1")
+            .bind(kind)
+            .fetch_one(&self.accounts.db.pool)
+            .await
+            .unwrap()
     }
 
     /// Runs the real `reckon` binary against this app's database.

@@ -12,6 +12,7 @@ mod crash;
 mod engine;
 mod ops;
 mod pipeline;
+mod provider_truth;
 mod recon;
 mod refunds;
 mod standard;

@@ -166,6 +166,46 @@ fn event(id: &str, kind: &str, payment_no: &str, amount: i64) -> String {
     .to_string()
 }
 
+/// A PaymentIntent event as Stripe sends it: the intent as it is after
+/// the event (`status`), `extra` fields merged into the intent, and the
+/// event's delivery counter.
+fn intent_event(
+    id: &str,
+    kind: &str,
+    payment_no: &str,
+    amount: i64,
+    status: &str,
+    extra: serde_json::Value,
+    pending_webhooks: i64,
+) -> String {
+    let mut intent = serde_json::json!({
+        "id": format!("pi_{payment_no}"), "object": "payment_intent", "amount": amount,
+        "currency": "eur", "status": status, "last_payment_error": null,
+        "metadata": { "payment_no": payment_no }
+    });
+    if let (Some(i), Some(e)) = (intent.as_object_mut(), extra.as_object()) {
+        i.extend(e.clone());
+    }
+    serde_json::json!({
+        "id": id, "object": "event", "api_version": "2024-06-20", "created": 1_764_500_000,
+        "type": kind, "livemode": false, "pending_webhooks": pending_webhooks,
+        "request": { "id": null, "idempotency_key": null },
+        "data": { "object": intent }
+    })
+    .to_string()
+}
+
+/// What the outbox holds for a payment: its event types, in order.
+async fn outbox_types(app: &TestApp, payment_no: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY created_at, message_id",
+    )
+    .bind(payment_no)
+    .fetch_all(&app.accounts.db.pool)
+    .await
+    .unwrap()
+}
+
 /// Stripe's documented scheme, written out here independently of the
 /// adapter: hex HMAC-SHA256 of "{t}.{body}" keyed with the secret string.
 fn sign(secret: &str, t: i64, body: &str) -> String {
@@ -413,7 +453,184 @@ async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
     assert_eq!(figures, (1200, 0), "the stranger's refund changed nothing");
 }
 
+async fn a_declined_attempt_then_a_success_on_one_intent_pays_the_order_once(b: Backend) {
+    let s = spawn_stripe_app(b).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-RETRY", 2500, "EUR")
+        .await;
+    let now = s.now();
+    let s = &s;
+    let post = |body: String| async move {
+        let sig = sign(SECRET, now, &body);
+        s.post(&body, &sig).await.status()
+    };
+    let created = intent_event(
+        "evt_c",
+        "payment_intent.created",
+        &p,
+        2500,
+        "requires_payment_method",
+        serde_json::json!({}),
+        1,
+    );
+    assert_eq!(post(created).await, 200);
+    // The card is declined: the intent goes back to requires_payment_method.
+    let declined = intent_event(
+        "evt_d",
+        "payment_intent.payment_failed",
+        &p,
+        2500,
+        "requires_payment_method",
+        serde_json::json!({ "last_payment_error": {
+            "type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds",
+            "message": "Your card has insufficient funds.", "charge": "ch_1"
+        }}),
+        1,
+    );
+    assert_eq!(post(declined).await, 200);
+    assert_eq!(s.app.payment_state(&p).await, ("PENDING".to_string(), 0));
+    assert!(
+        outbox_types(&s.app, &p).await.is_empty(),
+        "nothing downstream"
+    );
+    let timeline: Vec<String> = sqlx::query_scalar(
+        "SELECT evidence_ref FROM payment_status_history WHERE payment_no = $1 ORDER BY at, id",
+    )
+    .bind(&p)
+    .fetch_all(&s.app.accounts.db.pool)
+    .await
+    .unwrap();
+    assert!(
+        timeline.iter().any(|e| e.contains("declined attempt: card_declined (insufficient_funds): Your card has insufficient funds.")),
+        "{timeline:?}"
+    );
+    // The customer retries on the same intent, and it succeeds.
+    let succeeded = intent_event(
+        "evt_s",
+        "payment_intent.succeeded",
+        &p,
+        2500,
+        "succeeded",
+        serde_json::json!({ "latest_charge": "ch_2" }),
+        1,
+    );
+    assert_eq!(post(succeeded).await, 200);
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    let effects: Vec<String> =
+        sqlx::query_scalar("SELECT effect_type FROM payment_effects WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_all(&s.app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(effects, ["ORDER_PAID"]);
+    assert_eq!(outbox_types(&s.app, &p).await, ["payment.succeeded"]);
+    assert_eq!(s.app.alert_count("out_of_order").await, 0);
+}
+
+async fn a_canceled_intent_closes_the_payment(b: Backend) {
+    let s = spawn_stripe_app(b).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-CANCEL", 900, "EUR")
+        .await;
+    let now = s.now();
+    for (id, kind, status) in [
+        (
+            "evt_a1",
+            "payment_intent.requires_action",
+            "requires_action",
+        ),
+        ("evt_a2", "payment_intent.processing", "processing"),
+    ] {
+        let body = intent_event(id, kind, &p, 900, status, serde_json::json!({}), 1);
+        assert_eq!(s.post(&body, &sign(SECRET, now, &body)).await.status(), 200);
+        assert_eq!(
+            s.app.payment_state(&p).await,
+            ("PENDING".to_string(), 0),
+            "{kind}"
+        );
+    }
+    let body = intent_event(
+        "evt_x",
+        "payment_intent.canceled",
+        &p,
+        900,
+        "canceled",
+        serde_json::json!({ "cancellation_reason": "abandoned" }),
+        1,
+    );
+    assert_eq!(s.post(&body, &sign(SECRET, now, &body)).await.status(), 200);
+    assert_eq!(s.app.payment_state(&p).await, ("CLOSED".to_string(), 1));
+    assert_eq!(outbox_types(&s.app, &p).await, ["payment.closed"]);
+}
+
+async fn a_stripe_redelivery_with_a_new_envelope_is_a_duplicate_and_other_facts_a_conflict(
+    b: Backend,
+) {
+    let s = spawn_stripe_app(b).await;
+    let p = s
+        .app
+        .register_payment("stripe-eu", "ST-RD", 700, "EUR")
+        .await;
+    let now = s.now();
+    let first = intent_event(
+        "evt_rd",
+        "payment_intent.succeeded",
+        &p,
+        700,
+        "succeeded",
+        serde_json::json!({}),
+        2,
+    );
+    assert_eq!(
+        s.post(&first, &sign(SECRET, now, &first)).await.status(),
+        200
+    );
+    // Stripe's retry: the same event, one endpoint fewer still pending,
+    // signed anew a minute later.
+    let again = intent_event(
+        "evt_rd",
+        "payment_intent.succeeded",
+        &p,
+        700,
+        "succeeded",
+        serde_json::json!({}),
+        1,
+    );
+    assert_ne!(first, again);
+    assert_eq!(
+        s.post(&again, &sign(SECRET, now + 60, &again))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(s.app.alert_count("callback_conflict").await, 0);
+    assert_eq!(s.app.redeliveries("stripe-eu", "evt_rd").await, (1, 1, 0));
+    // The same event id saying another amount: a conflict, the first kept.
+    let other = intent_event(
+        "evt_rd",
+        "payment_intent.succeeded",
+        &p,
+        701,
+        "succeeded",
+        serde_json::json!({}),
+        1,
+    );
+    assert_eq!(
+        s.post(&other, &sign(SECRET, now, &other)).await.status(),
+        200
+    );
+    assert_eq!(s.app.alert_count("callback_conflict").await, 1);
+    assert_eq!(s.app.redeliveries("stripe-eu", "evt_rd").await, (1, 2, 1));
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+}
+
 both_databases!(
+    a_declined_attempt_then_a_success_on_one_intent_pays_the_order_once,
+    a_canceled_intent_closes_the_payment,
+    a_stripe_redelivery_with_a_new_envelope_is_a_duplicate_and_other_facts_a_conflict,
     stripe_refunds_are_requested_and_their_events_settle_them,
     events_signed_by_the_official_stripe_library_are_accepted,
     a_stripe_event_moves_the_payment_once_and_bad_ones_are_refused,

@@ -234,7 +234,19 @@ fn sealed(
     resource: &serde_json::Value,
     key: &str,
 ) -> String {
-    let nonce = "fdasflkja484";
+    sealed_with(id, event_type, original_type, resource, key, "fdasflkja484")
+}
+
+/// Sealed under a resource nonce of the caller's (WeChat Pay seals each
+/// delivery anew).
+fn sealed_with(
+    id: &str,
+    event_type: &str,
+    original_type: &str,
+    resource: &serde_json::Value,
+    key: &str,
+    nonce: &str,
+) -> String {
     let ciphertext = Aes256Gcm::new_from_slice(key.as_bytes())
         .unwrap()
         .encrypt(
@@ -336,6 +348,24 @@ impl Wechat {
         sealed(id, "TRANSACTION.SUCCESS", "transaction", &transaction, key)
     }
 
+    /// The same transaction notification sealed under another resource
+    /// nonce, as a WeChat Pay redelivery is.
+    fn resealed(&self, id: &str, payment_no: &str, total: i64, nonce: &str) -> String {
+        let transaction = serde_json::json!({
+            "mchid": "1900000001", "appid": "wx0000000000000001", "out_trade_no": payment_no,
+            "transaction_id": format!("4200{id}"), "trade_state": "SUCCESS", "trade_type": "NATIVE",
+            "amount": { "total": total, "payer_total": total, "currency": "CNY", "payer_currency": "CNY" }
+        });
+        sealed_with(
+            id,
+            "TRANSACTION.SUCCESS",
+            "transaction",
+            &transaction,
+            APIV3_KEY,
+            nonce,
+        )
+    }
+
     /// A REFUND.* notification as WeChat Pay sends it.
     fn refund_envelope(&self, id: &str, refund: &serde_json::Value, status: &str) -> String {
         let resource = serde_json::json!({
@@ -363,12 +393,26 @@ impl Wechat {
         serial: &str,
         key: &RsaPrivateKey,
     ) -> (u16, String) {
+        self.post_to(&self.app.base, body, ts, nonce, serial, key)
+            .await
+    }
+
+    /// Signed and sent to the server at `base`.
+    async fn post_to(
+        &self,
+        base: &str,
+        body: &str,
+        ts: i64,
+        nonce: &str,
+        serial: &str,
+        key: &RsaPrivateKey,
+    ) -> (u16, String) {
         let message = format!("{ts}\n{nonce}\n{body}\n");
         let signature = SigningKey::<Sha256>::new(key.clone()).sign(message.as_bytes());
         let res = self
             .app
             .client
-            .post(format!("{}/webhooks/wechat", self.app.base))
+            .post(format!("{base}/webhooks/wechat"))
             .header("content-type", "application/json")
             .header("wechatpay-timestamp", ts.to_string())
             .header("wechatpay-nonce", nonce)
@@ -605,7 +649,99 @@ async fn wechat_refunds_are_requested_notified_and_queried(b: Backend) {
     assert_eq!(w.api.bad_requests.load(Ordering::SeqCst), 0);
 }
 
+async fn a_wechat_redelivery_sealed_anew_is_a_duplicate_and_other_facts_a_conflict(b: Backend) {
+    let w = spawn(b).await;
+    let p = w.app.register_payment("wechat", "WX-RD", 880, "CNY").await;
+    let now = w.now();
+    let first = w.resealed("EV-RD", &p, 880, "aaaaaaaaaaaa");
+    assert_eq!(w.post(&first, now, "rd-1", SERIAL, &w.key).await.0, 204);
+    // WeChat Pay's retry: the same transaction sealed under a new nonce,
+    // signed anew — other bytes, the same facts.
+    let again = w.resealed("EV-RD", &p, 880, "bbbbbbbbbbbb");
+    assert_ne!(first, again);
+    assert_eq!(w.post(&again, now, "rd-2", SERIAL, &w.key).await.0, 204);
+    assert_eq!(w.post(&again, now, "rd-3", SERIAL, &w.key).await.0, 204);
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert_eq!(w.app.alert_count("callback_conflict").await, 0);
+    assert_eq!(
+        w.app.redeliveries("wechat", "EV-RD").await,
+        (2, 1, 0),
+        "two duplicates counted; the new bytes kept once"
+    );
+    // The same id with another amount is a conflict, never applied.
+    let other = w.resealed("EV-RD", &p, 990, "cccccccccccc");
+    assert_eq!(w.post(&other, now, "rd-4", SERIAL, &w.key).await.0, 204);
+    assert_eq!(w.app.alert_count("callback_conflict").await, 1);
+    assert_eq!(w.app.redeliveries("wechat", "EV-RD").await, (2, 2, 1));
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+}
+
+async fn a_replayed_wechat_nonce_is_refused_after_a_restart_and_by_a_second_instance(b: Backend) {
+    let mut w = spawn(b).await;
+    let p = w.app.register_payment("wechat", "WX-NC", 150, "CNY").await;
+    let body = w.envelope("EV-NC", &p, "SUCCESS", 150, APIV3_KEY);
+    let now = w.now();
+    assert_eq!(w.post(&body, now, "nonce-nc", SERIAL, &w.key).await.0, 204);
+    let refused = |(status, text): (u16, String)| {
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["code"], "FAIL", "{text}");
+        status
+    };
+    // Another instance on the same database has never seen it itself.
+    let second = w.app.second_instance().await;
+    assert_eq!(
+        refused(
+            w.post_to(&second, &body, now, "nonce-nc", SERIAL, &w.key)
+                .await
+        ),
+        401,
+        "replayed to a second instance"
+    );
+    w.app.restart().await;
+    assert_eq!(
+        refused(w.post(&body, now, "nonce-nc", SERIAL, &w.key).await),
+        401,
+        "replayed after a restart"
+    );
+    // A fresh nonce is a redelivery, a duplicate: accepted.
+    assert_eq!(w.post(&body, now, "nonce-nc2", SERIAL, &w.key).await.0, 204);
+    // Past the window the nonce is free again (the timestamp then decides).
+    w.clock.advance_secs(601);
+    let later = w.now();
+    assert_eq!(
+        w.post(&body, later, "nonce-nc", SERIAL, &w.key).await.0,
+        204
+    );
+    assert_eq!(w.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+}
+
+async fn wechat_refusals_before_reading_are_answered_in_wechat_protocol(b: Backend) {
+    let w = spawn(b).await;
+    let url = format!("{}/webhooks/wechat", w.app.base);
+    for (content_type, body, want) in [
+        ("text/plain", "{}".to_string(), 415),
+        ("application/json", "x".repeat(70 * 1024), 413),
+    ] {
+        let res = w
+            .app
+            .client
+            .post(&url)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), want);
+        let v: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(v["code"], "FAIL", "{v}");
+        assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+    }
+}
+
 both_databases!(
+    a_wechat_redelivery_sealed_anew_is_a_duplicate_and_other_facts_a_conflict,
+    a_replayed_wechat_nonce_is_refused_after_a_restart_and_by_a_second_instance,
+    wechat_refusals_before_reading_are_answered_in_wechat_protocol,
     wechat_refunds_are_requested_notified_and_queried,
     a_missing_wechat_notification_is_found_by_the_order_query_after_a_timeout,
     a_sealed_and_signed_wechat_notification_is_applied_once,

@@ -129,6 +129,11 @@ pub struct CallbackDetail {
     /// Replays of it (audit entries).
     pub replays: Vec<String>,
     pub replayable: bool,
+    /// The business facts a redelivery must repeat to be a duplicate.
+    pub facts: Option<String>,
+    /// Its redeliveries with other bytes: when, their hash, and whether
+    /// their facts were the same (a new envelope) or not (a conflict).
+    pub redeliveries: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

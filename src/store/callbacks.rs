@@ -186,6 +186,25 @@ pub async fn redelivered(
     Ok(())
 }
 
+/// A stored callback's redeliveries with bytes of their own, oldest first:
+/// (received_at, payload hash, same facts).
+pub async fn redeliveries<'e>(
+    e: impl Executor<'e, Database = Any>,
+    row_id: &str,
+) -> sqlx::Result<Vec<(i64, String, bool)>> {
+    let rows: Vec<(i64, String, i32)> = sqlx::query_as(
+        "SELECT received_at, payload_hash, same_facts FROM callback_redeliveries \
+         WHERE callback_row_id = $1 ORDER BY received_at, payload_hash",
+    )
+    .bind(row_id)
+    .fetch_all(e)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(at, hash, same)| (at, hash, same != 0))
+        .collect())
+}
+
 /// Leases callbacks due for another try: FAILED ones whose time has come,
 /// and ones left RECEIVED or PROCESSING by a stopped process (lease expired,
 /// or received more than `stale_before` ago without a lease).

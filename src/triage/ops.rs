@@ -357,7 +357,7 @@ impl Desk {
         let pool = &self.engine.db.pool;
         let row = sqlx::query(&format!(
             "SELECT {CALLBACK_COLUMNS}, headers_json, payload, payload_hash, error_message, next_retry_at, \
-               processed_at, refund_no FROM payment_callbacks WHERE id = $1"
+               processed_at, refund_no, facts FROM payment_callbacks WHERE id = $1"
         ))
         .bind(id)
         .fetch_optional(pool)
@@ -400,7 +400,26 @@ impl Desk {
             format!("{} {actor}: {class}", app::format::utc_minutes(at))
         })
         .collect();
+        let redeliveries = crate::store::callbacks::redeliveries(pool, id)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|(at, hash, same)| {
+                let what = if same {
+                    "same facts, new envelope"
+                } else {
+                    "OTHER FACTS: conflict, not applied"
+                };
+                format!(
+                    "{} {what} · sha-256 {}",
+                    app::format::utc_minutes(at),
+                    &hash[..hash.len().min(16)]
+                )
+            })
+            .collect();
         Ok(CallbackDetail {
+            facts: row.try_get("facts").map_err(internal)?,
+            redeliveries,
             replayable: summary.verify_result == "VERIFIED",
             summary,
             headers: mask::headers(&headers_json),

@@ -447,6 +447,31 @@ async fn callback_details_show_no_secret_and_alerts_are_acknowledged(b: Backend)
         .to_owned();
     assert!(shown.contains("****"), "{shown}");
     assert!(detail["payload"].as_str().unwrap().contains(&p));
+    assert!(
+        detail["facts"].as_str().unwrap().contains(&p),
+        "{}",
+        detail["facts"]
+    );
+
+    // A redelivery with other bytes and the same facts is listed as such.
+    let spaced = body.replacen('{', "{ ", 1);
+    assert_ne!(spaced, body);
+    assert_eq!(d.app.post_signed("evt-mask", &spaced).await.status(), 200);
+    let res = d
+        .app
+        .app
+        .call_with(&d.olga, "callbacks/show", &[("id", &id)])
+        .await;
+    let detail: Value = res.json().await.unwrap();
+    let redeliveries = detail["redeliveries"].as_array().unwrap();
+    assert_eq!(redeliveries.len(), 1, "{detail}");
+    assert!(
+        redeliveries[0]
+            .as_str()
+            .unwrap()
+            .contains("same facts, new envelope")
+    );
+    assert_eq!(detail["summary"]["duplicates"], 1);
 
     // The payment's record has the callback, the state change and the effect.
     let (_, view) = d

@@ -247,7 +247,8 @@ fn Detail(
                 <dt>{tr(lang, "Signature", "验签")}</dt><dd id="verify">{s.verify_result.clone()}</dd>
                 <dt>{tr(lang, "Processing", "处理状态")}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Tries", "处理次数")}</dt><dd>{s.retry_count}</dd>
-                <dt>{tr(lang, "Redeliveries", "重复投递")}</dt><dd>{s.duplicates}</dd>
+                <dt>{tr(lang, "Redeliveries", "重复投递")}</dt><dd id="duplicates">{s.duplicates}</dd>
+                <dt>{tr(lang, "Facts", "业务事实")}</dt><dd><code id="facts">{d.facts.clone().unwrap_or_default()}</code></dd>
                 <dt>{tr(lang, "Error", "错误")}</dt><dd>{d.error_message.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Received / processed (UTC)", "接收 / 处理（UTC）")}</dt>
                 <dd>{utc_minutes(s.received_at)} " / " {d.processed_at.map(utc_minutes).unwrap_or_default()}
@@ -270,6 +271,8 @@ fn Detail(
             <ul id="produced">{d.produced.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
             <h2>{tr(lang, "Replays", "重放记录")}</h2>
             <ul id="replays">{d.replays.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
+            <h2>{tr(lang, "Redeliveries with other bytes", "不同报文的重复投递")}</h2>
+            <ul id="redeliveries">{d.redeliveries.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
         </section>
         <section class="card">
             <h2>{tr(lang, "Headers (masked)", "请求头（已脱敏）")}</h2>

@@ -44,7 +44,15 @@ impl Engine {
         self.metrics.callback("received");
         let now = self.now();
 
-        if let Err(e) = provider.verify(headers, body, now / 1_000_000) {
+        // Signed and fresh, then not a replay of a request already received.
+        let verified = match provider.verify(headers, body, now / 1_000_000) {
+            Ok(()) => match self.replayed(provider.as_ref(), headers, now).await {
+                Some(replay) => Err(replay),
+                None => Ok(()),
+            },
+            Err(e) => Err(e),
+        };
+        if let Err(e) = verified {
             tracing::warn!(reason = %e, "callback refused: verification failed");
             self.metrics.callback("failed");
             // What the body claims is not believed; at most it makes
@@ -66,22 +74,6 @@ impl Engine {
                 body,
                 body_len: body.len() as i64,
                 claimed_payment: claimed.as_deref(),
-                trace_id: &trace_id,
-            };
-            self.refuse(&refusal).await;
-            return provider.answer(&Answer::Unverified(e));
-        }
-        if let Some(e) = self.replayed(provider.as_ref(), headers, now).await {
-            tracing::warn!(reason = %e, "callback refused: replayed");
-            self.metrics.callback("failed");
-            let refusal = Refusal {
-                provider: provider.as_ref(),
-                kind: "unverified",
-                reason: &e.to_string(),
-                headers,
-                body,
-                body_len: body.len() as i64,
-                claimed_payment: None,
                 trace_id: &trace_id,
             };
             self.refuse(&refusal).await;

@@ -274,6 +274,14 @@ async fn plan(
                 .clone()
                 .or_else(|| p.provider_txn_id.clone());
             if fix.kind == FixKind::AcceptPayment {
+                if let Some(paid) =
+                    payments::paid_attempt_of(&mut *conn, &p.order_no, &p.payment_no).await?
+                {
+                    return Err(TxError::App(not_applicable(format!(
+                        "order {} is already paid by {paid}: accepting this payment would pay it twice (refund it instead)",
+                        p.order_no
+                    ))));
+                }
                 plan(json!({
                     "status": "SUCCEEDED",
                     "provider_txn_id": txn,
@@ -819,6 +827,13 @@ async fn execute(
             let b = payment_brief(&mut *tx, &no)
                 .await?
                 .ok_or_else(|| NotExecuted::Failed("payment missing".into()))?;
+            // Another attempt may have been paid since the proposal.
+            if let Some(paid) = payments::paid_attempt_of(&mut *tx, &b.order_no, &no).await? {
+                return Err(NotExecuted::Failed(format!(
+                    "order {} is paid by {paid} now: accepting {no} would pay it twice",
+                    b.order_no
+                )));
+            }
             let mut o = outcome_for(&b, PaymentStatus::Succeeded, b.amount_minor)?;
             if let Some(txn) = after["provider_txn_id"].as_str() {
                 o.provider_txn_id = ProviderTxnId::parse(txn).ok();

@@ -10,7 +10,7 @@ use crate::both_databases;
 use crate::helpers::Backend;
 use crate::triage::{Desk, desk};
 use reckon::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
-use reckon::engine::{Applied, Outcome, Source};
+use reckon::engine::{Applied, CreatePayment, Outcome, Source};
 use serde_json::Value;
 
 impl Desk {
@@ -464,7 +464,70 @@ async fn refunding_a_late_success_goes_through_the_ledger_once(b: Backend) {
     assert_eq!(d.effect_count(&p, "ORDER_PAID").await, 1);
 }
 
+async fn a_late_success_never_pays_an_order_twice(b: Backend) {
+    let d = desk(b).await;
+    let (a, _) = d.paid_after("LATE-TWICE", "FAILED", 1).await;
+    let ticket = d.late_tickets(&a).await.remove(0);
+    let proposal = d.propose(&d.olga, &ticket, "ACCEPT_PAYMENT").await;
+
+    // Meanwhile the shop's retry, a second attempt of the same order, is paid.
+    let req = CreatePayment {
+        order_no: "LATE-TWICE".into(),
+        provider: "sandbox".into(),
+        amount_minor: 8800,
+        currency: "CNY".into(),
+        description: None,
+    };
+    let (status, body) = d
+        .app
+        .app_engine()
+        .create_payment("test", "key-LATE-TWICE-retry", &req)
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{body}");
+    let retry = body["payment_no"].as_str().unwrap().to_owned();
+    let ok = d.app.notice(
+        "evt-retry-ok",
+        &retry,
+        "SUCCEEDED",
+        "88.00",
+        "CNY",
+        &format!("SBX-{retry}"),
+    );
+    assert_eq!(d.app.post_signed("evt-retry-ok", &ok).await.status(), 200);
+    assert_eq!(d.app.status(&retry).await, "SUCCEEDED");
+
+    // Approving the acceptance now would pay the order twice: refused.
+    let (status, err) = d.approve(&d.sam, &proposal).await;
+    assert_eq!(status, 409, "{err}");
+    assert!(err.to_string().contains("pay it twice"), "{err}");
+    assert_eq!(d.app.status(&a).await, "FAILED");
+    assert_eq!(d.effect_count(&a, "ORDER_PAID").await, 0);
+    // Nor can it be proposed again; the refund can, and gives it back.
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "fixes/propose",
+            &[
+                ("id", &ticket),
+                ("kind", "ACCEPT_PAYMENT"),
+                ("reason", "r"),
+                ("evidence", "e"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(err.to_string().contains("already paid by"), "{err}");
+    let proposal = d.propose(&d.olga, &ticket, "REFUND_PAYMENT").await;
+    let (status, done) = d.approve(&d.sue, &proposal).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(d.app.status(&a).await, "REFUNDING");
+    assert_eq!(d.effect_count(&a, "ORDER_PAID").await, 0);
+    assert_eq!(d.effect_count(&retry, "ORDER_PAID").await, 1);
+}
+
 both_databases!(
+    a_late_success_never_pays_an_order_twice,
     a_late_success_after_failed_or_closed_opens_one_high_ticket,
     accepting_a_late_success_pays_the_order_exactly_once,
     refunding_a_late_success_goes_through_the_ledger_once,

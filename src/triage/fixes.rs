@@ -849,6 +849,13 @@ async fn execute(
             let payment = payments::get(&mut *tx, &no)
                 .await?
                 .ok_or_else(|| NotExecuted::Failed("payment missing".into()))?;
+            if desk.engine.providers.get(&payment.provider).is_none() {
+                // Nobody would ask for the money back: the refund would wait forever.
+                return Err(NotExecuted::Failed(format!(
+                    "provider {} is not configured",
+                    payment.provider
+                )));
+            }
             let txn = after["provider_txn_id"].as_str();
             let Some((refund_no, prev)) =
                 refund_late_success_in(&mut *tx, &payment, txn, &p.id, &trace_id, now).await?

@@ -240,5 +240,15 @@ pub fn fix_name(kind: crate::tickets::FixKind, lang: Lang) -> &'static str {
             "合并：保留一笔，关闭其余",
         ),
         ReleaseHold => tr(lang, "Release the hold", "解除冻结"),
+        AcceptPayment => tr(
+            lang,
+            "Accept the late payment as paid",
+            "确认迟到的支付成功",
+        ),
+        RefundPayment => tr(
+            lang,
+            "Refund the late payment in full",
+            "全额退还迟到的支付",
+        ),
     }
 }

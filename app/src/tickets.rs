@@ -23,6 +23,7 @@ pub const CLASSES: &[&str] = &[
     "REFUND_MISMATCH",
     "TXN_MISMATCH",
     "PROVIDER_MISMATCH",
+    "PAID_AFTER_CLOSE",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.
@@ -199,15 +200,23 @@ pub enum FixKind {
     Merge,
     /// Lift reconciliation's hold on the payment.
     ReleaseHold,
+    /// A late success of a FAILED or CLOSED payment taken as the truth: the
+    /// payment becomes SUCCEEDED and the order is paid.
+    AcceptPayment,
+    /// A late success of a FAILED or CLOSED payment given back: the whole
+    /// amount refunded through the refund ledger; the order stays unpaid.
+    RefundPayment,
 }
 
 impl FixKind {
-    pub const ALL: [FixKind; 5] = [
+    pub const ALL: [FixKind; 7] = [
         FixKind::Backfill,
         FixKind::ClosePayment,
         FixKind::AcceptAmount,
         FixKind::Merge,
         FixKind::ReleaseHold,
+        FixKind::AcceptPayment,
+        FixKind::RefundPayment,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -217,6 +226,8 @@ impl FixKind {
             FixKind::AcceptAmount => "ACCEPT_AMOUNT",
             FixKind::Merge => "MERGE",
             FixKind::ReleaseHold => "RELEASE_HOLD",
+            FixKind::AcceptPayment => "ACCEPT_PAYMENT",
+            FixKind::RefundPayment => "REFUND_PAYMENT",
         }
     }
 }

@@ -66,6 +66,19 @@ impl PaymentStatus {
             .collect()
     }
 
+    /// The states from which an approved manual fix may reach `to`: those
+    /// of [`Self::apply_predecessors`], and for SUCCEEDED also FAILED and
+    /// CLOSED — a provider's late success that two people accepted
+    /// (PAID_AFTER_CLOSE). Only `Source::ManualFix` uses it: nothing
+    /// automatic moves a FAILED or CLOSED payment to SUCCEEDED.
+    pub fn manual_fix_predecessors(to: PaymentStatus) -> Vec<PaymentStatus> {
+        let mut from = Self::apply_predecessors(to);
+        if to == Succeeded {
+            from.extend([Failed, Closed]);
+        }
+        from
+    }
+
     /// Final for the payment's own lifecycle (refunds aside).
     pub fn is_settled(self) -> bool {
         matches!(self, Succeeded | Failed | Closed | Refunding | Refunded)
@@ -146,6 +159,29 @@ mod tests {
         );
         assert!(PaymentStatus::apply_predecessors(Refunded).is_empty());
         assert!(PaymentStatus::apply_predecessors(Created).is_empty());
+    }
+
+    /// A late success is accepted only by two people: the provider-facing
+    /// list never offers FAILED or CLOSED -> SUCCEEDED, the manual fix's
+    /// list adds exactly those two, and nothing else differs.
+    #[test]
+    fn only_a_manual_fix_accepts_a_late_success() {
+        for from in [Failed, Closed] {
+            assert!(!from.may_go_to(Succeeded));
+            assert!(!PaymentStatus::apply_predecessors(Succeeded).contains(&from));
+            assert!(PaymentStatus::manual_fix_predecessors(Succeeded).contains(&from));
+        }
+        assert_eq!(
+            PaymentStatus::manual_fix_predecessors(Succeeded),
+            vec![Created, Pending, Failed, Closed]
+        );
+        for to in PaymentStatus::ALL.into_iter().filter(|t| *t != Succeeded) {
+            assert_eq!(
+                PaymentStatus::manual_fix_predecessors(to),
+                PaymentStatus::apply_predecessors(to),
+                "{to}"
+            );
+        }
     }
 
     #[test]

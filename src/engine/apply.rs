@@ -67,6 +67,11 @@ pub enum Applied {
     /// The facts disagree (amount, currency, provider, transaction id):
     /// nothing overwritten, a high-severity discrepancy and an alert opened.
     Conflict { reason: String },
+    /// The provider reports a success for a payment Reckon holds FAILED or
+    /// CLOSED: money taken without an order. State kept; a HIGH
+    /// PAID_AFTER_CLOSE ticket and a critical alert opened for two people
+    /// to accept or refund it.
+    PaidAfterClose { current: PaymentStatus },
     /// No such payment.
     UnknownPayment,
     /// Reconciliation holds the payment until a person decides: nothing
@@ -81,6 +86,7 @@ impl Applied {
             Applied::Duplicate { .. } => "duplicate",
             Applied::OutOfOrder { .. } => "out_of_order",
             Applied::Conflict { .. } => "conflict",
+            Applied::PaidAfterClose { .. } => "paid_after_close",
             Applied::UnknownPayment => "unknown_payment",
             Applied::Held { .. } => "held",
         }
@@ -117,7 +123,13 @@ pub async fn apply_in(
     o: &Outcome,
     now: i64,
 ) -> sqlx::Result<Applied> {
-    let predecessors = PaymentStatus::apply_predecessors(o.target);
+    // Only two people's approval may take a FAILED or CLOSED payment to
+    // SUCCEEDED; a provider's word about one opens a ticket below instead.
+    let predecessors = if o.source == Source::ManualFix {
+        PaymentStatus::manual_fix_predecessors(o.target)
+    } else {
+        PaymentStatus::apply_predecessors(o.target)
+    };
     let moved = if predecessors.is_empty() {
         None
     } else {
@@ -182,6 +194,15 @@ pub async fn apply_in(
     if let Some((class, reason)) = disagreement(&current, o) {
         record_conflict(conn, o, Some(&current), class, &reason, now).await?;
         return Ok(Applied::Conflict { reason });
+    }
+    // Before the hold: a hold keeps the payment as it is, but money taken
+    // without an order is a person's business now, held or not.
+    if o.target == PaymentStatus::Succeeded
+        && o.source != Source::ManualFix
+        && matches!(status, PaymentStatus::Failed | PaymentStatus::Closed)
+    {
+        record_paid_after_close(conn, o, &current, now).await?;
+        return Ok(Applied::PaidAfterClose { current: status });
     }
     if let Some(reason) = &current.hold_reason
         && status != o.target
@@ -426,6 +447,68 @@ async fn record_conflict(
         },
         "conflict",
         &format!("conflicting outcome for payment {}: {reason}", o.payment_no),
+    )
+    .await
+}
+
+/// A verified success for a payment Reckon holds FAILED or CLOSED: the
+/// payment is kept as it is (nothing automatic moves it to SUCCEEDED), a
+/// HIGH PAID_AFTER_CLOSE ticket with both sides' facts and a critical alert
+/// are opened, once per payment and transaction however often the
+/// provider repeats itself (the evidence is the first report's).
+async fn record_paid_after_close(
+    conn: &mut AnyConnection,
+    o: &Outcome,
+    current: &payments::PaymentRow,
+    now: i64,
+) -> sqlx::Result<()> {
+    let txn = o
+        .provider_txn_id
+        .as_ref()
+        .map(|t| t.as_str())
+        .or(current.provider_txn_id.as_deref());
+    let key = format!(
+        "PAID_AFTER_CLOSE:{}:{}:{}:{}",
+        o.payment_no,
+        txn.unwrap_or("-"),
+        o.money.minor,
+        o.money.currency
+    );
+    let reason = format!(
+        "the provider reports payment {} SUCCEEDED, Reckon holds it {}: money taken without an order",
+        o.payment_no, current.status
+    );
+    let details = json!({
+        "reason": reason,
+        "source": o.source,
+        "evidence": o.evidence,
+        "reported_status": o.target,
+        "local_status": current.status,
+        "order_no": current.order_no,
+    })
+    .to_string();
+    incidents::open_with_alert(
+        conn,
+        &incidents::NewDiscrepancy {
+            dedupe_key: &key,
+            class: "PAID_AFTER_CLOSE",
+            severity: "HIGH",
+            provider: o.provider.as_str(),
+            payment_no: Some(o.payment_no.as_str()),
+            provider_txn_id: txn,
+            trace_id: Some(&o.trace_id),
+            local: Some((
+                current.amount_minor,
+                current.currency.as_str(),
+                current.status.as_str(),
+            )),
+            provider_side: Some((o.money.minor, o.money.currency.code(), o.target.as_str())),
+            source: o.source.as_str(),
+            details: &details,
+            now,
+        },
+        "paid_after_close",
+        &format!("{reason}; a PAID_AFTER_CLOSE ticket is open: accept or refund it"),
     )
     .await
 }

@@ -16,7 +16,9 @@ pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::{Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
-pub use refunds::{CreateRefund, RefundApplied, RefundOutcome, apply_refund_in};
+pub use refunds::{
+    CreateRefund, RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in,
+};
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use workers::headers_from_json;
 

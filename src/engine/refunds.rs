@@ -207,6 +207,11 @@ pub async fn apply_refund_in(
                         r.payment_no, r.refund_no
                     ))
                 })?;
+        if !succeeded && matches!(p_to.as_str(), "FAILED" | "CLOSED") {
+            // The refund of a late success failed: the provider still holds
+            // money for an order Reckon never paid. A person decides again.
+            reopen_paid_after_close(conn, o, &r, &payment, &p_to, now).await?;
+        }
         if p_from != p_to {
             payments::insert_history_many(
                 &mut *conn,
@@ -338,6 +343,121 @@ fn disagreement(
         ));
     }
     None
+}
+
+/// A new PAID_AFTER_CLOSE ticket (and critical alert) for a payment whose
+/// late success was to be refunded, when that refund failed: it offers the
+/// same two fixes again.
+async fn reopen_paid_after_close(
+    conn: &mut AnyConnection,
+    o: &RefundOutcome,
+    r: &refunds::RefundRow,
+    payment: &payments::PaymentRow,
+    status: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    let reason = format!(
+        "refund {} of the late success of payment {} failed ({}); the provider still holds the money, Reckon holds the payment {status}",
+        r.refund_no,
+        r.payment_no,
+        o.error.as_deref().unwrap_or("no reason given")
+    );
+    let details = json!({
+        "reason": reason,
+        "refund_no": r.refund_no,
+        "source": o.source,
+        "evidence": o.evidence,
+        "reported_status": "SUCCEEDED",
+        "local_status": status,
+        "order_no": payment.order_no,
+    })
+    .to_string();
+    incidents::open_with_alert(
+        conn,
+        &incidents::NewDiscrepancy {
+            dedupe_key: &format!("PAID_AFTER_CLOSE:refund-failed:{}", r.refund_no),
+            class: "PAID_AFTER_CLOSE",
+            severity: "HIGH",
+            provider: &r.provider,
+            payment_no: Some(&r.payment_no),
+            provider_txn_id: payment.provider_txn_id.as_deref(),
+            trace_id: Some(&o.trace_id),
+            local: Some((payment.amount_minor, &payment.currency, status)),
+            provider_side: Some((payment.amount_minor, &payment.currency, "SUCCEEDED")),
+            source: o.source.as_str(),
+            details: &details,
+            now,
+        },
+        "paid_after_close",
+        &format!("{reason}; a PAID_AFTER_CLOSE ticket is open again: accept or refund it"),
+    )
+    .await
+}
+
+/// The refund of a late success two people approved (PAID_AFTER_CLOSE):
+/// the whole amount of the FAILED or CLOSED payment reserved, the
+/// provider's transaction bound, the refund recorded (REQUESTED) with its
+/// task, in the caller's transaction — the task worker then asks the
+/// provider and [`apply_refund_in`] settles it as any refund (REFUNDED, one
+/// ledger row). The payment never passes through SUCCEEDED, so no
+/// ORDER_PAID effect and no `payment.succeeded` message. Keyed on the
+/// proposal, so one approval makes one refund. Returns the refund number
+/// and the payment's status before, or `None` when the guard refused.
+pub async fn refund_late_success_in(
+    conn: &mut AnyConnection,
+    payment: &payments::PaymentRow,
+    provider_txn_id: Option<&str>,
+    proposal_id: &str,
+    trace_id: &str,
+    now: i64,
+) -> sqlx::Result<Option<(String, String)>> {
+    let Some(prev) =
+        refunds::reserve_late_success(&mut *conn, &payment.payment_no, provider_txn_id, now)
+            .await?
+    else {
+        return Ok(None);
+    };
+    let refund_no = format!("RFD{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
+    let evidence = format!("proposal {proposal_id}");
+    refunds::insert(
+        &mut *conn,
+        &refunds::NewRefund {
+            refund_no: &refund_no,
+            payment_no: &payment.payment_no,
+            provider: &payment.provider,
+            amount_minor: payment.amount_minor,
+            currency: &payment.currency,
+            idem_scope: "fix",
+            idem_key: proposal_id,
+            reason: &format!("late success of a {prev} payment given back ({evidence})"),
+            requested_by: &format!("fix:{proposal_id}"),
+            now,
+        },
+    )
+    .await?;
+    payments::insert_history_many(
+        &mut *conn,
+        &[payments::HistoryEntry {
+            payment_no: &payment.payment_no,
+            from: &prev,
+            to: "REFUNDING",
+            source: Source::ManualFix.as_str(),
+            evidence: &evidence,
+            trace_id,
+            at: now,
+        }],
+    )
+    .await?;
+    tasks::schedule_refund(
+        &mut *conn,
+        tasks::REFUND,
+        &payment.payment_no,
+        &refund_no,
+        now,
+        now,
+    )
+    .await?;
+    Ok(Some((refund_no, prev)))
 }
 
 /// A REFUND_MISMATCH discrepancy and an alert, once per set of facts.

@@ -49,6 +49,9 @@ pub fn describe(applied: &Applied) -> String {
             format!("out of order: {current} cannot go to {target}; state kept")
         }
         Applied::Conflict { reason } => format!("conflict: {reason}; nothing overwritten"),
+        Applied::PaidAfterClose { current } => format!(
+            "paid after {current}: money taken without an order; state kept, PAID_AFTER_CLOSE ticket opened"
+        ),
         Applied::UnknownPayment => "unknown payment".into(),
         Applied::Held { reason } => format!("held: {reason}"),
     }

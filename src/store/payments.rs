@@ -100,6 +100,24 @@ pub async fn attempts_of<'e>(
     Ok((max.unwrap_or(0) + 1, live.unwrap_or(0)))
 }
 
+/// Another attempt of the order that is paid (SUCCEEDED, or refunding or
+/// refunded after it), if any: accepting a late success of one attempt
+/// would pay the order twice.
+pub async fn paid_attempt_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    order_no: &str,
+    except_payment_no: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT payment_no FROM payments WHERE order_no = $1 AND payment_no <> $2 \
+           AND status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') ORDER BY attempt_no LIMIT 1",
+    )
+    .bind(order_no)
+    .bind(except_payment_no)
+    .fetch_optional(e)
+    .await
+}
+
 /// What a guarded move changed.
 #[derive(Debug, sqlx::FromRow)]
 pub struct Moved {

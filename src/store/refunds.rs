@@ -129,6 +129,37 @@ pub async fn reserve<'e>(
     .await
 }
 
+/// Reserves the whole amount of a FAILED or CLOSED payment the provider
+/// nevertheless took (PAID_AFTER_CLOSE), for an approved refund of it:
+/// binds the provider's transaction (the refund call names it) and moves
+/// the payment to REFUNDING, so the refund ledger settles it as any other
+/// (REFUNDED when the provider confirms). `prev_status` keeps FAILED or
+/// CLOSED while the refund is in flight — nothing else can reserve on it or
+/// move it meanwhile — and [`settle_reservation`] goes back to it when the
+/// refund fails. Returns the status it had, or `None` when the guard
+/// refused (moved, held, nothing refunded before it, another transaction).
+pub async fn reserve_late_success<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+    provider_txn_id: Option<&str>,
+    now: i64,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(&format!(
+        "UPDATE payments SET reserved_minor = amount_minor, prev_status = status, status = 'REFUNDING', \
+           provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3 \
+         WHERE payment_no = $1 AND status IN ('FAILED', 'CLOSED') AND refunded_minor = 0 AND reserved_minor = 0 \
+           AND {} \
+           AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
+         RETURNING prev_status",
+        crate::store::payments::NOT_HELD
+    ))
+    .bind(payment_no)
+    .bind(provider_txn_id)
+    .bind(now)
+    .fetch_optional(e)
+    .await
+}
+
 /// A payment's refund figures: (status, amount, refunded, reserved).
 pub async fn balance<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -196,7 +227,9 @@ pub async fn set_provider_id<'e>(
 
 /// The payment side of a settled refund. `refunded`: the reservation
 /// becomes refunded (REFUNDED when all of it is, back to SUCCEEDED when
-/// nothing else is in flight); otherwise it is released. Returns (from, to)
+/// nothing else is in flight); otherwise it is released — back to
+/// SUCCEEDED, or to FAILED or CLOSED for the refund of a late success
+/// ([`reserve_late_success`]), which never paid the order. Returns (from, to)
 /// statuses, or `None` when the reservation is not there (never expected:
 /// the caller rolls back).
 pub async fn settle_reservation<'e>(
@@ -211,7 +244,8 @@ pub async fn settle_reservation<'e>(
         "UPDATE payments SET refunded_minor = refunded_minor + {add}, reserved_minor = reserved_minor - $2, \
            prev_status = status, \
            status = CASE WHEN refunded_minor + {add} >= amount_minor THEN 'REFUNDED' \
-                         WHEN reserved_minor - $2 > 0 THEN 'REFUNDING' ELSE 'SUCCEEDED' END, \
+                         WHEN reserved_minor - $2 > 0 THEN 'REFUNDING' \
+                         WHEN prev_status IN ('FAILED', 'CLOSED') THEN prev_status ELSE 'SUCCEEDED' END, \
            version = version + 1, updated_at = $3 \
          WHERE payment_no = $1 AND status = 'REFUNDING' AND reserved_minor >= $2 \
          RETURNING prev_status, status"

@@ -14,7 +14,7 @@ use super::reading::{PaymentBrief, fixes_for, payment_brief, proposal, ticket_ro
 use super::{insert_note, required};
 use crate::accounts::{TxError, internal, retrying};
 use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
-use crate::engine::{Applied, Outcome, Source, apply_in, describe};
+use crate::engine::{Applied, Outcome, Source, apply_in, describe, refund_late_success_in};
 use crate::store::{self, audit, outbox, payments};
 use app::error::AppError;
 use app::tickets::{ActionResult, FixKind, FixRequest};
@@ -265,6 +265,38 @@ async fn plan(
             }
         }
         FixKind::ReleaseHold => plan(json!({ "hold_reason": null })),
+        FixKind::AcceptPayment | FixKind::RefundPayment => {
+            let p = payment
+                .as_ref()
+                .ok_or_else(|| not_applicable("no payment"))?;
+            let txn = t
+                .provider_txn_id
+                .clone()
+                .or_else(|| p.provider_txn_id.clone());
+            if fix.kind == FixKind::AcceptPayment {
+                if let Some(paid) =
+                    payments::paid_attempt_of(&mut *conn, &p.order_no, &p.payment_no).await?
+                {
+                    return Err(TxError::App(not_applicable(format!(
+                        "order {} is already paid by {paid}: accepting this payment would pay it twice (refund it instead)",
+                        p.order_no
+                    ))));
+                }
+                plan(json!({
+                    "status": "SUCCEEDED",
+                    "provider_txn_id": txn,
+                    "effect": "ORDER_PAID",
+                }))
+            } else {
+                plan(json!({
+                    "status": "REFUNDING",
+                    "then": "REFUNDED when the provider confirms the refund",
+                    "refund_minor": p.amount_minor,
+                    "currency": p.currency,
+                    "provider_txn_id": txn,
+                }))
+            }
+        }
     })
 }
 
@@ -787,6 +819,57 @@ async fn execute(
                 Some(reason) => done.push(format!("hold released ({reason})")),
                 None => return Err(NotExecuted::Failed(format!("payment {no} is not held"))),
             }
+        }
+        FixKind::AcceptPayment => {
+            // FAILED or CLOSED → SUCCEEDED in one apply: a manual fix is the
+            // only source allowed that move (`manual_fix_predecessors`).
+            let no = p.payment_no.clone().unwrap_or_default();
+            let b = payment_brief(&mut *tx, &no)
+                .await?
+                .ok_or_else(|| NotExecuted::Failed("payment missing".into()))?;
+            // Another attempt may have been paid since the proposal.
+            if let Some(paid) = payments::paid_attempt_of(&mut *tx, &b.order_no, &no).await? {
+                return Err(NotExecuted::Failed(format!(
+                    "order {} is paid by {paid} now: accepting {no} would pay it twice",
+                    b.order_no
+                )));
+            }
+            let mut o = outcome_for(&b, PaymentStatus::Succeeded, b.amount_minor)?;
+            if let Some(txn) = after["provider_txn_id"].as_str() {
+                o.provider_txn_id = ProviderTxnId::parse(txn).ok();
+            }
+            let a = apply_in(&mut *tx, desk.engine.db.kind, &sinks, &o, now).await?;
+            done.push(expect_moved(a)?);
+        }
+        FixKind::RefundPayment => {
+            // Refunded as any refund is (reservation, provider task, ledger)
+            // rather than flipped: the provider holds the money, so only its
+            // confirmation may say it is given back.
+            let no = p.payment_no.clone().unwrap_or_default();
+            let payment = payments::get(&mut *tx, &no)
+                .await?
+                .ok_or_else(|| NotExecuted::Failed("payment missing".into()))?;
+            if desk.engine.providers.get(&payment.provider).is_none() {
+                // Nobody would ask for the money back: the refund would wait forever.
+                return Err(NotExecuted::Failed(format!(
+                    "provider {} is not configured",
+                    payment.provider
+                )));
+            }
+            let txn = after["provider_txn_id"].as_str();
+            let Some((refund_no, prev)) =
+                refund_late_success_in(&mut *tx, &payment, txn, &p.id, &trace_id, now).await?
+            else {
+                return Err(NotExecuted::Failed(format!(
+                    "payment {no} is {} (held: {}); only a FAILED or CLOSED payment with nothing refunded can refund its late success",
+                    payment.status,
+                    payment.hold_reason.as_deref().unwrap_or("no")
+                )));
+            };
+            done.push(format!(
+                "refund {refund_no} of {} {} requested from the provider; payment {prev} → REFUNDING",
+                payment.amount_minor, payment.currency
+            ));
         }
     }
     let summary = done.join("; ");

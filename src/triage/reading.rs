@@ -401,6 +401,13 @@ pub(crate) fn fixes_for(t: &TicketRow, payment: Option<&PaymentBrief>) -> Vec<Fi
             out.push(FixKind::AcceptAmount)
         }
         "ONE_TO_MANY" => out.push(FixKind::Merge),
+        // Money taken for a payment Reckon closed or failed: two people
+        // either take it (the order is paid) or give it back in full.
+        "PAID_AFTER_CLOSE"
+            if payment.is_some_and(|p| matches!(p.status.as_str(), "FAILED" | "CLOSED")) =>
+        {
+            out.extend([FixKind::AcceptPayment, FixKind::RefundPayment])
+        }
         _ => {}
     }
     if payment.is_some_and(|p| p.hold_reason.is_some()) {

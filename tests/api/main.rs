@@ -10,6 +10,7 @@ mod cli;
 mod console;
 mod crash;
 mod engine;
+mod late_success;
 mod ops;
 mod pipeline;
 mod provider_truth;

@@ -323,7 +323,7 @@ fn status_after(applied: &Applied) -> Option<crate::domain::PaymentStatus> {
     match applied {
         Applied::Moved { to, .. } => Some(*to),
         Applied::Duplicate { status } => Some(*status),
-        Applied::OutOfOrder { current, .. } => Some(*current),
+        Applied::OutOfOrder { current, .. } | Applied::PaidAfterClose { current } => Some(*current),
         Applied::Conflict { .. } | Applied::UnknownPayment | Applied::Held { .. } => None,
     }
 }

@@ -534,6 +534,101 @@ impl Provider for Stripe {
 mod tests {
     use super::*;
 
+    fn stripe() -> Stripe {
+        Stripe::new(
+            ProviderName::parse("stripe").unwrap(),
+            "http://127.0.0.1:9",
+            vec!["whsec_x".into()],
+            "sk_test".into(),
+            Duration::from_secs(1),
+        )
+    }
+
+    fn event(kind: &str, status: &str) -> Vec<u8> {
+        serde_json::json!({
+            "id": "evt_1", "object": "event", "type": kind, "pending_webhooks": 1,
+            "data": { "object": {
+                "id": "pi_1", "object": "payment_intent", "amount": 100, "currency": "usd",
+                "status": status, "metadata": { "payment_no": "PAY1" },
+                "last_payment_error": if kind == "payment_intent.payment_failed" {
+                    serde_json::json!({ "code": "card_declined", "decline_code": "generic_decline", "message": "Declined." })
+                } else { serde_json::Value::Null }
+            }}
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Each intent event the adapter reads, as the event and as the status
+    /// query of the same intent read it: the two paths agree.
+    #[test]
+    fn events_and_status_queries_read_an_intent_alike() {
+        let s = stripe();
+        for (kind, status, want) in [
+            (
+                "payment_intent.succeeded",
+                "succeeded",
+                PaymentStatus::Succeeded,
+            ),
+            (
+                "payment_intent.processing",
+                "processing",
+                PaymentStatus::Pending,
+            ),
+            (
+                "payment_intent.requires_action",
+                "requires_action",
+                PaymentStatus::Pending,
+            ),
+            (
+                "payment_intent.amount_capturable_updated",
+                "requires_capture",
+                PaymentStatus::Pending,
+            ),
+            (
+                "payment_intent.partially_funded",
+                "requires_payment_method",
+                PaymentStatus::Pending,
+            ),
+            (
+                "payment_intent.payment_failed",
+                "requires_payment_method",
+                PaymentStatus::Pending,
+            ),
+            ("payment_intent.canceled", "canceled", PaymentStatus::Closed),
+        ] {
+            let body = event(kind, status);
+            let Ok(Notification::Payment(n)) = s.parse(&HeaderMap::new(), &body) else {
+                panic!("{kind} is a payment event");
+            };
+            assert_eq!(n.status, want, "{kind}");
+            let object =
+                serde_json::from_slice::<serde_json::Value>(&body).unwrap()["data"]["object"]
+                    .clone();
+            assert_eq!(
+                Stripe::intent_view(object).unwrap().status,
+                Some(want),
+                "{status}"
+            );
+            assert_eq!(
+                n.declined.as_deref(),
+                (kind == "payment_intent.payment_failed")
+                    .then_some("card_declined (generic_decline): Declined."),
+                "{kind}"
+            );
+        }
+        for kind in [
+            "payment_intent.created",
+            "charge.refunded",
+            "customer.created",
+        ] {
+            assert!(matches!(
+                s.parse(&HeaderMap::new(), &event(kind, "requires_payment_method")),
+                Ok(Notification::Ignored { .. })
+            ));
+        }
+    }
+
     #[test]
     fn signature_headers_parse() {
         let (t, v) =

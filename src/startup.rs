@@ -315,7 +315,11 @@ pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
         } else {
             let secret = Secret::parse(&p.secret)
                 .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-            providers.push(Arc::new(Sandbox::new(name, &p.base_url, secret)));
+            let sandbox = Sandbox::new(name, &p.base_url, secret);
+            providers.push(Arc::new(match p.timeout_ms {
+                Some(_) => sandbox.with_timeout(p.timeout()),
+                None => sandbox,
+            }));
         }
     }
     Ok(providers)

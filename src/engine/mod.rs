@@ -4,6 +4,7 @@
 //! routing or Leptos; the web layer hands it bytes and headers.
 
 mod apply;
+mod calls;
 pub mod clock;
 mod ingest;
 mod intake;
@@ -58,6 +59,9 @@ pub struct Settings {
     pub query_on_unverified: std::collections::BTreeSet<String>,
     /// Business days are cut in this time zone.
     pub timezone: jiff::tz::TimeZone,
+    /// Provider calls (creates, queries, closes, refunds) in flight at once
+    /// per provider account; the rest wait, unleased, for a free one.
+    pub calls_per_account: usize,
 }
 
 impl Default for Settings {
@@ -73,6 +77,25 @@ impl Default for Settings {
             refused_per_minute: 600,
             query_on_unverified: Default::default(),
             timezone: jiff::tz::TimeZone::UTC,
+            calls_per_account: 4,
+        }
+    }
+}
+
+/// One wake-up per lane of the workers: new work wakes them all, and each
+/// lane that is busy finds its wake-up waiting when it next looks.
+#[derive(Default)]
+pub(crate) struct Wake {
+    calls: Notify,
+    repairs: Notify,
+    callbacks: Notify,
+    outbox: Notify,
+}
+
+impl Wake {
+    pub(crate) fn notify_one(&self) {
+        for lane in [&self.calls, &self.repairs, &self.callbacks, &self.outbox] {
+            lane.notify_one();
         }
     }
 }
@@ -85,8 +108,10 @@ pub struct Engine {
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
     sink_names: Arc<Vec<String>>,
-    /// Wakes the workers when new work was just written.
-    pub(crate) wake: Arc<Notify>,
+    /// Wakes the workers' lanes when new work was just written.
+    pub(crate) wake: Arc<Wake>,
+    /// Free call slots per provider account.
+    slots: Arc<calls::Slots>,
     /// The group-commit writer of callback intake.
     ingest: tokio::sync::mpsc::Sender<ingest::Job>,
     /// Refusals stored in the current minute: (minute, count).
@@ -109,8 +134,9 @@ impl Engine {
             providers,
             metrics,
             clock,
+            slots: Arc::new(calls::Slots::new(settings.calls_per_account)),
             settings: Arc::new(settings),
-            wake: Arc::new(Notify::new()),
+            wake: Arc::default(),
             ingest,
             refused_gate: Arc::default(),
         };

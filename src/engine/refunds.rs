@@ -769,10 +769,11 @@ impl Engine {
     }
 
     /// A refund task: ask the provider to refund, or ask how a refund went.
-    pub(super) async fn run_refund_task(&self, task: &TaskRow, now: i64) -> sqlx::Result<()> {
+    /// The clock is read when the task ends, not when its batch began.
+    pub(super) async fn run_refund_task(&self, task: &TaskRow) -> sqlx::Result<()> {
         let pool = &self.db.pool;
         let done = |note: Option<String>| async move {
-            tasks::close(pool, &task.task_id, "DONE", note.as_deref(), now).await
+            tasks::close(pool, &task.task_id, "DONE", note.as_deref(), self.now()).await
         };
         let Some(refund_no) = task.refund_no.as_deref() else {
             return done(Some("no refund named".into())).await;
@@ -872,6 +873,7 @@ impl Engine {
                 other => (other, false),
             }
         };
+        let now = self.now();
         let (view, error) = match answer {
             Ok(view) => (view, None),
             Err(CallError::Refused(reason)) if refund_call => refused(reason),

@@ -1,7 +1,8 @@
-//! The engine's workers, each a `tick(now)` that leases due rows (so two
-//! instances on one PostgreSQL never take the same row) and a loop that
-//! ticks them: callback retries, provider calls (create, status query), and
-//! the outbox relay. Tests call the ticks directly with a moved clock.
+//! The engine's workers, in lanes that never wait on each other: provider
+//! calls (see `calls`), reconciliation repairs, callback retries, the outbox
+//! relay, the statement schedule. Each lane leases its due rows (so two
+//! instances on one PostgreSQL never take the same row) and reads the clock
+//! per task. Tests call each lane's pass directly with a moved clock.
 
 use super::intake::notice_outcome;
 use super::refunds::RefundOutcome;
@@ -10,16 +11,17 @@ use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::providers::{CallError, CreateRequest, Notification};
 use crate::store::{callbacks, incidents, outbox, payments, tasks};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use std::future::Future;
 use std::time::Duration;
+use tokio::sync::Notify;
 
-/// Longer than any provider call (their clients time out at 5–10 s), so a
+/// Longer than a batch of callback retries or outbox deliveries, so a
 /// lease only lapses when its holder died.
 const LEASE_US: i64 = 30_000_000;
-const BATCH: i64 = 50;
+pub(super) const BATCH: i64 = 50;
 
 impl Engine {
-    /// Runs every worker until the process stops: a tick every 500 ms, or
-    /// at once when new work was written.
+    /// Runs every lane until the process stops, each on its own task.
     pub fn spawn_workers(&self) -> tokio::task::JoinHandle<()> {
         let engine = self.clone();
         tokio::spawn(async move {
@@ -27,10 +29,9 @@ impl Engine {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .expect("an HTTP client");
-            // The statement schedule in its own loop: a long pull never
-            // holds up callbacks or the outbox.
+            // The statement schedule: a long pull holds up nothing else.
             let schedule = engine.clone();
-            tokio::spawn(async move {
+            let pulls = tokio::spawn(async move {
                 loop {
                     if let Err(e) = schedule.scheduled_pulls(schedule.now()).await {
                         tracing::error!(error = %e, "statement pull schedule");
@@ -38,47 +39,50 @@ impl Engine {
                     tokio::time::sleep(Duration::from_secs(60)).await;
                 }
             });
-            loop {
-                let now = engine.now();
-                // A full batch: more are due, go on without waiting.
-                let more = match engine.run_provider_tasks(now).await {
-                    Ok(n) => n as i64 == BATCH,
-                    Err(e) => {
-                        tracing::error!(error = %e, "provider task worker");
-                        false
-                    }
-                };
-                if let Err(e) = engine.retry_callbacks(now).await {
-                    tracing::error!(error = %e, "callback retry worker");
-                }
-                if let Err(e) = engine.relay_outbox(&http, now).await {
-                    tracing::error!(error = %e, "outbox relay");
-                }
-                if more {
-                    tokio::task::yield_now().await;
-                    continue;
-                }
-                tokio::select! {
-                    _ = engine.wake.notified() => {},
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {},
-                }
-            }
+            let calls = tokio::spawn(engine.clone().call_lane());
+            let e = engine.clone();
+            let repairs = tokio::spawn(async move {
+                lane(&e.wake.repairs, "reconciliation repairs", || {
+                    e.run_repairs(e.now())
+                })
+                .await
+            });
+            let e = engine.clone();
+            let retries = tokio::spawn(async move {
+                lane(&e.wake.callbacks, "callback retries", || {
+                    e.retry_callbacks(e.now())
+                })
+                .await
+            });
+            let e = engine.clone();
+            let relay = tokio::spawn(async move {
+                lane(&e.wake.outbox, "outbox relay", || {
+                    e.relay_outbox(&http, e.now())
+                })
+                .await
+            });
+            let _ = tokio::join!(pulls, calls, repairs, retries, relay);
         })
     }
 
     /// Callbacks that failed (their time has come) or were left half-done by
     /// a stopped process are processed again. Returns how many.
     pub async fn retry_callbacks(&self, now: i64) -> sqlx::Result<usize> {
+        let stale_before = now - 15_000_000;
+        if !callbacks::any_due(&self.db.pool, now, stale_before).await? {
+            return Ok(0);
+        }
         let due = callbacks::lease_due(
             &self.db.pool,
             now,
-            now - 15_000_000,
+            stale_before,
             now + LEASE_US,
             BATCH,
             self.db.skip_locked(),
         )
         .await?;
         for row in &due {
+            let now = self.now();
             self.metrics.callback("retry");
             let Some(provider) = self.providers.get(&row.provider).cloned() else {
                 callbacks::failed(
@@ -120,36 +124,13 @@ impl Engine {
         Ok(due.len())
     }
 
-    /// Calls providers for due tasks, outside any transaction; results go
-    /// through `apply`. Returns how many tasks ran.
-    pub async fn run_provider_tasks(&self, now: i64) -> sqlx::Result<usize> {
-        let due = tasks::lease_due(
-            &self.db.pool,
-            now,
-            now + LEASE_US,
-            BATCH,
-            self.db.skip_locked(),
-        )
-        .await?;
-        // Reconciliation repairs together (their lookups and their tickets'
-        // commit shared), the rest one by one.
-        let (repairs, others): (Vec<&tasks::TaskRow>, Vec<&tasks::TaskRow>) =
-            due.iter().partition(|t| t.kind == tasks::RECON_REPAIR);
-        if let Err(e) = self.run_repair_tasks(&repairs, now).await {
-            tracing::error!(error = %e, tasks = repairs.len(), "reconciliation repairs failed; retried after their lease");
-        }
-        for task in others {
-            if let Err(e) = self.run_task(task, now).await {
-                tracing::error!(error = %e, task = %task.task_id, "provider task failed; retried after its lease");
-            }
-        }
-        Ok(due.len())
-    }
-
-    async fn run_task(&self, task: &tasks::TaskRow, now: i64) -> sqlx::Result<()> {
+    /// One create or status query (refunds are the refund module's), its
+    /// clock read when it starts and again when the provider has answered.
+    pub(super) async fn run_task(&self, task: &tasks::TaskRow) -> sqlx::Result<()> {
         if task.kind == tasks::REFUND || task.kind == tasks::REFUND_QUERY {
-            return self.run_refund_task(task, now).await;
+            return self.run_refund_task(task).await;
         }
+        let now = self.now();
         let pool = &self.db.pool;
         let Some(p) = payments::get(pool, &task.payment_no).await? else {
             return tasks::close(pool, &task.task_id, "DONE", Some("payment missing"), now).await;
@@ -186,18 +167,18 @@ impl Engine {
             if status != PaymentStatus::Created {
                 return tasks::close(pool, &task.task_id, "DONE", None, now).await;
             }
-            let first_query = now
-                + self
-                    .settings
-                    .query_schedule
-                    .first()
-                    .copied()
-                    .unwrap_or(60_000_000);
+            let first_delay = self
+                .settings
+                .query_schedule
+                .first()
+                .copied()
+                .unwrap_or(60_000_000);
             if !provider.creates_payments() {
                 // The merchant's app creates it with the provider and the
                 // provider reports by webhook; if none comes, ask.
                 if provider.queries_payments() {
-                    tasks::schedule(pool, tasks::QUERY, &p.payment_no, first_query, now).await?;
+                    tasks::schedule(pool, tasks::QUERY, &p.payment_no, now + first_delay, now)
+                        .await?;
                 }
                 return tasks::close(
                     pool,
@@ -213,7 +194,9 @@ impl Engine {
                 money: local_money,
                 description: p.description.as_deref(),
             };
-            match provider.create_payment(&req).await {
+            let answer = provider.create_payment(&req).await;
+            let now = self.now();
+            match answer {
                 Ok(view) => {
                     let target = view.status.unwrap_or(PaymentStatus::Pending);
                     self.apply(&outcome(
@@ -240,7 +223,7 @@ impl Engine {
                     tracing::warn!(error = %e, "create result unknown; a status query follows")
                 }
             }
-            tasks::schedule(pool, tasks::QUERY, &p.payment_no, first_query, now).await?;
+            tasks::schedule(pool, tasks::QUERY, &p.payment_no, now + first_delay, now).await?;
             return tasks::close(pool, &task.task_id, "DONE", None, now).await;
         }
 
@@ -252,7 +235,9 @@ impl Engine {
             .provider_txn_id
             .as_deref()
             .and_then(|t| ProviderTxnId::parse(t).ok());
-        let error = match provider.query_payment(&payment_no, txn.as_ref()).await {
+        let answer = provider.query_payment(&payment_no, txn.as_ref()).await;
+        let now = self.now();
+        let error = match answer {
             Ok(view) => {
                 let target = view.status.unwrap_or(PaymentStatus::Pending);
                 let applied = self
@@ -304,8 +289,11 @@ impl Engine {
     /// many deliveries were attempted.
     pub async fn relay_outbox(&self, http: &reqwest::Client, now: i64) -> sqlx::Result<usize> {
         let pool = &self.db.pool;
-        let due =
-            outbox::lease_due(pool, now, now + LEASE_US, BATCH, self.db.skip_locked()).await?;
+        let due = if outbox::any_due(pool, now).await? {
+            outbox::lease_due(pool, now, now + LEASE_US, BATCH, self.db.skip_locked()).await?
+        } else {
+            Vec::new()
+        };
         for d in &due {
             let Some(event) = outbox::event(pool, &d.message_id).await? else {
                 continue;
@@ -313,8 +301,9 @@ impl Engine {
             let sink = self.settings.sinks.iter().find(|s| s.name == d.sink);
             let result = match sink {
                 None => Err(format!("sink {} is not configured", d.sink)),
-                Some(sink) => self.deliver(http, &sink.url, &event, now).await,
+                Some(sink) => self.deliver(http, &sink.url, &event).await,
             };
+            let now = self.now();
             match result {
                 Ok(()) => {
                     outbox::delivered(pool, d, now).await?;
@@ -348,6 +337,7 @@ impl Engine {
                 }
             }
         }
+        let now = self.now();
         let lag = outbox::oldest_pending(pool)
             .await?
             .map(|t| (now - t).max(0))
@@ -361,9 +351,9 @@ impl Engine {
         http: &reqwest::Client,
         url: &str,
         event: &outbox::EventRow,
-        now: i64,
     ) -> Result<(), String> {
-        let ts = now / 1_000_000;
+        // Signed as it leaves: a consumer checks the timestamp's tolerance.
+        let ts = self.now() / 1_000_000;
         let body = event.payload.as_bytes();
         let res = http
             .post(url)
@@ -384,6 +374,32 @@ impl Engine {
             Ok(())
         } else {
             Err(format!("sink answered {}", res.status()))
+        }
+    }
+}
+
+/// A lane's loop: a pass, then the next at once if the pass took a full
+/// batch, else when new work is written or 500 ms have passed.
+async fn lane<F, Fut>(wake: &Notify, name: &'static str, mut pass: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = sqlx::Result<usize>>,
+{
+    loop {
+        let full = match pass().await {
+            Ok(n) => n as i64 == BATCH,
+            Err(e) => {
+                tracing::error!(error = %e, lane = name, "worker lane");
+                false
+            }
+        };
+        if full {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = wake.notified() => {},
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {},
         }
     }
 }

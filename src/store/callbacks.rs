@@ -234,6 +234,27 @@ pub async fn lease_due<'e>(
         .await
 }
 
+/// True when [`lease_due`] would find something: a read, so the retry
+/// lane with nothing to do never waits for SQLite's write lock.
+pub async fn any_due<'e>(
+    e: impl Executor<'e, Database = Any>,
+    now: i64,
+    stale_before: i64,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM payment_callbacks \
+         WHERE (processing_status = 'FAILED' AND next_retry_at <= $1) \
+            OR (processing_status = 'PROCESSING' AND lease_until <= $1) \
+            OR (processing_status = 'RECEIVED' AND received_at <= $2) \
+         LIMIT 1",
+    )
+    .bind(now)
+    .bind(stale_before)
+    .fetch_optional(e)
+    .await?;
+    Ok(found.is_some())
+}
+
 pub async fn retry_count<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT retry_count FROM payment_callbacks WHERE id = $1")
         .bind(id)

@@ -43,6 +43,22 @@ pub async fn lease_due<'e>(
         .await
 }
 
+/// True when a delivery is due, unleased and not held: a read, so the
+/// relay with nothing to send never waits for SQLite's write lock.
+pub async fn any_due<'e>(e: impl Executor<'e, Database = Any>, now: i64) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM outbox_deliveries \
+         WHERE status = 'PENDING' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) \
+           AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payment_holds h ON h.payment_no = ev.aggregate_id \
+             WHERE ev.message_id = outbox_deliveries.message_id) \
+         LIMIT 1",
+    )
+    .bind(now)
+    .fetch_optional(e)
+    .await?;
+    Ok(found.is_some())
+}
+
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct EventRow {
     pub message_id: String,

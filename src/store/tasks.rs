@@ -97,8 +97,11 @@ pub struct TaskRow {
     pub attempts: i64,
 }
 
+/// Leases up to `limit` due tasks of one kind at once (reconciliation
+/// repairs, which share their lookups and their tickets' commit).
 pub async fn lease_due<'e>(
     e: impl Executor<'e, Database = Any>,
+    kind: &str,
     now: i64,
     lease_until: i64,
     limit: i64,
@@ -107,16 +110,122 @@ pub async fn lease_due<'e>(
     let sql = format!(
         "UPDATE provider_tasks SET lease_until = $1 \
          WHERE task_id IN (SELECT task_id FROM provider_tasks \
-             WHERE status = 'PENDING' AND next_run_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-             ORDER BY next_run_at LIMIT $3{skip_locked}) \
+             WHERE status = 'PENDING' AND kind = $2 AND next_run_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
+             ORDER BY next_run_at LIMIT $4{skip_locked}) \
          RETURNING task_id, kind, payment_no, refund_no, attempts"
     );
     sqlx::query_as(&sql)
         .bind(lease_until)
+        .bind(kind)
         .bind(now)
         .bind(limit)
         .fetch_all(e)
         .await
+}
+
+/// True when a task of `kind` is due and unleased: a read, so a lane with
+/// nothing to do never waits for SQLite's write lock behind the intake.
+pub async fn any_due<'e>(
+    e: impl Executor<'e, Database = Any>,
+    kind: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM provider_tasks WHERE status = 'PENDING' AND kind = $1 AND next_run_at <= $2 \
+           AND (lease_until IS NULL OR lease_until <= $2) LIMIT 1",
+    )
+    .bind(kind)
+    .bind(now)
+    .fetch_optional(e)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// A due provider call, not leased yet, with the provider account it goes
+/// to (`None` when its payment is gone).
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct DueCall {
+    pub task_id: String,
+    pub payment_no: String,
+    pub provider: Option<String>,
+}
+
+/// Up to `limit` due, unleased provider calls (every kind but repairs),
+/// oldest first, leaving out the accounts in `skip` (their calls are all
+/// busy, so the rest are not starved behind them). Only reads: each is
+/// leased by [`lease_call`] as its call starts.
+pub async fn due_calls<'e>(
+    e: impl Executor<'e, Database = Any>,
+    now: i64,
+    limit: i64,
+    skip: &[&str],
+) -> sqlx::Result<Vec<DueCall>> {
+    let skip_sql = if skip.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = (0..skip.len()).map(|i| format!("${}", i + 4)).collect();
+        format!(
+            " AND (p.provider IS NULL OR p.provider NOT IN ({}))",
+            list.join(", ")
+        )
+    };
+    let sql = format!(
+        "SELECT t.task_id, t.payment_no, p.provider FROM provider_tasks t \
+         LEFT JOIN payments p ON p.payment_no = t.payment_no \
+         WHERE t.status = 'PENDING' AND t.kind <> $1 AND t.next_run_at <= $2 \
+           AND (t.lease_until IS NULL OR t.lease_until <= $2){skip_sql} \
+         ORDER BY t.next_run_at LIMIT $3"
+    );
+    let mut q = sqlx::query_as(&sql)
+        .bind(RECON_REPAIR)
+        .bind(now)
+        .bind(limit);
+    for name in skip {
+        q = q.bind(*name);
+    }
+    q.fetch_all(e).await
+}
+
+/// Leases one due task until `lease_until`, unless another worker (or
+/// instance) took it first; the task as it is now, if leased.
+pub async fn lease_call<'e>(
+    e: impl Executor<'e, Database = Any>,
+    task_id: &str,
+    now: i64,
+    lease_until: i64,
+    skip_locked: &str,
+) -> sqlx::Result<Option<TaskRow>> {
+    let sql = format!(
+        "UPDATE provider_tasks SET lease_until = $1 \
+         WHERE task_id IN (SELECT task_id FROM provider_tasks \
+             WHERE task_id = $2 AND status = 'PENDING' AND next_run_at <= $3 \
+               AND (lease_until IS NULL OR lease_until <= $3){skip_locked}) \
+         RETURNING task_id, kind, payment_no, refund_no, attempts"
+    );
+    sqlx::query_as(&sql)
+        .bind(lease_until)
+        .bind(task_id)
+        .bind(now)
+        .fetch_optional(e)
+        .await
+}
+
+/// Keeps a running call's lease from lapsing (a call that outlives it
+/// would otherwise be taken and made twice).
+pub async fn extend_lease<'e>(
+    e: impl Executor<'e, Database = Any>,
+    task_id: &str,
+    lease_until: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE provider_tasks SET lease_until = $1 \
+         WHERE task_id = $2 AND status = 'PENDING' AND lease_until IS NOT NULL",
+    )
+    .bind(lease_until)
+    .bind(task_id)
+    .execute(e)
+    .await?;
+    Ok(())
 }
 
 /// Finished (`DONE`) or given up (`EXHAUSTED`).

@@ -10,6 +10,7 @@ mod cli;
 mod console;
 mod crash;
 mod engine;
+mod lanes;
 mod late_success;
 mod ops;
 mod pipeline;

@@ -132,6 +132,14 @@ impl Sandbox {
         }
     }
 
+    /// Calls that give up after `timeout` (an unknown result) instead of 5 s.
+    pub fn with_timeout(self, timeout: Duration) -> Sandbox {
+        Sandbox {
+            http: super::http_client(timeout),
+            ..self
+        }
+    }
+
     async fn call<T: serde::de::DeserializeOwned>(
         &self,
         req: reqwest::RequestBuilder,

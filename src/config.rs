@@ -36,6 +36,8 @@ pub struct Config {
     pub refused_keep: i64,
     /// Processing tries of a callback before it is DEAD (default 10).
     pub callback_max_tries: i64,
+    /// Provider calls at once per provider account (default 4).
+    pub calls_per_account: usize,
 }
 
 #[derive(Clone, Default, Deserialize, PartialEq, Eq)]
@@ -111,6 +113,7 @@ impl std::fmt::Debug for Config {
             .field("query_schedule", &self.query_schedule)
             .field("refused_keep", &self.refused_keep)
             .field("callback_max_tries", &self.callback_max_tries)
+            .field("calls_per_account", &self.calls_per_account)
             .finish()
     }
 }
@@ -182,6 +185,7 @@ struct FileConfig {
     query_schedule: Option<String>,
     refused_keep: Option<i64>,
     callback_max_tries: Option<i64>,
+    calls_per_account: Option<i64>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
@@ -419,6 +423,19 @@ impl Config {
                 .unwrap_or_default(),
             hint: "expected a number of tries from 1 to 100".into(),
         })?;
+        let calls_text = env("RECKON_CALLS_PER_ACCOUNT");
+        let calls_per_account = match &calls_text {
+            Some(text) => text.trim().parse::<i64>().ok(),
+            None => Some(file.calls_per_account.unwrap_or(4)),
+        }
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| ConfigError::Invalid {
+            key: "RECKON_CALLS_PER_ACCOUNT",
+            value: calls_text
+                .or(file.calls_per_account.map(|n| n.to_string()))
+                .unwrap_or_default(),
+            hint: "expected a number of calls from 1 to 64".into(),
+        })? as usize;
 
         Ok(Config {
             listen,
@@ -434,6 +451,7 @@ impl Config {
             query_schedule,
             refused_keep,
             callback_max_tries,
+            calls_per_account,
         })
     }
 
@@ -568,6 +586,7 @@ mod tests {
         assert_eq!(c.timezone, "UTC");
         assert_eq!(c.log_format, LogFormat::Pretty);
         assert!(!c.cookie_secure);
+        assert_eq!(c.calls_per_account, 4);
     }
 
     #[test]
@@ -610,6 +629,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("json or pretty"), "{e}");
+        for bad in ["0", "65", "four"] {
+            let e = load(&[("RECKON_CALLS_PER_ACCOUNT", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("RECKON_CALLS_PER_ACCOUNT"), "{e}");
+        }
+        let c = load(&[("RECKON_CALLS_PER_ACCOUNT", "8")]).unwrap();
+        assert_eq!(c.calls_per_account, 8);
     }
 
     #[test]

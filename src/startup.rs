@@ -331,6 +331,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,
+        calls_per_account: config.calls_per_account,
         timezone: jiff::tz::TimeZone::get(&config.timezone)
             .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?,
         query_on_unverified: config

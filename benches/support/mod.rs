@@ -27,6 +27,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         query_schedule: parse_schedule("1h").unwrap(),
         refused_keep: 10_000,
         callback_max_tries: 10,
+        calls_per_account: 4,
     }
 }
 

@@ -97,6 +97,9 @@ pub struct TaskRow {
     pub attempts: i64,
 }
 
+/// The columns of a [`TaskRow`].
+const TASK_COLUMNS: &str = "task_id, kind, payment_no, refund_no, attempts";
+
 /// Leases up to `limit` due tasks of one kind at once (reconciliation
 /// repairs, which share their lookups and their tickets' commit).
 pub async fn lease_due<'e>(
@@ -112,7 +115,7 @@ pub async fn lease_due<'e>(
          WHERE task_id IN (SELECT task_id FROM provider_tasks \
              WHERE status = 'PENDING' AND kind = $2 AND next_run_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
              ORDER BY next_run_at LIMIT $4{skip_locked}) \
-         RETURNING task_id, kind, payment_no, refund_no, attempts"
+         RETURNING {TASK_COLUMNS}"
     );
     sqlx::query_as(&sql)
         .bind(lease_until)
@@ -200,7 +203,7 @@ pub async fn lease_call<'e>(
          WHERE task_id IN (SELECT task_id FROM provider_tasks \
              WHERE task_id = $2 AND status = 'PENDING' AND next_run_at <= $3 \
                AND (lease_until IS NULL OR lease_until <= $3){skip_locked}) \
-         RETURNING task_id, kind, payment_no, refund_no, attempts"
+         RETURNING {TASK_COLUMNS}"
     );
     sqlx::query_as(&sql)
         .bind(lease_until)

@@ -664,7 +664,6 @@ async fn every_delivery_for_an_unknown_payment_is_answered_alike_until_it_applie
 
 async fn alipay_refusals_before_reading_are_answered_fail(b: Backend) {
     let a = spawn(b).await;
-    let url = format!("{}/webhooks/alipay", a.app.base);
     for (content_type, body, want) in [
         ("application/json", "{}".to_string(), 415),
         (
@@ -673,15 +672,7 @@ async fn alipay_refusals_before_reading_are_answered_fail(b: Backend) {
             413,
         ),
     ] {
-        let res = a
-            .app
-            .client
-            .post(&url)
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let res = a.app.post_webhook("alipay", content_type, body).await;
         assert_eq!(res.status(), want);
         assert_eq!(res.text().await.unwrap(), "fail");
     }

@@ -25,7 +25,8 @@ pub struct EngineApp {
     down: Arc<AtomicBool>,
 }
 
-async fn serve(router: Router) -> String {
+/// Serves `router` on a free port of 127.0.0.1; its base URL.
+pub async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });

@@ -274,6 +274,22 @@ impl TestApp {
         (duplicates, kept, other)
     }
 
+    /// A raw POST to a provider's webhook route, unsigned.
+    pub async fn post_webhook(
+        &self,
+        provider: &str,
+        content_type: &str,
+        body: String,
+    ) -> reqwest::Response {
+        self.client
+            .post(format!("{}/webhooks/{provider}", self.base))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// How many alerts of `kind` were raised.
     pub async fn alert_count(&self, kind: &str) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE kind = $1")

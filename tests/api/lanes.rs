@@ -5,6 +5,7 @@
 //! own calls run concurrently, never more at once than its slots.
 
 use crate::both_databases;
+use crate::engine_helpers::serve;
 use crate::helpers::{Backend, spawn_app_with};
 use axum::Router;
 use axum::extract::{Request, State};
@@ -29,13 +30,6 @@ const HANGING_QUERIES: usize = 20;
 const SLOTS: usize = 4;
 /// What a consumer checking Standard-Webhooks timestamps tolerates.
 const TOLERANCE_SECS: i64 = 300;
-
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    format!("http://{addr}")
-}
 
 /// When each status query reached the hanging provider.
 #[derive(Clone, Default)]

@@ -574,30 +574,27 @@ async fn a_stripe_redelivery_with_a_new_envelope_is_a_duplicate_and_other_facts_
         .register_payment("stripe-eu", "ST-RD", 700, "EUR")
         .await;
     let now = s.now();
-    let first = intent_event(
-        "evt_rd",
-        "payment_intent.succeeded",
-        &p,
-        700,
-        "succeeded",
-        serde_json::json!({}),
-        2,
-    );
+    // One event, as Stripe sends it again and again: `pending_webhooks`
+    // is the envelope, the amount a fact.
+    let delivery = |amount: i64, pending_webhooks: i64| {
+        intent_event(
+            "evt_rd",
+            "payment_intent.succeeded",
+            &p,
+            amount,
+            "succeeded",
+            serde_json::json!({}),
+            pending_webhooks,
+        )
+    };
+    let first = delivery(700, 2);
     assert_eq!(
         s.post(&first, &sign(SECRET, now, &first)).await.status(),
         200
     );
-    // Stripe's retry: the same event, one endpoint fewer still pending,
-    // signed anew a minute later.
-    let again = intent_event(
-        "evt_rd",
-        "payment_intent.succeeded",
-        &p,
-        700,
-        "succeeded",
-        serde_json::json!({}),
-        1,
-    );
+    // Stripe's retry: one endpoint fewer still pending, signed anew a
+    // minute later.
+    let again = delivery(700, 1);
     assert_ne!(first, again);
     assert_eq!(
         s.post(&again, &sign(SECRET, now + 60, &again))
@@ -609,15 +606,7 @@ async fn a_stripe_redelivery_with_a_new_envelope_is_a_duplicate_and_other_facts_
     assert_eq!(s.app.alert_count("callback_conflict").await, 0);
     assert_eq!(s.app.redeliveries("stripe-eu", "evt_rd").await, (1, 1, 0));
     // The same event id saying another amount: a conflict, the first kept.
-    let other = intent_event(
-        "evt_rd",
-        "payment_intent.succeeded",
-        &p,
-        701,
-        "succeeded",
-        serde_json::json!({}),
-        1,
-    );
+    let other = delivery(701, 1);
     assert_eq!(
         s.post(&other, &sign(SECRET, now, &other)).await.status(),
         200

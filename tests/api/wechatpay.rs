@@ -717,20 +717,11 @@ async fn a_replayed_wechat_nonce_is_refused_after_a_restart_and_by_a_second_inst
 
 async fn wechat_refusals_before_reading_are_answered_in_wechat_protocol(b: Backend) {
     let w = spawn(b).await;
-    let url = format!("{}/webhooks/wechat", w.app.base);
     for (content_type, body, want) in [
         ("text/plain", "{}".to_string(), 415),
         ("application/json", "x".repeat(70 * 1024), 413),
     ] {
-        let res = w
-            .app
-            .client
-            .post(&url)
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let res = w.app.post_webhook("wechat", content_type, body).await;
         assert_eq!(res.status(), want);
         let v: serde_json::Value = res.json().await.unwrap();
         assert_eq!(v["code"], "FAIL", "{v}");

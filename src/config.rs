@@ -398,44 +398,45 @@ impl Config {
                 value: schedule_text.clone(),
                 hint: "expected comma-separated durations such as 1m,5m,30m,2h,12h".into(),
             })?;
-        let refused_keep = match env("RECKON_REFUSED_KEEP") {
-            Some(text) => text.trim().parse::<i64>().ok(),
-            None => Some(file.refused_keep.unwrap_or(10_000)),
-        }
-        .filter(|n| (1..=10_000_000).contains(n))
-        .ok_or_else(|| ConfigError::Invalid {
-            key: "RECKON_REFUSED_KEEP",
-            value: env("RECKON_REFUSED_KEEP")
-                .or(file.refused_keep.map(|n| n.to_string()))
-                .unwrap_or_default(),
-            hint: "expected a number of rows from 1 to 10000000".into(),
-        })?;
-        let tries_text = env("RECKON_CALLBACK_MAX_TRIES");
-        let callback_max_tries = match &tries_text {
-            Some(text) => text.trim().parse::<i64>().ok(),
-            None => Some(file.callback_max_tries.unwrap_or(10)),
-        }
-        .filter(|n| (1..=100).contains(n))
-        .ok_or_else(|| ConfigError::Invalid {
-            key: "RECKON_CALLBACK_MAX_TRIES",
-            value: tries_text
-                .or(file.callback_max_tries.map(|n| n.to_string()))
-                .unwrap_or_default(),
-            hint: "expected a number of tries from 1 to 100".into(),
-        })?;
-        let calls_text = env("RECKON_CALLS_PER_ACCOUNT");
-        let calls_per_account = match &calls_text {
-            Some(text) => text.trim().parse::<i64>().ok(),
-            None => Some(file.calls_per_account.unwrap_or(4)),
-        }
-        .filter(|n| (1..=64).contains(n))
-        .ok_or_else(|| ConfigError::Invalid {
-            key: "RECKON_CALLS_PER_ACCOUNT",
-            value: calls_text
-                .or(file.calls_per_account.map(|n| n.to_string()))
-                .unwrap_or_default(),
-            hint: "expected a number of calls from 1 to 64".into(),
-        })? as usize;
+        // A whole number from 1 to `max`: the environment's, else the
+        // file's, else `default`; anything else names the key.
+        let number =
+            |key: &'static str, from_file: Option<i64>, default: i64, max: i64, what: &str| {
+                let text = env(key);
+                match &text {
+                    Some(text) => text.trim().parse::<i64>().ok(),
+                    None => Some(from_file.unwrap_or(default)),
+                }
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| ConfigError::Invalid {
+                    key,
+                    value: text
+                        .or(from_file.map(|n| n.to_string()))
+                        .unwrap_or_default(),
+                    hint: format!("expected a number of {what} from 1 to {max}"),
+                })
+            };
+        let refused_keep = number(
+            "RECKON_REFUSED_KEEP",
+            file.refused_keep,
+            10_000,
+            10_000_000,
+            "rows",
+        )?;
+        let callback_max_tries = number(
+            "RECKON_CALLBACK_MAX_TRIES",
+            file.callback_max_tries,
+            10,
+            100,
+            "tries",
+        )?;
+        let calls_per_account = number(
+            "RECKON_CALLS_PER_ACCOUNT",
+            file.calls_per_account,
+            4,
+            64,
+            "calls",
+        )? as usize;
 
         Ok(Config {
             listen,

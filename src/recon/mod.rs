@@ -2207,12 +2207,20 @@ impl Engine {
                 ),
             }
         }
+        // Paid now — by this repair, or meanwhile by a status query or a
+        // callback of another lane: either way the lag is gone.
         let fixed = matches!(
             applied,
-            Some(Applied::Moved {
-                to: PaymentStatus::Succeeded,
-                ..
-            })
+            Some(
+                Applied::Moved {
+                    to: PaymentStatus::Succeeded,
+                    ..
+                } | Applied::Duplicate {
+                    status: PaymentStatus::Succeeded
+                        | PaymentStatus::Refunding
+                        | PaymentStatus::Refunded,
+                }
+            )
         );
         Ok((payment_no, actions, fixed))
     }

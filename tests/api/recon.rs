@@ -759,6 +759,35 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 0);
 }
 
+/// The lag is gone by the time the worker repairs it — the notification
+/// came after all, or a status query of another lane paid it: the repair
+/// finds the payment paid, changes nothing, and closes the ticket.
+async fn a_status_lag_paid_meanwhile_closes_at_its_repair(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, at) = app.today();
+    let lag = app.payment("RQ-M", 2000, "CNY").await;
+    app.sandbox_knows(&lag, "SUCCEEDED", "20.00", "CNY");
+    let txn = format!("SBX-{lag}");
+    let rows = [row("payment", &txn, &lag, ("", ""), "20.00", "CNY", &at)];
+    let (status, run) = app.upload_only(&token, &date, &statement(&rows)).await;
+    assert_eq!(status, 201, "{run}");
+    let body = app.notice("evt-rq-m", &lag, "SUCCEEDED", "20.00", "CNY", &txn);
+    assert_eq!(app.post_signed("evt-rq-m", &body).await.status(), 200);
+    assert_eq!(app.status(&lag).await, "SUCCEEDED");
+    let engine = &app.app.engine;
+    while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+    assert_eq!(app.count("payment_effects", &lag).await, 1);
+    let (status, conclusion): (String, Option<String>) =
+        sqlx::query_as("SELECT status, conclusion FROM discrepancies WHERE payment_no = $1")
+            .bind(&lag)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(status, "CLOSED");
+    assert!(conclusion.unwrap().contains("auto-repaired"));
+}
+
 /// A transaction Reckon does not know, listed twice: both rows DUPLICATE
 /// (not PROVIDER_ONLY), one ticket.
 async fn an_unknown_transaction_listed_twice_is_one_duplicate_ticket(b: Backend) {
@@ -996,6 +1025,7 @@ async fn payments_named_early_and_late_in_a_long_statement_are_found_alike(b: Ba
 }
 
 both_databases!(
+    a_status_lag_paid_meanwhile_closes_at_its_repair,
     payments_named_early_and_late_in_a_long_statement_are_found_alike,
     the_days_payments_and_refunds_are_read_by_their_day_indexes,
     an_unknown_transaction_listed_twice_is_one_duplicate_ticket,

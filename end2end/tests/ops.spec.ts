@@ -42,6 +42,11 @@ c.commit()`,
   ]);
 }
 
+/** The DEAD callback of payment `no`, once the sandbox has stopped
+ * redelivering it: every delivery of a callback for an unknown payment is
+ * answered "unknown payment", and one that finds the payment there applies
+ * it, so a late payment inserted while the sandbox still retries (three
+ * tries, a second apart) would be settled by the provider, not by a replay. */
 async function deadCallbackId(page: Page, no: string): Promise<string> {
   let id = '';
   await expect
@@ -53,6 +58,12 @@ async function deadCallbackId(page: Page, no: string): Promise<string> {
       return id;
     }, { timeout: 15_000 })
     .not.toBe('');
+  await expect
+    .poll(async () => {
+      await page.goto(`/callbacks/${id}`);
+      return page.locator('#duplicates').textContent();
+    }, { timeout: 15_000 })
+    .toBe('2');
   return id;
 }
 

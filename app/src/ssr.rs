@@ -272,7 +272,9 @@ fn shape<T>(result: Result<T, AppError>) -> Result<T, AppError> {
 }
 
 /// Path and query of the Referer (never another host), with any previous
-/// `err` replaced by this one.
+/// `err` replaced by this one. A path that starts `//` or `/\` would be
+/// read by a browser as another host (`//evil.example/…`): its leading
+/// slashes are folded into one, so the redirect stays in this console.
 fn back_to_referer(parts: &Parts, err: Option<&AppError>) -> String {
     let referer = parts
         .headers
@@ -283,6 +285,7 @@ fn back_to_referer(parts: &Parts, err: Option<&AppError>) -> String {
         .as_ref()
         .map(|u| u.path().to_owned())
         .filter(|p| p.starts_with('/'))
+        .map(|p| format!("/{}", p.trim_start_matches(['/', '\\'])))
         .unwrap_or_else(|| "/".into());
     let mut query = form_urlencoded::Serializer::new(String::new());
     if let Some(q) = referer.as_ref().and_then(|u| u.query()) {

@@ -193,6 +193,39 @@ async fn a_plain_form_post_comes_back_with_the_error_in_the_address(b: Backend) 
         "error shown on the page"
     );
 
+    // A Referer whose path reads as another host to a browser: the
+    // redirect stays on this console.
+    for path in [
+        "//evil.example/login",
+        "/\\evil.example/login",
+        "///evil.example",
+    ] {
+        let res = app
+            .client
+            .post(format!("{}/api/login", app.base))
+            .headers(app.origin())
+            .header("accept", "text/html")
+            .header("referer", format!("{}{path}", app.base))
+            .form(&[("username", "alice"), ("password", "wrong horse battery")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 302, "{path}");
+        let location = res.headers()["location"].to_str().unwrap();
+        assert!(
+            location.starts_with('/')
+                && !location.starts_with("//")
+                && !location.starts_with("/\\"),
+            "{path} -> {location}"
+        );
+        if path.starts_with("//evil") {
+            assert!(
+                location.starts_with("/evil.example/login?err="),
+                "{location}"
+            );
+        }
+    }
+
     let res = post(PW).await.unwrap();
     assert_eq!(res.status(), 302);
     assert_eq!(res.headers()["location"], "/");

@@ -93,6 +93,7 @@ pub fn router(
             AppState,
             _,
         >(context, shell))
+        .layer(middleware::from_fn(unreadable_arguments_are_400))
         .layer(session_layer.clone())
         .layer(middleware::from_fn(same_origin))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT));
@@ -209,6 +210,32 @@ async fn api_whoami(State(accounts): State<Accounts>, headers: HeaderMap) -> Res
 }
 
 /// Cookie-authenticated state changes must come from this console's own
+/// The server-function layer answers 500 when it cannot read a call's
+/// arguments (missing, ill-typed, not a form) — before any of Reckon's code
+/// runs, so `AppError::status` never sees it. That is the caller's mistake:
+/// 400, the same body. Reckon's own failures are `AppError::Internal` and
+/// stay 500.
+async fn unreadable_arguments_are_400(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let server_fn =
+        req.method() == Method::POST && path.starts_with("/api/") && !path.starts_with("/api/v1/");
+    let res = next.run(req).await;
+    if !server_fn || res.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, BODY_LIMIT).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    if matches!(
+        serde_json::from_slice::<app::error::AppError>(&bytes),
+        Ok(app::error::AppError::Transport(_))
+    ) {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
 /// pages: the `Origin` (or, lacking it, the `Referer`) must name this host.
 /// Token-authenticated APIs, provider webhooks and the demo's in-process
 /// sandbox carry no cookie and are exempt.

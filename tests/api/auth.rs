@@ -232,6 +232,35 @@ async fn a_plain_form_post_comes_back_with_the_error_in_the_address(b: Backend) 
     assert!(app.session_user().await.is_some());
 }
 
+async fn malformed_server_function_arguments_are_a_400(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Admin, PW).await;
+    // Without a session: a missing argument, an ill-typed one, a body that
+    // is not a form at all.
+    let missing = app.call("login", &[("username", "alice")]).await;
+    assert_eq!(missing.status(), 400);
+    let body = missing.text().await.unwrap();
+    assert!(body.contains("Transport"), "{body}");
+    let not_a_form = app
+        .client
+        .post(format!("{}/api/login", app.base))
+        .headers(app.origin())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("%%%\u{0}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_a_form.status(), 400);
+    // Signed in, a function whose argument is missing.
+    assert_eq!(app.login("alice", PW).await.status(), 200);
+    assert_eq!(app.call("callbacks/show", &[]).await.status(), 400);
+    // Well-formed calls answer as before.
+    assert_eq!(
+        app.call("callbacks/show", &[("id", "nope")]).await.status(),
+        404
+    );
+}
+
 async fn a_disabled_users_session_stops_at_once(b: Backend) {
     let app = spawn_app(b).await;
     let bob = app.add_user("bob", Role::Operator, PW).await;
@@ -296,5 +325,6 @@ both_databases!(
     a_post_without_a_matching_origin_is_refused,
     a_plain_form_post_comes_back_with_the_error_in_the_address,
     a_disabled_users_session_stops_at_once,
+    malformed_server_function_arguments_are_a_400,
     the_language_follows_the_browser_then_the_users_choice,
 );

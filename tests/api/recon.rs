@@ -109,6 +109,18 @@ impl EngineApp {
         .unwrap()
     }
 
+    /// The payment's one ticket is closed, and says the repair did it.
+    async fn assert_auto_repaired(&self, payment_no: &str) {
+        let (status, conclusion): (String, Option<String>) =
+            sqlx::query_as("SELECT status, conclusion FROM discrepancies WHERE payment_no = $1")
+                .bind(payment_no)
+                .fetch_one(self.pool())
+                .await
+                .unwrap();
+        assert_eq!(status, "CLOSED");
+        assert!(conclusion.unwrap().contains("auto-repaired"));
+    }
+
     pub(crate) fn today(&self) -> (String, String) {
         let now = jiff::Timestamp::from_microsecond(self.app.engine.now()).unwrap();
         (
@@ -729,14 +741,7 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     engine.run_provider_tasks(engine.now()).await.unwrap();
     assert_eq!(app.status(&lag).await, "SUCCEEDED");
     assert_eq!(app.count("payment_effects", &lag).await, 1);
-    let (status, conclusion): (String, Option<String>) =
-        sqlx::query_as("SELECT status, conclusion FROM discrepancies WHERE payment_no = $1")
-            .bind(&lag)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
-    assert_eq!(status, "CLOSED");
-    assert!(conclusion.unwrap().contains("auto-repaired"));
+    app.assert_auto_repaired(&lag).await;
     let figures: String =
         sqlx::query_scalar("SELECT figures_json FROM recon_runs WHERE run_id = $1")
             .bind(run["run_id"].as_str().unwrap())
@@ -778,14 +783,7 @@ async fn a_status_lag_paid_meanwhile_closes_at_its_repair(b: Backend) {
     let engine = &app.app.engine;
     while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
     assert_eq!(app.count("payment_effects", &lag).await, 1);
-    let (status, conclusion): (String, Option<String>) =
-        sqlx::query_as("SELECT status, conclusion FROM discrepancies WHERE payment_no = $1")
-            .bind(&lag)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
-    assert_eq!(status, "CLOSED");
-    assert!(conclusion.unwrap().contains("auto-repaired"));
+    app.assert_auto_repaired(&lag).await;
 }
 
 /// A transaction Reckon does not know, listed twice: both rows DUPLICATE

@@ -120,9 +120,10 @@ impl Accounts {
             .ok_or(AppError::NotFound)
     }
 
-    /// Throttle first, then the password (argon2 on a blocking thread).
-    /// Failures count against the username and the address; a success clears
-    /// the username's count.
+    /// The attempt is counted against the username and the address before
+    /// the password is checked (so concurrent attempts cannot all slip under
+    /// the limit), then argon2 runs behind the hash gate. A right password
+    /// clears the username's count and gives the address its attempt back.
     pub async fn login(
         &self,
         username: &str,
@@ -134,20 +135,26 @@ impl Accounts {
         let user_key = format!("user:{name}");
         let addr_key = format!("addr:{addr}");
         let pool = &self.db.pool;
-        let mut locked = None;
-        for key in [&user_key, &addr_key] {
-            if let Some(until) = throttle::locked_until(pool, key, now)
-                .await
-                .map_err(internal)?
-            {
-                locked = locked.max(Some(until));
-            }
-        }
-        if let Some(until) = locked {
+        let refused = |until: i64| {
             self.metrics.login("throttled");
-            let minutes = ((until - now) as u64).div_ceil(60_000_000).max(1);
+            // Another attempt may have set the lock after `now` was read.
+            let left = (until - now_micros()).max(0) as u64;
+            let minutes = left.div_ceil(60_000_000).max(1);
             tracing::warn!(username = %name, %addr, minutes, "sign-in refused: throttled");
-            return Err(AppError::Throttled { minutes });
+            AppError::Throttled { minutes }
+        };
+        if let Some(until) = throttle::reserve(pool, &user_key, now, USER_THROTTLE)
+            .await
+            .map_err(internal)?
+        {
+            return Err(refused(until));
+        }
+        if let Some(until) = throttle::reserve(pool, &addr_key, now, ADDR_THROTTLE)
+            .await
+            .map_err(internal)?
+        {
+            throttle::release(pool, &user_key).await.map_err(internal)?;
+            return Err(refused(until));
         }
 
         let found = match auth::parse_username(&name) {
@@ -158,10 +165,22 @@ impl Accounts {
             Some((u, h)) => (Some(u), Some(h)),
             None => (None, None),
         };
-        let password_ok = auth::verify_password(password.to_owned(), hash).await;
+        let password_ok = match auth::verify_password(password.to_owned(), hash).await {
+            Ok(ok) => ok,
+            Err(busy @ AppError::Busy { .. }) => {
+                // Not checked, so not a failure: both attempts go back.
+                throttle::release(pool, &user_key).await.map_err(internal)?;
+                throttle::release(pool, &addr_key).await.map_err(internal)?;
+                self.metrics.login("busy");
+                tracing::warn!(username = %name, %addr, "sign-in refused: password checks busy");
+                return Err(busy);
+            }
+            Err(other) => return Err(other),
+        };
         match user {
             Some(user) if password_ok && !user.disabled => {
                 throttle::clear(pool, &user_key).await.map_err(internal)?;
+                throttle::release(pool, &addr_key).await.map_err(internal)?;
                 self.audited(&Actor::user(&user), "user.login", &user.id, None, None)
                     .await?;
                 self.metrics.login("success");
@@ -169,12 +188,6 @@ impl Accounts {
                 Ok(user)
             }
             _ => {
-                throttle::record_failure(pool, &user_key, now, USER_THROTTLE)
-                    .await
-                    .map_err(internal)?;
-                throttle::record_failure(pool, &addr_key, now, ADDR_THROTTLE)
-                    .await
-                    .map_err(internal)?;
                 self.metrics.login("bad_credentials");
                 tracing::warn!(username = %name, %addr, "sign-in failed");
                 Err(AppError::BadCredentials)
@@ -229,9 +242,7 @@ impl Accounts {
     ) -> Result<User, AppError> {
         let username = auth::parse_username(username)?;
         auth::check_password_rules(password)?;
-        let hash = auth::hash_password(password.to_owned())
-            .await
-            .map_err(internal)?;
+        let hash = auth::hash_password(password.to_owned()).await?;
         let id = uuid::Uuid::now_v7().to_string();
         retrying(|| async {
             let now = now_micros();
@@ -303,9 +314,7 @@ impl Accounts {
         password: &str,
     ) -> Result<(), AppError> {
         auth::check_password_rules(password)?;
-        let hash = auth::hash_password(password.to_owned())
-            .await
-            .map_err(internal)?;
+        let hash = auth::hash_password(password.to_owned()).await?;
         retrying(|| async {
             let now = now_micros();
             let mut tx = self.db.begin_write().await?;

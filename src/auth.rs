@@ -7,6 +7,9 @@ use argon2::{Algorithm, Argon2, Params, Version};
 use rand::RngCore;
 use rand::rngs::OsRng;
 use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::Semaphore;
 
 pub const MIN_PASSWORD_CHARS: usize = 12;
 pub const MAX_PASSWORD_BYTES: usize = 1024;
@@ -45,22 +48,78 @@ pub fn check_password_rules(password: &str) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Hashes on a blocking thread: argon2 is deliberately slow.
-pub async fn hash_password(password: String) -> anyhow::Result<String> {
-    tokio::task::spawn_blocking(move || {
+/// Password hashes at once: one per core, each holding 19 MiB while it
+/// runs; a short queue waits its turn, anyone beyond it is told to come back
+/// (`AppError::Busy`), so a flood of sign-ins cannot grow memory without end.
+struct HashGate {
+    running: Semaphore,
+    waiting: AtomicUsize,
+    max_waiting: usize,
+}
+
+static GATE: LazyLock<HashGate> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    HashGate {
+        running: Semaphore::new(cores),
+        waiting: AtomicUsize::new(0),
+        max_waiting: 4 * cores,
+    }
+});
+
+/// Seconds a caller turned away by the gate is asked to wait.
+pub const BUSY_RETRY_SECS: u64 = 1;
+
+/// Runs one argon2 computation on a blocking thread once the gate lets it.
+async fn gated<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, AppError> {
+    let gate = &*GATE;
+    let permit = match gate.running.try_acquire() {
+        Ok(permit) => permit,
+        Err(_) => {
+            if gate.waiting.fetch_add(1, Ordering::SeqCst) >= gate.max_waiting {
+                gate.waiting.fetch_sub(1, Ordering::SeqCst);
+                return Err(AppError::Busy {
+                    seconds: BUSY_RETRY_SECS,
+                });
+            }
+            let permit = gate.running.acquire().await;
+            gate.waiting.fetch_sub(1, Ordering::SeqCst);
+            permit.map_err(|_| AppError::Busy {
+                seconds: BUSY_RETRY_SECS,
+            })?
+        }
+    };
+    let done = tokio::task::spawn_blocking(work).await;
+    drop(permit);
+    done.map_err(|e| {
+        let trace_id = uuid::Uuid::new_v4().simple().to_string();
+        tracing::error!(%trace_id, error = %e, "password hashing task failed");
+        AppError::Internal { trace_id }
+    })
+}
+
+/// Hashes a new password (argon2 is deliberately slow).
+pub async fn hash_password(password: String) -> Result<String, AppError> {
+    gated(move || {
         let salt = SaltString::generate(&mut OsRng);
         argon2()
             .hash_password(password.as_bytes(), &salt)
             .map(|h| h.to_string())
-            .map_err(|e| anyhow::anyhow!("hashing failed: {e}"))
+            .map_err(|e| e.to_string())
     })
     .await?
+    .map_err(|e| {
+        let trace_id = uuid::Uuid::new_v4().simple().to_string();
+        tracing::error!(%trace_id, error = %e, "password hashing failed");
+        AppError::Internal { trace_id }
+    })
 }
 
-/// Verifies on a blocking thread. With no stored hash it still spends the
-/// same work on a dummy, so timing does not reveal which usernames exist.
-pub async fn verify_password(password: String, stored: Option<String>) -> bool {
-    tokio::task::spawn_blocking(move || {
+/// Checks a password. With no stored hash it still spends the same work on
+/// a dummy, so timing does not reveal which usernames exist.
+pub async fn verify_password(password: String, stored: Option<String>) -> Result<bool, AppError> {
+    gated(move || {
         let dummy;
         let hash_text = match &stored {
             Some(h) => h.as_str(),
@@ -75,7 +134,6 @@ pub async fn verify_password(password: String, stored: Option<String>) -> bool {
         ok && stored.is_some()
     })
     .await
-    .unwrap_or(false)
 }
 
 fn dummy_hash() -> String {
@@ -150,9 +208,21 @@ mod tests {
     async fn hashes_verify_only_their_password() {
         let hash = hash_password("correct horse battery".into()).await.unwrap();
         assert!(hash.starts_with("$argon2id$"));
-        assert!(verify_password("correct horse battery".into(), Some(hash.clone())).await);
-        assert!(!verify_password("wrong horse battery".into(), Some(hash)).await);
-        assert!(!verify_password("anything at all".into(), None).await);
+        assert!(
+            verify_password("correct horse battery".into(), Some(hash.clone()))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !verify_password("wrong horse battery".into(), Some(hash))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !verify_password("anything at all".into(), None)
+                .await
+                .unwrap()
+        );
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub enum AppError {
     BadCredentials,
     #[error("too many failed sign-ins; try again in {minutes} minutes")]
     Throttled { minutes: u64 },
+    #[error("too many sign-ins at once; try again in {seconds} seconds")]
+    Busy { seconds: u64 },
     #[error("invalid username")]
     InvalidUsername,
     #[error("password too short (at least {min} characters)")]
@@ -72,6 +74,7 @@ impl AppError {
             AppError::Unauthenticated | AppError::BadCredentials => 401,
             AppError::Forbidden | AppError::NotOnYourself => 403,
             AppError::Throttled { .. } => 429,
+            AppError::Busy { .. } => 503,
             AppError::InvalidUsername | AppError::WeakPassword { .. } | AppError::Transport(_) => {
                 400
             }
@@ -90,6 +93,15 @@ impl AppError {
             | AppError::Refused { .. } => 409,
             AppError::NotFound => 404,
             AppError::Internal { .. } => 500,
+        }
+    }
+
+    /// Seconds to send as `Retry-After`, for refusals that pass with time.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            AppError::Throttled { minutes } => Some(minutes * 60),
+            AppError::Busy { seconds } => Some(*seconds),
+            _ => None,
         }
     }
 }

@@ -131,6 +131,12 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         (AppError::Throttled { minutes }, Lang::Zh) => {
             format!("登录失败次数过多，请 {minutes} 分钟后再试。")
         }
+        (AppError::Busy { seconds }, Lang::En) => {
+            format!("Too many sign-ins at once. Try again in {seconds} seconds.")
+        }
+        (AppError::Busy { seconds }, Lang::Zh) => {
+            format!("同时登录的人过多，请 {seconds} 秒后再试。")
+        }
         (AppError::InvalidUsername, Lang::En) => {
             "A username is 2–32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit.".into()
         }

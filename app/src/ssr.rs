@@ -250,6 +250,9 @@ fn shape<T>(result: Result<T, AppError>) -> Result<T, AppError> {
     };
     if let Err(err) = &result {
         opts.set_status(StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST));
+        if let Some(seconds) = err.retry_after() {
+            opts.insert_header(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
     }
     let plain_form_post = parts.method == Method::POST
         && parts

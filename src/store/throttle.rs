@@ -1,5 +1,9 @@
-//! The `login_throttle` table: failed sign-ins counted per key (a username
+//! The `login_throttle` table: sign-in attempts counted per key (a username
 //! or an address) in a window; too many lock the key for a while.
+//!
+//! An attempt is reserved before its password is checked, in one statement,
+//! so concurrent attempts cannot all pass a check made before any of them
+//! was counted.
 
 use sqlx::{Any, Executor};
 
@@ -10,45 +14,57 @@ pub struct Policy {
     pub lock_us: i64,
 }
 
-/// When the key is locked at `now`, the time the lock ends.
-pub async fn locked_until<'e>(
-    e: impl Executor<'e, Database = Any>,
-    key: &str,
-    now: i64,
-) -> sqlx::Result<Option<i64>> {
-    let until: Option<i64> =
-        sqlx::query_scalar("SELECT locked_until FROM login_throttle WHERE throttle_key = $1")
-            .bind(key)
-            .fetch_optional(e)
-            .await?;
-    Ok(until.filter(|u| *u > now))
-}
-
-/// Counts one failure in one statement; the count restarts when the window
-/// has passed, and reaching the limit sets the lock.
-pub async fn record_failure<'e>(
+/// Counts one attempt for `key` at `now` and answers whether it may go on:
+/// `None` when it may, or the time the key's lock ends. The attempt past
+/// `max_failures` in the window sets the lock; a locked key's row is left as
+/// it is (a refused attempt does not lengthen the lock), and an expired lock
+/// starts a new window.
+pub async fn reserve<'e>(
     e: impl Executor<'e, Database = Any>,
     key: &str,
     now: i64,
     p: Policy,
-) -> sqlx::Result<()> {
-    sqlx::query(
+) -> sqlx::Result<Option<i64>> {
+    let until: i64 = sqlx::query_scalar(
         "INSERT INTO login_throttle (throttle_key, failures, first_failure_at, locked_until) \
-         VALUES ($1, 1, $2, CASE WHEN 1 >= $3 THEN $2 + $5 ELSE 0 END) \
+         VALUES ($1, 1, $2, CASE WHEN 1 > $3 THEN $2 + $5 ELSE 0 END) \
          ON CONFLICT (throttle_key) DO UPDATE SET \
-           failures = CASE WHEN login_throttle.first_failure_at < $2 - $4 THEN 1 \
+           failures = CASE WHEN login_throttle.locked_until > $2 THEN login_throttle.failures \
+                           WHEN login_throttle.locked_until > 0 \
+                             OR login_throttle.first_failure_at < $2 - $4 THEN 1 \
                            ELSE login_throttle.failures + 1 END, \
-           first_failure_at = CASE WHEN login_throttle.first_failure_at < $2 - $4 THEN $2 \
+           first_failure_at = CASE WHEN login_throttle.locked_until > $2 \
+                                     THEN login_throttle.first_failure_at \
+                                   WHEN login_throttle.locked_until > 0 \
+                                     OR login_throttle.first_failure_at < $2 - $4 THEN $2 \
                                    ELSE login_throttle.first_failure_at END, \
-           locked_until = CASE WHEN (CASE WHEN login_throttle.first_failure_at < $2 - $4 THEN 1 \
-                                          ELSE login_throttle.failures + 1 END) >= $3 THEN $2 + $5 \
-                               ELSE login_throttle.locked_until END",
+           locked_until = CASE WHEN login_throttle.locked_until > $2 \
+                                 THEN login_throttle.locked_until \
+                               WHEN login_throttle.locked_until > 0 \
+                                 OR login_throttle.first_failure_at < $2 - $4 THEN 0 \
+                               WHEN login_throttle.failures + 1 > $3 THEN $2 + $5 \
+                               ELSE 0 END \
+         RETURNING locked_until",
     )
     .bind(key)
     .bind(now)
     .bind(p.max_failures)
     .bind(p.window_us)
     .bind(p.lock_us)
+    .fetch_one(e)
+    .await?;
+    Ok((until > now).then_some(until))
+}
+
+/// Gives back an attempt `reserve` counted that turned out not to be a
+/// failure (a right password, or an attempt refused by the other key). A
+/// lock already set stays.
+pub async fn release<'e>(e: impl Executor<'e, Database = Any>, key: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE login_throttle SET failures = failures - 1 \
+         WHERE throttle_key = $1 AND locked_until = 0 AND failures > 0",
+    )
+    .bind(key)
     .execute(e)
     .await?;
     Ok(())

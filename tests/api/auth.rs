@@ -315,11 +315,154 @@ async fn the_language_follows_the_browser_then_the_users_choice(b: Backend) {
     assert!(page.contains("用户管理"), "Users page in Chinese");
 }
 
+/// A client whose connections come from `addr` (any 127.x.y.z is this
+/// machine), so the server sees another address.
+fn client_from(addr: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(addr.parse::<std::net::IpAddr>().unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(45))
+        .build()
+        .unwrap()
+}
+
+/// How many sign-ins the server counted with this outcome.
+fn logins(app: &crate::helpers::TestApp, outcome: &str) -> u64 {
+    let needle = format!("reckon_login_attempts_total{{outcome=\"{outcome}\"}} ");
+    app.accounts
+        .metrics
+        .render()
+        .lines()
+        .find_map(|l| l.strip_prefix(needle.as_str()))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+async fn concurrent_wrong_sign_ins_for_one_user_check_at_most_five(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("alice", Role::Operator, PW).await;
+    let attempts = (0..200).map(|_| {
+        let c = client();
+        let url = format!("{}/api/login", app.base);
+        let origin = app.base.clone();
+        async move {
+            c.post(url)
+                .header("origin", origin)
+                .form(&[("username", "alice"), ("password", "wrong horse battery")])
+                .send()
+                .await
+                .unwrap()
+        }
+    });
+    let answers = futures_util::future::join_all(attempts).await;
+    let (mut wrong, mut refused) = (0, 0);
+    for res in answers {
+        match res.status().as_u16() {
+            401 => wrong += 1,
+            429 => {
+                assert_eq!(res.headers()["retry-after"], "900");
+                assert_eq!(
+                    res.json::<AppError>().await.unwrap(),
+                    AppError::Throttled { minutes: 15 }
+                );
+                refused += 1;
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!((wrong, refused), (5, 195), "five checked, the rest refused");
+    assert_eq!(logins(&app, "bad_credentials"), 5, "five passwords hashed");
+    assert_eq!(logins(&app, "throttled"), 195);
+
+    // The lock is the username's: the right password from another address
+    // is refused too, until the lock has passed.
+    let fresh = client_from("127.0.0.2");
+    let sign_in = || async {
+        fresh
+            .post(format!("{}/api/login", app.base))
+            .header("origin", &app.base)
+            .form(&[("username", "alice"), ("password", PW)])
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_eq!(sign_in().await, 429);
+    let past = reckon::store::now_micros() - 1;
+    sqlx::query(
+        "UPDATE login_throttle SET locked_until = $1, first_failure_at = $1 - 900000000 \
+         WHERE throttle_key = 'user:alice'",
+    )
+    .bind(past)
+    .execute(&app.accounts.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(sign_in().await, 200, "the lock has passed");
+}
+
+async fn sign_ins_beyond_the_hash_queue_are_told_to_come_back(b: Backend) {
+    let app = spawn_app(b).await;
+    app.add_user("dave", Role::Operator, PW).await;
+    // Each from its own address and for its own name, so no throttle stops
+    // them: only the bound on concurrent password checks does.
+    let attempts = (0..150).map(|i| {
+        let c = client_from(&format!("127.0.{}.{}", 1 + i / 200, 10 + i % 200));
+        let url = format!("{}/api/login", app.base);
+        let origin = app.base.clone();
+        async move {
+            let res = c
+                .post(url)
+                .header("origin", origin)
+                .form(&[("username", format!("guest{i}")), ("password", PW.into())])
+                .send()
+                .await
+                .unwrap();
+            (i, res)
+        }
+    });
+    let answers = futures_util::future::join_all(attempts).await;
+    let (mut checked, mut busy) = (0, vec![]);
+    for (i, res) in answers {
+        match res.status().as_u16() {
+            401 => checked += 1,
+            503 => {
+                assert_eq!(res.headers()["retry-after"], "1");
+                assert_eq!(
+                    res.json::<AppError>().await.unwrap(),
+                    AppError::Busy { seconds: 1 }
+                );
+                busy.push(i);
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert!(checked >= 2, "some were checked: {checked}");
+    assert!(
+        !busy.is_empty(),
+        "beyond the queue, callers are turned away"
+    );
+    assert_eq!(logins(&app, "busy"), busy.len() as u64);
+    // A turned-away attempt was not a failure: its username and address
+    // have no attempt counted.
+    let i = busy[0];
+    let counted: Vec<i64> =
+        sqlx::query_scalar("SELECT failures FROM login_throttle WHERE throttle_key IN ($1, $2)")
+            .bind(format!("user:guest{i}"))
+            .bind(format!("addr:127.0.{}.{}", 1 + i / 200, 10 + i % 200))
+            .fetch_all(&app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert!(counted.iter().all(|n| *n == 0), "{counted:?}");
+    // Once the flood has passed, signing in works.
+    assert_eq!(app.login("dave", PW).await.status(), 200);
+}
+
 both_databases!(
     login_with_the_right_password_opens_a_session,
     login_with_a_wrong_password_is_refused,
     five_failures_lock_the_username_even_for_the_right_password,
     twenty_failures_from_one_address_lock_the_address,
+    concurrent_wrong_sign_ins_for_one_user_check_at_most_five,
+    sign_ins_beyond_the_hash_queue_are_told_to_come_back,
     a_session_survives_a_server_restart,
     an_operator_gets_403_from_admin_server_functions,
     a_post_without_a_matching_origin_is_refused,

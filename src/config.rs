@@ -38,6 +38,8 @@ pub struct Config {
     pub callback_max_tries: i64,
     /// Provider calls at once per provider account (default 4).
     pub calls_per_account: usize,
+    /// Connection limit and timeouts of the listener.
+    pub limits: crate::web::listener::Limits,
 }
 
 #[derive(Clone, Default, Deserialize, PartialEq, Eq)]
@@ -114,6 +116,7 @@ impl std::fmt::Debug for Config {
             .field("refused_keep", &self.refused_keep)
             .field("callback_max_tries", &self.callback_max_tries)
             .field("calls_per_account", &self.calls_per_account)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -186,6 +189,10 @@ struct FileConfig {
     refused_keep: Option<i64>,
     callback_max_tries: Option<i64>,
     calls_per_account: Option<i64>,
+    max_connections: Option<i64>,
+    header_read_timeout_secs: Option<i64>,
+    idle_timeout_secs: Option<i64>,
+    body_read_timeout_secs: Option<i64>,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
@@ -437,6 +444,38 @@ impl Config {
             64,
             "calls",
         )? as usize;
+        let defaults = crate::web::listener::Limits::default();
+        let secs = |key, from_file, default: std::time::Duration, max| {
+            number(key, from_file, default.as_secs() as i64, max, "seconds")
+                .map(|n| std::time::Duration::from_secs(n as u64))
+        };
+        let limits = crate::web::listener::Limits {
+            max_connections: number(
+                "RECKON_MAX_CONNECTIONS",
+                file.max_connections,
+                defaults.max_connections as i64,
+                1_000_000,
+                "connections",
+            )? as usize,
+            header_read: secs(
+                "RECKON_HEADER_READ_TIMEOUT_SECS",
+                file.header_read_timeout_secs,
+                defaults.header_read,
+                600,
+            )?,
+            idle: secs(
+                "RECKON_IDLE_TIMEOUT_SECS",
+                file.idle_timeout_secs,
+                defaults.idle,
+                3600,
+            )?,
+            body_read: secs(
+                "RECKON_BODY_READ_TIMEOUT_SECS",
+                file.body_read_timeout_secs,
+                defaults.body_read,
+                600,
+            )?,
+        };
 
         Ok(Config {
             listen,
@@ -453,6 +492,7 @@ impl Config {
             refused_keep,
             callback_max_tries,
             calls_per_account,
+            limits,
         })
     }
 

@@ -37,6 +37,8 @@ pub struct Application {
     workers: bool,
     demo_recon_after: Duration,
     session_store: sessions::Store,
+    limits: web::listener::Limits,
+    metrics: Metrics,
 }
 
 /// How to build beyond the configuration.
@@ -71,6 +73,19 @@ impl Application {
     }
 
     pub async fn build_with(config: &Config, options: Options) -> anyhow::Result<Application> {
+        let fd_limit = web::listener::raise_fd_limit();
+        let limits = web::listener::Limits {
+            max_connections: web::listener::connection_cap(config.limits.max_connections, fd_limit),
+            ..config.limits
+        };
+        if limits.max_connections < config.limits.max_connections {
+            tracing::warn!(
+                configured = config.limits.max_connections,
+                max_connections = limits.max_connections,
+                fd_limit,
+                "the open-file limit allows fewer connections than configured"
+            );
+        }
         let db = open_database(config).await?;
         let session_store = sessions::Store::open(&db, &config.database_url)
             .await
@@ -126,7 +141,7 @@ impl Application {
         let state = AppState {
             leptos_options,
             accounts: accounts.clone(),
-            metrics,
+            metrics: metrics.clone(),
             engine: engine.clone(),
         };
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
@@ -145,6 +160,8 @@ impl Application {
             demo_recon_after: options.demo_recon_after,
             sandbox,
             session_store,
+            limits,
+            metrics,
         })
     }
 
@@ -182,12 +199,14 @@ impl Application {
                 ));
             }
         }
-        let service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(self.listener, service)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = web::listener::serve(
+            self.listener,
+            self.router,
+            self.limits,
+            self.metrics,
+            shutdown,
+        )
+        .await;
         cleanup.abort();
         served.context("server stopped with an error")
     }

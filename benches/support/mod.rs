@@ -28,6 +28,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         refused_keep: 10_000,
         callback_max_tries: 10,
         calls_per_account: 4,
+        limits: Default::default(),
     }
 }
 

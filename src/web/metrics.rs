@@ -49,6 +49,8 @@ struct Inner {
     replays: Family<ClassLabel, Counter>,
     outbox: Family<OutcomeLabel, Counter>,
     outbox_lag: Gauge<f64, AtomicU64>,
+    connections: Gauge,
+    shed: Family<OutcomeLabel, Counter>,
 }
 
 #[derive(Clone)]
@@ -140,6 +142,18 @@ impl Metrics {
             "Age of the oldest undelivered outbox message",
             outbox_lag.clone(),
         );
+        let connections = Gauge::default();
+        registry.register(
+            "reckon_connections_open",
+            "HTTP connections open",
+            connections.clone(),
+        );
+        let shed = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "reckon_connections_shed",
+            "Connections closed at the connection limit: idle_closed (the longest idle made room) or refused (none was idle)",
+            shed.clone(),
+        );
         let build = Family::<BuildLabel, Gauge>::default();
         build
             .get_or_create(&BuildLabel {
@@ -160,6 +174,8 @@ impl Metrics {
             replays,
             outbox,
             outbox_lag,
+            connections,
+            shed,
         }))
     }
 
@@ -206,6 +222,14 @@ impl Metrics {
 
     pub fn outbox_lag(&self, seconds: f64) {
         self.0.outbox_lag.set(seconds);
+    }
+
+    pub fn connections_open(&self, open: i64) {
+        self.0.connections.set(open);
+    }
+
+    pub fn connection_shed(&self, outcome: &'static str) {
+        self.0.shed.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     pub fn login(&self, outcome: &'static str) {

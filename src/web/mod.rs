@@ -3,6 +3,7 @@
 //! passes: body limit, same-origin check for state changes, sessions.
 
 pub mod console;
+pub mod listener;
 pub mod merchant;
 pub mod metrics;
 pub mod recon;

@@ -70,6 +70,14 @@ async fn sink_handler(
 }
 
 pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
+    spawn_engine_app_with(backend, |_| {}).await
+}
+
+/// The same, with the configuration adjusted first.
+pub async fn spawn_engine_app_with(
+    backend: Backend,
+    adjust: impl FnOnce(&mut reckon::config::Config),
+) -> EngineApp {
     let secret = Secret::random();
     // Settles only when a test says so.
     let chaos = Chaos {
@@ -113,6 +121,7 @@ pub async fn spawn_engine_app(backend: Backend) -> EngineApp {
                 ..ProviderConfig::default()
             }];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
+            adjust(c);
         },
         Options {
             demo: false,
@@ -181,6 +190,28 @@ impl EngineApp {
     pub async fn post_signed(&self, id: &str, body: &str) -> reqwest::Response {
         let now = self.app.engine.now() / 1_000_000;
         self.post_raw("sandbox", id, now, body, None).await
+    }
+
+    /// Signed and sent by `client` (one with its own connections).
+    pub async fn post_signed_with(
+        &self,
+        client: &reqwest::Client,
+        id: &str,
+        body: &str,
+    ) -> reqwest::Result<reqwest::Response> {
+        let ts = self.app.engine.now() / 1_000_000;
+        client
+            .post(format!("{}/webhooks/sandbox", self.app.base))
+            .header("content-type", "application/json")
+            .header("webhook-id", id)
+            .header("webhook-timestamp", ts.to_string())
+            .header(
+                "webhook-signature",
+                self.secret.sign(id, ts, body.as_bytes()),
+            )
+            .body(body.to_owned())
+            .send()
+            .await
     }
 
     /// Signed with the sandbox secret at `ts` unless `signature` is given.

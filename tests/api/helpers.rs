@@ -71,6 +71,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         refused_keep: 10_000,
         callback_max_tries: 10,
         calls_per_account: 4,
+        limits: Default::default(),
     }
 }
 

@@ -7,6 +7,7 @@ mod helpers;
 mod alipay;
 mod auth;
 mod cli;
+mod connections;
 mod console;
 mod crash;
 mod engine;

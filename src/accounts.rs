@@ -219,7 +219,7 @@ impl Accounts {
         };
         retrying(|| async {
             let mut tx = self.db.begin_write().await?;
-            audit::append(&mut tx, &entry, now_micros()).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, now_micros()).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -268,7 +268,7 @@ impl Accounts {
                 before: None,
                 after: Some(json!({ "username": username, "role": role })),
             };
-            audit::append(&mut tx, &entry, now).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             let user = users::by_id(&mut *tx, &id)
                 .await?
                 .ok_or(AppError::NotFound)?;
@@ -300,7 +300,7 @@ impl Accounts {
                 before: Some(json!({ "role": before.role })),
                 after: Some(json!({ "role": role })),
             };
-            audit::append(&mut tx, &entry, now).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -329,7 +329,7 @@ impl Accounts {
                 before: None,
                 after: Some(json!({ "password_changed_at": now })),
             };
-            audit::append(&mut tx, &entry, now).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -375,7 +375,7 @@ impl Accounts {
                 before: Some(json!({ "disabled": !disabled })),
                 after: Some(json!({ "disabled": disabled })),
             };
-            audit::append(&mut tx, &entry, now).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -420,7 +420,7 @@ impl Accounts {
                 before: None,
                 after: Some(json!({ "name": name, "prefix": new.prefix })),
             };
-            audit::append(&mut tx, &entry, now).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
             Ok(())
         })

@@ -179,6 +179,7 @@ impl Application {
                 .clone()
                 .delete_expired_every(Duration::from_secs(600)),
         );
+        let checkpoints = tokio::spawn(log_audit_checkpoints(self.accounts.db.clone()));
         if self.demo_traffic {
             tokio::spawn(demo_traffic(self.engine.clone()));
             if let Some(sandbox) = self.sandbox.clone() {
@@ -208,7 +209,23 @@ impl Application {
         )
         .await;
         cleanup.abort();
+        checkpoints.abort();
         served.context("server stopped with an error")
+    }
+}
+
+/// The audit chain's signed head in the log at start and then daily, so an
+/// operator's log store keeps checkpoints the database cannot change.
+async fn log_audit_checkpoints(db: Db) {
+    let mut every = tokio::time::interval(Duration::from_secs(24 * 3600));
+    loop {
+        every.tick().await;
+        match crate::store::audit::checkpoint(&db.pool, &db.audit).await {
+            Ok(cp) => {
+                tracing::info!(checkpoint = %cp.line(), "audit checkpoint: keep this line outside the database")
+            }
+            Err(e) => tracing::warn!(error = %e, "audit checkpoint not made"),
+        }
     }
 }
 
@@ -459,8 +476,14 @@ pub async fn open_database(config: &Config) -> anyhow::Result<Db> {
     if let Some(path) = config.sqlite_path() {
         prepare_sqlite_dir(&path)?;
     }
-    let db = Db::connect(&config.database_url).await?;
+    let mut db = Db::connect(&config.database_url).await?;
     db.migrate().await?;
+    let next_seq = crate::store::audit::next_seq(&db.pool).await?;
+    let keys = crate::store::audit_keys::Keys::load(&config.data_dir, next_seq, |k| {
+        std::env::var(k).ok().filter(|v| !v.is_empty())
+    })
+    .context("cannot load the audit key")?;
+    db.audit = Arc::new(keys);
     Ok(db)
 }
 

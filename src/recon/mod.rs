@@ -2245,6 +2245,7 @@ impl Engine {
         };
         crate::store::audit::append(
             &mut tx,
+            &self.db.audit,
             &crate::store::audit::Entry {
                 actor: actor.to_owned(),
                 action: "payment.release_hold",

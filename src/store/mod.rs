@@ -3,6 +3,7 @@
 //! module. SQL lives here and nowhere else; one text serves both backends.
 
 pub mod audit;
+pub mod audit_keys;
 pub mod callbacks;
 pub mod idempotency;
 pub mod incidents;
@@ -58,6 +59,9 @@ pub struct Db {
     pub display_url: String,
     /// SQLite: stops the checkpointer when the last handle goes.
     _checkpointer: Option<std::sync::Arc<Checkpointer>>,
+    /// The keys the audit chain is signed with (loaded beside the database,
+    /// never stored in it).
+    pub audit: std::sync::Arc<audit_keys::Keys>,
 }
 
 /// How often SQLite's write-ahead log is copied back into the database.
@@ -182,6 +186,7 @@ impl Db {
             sqlite_identity: sqlite_path.as_deref().and_then(file_identity),
             sqlite_path,
             display_url,
+            audit: std::sync::Arc::new(audit_keys::Keys::none()),
         })
     }
 

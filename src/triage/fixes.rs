@@ -380,6 +380,7 @@ pub async fn propose(desk: &Desk, actor: &User, fix: &FixRequest) -> Result<Stri
         .await?;
         audit::append(
             &mut tx,
+            &desk.engine.db.audit,
             &audit::Entry {
                 actor: actor.username.clone(),
                 action: "fix.propose",
@@ -568,6 +569,7 @@ async fn record_not_executed(
         .await?;
         audit::append(
             &mut tx,
+            &desk.engine.db.audit,
             &audit::Entry {
                 actor: actor.username.clone(),
                 action: "fix.fail",
@@ -597,6 +599,7 @@ async fn execute(
 ) -> Result<ActionResult, NotExecuted> {
     audit::append(
         &mut *tx,
+        &desk.engine.db.audit,
         &audit::Entry {
             actor: actor.username.clone(),
             action: "fix.approve",
@@ -880,6 +883,7 @@ async fn execute(
         .await?;
     audit::append(
         &mut *tx,
+        &desk.engine.db.audit,
         &audit::Entry {
             actor: actor.username.clone(),
             action: "fix.execute",
@@ -918,6 +922,7 @@ async fn execute(
     .await?;
     audit::append(
         &mut *tx,
+        &desk.engine.db.audit,
         &audit::Entry {
             actor: actor.username.clone(),
             action: "ticket.close",
@@ -1058,6 +1063,7 @@ pub async fn reject(desk: &Desk, actor: &User, id: &str, comment: &str) -> Resul
             .await?;
         audit::append(
             &mut tx,
+            &desk.engine.db.audit,
             &audit::Entry {
                 actor: actor.username.clone(),
                 action: "fix.reject",

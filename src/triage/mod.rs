@@ -104,6 +104,7 @@ impl Desk {
             insert_note(&mut tx, ticket_id, kind, body, file, &actor.username, now).await?;
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.username.clone(),
                     action,
@@ -220,6 +221,7 @@ impl Desk {
             .await?;
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.username.clone(),
                     action,
@@ -394,6 +396,7 @@ impl Console for Desk {
             .await?;
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.username.clone(),
                     action: "ticket.assign",
@@ -498,6 +501,7 @@ impl Console for Desk {
             insert_note(&mut tx, id, "conclusion", conclusion, None, &actor.username, now).await?;
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.username.clone(),
                     action: "ticket.close",

@@ -46,6 +46,7 @@ impl Desk {
             let mut tx = self.engine.db.begin_write().await?;
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.to_owned(),
                     action,
@@ -295,6 +296,7 @@ impl Desk {
             }
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.username.clone(),
                     action: "alert.acknowledge",
@@ -456,6 +458,7 @@ impl Desk {
             let mut tx = self.engine.db.begin_write().await?;
             audit::append(
                 &mut tx,
+                &self.engine.db.audit,
                 &audit::Entry {
                     actor: actor.to_owned(),
                     action: "callback.replay",

@@ -11,15 +11,29 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The body of `POST /api/v1/payments`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePayment {
+    /// The merchant's order; one live payment attempt per order.
+    #[schema(
+        example = "ORD-1",
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[!-~]+$"
+    )]
     pub order_no: String,
+    /// A configured provider's name (e.g. `alipay`, `wechatpay`, `stripe`).
+    #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     pub provider: String,
     /// Minor units (fen, cents): 19900 is 199.00 CNY.
+    #[schema(example = 19900, minimum = 1)]
     pub amount_minor: i64,
+    /// ISO 4217 code.
+    #[schema(example = "CNY", pattern = "^[A-Za-z]{3}$")]
     pub currency: String,
+    /// At most 256 characters.
     #[serde(default)]
+    #[schema(max_length = 256)]
     pub description: Option<String>,
 }
 
@@ -43,15 +57,23 @@ pub enum MerchantError {
     Store(#[from] sqlx::Error),
 }
 
-/// A payment as the API returns it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A payment as the API returns it. The values are the store's rows as
+/// JSON; `value_type` names those rows for the OpenAPI document.
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PaymentDetail {
+    #[schema(value_type = payments::PaymentRow)]
     pub payment: serde_json::Value,
+    #[schema(value_type = Vec<payments::EffectRow>)]
     pub effects: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<payments::HistoryRow>)]
     pub history: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<outbox::EventRow>)]
     pub outbox: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<incidents::AlertRow>)]
     pub alerts: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<incidents::DiscrepancyRow>)]
     pub discrepancies: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<refunds::RefundRow>)]
     pub refunds: Vec<serde_json::Value>,
 }
 

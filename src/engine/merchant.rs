@@ -108,10 +108,11 @@ impl Engine {
             .positive()
             .map_err(|e| MerchantError::Invalid(e.to_string()))?;
         if let Some(d) = &req.description
-            && d.chars().count() > 256
+            && (d.chars().count() > 256 || d.contains('\0'))
         {
+            // PostgreSQL's text cannot hold a NUL: refused here, not a 500.
             return Err(MerchantError::Invalid(
-                "description is at most 256 characters".into(),
+                "description is at most 256 characters, without NUL".into(),
             ));
         }
         let request_hash = hex::encode(Sha256::digest(serde_json::to_vec(req).unwrap_or_default()));
@@ -163,6 +164,9 @@ impl Engine {
     }
 
     pub async fn payment_detail(&self, payment_no: &str) -> Result<PaymentDetail, MerchantError> {
+        // Not a payment number: no such payment (and not a NUL that
+        // PostgreSQL would refuse as an error).
+        PaymentNo::parse(payment_no).map_err(|_| MerchantError::NotFound(payment_no.into()))?;
         let pool = &self.db.pool;
         let payment = payments::get(pool, payment_no)
             .await?
@@ -205,6 +209,7 @@ impl Engine {
     /// Closes a payment that has no result: the provider closes it first
     /// (outside any transaction), then `apply` records it.
     pub async fn close_payment(&self, payment_no: &str) -> Result<Applied, MerchantError> {
+        PaymentNo::parse(payment_no).map_err(|_| MerchantError::NotFound(payment_no.into()))?;
         let pool = &self.db.pool;
         let p = payments::get(pool, payment_no)
             .await?

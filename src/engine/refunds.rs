@@ -602,9 +602,10 @@ impl Engine {
             ));
         }
         let reason = req.reason.trim();
-        if reason.is_empty() || reason.chars().count() > 256 {
+        if reason.is_empty() || reason.chars().count() > 256 || reason.contains('\0') {
+            // PostgreSQL's text cannot hold a NUL: refused here, not a 500.
             return Err(MerchantError::Invalid(
-                "reason is required, at most 256 characters".into(),
+                "reason is required, at most 256 characters, without NUL".into(),
             ));
         }
         let request_hash = hex::encode(Sha256::digest(
@@ -787,6 +788,7 @@ impl Engine {
     }
 
     pub async fn refund_detail(&self, refund_no: &str) -> Result<serde_json::Value, MerchantError> {
+        RefundNo::parse(refund_no).map_err(|_| MerchantError::NotFound(refund_no.into()))?;
         let pool = &self.db.pool;
         let r = refunds::get(pool, refund_no)
             .await?

@@ -700,6 +700,11 @@ fn verdict(row: &StatementRow, t: Option<&Pay>, n: Option<&Pay>, copies: i64) ->
 
 impl Engine {
     pub async fn run(&self, run_id: &str) -> sqlx::Result<Option<RunRow>> {
+        // Run ids are visible ASCII (`new_run_id`); anything else names no
+        // run, and PostgreSQL would refuse a NUL in it as an error.
+        if run_id.is_empty() || run_id.len() > 64 || !run_id.bytes().all(|b| b.is_ascii_graphic()) {
+            return Ok(None);
+        }
         sqlx::query_as(&format!(
             "SELECT {RUN_COLUMNS} FROM recon_runs WHERE run_id = $1"
         ))

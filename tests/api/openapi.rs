@@ -2,6 +2,7 @@
 //! of `/api/v1/`, each on SQLite and PostgreSQL.
 
 use crate::both_databases;
+use crate::engine_helpers::spawn_engine_app;
 use crate::helpers::{Backend, TestApp, spawn_app};
 use serde_json::Value;
 
@@ -208,7 +209,72 @@ async fn malformed_requests_answer_the_one_error_shape(backend: Backend) {
     assert_error_shape(too_large, 413).await;
 }
 
+/// PostgreSQL's text cannot hold a NUL: such ids and texts were 500 there
+/// (found probing a PostgreSQL-backed server beside the contract run). An
+/// id that cannot be one names nothing (404); a text with a NUL is refused.
+async fn nul_in_ids_and_texts_is_refused_not_a_500(backend: Backend) {
+    // With the sandbox provider, so the payment is refused for its text.
+    let engine = spawn_engine_app(backend).await;
+    let app = &engine.app;
+    let token = engine.token().await;
+    let url = |path: &str| format!("{}{path}", app.base);
+    for path in [
+        "/api/v1/payments/PAY%00X",
+        "/api/v1/refunds/RFD%00X",
+        "/api/v1/recon/runs/RUN%00X",
+    ] {
+        let res = app
+            .client
+            .get(url(path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_error_shape(res, 404).await;
+    }
+    let close = app
+        .client
+        .post(url("/api/v1/payments/PAY%00X/close"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_error_shape(close, 404).await;
+    let resume = app
+        .client
+        .post(url("/api/v1/recon/runs/RUN%00X/resume"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_error_shape(resume, 400).await;
+    let create = app
+        .client
+        .post(url("/api/v1/payments"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "nul-1")
+        .json(&serde_json::json!({
+            "order_no": "ORD-NUL", "provider": "sandbox", "amount_minor": 100,
+            "currency": "CNY", "description": "a\u{0}b",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_error_shape(create, 400).await;
+    let refund = app
+        .client
+        .post(url("/api/v1/payments/PAY1/refunds"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "nul-2")
+        .json(&serde_json::json!({ "amount_minor": 100, "reason": "a\u{0}b" }))
+        .send()
+        .await
+        .unwrap();
+    assert_error_shape(refund, 400).await;
+}
+
 both_databases!(
     the_document_is_openapi_3_1_and_lists_every_route,
     malformed_requests_answer_the_one_error_shape,
+    nul_in_ids_and_texts_is_refused_not_a_500,
 );

@@ -113,13 +113,14 @@ pub struct UploadForm {
     #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
     /// YYYY-MM-DD, in the configured time zone.
-    #[schema(example = "2026-11-30", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
     /// The provider's statement, at most 64 MiB.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
-    /// Malformed lines the operator accepts to skip (default 0).
-    accept_bad_lines: Option<u32>,
+    /// Malformed lines the operator accepts to skip; 0 when absent.
+    #[schema(required = false)]
+    accept_bad_lines: u32,
 }
 
 #[derive(serde::Deserialize, utoipa::ToSchema)]
@@ -128,7 +129,7 @@ pub struct PullRequest {
     #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
     /// YYYY-MM-DD, in the configured time zone.
-    #[schema(example = "2026-11-30", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
 }
 
@@ -200,10 +201,10 @@ pub async fn show(
 #[into_params(parameter_in = Query)]
 pub struct Days {
     /// First day, YYYY-MM-DD.
-    #[param(example = "2026-11-01", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    #[param(example = "2026-11-01", format = Date)]
     from: String,
     /// Last day, YYYY-MM-DD.
-    #[param(example = "2026-11-30", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+    #[param(example = "2026-11-30", format = Date)]
     to: String,
 }
 

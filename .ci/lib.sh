@@ -97,3 +97,17 @@ stop_postgres() {
     rm -rf "$PG_DIR"
   fi
 }
+
+# schemathesis (PyPI, pinned in .ci/contract-requirements.txt) in its own
+# virtualenv under target/; sets SCHEMATHESIS to its `st`.
+ensure_schemathesis() {
+  local venv="$ROOT/target/schemathesis" want
+  want="$(awk -F'==' '$1 == "schemathesis" { print $2 }' "$ROOT/.ci/contract-requirements.txt")"
+  if [[ "$("$venv/bin/st" --version 2>/dev/null | awk '{print $NF}')" != "$want" ]]; then
+    say "installing schemathesis $want into target/schemathesis"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q -r "$ROOT/.ci/contract-requirements.txt"
+  fi
+  SCHEMATHESIS="$venv/bin/st"
+}

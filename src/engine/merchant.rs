@@ -11,15 +11,29 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The body of `POST /api/v1/payments`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePayment {
+    /// The merchant's order; one live payment attempt per order.
+    #[schema(
+        example = "ORD-1",
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[!-~]+$"
+    )]
     pub order_no: String,
+    /// A configured provider's name (e.g. `alipay`, `wechatpay`, `stripe`).
+    #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     pub provider: String,
     /// Minor units (fen, cents): 19900 is 199.00 CNY.
+    #[schema(example = 19900, minimum = 1)]
     pub amount_minor: i64,
+    /// ISO 4217 code.
+    #[schema(example = "CNY", pattern = "^[A-Za-z]{3}$")]
     pub currency: String,
+    /// At most 256 characters.
     #[serde(default)]
+    #[schema(max_length = 256)]
     pub description: Option<String>,
 }
 
@@ -43,15 +57,23 @@ pub enum MerchantError {
     Store(#[from] sqlx::Error),
 }
 
-/// A payment as the API returns it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A payment as the API returns it. The values are the store's rows as
+/// JSON; `value_type` names those rows for the OpenAPI document.
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PaymentDetail {
+    #[schema(value_type = payments::PaymentRow)]
     pub payment: serde_json::Value,
+    #[schema(value_type = Vec<payments::EffectRow>)]
     pub effects: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<payments::HistoryRow>)]
     pub history: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<outbox::EventRow>)]
     pub outbox: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<incidents::AlertRow>)]
     pub alerts: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<incidents::DiscrepancyRow>)]
     pub discrepancies: Vec<serde_json::Value>,
+    #[schema(value_type = Vec<refunds::RefundRow>)]
     pub refunds: Vec<serde_json::Value>,
 }
 
@@ -86,10 +108,11 @@ impl Engine {
             .positive()
             .map_err(|e| MerchantError::Invalid(e.to_string()))?;
         if let Some(d) = &req.description
-            && d.chars().count() > 256
+            && (d.chars().count() > 256 || d.contains('\0'))
         {
+            // PostgreSQL's text cannot hold a NUL: refused here, not a 500.
             return Err(MerchantError::Invalid(
-                "description is at most 256 characters".into(),
+                "description is at most 256 characters, without NUL".into(),
             ));
         }
         let request_hash = hex::encode(Sha256::digest(serde_json::to_vec(req).unwrap_or_default()));
@@ -141,6 +164,9 @@ impl Engine {
     }
 
     pub async fn payment_detail(&self, payment_no: &str) -> Result<PaymentDetail, MerchantError> {
+        // Not a payment number: no such payment (and not a NUL that
+        // PostgreSQL would refuse as an error).
+        PaymentNo::parse(payment_no).map_err(|_| MerchantError::NotFound(payment_no.into()))?;
         let pool = &self.db.pool;
         let payment = payments::get(pool, payment_no)
             .await?
@@ -183,6 +209,7 @@ impl Engine {
     /// Closes a payment that has no result: the provider closes it first
     /// (outside any transaction), then `apply` records it.
     pub async fn close_payment(&self, payment_no: &str) -> Result<Applied, MerchantError> {
+        PaymentNo::parse(payment_no).map_err(|_| MerchantError::NotFound(payment_no.into()))?;
         let pool = &self.db.pool;
         let p = payments::get(pool, payment_no)
             .await?

@@ -18,7 +18,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::{Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
 pub use refunds::{
-    CreateRefund, RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in,
+    CreateRefund, RefundApplied, RefundBalance, RefundDetail, RefundOutcome, apply_refund_in,
+    refund_late_success_in,
 };
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use workers::headers_from_json;

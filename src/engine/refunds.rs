@@ -25,15 +25,40 @@ use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
 
 /// The body of `POST /api/v1/payments/{payment_no}/refunds`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRefund {
     /// Minor units of the payment's currency.
+    #[schema(example = 3000, minimum = 1)]
     pub amount_minor: i64,
     /// Optional; when given it must be the payment's.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z]{3}$")]
     pub currency: Option<String>,
+    /// Required, at most 256 characters.
+    #[schema(example = "damaged", min_length = 1, max_length = 256)]
     pub reason: String,
+}
+
+/// A refund as the API returns it: its row and, beside it, its payment's
+/// balance.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RefundDetail {
+    #[serde(flatten)]
+    pub refund: refunds::RefundRow,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment: Option<RefundBalance>,
+}
+
+/// A payment's refund figures, in minor units of its currency.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RefundBalance {
+    pub status: String,
+    pub amount_minor: i64,
+    pub refunded_minor: i64,
+    pub reserved_minor: i64,
+    /// `amount_minor - refunded_minor - reserved_minor`.
+    pub refundable_minor: i64,
 }
 
 /// A provider's word about one refund, from any source.
@@ -516,20 +541,22 @@ async fn mismatch(
 
 /// A refund as the API returns it, with the payment's figures.
 fn refund_json(
-    r: &refunds::RefundRow,
+    r: refunds::RefundRow,
     balance: Option<(String, i64, i64, i64, String)>,
 ) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    if let Some((status, amount, refunded, reserved, _)) = balance {
-        v["payment"] = json!({
-            "status": status,
-            "amount_minor": amount,
-            "refunded_minor": refunded,
-            "reserved_minor": reserved,
-            "refundable_minor": amount - refunded - reserved,
-        });
-    }
-    v
+    let detail = RefundDetail {
+        refund: r,
+        payment: balance.map(
+            |(status, amount_minor, refunded_minor, reserved_minor, _)| RefundBalance {
+                status,
+                amount_minor,
+                refunded_minor,
+                reserved_minor,
+                refundable_minor: amount_minor - refunded_minor - reserved_minor,
+            },
+        ),
+    };
+    serde_json::to_value(detail).unwrap_or_default()
 }
 
 impl Engine {
@@ -575,9 +602,10 @@ impl Engine {
             ));
         }
         let reason = req.reason.trim();
-        if reason.is_empty() || reason.chars().count() > 256 {
+        if reason.is_empty() || reason.chars().count() > 256 || reason.contains('\0') {
+            // PostgreSQL's text cannot hold a NUL: refused here, not a 500.
             return Err(MerchantError::Invalid(
-                "reason is required, at most 256 characters".into(),
+                "reason is required, at most 256 characters, without NUL".into(),
             ));
         }
         let request_hash = hex::encode(Sha256::digest(
@@ -756,16 +784,17 @@ impl Engine {
             .await?
             .ok_or_else(|| MerchantError::Invalid("refund vanished".into()))?;
         let balance = refunds::balance(&mut *conn, payment_no.as_str()).await?;
-        Ok((201, refund_json(&row, balance)))
+        Ok((201, refund_json(row, balance)))
     }
 
     pub async fn refund_detail(&self, refund_no: &str) -> Result<serde_json::Value, MerchantError> {
+        RefundNo::parse(refund_no).map_err(|_| MerchantError::NotFound(refund_no.into()))?;
         let pool = &self.db.pool;
         let r = refunds::get(pool, refund_no)
             .await?
             .ok_or_else(|| MerchantError::NotFound(refund_no.into()))?;
         let balance = refunds::balance(pool, &r.payment_no).await?;
-        Ok(refund_json(&r, balance))
+        Ok(refund_json(r, balance))
     }
 
     /// A refund task: ask the provider to refund, or ask how a refund went.

@@ -158,7 +158,7 @@ impl StatementHash {
 }
 
 /// A finished (or refused) run, as the API and CLI report it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, sqlx::FromRow)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct RunRow {
     pub run_id: String,
     pub provider: String,
@@ -174,6 +174,19 @@ pub struct RunRow {
     pub started_by: String,
     pub started_at: i64,
     pub finished_at: Option<i64>,
+}
+
+/// One provider's business day: its latest completed run's figures.
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ReconDay {
+    pub business_date: String,
+    pub provider: String,
+    pub run_id: String,
+    /// Counts of the run (`statement_rows`, `matched`, `pending`,
+    /// `repaired`, `classes`, …) with `to_process` and `unknown` (open
+    /// discrepancies) added.
+    #[schema(value_type = Object)]
+    pub figures: serde_json::Value,
 }
 
 const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, status, rows_read, \
@@ -687,6 +700,11 @@ fn verdict(row: &StatementRow, t: Option<&Pay>, n: Option<&Pay>, copies: i64) ->
 
 impl Engine {
     pub async fn run(&self, run_id: &str) -> sqlx::Result<Option<RunRow>> {
+        // Run ids are visible ASCII (`new_run_id`); anything else names no
+        // run, and PostgreSQL would refuse a NUL in it as an error.
+        if run_id.is_empty() || run_id.len() > 64 || !run_id.bytes().all(|b| b.is_ascii_graphic()) {
+            return Ok(None);
+        }
         sqlx::query_as(&format!(
             "SELECT {RUN_COLUMNS} FROM recon_runs WHERE run_id = $1"
         ))
@@ -2326,7 +2344,7 @@ impl Engine {
 
     /// Per business day and provider: the latest completed run's figures,
     /// with the tickets still open now.
-    pub async fn recon_days(&self, from: &str, to: &str) -> sqlx::Result<Vec<serde_json::Value>> {
+    pub async fn recon_days(&self, from: &str, to: &str) -> sqlx::Result<Vec<ReconDay>> {
         let runs: Vec<RunRow> = sqlx::query_as(&format!(
             "SELECT {RUN_COLUMNS} FROM recon_runs WHERE status = 'COMPLETED' AND business_date >= $1 AND business_date <= $2 \
              ORDER BY business_date, provider, started_at"
@@ -2357,12 +2375,12 @@ impl Engine {
                 + figures["local_without_row"].as_i64().unwrap_or(0);
             figures["to_process"] = to_process.into();
             figures["unknown"] = open.into();
-            days.push(json!({
-                "business_date": date,
-                "provider": provider,
-                "run_id": run.run_id,
-                "figures": figures,
-            }));
+            days.push(ReconDay {
+                business_date: date,
+                provider,
+                run_id: run.run_id,
+                figures,
+            });
         }
         Ok(days)
     }

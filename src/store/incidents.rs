@@ -107,7 +107,7 @@ pub async fn raise_alerts(
     Ok(())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct AlertRow {
     pub alert_id: String,
     pub kind: String,
@@ -203,7 +203,7 @@ pub async fn open_with_alert(
     Ok(())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct DiscrepancyRow {
     pub discrepancy_id: String,
     pub class: String,

@@ -59,7 +59,7 @@ pub async fn any_due<'e>(e: impl Executor<'e, Database = Any>, now: i64) -> sqlx
     Ok(found.is_some())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct EventRow {
     pub message_id: String,
     pub aggregate_id: String,

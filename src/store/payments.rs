@@ -3,7 +3,7 @@
 use crate::domain::PaymentStatus;
 use sqlx::{Any, Executor};
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct PaymentRow {
     pub payment_no: String,
     pub order_no: String,
@@ -245,7 +245,7 @@ pub async fn release(
     Ok(reason)
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct EffectRow {
     pub effect_type: String,
     pub created_at: i64,
@@ -271,7 +271,7 @@ pub struct HistoryEntry<'a> {
     pub at: i64,
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct HistoryRow {
     pub from_status: String,
     pub to_status: String,

@@ -5,7 +5,7 @@
 use crate::domain::RefundStatus;
 use sqlx::{Any, Executor};
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RefundRow {
     pub refund_no: String,
     pub payment_no: String,

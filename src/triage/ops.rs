@@ -123,14 +123,11 @@ impl Desk {
             .map_err(internal)?;
         let mut per_day: BTreeMap<String, DayFigures> = BTreeMap::new();
         for d in days {
-            if provider
-                .as_deref()
-                .is_some_and(|p| d["provider"].as_str() != Some(p))
-            {
+            if provider.as_deref().is_some_and(|p| d.provider != p) {
                 continue;
             }
-            let date = d["business_date"].as_str().unwrap_or_default().to_owned();
-            let f = &d["figures"];
+            let date = d.business_date.clone();
+            let f = &d.figures;
             let e = per_day.entry(date).or_default();
             let n = |k: &str| f[k].as_i64().unwrap_or(0);
             e.to_process += n("to_process");
@@ -138,9 +135,7 @@ impl Desk {
             e.pending += n("pending");
             e.repaired += n("repaired");
             e.unknown += n("unknown");
-            if let Some(run) = d["run_id"].as_str() {
-                e.runs.push(run.to_owned());
-            }
+            e.runs.push(d.run_id.clone());
             if let Some(classes) = f["classes"].as_object() {
                 for (class, count) in classes {
                     let c = count.as_i64().unwrap_or(0);

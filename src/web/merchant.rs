@@ -1,18 +1,19 @@
 //! The merchant API under `/api/v1/` (Bearer API token): create a payment
-//! (with a required `Idempotency-Key`), read it, close it.
+//! (with a required `Idempotency-Key`), read it, close it, refund it.
+//! Each handler's `utoipa::path` is its entry in the OpenAPI document.
 
+use super::api_error::{ApiError, error};
 use crate::accounts::Accounts;
-use crate::engine::{CreatePayment, CreateRefund, Engine, MerchantError};
+use crate::engine::RefundDetail;
+use crate::engine::{CreatePayment, CreateRefund, Engine, MerchantError, PaymentDetail};
+use crate::store::payments::PaymentRow;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRef, FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(serde_json::json!({ "error": message.into() }))).into_response()
-}
+use serde::Serialize;
 
 /// The calling API token's name.
 pub struct Merchant(pub String);
@@ -96,6 +97,40 @@ fn answer(status: u16, body: serde_json::Value) -> Response {
         .into_response()
 }
 
+/// Who is calling.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WhoAmI {
+    /// The API token's name.
+    pub token: String,
+}
+
+/// A close's result: how `apply` took it, and the payment after it.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Closed {
+    /// `applied`, `duplicate`, `out_of_order`, …
+    pub result: &'static str,
+    #[schema(value_type = PaymentRow)]
+    pub payment: serde_json::Value,
+}
+
+/// `GET /api/v1/whoami`: the smallest proof a token works.
+#[utoipa::path(get, path = "/api/v1/whoami", tag = "merchant",
+    responses((status = 200, description = "The token is valid", body = WhoAmI)))]
+pub async fn whoami(Merchant(token): Merchant) -> Json<WhoAmI> {
+    Json(WhoAmI { token })
+}
+
+/// `POST /api/v1/payments`.
+#[utoipa::path(post, path = "/api/v1/payments", tag = "merchant",
+    params(("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+        description = "The same key and body always get the first answer again")),
+    request_body = CreatePayment,
+    responses(
+        (status = 201, description = "Created; the provider is asked by a worker", body = PaymentRow),
+        (status = 400, description = "Missing Idempotency-Key or invalid body", body = ApiError),
+        (status = 409, description = "The order already has a live payment attempt", body = ApiError),
+        (status = 422, description = "The Idempotency-Key was used with another body", body = ApiError),
+    ))]
 pub async fn create(
     State(engine): State<Engine>,
     Merchant(scope): Merchant,
@@ -116,6 +151,18 @@ pub async fn create(
 }
 
 /// `POST /api/v1/payments/{payment_no}/refunds`.
+#[utoipa::path(post, path = "/api/v1/payments/{payment_no}/refunds", tag = "merchant",
+    params(("payment_no" = String, Path, max_length = 64, pattern = "^[!-~]+$"),
+        ("Idempotency-Key" = String, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+        description = "The same key and body always get the first answer again")),
+    request_body = CreateRefund,
+    responses(
+        (status = 201, description = "Requested; the provider is asked by a worker", body = RefundDetail),
+        (status = 400, description = "Missing Idempotency-Key, invalid payment number or body", body = ApiError),
+        (status = 404, description = "No such payment", body = ApiError),
+        (status = 409, description = "Not refundable now (status, hold, balance)", body = ApiError),
+        (status = 422, description = "Another currency, an unconfigured provider, or a reused Idempotency-Key", body = ApiError),
+    ))]
 pub async fn refund(
     State(engine): State<Engine>,
     Merchant(scope): Merchant,
@@ -137,6 +184,12 @@ pub async fn refund(
 }
 
 /// `GET /api/v1/refunds/{refund_no}`.
+#[utoipa::path(get, path = "/api/v1/refunds/{refund_no}", tag = "merchant",
+    params(("refund_no" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The refund", body = RefundDetail),
+        (status = 404, description = "No such refund", body = ApiError),
+    ))]
 pub async fn show_refund(
     State(engine): State<Engine>,
     _m: Merchant,
@@ -148,6 +201,13 @@ pub async fn show_refund(
     }
 }
 
+/// `GET /api/v1/payments/{payment_no}`.
+#[utoipa::path(get, path = "/api/v1/payments/{payment_no}", tag = "merchant",
+    params(("payment_no" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The payment with its effects, history, events, alerts, discrepancies and refunds", body = PaymentDetail),
+        (status = 404, description = "No such payment", body = ApiError),
+    ))]
 pub async fn show(
     State(engine): State<Engine>,
     _m: Merchant,
@@ -159,6 +219,16 @@ pub async fn show(
     }
 }
 
+/// `POST /api/v1/payments/{payment_no}/close`.
+#[utoipa::path(post, path = "/api/v1/payments/{payment_no}/close", tag = "merchant",
+    params(("payment_no" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "Closed at the provider and here", body = Closed),
+        (status = 400, description = "The payment cannot be closed through its provider", body = ApiError),
+        (status = 404, description = "No such payment", body = ApiError),
+        (status = 409, description = "It has a result already, or the provider refused", body = ApiError),
+        (status = 504, description = "The provider could not be reached; nothing changed, try again", body = ApiError),
+    ))]
 pub async fn close(
     State(engine): State<Engine>,
     _m: Merchant,
@@ -166,10 +236,11 @@ pub async fn close(
 ) -> Response {
     match engine.close_payment(&payment_no).await {
         Ok(applied) => match engine.payment_detail(&payment_no).await {
-            Ok(detail) => {
-                Json(serde_json::json!({ "result": applied.class(), "payment": detail.payment }))
-                    .into_response()
-            }
+            Ok(detail) => Json(Closed {
+                result: applied.class(),
+                payment: detail.payment,
+            })
+            .into_response(),
             Err(e) => merchant_error(e),
         },
         Err(e) => merchant_error(e),

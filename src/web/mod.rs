@@ -2,10 +2,12 @@
 //! functions), health, readiness, metrics, and the layers every request
 //! passes: body limit, same-origin check for state changes, sessions.
 
+pub mod api_error;
 pub mod console;
 pub mod listener;
 pub mod merchant;
 pub mod metrics;
+pub mod openapi;
 pub mod recon;
 pub mod sessions;
 pub mod webhooks;
@@ -16,7 +18,7 @@ use app::ssr::{SharedBackend, SharedConsole};
 use app::{App, shell};
 use axum::Router;
 use axum::extract::{FromRef, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -72,7 +74,8 @@ pub fn router(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
-        .route("/api/v1/whoami", get(api_whoami))
+        .route("/api/v1/openapi.json", get(openapi::document))
+        .route("/api/v1/whoami", get(merchant::whoami))
         .route("/api/v1/payments", post(merchant::create))
         .route("/api/v1/payments/{payment_no}", get(merchant::show))
         .route("/api/v1/payments/{payment_no}/close", post(merchant::close))
@@ -149,6 +152,9 @@ pub fn router(
                 ))
                 .with_state(state),
         )
+        // Outermost, so the answers of every layer above and of the
+        // fallback (404, 405) reach it.
+        .layer(middleware::from_fn(api_error::uniform))
 }
 
 /// The process is up.
@@ -180,34 +186,6 @@ async fn metrics_text(State(metrics): State<Metrics>) -> Response {
         metrics.render(),
     )
         .into_response()
-}
-
-/// Which merchant API token is calling: the smallest proof a token works.
-async fn api_whoami(State(accounts): State<Accounts>, headers: HeaderMap) -> Response {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let unauthorized = || {
-        (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            axum::Json(serde_json::json!({ "error": "a valid API token is required (Authorization: Bearer …)" })),
-        )
-            .into_response()
-    };
-    let Some(token) = token else {
-        return unauthorized();
-    };
-    match accounts.authenticate_token(token.trim()).await {
-        Ok(Some(name)) => axum::Json(serde_json::json!({ "token": name })).into_response(),
-        Ok(None) => unauthorized(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            axum::Json(serde_json::json!({ "error": e.to_string() })),
-        )
-            .into_response(),
-    }
 }
 
 /// Cookie-authenticated state changes must come from this console's own

@@ -1,10 +1,12 @@
 //! The reconciliation API under `/api/v1/recon/` (Bearer API token):
 //! upload a statement for a provider and business day, read a run, read
-//! the daily figures.
+//! the daily figures, pull a statement, resume a run. Each handler's
+//! `utoipa::path` is its entry in the OpenAPI document.
 
+use super::api_error::{ApiError, error};
 use super::merchant::Merchant;
 use crate::engine::Engine;
-use crate::recon::{Import, Input, ReconError};
+use crate::recon::{Import, Input, ReconDay, ReconError, RunRow};
 use axum::Json;
 use axum::extract::{Multipart, Path, Query, State};
 use axum::http::StatusCode;
@@ -12,10 +14,6 @@ use axum::response::{IntoResponse, Response};
 
 /// Largest statement accepted by upload (the CLI streams larger ones).
 pub const UPLOAD_LIMIT: usize = 64 * 1024 * 1024;
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(serde_json::json!({ "error": message.into() }))).into_response()
-}
 
 fn recon_error(e: ReconError) -> Response {
     match e {
@@ -31,6 +29,13 @@ fn recon_error(e: ReconError) -> Response {
 /// `POST /api/v1/recon/runs`, multipart: `provider`, `business_date`
 /// (YYYY-MM-DD), `file`, optionally `accept_bad_lines` (a tolerance the
 /// operator accepts: that many malformed lines skipped and listed).
+#[utoipa::path(post, path = "/api/v1/recon/runs", tag = "reconciliation",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "The run, completed or failed (a refused statement)", body = RunRow),
+        (status = 400, description = "An unreadable form, a missing or unknown field, an unknown provider or day", body = ApiError),
+        (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
+    ))]
 pub async fn upload(
     State(engine): State<Engine>,
     Merchant(actor): Merchant,
@@ -100,13 +105,42 @@ pub async fn upload(
     }
 }
 
-#[derive(serde::Deserialize)]
-pub struct PullRequest {
+/// The form `POST /api/v1/recon/runs` reads (by hand, as it streams).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// A configured provider's name.
+    #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
+    /// YYYY-MM-DD, in the configured time zone.
+    #[schema(example = "2026-11-30", format = Date)]
+    business_date: String,
+    /// The provider's statement, at most 64 MiB.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// Malformed lines the operator accepts to skip; 0 when absent.
+    #[schema(required = false)]
+    accept_bad_lines: u32,
+}
+
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+pub struct PullRequest {
+    /// A configured provider's name.
+    #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
+    provider: String,
+    /// YYYY-MM-DD, in the configured time zone.
+    #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
 }
 
 /// `POST /api/v1/recon/pulls` `{"provider", "business_date"}`.
+#[utoipa::path(post, path = "/api/v1/recon/pulls", tag = "reconciliation",
+    request_body = PullRequest,
+    responses(
+        (status = 201, description = "The run of the statement fetched from the provider", body = RunRow),
+        (status = 400, description = "Invalid body, an unknown provider or day", body = ApiError),
+        (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
+    ))]
 pub async fn pull(
     State(engine): State<Engine>,
     Merchant(actor): Merchant,
@@ -126,6 +160,13 @@ pub async fn pull(
 }
 
 /// `POST /api/v1/recon/runs/{run_id}/resume`.
+#[utoipa::path(post, path = "/api/v1/recon/runs/{run_id}/resume", tag = "reconciliation",
+    params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The run, resumed to its end", body = RunRow),
+        (status = 400, description = "No such run, or it cannot be resumed", body = ApiError),
+        (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
+    ))]
 pub async fn resume(
     State(engine): State<Engine>,
     _m: Merchant,
@@ -137,6 +178,13 @@ pub async fn resume(
     }
 }
 
+/// `GET /api/v1/recon/runs/{run_id}`.
+#[utoipa::path(get, path = "/api/v1/recon/runs/{run_id}", tag = "reconciliation",
+    params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The run", body = RunRow),
+        (status = 404, description = "No such run", body = ApiError),
+    ))]
 pub async fn show(
     State(engine): State<Engine>,
     _m: Merchant,
@@ -149,13 +197,30 @@ pub async fn show(
     }
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Days {
+    /// First day, YYYY-MM-DD.
+    #[param(example = "2026-11-01", format = Date)]
     from: String,
+    /// Last day, YYYY-MM-DD.
+    #[param(example = "2026-11-30", format = Date)]
     to: String,
 }
 
+/// The days asked for that have a completed run.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct DayList {
+    days: Vec<ReconDay>,
+}
+
 /// `GET /api/v1/recon/days?from=YYYY-MM-DD&to=YYYY-MM-DD`.
+#[utoipa::path(get, path = "/api/v1/recon/days", tag = "reconciliation",
+    params(Days),
+    responses(
+        (status = 200, description = "Each provider's latest completed run of each day", body = DayList),
+        (status = 400, description = "A missing or invalid day", body = ApiError),
+    ))]
 pub async fn days(State(engine): State<Engine>, _m: Merchant, Query(q): Query<Days>) -> Response {
     for d in [&q.from, &q.to] {
         if d.parse::<jiff::civil::Date>().is_err() {
@@ -163,7 +228,7 @@ pub async fn days(State(engine): State<Engine>, _m: Merchant, Query(q): Query<Da
         }
     }
     match engine.recon_days(&q.from, &q.to).await {
-        Ok(days) => Json(serde_json::json!({ "days": days })).into_response(),
+        Ok(days) => Json(DayList { days }).into_response(),
         Err(e) => recon_error(e.into()),
     }
 }

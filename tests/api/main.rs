@@ -13,6 +13,7 @@ mod crash;
 mod engine;
 mod lanes;
 mod late_success;
+mod openapi;
 mod ops;
 mod pipeline;
 mod provider_truth;

@@ -1,0 +1,120 @@
+//! The OpenAPI 3.1 document of the merchant and reconciliation API, served
+//! at `GET /api/v1/openapi.json`. It is made from the handlers' own
+//! `utoipa::path` attributes and the types they answer with; the answers
+//! every operation can get from the layers around it (401, 408, 413, 500)
+//! are added here once.
+
+use super::api_error::ApiError;
+use super::{merchant, recon};
+use axum::http::header;
+use axum::response::IntoResponse;
+use std::sync::LazyLock;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Reckon merchant and reconciliation API",
+        description = "Payments, refunds and statement reconciliation. Every call but this \
+            document's needs an API token (`reckon token create`) as `Authorization: Bearer …`. \
+            Every error answer is an `Error`: `{\"error\": \"…\"}`."
+    ),
+    paths(
+        document,
+        merchant::whoami,
+        merchant::create,
+        merchant::show,
+        merchant::close,
+        merchant::refund,
+        merchant::show_refund,
+        recon::upload,
+        recon::show,
+        recon::days,
+        recon::pull,
+        recon::resume,
+    ),
+    components(schemas(ApiError)),
+    modifiers(&Shared),
+    tags(
+        (name = "merchant", description = "Payments and refunds"),
+        (name = "reconciliation", description = "Providers' statements against the ledger"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The document, rendered once.
+static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .expect("the document serializes")
+});
+
+/// `GET /api/v1/openapi.json`: this document (no token needed).
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "merchant", security(()),
+    responses((status = 200, description = "This OpenAPI 3.1 document", body = Object)))]
+pub async fn document() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        DOCUMENT.as_str(),
+    )
+}
+
+/// The bearer scheme, required by default, and the answers the layers
+/// give any operation: 401 (the token extractor), 408 (the timeout), 413
+/// (the body limit, for posts) and 500.
+struct Shared;
+
+impl utoipa::Modify for Shared {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        openapi.security = Some(vec![SecurityRequirement::new(
+            "bearer",
+            Vec::<String>::new(),
+        )]);
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [(&mut item.get, false), (&mut item.post, true)];
+            for (operation, posts) in operations {
+                let Some(operation) = operation.as_mut() else {
+                    continue;
+                };
+                // `security(())` in the path: open to anyone.
+                let open = operation.security.is_some();
+                let mut add = |status: &str, description: &str| {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| error_response(description));
+                };
+                if !open {
+                    add("401", "No valid API token");
+                }
+                add("408", "The request took too long and was dropped");
+                if posts {
+                    add("413", "The request body is too large");
+                }
+                add("500", "Reckon failed (storage); nothing was changed");
+            }
+        }
+    }
+}
+
+fn error_response(description: &str) -> RefOr<Response> {
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Error")))
+                    .build(),
+            )
+            .build(),
+    )
+}

@@ -231,7 +231,23 @@ impl Config {
             Some(path) => read_file(Path::new(&path))?,
             None => FileConfig::default(),
         };
+        Self::from_file(file, env)
+    }
 
+    /// A config file's TOML text with the environment over it, as
+    /// [`Config::from_sources`] reads them (`RECKON_CONFIG` aside): the
+    /// parser without a file, for the fuzz target.
+    pub fn from_toml(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        Self::from_file(parse_file(text, Path::new("<text>"))?, env)
+    }
+
+    fn from_file(
+        file: FileConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let listen_text = env("RECKON_LISTEN")
             .or(file.listen)
             .unwrap_or_else(|| DEFAULT_LISTEN.into());
@@ -507,7 +523,11 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    parse_file(&text, path)
+}
+
+fn parse_file(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_owned(),
         // toml's message spans several lines (a snippet); keep it to one.
         message: e

@@ -206,15 +206,19 @@ pub fn parse_schedule(text: &str) -> Option<Vec<i64>> {
         .split(',')
         .map(|item| {
             let item = item.trim();
-            let (num, unit) = item.split_at(item.len().checked_sub(1)?);
+            // The unit is the last character, however many bytes it takes
+            // (split at the last byte, `1˗` panicked: found by fuzzing).
+            let unit = item.chars().next_back()?;
+            let num = &item[..item.len() - unit.len_utf8()];
             let n: i64 = num.parse().ok().filter(|n| *n > 0)?;
+            // Too long to count in microseconds is refused, not wrapped.
             let secs = match unit {
-                "s" => n,
-                "m" => n * 60,
-                "h" => n * 3600,
+                's' => Some(n),
+                'm' => n.checked_mul(60),
+                'h' => n.checked_mul(3600),
                 _ => return None,
-            };
-            Some(secs * 1_000_000)
+            }?;
+            secs.checked_mul(1_000_000)
         })
         .collect();
     list.filter(|l| !l.is_empty())
@@ -231,7 +235,23 @@ impl Config {
             Some(path) => read_file(Path::new(&path))?,
             None => FileConfig::default(),
         };
+        Self::from_file(file, env)
+    }
 
+    /// A config file's TOML text with the environment over it, as
+    /// [`Config::from_sources`] reads them (`RECKON_CONFIG` aside): the
+    /// parser without a file, for the fuzz target.
+    pub fn from_toml(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        Self::from_file(parse_file(text, Path::new("<text>"))?, env)
+    }
+
+    fn from_file(
+        file: FileConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let listen_text = env("RECKON_LISTEN")
             .or(file.listen)
             .unwrap_or_else(|| DEFAULT_LISTEN.into());
@@ -507,7 +527,11 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    parse_file(&text, path)
+}
+
+fn parse_file(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_owned(),
         // toml's message spans several lines (a snippet); keep it to one.
         message: e
@@ -694,6 +718,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("colour"), "{e}");
+    }
+
+    /// fuzz/corpus/config/crash-b541b308…: a schedule ending in a
+    /// multi-byte character panicked; it (and one too long for i64
+    /// microseconds) is now refused with the key named.
+    #[test]
+    fn schedules_ending_in_any_character_or_too_long_are_refused() {
+        assert_eq!(parse_schedule("30s,\u{2d7}"), None);
+        assert_eq!(parse_schedule("1\u{20ac}"), None);
+        assert_eq!(parse_schedule("\u{20ac}"), None);
+        assert_eq!(parse_schedule("2562047789h"), None);
+        assert_eq!(parse_schedule("9223372036854775807s"), None);
+        assert_eq!(
+            parse_schedule("2562047788h"),
+            Some(vec![9_223_372_036_800_000_000])
+        );
+        let e = Config::from_toml("", |k| {
+            (k == "RECKON_QUERY_SCHEDULE").then(|| "30s,\u{2d7}".to_owned())
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("RECKON_QUERY_SCHEDULE"), "{e}");
     }
 
     #[test]

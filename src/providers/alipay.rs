@@ -336,7 +336,8 @@ impl Provider for Alipay {
             .ok_or_else(|| {
                 VerifyError::MalformedHeader("notify_time missing or malformed".into())
             })?;
-        if (now_secs - sent).abs() > TOLERANCE_SECS {
+        // As the other adapters: no `now - sent` that can overflow.
+        if now_secs.abs_diff(sent) > TOLERANCE_SECS.unsigned_abs() {
             return Err(VerifyError::StaleTimestamp {
                 tolerance_secs: TOLERANCE_SECS,
             });

@@ -92,7 +92,9 @@ pub fn verify_headers(
     let ts: i64 = ts_text
         .parse()
         .map_err(|_| VerifyError::MalformedHeader("webhook-timestamp is not a number".into()))?;
-    if (now_secs - ts).abs() > tolerance_secs {
+    // abs_diff: `now - ts` overflowed for a timestamp near i64::MIN (a
+    // panic found writing the fuzz targets).
+    if now_secs.abs_diff(ts) > tolerance_secs.unsigned_abs() {
         return Err(VerifyError::StaleTimestamp { tolerance_secs });
     }
     if secret.verify(id, ts_text, body, signature) {
@@ -128,6 +130,26 @@ mod tests {
             &sig
         ));
         assert!(!secret.verify("msg_other", "1649367553", body, &sig));
+    }
+
+    /// A `webhook-timestamp` near i64::MIN overflowed `now - ts`
+    /// (fuzz/corpus/standard/crash-min-timestamp): it is stale.
+    #[test]
+    fn a_timestamp_at_the_ends_of_i64_is_stale_not_a_panic() {
+        let secret = Secret::parse("whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD").unwrap();
+        for ts in [i64::MIN, i64::MIN + 1, -9_223_372_035_058_779_008, i64::MAX] {
+            let mut headers = axum::http::HeaderMap::new();
+            headers.insert("webhook-id", "msg_1".parse().unwrap());
+            headers.insert("webhook-timestamp", ts.to_string().parse().unwrap());
+            headers.insert("webhook-signature", "v1,AA==".parse().unwrap());
+            assert_eq!(
+                verify_headers(&secret, &headers, b"{}", 1_795_996_800, 300),
+                Err(super::super::VerifyError::StaleTimestamp {
+                    tolerance_secs: 300
+                }),
+                "{ts}"
+            );
+        }
     }
 
     #[test]

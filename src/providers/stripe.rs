@@ -272,7 +272,9 @@ impl Provider for Stripe {
         let ts: i64 = t
             .parse()
             .map_err(|_| VerifyError::MalformedHeader("t= is not a number".into()))?;
-        if (now_secs - ts).abs() > TOLERANCE_SECS {
+        // abs_diff: `now - ts` overflowed for a timestamp near i64::MIN
+        // (a panic found writing the fuzz targets).
+        if now_secs.abs_diff(ts) > TOLERANCE_SECS.unsigned_abs() {
             return Err(VerifyError::StaleTimestamp {
                 tolerance_secs: TOLERANCE_SECS,
             });
@@ -542,6 +544,25 @@ mod tests {
             "sk_test".into(),
             Duration::from_secs(1),
         )
+    }
+
+    /// A `t=` near i64::MIN overflowed `now - t` (fuzz/corpus/stripe/
+    /// crash-min-timestamp); in a release build `now - 2^63` even passed as
+    /// fresh (the wrapped difference is i64::MIN, whose abs() stays negative).
+    #[test]
+    fn a_timestamp_at_the_ends_of_i64_is_stale_not_a_panic() {
+        for t in [i64::MIN, i64::MIN + 1, -9_223_372_035_058_779_008, i64::MAX] {
+            let mut headers = HeaderMap::new();
+            let value = format!("t={t},v1=00");
+            headers.insert("stripe-signature", value.parse().unwrap());
+            assert_eq!(
+                stripe().verify(&headers, b"{}", 1_795_996_800),
+                Err(VerifyError::StaleTimestamp {
+                    tolerance_secs: TOLERANCE_SECS
+                }),
+                "{t}"
+            );
+        }
     }
 
     fn event(kind: &str, status: &str) -> Vec<u8> {

@@ -267,7 +267,9 @@ impl WechatPay {
         let ts: i64 = ts_text.parse().map_err(|_| {
             VerifyError::MalformedHeader("Wechatpay-Timestamp is not a number".into())
         })?;
-        if (now_secs - ts).abs() > TOLERANCE_SECS {
+        // abs_diff: `now - ts` overflowed for a timestamp near i64::MIN
+        // (a panic found writing the fuzz targets).
+        if now_secs.abs_diff(ts) > TOLERANCE_SECS.unsigned_abs() {
             return Err(VerifyError::StaleTimestamp {
                 tolerance_secs: TOLERANCE_SECS,
             });
@@ -559,5 +561,50 @@ impl Provider for WechatPay {
             Json(serde_json::json!({ "code": "FAIL", "message": message })),
         )
             .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Wechatpay-Timestamp` near i64::MIN overflowed `now - ts`
+    /// (fuzz/corpus/wechatpay/crash-min-timestamp): it is stale.
+    #[test]
+    fn a_timestamp_at_the_ends_of_i64_is_stale_not_a_panic() {
+        use rsa::pkcs8::EncodePublicKey;
+        let key = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 512).unwrap();
+        let pem = key
+            .to_public_key()
+            .to_public_key_pem(rsa::pkcs8::LineEnding::LF)
+            .unwrap();
+        let keys = BTreeMap::from([("S1".to_owned(), pem)]);
+        let wechat = WechatPay::new(
+            ProviderName::parse("wechat").unwrap(),
+            &WechatPayConfig {
+                platform_keys: &keys,
+                apiv3_key: "0123456789abcdef0123456789ABCDEF",
+                base_url: "",
+                mch_id: None,
+                cert_serial: None,
+                private_key: None,
+                timeout: std::time::Duration::from_secs(1),
+            },
+        )
+        .unwrap();
+        for ts in [i64::MIN, i64::MIN + 1, -9_223_372_035_058_779_008, i64::MAX] {
+            let mut headers = HeaderMap::new();
+            headers.insert("wechatpay-timestamp", ts.to_string().parse().unwrap());
+            headers.insert("wechatpay-nonce", "n".parse().unwrap());
+            headers.insert("wechatpay-serial", "S1".parse().unwrap());
+            headers.insert("wechatpay-signature", "AA==".parse().unwrap());
+            assert_eq!(
+                wechat.verify(&headers, b"{}", 1_795_996_800),
+                Err(VerifyError::StaleTimestamp {
+                    tolerance_secs: TOLERANCE_SECS
+                }),
+                "{ts}"
+            );
+        }
     }
 }

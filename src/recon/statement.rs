@@ -728,6 +728,12 @@ fn money(text: &str, currency: Currency) -> Result<Money, String> {
     Money::parse_major(t, currency).map_err(|e| format!("amount {text:?}: {e}"))
 }
 
+/// A running total plus a row's amount, or why the line is refused.
+fn add(sum: i64, minor: i64) -> Result<i64, String> {
+    sum.checked_add(minor)
+        .ok_or_else(|| "the amounts add up to more than a statement total can hold".into())
+}
+
 fn cny() -> Currency {
     Currency::parse("CNY").expect("CNY is known")
 }
@@ -906,9 +912,11 @@ impl Reader<'_> {
                 &mut self.days,
             )?
         };
+        // Checked: a sum past i64 panicked with overflow checks and wrapped
+        // without (where it could agree with a stated total).
+        self.state.sum_a = add(self.state.sum_a, row.money.minor)?;
         out.push(row);
         self.state.rows += 1;
-        self.state.sum_a += row.money.minor;
         Ok(true)
     }
 
@@ -968,9 +976,11 @@ impl Reader<'_> {
         } else {
             money(&f[16], currency)?
         };
+        // Checked, as the sandbox's: no sum that wraps.
+        let sum_a = add(self.state.sum_a, settle.minor)?;
+        self.state.sum_b = add(self.state.sum_b, refund_amount.minor)?;
+        self.state.sum_a = sum_a;
         self.state.rows += 1;
-        self.state.sum_a += settle.minor;
-        self.state.sum_b += refund_amount.minor;
         let occurred_at = local_time(&f[0], 8);
         let state = f[9].as_str();
         let row = if state == "REFUND" {
@@ -1424,6 +1434,26 @@ po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Str
                 .line,
             2
         );
+    }
+
+    /// Amounts whose sum passes i64 panicked (overflow checks) or wrapped;
+    /// the line that passes it is refused. fuzz/corpus/statement_sandbox/
+    /// crash-sum-overflow is the sandbox case.
+    #[test]
+    fn amounts_that_sum_past_i64_refuse_their_line() {
+        let sandbox = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n\
+payment,SBX1,PAY1,,,SUCCEEDED,92233720368547758.07,USD,2026-11-30T10:00:00Z\n\
+payment,SBX2,PAY2,,,SUCCEEDED,0.01,USD,2026-11-30T10:00:00Z\n\
+#summary,rows=2,total_minor=-9223372036854775808\n";
+        let err = all(Format::Sandbox, sandbox.as_bytes()).unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        assert!(err.reason.contains("add up"), "{err}");
+        let big = "`92233720368547758.07,`0.00,`0,`0,`0.00";
+        let wechat = WECHAT
+            .replacen("`199.00,`0.00,`0,`0,`0.00", big, 1)
+            .replacen("`0.00,`0.00,`50300001", "`0.01,`0.00,`50300001", 1);
+        let err = all(Format::WechatAll, wechat.as_bytes()).unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
     }
 
     #[test]

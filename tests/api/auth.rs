@@ -328,13 +328,8 @@ fn client_from(addr: &str) -> reqwest::Client {
 
 /// How many sign-ins the server counted with this outcome.
 fn logins(app: &crate::helpers::TestApp, outcome: &str) -> u64 {
-    let needle = format!("reckon_login_attempts_total{{outcome=\"{outcome}\"}} ");
-    app.accounts
-        .metrics
-        .render()
-        .lines()
-        .find_map(|l| l.strip_prefix(needle.as_str()))
-        .map_or(0, |n| n.trim().parse().unwrap())
+    let series = format!("reckon_login_attempts_total{{outcome=\"{outcome}\"}}");
+    crate::helpers::metric(&app.accounts.metrics, &series)
 }
 
 async fn concurrent_wrong_sign_ins_for_one_user_check_at_most_five(b: Backend) {

@@ -23,14 +23,8 @@ fn host(e: &EngineApp) -> String {
 }
 
 fn shed(e: &EngineApp, outcome: &str) -> u64 {
-    let needle = format!("reckon_connections_shed_total{{outcome=\"{outcome}\"}} ");
-    e.app
-        .accounts
-        .metrics
-        .render()
-        .lines()
-        .find_map(|l| l.strip_prefix(needle.as_str()))
-        .map_or(0, |n| n.trim().parse().unwrap())
+    let series = format!("reckon_connections_shed_total{{outcome=\"{outcome}\"}}");
+    crate::helpers::metric(&e.app.accounts.metrics, &series)
 }
 
 /// Whether the server closes `stream` within `within` (what it had sent

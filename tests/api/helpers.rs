@@ -130,6 +130,17 @@ pub fn client() -> reqwest::Client {
         .unwrap()
 }
 
+/// A counter's value in the server's metrics text (`series` with its
+/// labels, e.g. `reckon_login_attempts_total{outcome="busy"}`); 0 when absent.
+pub fn metric(metrics: &reckon::web::metrics::Metrics, series: &str) -> u64 {
+    let needle = format!("{series} ");
+    metrics
+        .render()
+        .lines()
+        .find_map(|l| l.strip_prefix(needle.as_str()))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
 impl TestApp {
     /// Stops the server abruptly (as a crash would) and starts a new one on
     /// the same database; in-memory state is gone, the database stays.

@@ -2,8 +2,8 @@
 //! change is one transaction holding the change and its audit entry.
 
 use crate::auth;
+use crate::metrics::Metrics;
 use crate::store::{self, Db, audit, now_micros, throttle, tokens, users};
-use crate::web::metrics::Metrics;
 use app::error::AppError;
 use app::types::{Lang, Role, User};
 use serde_json::json;

@@ -3,10 +3,10 @@
 
 use crate::accounts::{Accounts, Actor};
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::startup::{Application, open_database, shutdown_signal};
 use crate::store::audit;
 use crate::telemetry;
-use crate::web::metrics::Metrics;
 use anyhow::{Context, bail};
 use app::types::Role;
 use clap::{Parser, Subcommand};

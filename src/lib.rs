@@ -9,6 +9,7 @@ pub mod demo;
 pub mod domain;
 pub mod engine;
 mod memory;
+pub mod metrics;
 pub mod providers;
 pub mod recon;
 pub mod startup;

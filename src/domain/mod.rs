@@ -1,11 +1,14 @@
 //! The payment domain's words, parsed once at the boundary: identifiers,
-//! money, and the payment state machine. Nothing here touches I/O.
+//! money, the payment state machine, and a discrepancy ticket's class,
+//! severity and states. Nothing here touches I/O.
 
+mod discrepancy;
 mod ids;
 mod money;
 mod refund;
 mod status;
 
+pub use discrepancy::{Class, Severity, TicketStatus};
 pub use ids::{
     CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo,

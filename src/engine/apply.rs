@@ -2,8 +2,10 @@
 //! an outcome (callback, status query, replay, manual fix, reconciliation
 //! repair) builds an [`Outcome`] and comes here.
 
-use crate::domain::{Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
-use crate::store::{self, Db, DbKind, incidents, outbox, payments};
+use crate::domain::{
+    Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, Severity,
+};
+use crate::store::{self, Db, DbKind, alerts, outbox, payments, tickets};
 use serde::Serialize;
 use serde_json::json;
 use sqlx::{AnyConnection, Connection};
@@ -160,7 +162,7 @@ pub async fn apply_in(
                         .map(|t| t.as_str())
                         .unwrap_or("-")
                 );
-                record_conflict(conn, o, current.as_ref(), "ONE_TO_MANY", &reason, now).await?;
+                record_conflict(conn, o, current.as_ref(), Class::OneToMany, &reason, now).await?;
                 return Ok(Applied::Conflict { reason });
             }
             Err(e) => return Err(e),
@@ -225,9 +227,9 @@ pub async fn apply_in(
         o.payment_no,
         o.target
     );
-    incidents::raise_alert(
+    alerts::raise_alert(
         &mut *conn,
-        &incidents::NewAlert {
+        &alerts::NewAlert {
             dedupe_key: &format!("out_of_order:{}:{}:{}", o.payment_no, o.target, o.evidence),
             kind: "out_of_order",
             severity: "warning",
@@ -369,16 +371,16 @@ async fn finish_moves(
 }
 
 /// Which fact differs between the stored payment and the outcome, if any.
-fn disagreement(p: &payments::PaymentRow, o: &Outcome) -> Option<(&'static str, String)> {
+fn disagreement(p: &payments::PaymentRow, o: &Outcome) -> Option<(Class, String)> {
     if p.provider != o.provider.as_str() {
         return Some((
-            "PROVIDER_MISMATCH",
+            Class::ProviderMismatch,
             format!("provider {} reported payment of {}", o.provider, p.provider),
         ));
     }
     if p.currency != o.money.currency.code() {
         return Some((
-            "CURRENCY_MISMATCH",
+            Class::CurrencyMismatch,
             format!(
                 "currency {} reported, {} expected",
                 o.money.currency, p.currency
@@ -387,7 +389,7 @@ fn disagreement(p: &payments::PaymentRow, o: &Outcome) -> Option<(&'static str, 
     }
     if p.amount_minor != o.money.minor {
         return Some((
-            "AMOUNT_MISMATCH",
+            Class::AmountMismatch,
             format!(
                 "amount {} minor units reported, {} expected",
                 o.money.minor, p.amount_minor
@@ -396,7 +398,7 @@ fn disagreement(p: &payments::PaymentRow, o: &Outcome) -> Option<(&'static str, 
     }
     match (&p.provider_txn_id, &o.provider_txn_id) {
         (Some(bound), Some(reported)) if bound != reported.as_str() => Some((
-            "TXN_MISMATCH",
+            Class::TxnMismatch,
             format!("transaction {reported} reported, payment is bound to {bound}"),
         )),
         _ => None,
@@ -409,7 +411,7 @@ async fn record_conflict(
     conn: &mut AnyConnection,
     o: &Outcome,
     current: Option<&payments::PaymentRow>,
-    class: &str,
+    class: Class,
     reason: &str,
     now: i64,
 ) -> sqlx::Result<()> {
@@ -429,12 +431,12 @@ async fn record_conflict(
         "reported_status": o.target,
     })
     .to_string();
-    incidents::open_with_alert(
+    tickets::open_with_alert(
         conn,
-        &incidents::NewDiscrepancy {
+        &tickets::NewDiscrepancy {
             dedupe_key: &key,
             class,
-            severity: "HIGH",
+            severity: Severity::High,
             provider: o.provider.as_str(),
             payment_no: Some(o.payment_no.as_str()),
             provider_txn_id: txn,
@@ -487,12 +489,12 @@ async fn record_paid_after_close(
         "order_no": current.order_no,
     })
     .to_string();
-    incidents::open_with_alert(
+    tickets::open_with_alert(
         conn,
-        &incidents::NewDiscrepancy {
+        &tickets::NewDiscrepancy {
             dedupe_key: &key,
-            class: "PAID_AFTER_CLOSE",
-            severity: "HIGH",
+            class: Class::PaidAfterClose,
+            severity: Severity::High,
             provider: o.provider.as_str(),
             payment_no: Some(o.payment_no.as_str()),
             provider_txn_id: txn,

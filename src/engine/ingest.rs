@@ -9,7 +9,7 @@
 use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
-use crate::store::{callbacks, incidents};
+use crate::store::{alerts, callbacks};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection};
 use tokio::sync::{mpsc, oneshot};
@@ -248,9 +248,9 @@ impl Engine {
                 callbacks::failed(&mut *conn, &c.id, callbacks::UNKNOWN_PAYMENT, next, now).await?;
                 if next.is_none() {
                     self.metrics.callback("dead");
-                    incidents::raise_alert(
+                    alerts::raise_alert(
                         &mut *conn,
-                        &incidents::NewAlert {
+                        &alerts::NewAlert {
                             dedupe_key: &format!("callback_dead:{}", c.id),
                             kind: "callback_dead",
                             severity: "high",
@@ -425,9 +425,9 @@ pub(super) async fn repeat_of(
             .as_deref()
             .unwrap_or("stored before facts were recorded")
     );
-    incidents::raise_alert(
+    alerts::raise_alert(
         &mut *conn,
-        &incidents::NewAlert {
+        &alerts::NewAlert {
             dedupe_key: &format!(
                 "callback_conflict:{provider}:{callback_id}:{}",
                 d.payload_hash

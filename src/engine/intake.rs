@@ -9,9 +9,9 @@ use super::{Applied, Engine, Outcome, Source};
 use crate::domain::PaymentStatus;
 use crate::domain::ProviderName;
 use crate::providers::{Answer, Notification, Provider, RefundNotice, VerifyError};
-use crate::store::{callbacks, incidents, nonces, payments, refused, tasks};
-use axum::http::HeaderMap;
+use crate::store::{alerts, callbacks, nonces, payments, refused, tasks};
 use axum::response::Response;
+use http::HeaderMap;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Instant;
@@ -433,9 +433,9 @@ impl Engine {
         callbacks::failed(&self.db.pool, id, error, next, now).await?;
         if next.is_none() {
             self.metrics.callback("dead");
-            incidents::raise_alert(
+            alerts::raise_alert(
                 &self.db.pool,
-                &incidents::NewAlert {
+                &alerts::NewAlert {
                     dedupe_key: &format!("callback_dead:{id}"),
                     kind: "callback_dead",
                     severity: "high",

@@ -6,7 +6,7 @@ use crate::domain::{
     Currency, Money, OrderNo, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
 use crate::providers::CallError;
-use crate::store::{idempotency, incidents, outbox, payments, refunds, tasks};
+use crate::store::{alerts, idempotency, outbox, payments, refunds, tasks, tickets};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -69,9 +69,9 @@ pub struct PaymentDetail {
     pub history: Vec<serde_json::Value>,
     #[schema(value_type = Vec<outbox::EventRow>)]
     pub outbox: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<incidents::AlertRow>)]
+    #[schema(value_type = Vec<alerts::AlertRow>)]
     pub alerts: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<incidents::DiscrepancyRow>)]
+    #[schema(value_type = Vec<tickets::DiscrepancyRow>)]
     pub discrepancies: Vec<serde_json::Value>,
     #[schema(value_type = Vec<refunds::RefundRow>)]
     pub refunds: Vec<serde_json::Value>,
@@ -188,12 +188,12 @@ impl Engine {
                 .into_iter()
                 .map(json_of)
                 .collect(),
-            alerts: incidents::alerts_for(pool, payment_no)
+            alerts: alerts::alerts_for(pool, payment_no)
                 .await?
                 .into_iter()
                 .map(json_of)
                 .collect(),
-            discrepancies: incidents::discrepancies_for(pool, payment_no)
+            discrepancies: tickets::discrepancies_for(pool, payment_no)
                 .await?
                 .into_iter()
                 .map(json_of)

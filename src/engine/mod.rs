@@ -24,10 +24,10 @@ pub use refunds::{
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use workers::headers_from_json;
 
+use crate::metrics::Metrics;
 use crate::providers::Providers;
 use crate::providers::signing::Secret;
 use crate::store::{Db, DbKind};
-use crate::web::metrics::Metrics;
 use std::sync::Arc;
 use tokio::sync::Notify;
 

@@ -14,11 +14,13 @@
 use super::merchant::MerchantError;
 use super::{Engine, Source};
 use crate::domain::{
-    Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId, RefundNo,
-    RefundStatus,
+    Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
+    RefundNo, RefundStatus, Severity,
 };
 use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
-use crate::store::{idempotency, incidents, outbox, payments, refunds, tasks, tasks::TaskRow};
+use crate::store::{
+    alerts, idempotency, outbox, payments, refunds, tasks, tasks::TaskRow, tickets,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -397,12 +399,12 @@ async fn reopen_paid_after_close(
         "order_no": payment.order_no,
     })
     .to_string();
-    incidents::open_with_alert(
+    tickets::open_with_alert(
         conn,
-        &incidents::NewDiscrepancy {
+        &tickets::NewDiscrepancy {
             dedupe_key: &format!("PAID_AFTER_CLOSE:refund-failed:{}", r.refund_no),
-            class: "PAID_AFTER_CLOSE",
-            severity: "HIGH",
+            class: Class::PaidAfterClose,
+            severity: Severity::High,
             provider: &r.provider,
             payment_no: Some(&r.payment_no),
             provider_txn_id: payment.provider_txn_id.as_deref(),
@@ -517,12 +519,12 @@ async fn mismatch(
         "evidence": o.evidence,
     })
     .to_string();
-    incidents::open_with_alert(
+    tickets::open_with_alert(
         conn,
-        &incidents::NewDiscrepancy {
+        &tickets::NewDiscrepancy {
             dedupe_key: &key,
-            class: "REFUND_MISMATCH",
-            severity: "HIGH",
+            class: Class::RefundMismatch,
+            severity: Severity::High,
             provider: o.provider.as_str(),
             payment_no,
             provider_txn_id: o.payment_txn_id.as_ref().map(|t| t.as_str()),
@@ -946,9 +948,9 @@ impl Engine {
                 tasks::retry_at(pool, &task.task_id, now + delay, error.as_deref(), now).await
             }
             None => {
-                incidents::raise_alert(
+                alerts::raise_alert(
                     pool,
-                    &incidents::NewAlert {
+                    &alerts::NewAlert {
                         dedupe_key: &format!("refund_queries_exhausted:{}", r.refund_no),
                         kind: "refund_queries_exhausted",
                         severity: "high",

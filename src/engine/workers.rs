@@ -9,8 +9,8 @@ use super::refunds::RefundOutcome;
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::providers::{CallError, CreateRequest, Notification};
-use crate::store::{callbacks, incidents, outbox, payments, tasks};
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use crate::store::{alerts, callbacks, outbox, payments, tasks};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use std::future::Future;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -262,9 +262,9 @@ impl Engine {
             }
             None => {
                 payments::set_awaiting_recon(pool, &p.payment_no, now).await?;
-                incidents::raise_alert(
+                alerts::raise_alert(
                     pool,
-                    &incidents::NewAlert {
+                    &alerts::NewAlert {
                         dedupe_key: &format!("queries_exhausted:{}", p.payment_no),
                         kind: "queries_exhausted",
                         severity: "high",
@@ -317,9 +317,9 @@ impl Engine {
                     self.metrics
                         .outbox(if next.is_some() { "retry" } else { "dead" });
                     if next.is_none() {
-                        incidents::raise_alert(
+                        alerts::raise_alert(
                             pool,
-                            &incidents::NewAlert {
+                            &alerts::NewAlert {
                                 dedupe_key: &format!("outbox_dead:{}:{}", d.message_id, d.sink),
                                 kind: "outbox_dead",
                                 severity: "high",

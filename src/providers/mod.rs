@@ -14,8 +14,8 @@ use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo, RefundStatus,
 };
-use axum::http::HeaderMap;
 use axum::response::Response;
+use http::HeaderMap;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

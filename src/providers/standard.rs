@@ -16,8 +16,8 @@ use crate::domain::{
     ProviderTxnId, RefundNo, RefundStatus,
 };
 use axum::Json;
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

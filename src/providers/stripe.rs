@@ -31,9 +31,9 @@ use crate::domain::{
     ProviderTxnId, RefundNo, RefundStatus,
 };
 use axum::Json;
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
+use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use sha2::Sha256;
 use std::time::Duration;

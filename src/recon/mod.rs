@@ -18,7 +18,7 @@ use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Source};
 use crate::providers::Notification;
 use crate::providers::Provider;
-use crate::store::incidents;
+use crate::store::alerts;
 use futures_util::{StreamExt, TryStreamExt};
 use matching::{ByKey, DayPayments, Early, Matcher, Pay, paid};
 use serde_json::json;
@@ -333,7 +333,7 @@ struct RunOf<'a> {
     file: Option<&'a str>,
     range: (i64, i64),
     /// The run's alerts logged one by one so far
-    /// ([`incidents::raise_alerts`]).
+    /// ([`alerts::raise_alerts`]).
     alerts_logged: &'a std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -1985,9 +1985,9 @@ impl Engine {
                     let nos: Vec<&str> = payment_nos.iter().map(String::as_str).collect();
                     crate::store::payments::hold_many(conn, &nos, reason, now).await?;
                 }
-                let alerts: Vec<incidents::NewAlert> = alerts
+                let alerts: Vec<alerts::NewAlert> = alerts
                     .iter()
-                    .map(|(key, payment_no, message)| incidents::NewAlert {
+                    .map(|(key, payment_no, message)| alerts::NewAlert {
                         dedupe_key: key,
                         kind: "local_only",
                         severity: "critical",
@@ -1997,7 +1997,7 @@ impl Engine {
                         now,
                     })
                     .collect();
-                incidents::raise_alerts(conn, &alerts, &alerts_logged).await
+                alerts::raise_alerts(conn, &alerts, &alerts_logged).await
             })
         }))
         .await?;

@@ -2,11 +2,11 @@
 //! PostgreSQL, the embedded migrations, and the SQL of each table in its own
 //! module. SQL lives here and nowhere else; one text serves both backends.
 
+pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
 pub mod callbacks;
 pub mod idempotency;
-pub mod incidents;
 pub mod nonces;
 pub mod outbox;
 pub mod payments;
@@ -16,6 +16,7 @@ pub mod refused;
 pub mod scan;
 pub mod tasks;
 pub mod throttle;
+pub mod tickets;
 pub mod tokens;
 pub mod users;
 

@@ -7,7 +7,7 @@
 //! makes room for the new one, and only when none is idle is the new one
 //! shed. Shedding is logged (at most once a second) and counted.
 
-use crate::web::metrics::Metrics;
+use crate::metrics::Metrics;
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::response::{IntoResponse, Response};

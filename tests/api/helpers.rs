@@ -132,7 +132,7 @@ pub fn client() -> reqwest::Client {
 
 /// A counter's value in the server's metrics text (`series` with its
 /// labels, e.g. `reckon_login_attempts_total{outcome="busy"}`); 0 when absent.
-pub fn metric(metrics: &reckon::web::metrics::Metrics, series: &str) -> u64 {
+pub fn metric(metrics: &reckon::metrics::Metrics, series: &str) -> u64 {
     let needle = format!("{series} ");
     metrics
         .render()

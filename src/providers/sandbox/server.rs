@@ -6,10 +6,10 @@
 use super::{PaymentData, RefundData};
 use crate::providers::signing::Secret;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use http::StatusCode;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

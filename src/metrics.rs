@@ -1,4 +1,5 @@
-//! Prometheus metrics, served as text at `/metrics`.
+//! Prometheus metrics: the counters and histograms every part of Reckon
+//! records into, rendered as text for `/metrics` (served by `web`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;

@@ -272,7 +272,7 @@ fn main() {
         let rss = peak_rss_mib();
         let cpu = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(0);
         let report = format!(
-            "## Callback intake (issue 3)\n\n\
+            "## Current: callback intake\n\n\
              Measured {date} on this machine ({cpu} cores), SQLite with `synchronous=FULL`, one run:\n\
              `cargo bench --bench callbacks` ({n} callbacks, {conc} concurrent HTTP/1.1 connections, \
              client and server in one process sharing 2 worker threads).\n\n\
@@ -299,6 +299,6 @@ fn main() {
             conc = concurrency(),
         );
         println!("{report}");
-        write_section("## Callback intake (issue 3)", &report);
+        write_section("## Current: callback intake", &report);
     });
 }

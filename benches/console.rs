@@ -248,7 +248,7 @@ fn main() {
         let (p50, p95) = time(runs, || desk.alerts(true)).await;
         lines.push(format!("| open alerts | — | {p50:.1} | {p95:.1} |"));
         let text = format!(
-            "## Console lists (issues 7 and 8)\n\n\
+            "## Current: console lists\n\n\
              Measured {} on this machine (2 cores), SQLite, one run: `cargo bench --bench console`.\n\
              Seeded {payments} payments (each with a stored callback), {tickets} tickets, {audits} audit entries \
              in {seed_secs:.1} s; each list asked {runs} times through the backend the server functions call \
@@ -261,6 +261,6 @@ fn main() {
             peak_rss_mib()
         );
         println!("{text}");
-        write_section("## Console lists (issues 7 and 8)", &text);
+        write_section("## Current: console lists", &text);
     });
 }

@@ -313,7 +313,7 @@ fn main() {
             None => String::new(),
         };
         let report = format!(
-            "## Reconciliation (issue 6)\n\n\
+            "## Current: reconciliation\n\n\
              Measured {today} on this machine ({cpu} cores), SQLite, {rounds} rounds in one run: `RECKON_BENCH_ROWS={n} cargo bench --bench recon`.\n\
              {n} local payments and a {rows}-row statement, 0.5% of each class (PROVIDER_ONLY, LOCAL_ONLY, \
              AMOUNT_MISMATCH, CURRENCY_MISMATCH, DUPLICATE, STATUS_LAG), the rest matching. Each round \
@@ -344,7 +344,7 @@ fn main() {
             rss_mb = rss * 1.048_576,
         );
         println!("{report}");
-        write_section("## Reconciliation (issue 6)", &report);
+        write_section("## Current: reconciliation", &report);
     });
     // RECKON_BENCH_KEEP=1 keeps the database and the two CSV files, to
     // look at the queries by hand.

@@ -6,9 +6,8 @@ use libsqlite3_sys as sqlite;
 use std::ffi::{c_int, c_void};
 
 /// mimalloc instead of glibc's malloc for every binary built on Reckon (the
-/// server, the tests, the benchmarks): with 256 connections in flight,
-/// glibc's `_int_malloc` and `unlink_chunk` were 7% of the HTTP threads'
-/// time in the callback benchmark.
+/// server, the tests, the benchmarks): under many connections glibc's
+/// allocator showed in the HTTP threads' profile.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -36,11 +35,9 @@ pub(crate) fn init() {
 
 /// No transparent huge pages for this process (unless
 /// `MIMALLOC_ALLOW_THP=1` asks for them). On these machines (virtual, their
-/// free memory handed back to the host) a fresh 2 MiB page costs about
-/// 4.4 ms to touch first, 512 small pages about 1 ms: reading a million
-/// payments spent a third of its time in the kernel zeroing huge pages
-/// (0.54 s; 0.34–0.39 s without them), and rounding to 2 MiB added
-/// 35 MiB to the reconciliation's peak RSS.
+/// free memory handed back to the host) a fresh huge page costs several
+/// times more to touch first than the small pages it replaces, and
+/// rounding to 2 MiB raises the peak RSS.
 fn small_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
         return;
@@ -56,8 +53,8 @@ fn small_pages() {
 /// SQLite's memory from mimalloc, not glibc's malloc, and without its
 /// memory statistics (a global mutex taken on every allocation). With two
 /// allocators, memory the matcher let go of could not serve the write's
-/// page cache: the write grew glibc's heaps (`mprotect`, page faults) for
-/// 16% of its time.
+/// page cache: the write grew glibc's heaps (`mprotect`, page faults)
+/// instead.
 fn sqlite_on_mimalloc() {
     unsafe extern "C" fn malloc(n: c_int) -> *mut c_void {
         // SAFETY: any size is valid for `mi_malloc`.

@@ -177,9 +177,8 @@ impl Money {
     pub fn parse_major(amount: &str, currency: Currency) -> Result<Money, MoneyError> {
         let text = trimmed(amount);
         let not_decimal = || MoneyError::NotDecimal(text.chars().take(40).collect());
-        // By bytes, in one pass for the point (a statement has a million
-        // amounts: a string search for the point, then another, was about a
-        // quarter of this function by callgrind).
+        // By bytes, in one pass for the point (a statement has an amount a
+        // row; a string search for the point, then another, costs twice).
         let (negative, digits) = match text.as_bytes().first() {
             Some(b'-') => (true, &text.as_bytes()[1..]),
             Some(b'+') => (false, &text.as_bytes()[1..]),

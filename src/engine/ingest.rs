@@ -3,7 +3,7 @@
 //! callback that arrived meanwhile in one transaction (one savepoint each,
 //! so one bad callback cannot spoil the others), commits once, then answers
 //! them all. A 2xx still means "durable": nobody is answered before the
-//! commit. Per-callback commits cap near 1,700/s with `synchronous=FULL`;
+//! commit. With `synchronous=FULL` every commit waits for the disk;
 //! batching turns one fsync per callback into one per batch.
 
 use super::apply::{apply_in, apply_many};

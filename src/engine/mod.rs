@@ -151,7 +151,7 @@ impl Engine {
             // On SQLite the writer is the bottleneck and waits on sqlx's
             // worker thread once per statement: on a thread of its own it
             // is woken at once instead of queueing behind every HTTP task
-            // on the shared runtime (`BEGIN` took 850 µs there, 100 µs here).
+            // on the shared runtime.
             DbKind::Sqlite => {
                 let spawned = std::thread::Builder::new()
                     .name("reckon-intake".into())

@@ -72,8 +72,8 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// task of its own, every [`CHECKPOINT_EVERY`], not by whichever commit
 /// happens to take the log past 1,000 pages (SQLite's default): that commit
 /// then also wrote every page of the log into the database and synced it —
-/// 0.2 s for a reconciliation's last commit, and the same stall for any
-/// callback that drew it. A passive checkpoint waits for no one: readers
+/// a stall for a reconciliation's last commit, and for any callback that
+/// drew it. A passive checkpoint waits for no one: readers
 /// and the writer go on meanwhile. Dropped with the last `Db` handle.
 #[derive(Debug)]
 struct Checkpointer {
@@ -155,7 +155,7 @@ impl Db {
                         // WAL for concurrent readers, FULL so a commit survives
                         // power loss, a wait instead of SQLITE_BUSY, and a 64 MiB
                         // page cache so a group commit's batch does not spill
-                        // mid-transaction (p99 352 ms → 104 ms in the bench).
+                        // mid-transaction.
                         // Checkpoints are the checkpointer's, not a commit's.
                         for pragma in [
                             "PRAGMA journal_mode = WAL",
@@ -319,7 +319,7 @@ pub const ROWS_PER_STATEMENT: usize = 256;
 /// in its text. PostgreSQL gets `$1, $2, …`; SQLite gets anonymous `?`:
 /// sqlx finds each *named* SQLite parameter by walking the statement's
 /// parameter list, so binding `$n` costs grow with the square of the
-/// parameters (32-row statements were the best compromise), while `?` binds
+/// parameters, while `?` binds
 /// in order at no cost (a whole batch in one statement). So a statement
 /// built with `Marks` binds its values exactly in text order, each
 /// placeholder once.

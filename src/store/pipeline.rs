@@ -3,10 +3,10 @@
 //!
 //! A reconciliation writes tens of thousands of tickets. Built and run in
 //! turn, the database waits while each statement is put together (its SQL,
-//! 24 values per ticket) and the builder waits while the database runs it:
-//! about a seventh of the write was the database idle. Here the caller
-//! builds and sends; a task of its own runs what was sent, in order, in a
-//! transaction on one connection, committing where the caller asks.
+//! 24 values per ticket) and the builder waits while the database runs it.
+//! Here the caller builds and sends; a task of its own runs what was sent,
+//! in order, in a transaction on one connection, committing where the
+//! caller asks.
 //!
 //! Nothing is committed that the caller did not ask for: dropping a
 //! pipeline without [`Pipeline::finish`] rolls back whatever was sent since
@@ -68,17 +68,15 @@ impl Pipeline {
         let (steps, mut queue) = mpsc::channel::<Step>(QUEUED);
         let begin = db.begin_sql();
         // SQLite keeps an undo copy of every page a multi-row statement
-        // changes (the statement journal: 120 MB over a 30,000-ticket
-        // write, one statement's worth at a time) — in memory here, not in
-        // a temporary file: the write 0.66 → 0.59 s over six runs. Put
-        // back before the connection returns to the pool.
+        // changes (the statement journal, one statement's worth at a time)
+        // — in memory here, not in a temporary file. Put back before the
+        // connection returns to the pool.
         // Its commits do not wait for the disk (`synchronous = NORMAL`):
         // `finish` makes the write-ahead log durable once, at the end (the
         // log is written in order, so that covers every commit before it;
         // so does any later commit of another connection, which waits for
         // the disk). A write cut off by a power loss half-way is a write
-        // that did not finish either way. (A million-row reconciliation's
-        // write 0.51–0.77 → 0.45–0.55 s, four runs each in turn.)
+        // that did not finish either way.
         let wal = match (db.kind, &db.sqlite_path) {
             (super::DbKind::Sqlite, Some(path)) => {
                 conn.settings = true;

@@ -7,7 +7,8 @@
 //!     cargo bench --bench bills
 //!     RECKON_BENCH_ROWS=20000 cargo bench --bench bills
 
-use reckon::recon::statement::{Chunk, Format, Pause, read};
+use reckon::providers::{alipay, sandbox, stripe};
+use reckon::statement::{Chunk, Format, Pause, read};
 use std::time::Instant;
 
 const ROUNDS: usize = 5;
@@ -129,7 +130,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    time("stripe itemized", Format::StripeItemized, &stripe(n));
-    time("alipay detail (GBK)", Format::AlipayDetail, &alipay(n));
-    time("sandbox", Format::Sandbox, &sandbox(n * 10));
+    time("stripe itemized", stripe::statement::FORMAT, &stripe(n));
+    time("alipay detail (GBK)", alipay::statement::FORMAT, &alipay(n));
+    time("sandbox", sandbox::statement::FORMAT, &sandbox(n * 10));
 }

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod providers;
 pub mod recon;
 pub mod startup;
+pub mod statement;
 pub mod store;
 pub mod telemetry;
 pub mod triage;

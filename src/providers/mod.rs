@@ -143,7 +143,7 @@ pub struct RefundView {
 #[derive(Debug)]
 pub struct StatementPage {
     /// Line numbers are the page's own (1…); the run renumbers them.
-    pub rows: Vec<crate::recon::statement::StatementRow>,
+    pub rows: Vec<crate::statement::StatementRow>,
     pub next_cursor: Option<String>,
     /// On the last page: (what, stated figure).
     pub summary: Option<Vec<(String, i64)>>,
@@ -272,7 +272,7 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// The statement format of this provider's daily bill, if Reckon reads
     /// it.
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+    fn statement_format(&self) -> Option<crate::statement::Format> {
         None
     }
     /// One page of the day's statement through the provider's API; `None`

@@ -4,6 +4,7 @@
 //! for the demo, with chaos knobs.
 
 pub mod server;
+pub mod statement;
 
 use super::signing::Secret;
 use super::{
@@ -171,8 +172,8 @@ impl Provider for Sandbox {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::Sandbox)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {
@@ -324,7 +325,7 @@ impl Provider for Sandbox {
             .map(|k| field(k))
             .collect();
             rows.push(
-                crate::recon::statement::sandbox_row(&fields, i as i64 + 1)
+                statement::row(&fields, i as i64 + 1)
                     .map_err(|e| CallError::Refused(format!("statement row {}: {e}", i + 1)))?,
             );
         }

@@ -23,6 +23,8 @@
 //! `"GET\n{path?query}\n{timestamp}\n{nonce}\n\n"`; the answer is
 //! believed only once its `Wechatpay-*` headers verify like a notification's.
 
+pub mod statement;
+
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
     RefundRequest, RefundView, VerifyError, header,
@@ -370,8 +372,8 @@ impl Provider for WechatPay {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::WechatAll)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {

@@ -20,6 +20,8 @@
 //! not this refund's amount — and `out_biz_no` (the refund's
 //! out_request_no); the refund ledger checks that total for consistency.
 
+pub mod statement;
+
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
     RefundRequest, RefundView, VerifyError,
@@ -289,8 +291,8 @@ impl Provider for Alipay {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::AlipayDetail)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {

@@ -22,6 +22,8 @@
 //! too would count each refund twice. A refund event without Reckon's
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 
+pub mod statement;
+
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
     RefundNotice, RefundRequest, RefundView, VerifyError,
@@ -254,8 +256,8 @@ impl Provider for Stripe {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::StripeItemized)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {

@@ -231,7 +231,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             secret,
             chaos,
         } => {
-            use crate::providers::sandbox::server::{Chaos, SandboxServer};
+            use crate::sandbox_server::{Chaos, SandboxServer};
             use crate::providers::signing::Secret;
             let secret = match secret {
                 Some(s) => Secret::parse(&s).map_err(|e| anyhow::anyhow!("--secret: {e}"))?,

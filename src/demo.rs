@@ -8,7 +8,7 @@
 use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Engine, ManualClock, Outcome, Source};
 use crate::providers::sandbox::PaymentData;
-use crate::providers::sandbox::server::SandboxServer;
+use crate::sandbox_server::SandboxServer;
 use crate::recon::{Import, Input};
 use crate::store::payments;
 use std::sync::Arc;

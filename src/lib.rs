@@ -12,6 +12,7 @@ mod memory;
 pub mod metrics;
 pub mod providers;
 pub mod recon;
+pub mod sandbox_server;
 pub mod startup;
 pub mod statement;
 pub mod store;

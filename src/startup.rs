@@ -8,7 +8,7 @@ use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
 use crate::metrics::Metrics;
 use crate::providers::alipay::{Alipay, AlipayConfig};
 use crate::providers::sandbox::Sandbox;
-use crate::providers::sandbox::server::{Chaos, SandboxServer};
+use crate::sandbox_server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
 use crate::providers::standard::StandardWebhooks;
 use crate::providers::stripe::Stripe;

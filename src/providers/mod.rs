@@ -14,8 +14,7 @@ use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo, RefundStatus,
 };
-use axum::response::Response;
-use http::HeaderMap;
+use http::{HeaderMap, StatusCode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -199,6 +198,43 @@ pub enum Answer {
     UnsupportedType(String),
 }
 
+/// A webhook's answer as it goes on the wire, in the provider's protocol:
+/// `web::webhooks` sends it, so nothing below the web layer speaks HTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub status: StatusCode,
+    /// `None` for an answer with no body (204).
+    pub content_type: Option<&'static str>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// A compact JSON body.
+    pub fn json(status: StatusCode, body: &serde_json::Value) -> Reply {
+        Reply {
+            status,
+            content_type: Some("application/json"),
+            body: serde_json::to_vec(body).expect("a JSON value serializes"),
+        }
+    }
+
+    pub fn text(status: StatusCode, text: &str) -> Reply {
+        Reply {
+            status,
+            content_type: Some("text/plain; charset=utf-8"),
+            body: text.as_bytes().to_vec(),
+        }
+    }
+
+    pub fn empty(status: StatusCode) -> Reply {
+        Reply {
+            status,
+            content_type: None,
+            body: Vec::new(),
+        }
+    }
+}
+
 impl Answer {
     /// Why, in words, for a refusal's body.
     pub fn reason(&self) -> String {
@@ -242,7 +278,7 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// Reads a verified body.
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
-    fn answer(&self, answer: &Answer) -> Response;
+    fn answer(&self, answer: &Answer) -> Reply;
     /// The calls below default to "not available", for adapters that only
     /// receive notifications (so far); a status query then finds nothing
     /// and the payment waits for reconciliation.

@@ -10,13 +10,11 @@
 //! sender's refund id, `payment_txn_id` the refunded transaction.
 
 use super::signing::Secret;
-use super::{Answer, Notification, PaymentNotice, Provider, RefundNotice, VerifyError};
+use super::{Answer, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
 };
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -236,7 +234,7 @@ impl Provider for StandardWebhooks {
         }))
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let status = match answer {
             Answer::Accepted => StatusCode::NO_CONTENT,
             Answer::Unverified(_) => StatusCode::UNAUTHORIZED,
@@ -247,12 +245,8 @@ impl Provider for StandardWebhooks {
             Answer::UnsupportedType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         };
         match answer {
-            Answer::Accepted => status.into_response(),
-            _ => (
-                status,
-                Json(serde_json::json!({ "error": answer.reason() })),
-            )
-                .into_response(),
+            Answer::Accepted => Reply::empty(status),
+            _ => Reply::json(status, &serde_json::json!({ "error": answer.reason() })),
         }
     }
 }

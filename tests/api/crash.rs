@@ -4,7 +4,7 @@
 
 use crate::both_databases;
 use crate::helpers::{Backend, run_cli, test_config};
-use reckon::providers::sandbox::server::{Chaos, SandboxServer};
+use reckon::sandbox_server::{Chaos, SandboxServer};
 use reckon::providers::signing::Secret;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

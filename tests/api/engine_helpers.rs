@@ -10,7 +10,7 @@ use axum::routing::post;
 use reckon::config::ProviderConfig;
 use reckon::engine::{CreatePayment, Engine, ManualClock};
 use reckon::providers::sandbox::PaymentData;
-use reckon::providers::sandbox::server::{Chaos, SandboxServer};
+use reckon::sandbox_server::{Chaos, SandboxServer};
 use reckon::providers::signing::Secret;
 use reckon::startup::Options;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

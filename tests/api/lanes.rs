@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use reckon::config::ProviderConfig;
 use reckon::engine::CreatePayment;
-use reckon::providers::sandbox::server::{Chaos, SandboxServer};
+use reckon::sandbox_server::{Chaos, SandboxServer};
 use reckon::providers::signing::{Secret, verify_headers};
 use reckon::startup::Options;
 use std::sync::{Arc, Mutex};

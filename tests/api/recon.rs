@@ -519,7 +519,7 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
         paid.push(p);
     }
     app.sandbox
-        .set_chaos(reckon::providers::sandbox::server::Chaos {
+        .set_chaos(reckon::sandbox_server::Chaos {
             settle_ms: 3_600_000,
             statement_page_size: 2,
             statement_fail_page: Some(3),
@@ -567,7 +567,7 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
     app.clock.advance_secs(3601);
     // Mended: resume completes the run.
     app.sandbox
-        .set_chaos(reckon::providers::sandbox::server::Chaos {
+        .set_chaos(reckon::sandbox_server::Chaos {
             settle_ms: 3_600_000,
             statement_page_size: 2,
             ..Default::default()

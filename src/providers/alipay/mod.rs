@@ -24,16 +24,15 @@ pub mod statement;
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, VerifyError,
+    RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, RefundNo,
     RefundStatus,
 };
-use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, StatusCode};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use serde::Deserialize;
@@ -503,7 +502,7 @@ impl Provider for Alipay {
         })
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         // Alipay stops retrying only on exactly `success`.
         let (status, text) = match answer {
             Answer::Accepted => (StatusCode::OK, "success"),
@@ -513,12 +512,7 @@ impl Provider for Alipay {
             Answer::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "fail"),
             Answer::UnsupportedType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "fail"),
         };
-        (
-            status,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            text,
-        )
-            .into_response()
+        Reply::text(status, text)
     }
 }
 

@@ -1,22 +1,19 @@
 //! The sandbox provider: Reckon's own test channel. Webhooks are signed
 //! Standard-Webhooks style; its API creates, queries and closes payments.
-//! `server` is the provider itself, run by `reckon sandbox` or in-process
-//! for the demo, with chaos knobs.
+//! The provider itself (run by `reckon sandbox` or in-process for the demo,
+//! with chaos knobs) is `crate::sandbox_server`.
 
-pub mod server;
 pub mod statement;
 
 use super::signing::Secret;
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, VerifyError,
+    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
 };
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -238,7 +235,7 @@ impl Provider for Sandbox {
         }))
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let (status, message) = match answer {
             Answer::Accepted => (StatusCode::OK, "accepted".to_string()),
             Answer::Unverified(e) => (StatusCode::UNAUTHORIZED, e.to_string()),
@@ -253,7 +250,7 @@ impl Provider for Sandbox {
         } else {
             "error"
         };
-        (status, Json(serde_json::json!({ key: message }))).into_response()
+        Reply::json(status, &serde_json::json!({ key: message }))
     }
 
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {

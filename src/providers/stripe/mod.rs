@@ -26,14 +26,12 @@ pub mod statement;
 
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, VerifyError,
+    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
 };
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -376,7 +374,7 @@ impl Provider for Stripe {
         }))
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let (status, body) = match answer {
             Answer::Accepted => (StatusCode::OK, serde_json::json!({ "received": true })),
             Answer::Unverified(e) => (
@@ -401,7 +399,7 @@ impl Provider for Stripe {
                 serde_json::json!({ "error": e }),
             ),
         };
-        (status, Json(body)).into_response()
+        Reply::json(status, &body)
     }
 
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {

@@ -27,7 +27,7 @@ pub mod statement;
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, VerifyError, header,
+    RefundRequest, RefundView, Reply, VerifyError, header,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -35,8 +35,6 @@ use crate::domain::{
 };
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use http::{HeaderMap, StatusCode};
@@ -545,9 +543,9 @@ impl Provider for WechatPay {
         })
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let (status, message) = match answer {
-            Answer::Accepted => return StatusCode::NO_CONTENT.into_response(),
+            Answer::Accepted => return Reply::empty(StatusCode::NO_CONTENT),
             Answer::Unverified(e) => (StatusCode::UNAUTHORIZED, e.to_string()),
             Answer::Malformed(e) => (StatusCode::BAD_REQUEST, e.clone()),
             Answer::UnknownPayment => (StatusCode::NOT_FOUND, "unknown payment".to_string()),
@@ -558,11 +556,10 @@ impl Provider for WechatPay {
             Answer::TooLarge(e) => (StatusCode::PAYLOAD_TOO_LARGE, e.clone()),
             Answer::UnsupportedType(e) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, e.clone()),
         };
-        (
+        Reply::json(
             status,
-            Json(serde_json::json!({ "code": "FAIL", "message": message })),
+            &serde_json::json!({ "code": "FAIL", "message": message }),
         )
-            .into_response()
     }
 }
 

@@ -1,9 +1,15 @@
 //! Providers behind one trait: verify a webhook, parse it into an outcome
-//! (or "not a payment event"), answer in the provider's protocol, and call
-//! the provider to create, query and close payments. One module per
-//! provider; its quirks stay there.
+//! (or "not a payment event"), answer in the provider's protocol, call the
+//! provider to create, query, close and refund payments, and read its
+//! statements. One folder per provider — its webhook, its API calls, its
+//! bill format and its typed config section — so its quirks stay there;
+//! `wire` and `keys` are what the adapters share, `standard` is the
+//! webhook-only Standard-Webhooks sender, `signing` that standard's
+//! signatures (which the sandbox and the outbox use too).
 
 pub mod alipay;
+pub mod wire;
+pub mod keys;
 pub mod sandbox;
 pub mod signing;
 pub mod standard;
@@ -342,71 +348,6 @@ pub trait Provider: Send + Sync + 'static {
     }
     async fn query_refund(&self, _req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         Err(CallError::NotFound)
-    }
-}
-
-/// A required header as text.
-pub(crate) fn header<'a>(
-    headers: &'a HeaderMap,
-    name: &'static str,
-) -> Result<&'a str, VerifyError> {
-    headers
-        .get(name)
-        .ok_or(VerifyError::MissingHeader(name))?
-        .to_str()
-        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
-}
-
-/// An RSA public key as providers hand them out: PEM, or bare base64 DER.
-pub(crate) fn rsa_public_key(text: &str) -> Result<rsa::RsaPublicKey, String> {
-    use base64::Engine;
-    use rsa::pkcs8::DecodePublicKey;
-    if text.contains("-----BEGIN") {
-        rsa::RsaPublicKey::from_public_key_pem(text).map_err(|e| e.to_string())
-    } else {
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(text.split_whitespace().collect::<String>())
-            .map_err(|_| "neither PEM nor base64".to_string())?;
-        rsa::RsaPublicKey::from_public_key_der(&der).map_err(|e| e.to_string())
-    }
-}
-
-/// An RSA private key as merchants keep them: PKCS#8 or PKCS#1, PEM or
-/// bare base64 DER.
-pub(crate) fn rsa_private_key(text: &str) -> Result<rsa::RsaPrivateKey, String> {
-    use base64::Engine;
-    use rsa::pkcs1::DecodeRsaPrivateKey;
-    use rsa::pkcs8::DecodePrivateKey;
-    if text.contains("-----BEGIN RSA PRIVATE KEY") {
-        rsa::RsaPrivateKey::from_pkcs1_pem(text).map_err(|e| e.to_string())
-    } else if text.contains("-----BEGIN") {
-        rsa::RsaPrivateKey::from_pkcs8_pem(text).map_err(|e| e.to_string())
-    } else {
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(text.split_whitespace().collect::<String>())
-            .map_err(|_| "neither PEM nor base64".to_string())?;
-        rsa::RsaPrivateKey::from_pkcs8_der(&der)
-            .or_else(|_| rsa::RsaPrivateKey::from_pkcs1_der(&der))
-            .map_err(|e| e.to_string())
-    }
-}
-
-/// The HTTP client provider calls go through: a whole call that takes
-/// longer than `timeout` is an unknown result.
-pub(crate) fn http_client(timeout: std::time::Duration) -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout)
-        .build()
-        .expect("an HTTP client")
-}
-
-/// A failed request: a timeout or a broken connection, both unknown.
-pub(crate) fn call_error(e: reqwest::Error) -> CallError {
-    if e.is_timeout() {
-        CallError::Timeout
-    } else {
-        CallError::Network(e.without_url().to_string())
     }
 }
 

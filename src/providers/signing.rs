@@ -85,7 +85,7 @@ pub fn verify_headers(
     tolerance_secs: i64,
 ) -> Result<(), super::VerifyError> {
     use super::VerifyError;
-    let header = |name| super::header(headers, name);
+    let header = |name| super::wire::header(headers, name);
     let id = header("webhook-id")?;
     let ts_text = header("webhook-timestamp")?;
     let signature = header("webhook-signature")?;

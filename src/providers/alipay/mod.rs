@@ -71,12 +71,12 @@ pub struct AlipayConfig<'a> {
 impl Alipay {
     pub fn new(name: ProviderName, c: &AlipayConfig<'_>) -> Result<Alipay, String> {
         let key =
-            super::rsa_public_key(c.public_key).map_err(|e| format!("Alipay public key: {e}"))?;
+            super::keys::rsa_public_key(c.public_key).map_err(|e| format!("Alipay public key: {e}"))?;
         let gateway = match (c.gateway.trim(), c.private_key) {
             ("", None) => None,
             (url, Some(pk)) if !url.is_empty() => {
                 let pk =
-                    super::rsa_private_key(pk).map_err(|e| format!("the app private key: {e}"))?;
+                    super::keys::rsa_private_key(pk).map_err(|e| format!("the app private key: {e}"))?;
                 Some((url.to_owned(), SigningKey::new(pk)))
             }
             _ => {
@@ -91,7 +91,7 @@ impl Alipay {
             seller_id: c.seller_id.map(str::to_owned),
             key: VerifyingKey::new(key),
             gateway,
-            http: super::http_client(c.timeout),
+            http: super::wire::client(c.timeout),
         })
     }
 
@@ -144,9 +144,9 @@ impl Alipay {
             .form(&params)
             .send()
             .await
-            .map_err(super::call_error)?;
+            .map_err(super::wire::call_error)?;
         let status = res.status();
-        let bytes = res.bytes().await.map_err(super::call_error)?;
+        let bytes = res.bytes().await.map_err(super::wire::call_error)?;
         if !status.is_success() {
             return Err(CallError::Network(format!("the gateway answered {status}")));
         }

@@ -133,7 +133,7 @@ impl Sandbox {
     /// Calls that give up after `timeout` (an unknown result) instead of 5 s.
     pub fn with_timeout(self, timeout: Duration) -> Sandbox {
         Sandbox {
-            http: super::http_client(timeout),
+            http: super::wire::client(timeout),
             ..self
         }
     }
@@ -142,7 +142,7 @@ impl Sandbox {
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
-        let res = req.send().await.map_err(super::call_error)?;
+        let res = req.send().await.map_err(super::wire::call_error)?;
         let status = res.status();
         if status == StatusCode::NOT_FOUND {
             return Err(CallError::NotFound);

@@ -177,7 +177,7 @@ impl Stripe {
             base_url: base_url.trim_end_matches('/').to_owned(),
             secrets,
             api_key,
-            http: super::http_client(timeout),
+            http: super::wire::client(timeout),
         }
     }
 
@@ -186,7 +186,7 @@ impl Stripe {
             .bearer_auth(&self.api_key)
             .send()
             .await
-            .map_err(super::call_error)?;
+            .map_err(super::wire::call_error)?;
         let status = res.status();
         if status == StatusCode::NOT_FOUND {
             return Err(CallError::NotFound);

@@ -27,8 +27,9 @@ pub mod statement;
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, Reply, VerifyError, header,
+    RefundRequest, RefundView, Reply, VerifyError,
 };
+use super::wire::header;
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
@@ -200,7 +201,7 @@ impl WechatPay {
         let mut keys = BTreeMap::new();
         for (serial, text) in c.platform_keys {
             let key =
-                super::rsa_public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
+                super::keys::rsa_public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
             keys.insert(serial.clone(), VerifyingKey::new(key));
         }
         if keys.is_empty() {
@@ -213,7 +214,7 @@ impl WechatPay {
                 mch_id: mch_id.to_owned(),
                 cert_serial: serial.to_owned(),
                 key: SigningKey::new(
-                    super::rsa_private_key(pk)
+                    super::keys::rsa_private_key(pk)
                         .map_err(|e| format!("the merchant private key: {e}"))?,
                 ),
             }),
@@ -229,7 +230,7 @@ impl WechatPay {
             platform_keys: keys,
             apiv3_key,
             api,
-            http: super::http_client(c.timeout),
+            http: super::wire::client(c.timeout),
         })
     }
 
@@ -328,10 +329,10 @@ impl WechatPay {
             .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")))
             .send()
             .await
-            .map_err(super::call_error)?;
+            .map_err(super::wire::call_error)?;
         let status = res.status();
         let headers = res.headers().clone();
-        let body = res.bytes().await.map_err(super::call_error)?;
+        let body = res.bytes().await.map_err(super::wire::call_error)?;
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }

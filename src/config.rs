@@ -1,9 +1,19 @@
 //! Configuration: an optional TOML file named by `RECKON_CONFIG`, overridden
-//! key by key by environment variables. Every key is in the README.
+//! key by key by environment variables — the two layered by figment, then
+//! each setting checked, a bad one named by its variable. Every key is in
+//! the README. A provider account's settings are its kind's own section
+//! (defined in the provider's folder); secrets are `secrecy` types, so a
+//! config printed for a log shows none of them.
 
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use secrecy::SecretString;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+pub use crate::providers::ProviderConfig;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
@@ -11,11 +21,11 @@ pub enum LogFormat {
     Pretty,
 }
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Config {
     pub listen: SocketAddr,
     /// `sqlite://…` or `postgres://…`.
-    pub database_url: String,
+    pub database_url: DatabaseUrl,
     pub data_dir: PathBuf,
     /// IANA name of the business time zone (business days are cut there).
     pub timezone: String,
@@ -29,7 +39,7 @@ pub struct Config {
     /// Where outbox messages go: (name, URL).
     pub outbox_sinks: Vec<(String, String)>,
     /// `whsec_…` secret that signs outbox messages; random when unset.
-    pub outbox_secret: Option<String>,
+    pub outbox_secret: Option<SecretString>,
     /// Status-query delays after a create, microseconds.
     pub query_schedule: Vec<i64>,
     /// Refused webhooks kept per provider for audit.
@@ -42,114 +52,40 @@ pub struct Config {
     pub limits: crate::web::listener::Limits,
 }
 
-#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    pub name: String,
-    /// `sandbox`, `stripe`, `standard_webhooks`, `alipay` or `wechatpay`.
-    pub kind: String,
-    pub base_url: String,
-    /// The webhook secret (`whsec_…`; not used by Alipay).
-    #[serde(default)]
-    pub secret: String,
-    /// Older secrets still accepted while rotating (Stripe).
-    #[serde(default)]
-    pub previous_secrets: Vec<String>,
-    /// The API key for status queries and creates (Stripe: `sk_…`).
-    #[serde(default)]
-    pub api_key: Option<String>,
-    /// How a Standard-Webhooks body maps onto a payment (JSON pointers).
-    #[serde(default)]
-    pub mapping: crate::providers::standard::Mapping,
-    /// Alipay: this account's app_id, seller_id (optional) and Alipay's
-    /// public key (PEM or base64 DER).
-    #[serde(default)]
-    pub app_id: Option<String>,
-    #[serde(default)]
-    pub seller_id: Option<String>,
-    #[serde(default)]
-    pub public_key: Option<String>,
-    /// WeChat Pay: platform certificate serial → public key (PEM or base64
-    /// DER); the APIv3 key goes in `api_key`.
-    #[serde(default)]
-    pub platform_keys: std::collections::BTreeMap<String, String>,
-    /// The merchant's own RSA private key (PKCS#8 PEM or base64 DER) that
-    /// signs API calls: Alipay's app private key, WeChat Pay's API key.
-    #[serde(default)]
-    pub private_key: Option<String>,
-    /// WeChat Pay: the merchant id (`mchid`) and the serial number of the
-    /// merchant API certificate whose key is `private_key`.
-    #[serde(default)]
-    pub mch_id: Option<String>,
-    #[serde(default)]
-    pub cert_serial: Option<String>,
-    /// How long a call to the provider may take before its result counts
-    /// as unknown (milliseconds, default 10000).
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-    /// A webhook that fails verification but names a payment makes Reckon
-    /// ask the provider about that payment (the provider is the authority,
-    /// never the unverified body).
-    #[serde(default)]
-    pub query_on_unverified: bool,
-}
+/// The database's URL, whose password never prints: its `Debug` is the
+/// URL without it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
 
-/// Secrets never reach a log line: a set secret shows as `***`.
-fn masked(secret: &str) -> &'static str {
-    if secret.is_empty() { "" } else { "***" }
-}
-
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
-            .field("listen", &self.listen)
-            .field("database_url", &redact_url(&self.database_url))
-            .field("data_dir", &self.data_dir)
-            .field("timezone", &self.timezone)
-            .field("log_format", &self.log_format)
-            .field("site_dir", &self.site_dir)
-            .field("cookie_secure", &self.cookie_secure)
-            .field("providers", &self.providers)
-            .field("outbox_sinks", &self.outbox_sinks)
-            .field("outbox_secret", &self.outbox_secret.as_deref().map(masked))
-            .field("query_schedule", &self.query_schedule)
-            .field("refused_keep", &self.refused_keep)
-            .field("callback_max_tries", &self.callback_max_tries)
-            .field("calls_per_account", &self.calls_per_account)
-            .field("limits", &self.limits)
-            .finish()
+impl DatabaseUrl {
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
-impl std::fmt::Debug for ProviderConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderConfig")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .field("base_url", &self.base_url)
-            .field("secret", &masked(&self.secret))
-            .field("previous_secrets", &self.previous_secrets.len())
-            .field("api_key", &self.api_key.as_deref().map(masked))
-            .field("mapping", &self.mapping)
-            .field("app_id", &self.app_id)
-            .field("seller_id", &self.seller_id)
-            .field("public_key", &self.public_key.as_ref().map(|_| "(set)"))
-            .field(
-                "platform_keys",
-                &self.platform_keys.keys().collect::<Vec<_>>(),
-            )
-            .field("private_key", &self.private_key.as_deref().map(masked))
-            .field("mch_id", &self.mch_id)
-            .field("cert_serial", &self.cert_serial)
-            .field("timeout_ms", &self.timeout_ms)
-            .field("query_on_unverified", &self.query_on_unverified)
-            .finish()
+impl From<String> for DatabaseUrl {
+    fn from(url: String) -> DatabaseUrl {
+        DatabaseUrl(url)
     }
 }
 
-impl ProviderConfig {
-    pub fn timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.timeout_ms.unwrap_or(10_000).clamp(50, 120_000))
+impl std::ops::Deref for DatabaseUrl {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for DatabaseUrl {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_ref()
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&redact_url(&self.0), f)
     }
 }
 
@@ -170,29 +106,85 @@ pub enum ConfigError {
     },
 }
 
-/// The file's keys mirror the environment variables, in lowercase.
-#[derive(Debug, Default, Deserialize)]
+/// The settings as the file and the environment give them, the
+/// environment's over the file's. The file's keys are the variables' in
+/// lowercase without `RECKON_` ([`VARIABLES`]).
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FileConfig {
-    listen: Option<String>,
-    database_url: Option<String>,
-    data_dir: Option<PathBuf>,
-    timezone: Option<String>,
-    log_format: Option<String>,
-    site_dir: Option<PathBuf>,
-    cookie_secure: Option<bool>,
+struct Layers {
+    listen: Option<Text>,
+    database_url: Option<Text>,
+    data_dir: Option<Text>,
+    timezone: Option<Text>,
+    log_format: Option<Text>,
+    site_dir: Option<Text>,
+    cookie_secure: Option<Text>,
     #[serde(default)]
     providers: Vec<ProviderConfig>,
-    outbox_sinks: Option<String>,
-    outbox_secret: Option<String>,
-    query_schedule: Option<String>,
-    refused_keep: Option<i64>,
-    callback_max_tries: Option<i64>,
-    calls_per_account: Option<i64>,
-    max_connections: Option<i64>,
-    header_read_timeout_secs: Option<i64>,
-    idle_timeout_secs: Option<i64>,
-    body_read_timeout_secs: Option<i64>,
+    outbox_sinks: Option<Text>,
+    outbox_secret: Option<Text>,
+    query_schedule: Option<Text>,
+    refused_keep: Option<Text>,
+    callback_max_tries: Option<Text>,
+    calls_per_account: Option<Text>,
+    max_connections: Option<Text>,
+    header_read_timeout_secs: Option<Text>,
+    idle_timeout_secs: Option<Text>,
+    body_read_timeout_secs: Option<Text>,
+}
+
+/// The environment variable of each file key.
+const VARIABLES: [(&str, &str); 17] = [
+    ("listen", "RECKON_LISTEN"),
+    ("database_url", "DATABASE_URL"),
+    ("data_dir", "RECKON_DATA_DIR"),
+    ("timezone", "RECKON_TIMEZONE"),
+    ("log_format", "RECKON_LOG_FORMAT"),
+    ("site_dir", "RECKON_SITE_DIR"),
+    ("cookie_secure", "RECKON_COOKIE_SECURE"),
+    ("outbox_sinks", "RECKON_OUTBOX_SINKS"),
+    ("outbox_secret", "RECKON_OUTBOX_SECRET"),
+    ("query_schedule", "RECKON_QUERY_SCHEDULE"),
+    ("refused_keep", "RECKON_REFUSED_KEEP"),
+    ("callback_max_tries", "RECKON_CALLBACK_MAX_TRIES"),
+    ("calls_per_account", "RECKON_CALLS_PER_ACCOUNT"),
+    ("max_connections", "RECKON_MAX_CONNECTIONS"),
+    ("header_read_timeout_secs", "RECKON_HEADER_READ_TIMEOUT_SECS"),
+    ("idle_timeout_secs", "RECKON_IDLE_TIMEOUT_SECS"),
+    ("body_read_timeout_secs", "RECKON_BODY_READ_TIMEOUT_SECS"),
+];
+
+/// A setting as text, as the environment gives every one: a file's
+/// string, whole number or boolean as written.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, a whole number or a boolean")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_owned()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+fn text(setting: Option<Text>) -> Option<String> {
+    setting.map(|t| t.0)
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
@@ -200,7 +192,6 @@ pub const DEFAULT_DATA_DIR: &str = "data";
 pub const DEFAULT_TIMEZONE: &str = "UTC";
 pub const DEFAULT_QUERY_SCHEDULE: &str = "1m,5m,30m,2h,12h";
 
-/// `1m,5m,30m,2h,12h` → microseconds. Units s, m, h; at least one entry.
 pub fn parse_schedule(text: &str) -> Option<Vec<i64>> {
     let list: Option<Vec<i64>> = text
         .split(',')
@@ -231,11 +222,19 @@ impl Config {
     }
 
     pub fn from_sources(env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let file = match env("RECKON_CONFIG") {
-            Some(path) => read_file(Path::new(&path))?,
-            None => FileConfig::default(),
-        };
-        Self::from_file(file, env)
+        match env("RECKON_CONFIG") {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                let text = std::fs::read_to_string(&path).map_err(|source| {
+                    ConfigError::ReadFile {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                Self::layered(&text, &path, env)
+            }
+            None => Self::layered("", Path::new("<none>"), env),
+        }
     }
 
     /// A config file's TOML text with the environment over it, as
@@ -245,16 +244,36 @@ impl Config {
         text: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        Self::from_file(parse_file(text, Path::new("<text>"))?, env)
+        Self::layered(text, Path::new("<text>"), env)
     }
 
-    fn from_file(
-        file: FileConfig,
+    fn layered(
+        text: &str,
+        path: &Path,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let listen_text = env("RECKON_LISTEN")
-            .or(file.listen)
-            .unwrap_or_else(|| DEFAULT_LISTEN.into());
+        // Each variable's value is text, whatever it looks like.
+        let environment: BTreeMap<&str, String> = VARIABLES
+            .iter()
+            .filter_map(|(key, variable)| Some((*key, env(variable)?)))
+            .collect();
+        let layers: Layers = Figment::from(Toml::string(text))
+            .merge(Serialized::defaults(environment))
+            .extract()
+            .map_err(|e| ConfigError::Parse {
+                path: path.to_owned(),
+                // Messages may span several lines (a snippet); keep one.
+                message: e.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+            })?;
+        Self::checked(layers, env)
+    }
+
+    /// Each setting read and checked; a bad one is named by its variable.
+    fn checked(
+        layers: Layers,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let listen_text = text(layers.listen).unwrap_or_else(|| DEFAULT_LISTEN.into());
         let listen = listen_text
             .parse::<SocketAddr>()
             .map_err(|_| ConfigError::Invalid {
@@ -263,12 +282,11 @@ impl Config {
                 hint: "expected an address and port such as 127.0.0.1:3000".into(),
             })?;
 
-        let data_dir = env("RECKON_DATA_DIR")
+        let data_dir = text(layers.data_dir)
             .map(PathBuf::from)
-            .or(file.data_dir)
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
 
-        let database_url = match env("DATABASE_URL").or(file.database_url) {
+        let database_url = match text(layers.database_url) {
             Some(url) => {
                 if !(url.starts_with("sqlite:")
                     || url.starts_with("postgres://")
@@ -285,9 +303,7 @@ impl Config {
             None => sqlite_url(&data_dir.join("reckon.db")),
         };
 
-        let timezone = env("RECKON_TIMEZONE")
-            .or(file.timezone)
-            .unwrap_or_else(|| DEFAULT_TIMEZONE.into());
+        let timezone = text(layers.timezone).unwrap_or_else(|| DEFAULT_TIMEZONE.into());
         if jiff::tz::TimeZone::get(&timezone).is_err() {
             return Err(ConfigError::Invalid {
                 key: "RECKON_TIMEZONE",
@@ -296,11 +312,7 @@ impl Config {
             });
         }
 
-        let log_format = match env("RECKON_LOG_FORMAT")
-            .or(file.log_format)
-            .as_deref()
-            .unwrap_or("pretty")
-        {
+        let log_format = match text(layers.log_format).as_deref().unwrap_or("pretty") {
             "json" => LogFormat::Json,
             "pretty" => LogFormat::Pretty,
             other => {
@@ -312,81 +324,18 @@ impl Config {
             }
         };
 
-        let site_dir = env("RECKON_SITE_DIR")
+        let site_dir = text(layers.site_dir)
             .map(PathBuf::from)
-            .or(file.site_dir)
             .unwrap_or_else(default_site_dir);
 
-        let cookie_secure = match env("RECKON_COOKIE_SECURE") {
+        let cookie_secure = match text(layers.cookie_secure) {
             Some(v) => parse_bool("RECKON_COOKIE_SECURE", &v)?,
-            None => file.cookie_secure.unwrap_or(false),
+            None => false,
         };
 
-        let mut providers = file.providers;
-        if let Some(base_url) = env("RECKON_SANDBOX_URL") {
-            let secret = env("RECKON_SANDBOX_SECRET").ok_or(ConfigError::Invalid {
-                key: "RECKON_SANDBOX_SECRET",
-                value: String::new(),
-                hint: "required with RECKON_SANDBOX_URL: the sandbox's whsec_… webhook secret"
-                    .into(),
-            })?;
-            providers.retain(|p| p.name != "sandbox");
-            providers.push(ProviderConfig {
-                name: "sandbox".into(),
-                kind: "sandbox".into(),
-                base_url,
-                secret,
-                ..ProviderConfig::default()
-            });
-        }
-        for p in &providers {
-            if crate::domain::ProviderName::parse(&p.name).is_err()
-                || ![
-                    "sandbox",
-                    "stripe",
-                    "standard_webhooks",
-                    "alipay",
-                    "wechatpay",
-                ]
-                .contains(&p.kind.as_str())
-            {
-                return Err(ConfigError::Invalid {
-                    key: "providers",
-                    value: format!("{} ({})", p.name, p.kind),
-                    hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\", \"alipay\" or \"wechatpay\"".into(),
-                });
-            }
-            if p.kind == "stripe"
-                && (p.secret.is_empty() || p.api_key.as_deref().unwrap_or("").is_empty())
-            {
-                return Err(ConfigError::Invalid {
-                    key: "providers.secret",
-                    value: p.name.clone(),
-                    hint:
-                        "a stripe provider needs its endpoint secret (whsec_…) and api_key (sk_…)"
-                            .into(),
-                });
-            }
-            let whsec = |s: &str| crate::providers::signing::Secret::parse(s).is_ok();
-            let bad_secret = match p.kind.as_str() {
-                "sandbox" => !whsec(&p.secret),
-                "standard_webhooks" => {
-                    !whsec(&p.secret) || !p.previous_secrets.iter().all(|s| whsec(s))
-                }
-                _ => false,
-            };
-            if bad_secret {
-                return Err(ConfigError::Invalid {
-                    key: "providers.secret",
-                    value: p.name.clone(),
-                    hint: "expected whsec_ followed by base64 of at least 16 bytes".into(),
-                });
-            }
-        }
+        let providers = providers(layers.providers, &env)?;
 
-        let sinks_text = env("RECKON_OUTBOX_SINKS")
-            .or(file.outbox_sinks)
-            .unwrap_or_default();
+        let sinks_text = text(layers.outbox_sinks).unwrap_or_default();
         let mut outbox_sinks = Vec::new();
         for item in sinks_text
             .split(',')
@@ -406,92 +355,73 @@ impl Config {
                 }
             }
         }
-        let outbox_secret = env("RECKON_OUTBOX_SECRET").or(file.outbox_secret);
+        let outbox_secret = text(layers.outbox_secret);
         if let Some(secret) = &outbox_secret
             && crate::providers::signing::Secret::parse(secret).is_err()
         {
             return Err(ConfigError::Invalid {
                 key: "RECKON_OUTBOX_SECRET",
                 value: "***".into(),
-                hint: "expected whsec_ followed by base64 of at least 16 bytes".into(),
+                hint: crate::providers::signing::WHSEC_HINT.into(),
             });
         }
-        let schedule_text = env("RECKON_QUERY_SCHEDULE")
-            .or(file.query_schedule)
-            .unwrap_or_else(|| DEFAULT_QUERY_SCHEDULE.into());
+        let schedule_text =
+            text(layers.query_schedule).unwrap_or_else(|| DEFAULT_QUERY_SCHEDULE.into());
         let query_schedule =
             parse_schedule(&schedule_text).ok_or_else(|| ConfigError::Invalid {
                 key: "RECKON_QUERY_SCHEDULE",
                 value: schedule_text.clone(),
                 hint: "expected comma-separated durations such as 1m,5m,30m,2h,12h".into(),
             })?;
-        // A whole number from 1 to `max`: the environment's, else the
-        // file's, else `default`; anything else names the key.
-        let number =
-            |key: &'static str, from_file: Option<i64>, default: i64, max: i64, what: &str| {
-                let text = env(key);
-                match &text {
-                    Some(text) => text.trim().parse::<i64>().ok(),
-                    None => Some(from_file.unwrap_or(default)),
-                }
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| ConfigError::Invalid {
-                    key,
-                    value: text
-                        .or(from_file.map(|n| n.to_string()))
-                        .unwrap_or_default(),
-                    hint: format!("expected a number of {what} from 1 to {max}"),
-                })
-            };
         let refused_keep = number(
             "RECKON_REFUSED_KEEP",
-            file.refused_keep,
+            layers.refused_keep,
             10_000,
             10_000_000,
             "rows",
         )?;
         let callback_max_tries = number(
             "RECKON_CALLBACK_MAX_TRIES",
-            file.callback_max_tries,
+            layers.callback_max_tries,
             10,
             100,
             "tries",
         )?;
         let calls_per_account = number(
             "RECKON_CALLS_PER_ACCOUNT",
-            file.calls_per_account,
+            layers.calls_per_account,
             4,
             64,
             "calls",
         )? as usize;
         let defaults = crate::web::listener::Limits::default();
-        let secs = |key, from_file, default: std::time::Duration, max| {
-            number(key, from_file, default.as_secs() as i64, max, "seconds")
+        let secs = |key, given, default: std::time::Duration, max| {
+            number(key, given, default.as_secs() as i64, max, "seconds")
                 .map(|n| std::time::Duration::from_secs(n as u64))
         };
         let limits = crate::web::listener::Limits {
             max_connections: number(
                 "RECKON_MAX_CONNECTIONS",
-                file.max_connections,
+                layers.max_connections,
                 defaults.max_connections as i64,
                 1_000_000,
                 "connections",
             )? as usize,
             header_read: secs(
                 "RECKON_HEADER_READ_TIMEOUT_SECS",
-                file.header_read_timeout_secs,
+                layers.header_read_timeout_secs,
                 defaults.header_read,
                 600,
             )?,
             idle: secs(
                 "RECKON_IDLE_TIMEOUT_SECS",
-                file.idle_timeout_secs,
+                layers.idle_timeout_secs,
                 defaults.idle,
                 3600,
             )?,
             body_read: secs(
                 "RECKON_BODY_READ_TIMEOUT_SECS",
-                file.body_read_timeout_secs,
+                layers.body_read_timeout_secs,
                 defaults.body_read,
                 600,
             )?,
@@ -499,7 +429,7 @@ impl Config {
 
         Ok(Config {
             listen,
-            database_url,
+            database_url: database_url.into(),
             data_dir,
             timezone,
             log_format,
@@ -507,7 +437,7 @@ impl Config {
             cookie_secure,
             providers,
             outbox_sinks,
-            outbox_secret,
+            outbox_secret: outbox_secret.map(SecretString::from),
             query_schedule,
             refused_keep,
             callback_max_tries,
@@ -522,23 +452,66 @@ impl Config {
     }
 }
 
-fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
-        path: path.to_owned(),
-        source,
-    })?;
-    parse_file(&text, path)
+/// The file's provider accounts, the sandbox of `RECKON_SANDBOX_URL` in
+/// place of one named `sandbox`, each checked.
+fn providers(
+    mut providers: Vec<ProviderConfig>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<ProviderConfig>, ConfigError> {
+    if let Some(base_url) = env("RECKON_SANDBOX_URL") {
+        let secret = env("RECKON_SANDBOX_SECRET").ok_or(ConfigError::Invalid {
+            key: "RECKON_SANDBOX_SECRET",
+            value: String::new(),
+            hint: "required with RECKON_SANDBOX_URL: the sandbox's whsec_… webhook secret".into(),
+        })?;
+        providers.retain(|p| p.name() != "sandbox");
+        providers.push(ProviderConfig::Sandbox(
+            crate::providers::sandbox::SandboxConfig {
+                name: "sandbox".into(),
+                base_url,
+                secret: secret.into(),
+                ..Default::default()
+            },
+        ));
+    }
+    for p in &providers {
+        if crate::domain::ProviderName::parse(p.name()).is_err() {
+            return Err(ConfigError::Invalid {
+                key: "providers",
+                value: format!("{} ({})", p.name(), p.kind()),
+                hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\", \"alipay\" or \"wechatpay\"".into(),
+            });
+        }
+        if let Err(hint) = p.check() {
+            return Err(ConfigError::Invalid {
+                key: "providers.secret",
+                value: p.name().to_owned(),
+                hint: hint.into(),
+            });
+        }
+    }
+    Ok(providers)
 }
 
-fn parse_file(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
-    toml::from_str(text).map_err(|e| ConfigError::Parse {
-        path: path.to_owned(),
-        // toml's message spans several lines (a snippet); keep it to one.
-        message: e
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
+/// A whole number from 1 to `max`: the one given, else `default`;
+/// anything else names the key.
+fn number(
+    key: &'static str,
+    given: Option<Text>,
+    default: i64,
+    max: i64,
+    what: &str,
+) -> Result<i64, ConfigError> {
+    let given = text(given);
+    match &given {
+        Some(text) => text.trim().parse::<i64>().ok(),
+        None => Some(default),
+    }
+    .filter(|n| (1..=max).contains(n))
+    .ok_or_else(|| ConfigError::Invalid {
+        key,
+        value: given.unwrap_or_default(),
+        hint: format!("expected a number of {what} from 1 to {max}"),
     })
 }
 
@@ -601,23 +574,44 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use secrecy::ExposeSecret;
     use std::collections::HashMap;
 
     #[test]
     fn debug_output_masks_every_secret() {
-        let p = ProviderConfig {
-            name: "alipay".into(),
-            kind: "alipay".into(),
-            secret: "whsec_TOPSECRETvalue1".into(),
-            previous_secrets: vec!["whsec_OLDSECRETvalue2".into()],
-            api_key: Some("sk_live_SECRETKEY3".into()),
-            private_key: Some("-----BEGIN PRIVATE KEY-----SECRETPEM4".into()),
-            ..ProviderConfig::default()
-        };
+        use crate::providers::alipay::AlipayConfig;
+        use crate::providers::standard::StandardConfig;
+        use crate::providers::stripe::StripeConfig;
+        use crate::providers::wechatpay::WechatPayConfig;
+        let providers = vec![
+            ProviderConfig::Stripe(StripeConfig {
+                name: "stripe".into(),
+                secret: "whsec_TOPSECRETvalue1".into(),
+                previous_secrets: vec!["whsec_OLDSECRETvalue2".into()],
+                api_key: "sk_live_SECRETKEY3".into(),
+                ..StripeConfig::default()
+            }),
+            ProviderConfig::Alipay(AlipayConfig {
+                name: "alipay".into(),
+                private_key: Some("-----BEGIN PRIVATE KEY-----SECRETPEM4".into()),
+                ..AlipayConfig::default()
+            }),
+            ProviderConfig::WechatPay(WechatPayConfig {
+                name: "wechat".into(),
+                api_key: "APIV3SECRET7".into(),
+                private_key: Some("-----BEGIN PRIVATE KEY-----WXPEM8".into()),
+                ..WechatPayConfig::default()
+            }),
+            ProviderConfig::StandardWebhooks(StandardConfig {
+                name: "acme".into(),
+                secret: "whsec_STANDARDSECRET9".into(),
+                ..StandardConfig::default()
+            }),
+        ];
         let config = Config {
-            providers: vec![p],
+            providers,
             outbox_secret: Some("whsec_OUTBOXSECRET5".into()),
-            database_url: "postgres://u:DBPASSWORD6@h/db".into(),
+            database_url: String::from("postgres://u:DBPASSWORD6@h/db").into(),
             ..load(&[]).unwrap()
         };
         let text = format!("{config:?}");
@@ -628,10 +622,133 @@ mod tests {
             "SECRETPEM",
             "OUTBOXSECRET",
             "DBPASSWORD",
+            "APIV3SECRET",
+            "WXPEM",
+            "STANDARDSECRET",
         ] {
             assert!(!text.contains(secret), "{text}");
         }
         assert!(text.contains("alipay") && text.contains("***"), "{text}");
+        assert!(text.contains("REDACTED"), "{text}");
+    }
+
+    /// Each kind's keys as the README shows them, from the file; a key
+    /// another kind takes, an unknown kind, or a bad secret is refused with
+    /// the key named.
+    #[test]
+    fn provider_sections_are_their_kinds_own() {
+        let file = r#"
+[[providers]]
+name = "sandbox"
+kind = "sandbox"
+base_url = "http://127.0.0.1:4000"
+secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+timeout_ms = 400
+
+[[providers]]
+name = "stripe-eu"
+kind = "stripe"
+base_url = "https://api.stripe.com"
+secret = "whsec_endpoint"
+previous_secrets = ["whsec_old"]
+api_key = "sk_live_x"
+
+[[providers]]
+name = "acme"
+kind = "standard_webhooks"
+base_url = ""
+secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+[providers.mapping]
+amount_format = "major"
+
+[[providers]]
+name = "alipay"
+kind = "alipay"
+app_id = "2021000000000001"
+seller_id = "2088000000000001"
+public_key = "MIIB"
+base_url = "https://openapi.alipay.com/gateway.do"
+private_key = "MIIE"
+timeout_ms = 10000
+query_on_unverified = true
+
+[[providers]]
+name = "wechat"
+kind = "wechatpay"
+api_key = "0123456789abcdef0123456789ABCDEF"
+base_url = "https://api.mch.weixin.qq.com"
+mch_id = "1900000001"
+cert_serial = "3775B6A45ACD588826D15E583A95F5DD"
+private_key = "-----BEGIN PRIVATE KEY-----"
+[providers.platform_keys]
+"5157F09EFDC096DE15EBE81A47057A72" = "-----BEGIN PUBLIC KEY-----"
+"#;
+        let c = Config::from_toml(file, |_| None).unwrap();
+        let kinds: Vec<(&str, &str)> = c.providers.iter().map(|p| (p.name(), p.kind())).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("sandbox", "sandbox"),
+                ("stripe-eu", "stripe"),
+                ("acme", "standard_webhooks"),
+                ("alipay", "alipay"),
+                ("wechat", "wechatpay")
+            ]
+        );
+        let ProviderConfig::Stripe(stripe) = &c.providers[1] else {
+            panic!("{:?}", c.providers[1]);
+        };
+        assert_eq!(stripe.api_key.expose_secret(), "sk_live_x");
+        assert_eq!(stripe.previous_secrets[0].expose_secret(), "whsec_old");
+        let ProviderConfig::StandardWebhooks(acme) = &c.providers[2] else {
+            panic!("{:?}", c.providers[2]);
+        };
+        assert_eq!(acme.mapping.amount_format, "major");
+        assert_eq!(acme.mapping.payment_no, "/data/payment_no");
+        assert!(c.providers[3].query_on_unverified());
+        let ProviderConfig::WechatPay(wechat) = &c.providers[4] else {
+            panic!("{:?}", c.providers[4]);
+        };
+        assert_eq!(wechat.platform_keys.len(), 1);
+        assert_eq!(wechat.mch_id.as_deref(), Some("1900000001"));
+
+        let refused = |file: &str| Config::from_toml(file, |_| None).unwrap_err().to_string();
+        let e = refused("[[providers]]\nname = \"a\"\nkind = \"stripe\"\nbase_url = \"\"\nmapping = {}\n");
+        assert!(e.contains("mapping"), "{e}");
+        let e = refused("[[providers]]\nname = \"a\"\nkind = \"paypal\"\nbase_url = \"\"\n");
+        assert!(e.contains("paypal") && e.contains("kind"), "{e}");
+        let e = refused("[[providers]]\nname = \"a\"\nkind = \"stripe\"\nbase_url = \"\"\nsecret = \"whsec_x\"\n");
+        assert!(e.starts_with("providers.secret=`a`") && e.contains("api_key"), "{e}");
+        let e = refused("[[providers]]\nname = \"a\"\nkind = \"sandbox\"\nbase_url = \"\"\nsecret = \"nope\"\n");
+        assert!(e.starts_with("providers.secret=`a`") && e.contains("whsec_"), "{e}");
+        let e = refused("[[providers]]\nname = \"A B\"\nkind = \"sandbox\"\nbase_url = \"\"\n");
+        assert!(e.starts_with("providers=`A B (sandbox)`"), "{e}");
+        let e = refused("[[providers]]\nname = \"a\"\nkind = \"sandbox\"\n");
+        assert!(e.contains("base_url"), "{e}");
+    }
+
+    /// The environment's text over the file's numbers and booleans, key by
+    /// key; the file's own values where the environment says nothing.
+    #[test]
+    fn environment_text_overrides_file_values() {
+        let file = "refused_keep = 5\ncookie_secure = true\ncalls_per_account = 2\n";
+        let c = Config::from_toml(file, |_| None).unwrap();
+        assert_eq!((c.refused_keep, c.cookie_secure, c.calls_per_account), (5, true, 2));
+        let c = Config::from_toml(file, |k| match k {
+            "RECKON_COOKIE_SECURE" => Some("no".into()),
+            "RECKON_CALLS_PER_ACCOUNT" => Some(" 8 ".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((c.refused_keep, c.cookie_secure, c.calls_per_account), (5, false, 8));
+        let e = Config::from_toml("refused_keep = 0\n", |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("RECKON_REFUSED_KEEP=`0`"), "{e}");
+        let e = Config::from_toml("refused_keep = [1]\n", |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("config file") && e.contains("refused_keep"), "{e}");
     }
 
     fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -646,7 +763,7 @@ mod tests {
     fn defaults_are_documented_ones() {
         let c = load(&[]).unwrap();
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(c.database_url, "sqlite://data/reckon.db?mode=rwc");
+        assert_eq!(c.database_url.as_str(), "sqlite://data/reckon.db?mode=rwc");
         assert_eq!(c.sqlite_path().unwrap(), PathBuf::from("data/reckon.db"));
         assert_eq!(c.timezone, "UTC");
         assert_eq!(c.log_format, LogFormat::Pretty);
@@ -763,7 +880,7 @@ mod tests {
             ),
         ])
         .unwrap();
-        assert_eq!(c.providers[0].name, "sandbox");
+        assert_eq!(c.providers[0].name(), "sandbox");
         assert_eq!(c.outbox_sinks.len(), 2);
         let e = load(&[("RECKON_SANDBOX_URL", "http://x")])
             .unwrap_err()

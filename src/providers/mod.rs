@@ -7,6 +7,7 @@
 //! webhook-only Standard-Webhooks sender, `signing` that standard's
 //! signatures (which the sandbox and the outbox use too).
 
+mod accounts;
 pub mod alipay;
 pub mod wire;
 pub mod keys;
@@ -15,6 +16,8 @@ pub mod signing;
 pub mod standard;
 pub mod stripe;
 pub mod wechatpay;
+
+pub use accounts::{ProviderConfig, build};
 
 use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,

@@ -7,6 +7,9 @@ use base64::engine::general_purpose::STANDARD as B64;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+/// What a configured `whsec_…` secret must be, for a refusal's hint.
+pub const WHSEC_HINT: &str = "expected whsec_ followed by base64 of at least 16 bytes";
+
 /// A `whsec_…` secret, decoded. Its bytes never print.
 #[derive(Clone)]
 pub struct Secret(Vec<u8>);

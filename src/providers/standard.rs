@@ -16,6 +16,7 @@ use crate::domain::{
     ProviderTxnId, RefundNo, RefundStatus,
 };
 use http::{HeaderMap, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -141,6 +142,48 @@ impl Mapping {
             money: self.money(value)?,
             cumulative: false,
         }))
+    }
+}
+
+/// A Standard-Webhooks sender's settings (`kind = "standard_webhooks"`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandardConfig {
+    /// The route: `/webhooks/{name}`.
+    pub name: String,
+    /// Not used: such a sender has no API Reckon calls.
+    pub base_url: String,
+    /// The `whsec_…` secret.
+    #[serde(default)]
+    pub secret: SecretString,
+    /// Older secrets still accepted while rotating.
+    #[serde(default)]
+    pub previous_secrets: Vec<SecretString>,
+    #[serde(default)]
+    pub mapping: Mapping,
+    /// As for every kind: a webhook that fails verification but names a
+    /// payment makes Reckon ask about it (a sender Reckon cannot ask
+    /// leaves it to reconciliation).
+    #[serde(default)]
+    pub query_on_unverified: bool,
+}
+
+impl StandardConfig {
+    /// Every secret, the current one first.
+    pub fn secrets(&self) -> impl Iterator<Item = &SecretString> {
+        std::iter::once(&self.secret).chain(&self.previous_secrets)
+    }
+
+    /// Why these settings cannot work, if they cannot.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self
+            .secrets()
+            .all(|s| Secret::parse(s.expose_secret()).is_ok())
+        {
+            Ok(())
+        } else {
+            Err(super::signing::WHSEC_HINT)
+        }
     }
 }
 

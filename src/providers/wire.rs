@@ -14,6 +14,12 @@ pub(crate) fn client(timeout: std::time::Duration) -> reqwest::Client {
         .expect("an HTTP client")
 }
 
+/// A configured call's time limit: `timeout_ms` (default 10 s), kept
+/// between 50 ms and 2 minutes.
+pub fn timeout(ms: Option<u64>) -> std::time::Duration {
+    std::time::Duration::from_millis(ms.unwrap_or(10_000).clamp(50, 120_000))
+}
+
 /// A failed request: a timeout or a broken connection, both unknown.
 pub(crate) fn call_error(e: reqwest::Error) -> CallError {
     if e.is_timeout() {

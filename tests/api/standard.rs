@@ -7,6 +7,7 @@ use crate::helpers::{Backend, TestApp, spawn_app_with};
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
+use reckon::providers::standard::StandardConfig;
 use reckon::engine::ManualClock;
 use reckon::providers::standard::Mapping;
 use reckon::startup::Options;
@@ -31,14 +32,13 @@ async fn spawn(b: Backend) -> TestApp {
     spawn_app_with(
         b,
         |c| {
-            c.providers = vec![ProviderConfig {
+            c.providers = vec![ProviderConfig::StandardWebhooks(StandardConfig {
                 name: "acme".into(),
-                kind: "standard_webhooks".into(),
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
                 mapping,
-                ..ProviderConfig::default()
-            }];
+                ..StandardConfig::default()
+            })];
         },
         Options {
             demo: false,

@@ -20,7 +20,10 @@
 //! not this refund's amount — and `out_biz_no` (the refund's
 //! out_request_no); the refund ledger checks that total for consistency.
 
+mod config;
 pub mod statement;
+
+pub use config::AlipayConfig;
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
@@ -35,6 +38,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use http::{HeaderMap, StatusCode};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use sha2::Sha256;
@@ -54,25 +58,12 @@ pub struct Alipay {
     http: reqwest::Client,
 }
 
-/// How an Alipay account is set up.
-pub struct AlipayConfig<'a> {
-    pub app_id: &'a str,
-    pub seller_id: Option<&'a str>,
-    /// Alipay's RSA public key, PEM or bare base64 DER (as Alipay's console
-    /// shows it).
-    pub public_key: &'a str,
-    /// The gateway URL; empty for notifications only.
-    pub gateway: &'a str,
-    /// The app's private key (PKCS#8 or PKCS#1, PEM or base64 DER).
-    pub private_key: Option<&'a str>,
-    pub timeout: std::time::Duration,
-}
-
 impl Alipay {
-    pub fn new(name: ProviderName, c: &AlipayConfig<'_>) -> Result<Alipay, String> {
-        let key =
-            super::keys::rsa_public_key(c.public_key).map_err(|e| format!("Alipay public key: {e}"))?;
-        let gateway = match (c.gateway.trim(), c.private_key) {
+    pub fn new(name: ProviderName, c: &AlipayConfig) -> Result<Alipay, String> {
+        let key = super::keys::rsa_public_key(&c.public_key)
+            .map_err(|e| format!("Alipay public key: {e}"))?;
+        let private_key = c.private_key.as_ref().map(|k| k.expose_secret());
+        let gateway = match (c.base_url.trim(), private_key) {
             ("", None) => None,
             (url, Some(pk)) if !url.is_empty() => {
                 let pk =
@@ -87,11 +78,11 @@ impl Alipay {
         };
         Ok(Alipay {
             name,
-            app_id: c.app_id.to_owned(),
-            seller_id: c.seller_id.map(str::to_owned),
+            app_id: c.app_id.clone(),
+            seller_id: c.seller_id.clone(),
             key: VerifyingKey::new(key),
             gateway,
-            http: super::wire::client(c.timeout),
+            http: super::wire::client(super::wire::timeout(c.timeout_ms)),
         })
     }
 

@@ -3,7 +3,10 @@
 //! The provider itself (run by `reckon sandbox` or in-process for the demo,
 //! with chaos knobs) is `crate::sandbox_server`.
 
+mod config;
 pub mod statement;
+
+pub use config::SandboxConfig;
 
 use super::signing::Secret;
 use super::{

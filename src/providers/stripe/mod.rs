@@ -22,7 +22,10 @@
 //! too would count each refund twice. A refund event without Reckon's
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 
+mod config;
 pub mod statement;
+
+pub use config::StripeConfig;
 
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,

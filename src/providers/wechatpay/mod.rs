@@ -23,7 +23,10 @@
 //! `"GET\n{path?query}\n{timestamp}\n{nonce}\n\n"`; the answer is
 //! believed only once its `Wechatpay-*` headers verify like a notification's.
 
+mod config;
 pub mod statement;
+
+pub use config::WechatPayConfig;
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
@@ -41,6 +44,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use http::{HeaderMap, StatusCode};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 use sha2::Sha256;
 use std::collections::BTreeMap;
@@ -62,21 +66,6 @@ struct Api {
     mch_id: String,
     cert_serial: String,
     key: SigningKey<Sha256>,
-}
-
-/// How a WeChat Pay merchant account is set up.
-pub struct WechatPayConfig<'a> {
-    /// Platform certificate serial (or public-key id) → public key.
-    pub platform_keys: &'a BTreeMap<String, String>,
-    pub apiv3_key: &'a str,
-    /// `https://api.mch.weixin.qq.com`; empty for notifications only.
-    pub base_url: &'a str,
-    pub mch_id: Option<&'a str>,
-    /// Serial number of the merchant API certificate.
-    pub cert_serial: Option<&'a str>,
-    /// The merchant API private key.
-    pub private_key: Option<&'a str>,
-    pub timeout: std::time::Duration,
 }
 
 #[derive(Deserialize)]
@@ -192,14 +181,15 @@ impl Transaction {
 }
 
 impl WechatPay {
-    pub fn new(name: ProviderName, c: &WechatPayConfig<'_>) -> Result<WechatPay, String> {
+    pub fn new(name: ProviderName, c: &WechatPayConfig) -> Result<WechatPay, String> {
         let apiv3_key: [u8; 32] = c
-            .apiv3_key
+            .api_key
+            .expose_secret()
             .as_bytes()
             .try_into()
             .map_err(|_| "the APIv3 key is exactly 32 characters".to_string())?;
         let mut keys = BTreeMap::new();
-        for (serial, text) in c.platform_keys {
+        for (serial, text) in &c.platform_keys {
             let key =
                 super::keys::rsa_public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
             keys.insert(serial.clone(), VerifyingKey::new(key));
@@ -207,7 +197,12 @@ impl WechatPay {
         if keys.is_empty() {
             return Err("at least one platform key (serial → public key) is needed".into());
         }
-        let api = match (c.base_url.trim(), c.mch_id, c.cert_serial, c.private_key) {
+        let api = match (
+            c.base_url.trim(),
+            c.mch_id.as_deref(),
+            c.cert_serial.as_deref(),
+            c.private_key.as_ref().map(|k| k.expose_secret()),
+        ) {
             ("", None, None, None) => None,
             (url, Some(mch_id), Some(serial), Some(pk)) if !url.is_empty() => Some(Api {
                 base_url: url.trim_end_matches('/').to_owned(),
@@ -230,7 +225,7 @@ impl WechatPay {
             platform_keys: keys,
             apiv3_key,
             api,
-            http: super::wire::client(c.timeout),
+            http: super::wire::client(super::wire::timeout(c.timeout_ms)),
         })
     }
 
@@ -578,17 +573,14 @@ mod tests {
             .to_public_key()
             .to_public_key_pem(rsa::pkcs8::LineEnding::LF)
             .unwrap();
-        let keys = BTreeMap::from([("S1".to_owned(), pem)]);
         let wechat = WechatPay::new(
             ProviderName::parse("wechat").unwrap(),
             &WechatPayConfig {
-                platform_keys: &keys,
-                apiv3_key: "0123456789abcdef0123456789ABCDEF",
-                base_url: "",
-                mch_id: None,
-                cert_serial: None,
-                private_key: None,
-                timeout: std::time::Duration::from_secs(1),
+                name: "wechat".into(),
+                platform_keys: BTreeMap::from([("S1".to_owned(), pem)]),
+                api_key: "0123456789abcdef0123456789ABCDEF".into(),
+                timeout_ms: Some(1000),
+                ..WechatPayConfig::default()
             },
         )
         .unwrap();

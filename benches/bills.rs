@@ -20,9 +20,19 @@ fn stripe(n: usize) -> Vec<u8> {
     for i in 0..n {
         let minor = 100 + (i * 37) % 100_000;
         let (gross, category, source, refund_no) = if i % 10 == 9 {
-            (format!("-{}.{:02}", minor / 100, minor % 100), "refund", format!("re_{i}"), format!("RFD{i}"))
+            (
+                format!("-{}.{:02}", minor / 100, minor % 100),
+                "refund",
+                format!("re_{i}"),
+                format!("RFD{i}"),
+            )
         } else {
-            (format!("{}.{:02}", minor / 100, minor % 100), "charge", format!("ch_{i}"), String::new())
+            (
+                format!("{}.{:02}", minor / 100, minor % 100),
+                "charge",
+                format!("ch_{i}"),
+                String::new(),
+            )
         };
         out.push_str(&format!(
             "po_1,txn_{i},2026-11-30 {:02}:{:02}:{:02},2026-12-02 00:00:00,eur,{gross},0.30,{gross},{category},{source},\"Order {i}, blue \"\"L\"\"\",ch_{i},pi_{i},PAY{i},{refund_no}\n",
@@ -45,7 +55,12 @@ fn alipay(n: usize) -> Vec<u8> {
     let (mut payments, mut refunds) = (0, 0);
     for i in 0..n {
         let minor = 100 + (i * 37) % 100_000;
-        let time = format!("2026-11-30 {:02}:{:02}:{:02}", (i / 3600) % 24, (i / 60) % 60, i % 60);
+        let time = format!(
+            "2026-11-30 {:02}:{:02}:{:02}",
+            (i / 3600) % 24,
+            (i / 60) % 60,
+            i % 60
+        );
         if i % 10 == 9 {
             refunds += 1;
             out.push_str(&format!(
@@ -68,8 +83,9 @@ fn alipay(n: usize) -> Vec<u8> {
 }
 
 fn sandbox(n: usize) -> Vec<u8> {
-    let mut out =
-        String::from("kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n");
+    let mut out = String::from(
+        "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n",
+    );
     let mut total = 0i64;
     for i in 0..n {
         let minor = 100 + (i as i64 * 37) % 100_000;

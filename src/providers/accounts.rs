@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 /// One provider account, served at `/webhooks/{name}`: `kind` picks the
 /// section, and each kind takes its own keys (and only those).
+// A handful, read once at start: their sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Deserialize)]
 #[serde(tag = "kind")]
 pub enum ProviderConfig {

@@ -9,13 +9,13 @@
 
 mod accounts;
 pub mod alipay;
-pub mod wire;
 pub mod keys;
 pub mod sandbox;
 pub mod signing;
 pub mod standard;
 pub mod stripe;
 pub mod wechatpay;
+pub mod wire;
 
 pub use accounts::{ProviderConfig, build};
 

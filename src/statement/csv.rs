@@ -104,7 +104,11 @@ impl<'a> Fields<'a> {
 
 /// [`CsvFields::split`] once, the fields owned.
 pub fn split_owned(line: &str) -> Vec<String> {
-    CsvFields::new().split(line).iter().map(str::to_owned).collect()
+    CsvFields::new()
+        .split(line)
+        .iter()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The places of the commas and quotes in `line`, in order, found sixteen
@@ -268,12 +272,26 @@ mod tests {
                 assert_eq!(split, hand_split(&line), "{line:?}");
             }
         }
-        for line in ["\"", "\"\"", "\"\"\"", "a\"b", "\"a\"b\"c,d", "\"a,b", ",", ",,"] {
+        for line in [
+            "\"",
+            "\"\"",
+            "\"\"\"",
+            "a\"b",
+            "\"a\"b\"c,d",
+            "\"a,b",
+            ",",
+            ",,",
+        ] {
             let split: Vec<&str> = csv.split(line).iter().collect();
             assert_eq!(split, hand_split(line), "{line:?}");
         }
         // Fields longer than the buffers first given.
-        let long = format!("{},\"{}\",{}", "x".repeat(1000), "y,".repeat(700), ",".repeat(100));
+        let long = format!(
+            "{},\"{}\",{}",
+            "x".repeat(1000),
+            "y,".repeat(700),
+            ",".repeat(100)
+        );
         let split: Vec<&str> = csv.split(&long).iter().collect();
         assert_eq!(split, hand_split(&long));
     }

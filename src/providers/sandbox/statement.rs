@@ -15,7 +15,8 @@ use crate::statement::{
 /// The sandbox's statement format.
 pub const FORMAT: Format = Format::new("sandbox", || Box::new(SandboxBill::default()));
 
-const HEADER: &str = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
+const HEADER: &str =
+    "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
 
 #[derive(Default)]
 struct SandboxBill {

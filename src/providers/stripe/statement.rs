@@ -10,7 +10,9 @@
 use crate::domain::Currency;
 use crate::statement::csv::CsvFields;
 use crate::statement::time::local_time;
-use crate::statement::{BillFormat, Check, Chunk, Format, Progress, RowKind, RowRef, money, present};
+use crate::statement::{
+    BillFormat, Check, Chunk, Format, Progress, RowKind, RowRef, money, present,
+};
 
 /// Stripe's itemized payout reconciliation report format.
 pub const FORMAT: Format = Format::new("stripe itemized", || Box::new(StripeBill::default()));
@@ -152,12 +154,6 @@ po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Str
         assert_eq!(rows[1].provider_refund_id.as_deref(), Some("re_1"));
         assert_eq!(rows[1].refund_no.as_deref(), Some("RFDS"));
         let bad = text.replace("42.00", "4x.00");
-        assert_eq!(
-            read_all(FORMAT, bad.as_bytes())
-                .unwrap_err()
-                .line,
-            2
-        );
+        assert_eq!(read_all(FORMAT, bad.as_bytes()).unwrap_err().line, 2);
     }
-
 }

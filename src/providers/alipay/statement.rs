@@ -13,9 +13,8 @@ pub const FORMAT: Format = Format::new("alipay 业务明细", || Box::new(Alipay
 
 #[derive(Default)]
 struct AlipayBill {
-    header: bool,
-    /// `#交易合计` was read: the table has ended.
-    summary: bool,
+    /// Header and summary read so far.
+    progress: Progress,
     payment_rows: i64,
     refund_rows: i64,
     checks: Vec<Check>,
@@ -38,7 +37,7 @@ impl BillFormat for AlipayBill {
             if let Some(n) = count("交易合计") {
                 self.checks
                     .push(Check::new("交易合计 (payment rows)", n, self.payment_rows));
-                self.summary = true;
+                self.progress.summary = true;
             } else if let Some(n) = count("退款合计") {
                 self.checks
                     .push(Check::new("退款合计 (refund rows)", n, self.refund_rows));
@@ -47,16 +46,16 @@ impl BillFormat for AlipayBill {
         }
         let split = self.csv.split(text);
         let f = |i: usize| split.get(i).trim();
-        if !self.header {
+        if !self.progress.header {
             if f(0) != "支付宝交易号" || split.len() < 25 {
                 return Err(
                     "expected the Alipay header (支付宝交易号,商户订单号,业务类型,…)".into(),
                 );
             }
-            self.header = true;
+            self.progress.header = true;
             return Ok(false);
         }
-        if self.summary {
+        if self.progress.summary {
             return Err("a row after the totals".into());
         }
         if split.len() < 25 {
@@ -100,11 +99,7 @@ impl BillFormat for AlipayBill {
     }
 
     fn progress(&self) -> Progress {
-        Progress {
-            header: self.header,
-            in_summary: false,
-            summary: self.summary,
-        }
+        self.progress
     }
 
     fn checks(&mut self) -> Vec<Check> {

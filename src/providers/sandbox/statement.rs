@@ -20,8 +20,8 @@ const HEADER: &str =
 
 #[derive(Default)]
 struct SandboxBill {
-    header: bool,
-    summary: bool,
+    /// Header and summary read so far.
+    progress: Progress,
     rows: i64,
     total: i64,
     checks: Vec<Check>,
@@ -84,11 +84,11 @@ fn fields<'f, S: AsRef<str>>(
 
 impl BillFormat for SandboxBill {
     fn line(&mut self, text: &str, line_no: i64, out: &mut Chunk) -> Result<bool, String> {
-        if !self.header {
+        if !self.progress.header {
             if text.trim() != HEADER {
                 return Err(format!("expected the header {HEADER}"));
             }
-            self.header = true;
+            self.progress.header = true;
             return Ok(false);
         }
         if let Some(rest) = text.strip_prefix("#summary,") {
@@ -107,10 +107,10 @@ impl BillFormat for SandboxBill {
             self.checks.push(Check::new("rows", rows, self.rows));
             self.checks
                 .push(Check::new("total_minor", total, self.total));
-            self.summary = true;
+            self.progress.summary = true;
             return Ok(false);
         }
-        if self.summary {
+        if self.progress.summary {
             return Err("a row after the summary".into());
         }
         // Quotes are rare in these files: split in place (no allocation
@@ -160,11 +160,7 @@ impl BillFormat for SandboxBill {
     }
 
     fn progress(&self) -> Progress {
-        Progress {
-            header: self.header,
-            in_summary: false,
-            summary: self.summary,
-        }
+        self.progress
     }
 
     fn checks(&mut self) -> Vec<Check> {

@@ -15,10 +15,8 @@ pub const FORMAT: Format = Format::new("wechatpay ALL", || Box::new(WechatBill::
 
 #[derive(Default)]
 struct WechatBill {
-    header: bool,
-    /// The summary's header was read; the next line is the summary.
-    in_summary: bool,
-    summary: bool,
+    /// Header and summary read so far.
+    progress: Progress,
     rows: i64,
     /// 应结订单金额 and 退款金额, summed in minor units.
     settled: i64,
@@ -37,18 +35,18 @@ impl BillFormat for WechatBill {
         } else {
             self.csv.split(text).iter().map(str::trim).collect()
         };
-        if !self.header {
+        if !self.progress.header {
             if f.first().copied() != Some("交易时间") || f.len() < 27 {
                 return Err("expected the WeChat Pay bill header (交易时间,公众账号ID,…)".into());
             }
-            self.header = true;
+            self.progress.header = true;
             return Ok(false);
         }
         if f.first().copied() == Some("总交易单数") {
-            self.in_summary = true;
+            self.progress.in_summary = true;
             return Ok(false);
         }
-        if self.in_summary {
+        if self.progress.in_summary {
             if f.len() < 3 {
                 return Err("unreadable summary row".into());
             }
@@ -63,11 +61,11 @@ impl BillFormat for WechatBill {
                 .push(Check::new("应结订单总金额 (minor)", settled, self.settled));
             self.checks
                 .push(Check::new("退款总金额 (minor)", refunded, self.refunded));
-            self.in_summary = false;
-            self.summary = true;
+            self.progress.in_summary = false;
+            self.progress.summary = true;
             return Ok(false);
         }
-        if self.summary {
+        if self.progress.summary {
             return Err("a row after the summary".into());
         }
         if f.len() < 27 {
@@ -127,11 +125,7 @@ impl BillFormat for WechatBill {
     }
 
     fn progress(&self) -> Progress {
-        Progress {
-            header: self.header,
-            in_summary: self.in_summary,
-            summary: self.summary,
-        }
+        self.progress
     }
 
     fn checks(&mut self) -> Vec<Check> {

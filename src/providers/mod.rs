@@ -3,9 +3,10 @@
 //! provider to create, query, close and refund payments, and read its
 //! statements. One folder per provider — its webhook, its API calls, its
 //! bill format and its typed config section — so its quirks stay there;
-//! `wire` and `keys` are what the adapters share, `standard` is the
-//! webhook-only Standard-Webhooks sender, `signing` that standard's
-//! signatures (which the sandbox and the outbox use too).
+//! `accounts` turns a configured account into its adapter, `wire` and
+//! `keys` are what the adapters share, `standard` is the webhook-only
+//! Standard-Webhooks sender, `signing` that standard's signatures (which
+//! the sandbox and the outbox use too).
 
 mod accounts;
 pub mod alipay;

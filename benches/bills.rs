@@ -5,7 +5,7 @@
 //! times; prints the median and the fastest pass of each.
 //!
 //!     cargo bench --bench bills
-//!     RECKON_BENCH_ROWS=20000 cargo bench --bench bills
+//!     RECKON_BENCH_ROWS=20000 RECKON_BENCH_ONLY=sandbox cargo bench --bench bills
 
 use reckon::providers::{alipay, sandbox, stripe};
 use reckon::statement::{Chunk, Format, Pause, read};
@@ -125,6 +125,10 @@ fn read_all(format: Format, bytes: &[u8]) -> usize {
 }
 
 fn time(what: &str, format: Format, bytes: &[u8]) {
+    let only = std::env::var("RECKON_BENCH_ONLY").unwrap_or_default();
+    if !what.starts_with(only.as_str()) {
+        return;
+    }
     let mut passes = Vec::new();
     let mut rows = 0;
     for _ in 0..ROUNDS {

@@ -50,14 +50,15 @@ type Local = (
 /// fastest pass. (Under `valgrind --tool=callgrind` its instruction count
 /// compares two builds on a noisy machine.)
 fn parse_only(path: &str) {
-    use reckon::recon::statement::{Chunk, Format, Pause, read};
+    use reckon::providers::sandbox::statement::FORMAT;
+    use reckon::statement::{Chunk, Pause, read};
     let mut best = f64::MAX;
     let mut rows = 0;
     for _ in 0..5 {
         let started = Instant::now();
         let file = std::fs::File::open(path).unwrap();
         let mut statement = read(
-            Format::Sandbox,
+            FORMAT,
             Box::new(std::io::BufReader::with_capacity(1 << 16, file)),
         );
         let mut chunk = Chunk::with_capacity(4096);

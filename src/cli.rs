@@ -231,8 +231,8 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             secret,
             chaos,
         } => {
-            use crate::providers::sandbox::server::{Chaos, SandboxServer};
             use crate::providers::signing::Secret;
+            use crate::sandbox_server::{Chaos, SandboxServer};
             let secret = match secret {
                 Some(s) => Secret::parse(&s).map_err(|e| anyhow::anyhow!("--secret: {e}"))?,
                 None => Secret::random(),

@@ -8,8 +8,8 @@
 use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Engine, ManualClock, Outcome, Source};
 use crate::providers::sandbox::PaymentData;
-use crate::providers::sandbox::server::SandboxServer;
 use crate::recon::{Import, Input};
+use crate::sandbox_server::SandboxServer;
 use crate::store::payments;
 use std::sync::Arc;
 

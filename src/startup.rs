@@ -6,18 +6,15 @@ use crate::config::Config;
 use crate::domain::ProviderName;
 use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
 use crate::metrics::Metrics;
-use crate::providers::alipay::{Alipay, AlipayConfig};
 use crate::providers::sandbox::Sandbox;
-use crate::providers::sandbox::server::{Chaos, SandboxServer};
 use crate::providers::signing::Secret;
-use crate::providers::standard::StandardWebhooks;
-use crate::providers::stripe::Stripe;
-use crate::providers::wechatpay::{WechatPay, WechatPayConfig};
 use crate::providers::{Provider, Providers};
+use crate::sandbox_server::{Chaos, SandboxServer};
 use crate::store::Db;
 use crate::web::{self, AppState, sessions};
 use anyhow::Context;
 use leptos::config::{Env, LeptosOptions};
+use secrecy::ExposeSecret;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -104,7 +101,7 @@ impl Application {
         let mut providers = providers_of(config)?;
         let mut extra = axum::Router::new();
         let mut sandbox = None;
-        if options.demo && !config.providers.iter().any(|p| p.name == "sandbox") {
+        if options.demo && !config.providers.iter().any(|p| p.name() == "sandbox") {
             let secret = Secret::random();
             let server = SandboxServer::new(
                 &format!("http://{addr}/webhooks/sandbox"),
@@ -296,70 +293,11 @@ async fn demo_traffic(engine: Engine) {
 
 /// The configured provider accounts, built from their settings.
 pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
-    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
-    for p in &config.providers {
-        let name = ProviderName::parse(&p.name).map_err(|e| anyhow::anyhow!("{e}"))?;
-        if p.kind == "wechatpay" {
-            let wechat = WechatPay::new(
-                name,
-                &WechatPayConfig {
-                    platform_keys: &p.platform_keys,
-                    apiv3_key: p.api_key.as_deref().unwrap_or_default(),
-                    base_url: &p.base_url,
-                    mch_id: p.mch_id.as_deref(),
-                    cert_serial: p.cert_serial.as_deref(),
-                    private_key: p.private_key.as_deref(),
-                    timeout: p.timeout(),
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-            providers.push(Arc::new(wechat));
-        } else if p.kind == "alipay" {
-            let alipay = Alipay::new(
-                name,
-                &AlipayConfig {
-                    app_id: p.app_id.as_deref().unwrap_or_default(),
-                    seller_id: p.seller_id.as_deref(),
-                    public_key: p.public_key.as_deref().unwrap_or_default(),
-                    gateway: &p.base_url,
-                    private_key: p.private_key.as_deref(),
-                    timeout: p.timeout(),
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-            providers.push(Arc::new(alipay));
-        } else if p.kind == "standard_webhooks" {
-            let secrets = std::iter::once(&p.secret)
-                .chain(&p.previous_secrets)
-                .map(|s| Secret::parse(s).map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name)))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            providers.push(Arc::new(StandardWebhooks::new(
-                name,
-                secrets,
-                p.mapping.clone(),
-            )));
-        } else if p.kind == "stripe" {
-            let mut secrets = vec![p.secret.clone()];
-            secrets.extend(p.previous_secrets.iter().cloned());
-            let api_key = p.api_key.clone().unwrap_or_default();
-            providers.push(Arc::new(Stripe::new(
-                name,
-                &p.base_url,
-                secrets,
-                api_key,
-                p.timeout(),
-            )));
-        } else {
-            let secret = Secret::parse(&p.secret)
-                .map_err(|e| anyhow::anyhow!("provider {}: {e}", p.name))?;
-            let sandbox = Sandbox::new(name, &p.base_url, secret);
-            providers.push(Arc::new(match p.timeout_ms {
-                Some(_) => sandbox.with_timeout(p.timeout()),
-                None => sandbox,
-            }));
-        }
-    }
-    Ok(providers)
+    config
+        .providers
+        .iter()
+        .map(|p| crate::providers::build(p).map_err(|e| anyhow::anyhow!(e)))
+        .collect()
 }
 
 /// The engine's settings from the configuration.
@@ -374,8 +312,8 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         query_on_unverified: config
             .providers
             .iter()
-            .filter(|p| p.query_on_unverified)
-            .map(|p| p.name.clone())
+            .filter(|p| p.query_on_unverified())
+            .map(|p| p.name().to_owned())
             .collect(),
         sinks: config
             .outbox_sinks
@@ -386,9 +324,8 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
             })
             .collect(),
         outbox_secret: match &config.outbox_secret {
-            Some(s) => {
-                Secret::parse(s).map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?
-            }
+            Some(s) => Secret::parse(s.expose_secret())
+                .map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?,
             None => Secret::random(),
         },
         ..Settings::default()

@@ -2,6 +2,7 @@
 //! BENCHMARKS.md.
 
 use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
+use reckon::providers::sandbox::SandboxConfig;
 use reckon::providers::signing::Secret;
 
 /// A server configuration on a SQLite file in `dir`, with one sandbox
@@ -9,19 +10,18 @@ use reckon::providers::signing::Secret;
 pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
     Config {
         listen: "127.0.0.1:0".parse().unwrap(),
-        database_url: sqlite_url(&dir.join("reckon.db")),
+        database_url: sqlite_url(&dir.join("reckon.db")).into(),
         data_dir: dir.to_path_buf(),
         timezone: "UTC".into(),
         log_format: LogFormat::Pretty,
         site_dir: dir.join("site"),
         cookie_secure: false,
-        providers: vec![ProviderConfig {
+        providers: vec![ProviderConfig::Sandbox(SandboxConfig {
             name: "sandbox".into(),
-            kind: "sandbox".into(),
             base_url: "http://127.0.0.1:9".into(),
-            secret: secret.to_whsec(),
-            ..ProviderConfig::default()
-        }],
+            secret: secret.to_whsec().into(),
+            ..SandboxConfig::default()
+        })],
         outbox_sinks: Vec::new(),
         outbox_secret: None,
         query_schedule: parse_schedule("1h").unwrap(),

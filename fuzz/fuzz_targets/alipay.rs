@@ -21,12 +21,11 @@ static KEYS: LazyLock<(Alipay, SigningKey<sha2::Sha256>)> = LazyLock::new(|| {
     let alipay = Alipay::new(
         ProviderName::parse("alipay").unwrap(),
         &AlipayConfig {
-            app_id: "2021000000000001",
-            seller_id: None,
-            public_key: &common::public_pem(&key),
-            gateway: "",
-            private_key: None,
-            timeout: std::time::Duration::from_secs(1),
+            name: "alipay".into(),
+            app_id: "2021000000000001".into(),
+            public_key: common::public_pem(&key),
+            timeout_ms: Some(1000),
+            ..AlipayConfig::default()
         },
     )
     .unwrap();

@@ -1,21 +1,21 @@
 #![no_main]
-//! The Sandbox statement reader on arbitrary files.
+//! The sandbox statement reader on arbitrary files.
 
 #[path = "common/statement.rs"]
 mod statement;
 
 use libfuzzer_sys::fuzz_target;
-use reckon::recon::statement::{Format, sandbox_row, split_csv};
+use reckon::providers::sandbox::statement::{FORMAT, row};
+use reckon::statement::csv::CsvFields;
 
 fuzz_target!(|data: &[u8]| {
-    let format = Format::of_kind("sandbox").expect("a known kind");
-    assert_eq!(format, Format::Sandbox);
-    statement::read_all(format, data);
-    // The pull API hands the same nine fields to `sandbox_row`.
+    statement::read_all(FORMAT, data);
+    // The pull API hands the same nine fields to `row`.
     if let Ok(text) = std::str::from_utf8(data) {
+        let mut csv = CsvFields::new();
         for (n, line) in text.lines().enumerate() {
-            let fields = split_csv(line);
-            let _ = sandbox_row(&fields, n as i64 + 1);
+            let fields: Vec<&str> = csv.split(line).iter().collect();
+            let _ = row(&fields, n as i64 + 1);
         }
     }
 });

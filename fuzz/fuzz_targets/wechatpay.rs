@@ -29,17 +29,14 @@ const NONCE: &str = "fuzznonce012";
 
 static KEYS: LazyLock<(WechatPay, SigningKey<sha2::Sha256>)> = LazyLock::new(|| {
     let key = common::rsa_key();
-    let platform_keys = BTreeMap::from([(SERIAL.to_owned(), common::public_pem(&key))]);
     let wechat = WechatPay::new(
         ProviderName::parse("wechat").unwrap(),
         &WechatPayConfig {
-            platform_keys: &platform_keys,
-            apiv3_key: APIV3_KEY,
-            base_url: "",
-            mch_id: None,
-            cert_serial: None,
-            private_key: None,
-            timeout: std::time::Duration::from_secs(1),
+            name: "wechat".into(),
+            platform_keys: BTreeMap::from([(SERIAL.to_owned(), common::public_pem(&key))]),
+            api_key: APIV3_KEY.into(),
+            timeout_ms: Some(1000),
+            ..WechatPayConfig::default()
         },
     )
     .unwrap();

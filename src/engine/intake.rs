@@ -8,9 +8,8 @@ use super::refunds::{RefundOutcome, apply_refund_in};
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::PaymentStatus;
 use crate::domain::ProviderName;
-use crate::providers::{Answer, Notification, Provider, RefundNotice, VerifyError};
+use crate::providers::{Answer, Notification, Provider, RefundNotice, Reply, VerifyError};
 use crate::store::{alerts, callbacks, nonces, payments, refused, tasks};
-use axum::response::Response;
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -28,8 +27,8 @@ pub(crate) fn headers_json(headers: &HeaderMap) -> String {
 }
 
 impl Engine {
-    /// Handles one verified-or-not webhook for `provider`; the answer is in
-    /// the provider's protocol. `content_type` and size were checked before
+    /// Handles one verified-or-not webhook for `provider`; the reply is in
+    /// the provider's protocol, for the web layer to send. `content_type` and size were checked before
     /// the body was read.
     #[tracing::instrument(skip_all, fields(provider = %provider.name(), trace_id = tracing::field::Empty))]
     pub async fn receive(
@@ -37,7 +36,7 @@ impl Engine {
         provider: &Arc<dyn Provider>,
         headers: &HeaderMap,
         body: &[u8],
-    ) -> Response {
+    ) -> Reply {
         let started = Instant::now();
         let trace_id = uuid::Uuid::new_v4().simple().to_string();
         tracing::Span::current().record("trace_id", trace_id.as_str());

@@ -1,21 +1,30 @@
 //! Providers behind one trait: verify a webhook, parse it into an outcome
-//! (or "not a payment event"), answer in the provider's protocol, and call
-//! the provider to create, query and close payments. One module per
-//! provider; its quirks stay there.
+//! (or "not a payment event"), answer in the provider's protocol, call the
+//! provider to create, query, close and refund payments, and read its
+//! statements. One folder per provider — its webhook, its API calls, its
+//! bill format and its typed config section — so its quirks stay there;
+//! `accounts` turns a configured account into its adapter, `wire` and
+//! `keys` are what the adapters share, `standard` is the webhook-only
+//! Standard-Webhooks sender, `signing` that standard's signatures (which
+//! the sandbox and the outbox use too).
 
+mod accounts;
 pub mod alipay;
+pub mod keys;
 pub mod sandbox;
 pub mod signing;
 pub mod standard;
 pub mod stripe;
 pub mod wechatpay;
+pub mod wire;
+
+pub use accounts::{ProviderConfig, build};
 
 use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo, RefundStatus,
 };
-use axum::response::Response;
-use http::HeaderMap;
+use http::{HeaderMap, StatusCode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -143,7 +152,7 @@ pub struct RefundView {
 #[derive(Debug)]
 pub struct StatementPage {
     /// Line numbers are the page's own (1…); the run renumbers them.
-    pub rows: Vec<crate::recon::statement::StatementRow>,
+    pub rows: Vec<crate::statement::StatementRow>,
     pub next_cursor: Option<String>,
     /// On the last page: (what, stated figure).
     pub summary: Option<Vec<(String, i64)>>,
@@ -199,6 +208,43 @@ pub enum Answer {
     UnsupportedType(String),
 }
 
+/// A webhook's answer as it goes on the wire, in the provider's protocol:
+/// `web::webhooks` sends it, so nothing below the web layer speaks HTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub status: StatusCode,
+    /// `None` for an answer with no body (204).
+    pub content_type: Option<&'static str>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// A compact JSON body.
+    pub fn json(status: StatusCode, body: &serde_json::Value) -> Reply {
+        Reply {
+            status,
+            content_type: Some("application/json"),
+            body: serde_json::to_vec(body).expect("a JSON value serializes"),
+        }
+    }
+
+    pub fn text(status: StatusCode, text: &str) -> Reply {
+        Reply {
+            status,
+            content_type: Some("text/plain; charset=utf-8"),
+            body: text.as_bytes().to_vec(),
+        }
+    }
+
+    pub fn empty(status: StatusCode) -> Reply {
+        Reply {
+            status,
+            content_type: None,
+            body: Vec::new(),
+        }
+    }
+}
+
 impl Answer {
     /// Why, in words, for a refusal's body.
     pub fn reason(&self) -> String {
@@ -242,7 +288,7 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// Reads a verified body.
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
-    fn answer(&self, answer: &Answer) -> Response;
+    fn answer(&self, answer: &Answer) -> Reply;
     /// The calls below default to "not available", for adapters that only
     /// receive notifications (so far); a status query then finds nothing
     /// and the payment waits for reconciliation.
@@ -272,7 +318,7 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// The statement format of this provider's daily bill, if Reckon reads
     /// it.
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
+    fn statement_format(&self) -> Option<crate::statement::Format> {
         None
     }
     /// One page of the day's statement through the provider's API; `None`
@@ -306,71 +352,6 @@ pub trait Provider: Send + Sync + 'static {
     }
     async fn query_refund(&self, _req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         Err(CallError::NotFound)
-    }
-}
-
-/// A required header as text.
-pub(crate) fn header<'a>(
-    headers: &'a HeaderMap,
-    name: &'static str,
-) -> Result<&'a str, VerifyError> {
-    headers
-        .get(name)
-        .ok_or(VerifyError::MissingHeader(name))?
-        .to_str()
-        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
-}
-
-/// An RSA public key as providers hand them out: PEM, or bare base64 DER.
-pub(crate) fn rsa_public_key(text: &str) -> Result<rsa::RsaPublicKey, String> {
-    use base64::Engine;
-    use rsa::pkcs8::DecodePublicKey;
-    if text.contains("-----BEGIN") {
-        rsa::RsaPublicKey::from_public_key_pem(text).map_err(|e| e.to_string())
-    } else {
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(text.split_whitespace().collect::<String>())
-            .map_err(|_| "neither PEM nor base64".to_string())?;
-        rsa::RsaPublicKey::from_public_key_der(&der).map_err(|e| e.to_string())
-    }
-}
-
-/// An RSA private key as merchants keep them: PKCS#8 or PKCS#1, PEM or
-/// bare base64 DER.
-pub(crate) fn rsa_private_key(text: &str) -> Result<rsa::RsaPrivateKey, String> {
-    use base64::Engine;
-    use rsa::pkcs1::DecodeRsaPrivateKey;
-    use rsa::pkcs8::DecodePrivateKey;
-    if text.contains("-----BEGIN RSA PRIVATE KEY") {
-        rsa::RsaPrivateKey::from_pkcs1_pem(text).map_err(|e| e.to_string())
-    } else if text.contains("-----BEGIN") {
-        rsa::RsaPrivateKey::from_pkcs8_pem(text).map_err(|e| e.to_string())
-    } else {
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(text.split_whitespace().collect::<String>())
-            .map_err(|_| "neither PEM nor base64".to_string())?;
-        rsa::RsaPrivateKey::from_pkcs8_der(&der)
-            .or_else(|_| rsa::RsaPrivateKey::from_pkcs1_der(&der))
-            .map_err(|e| e.to_string())
-    }
-}
-
-/// The HTTP client provider calls go through: a whole call that takes
-/// longer than `timeout` is an unknown result.
-pub(crate) fn http_client(timeout: std::time::Duration) -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout)
-        .build()
-        .expect("an HTTP client")
-}
-
-/// A failed request: a timeout or a broken connection, both unknown.
-pub(crate) fn call_error(e: reqwest::Error) -> CallError {
-    if e.is_timeout() {
-        CallError::Timeout
-    } else {
-        CallError::Network(e.without_url().to_string())
     }
 }
 

@@ -7,6 +7,9 @@ use base64::engine::general_purpose::STANDARD as B64;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+/// What a configured `whsec_…` secret must be, for a refusal's hint.
+pub const WHSEC_HINT: &str = "expected whsec_ followed by base64 of at least 16 bytes";
+
 /// A `whsec_…` secret, decoded. Its bytes never print.
 #[derive(Clone)]
 pub struct Secret(Vec<u8>);
@@ -85,7 +88,7 @@ pub fn verify_headers(
     tolerance_secs: i64,
 ) -> Result<(), super::VerifyError> {
     use super::VerifyError;
-    let header = |name| super::header(headers, name);
+    let header = |name| super::wire::header(headers, name);
     let id = header("webhook-id")?;
     let ts_text = header("webhook-timestamp")?;
     let signature = header("webhook-signature")?;

@@ -10,14 +10,13 @@
 //! sender's refund id, `payment_txn_id` the refunded transaction.
 
 use super::signing::Secret;
-use super::{Answer, Notification, PaymentNotice, Provider, RefundNotice, VerifyError};
+use super::{Answer, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
 };
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -146,6 +145,48 @@ impl Mapping {
     }
 }
 
+/// A Standard-Webhooks sender's settings (`kind = "standard_webhooks"`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StandardConfig {
+    /// The route: `/webhooks/{name}`.
+    pub name: String,
+    /// Not used: such a sender has no API Reckon calls.
+    pub base_url: String,
+    /// The `whsec_…` secret.
+    #[serde(default)]
+    pub secret: SecretString,
+    /// Older secrets still accepted while rotating.
+    #[serde(default)]
+    pub previous_secrets: Vec<SecretString>,
+    #[serde(default)]
+    pub mapping: Mapping,
+    /// As for every kind: a webhook that fails verification but names a
+    /// payment makes Reckon ask about it (a sender Reckon cannot ask
+    /// leaves it to reconciliation).
+    #[serde(default)]
+    pub query_on_unverified: bool,
+}
+
+impl StandardConfig {
+    /// Every secret, the current one first.
+    pub fn secrets(&self) -> impl Iterator<Item = &SecretString> {
+        std::iter::once(&self.secret).chain(&self.previous_secrets)
+    }
+
+    /// Why these settings cannot work, if they cannot.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self
+            .secrets()
+            .all(|s| Secret::parse(s.expose_secret()).is_ok())
+        {
+            Ok(())
+        } else {
+            Err(super::signing::WHSEC_HINT)
+        }
+    }
+}
+
 pub struct StandardWebhooks {
     name: ProviderName,
     secrets: Vec<Secret>,
@@ -236,7 +277,7 @@ impl Provider for StandardWebhooks {
         }))
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let status = match answer {
             Answer::Accepted => StatusCode::NO_CONTENT,
             Answer::Unverified(_) => StatusCode::UNAUTHORIZED,
@@ -247,12 +288,8 @@ impl Provider for StandardWebhooks {
             Answer::UnsupportedType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         };
         match answer {
-            Answer::Accepted => status.into_response(),
-            _ => (
-                status,
-                Json(serde_json::json!({ "error": answer.reason() })),
-            )
-                .into_response(),
+            Answer::Accepted => Reply::empty(status),
+            _ => Reply::json(status, &serde_json::json!({ "error": answer.reason() })),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! `engine::apply`); nothing automatic changes an amount or a currency.
 
 mod matching;
-pub mod statement;
+use crate::statement;
 
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Source};

@@ -3,11 +3,11 @@
 //! provider's protocol, refusals before reading included.
 
 use crate::engine::{Engine, Refusal};
-use crate::providers::Answer;
+use crate::providers::{Answer, Reply};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
@@ -18,6 +18,23 @@ pub const WEBHOOK_LIMIT: usize = 64 * 1024;
 /// may see the reset instead of the answer that says why (it did, one test
 /// run in three, for a 70 KiB body).
 const DRAIN_LIMIT: usize = 1024 * 1024;
+
+/// A provider's reply, byte for byte.
+fn send(reply: Reply) -> Response {
+    let body = if reply.body.is_empty() {
+        Body::empty()
+    } else {
+        Body::from(reply.body)
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = reply.status;
+    if let Some(content_type) = reply.content_type {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    }
+    response
+}
 
 fn refuse(status: StatusCode, message: &str) -> Response {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
@@ -80,21 +97,21 @@ pub async fn receive(
         let reason = format!("content type {content_type:?} is not one this provider sends");
         drain(body).await;
         engine.refuse(&refusal("content_type", &reason)).await;
-        return provider.answer(&Answer::UnsupportedType(reason));
+        return send(provider.answer(&Answer::UnsupportedType(reason)));
     }
     let too_large = "body larger than 64 KiB";
     if declared.is_some_and(|n| n > WEBHOOK_LIMIT as i64) {
         drain(body).await;
         engine.refuse(&refusal("too_large", too_large)).await;
-        return provider.answer(&Answer::TooLarge(too_large.into()));
+        return send(provider.answer(&Answer::TooLarge(too_large.into())));
     }
     let body = match read_body(body, WEBHOOK_LIMIT).await {
         Ok(Some(body)) => body,
         Ok(None) => {
             engine.refuse(&refusal("too_large", too_large)).await;
-            return provider.answer(&Answer::TooLarge(too_large.into()));
+            return send(provider.answer(&Answer::TooLarge(too_large.into())));
         }
-        Err(e) => return provider.answer(&Answer::Malformed(format!("body not read: {e}"))),
+        Err(e) => return send(provider.answer(&Answer::Malformed(format!("body not read: {e}")))),
     };
-    engine.receive(&provider, &headers, &body).await
+    send(engine.receive(&provider, &headers, &body).await)
 }

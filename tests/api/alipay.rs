@@ -11,6 +11,7 @@ use crate::helpers::{Backend, TestApp, spawn_app_with};
 use base64::Engine as _;
 use reckon::config::ProviderConfig;
 use reckon::engine::ManualClock;
+use reckon::providers::alipay::AlipayConfig;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::SigningKey;
@@ -178,23 +179,22 @@ async fn spawn(b: Backend) -> AlipayApp {
     let app = spawn_app_with(
         b,
         |c| {
-            c.providers = vec![ProviderConfig {
+            c.providers = vec![ProviderConfig::Alipay(AlipayConfig {
                 name: "alipay".into(),
-                kind: "alipay".into(),
                 base_url: base,
-                app_id: Some(APP_ID.into()),
+                app_id: APP_ID.into(),
                 seller_id: Some(SELLER_ID.into()),
-                public_key: Some(public_key),
+                public_key,
                 private_key: Some(
                     app_key
                         .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
                         .unwrap()
-                        .to_string(),
+                        .to_string()
+                        .into(),
                 ),
                 timeout_ms: Some(400),
                 query_on_unverified: true,
-                ..ProviderConfig::default()
-            }];
+            })];
             c.refused_keep = 5;
         },
         Options {

@@ -4,8 +4,8 @@
 
 use crate::both_databases;
 use crate::helpers::{Backend, run_cli, test_config};
-use reckon::providers::sandbox::server::{Chaos, SandboxServer};
 use reckon::providers::signing::Secret;
+use reckon::sandbox_server::{Chaos, SandboxServer};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 

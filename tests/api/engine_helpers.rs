@@ -10,8 +10,9 @@ use axum::routing::post;
 use reckon::config::ProviderConfig;
 use reckon::engine::{CreatePayment, Engine, ManualClock};
 use reckon::providers::sandbox::PaymentData;
-use reckon::providers::sandbox::server::{Chaos, SandboxServer};
+use reckon::providers::sandbox::SandboxConfig;
 use reckon::providers::signing::Secret;
+use reckon::sandbox_server::{Chaos, SandboxServer};
 use reckon::startup::Options;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -113,13 +114,12 @@ pub async fn spawn_engine_app_with(
     let app = spawn_app_with(
         backend,
         |c| {
-            c.providers = vec![ProviderConfig {
+            c.providers = vec![ProviderConfig::Sandbox(SandboxConfig {
                 name: "sandbox".into(),
-                kind: "sandbox".into(),
                 base_url: sandbox_url.clone(),
-                secret: whsec,
-                ..ProviderConfig::default()
-            }];
+                secret: whsec.into(),
+                ..SandboxConfig::default()
+            })];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
             adjust(c);
         },

@@ -57,7 +57,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
     };
     Config {
         listen: "127.0.0.1:0".parse().unwrap(),
-        database_url,
+        database_url: database_url.into(),
         data_dir: dir.join("data"),
         timezone: "UTC".into(),
         log_format: LogFormat::Pretty,

@@ -15,8 +15,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use reckon::config::ProviderConfig;
 use reckon::engine::CreatePayment;
-use reckon::providers::sandbox::server::{Chaos, SandboxServer};
+use reckon::providers::sandbox::SandboxConfig;
 use reckon::providers::signing::{Secret, verify_headers};
+use reckon::sandbox_server::{Chaos, SandboxServer};
 use reckon::startup::Options;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -153,24 +154,22 @@ async fn a_hanging_provider_never_delays_another_accounts_outbox_message(backend
         backend,
         |c| {
             c.providers = vec![
-                ProviderConfig {
+                ProviderConfig::Sandbox(SandboxConfig {
                     name: "sandbox".into(),
-                    kind: "sandbox".into(),
                     base_url: fast_url.clone(),
-                    secret: whsec.clone(),
-                    ..ProviderConfig::default()
-                },
-                ProviderConfig {
+                    secret: whsec.clone().into(),
+                    ..SandboxConfig::default()
+                }),
+                ProviderConfig::Sandbox(SandboxConfig {
                     name: "slow".into(),
-                    kind: "sandbox".into(),
                     base_url: slow_url.clone(),
-                    secret: Secret::random().to_whsec(),
+                    secret: Secret::random().to_whsec().into(),
                     timeout_ms: Some(TIMEOUT_MS),
-                    ..ProviderConfig::default()
-                },
+                    ..SandboxConfig::default()
+                }),
             ];
             c.outbox_sinks = vec![("fulfilment".into(), format!("{sink_url}/events"))];
-            c.outbox_secret = Some(outbox_secret.to_whsec());
+            c.outbox_secret = Some(outbox_secret.to_whsec().into());
             // Each payment is asked about as soon as it is created, then an
             // hour later (past this test).
             c.query_schedule = vec![0, 3_600_000_000];

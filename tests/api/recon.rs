@@ -518,13 +518,12 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
         assert_eq!(app.post_signed(&id, &body).await.status(), 200);
         paid.push(p);
     }
-    app.sandbox
-        .set_chaos(reckon::providers::sandbox::server::Chaos {
-            settle_ms: 3_600_000,
-            statement_page_size: 2,
-            statement_fail_page: Some(3),
-            ..Default::default()
-        });
+    app.sandbox.set_chaos(reckon::sandbox_server::Chaos {
+        settle_ms: 3_600_000,
+        statement_page_size: 2,
+        statement_fail_page: Some(3),
+        ..Default::default()
+    });
     let engine = app.app_engine();
     let err = engine
         .pull_statement("sandbox", &date, "test")
@@ -566,12 +565,11 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
     assert!(busy.contains("running"), "{busy}");
     app.clock.advance_secs(3601);
     // Mended: resume completes the run.
-    app.sandbox
-        .set_chaos(reckon::providers::sandbox::server::Chaos {
-            settle_ms: 3_600_000,
-            statement_page_size: 2,
-            ..Default::default()
-        });
+    app.sandbox.set_chaos(reckon::sandbox_server::Chaos {
+        settle_ms: 3_600_000,
+        statement_page_size: 2,
+        ..Default::default()
+    });
     let run = engine.resume_run(&run_id).await.unwrap();
     assert_eq!(run.status, "COMPLETED", "{run:?}");
     assert_eq!(run.rows_read, 10);

@@ -5,7 +5,7 @@
 use crate::both_databases;
 use crate::engine_helpers::{EngineApp, spawn_engine_app};
 use crate::helpers::Backend;
-use reckon::providers::sandbox::server::Chaos;
+use reckon::sandbox_server::Chaos;
 use serde_json::json;
 
 impl EngineApp {

@@ -9,6 +9,7 @@ use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
 use reckon::engine::ManualClock;
 use reckon::providers::standard::Mapping;
+use reckon::providers::standard::StandardConfig;
 use reckon::startup::Options;
 use sha2::Sha256;
 use std::sync::Arc;
@@ -31,14 +32,13 @@ async fn spawn(b: Backend) -> TestApp {
     spawn_app_with(
         b,
         |c| {
-            c.providers = vec![ProviderConfig {
+            c.providers = vec![ProviderConfig::StandardWebhooks(StandardConfig {
                 name: "acme".into(),
-                kind: "standard_webhooks".into(),
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
                 mapping,
-                ..ProviderConfig::default()
-            }];
+                ..StandardConfig::default()
+            })];
         },
         Options {
             demo: false,

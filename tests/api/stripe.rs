@@ -11,6 +11,7 @@ use axum::{Form, Json, Router};
 use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
 use reckon::engine::ManualClock;
+use reckon::providers::stripe::StripeConfig;
 use reckon::startup::Options;
 use sha2::Sha256;
 use std::collections::HashMap;
@@ -116,15 +117,14 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
     let app = spawn_app_with(
         b,
         |c| {
-            c.providers = vec![ProviderConfig {
+            c.providers = vec![ProviderConfig::Stripe(StripeConfig {
                 name: "stripe-eu".into(),
-                kind: "stripe".into(),
                 base_url: base,
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
-                api_key: Some("sk_test_reckon".into()),
-                ..ProviderConfig::default()
-            }];
+                api_key: "sk_test_reckon".into(),
+                ..StripeConfig::default()
+            })];
         },
         Options {
             demo: false,

@@ -13,6 +13,7 @@ use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine as _;
 use reckon::config::ProviderConfig;
 use reckon::engine::ManualClock;
+use reckon::providers::wechatpay::WechatPayConfig;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::SigningKey;
@@ -304,10 +305,9 @@ async fn spawn(b: Backend) -> Wechat {
     let app = spawn_app_with(
         b,
         |c| {
-            c.providers = vec![ProviderConfig {
+            c.providers = vec![ProviderConfig::WechatPay(WechatPayConfig {
                 name: "wechat".into(),
-                kind: "wechatpay".into(),
-                api_key: Some(APIV3_KEY.into()),
+                api_key: APIV3_KEY.into(),
                 platform_keys: [(SERIAL.to_string(), pem)].into_iter().collect(),
                 base_url: base,
                 mch_id: Some(MCH_ID.into()),
@@ -316,11 +316,12 @@ async fn spawn(b: Backend) -> Wechat {
                     merchant
                         .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
                         .unwrap()
-                        .to_string(),
+                        .to_string()
+                        .into(),
                 ),
                 timeout_ms: Some(400),
-                ..ProviderConfig::default()
-            }];
+                ..WechatPayConfig::default()
+            })];
         },
         Options {
             demo: false,

@@ -1,7 +1,7 @@
 //! Drives a statement reader over a whole input the way a reconciliation
 //! run does: rows in chunks, skipped lines under a tolerance, to the end.
 
-use reckon::recon::statement::{Chunk, Format, Pause, read_with};
+use reckon::statement::{Chunk, Format, Pause, read_with};
 
 /// The first byte picks the tolerance (0–3 skipped lines) and the chunk
 /// size (1–16 rows); the rest is the statement file.

@@ -1,21 +1,22 @@
 //! The sandbox provider: Reckon's own test channel. Webhooks are signed
 //! Standard-Webhooks style; its API creates, queries and closes payments.
-//! `server` is the provider itself, run by `reckon sandbox` or in-process
-//! for the demo, with chaos knobs.
+//! The provider itself (run by `reckon sandbox` or in-process for the demo,
+//! with chaos knobs) is `crate::sandbox_server`.
 
-pub mod server;
+mod config;
+pub mod statement;
+
+pub use config::SandboxConfig;
 
 use super::signing::Secret;
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, VerifyError,
+    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
 };
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -135,7 +136,7 @@ impl Sandbox {
     /// Calls that give up after `timeout` (an unknown result) instead of 5 s.
     pub fn with_timeout(self, timeout: Duration) -> Sandbox {
         Sandbox {
-            http: super::http_client(timeout),
+            http: super::wire::client(timeout),
             ..self
         }
     }
@@ -144,7 +145,7 @@ impl Sandbox {
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
-        let res = req.send().await.map_err(super::call_error)?;
+        let res = req.send().await.map_err(super::wire::call_error)?;
         let status = res.status();
         if status == StatusCode::NOT_FOUND {
             return Err(CallError::NotFound);
@@ -171,8 +172,8 @@ impl Provider for Sandbox {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::Sandbox)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {
@@ -237,7 +238,7 @@ impl Provider for Sandbox {
         }))
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let (status, message) = match answer {
             Answer::Accepted => (StatusCode::OK, "accepted".to_string()),
             Answer::Unverified(e) => (StatusCode::UNAUTHORIZED, e.to_string()),
@@ -252,7 +253,7 @@ impl Provider for Sandbox {
         } else {
             "error"
         };
-        (status, Json(serde_json::json!({ key: message }))).into_response()
+        Reply::json(status, &serde_json::json!({ key: message }))
     }
 
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
@@ -324,7 +325,7 @@ impl Provider for Sandbox {
             .map(|k| field(k))
             .collect();
             rows.push(
-                crate::recon::statement::sandbox_row(&fields, i as i64 + 1)
+                statement::row(&fields, i as i64 + 1)
                     .map_err(|e| CallError::Refused(format!("statement row {}: {e}", i + 1)))?,
             );
         }

@@ -1,9 +1,11 @@
 //! The sandbox provider itself: an HTTP API that creates, settles, queries
 //! and closes payments and notifies a webhook URL, with chaos knobs to make
 //! it misbehave the ways real providers do. Runs as `reckon sandbox` or
-//! in-process for the demo. State is in memory.
+//! in-process for the demo and the tests; state is in memory. It is the
+//! other side of `providers::sandbox` (whose wire types it shares), not an
+//! adapter, so it lives outside `providers/`, which speaks no axum.
 
-use super::{PaymentData, RefundData};
+use crate::providers::sandbox::{PaymentData, RefundData};
 use crate::providers::signing::Secret;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};

@@ -20,22 +20,26 @@
 //! not this refund's amount — and `out_biz_no` (the refund's
 //! out_request_no); the refund ledger checks that total for consistency.
 
+mod api;
+mod config;
+pub mod statement;
+
+pub use config::AlipayConfig;
+
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, VerifyError,
+    RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, RefundNo,
     RefundStatus,
 };
-use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, StatusCode};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
-use rsa::signature::{SignatureEncoding, Signer, Verifier};
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use rsa::signature::Verifier;
+use secrecy::ExposeSecret;
 use sha2::Sha256;
 use std::collections::BTreeMap;
 
@@ -53,29 +57,16 @@ pub struct Alipay {
     http: reqwest::Client,
 }
 
-/// How an Alipay account is set up.
-pub struct AlipayConfig<'a> {
-    pub app_id: &'a str,
-    pub seller_id: Option<&'a str>,
-    /// Alipay's RSA public key, PEM or bare base64 DER (as Alipay's console
-    /// shows it).
-    pub public_key: &'a str,
-    /// The gateway URL; empty for notifications only.
-    pub gateway: &'a str,
-    /// The app's private key (PKCS#8 or PKCS#1, PEM or base64 DER).
-    pub private_key: Option<&'a str>,
-    pub timeout: std::time::Duration,
-}
-
 impl Alipay {
-    pub fn new(name: ProviderName, c: &AlipayConfig<'_>) -> Result<Alipay, String> {
-        let key =
-            super::rsa_public_key(c.public_key).map_err(|e| format!("Alipay public key: {e}"))?;
-        let gateway = match (c.gateway.trim(), c.private_key) {
+    pub fn new(name: ProviderName, c: &AlipayConfig) -> Result<Alipay, String> {
+        let key = super::keys::rsa_public_key(&c.public_key)
+            .map_err(|e| format!("Alipay public key: {e}"))?;
+        let private_key = c.private_key.as_ref().map(|k| k.expose_secret());
+        let gateway = match (c.base_url.trim(), private_key) {
             ("", None) => None,
             (url, Some(pk)) if !url.is_empty() => {
-                let pk =
-                    super::rsa_private_key(pk).map_err(|e| format!("the app private key: {e}"))?;
+                let pk = super::keys::rsa_private_key(pk)
+                    .map_err(|e| format!("the app private key: {e}"))?;
                 Some((url.to_owned(), SigningKey::new(pk)))
             }
             _ => {
@@ -86,120 +77,12 @@ impl Alipay {
         };
         Ok(Alipay {
             name,
-            app_id: c.app_id.to_owned(),
-            seller_id: c.seller_id.map(str::to_owned),
+            app_id: c.app_id.clone(),
+            seller_id: c.seller_id.clone(),
             key: VerifyingKey::new(key),
             gateway,
-            http: super::http_client(c.timeout),
+            http: super::wire::client(super::wire::timeout(c.timeout_ms)),
         })
-    }
-
-    /// Calls a gateway method; returns the verified `{method}_response`
-    /// object once its `code` says success.
-    async fn call(
-        &self,
-        method: &str,
-        biz_content: serde_json::Value,
-    ) -> Result<serde_json::Value, CallError> {
-        let Some((gateway, signer)) = &self.gateway else {
-            return Err(CallError::Refused(format!(
-                "{} has no gateway and private key configured",
-                self.name
-            )));
-        };
-        let beijing =
-            jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(8)));
-        let mut params: BTreeMap<String, String> = [
-            ("app_id", self.app_id.clone()),
-            ("method", method.to_owned()),
-            ("format", "JSON".to_owned()),
-            ("charset", "utf-8".to_owned()),
-            ("sign_type", "RSA2".to_owned()),
-            (
-                "timestamp",
-                beijing.strftime("%Y-%m-%d %H:%M:%S").to_string(),
-            ),
-            ("version", "1.0".to_owned()),
-            ("biz_content", biz_content.to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        // Requests sign every non-empty parameter but `sign` (notifications
-        // also leave out `sign_type`).
-        let content = params
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join("&");
-        params.insert(
-            "sign".into(),
-            B64.encode(signer.sign(content.as_bytes()).to_bytes()),
-        );
-        let res = self
-            .http
-            .post(gateway)
-            .form(&params)
-            .send()
-            .await
-            .map_err(super::call_error)?;
-        let status = res.status();
-        let bytes = res.bytes().await.map_err(super::call_error)?;
-        if !status.is_success() {
-            return Err(CallError::Network(format!("the gateway answered {status}")));
-        }
-        let key = format!("{}_response", method.replace('.', "_"));
-        let envelope: BTreeMap<String, &RawValue> = serde_json::from_slice(&bytes)
-            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
-        let raw = envelope
-            .get(&key)
-            .ok_or_else(|| CallError::Network(format!("the answer has no {key}")))?;
-        let answer: serde_json::Value = serde_json::from_str(raw.get())
-            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
-        let code = answer["code"].as_str().unwrap_or_default();
-        // Alipay signs every answer it produces; gateway-level refusals
-        // (bad signature, missing parameters) may come unsigned.
-        match envelope
-            .get("sign")
-            .and_then(|s| serde_json::from_str::<String>(s.get()).ok())
-        {
-            Some(sign) => {
-                let signature = B64
-                    .decode(sign.trim())
-                    .ok()
-                    .and_then(|b| Signature::try_from(b.as_slice()).ok())
-                    .ok_or_else(|| CallError::Refused("the answer's sign is malformed".into()))?;
-                self.key
-                    .verify(raw.get().as_bytes(), &signature)
-                    .map_err(|_| {
-                        CallError::Refused("the answer's signature does not verify".into())
-                    })?;
-            }
-            None if code == "10000" => {
-                return Err(CallError::Refused("the answer is not signed".into()));
-            }
-            None => {}
-        }
-        if code == "10000" {
-            return Ok(answer);
-        }
-        let sub_code = answer["sub_code"].as_str().unwrap_or_default();
-        if sub_code == "ACQ.TRADE_NOT_EXIST" {
-            return Err(CallError::NotFound);
-        }
-        if code == "20000" || sub_code == "ACQ.SYSTEM_ERROR" {
-            return Err(CallError::Network(format!(
-                "Alipay is unavailable ({sub_code})"
-            )));
-        }
-        Err(CallError::Refused(format!(
-            "{code} {sub_code}: {}",
-            answer["sub_msg"]
-                .as_str()
-                .or(answer["msg"].as_str())
-                .unwrap_or_default()
-        )))
     }
 }
 
@@ -211,14 +94,6 @@ fn status_of(word: &str) -> Option<Option<PaymentStatus>> {
         "TRADE_CLOSED" => Some(Some(PaymentStatus::Closed)),
         _ => None,
     }
-}
-
-#[derive(Deserialize)]
-struct QueriedTrade {
-    out_trade_no: String,
-    trade_no: Option<String>,
-    trade_status: String,
-    total_amount: String,
 }
 
 /// The form's pairs, percent-decoded and read in the charset it declares.
@@ -289,8 +164,8 @@ impl Provider for Alipay {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::AlipayDetail)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {
@@ -409,35 +284,7 @@ impl Provider for Alipay {
         payment_no: &PaymentNo,
         txn: Option<&ProviderTxnId>,
     ) -> Result<ProviderView, CallError> {
-        let mut biz = serde_json::json!({ "out_trade_no": payment_no.as_str() });
-        if let Some(t) = txn {
-            biz["trade_no"] = t.as_str().into();
-        }
-        let answer = self.call("alipay.trade.query", biz).await?;
-        let trade: QueriedTrade = serde_json::from_value(answer)
-            .map_err(|e| CallError::Refused(format!("unreadable trade: {e}")))?;
-        if trade.out_trade_no != payment_no.as_str() {
-            return Err(CallError::Refused(format!(
-                "asked about {payment_no}, told about {}",
-                trade.out_trade_no
-            )));
-        }
-        let status = status_of(&trade.trade_status).ok_or_else(|| {
-            CallError::Refused(format!("unknown trade_status {}", trade.trade_status))
-        })?;
-        let cny = Currency::parse("CNY").expect("CNY is known");
-        Ok(ProviderView {
-            provider_txn_id: trade
-                .trade_no
-                .as_deref()
-                .filter(|t| !t.is_empty())
-                .map(ProviderTxnId::parse)
-                .transpose()
-                .map_err(|e| CallError::Refused(e.to_string()))?,
-            status,
-            money: Money::parse_major(&trade.total_amount, cny)
-                .map_err(|e| CallError::Refused(format!("total_amount: {e}")))?,
-        })
+        self.trade_query(payment_no, txn).await
     }
 
     fn refunds(&self) -> bool {
@@ -445,63 +292,14 @@ impl Provider for Alipay {
     }
 
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let mut biz = serde_json::json!({
-            "out_trade_no": req.payment_no.as_str(),
-            "refund_amount": req.money.major_string(),
-            "out_request_no": req.refund_no.as_str(),
-            "refund_reason": req.reason.chars().take(256).collect::<String>(),
-        });
-        if let Some(t) = req.payment_txn {
-            biz["trade_no"] = t.as_str().into();
-        }
-        let answer = self.call("alipay.trade.refund", biz).await?;
-        // fund_change = Y: the money moved now. Otherwise (a repeat of an
-        // earlier request, say) the refund query says how it stands.
-        let status = if answer["fund_change"] == "Y" {
-            RefundStatus::Succeeded
-        } else {
-            RefundStatus::Pending
-        };
-        Ok(RefundView {
-            provider_refund_id: None,
-            status,
-            money: req.money,
-        })
+        self.trade_refund(req).await
     }
 
     async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let mut biz = serde_json::json!({
-            "out_trade_no": req.payment_no.as_str(),
-            "out_request_no": req.refund_no.as_str(),
-        });
-        if let Some(t) = req.payment_txn {
-            biz["trade_no"] = t.as_str().into();
-        }
-        let answer = self.call("alipay.trade.fastpay.refund.query", biz).await?;
-        // An empty answer: Alipay has no such refund request.
-        let Some(amount) = answer["refund_amount"].as_str().filter(|a| !a.is_empty()) else {
-            return Err(CallError::NotFound);
-        };
-        if answer["out_request_no"]
-            .as_str()
-            .is_some_and(|n| n != req.refund_no.as_str())
-        {
-            return Err(CallError::Refused("told about another refund".into()));
-        }
-        let cny = Currency::parse("CNY").expect("CNY is known");
-        Ok(RefundView {
-            provider_refund_id: None,
-            status: if answer["refund_status"] == "REFUND_SUCCESS" {
-                RefundStatus::Succeeded
-            } else {
-                RefundStatus::Pending
-            },
-            money: Money::parse_major(amount, cny)
-                .map_err(|e| CallError::Refused(format!("refund_amount: {e}")))?,
-        })
+        self.refund_query(req).await
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         // Alipay stops retrying only on exactly `success`.
         let (status, text) = match answer {
             Answer::Accepted => (StatusCode::OK, "success"),
@@ -511,12 +309,7 @@ impl Provider for Alipay {
             Answer::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "fail"),
             Answer::UnsupportedType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "fail"),
         };
-        (
-            status,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            text,
-        )
-            .into_response()
+        Reply::text(status, text)
     }
 }
 

@@ -22,16 +22,20 @@
 //! too would count each refund twice. A refund event without Reckon's
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 
+mod api;
+mod config;
+pub mod statement;
+
+pub use config::StripeConfig;
+
 use super::{
     Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, VerifyError,
+    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
 };
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -177,49 +181,8 @@ impl Stripe {
             base_url: base_url.trim_end_matches('/').to_owned(),
             secrets,
             api_key,
-            http: super::http_client(timeout),
+            http: super::wire::client(timeout),
         }
-    }
-
-    async fn call(&self, req: reqwest::RequestBuilder) -> Result<serde_json::Value, CallError> {
-        let res = req
-            .bearer_auth(&self.api_key)
-            .send()
-            .await
-            .map_err(super::call_error)?;
-        let status = res.status();
-        if status == StatusCode::NOT_FOUND {
-            return Err(CallError::NotFound);
-        }
-        if status.is_server_error() {
-            return Err(CallError::Network(format!("Stripe answered {status}")));
-        }
-        let body: serde_json::Value = res
-            .json()
-            .await
-            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
-        if !status.is_success() {
-            let message = body["error"]["message"]
-                .as_str()
-                .unwrap_or("refused")
-                .to_owned();
-            return Err(CallError::Refused(format!("{status}: {message}")));
-        }
-        Ok(body)
-    }
-
-    fn refund_view(value: serde_json::Value) -> Result<RefundView, CallError> {
-        serde_json::from_value::<StripeRefund>(value)
-            .map_err(|e| CallError::Refused(format!("not a Refund: {e}")))?
-            .view()
-            .map_err(CallError::Refused)
-    }
-
-    fn intent_view(value: serde_json::Value) -> Result<ProviderView, CallError> {
-        serde_json::from_value::<Intent>(value)
-            .map_err(|e| CallError::Refused(format!("not a PaymentIntent: {e}")))?
-            .view()
-            .map_err(CallError::Refused)
     }
 }
 
@@ -254,8 +217,8 @@ impl Provider for Stripe {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::StripeItemized)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {
@@ -374,7 +337,7 @@ impl Provider for Stripe {
         }))
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let (status, body) = match answer {
             Answer::Accepted => (StatusCode::OK, serde_json::json!({ "received": true })),
             Answer::Unverified(e) => (
@@ -399,28 +362,11 @@ impl Provider for Stripe {
                 serde_json::json!({ "error": e }),
             ),
         };
-        (status, Json(body)).into_response()
+        Reply::json(status, &body)
     }
 
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
-        let mut form = vec![
-            ("amount", req.money.minor.to_string()),
-            ("currency", req.money.currency.code().to_ascii_lowercase()),
-            ("metadata[payment_no]", req.payment_no.to_string()),
-        ];
-        if let Some(d) = req.description {
-            form.push(("description", d.to_owned()));
-        }
-        let body = self
-            .call(
-                self.http
-                    .post(format!("{}/v1/payment_intents", self.base_url))
-                    // Creating twice with one key is one intent.
-                    .header("Idempotency-Key", req.payment_no.as_str())
-                    .form(&form),
-            )
-            .await?;
-        Self::intent_view(body)
+        self.create_intent(req).await
     }
 
     async fn query_payment(
@@ -428,27 +374,7 @@ impl Provider for Stripe {
         payment_no: &PaymentNo,
         txn: Option<&ProviderTxnId>,
     ) -> Result<ProviderView, CallError> {
-        let body = match txn {
-            Some(id) => {
-                self.call(
-                    self.http
-                        .get(format!("{}/v1/payment_intents/{id}", self.base_url)),
-                )
-                .await?
-            }
-            None => {
-                let query = format!("metadata['payment_no']:'{payment_no}'");
-                let found = self
-                    .call(
-                        self.http
-                            .get(format!("{}/v1/payment_intents/search", self.base_url))
-                            .query(&[("query", query)]),
-                    )
-                    .await?;
-                found["data"].get(0).cloned().ok_or(CallError::NotFound)?
-            }
-        };
-        Self::intent_view(body)
+        self.retrieve_intent(payment_no, txn).await
     }
 
     fn refunds(&self) -> bool {
@@ -456,58 +382,11 @@ impl Provider for Stripe {
     }
 
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let intent = match req.payment_txn {
-            Some(id) => id.clone(),
-            None => self
-                .query_payment(req.payment_no, None)
-                .await?
-                .provider_txn_id
-                .ok_or(CallError::NotFound)?,
-        };
-        let form = [
-            ("payment_intent", intent.to_string()),
-            ("amount", req.money.minor.to_string()),
-            ("metadata[refund_no]", req.refund_no.to_string()),
-            ("metadata[payment_no]", req.payment_no.to_string()),
-            ("metadata[reason]", req.reason.chars().take(400).collect()),
-        ];
-        let body = self
-            .call(
-                self.http
-                    .post(format!("{}/v1/refunds", self.base_url))
-                    // Asking twice with one key is one refund.
-                    .header("Idempotency-Key", req.refund_no.as_str())
-                    .form(&form),
-            )
-            .await?;
-        Self::refund_view(body)
+        self.create_refund(req).await
     }
 
     async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        if let Some(id) = req.provider_refund_id {
-            let body = self
-                .call(self.http.get(format!("{}/v1/refunds/{id}", self.base_url)))
-                .await?;
-            return Self::refund_view(body);
-        }
-        let Some(intent) = req.payment_txn else {
-            return Err(CallError::NotFound);
-        };
-        let list = self
-            .call(
-                self.http
-                    .get(format!("{}/v1/refunds", self.base_url))
-                    .query(&[("payment_intent", intent.as_str()), ("limit", "100")]),
-            )
-            .await?;
-        let found = list["data"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["metadata"]["refund_no"] == req.refund_no.as_str())
-            .cloned()
-            .ok_or(CallError::NotFound)?;
-        Self::refund_view(found)
+        self.retrieve_refund(req).await
     }
 
     async fn close_payment(
@@ -515,20 +394,7 @@ impl Provider for Stripe {
         payment_no: &PaymentNo,
         txn: Option<&ProviderTxnId>,
     ) -> Result<(), CallError> {
-        let id = match txn {
-            Some(id) => id.clone(),
-            None => self
-                .query_payment(payment_no, None)
-                .await?
-                .provider_txn_id
-                .ok_or(CallError::NotFound)?,
-        };
-        self.call(
-            self.http
-                .post(format!("{}/v1/payment_intents/{id}/cancel", self.base_url)),
-        )
-        .await
-        .map(|_| ())
+        self.cancel_intent(payment_no, txn).await
     }
 }
 

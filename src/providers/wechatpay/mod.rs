@@ -23,9 +23,16 @@
 //! `"GET\n{path?query}\n{timestamp}\n{nonce}\n\n"`; the answer is
 //! believed only once its `Wechatpay-*` headers verify like a notification's.
 
+mod api;
+mod config;
+pub mod statement;
+
+pub use config::WechatPayConfig;
+
+use super::wire::header;
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, VerifyError, header,
+    RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -33,13 +40,12 @@ use crate::domain::{
 };
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
-use axum::Json;
-use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use http::{HeaderMap, StatusCode};
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
-use rsa::signature::{SignatureEncoding, Signer, Verifier};
+use rsa::signature::Verifier;
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 use sha2::Sha256;
 use std::collections::BTreeMap;
@@ -61,21 +67,6 @@ struct Api {
     mch_id: String,
     cert_serial: String,
     key: SigningKey<Sha256>,
-}
-
-/// How a WeChat Pay merchant account is set up.
-pub struct WechatPayConfig<'a> {
-    /// Platform certificate serial (or public-key id) → public key.
-    pub platform_keys: &'a BTreeMap<String, String>,
-    pub apiv3_key: &'a str,
-    /// `https://api.mch.weixin.qq.com`; empty for notifications only.
-    pub base_url: &'a str,
-    pub mch_id: Option<&'a str>,
-    /// Serial number of the merchant API certificate.
-    pub cert_serial: Option<&'a str>,
-    /// The merchant API private key.
-    pub private_key: Option<&'a str>,
-    pub timeout: std::time::Duration,
 }
 
 #[derive(Deserialize)]
@@ -191,29 +182,35 @@ impl Transaction {
 }
 
 impl WechatPay {
-    pub fn new(name: ProviderName, c: &WechatPayConfig<'_>) -> Result<WechatPay, String> {
+    pub fn new(name: ProviderName, c: &WechatPayConfig) -> Result<WechatPay, String> {
         let apiv3_key: [u8; 32] = c
-            .apiv3_key
+            .api_key
+            .expose_secret()
             .as_bytes()
             .try_into()
             .map_err(|_| "the APIv3 key is exactly 32 characters".to_string())?;
         let mut keys = BTreeMap::new();
-        for (serial, text) in c.platform_keys {
-            let key =
-                super::rsa_public_key(text).map_err(|e| format!("platform key {serial}: {e}"))?;
+        for (serial, text) in &c.platform_keys {
+            let key = super::keys::rsa_public_key(text)
+                .map_err(|e| format!("platform key {serial}: {e}"))?;
             keys.insert(serial.clone(), VerifyingKey::new(key));
         }
         if keys.is_empty() {
             return Err("at least one platform key (serial → public key) is needed".into());
         }
-        let api = match (c.base_url.trim(), c.mch_id, c.cert_serial, c.private_key) {
+        let api = match (
+            c.base_url.trim(),
+            c.mch_id.as_deref(),
+            c.cert_serial.as_deref(),
+            c.private_key.as_ref().map(|k| k.expose_secret()),
+        ) {
             ("", None, None, None) => None,
             (url, Some(mch_id), Some(serial), Some(pk)) if !url.is_empty() => Some(Api {
                 base_url: url.trim_end_matches('/').to_owned(),
                 mch_id: mch_id.to_owned(),
                 cert_serial: serial.to_owned(),
                 key: SigningKey::new(
-                    super::rsa_private_key(pk)
+                    super::keys::rsa_private_key(pk)
                         .map_err(|e| format!("the merchant private key: {e}"))?,
                 ),
             }),
@@ -229,27 +226,8 @@ impl WechatPay {
             platform_keys: keys,
             apiv3_key,
             api,
-            http: super::http_client(c.timeout),
+            http: super::wire::client(super::wire::timeout(c.timeout_ms)),
         })
-    }
-
-    /// A refund API answer: the refund, or why not.
-    fn refund_answer(status: StatusCode, body: &[u8]) -> Result<RefundView, CallError> {
-        if !status.is_success() {
-            let error: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-            let code = error["code"].as_str().unwrap_or_default();
-            if status == StatusCode::NOT_FOUND || code == "RESOURCE_NOT_EXISTS" {
-                return Err(CallError::NotFound);
-            }
-            return Err(CallError::Refused(format!(
-                "{status} {code}: {}",
-                error["message"].as_str().unwrap_or_default()
-            )));
-        }
-        serde_json::from_slice::<WxRefund>(body)
-            .map_err(|e| CallError::Refused(format!("unreadable refund: {e}")))?
-            .view()
-            .map_err(CallError::Refused)
     }
 
     /// Checks `Wechatpay-*` headers over a body (notification or answer);
@@ -291,56 +269,6 @@ impl WechatPay {
         Ok(nonce)
     }
 
-    /// A signed call of the API; the answer's status and verified body.
-    async fn request(
-        &self,
-        method: reqwest::Method,
-        path_and_query: &str,
-        body: Option<&serde_json::Value>,
-    ) -> Result<(StatusCode, Vec<u8>), CallError> {
-        let Some(api) = &self.api else {
-            return Err(CallError::Refused(format!(
-                "{} has no API credentials configured",
-                self.name
-            )));
-        };
-        let now = jiff::Timestamp::now().as_second();
-        let nonce = uuid::Uuid::new_v4()
-            .simple()
-            .to_string()
-            .to_ascii_uppercase();
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let message = format!("{method}\n{path_and_query}\n{now}\n{nonce}\n{body}\n");
-        let signature = B64.encode(api.key.sign(message.as_bytes()).to_bytes());
-        let authorization = format!(
-            "WECHATPAY2-SHA256-RSA2048 mchid=\"{}\",nonce_str=\"{nonce}\",signature=\"{signature}\",timestamp=\"{now}\",serial_no=\"{}\"",
-            api.mch_id, api.cert_serial
-        );
-        let mut call = self
-            .http
-            .request(method.clone(), format!("{}{path_and_query}", api.base_url));
-        if method != reqwest::Method::GET {
-            call = call.header("content-type", "application/json").body(body);
-        }
-        let res = call
-            .header("authorization", authorization)
-            .header("accept", "application/json")
-            .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")))
-            .send()
-            .await
-            .map_err(super::call_error)?;
-        let status = res.status();
-        let headers = res.headers().clone();
-        let body = res.bytes().await.map_err(super::call_error)?;
-        if status.is_server_error() {
-            return Err(CallError::Network(format!("WeChat Pay answered {status}")));
-        }
-        // An answer that does not verify is nobody's word: unknown.
-        self.verify_signed(&headers, &body, now)
-            .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
-        Ok((status, body.to_vec()))
-    }
-
     fn decrypt(&self, r: &Resource) -> Result<Vec<u8>, String> {
         if r.algorithm != "AEAD_AES_256_GCM" {
             return Err(format!("unsupported algorithm {}", r.algorithm));
@@ -370,8 +298,8 @@ impl Provider for WechatPay {
         &self.name
     }
 
-    fn statement_format(&self) -> Option<crate::recon::statement::Format> {
-        Some(crate::recon::statement::Format::WechatAll)
+    fn statement_format(&self) -> Option<crate::statement::Format> {
+        Some(statement::FORMAT)
     }
 
     fn accepts(&self, content_type: &str) -> bool {
@@ -465,39 +393,11 @@ impl Provider for WechatPay {
     }
 
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let mut body = serde_json::json!({
-            "out_trade_no": req.payment_no.as_str(),
-            "out_refund_no": req.refund_no.as_str(),
-            "reason": req.reason.chars().take(80).collect::<String>(),
-            "amount": {
-                "refund": req.money.minor,
-                "total": req.payment_total.minor,
-                "currency": req.money.currency.code(),
-            },
-        });
-        if let Some(t) = req.payment_txn {
-            body["transaction_id"] = t.as_str().into();
-        }
-        let (status, answer) = self
-            .request(
-                reqwest::Method::POST,
-                "/v3/refund/domestic/refunds",
-                Some(&body),
-            )
-            .await?;
-        Self::refund_answer(status, &answer)
+        self.domestic_refund(req).await
     }
 
     async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let path = format!(
-            "/v3/refund/domestic/refunds/{}",
-            percent_encoding::utf8_percent_encode(
-                req.refund_no.as_str(),
-                percent_encoding::NON_ALPHANUMERIC
-            )
-        );
-        let (status, answer) = self.request(reqwest::Method::GET, &path, None).await?;
-        Self::refund_answer(status, &answer)
+        self.refund_query(req).await
     }
 
     async fn query_payment(
@@ -505,47 +405,12 @@ impl Provider for WechatPay {
         payment_no: &PaymentNo,
         _txn: Option<&ProviderTxnId>,
     ) -> Result<ProviderView, CallError> {
-        let mch_id = self.api.as_ref().map(|a| a.mch_id.as_str()).unwrap_or("");
-        let path = format!(
-            "/v3/pay/transactions/out-trade-no/{}?mchid={}",
-            percent_encoding::utf8_percent_encode(
-                payment_no.as_str(),
-                percent_encoding::NON_ALPHANUMERIC
-            ),
-            percent_encoding::utf8_percent_encode(mch_id, percent_encoding::NON_ALPHANUMERIC),
-        );
-        let (status, body) = self.request(reqwest::Method::GET, &path, None).await?;
-        if !status.is_success() {
-            let error: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let code = error["code"].as_str().unwrap_or_default();
-            if status == StatusCode::NOT_FOUND || code == "ORDER_NOT_EXIST" {
-                return Err(CallError::NotFound);
-            }
-            return Err(CallError::Refused(format!(
-                "{status} {code}: {}",
-                error["message"].as_str().unwrap_or_default()
-            )));
-        }
-        let t: Transaction = serde_json::from_slice(&body)
-            .map_err(|e| CallError::Refused(format!("unreadable transaction: {e}")))?;
-        if t.out_trade_no != payment_no.as_str() {
-            return Err(CallError::Refused(format!(
-                "asked about {payment_no}, told about {}",
-                t.out_trade_no
-            )));
-        }
-        let status = trade_state(&t.trade_state)
-            .ok_or_else(|| CallError::Refused(format!("unknown trade_state {}", t.trade_state)))?;
-        Ok(ProviderView {
-            provider_txn_id: t.txn().map_err(CallError::Refused)?,
-            status,
-            money: t.money().map_err(CallError::Refused)?,
-        })
+        self.order_query(payment_no, _txn).await
     }
 
-    fn answer(&self, answer: &Answer) -> Response {
+    fn answer(&self, answer: &Answer) -> Reply {
         let (status, message) = match answer {
-            Answer::Accepted => return StatusCode::NO_CONTENT.into_response(),
+            Answer::Accepted => return Reply::empty(StatusCode::NO_CONTENT),
             Answer::Unverified(e) => (StatusCode::UNAUTHORIZED, e.to_string()),
             Answer::Malformed(e) => (StatusCode::BAD_REQUEST, e.clone()),
             Answer::UnknownPayment => (StatusCode::NOT_FOUND, "unknown payment".to_string()),
@@ -556,11 +421,10 @@ impl Provider for WechatPay {
             Answer::TooLarge(e) => (StatusCode::PAYLOAD_TOO_LARGE, e.clone()),
             Answer::UnsupportedType(e) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, e.clone()),
         };
-        (
+        Reply::json(
             status,
-            Json(serde_json::json!({ "code": "FAIL", "message": message })),
+            &serde_json::json!({ "code": "FAIL", "message": message }),
         )
-            .into_response()
     }
 }
 
@@ -578,17 +442,14 @@ mod tests {
             .to_public_key()
             .to_public_key_pem(rsa::pkcs8::LineEnding::LF)
             .unwrap();
-        let keys = BTreeMap::from([("S1".to_owned(), pem)]);
         let wechat = WechatPay::new(
             ProviderName::parse("wechat").unwrap(),
             &WechatPayConfig {
-                platform_keys: &keys,
-                apiv3_key: "0123456789abcdef0123456789ABCDEF",
-                base_url: "",
-                mch_id: None,
-                cert_serial: None,
-                private_key: None,
-                timeout: std::time::Duration::from_secs(1),
+                name: "wechat".into(),
+                platform_keys: BTreeMap::from([("S1".to_owned(), pem)]),
+                api_key: "0123456789abcdef0123456789ABCDEF".into(),
+                timeout_ms: Some(1000),
+                ..WechatPayConfig::default()
             },
         )
         .unwrap();

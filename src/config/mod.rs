@@ -1,0 +1,225 @@
+//! Configuration: an optional TOML file named by `RECKON_CONFIG`, overridden
+//! key by key by environment variables — the two layered by figment, then
+//! each setting checked, a bad one named by its variable. Every key is in
+//! the README. A provider account's settings are its kind's own section
+//! (defined in the provider's folder); secrets are `secrecy` types, so a
+//! config printed for a log shows none of them.
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use secrecy::SecretString;
+use settings::{Layers, VARIABLES};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub use crate::providers::ProviderConfig;
+
+mod settings;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Json,
+    Pretty,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: DatabaseUrl,
+    pub data_dir: PathBuf,
+    /// IANA name of the business time zone (business days are cut there).
+    pub timezone: String,
+    pub log_format: LogFormat,
+    /// Where the compiled console (`pkg/`, assets) lives.
+    pub site_dir: PathBuf,
+    /// Send the session cookie with `Secure` (set behind HTTPS).
+    pub cookie_secure: bool,
+    /// Provider accounts, each served at `/webhooks/{name}`.
+    pub providers: Vec<ProviderConfig>,
+    /// Where outbox messages go: (name, URL).
+    pub outbox_sinks: Vec<(String, String)>,
+    /// `whsec_…` secret that signs outbox messages; random when unset.
+    pub outbox_secret: Option<SecretString>,
+    /// Status-query delays after a create, microseconds.
+    pub query_schedule: Vec<i64>,
+    /// Refused webhooks kept per provider for audit.
+    pub refused_keep: i64,
+    /// Processing tries of a callback before it is DEAD (default 10).
+    pub callback_max_tries: i64,
+    /// Provider calls at once per provider account (default 4).
+    pub calls_per_account: usize,
+    /// Connection limit and timeouts of the listener.
+    pub limits: crate::web::listener::Limits,
+}
+
+/// The database's URL, whose password never prints: its `Debug` is the
+/// URL without it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for DatabaseUrl {
+    fn from(url: String) -> DatabaseUrl {
+        DatabaseUrl(url)
+    }
+}
+
+impl std::ops::Deref for DatabaseUrl {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for DatabaseUrl {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_ref()
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&redact_url(&self.0), f)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path} (named by RECKON_CONFIG): {source}")]
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{key}=`{value}` is not valid: {hint}")]
+    Invalid {
+        key: &'static str,
+        value: String,
+        hint: String,
+    },
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
+pub const DEFAULT_DATA_DIR: &str = "data";
+pub const DEFAULT_TIMEZONE: &str = "UTC";
+pub const DEFAULT_QUERY_SCHEDULE: &str = "1m,5m,30m,2h,12h";
+
+pub fn parse_schedule(text: &str) -> Option<Vec<i64>> {
+    let list: Option<Vec<i64>> = text
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            // The unit is the last character, however many bytes it takes
+            // (split at the last byte, `1˗` panicked: found by fuzzing).
+            let unit = item.chars().next_back()?;
+            let num = &item[..item.len() - unit.len_utf8()];
+            let n: i64 = num.parse().ok().filter(|n| *n > 0)?;
+            // Too long to count in microseconds is refused, not wrapped.
+            let secs = match unit {
+                's' => Some(n),
+                'm' => n.checked_mul(60),
+                'h' => n.checked_mul(3600),
+                _ => return None,
+            }?;
+            secs.checked_mul(1_000_000)
+        })
+        .collect();
+    list.filter(|l| !l.is_empty())
+}
+
+impl Config {
+    /// Reads `RECKON_CONFIG` (if set) and the environment.
+    pub fn load() -> Result<Config, ConfigError> {
+        Self::from_sources(|key| std::env::var(key).ok().filter(|v| !v.is_empty()))
+    }
+
+    pub fn from_sources(env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        match env("RECKON_CONFIG") {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                let text =
+                    std::fs::read_to_string(&path).map_err(|source| ConfigError::ReadFile {
+                        path: path.clone(),
+                        source,
+                    })?;
+                Self::layered(&text, &path, env)
+            }
+            None => Self::layered("", Path::new("<none>"), env),
+        }
+    }
+
+    /// A config file's TOML text with the environment over it, as
+    /// [`Config::from_sources`] reads them (`RECKON_CONFIG` aside): the
+    /// parser without a file, for the fuzz target.
+    pub fn from_toml(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        Self::layered(text, Path::new("<text>"), env)
+    }
+
+    fn layered(
+        text: &str,
+        path: &Path,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        // Each variable's value is text, whatever it looks like.
+        let environment: BTreeMap<&str, String> = VARIABLES
+            .iter()
+            .filter_map(|(key, variable)| Some((*key, env(variable)?)))
+            .collect();
+        let layers: Layers = Figment::from(Toml::string(text))
+            .merge(Serialized::defaults(environment))
+            .extract()
+            .map_err(|e| ConfigError::Parse {
+                path: path.to_owned(),
+                // Messages may span several lines (a snippet); keep one.
+                message: e
+                    .to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            })?;
+        settings::checked(layers, env)
+    }
+
+    /// The SQLite file when the database is SQLite.
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        sqlite_path(&self.database_url)
+    }
+}
+
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+pub fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
+}
+
+/// A database URL without its password, fit for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://")
+        && let Some((userinfo, host)) = rest.split_once('@')
+    {
+        let user = userinfo.split(':').next().unwrap_or("");
+        let hidden = if userinfo.contains(':') { ":***" } else { "" };
+        return format!("{scheme}://{user}{hidden}@{host}");
+    }
+    url.to_owned()
+}
+
+#[cfg(test)]
+mod tests;

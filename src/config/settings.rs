@@ -1,0 +1,368 @@
+//! Each setting read from the layers and checked: defaults filled in, text
+//! parsed, and a bad value named by its environment variable.
+
+use super::{
+    Config, ConfigError, DEFAULT_DATA_DIR, DEFAULT_LISTEN, DEFAULT_QUERY_SCHEDULE,
+    DEFAULT_TIMEZONE, LogFormat, ProviderConfig, parse_schedule, redact_url, sqlite_url,
+};
+use secrecy::SecretString;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The settings as the file and the environment give them, the
+/// environment's over the file's. The file's keys are the variables' in
+/// lowercase without `RECKON_` ([`VARIABLES`]).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Layers {
+    listen: Option<Text>,
+    database_url: Option<Text>,
+    data_dir: Option<Text>,
+    timezone: Option<Text>,
+    log_format: Option<Text>,
+    site_dir: Option<Text>,
+    cookie_secure: Option<Text>,
+    #[serde(default)]
+    providers: Vec<ProviderConfig>,
+    outbox_sinks: Option<Text>,
+    outbox_secret: Option<Text>,
+    query_schedule: Option<Text>,
+    refused_keep: Option<Text>,
+    callback_max_tries: Option<Text>,
+    calls_per_account: Option<Text>,
+    max_connections: Option<Text>,
+    header_read_timeout_secs: Option<Text>,
+    idle_timeout_secs: Option<Text>,
+    body_read_timeout_secs: Option<Text>,
+}
+
+/// The environment variable of each file key.
+pub(super) const VARIABLES: [(&str, &str); 17] = [
+    ("listen", "RECKON_LISTEN"),
+    ("database_url", "DATABASE_URL"),
+    ("data_dir", "RECKON_DATA_DIR"),
+    ("timezone", "RECKON_TIMEZONE"),
+    ("log_format", "RECKON_LOG_FORMAT"),
+    ("site_dir", "RECKON_SITE_DIR"),
+    ("cookie_secure", "RECKON_COOKIE_SECURE"),
+    ("outbox_sinks", "RECKON_OUTBOX_SINKS"),
+    ("outbox_secret", "RECKON_OUTBOX_SECRET"),
+    ("query_schedule", "RECKON_QUERY_SCHEDULE"),
+    ("refused_keep", "RECKON_REFUSED_KEEP"),
+    ("callback_max_tries", "RECKON_CALLBACK_MAX_TRIES"),
+    ("calls_per_account", "RECKON_CALLS_PER_ACCOUNT"),
+    ("max_connections", "RECKON_MAX_CONNECTIONS"),
+    (
+        "header_read_timeout_secs",
+        "RECKON_HEADER_READ_TIMEOUT_SECS",
+    ),
+    ("idle_timeout_secs", "RECKON_IDLE_TIMEOUT_SECS"),
+    ("body_read_timeout_secs", "RECKON_BODY_READ_TIMEOUT_SECS"),
+];
+
+/// A setting as text, as the environment gives every one: a file's
+/// string, whole number or boolean as written.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, a whole number or a boolean")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_owned()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+fn text(setting: Option<Text>) -> Option<String> {
+    setting.map(|t| t.0)
+}
+
+/// Each setting read and checked; a bad one is named by its variable.
+pub(super) fn checked(
+    layers: Layers,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let listen_text = text(layers.listen).unwrap_or_else(|| DEFAULT_LISTEN.into());
+    let listen = listen_text
+        .parse::<SocketAddr>()
+        .map_err(|_| ConfigError::Invalid {
+            key: "RECKON_LISTEN",
+            value: listen_text.clone(),
+            hint: "expected an address and port such as 127.0.0.1:3000".into(),
+        })?;
+
+    let data_dir = text(layers.data_dir)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+
+    let database_url = match text(layers.database_url) {
+        Some(url) => {
+            if !(url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://"))
+            {
+                return Err(ConfigError::Invalid {
+                    key: "DATABASE_URL",
+                    value: redact_url(&url),
+                    hint: "expected sqlite://PATH or postgres://USER@HOST:PORT/DB".into(),
+                });
+            }
+            url
+        }
+        None => sqlite_url(&data_dir.join("reckon.db")),
+    };
+
+    let timezone = text(layers.timezone).unwrap_or_else(|| DEFAULT_TIMEZONE.into());
+    if jiff::tz::TimeZone::get(&timezone).is_err() {
+        return Err(ConfigError::Invalid {
+            key: "RECKON_TIMEZONE",
+            value: timezone,
+            hint: "expected an IANA time zone name such as Asia/Shanghai or UTC".into(),
+        });
+    }
+
+    let log_format = match text(layers.log_format).as_deref().unwrap_or("pretty") {
+        "json" => LogFormat::Json,
+        "pretty" => LogFormat::Pretty,
+        other => {
+            return Err(ConfigError::Invalid {
+                key: "RECKON_LOG_FORMAT",
+                value: other.into(),
+                hint: "expected json or pretty".into(),
+            });
+        }
+    };
+
+    let site_dir = text(layers.site_dir)
+        .map(PathBuf::from)
+        .unwrap_or_else(default_site_dir);
+
+    let cookie_secure = match text(layers.cookie_secure) {
+        Some(v) => parse_bool("RECKON_COOKIE_SECURE", &v)?,
+        None => false,
+    };
+
+    let providers = providers(layers.providers, &env)?;
+
+    let sinks_text = text(layers.outbox_sinks).unwrap_or_default();
+    let mut outbox_sinks = Vec::new();
+    for item in sinks_text
+        .split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+    {
+        match item.split_once('=') {
+            Some((name, url)) if !name.trim().is_empty() && url.trim().starts_with("http") => {
+                outbox_sinks.push((name.trim().to_owned(), url.trim().to_owned()))
+            }
+            _ => {
+                return Err(ConfigError::Invalid {
+                    key: "RECKON_OUTBOX_SINKS",
+                    value: sinks_text.clone(),
+                    hint: "expected name=http://host/path, comma-separated".into(),
+                });
+            }
+        }
+    }
+    let outbox_secret = text(layers.outbox_secret);
+    if let Some(secret) = &outbox_secret
+        && crate::providers::signing::Secret::parse(secret).is_err()
+    {
+        return Err(ConfigError::Invalid {
+            key: "RECKON_OUTBOX_SECRET",
+            value: "***".into(),
+            hint: crate::providers::signing::WHSEC_HINT.into(),
+        });
+    }
+    let schedule_text =
+        text(layers.query_schedule).unwrap_or_else(|| DEFAULT_QUERY_SCHEDULE.into());
+    let query_schedule = parse_schedule(&schedule_text).ok_or_else(|| ConfigError::Invalid {
+        key: "RECKON_QUERY_SCHEDULE",
+        value: schedule_text.clone(),
+        hint: "expected comma-separated durations such as 1m,5m,30m,2h,12h".into(),
+    })?;
+    let refused_keep = number(
+        "RECKON_REFUSED_KEEP",
+        layers.refused_keep,
+        10_000,
+        10_000_000,
+        "rows",
+    )?;
+    let callback_max_tries = number(
+        "RECKON_CALLBACK_MAX_TRIES",
+        layers.callback_max_tries,
+        10,
+        100,
+        "tries",
+    )?;
+    let calls_per_account = number(
+        "RECKON_CALLS_PER_ACCOUNT",
+        layers.calls_per_account,
+        4,
+        64,
+        "calls",
+    )? as usize;
+    let defaults = crate::web::listener::Limits::default();
+    let secs = |key, given, default: std::time::Duration, max| {
+        number(key, given, default.as_secs() as i64, max, "seconds")
+            .map(|n| std::time::Duration::from_secs(n as u64))
+    };
+    let limits = crate::web::listener::Limits {
+        max_connections: number(
+            "RECKON_MAX_CONNECTIONS",
+            layers.max_connections,
+            defaults.max_connections as i64,
+            1_000_000,
+            "connections",
+        )? as usize,
+        header_read: secs(
+            "RECKON_HEADER_READ_TIMEOUT_SECS",
+            layers.header_read_timeout_secs,
+            defaults.header_read,
+            600,
+        )?,
+        idle: secs(
+            "RECKON_IDLE_TIMEOUT_SECS",
+            layers.idle_timeout_secs,
+            defaults.idle,
+            3600,
+        )?,
+        body_read: secs(
+            "RECKON_BODY_READ_TIMEOUT_SECS",
+            layers.body_read_timeout_secs,
+            defaults.body_read,
+            600,
+        )?,
+    };
+
+    Ok(Config {
+        listen,
+        database_url: database_url.into(),
+        data_dir,
+        timezone,
+        log_format,
+        site_dir,
+        cookie_secure,
+        providers,
+        outbox_sinks,
+        outbox_secret: outbox_secret.map(SecretString::from),
+        query_schedule,
+        refused_keep,
+        callback_max_tries,
+        calls_per_account,
+        limits,
+    })
+}
+
+/// The file's provider accounts, the sandbox of `RECKON_SANDBOX_URL` in
+/// place of one named `sandbox`, each checked.
+fn providers(
+    mut providers: Vec<ProviderConfig>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<ProviderConfig>, ConfigError> {
+    if let Some(base_url) = env("RECKON_SANDBOX_URL") {
+        let secret = env("RECKON_SANDBOX_SECRET").ok_or(ConfigError::Invalid {
+            key: "RECKON_SANDBOX_SECRET",
+            value: String::new(),
+            hint: "required with RECKON_SANDBOX_URL: the sandbox's whsec_… webhook secret".into(),
+        })?;
+        providers.retain(|p| p.name() != "sandbox");
+        providers.push(ProviderConfig::Sandbox(
+            crate::providers::sandbox::SandboxConfig {
+                name: "sandbox".into(),
+                base_url,
+                secret: secret.into(),
+                ..Default::default()
+            },
+        ));
+    }
+    for p in &providers {
+        if crate::domain::ProviderName::parse(p.name()).is_err() {
+            return Err(ConfigError::Invalid {
+                key: "providers",
+                value: format!("{} ({})", p.name(), p.kind()),
+                hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\", \"alipay\" or \"wechatpay\"".into(),
+            });
+        }
+        if let Err(hint) = p.check() {
+            return Err(ConfigError::Invalid {
+                key: "providers.secret",
+                value: p.name().to_owned(),
+                hint: hint.into(),
+            });
+        }
+    }
+    Ok(providers)
+}
+
+/// A whole number from 1 to `max`: the one given, else `default`;
+/// anything else names the key.
+fn number(
+    key: &'static str,
+    given: Option<Text>,
+    default: i64,
+    max: i64,
+    what: &str,
+) -> Result<i64, ConfigError> {
+    let given = text(given);
+    match &given {
+        Some(text) => text.trim().parse::<i64>().ok(),
+        None => Some(default),
+    }
+    .filter(|n| (1..=max).contains(n))
+    .ok_or_else(|| ConfigError::Invalid {
+        key,
+        value: given.unwrap_or_default(),
+        hint: format!("expected a number of {what} from 1 to {max}"),
+    })
+}
+
+fn parse_bool(key: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        other => Err(ConfigError::Invalid {
+            key,
+            value: other.into(),
+            hint: "expected true or false".into(),
+        }),
+    }
+}
+
+/// The site directory beside the installed binary: `<exe>/../site` (the
+/// build layout, `target/<profile>/reckon` + `target/site`), else `<exe>/site`.
+fn default_site_dir() -> PathBuf {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let beside = exe_dir.join("site");
+    if beside.is_dir() {
+        return beside;
+    }
+    // target/debug/deps/<test binary> and target/debug/reckon both reach target/site.
+    for up in exe_dir.ancestors().skip(1).take(2) {
+        let candidate = up.join("site");
+        if candidate.is_dir() {
+            return candidate;
+        }
+    }
+    beside
+}

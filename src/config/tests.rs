@@ -1,0 +1,350 @@
+//! The configuration's unit tests: defaults, layering, and refusals that
+//! name their key.
+
+use super::*;
+use secrecy::ExposeSecret;
+use std::collections::HashMap;
+
+#[test]
+fn debug_output_masks_every_secret() {
+    use crate::providers::alipay::AlipayConfig;
+    use crate::providers::standard::StandardConfig;
+    use crate::providers::stripe::StripeConfig;
+    use crate::providers::wechatpay::WechatPayConfig;
+    let providers = vec![
+        ProviderConfig::Stripe(StripeConfig {
+            name: "stripe".into(),
+            secret: "whsec_TOPSECRETvalue1".into(),
+            previous_secrets: vec!["whsec_OLDSECRETvalue2".into()],
+            api_key: "sk_live_SECRETKEY3".into(),
+            ..StripeConfig::default()
+        }),
+        ProviderConfig::Alipay(AlipayConfig {
+            name: "alipay".into(),
+            private_key: Some("-----BEGIN PRIVATE KEY-----SECRETPEM4".into()),
+            ..AlipayConfig::default()
+        }),
+        ProviderConfig::WechatPay(WechatPayConfig {
+            name: "wechat".into(),
+            api_key: "APIV3SECRET7".into(),
+            private_key: Some("-----BEGIN PRIVATE KEY-----WXPEM8".into()),
+            ..WechatPayConfig::default()
+        }),
+        ProviderConfig::StandardWebhooks(StandardConfig {
+            name: "acme".into(),
+            secret: "whsec_STANDARDSECRET9".into(),
+            ..StandardConfig::default()
+        }),
+    ];
+    let config = Config {
+        providers,
+        outbox_secret: Some("whsec_OUTBOXSECRET5".into()),
+        database_url: String::from("postgres://u:DBPASSWORD6@h/db").into(),
+        ..load(&[]).unwrap()
+    };
+    let text = format!("{config:?}");
+    for secret in [
+        "TOPSECRET",
+        "OLDSECRET",
+        "SECRETKEY",
+        "SECRETPEM",
+        "OUTBOXSECRET",
+        "DBPASSWORD",
+        "APIV3SECRET",
+        "WXPEM",
+        "STANDARDSECRET",
+    ] {
+        assert!(!text.contains(secret), "{text}");
+    }
+    assert!(text.contains("alipay") && text.contains("***"), "{text}");
+    assert!(text.contains("REDACTED"), "{text}");
+}
+
+/// Each kind's keys as the README shows them, from the file; a key
+/// another kind takes, an unknown kind, or a bad secret is refused with
+/// the key named.
+#[test]
+fn provider_sections_are_their_kinds_own() {
+    let file = r#"
+[[providers]]
+name = "sandbox"
+kind = "sandbox"
+base_url = "http://127.0.0.1:4000"
+secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+timeout_ms = 400
+
+[[providers]]
+name = "stripe-eu"
+kind = "stripe"
+base_url = "https://api.stripe.com"
+secret = "whsec_endpoint"
+previous_secrets = ["whsec_old"]
+api_key = "sk_live_x"
+
+[[providers]]
+name = "acme"
+kind = "standard_webhooks"
+base_url = ""
+secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+[providers.mapping]
+amount_format = "major"
+
+[[providers]]
+name = "alipay"
+kind = "alipay"
+app_id = "2021000000000001"
+seller_id = "2088000000000001"
+public_key = "MIIB"
+base_url = "https://openapi.alipay.com/gateway.do"
+private_key = "MIIE"
+timeout_ms = 10000
+query_on_unverified = true
+
+[[providers]]
+name = "wechat"
+kind = "wechatpay"
+api_key = "0123456789abcdef0123456789ABCDEF"
+base_url = "https://api.mch.weixin.qq.com"
+mch_id = "1900000001"
+cert_serial = "3775B6A45ACD588826D15E583A95F5DD"
+private_key = "-----BEGIN PRIVATE KEY-----"
+[providers.platform_keys]
+"5157F09EFDC096DE15EBE81A47057A72" = "-----BEGIN PUBLIC KEY-----"
+"#;
+    let c = Config::from_toml(file, |_| None).unwrap();
+    let kinds: Vec<(&str, &str)> = c.providers.iter().map(|p| (p.name(), p.kind())).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("sandbox", "sandbox"),
+            ("stripe-eu", "stripe"),
+            ("acme", "standard_webhooks"),
+            ("alipay", "alipay"),
+            ("wechat", "wechatpay")
+        ]
+    );
+    let ProviderConfig::Stripe(stripe) = &c.providers[1] else {
+        panic!("{:?}", c.providers[1]);
+    };
+    assert_eq!(stripe.api_key.expose_secret(), "sk_live_x");
+    assert_eq!(stripe.previous_secrets[0].expose_secret(), "whsec_old");
+    let ProviderConfig::StandardWebhooks(acme) = &c.providers[2] else {
+        panic!("{:?}", c.providers[2]);
+    };
+    assert_eq!(acme.mapping.amount_format, "major");
+    assert_eq!(acme.mapping.payment_no, "/data/payment_no");
+    assert!(c.providers[3].query_on_unverified());
+    let ProviderConfig::WechatPay(wechat) = &c.providers[4] else {
+        panic!("{:?}", c.providers[4]);
+    };
+    assert_eq!(wechat.platform_keys.len(), 1);
+    assert_eq!(wechat.mch_id.as_deref(), Some("1900000001"));
+
+    let refused = |file: &str| Config::from_toml(file, |_| None).unwrap_err().to_string();
+    let e =
+        refused("[[providers]]\nname = \"a\"\nkind = \"stripe\"\nbase_url = \"\"\nmapping = {}\n");
+    assert!(e.contains("mapping"), "{e}");
+    let e = refused("[[providers]]\nname = \"a\"\nkind = \"paypal\"\nbase_url = \"\"\n");
+    assert!(e.contains("paypal") && e.contains("kind"), "{e}");
+    let e = refused(
+        "[[providers]]\nname = \"a\"\nkind = \"stripe\"\nbase_url = \"\"\nsecret = \"whsec_x\"\n",
+    );
+    assert!(
+        e.starts_with("providers.secret=`a`") && e.contains("api_key"),
+        "{e}"
+    );
+    let e = refused(
+        "[[providers]]\nname = \"a\"\nkind = \"sandbox\"\nbase_url = \"\"\nsecret = \"nope\"\n",
+    );
+    assert!(
+        e.starts_with("providers.secret=`a`") && e.contains("whsec_"),
+        "{e}"
+    );
+    let e = refused("[[providers]]\nname = \"A B\"\nkind = \"sandbox\"\nbase_url = \"\"\n");
+    assert!(e.starts_with("providers=`A B (sandbox)`"), "{e}");
+    let e = refused("[[providers]]\nname = \"a\"\nkind = \"sandbox\"\n");
+    assert!(e.contains("base_url"), "{e}");
+}
+
+/// The environment's text over the file's numbers and booleans, key by
+/// key; the file's own values where the environment says nothing.
+#[test]
+fn environment_text_overrides_file_values() {
+    let file = "refused_keep = 5\ncookie_secure = true\ncalls_per_account = 2\n";
+    let c = Config::from_toml(file, |_| None).unwrap();
+    assert_eq!(
+        (c.refused_keep, c.cookie_secure, c.calls_per_account),
+        (5, true, 2)
+    );
+    let c = Config::from_toml(file, |k| match k {
+        "RECKON_COOKIE_SECURE" => Some("no".into()),
+        "RECKON_CALLS_PER_ACCOUNT" => Some(" 8 ".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(
+        (c.refused_keep, c.cookie_secure, c.calls_per_account),
+        (5, false, 8)
+    );
+    let e = Config::from_toml("refused_keep = 0\n", |_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("RECKON_REFUSED_KEEP=`0`"), "{e}");
+    let e = Config::from_toml("refused_keep = [1]\n", |_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("config file") && e.contains("refused_keep"),
+        "{e}"
+    );
+}
+
+fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_sources(|k| map.get(k).cloned())
+}
+
+#[test]
+fn defaults_are_documented_ones() {
+    let c = load(&[]).unwrap();
+    assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+    assert_eq!(c.database_url.as_str(), "sqlite://data/reckon.db?mode=rwc");
+    assert_eq!(c.sqlite_path().unwrap(), PathBuf::from("data/reckon.db"));
+    assert_eq!(c.timezone, "UTC");
+    assert_eq!(c.log_format, LogFormat::Pretty);
+    assert!(!c.cookie_secure);
+    assert_eq!(c.calls_per_account, 4);
+}
+
+#[test]
+fn environment_overrides_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("reckon.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:4000\"\ntimezone = \"Asia/Shanghai\"\nlog_format = \"json\"\n",
+    )
+    .unwrap();
+    let c = load(&[
+        ("RECKON_CONFIG", file.to_str().unwrap()),
+        ("RECKON_LISTEN", "127.0.0.1:5000"),
+    ])
+    .unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:5000");
+    assert_eq!(c.timezone, "Asia/Shanghai");
+    assert_eq!(c.log_format, LogFormat::Json);
+}
+
+#[test]
+fn bad_values_name_the_key() {
+    let e = load(&[("RECKON_LISTEN", "nowhere")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RECKON_LISTEN=`nowhere`"), "{e}");
+    let e = load(&[("RECKON_TIMEZONE", "Mars/Olympus")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("IANA"), "{e}");
+    let e = load(&[("DATABASE_URL", "mysql://u:secret@h/db")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("mysql://u:***@h/db") && !e.contains("secret"),
+        "{e}"
+    );
+    let e = load(&[("RECKON_LOG_FORMAT", "xml")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("json or pretty"), "{e}");
+    for bad in ["0", "65", "four"] {
+        let e = load(&[("RECKON_CALLS_PER_ACCOUNT", bad)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RECKON_CALLS_PER_ACCOUNT"), "{e}");
+    }
+    let c = load(&[("RECKON_CALLS_PER_ACCOUNT", "8")]).unwrap();
+    assert_eq!(c.calls_per_account, 8);
+}
+
+#[test]
+fn malformed_file_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, "listen = \n[oops").unwrap();
+    let e = load(&[("RECKON_CONFIG", file.to_str().unwrap())])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("config file") && !e.contains('\n'), "{e}");
+    std::fs::write(&file, "colour = \"blue\"\n").unwrap();
+    let e = load(&[("RECKON_CONFIG", file.to_str().unwrap())])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("colour"), "{e}");
+}
+
+/// fuzz/corpus/config/crash-b541b308…: a schedule ending in a
+/// multi-byte character panicked; it (and one too long for i64
+/// microseconds) is now refused with the key named.
+#[test]
+fn schedules_ending_in_any_character_or_too_long_are_refused() {
+    assert_eq!(parse_schedule("30s,\u{2d7}"), None);
+    assert_eq!(parse_schedule("1\u{20ac}"), None);
+    assert_eq!(parse_schedule("\u{20ac}"), None);
+    assert_eq!(parse_schedule("2562047789h"), None);
+    assert_eq!(parse_schedule("9223372036854775807s"), None);
+    assert_eq!(
+        parse_schedule("2562047788h"),
+        Some(vec![9_223_372_036_800_000_000])
+    );
+    let e = Config::from_toml("", |k| {
+        (k == "RECKON_QUERY_SCHEDULE").then(|| "30s,\u{2d7}".to_owned())
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("RECKON_QUERY_SCHEDULE"), "{e}");
+}
+
+#[test]
+fn engine_settings_parse() {
+    let c = load(&[]).unwrap();
+    assert_eq!(c.query_schedule.len(), 5);
+    assert_eq!(c.query_schedule[0], 60_000_000);
+    assert_eq!(
+        parse_schedule("30s, 2h"),
+        Some(vec![30_000_000, 7_200_000_000])
+    );
+    assert_eq!(parse_schedule("5x"), None);
+    let c = load(&[
+        ("RECKON_SANDBOX_URL", "http://127.0.0.1:4000"),
+        (
+            "RECKON_SANDBOX_SECRET",
+            "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+        ),
+        (
+            "RECKON_OUTBOX_SINKS",
+            "fulfilment=http://127.0.0.1:9000/a, accounting=http://127.0.0.1:9001/b",
+        ),
+    ])
+    .unwrap();
+    assert_eq!(c.providers[0].name(), "sandbox");
+    assert_eq!(c.outbox_sinks.len(), 2);
+    let e = load(&[("RECKON_SANDBOX_URL", "http://x")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RECKON_SANDBOX_SECRET"), "{e}");
+    let e = load(&[("RECKON_OUTBOX_SINKS", "nonsense")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RECKON_OUTBOX_SINKS"), "{e}");
+}
+
+#[test]
+fn passwords_never_appear_in_redacted_urls() {
+    assert_eq!(
+        redact_url("postgres://reckon:hunter2@db:5432/reckon"),
+        "postgres://reckon:***@db:5432/reckon"
+    );
+    assert_eq!(redact_url("postgres://db/reckon"), "postgres://db/reckon");
+}

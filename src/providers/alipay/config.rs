@@ -1,0 +1,36 @@
+//! An Alipay account's settings (`kind = "alipay"`).
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlipayConfig {
+    /// The route: `/webhooks/{name}`.
+    pub name: String,
+    /// The gateway (`https://openapi.alipay.com/gateway.do`); empty for
+    /// notifications only.
+    pub base_url: String,
+    /// This account's app_id: notifications for another are refused.
+    #[serde(default)]
+    pub app_id: String,
+    /// Checked when set.
+    #[serde(default)]
+    pub seller_id: Option<String>,
+    /// Alipay's RSA public key, PEM or bare base64 DER (as Alipay's console
+    /// shows it).
+    #[serde(default)]
+    pub public_key: String,
+    /// The app's private key (PKCS#8 or PKCS#1, PEM or base64 DER) that
+    /// signs gateway calls; with `base_url`, or neither.
+    #[serde(default)]
+    pub private_key: Option<SecretString>,
+    /// How long a call may take before its result counts as unknown
+    /// (milliseconds, default 10000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// A webhook that fails verification but names a payment makes Reckon
+    /// ask Alipay about that payment.
+    #[serde(default)]
+    pub query_on_unverified: bool,
+}

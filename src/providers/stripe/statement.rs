@@ -1,0 +1,159 @@
+//! Stripe's itemized payout reconciliation report
+//! (`payout_reconciliation.itemized.5`): a header naming the columns (read
+//! by name, so added columns do no harm), decimal major units, refunds
+//! negative; `charge` and `refund` rows are payments and refunds, the
+//! other categories (fees, payouts, adjustments) are not Reckon's business.
+//! Reckon's payment_no and refund_no come from the metadata columns Reckon
+//! sets (`payment_metadata[payment_no]`, `refund_metadata[refund_no]`)
+//! when the report includes them. The report states no totals of its own.
+
+use crate::domain::Currency;
+use crate::statement::csv::CsvFields;
+use crate::statement::time::local_time;
+use crate::statement::{
+    BillFormat, Check, Chunk, Format, Progress, RowKind, RowRef, money, present,
+};
+
+/// Stripe's itemized payout reconciliation report format.
+pub const FORMAT: Format = Format::new("stripe itemized", || Box::new(StripeBill::default()));
+
+#[derive(Default)]
+struct StripeBill {
+    /// Once the header is read: how many fields a line has, and where the
+    /// columns Reckon reads are.
+    header: Option<(usize, Columns)>,
+    csv: CsvFields,
+}
+
+/// Where each column Reckon reads is (the first of that name), if there.
+#[derive(Clone, Copy)]
+struct Columns {
+    category: Option<usize>,
+    currency: Option<usize>,
+    gross: Option<usize>,
+    created_utc: Option<usize>,
+    created: Option<usize>,
+    intent: Option<usize>,
+    payment_no: Option<usize>,
+    refund_no: Option<usize>,
+    source: Option<usize>,
+}
+
+impl BillFormat for StripeBill {
+    fn line(&mut self, text: &str, line_no: i64, out: &mut Chunk) -> Result<bool, String> {
+        let f = self.csv.split(text);
+        let Some((width, at)) = self.header else {
+            for needed in [
+                "balance_transaction_id",
+                "currency",
+                "gross",
+                "reporting_category",
+                "payment_intent_id",
+            ] {
+                if !f.iter().any(|h| h == needed) {
+                    return Err(format!(
+                        "expected the Stripe itemized report header (missing {needed})"
+                    ));
+                }
+            }
+            let find = |name: &str| f.iter().position(|h| h == name);
+            let columns = Columns {
+                category: find("reporting_category"),
+                currency: find("currency"),
+                gross: find("gross"),
+                created_utc: find("created_utc"),
+                created: find("created"),
+                intent: find("payment_intent_id"),
+                payment_no: find("payment_metadata[payment_no]"),
+                refund_no: find("refund_metadata[refund_no]"),
+                source: find("source_id"),
+            };
+            self.header = Some((f.len(), columns));
+            return Ok(false);
+        };
+        if f.len() != width {
+            return Err(format!("expected {width} fields, found {}", f.len()));
+        }
+        let get = |column: Option<usize>| column.map_or("", |i| f.get(i).trim());
+        let kind = match get(at.category) {
+            "charge" => RowKind::Payment,
+            "refund" => RowKind::Refund,
+            _ => return Ok(false),
+        };
+        // Stripe writes currencies in lowercase; a refusal names the code
+        // in uppercase.
+        let code = get(at.currency);
+        let currency = Currency::parse(code)
+            .or_else(|_| Currency::parse(&code.to_ascii_uppercase()))
+            .map_err(|e| e.to_string())?;
+        let money = money(get(at.gross), currency)?;
+        let created = match get(at.created_utc) {
+            "" => get(at.created),
+            created => created,
+        };
+        let is_refund = kind == RowKind::Refund;
+        out.push(RowRef {
+            line_no,
+            kind,
+            provider_txn_id: present(get(at.intent)),
+            payment_no: present(get(at.payment_no)),
+            refund_no: if is_refund {
+                present(get(at.refund_no))
+            } else {
+                None
+            },
+            provider_refund_id: if is_refund {
+                present(get(at.source))
+            } else {
+                None
+            },
+            money,
+            status: "SUCCEEDED",
+            occurred_at: local_time(created, 0),
+        });
+        Ok(true)
+    }
+
+    fn progress(&self) -> Progress {
+        Progress {
+            header: self.header.is_some(),
+            in_summary: false,
+            summary: false,
+        }
+    }
+
+    fn has_summary(&self) -> bool {
+        false
+    }
+
+    fn checks(&mut self) -> Vec<Check> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::statement::read_all;
+
+    #[test]
+    fn a_stripe_itemized_report_reads_charges_and_refunds_by_column_name() {
+        let text = "automatic_payout_id,balance_transaction_id,created_utc,available_on_utc,currency,gross,fee,net,reporting_category,source_id,description,charge_id,payment_intent_id,payment_metadata[payment_no],refund_metadata[refund_no]\n\
+po_1,txn_1,2026-11-30 10:00:00,2026-12-02 00:00:00,eur,42.00,1.47,40.53,charge,ch_1,\"Order, blue\",ch_1,pi_1,PAYS,\n\
+po_1,txn_2,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-12.00,0.00,-12.00,refund,re_1,,ch_1,pi_1,,RFDS\n\
+po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Stripe fee,,,,\n";
+        let (rows, checks) = read_all(FORMAT, text.as_bytes()).unwrap();
+        assert!(checks.is_empty(), "Stripe states no totals");
+        assert_eq!(rows.len(), 2, "the fee row is not a payment");
+        assert_eq!(rows[0].provider_txn_id.as_deref(), Some("pi_1"));
+        assert_eq!(rows[0].payment_no.as_deref(), Some("PAYS"));
+        assert_eq!(rows[0].money.minor, 4200);
+        assert_eq!(rows[0].money.currency.code(), "EUR");
+        assert_eq!(rows[1].kind, RowKind::Refund);
+        assert_eq!(rows[1].money.minor, 1200);
+        assert_eq!(rows[1].provider_refund_id.as_deref(), Some("re_1"));
+        assert_eq!(rows[1].refund_no.as_deref(), Some("RFDS"));
+        let bad = text.replace("42.00", "4x.00");
+        assert_eq!(read_all(FORMAT, bad.as_bytes()).unwrap_err().line, 2);
+    }
+}

@@ -1,0 +1,40 @@
+//! A WeChat Pay merchant account's settings (`kind = "wechatpay"`).
+
+use secrecy::SecretString;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WechatPayConfig {
+    /// The route: `/webhooks/{name}`.
+    pub name: String,
+    /// `https://api.mch.weixin.qq.com`; empty for notifications only.
+    pub base_url: String,
+    /// The 32-character APIv3 key that seals notifications.
+    #[serde(default)]
+    pub api_key: SecretString,
+    /// Platform certificate serial (or public-key id) → public key (PEM or
+    /// base64 DER); several while keys rotate.
+    #[serde(default)]
+    pub platform_keys: BTreeMap<String, String>,
+    /// The merchant id (`mchid`).
+    #[serde(default)]
+    pub mch_id: Option<String>,
+    /// Serial number of the merchant API certificate whose key is
+    /// `private_key`.
+    #[serde(default)]
+    pub cert_serial: Option<String>,
+    /// The merchant API private key that signs calls; with `base_url`,
+    /// `mch_id` and `cert_serial`, or none of them.
+    #[serde(default)]
+    pub private_key: Option<SecretString>,
+    /// How long a call may take before its result counts as unknown
+    /// (milliseconds, default 10000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// A webhook that fails verification but names a payment makes Reckon
+    /// ask WeChat Pay about that payment.
+    #[serde(default)]
+    pub query_on_unverified: bool,
+}

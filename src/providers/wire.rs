@@ -1,0 +1,42 @@
+//! What every adapter shares on the wire: the HTTP client provider calls go
+//! through, what a failed call means, and reading a required header.
+
+use super::{CallError, VerifyError};
+use http::HeaderMap;
+
+/// The HTTP client provider calls go through: a whole call that takes
+/// longer than `timeout` is an unknown result.
+pub(crate) fn client(timeout: std::time::Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .build()
+        .expect("an HTTP client")
+}
+
+/// A configured call's time limit: `timeout_ms` (default 10 s), kept
+/// between 50 ms and 2 minutes.
+pub fn timeout(ms: Option<u64>) -> std::time::Duration {
+    std::time::Duration::from_millis(ms.unwrap_or(10_000).clamp(50, 120_000))
+}
+
+/// A failed request: a timeout or a broken connection, both unknown.
+pub(crate) fn call_error(e: reqwest::Error) -> CallError {
+    if e.is_timeout() {
+        CallError::Timeout
+    } else {
+        CallError::Network(e.without_url().to_string())
+    }
+}
+
+/// A required header as text.
+pub(crate) fn header<'a>(
+    headers: &'a HeaderMap,
+    name: &'static str,
+) -> Result<&'a str, VerifyError> {
+    headers
+        .get(name)
+        .ok_or(VerifyError::MissingHeader(name))?
+        .to_str()
+        .map_err(|_| VerifyError::MalformedHeader(format!("{name} is not text")))
+}

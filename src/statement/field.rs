@@ -1,0 +1,51 @@
+//! Reading a statement's fields: amounts exactly, currencies, ids that may
+//! be absent, and totals that must not wrap.
+
+use crate::domain::{Currency, Money, trimmed};
+
+/// The currency of the row before, kept for a next row whose code is
+/// spelled the same (a statement is mostly of one currency): no search of
+/// the currency table per row, which was a noticeable share of the
+/// reader's time.
+#[derive(Default)]
+pub struct LastCurrency(Option<([u8; 3], Currency)>);
+
+impl LastCurrency {
+    pub fn parse(&mut self, code: &str) -> Result<Currency, String> {
+        let spelled = <[u8; 3]>::try_from(code.as_bytes()).ok();
+        if let (Some((last, currency)), Some(spelled)) = (self.0, spelled)
+            && last == spelled
+        {
+            return Ok(currency);
+        }
+        let currency = Currency::parse(code).map_err(|e| e.to_string())?;
+        if let Some(spelled) = spelled {
+            self.0 = Some((spelled, currency));
+        }
+        Ok(currency)
+    }
+}
+
+/// An amount in major units; a leading minus is dropped (a refund row's
+/// amount is what was given back).
+pub fn money(text: &str, currency: Currency) -> Result<Money, String> {
+    let t = trimmed(text);
+    let t = t.strip_prefix('-').unwrap_or(t);
+    Money::parse_major(t, currency).map_err(|e| format!("amount {text:?}: {e}"))
+}
+
+/// A running total plus a row's amount, or why the line is refused.
+pub fn add(sum: i64, minor: i64) -> Result<i64, String> {
+    sum.checked_add(minor)
+        .ok_or_else(|| "the amounts add up to more than a statement total can hold".into())
+}
+
+pub fn cny() -> Currency {
+    Currency::parse("CNY").expect("CNY is known")
+}
+
+/// A field, trimmed; `None` when that leaves nothing.
+pub fn present(s: &str) -> Option<&str> {
+    let t = trimmed(s);
+    (!t.is_empty()).then_some(t)
+}

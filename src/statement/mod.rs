@@ -1,0 +1,148 @@
+//! Reading provider statements (bills) line by line — memory does not grow
+//! with the file — into [`StatementRow`]s with exact money, checked against
+//! the summary figures the statement itself carries. A malformed line stops
+//! the statement with its line number and the reason: a statement is all or
+//! nothing.
+//!
+//! This module knows no provider and no database. A provider's bill format
+//! lives in the provider's folder and plugs in as a [`BillFormat`]; the
+//! [`Reader`] here reads and decodes the lines, numbers them, applies the
+//! tolerance the operator accepted and holds the summary's figures against
+//! the rows. Arrows point one way: providers → statement → domain.
+
+mod chunk;
+pub mod csv;
+mod field;
+mod reader;
+mod row;
+pub mod time;
+
+pub use chunk::Chunk;
+pub use field::{LastCurrency, add, cny, money, present};
+pub use reader::{Pause, Reader, read, read_with};
+pub use row::{RowKind, RowRef, StatementRow};
+
+/// A figure the statement states about itself, and what was read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    pub what: String,
+    pub stated: i64,
+    pub read: i64,
+    /// Why this figure was not held against the rows: the operator
+    /// accepted skipping malformed lines, whose amounts are unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waived: Option<String>,
+}
+
+impl Check {
+    pub fn new(what: &str, stated: i64, read: i64) -> Check {
+        Check {
+            what: what.into(),
+            stated,
+            read,
+            waived: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct ParseError {
+    pub line: u64,
+    pub reason: String,
+}
+
+/// One provider's bill format, as the [`Reader`] drives it: the format
+/// recognises its header, reads a line into a row and keeps the figures
+/// its summary states; the reader does the rest. Called once a line, never
+/// once a byte.
+pub trait BillFormat: Send {
+    /// How the file's bytes are encoded.
+    fn encoding(&self) -> &'static encoding_rs::Encoding {
+        encoding_rs::UTF_8
+    }
+    /// One line that is not blank, without its end or a byte-order mark:
+    /// `Ok(true)` once it put a row into `out`, `Ok(false)` for a line with
+    /// no row (a header, a comment, a summary), or why it is refused.
+    fn line(&mut self, text: &str, line_no: i64, out: &mut Chunk) -> Result<bool, String>;
+    /// Where the reading stands.
+    fn progress(&self) -> Progress;
+    /// Whether the file carries a summary of its own (Stripe's reports
+    /// carry no totals: nothing to check, nothing missing).
+    fn has_summary(&self) -> bool {
+        true
+    }
+    /// At the end of the file: the summary's figures against the rows.
+    fn checks(&mut self) -> Vec<Check>;
+}
+
+/// Where a bill's reading stands, as its format tells the [`Reader`]: a
+/// malformed line may be skipped under the tolerance only between the
+/// header and the summary, and a file must end with both read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub header: bool,
+    /// The summary has begun (WeChat Pay's: its header line was read).
+    pub in_summary: bool,
+    pub summary: bool,
+}
+
+/// A bill format by name, and how to start reading a file of it: what a
+/// provider hands reconciliation, which passes it to [`read`].
+#[derive(Clone, Copy)]
+pub struct Format {
+    name: &'static str,
+    start: fn() -> Box<dyn BillFormat>,
+}
+
+impl Format {
+    pub const fn new(name: &'static str, start: fn() -> Box<dyn BillFormat>) -> Format {
+        Format { name, start }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn start(&self) -> Box<dyn BillFormat> {
+        (self.start)()
+    }
+}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Formats are told apart by name (one name, one format).
+impl PartialEq for Format {
+    fn eq(&self, other: &Format) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Format {}
+
+/// A whole file read through `format` one row at a time, as the tests of
+/// each format read it: its rows and checks, or the first error (a skipped
+/// line included).
+#[cfg(test)]
+pub(crate) fn read_all(
+    format: Format,
+    bytes: &[u8],
+) -> Result<(Vec<StatementRow>, Vec<Check>), ParseError> {
+    let mut reader = read(format, Box::new(std::io::Cursor::new(bytes.to_vec())));
+    let mut chunk = Chunk::default();
+    let mut rows = Vec::new();
+    loop {
+        let pause = reader.read_rows(&mut chunk, 1)?;
+        rows.extend(chunk.iter().map(|r| r.owned()));
+        chunk.clear();
+        match pause {
+            Pause::Full => {}
+            Pause::Skipped(e) => return Err(e),
+            Pause::End(checks) => return Ok((rows, checks)),
+        }
+    }
+}

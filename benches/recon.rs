@@ -208,8 +208,9 @@ fn main() {
             let before = peak_rss_mib();
             let cpu_before = cpu_secs();
             let started = Instant::now();
-            let run = engine
-                .import_statement(reckon::recon::Import {
+            let run = reckon::recon::import_statement(
+                &engine,
+                reckon::recon::Import {
                     provider: "sandbox",
                     business_date: date,
                     source: "import",
@@ -219,9 +220,10 @@ fn main() {
                     accept_bad_lines: 0,
                     run_id: None,
                     hash: None,
-                })
-                .await
-                .unwrap();
+                },
+            )
+            .await
+            .unwrap();
             let secs = started.elapsed().as_secs_f64();
             let cpu = cpu_secs() - cpu_before;
             let rss = peak_rss_mib();

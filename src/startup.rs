@@ -463,7 +463,7 @@ async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Dura
             .to_zoned(engine.settings.timezone.clone())
             .date()
             .to_string();
-        match engine.pull_statement("sandbox", &today, "demo").await {
+        match crate::recon::pull_statement(&engine, "sandbox", &today, "demo").await {
             Ok(run) => tracing::info!(run_id = %run.run_id, round, "demo day reconciled"),
             Err(e) => tracing::warn!(error = %e, "demo reconciliation"),
         }

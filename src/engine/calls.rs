@@ -6,7 +6,7 @@
 
 use super::Engine;
 use super::workers::BATCH;
-use crate::store::tasks::{self, DueCall, TaskRow};
+use crate::store::tasks::{self, DueCall};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -79,24 +79,7 @@ impl Engine {
 
     /// Leases and runs a batch of due reconciliation repairs.
     pub(super) async fn run_repairs(&self, now: i64) -> sqlx::Result<usize> {
-        let pool = &self.db.pool;
-        if !tasks::any_due(pool, tasks::RECON_REPAIR, now).await? {
-            return Ok(0);
-        }
-        let due = tasks::lease_due(
-            pool,
-            tasks::RECON_REPAIR,
-            now,
-            now + LEASE_US,
-            BATCH,
-            self.db.skip_locked(),
-        )
-        .await?;
-        let repairs: Vec<&TaskRow> = due.iter().collect();
-        if let Err(e) = self.run_repair_tasks(&repairs, self.now()).await {
-            tracing::error!(error = %e, tasks = repairs.len(), "reconciliation repairs failed; retried after their lease");
-        }
-        Ok(due.len())
+        crate::recon::run_repairs(self, now).await
     }
 
     async fn run_due_calls(&self, now: i64) -> sqlx::Result<usize> {

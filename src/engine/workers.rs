@@ -33,7 +33,7 @@ impl Engine {
             let schedule = engine.clone();
             let pulls = tokio::spawn(async move {
                 loop {
-                    if let Err(e) = schedule.scheduled_pulls(schedule.now()).await {
+                    if let Err(e) = crate::recon::scheduled_pulls(&schedule, schedule.now()).await {
                         tracing::error!(error = %e, "statement pull schedule");
                     }
                     tokio::time::sleep(Duration::from_secs(60)).await;

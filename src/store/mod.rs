@@ -452,7 +452,12 @@ mod built_tests {
     #[tokio::test]
     async fn a_built_statement_binds_its_values_in_order() {
         sqlx::any::install_default_drivers();
-        let pool = sqlx::AnyPool::connect("sqlite::memory:").await.unwrap();
+        // One connection: each has a memory database of its own.
+        let pool = sqlx::any::AnyPoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
         sqlx::query("CREATE TABLE t (a BIGINT, b TEXT, c TEXT)")
             .execute(&pool)
             .await

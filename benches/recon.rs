@@ -237,7 +237,7 @@ fn main() {
                 // worker would do them (the bench's provider API is not
                 // listening: each status query fails fast).
                 let started = Instant::now();
-                while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+                while reckon::workers::run_provider_tasks(&engine, engine.now()).await.unwrap() > 0 {}
                 let repair_secs = started.elapsed().as_secs_f64();
                 let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies")
                     .fetch_one(pool)

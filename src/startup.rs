@@ -148,7 +148,7 @@ impl Application {
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
         // The demo writes its history first (the daily pull must find it).
         if options.workers && sandbox.is_none() {
-            engine.spawn_workers();
+            crate::workers::spawn(&engine);
         }
         Ok(Application {
             listener,
@@ -191,7 +191,7 @@ impl Application {
                         tracing::warn!(error = %e, "demo history not written");
                     }
                     if workers {
-                        engine.spawn_workers();
+                        crate::workers::spawn(&engine);
                     }
                 });
                 tokio::spawn(demo_reconciliation(

@@ -70,7 +70,11 @@ impl EngineApp {
     ) -> (u16, serde_json::Value) {
         let answer = self.upload_only(token, date, file).await;
         let engine = &self.app.engine;
-        while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+        while reckon::workers::run_provider_tasks(engine, engine.now())
+            .await
+            .unwrap()
+            > 0
+        {}
         answer
     }
 
@@ -162,7 +166,9 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
         currency: "CNY".into(),
     });
     let engine = app.app_engine();
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     app.sandbox.settle_refund(&refund_no, true);
     for _ in 0..100 {
         let s: String = sqlx::query_scalar("SELECT status FROM refunds WHERE refund_no = $1")
@@ -759,7 +765,9 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     assert_eq!(queued, 1);
 
     // The worker's turn: repaired through apply, once.
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(app.status(&lag).await, "SUCCEEDED");
     assert_eq!(app.count("payment_effects", &lag).await, 1);
     app.assert_auto_repaired(&lag).await;
@@ -782,7 +790,12 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     .await
     .unwrap();
     assert_eq!(task, ("DONE".to_owned(), None));
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 0);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(engine, engine.now())
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 /// The lag is gone by the time the worker repairs it — the notification
@@ -802,7 +815,11 @@ async fn a_status_lag_paid_meanwhile_closes_at_its_repair(b: Backend) {
     assert_eq!(app.post_signed("evt-rq-m", &body).await.status(), 200);
     assert_eq!(app.status(&lag).await, "SUCCEEDED");
     let engine = &app.app.engine;
-    while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+    while reckon::workers::run_provider_tasks(engine, engine.now())
+        .await
+        .unwrap()
+        > 0
+    {}
     assert_eq!(app.count("payment_effects", &lag).await, 1);
     app.assert_auto_repaired(&lag).await;
 }

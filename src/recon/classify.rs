@@ -350,7 +350,7 @@ pub(super) fn payments(
 
     let named: hashbrown::HashSet<&str> = named.nos.iter().copied().collect();
     // Counted here and added once: a map entry per payment (comparing
-    // class names) was a fifth of classifying a million (perf).
+    // class names) was a large part of classifying a day (perf).
     let (mut plainly, mut unlisted_matched) = (0i64, 0i64);
     for i in day.indexes() {
         let rows = i64::from(day.rows(i));

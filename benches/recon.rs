@@ -209,8 +209,9 @@ fn main() {
             let before = peak_rss_mib();
             let cpu_before = cpu_secs();
             let started = Instant::now();
-            let run = engine
-                .import_statement(reckon::recon::Import {
+            let run = reckon::recon::import_statement(
+                &engine,
+                reckon::recon::Import {
                     provider: "sandbox",
                     business_date: date,
                     source: "import",
@@ -220,9 +221,10 @@ fn main() {
                     accept_bad_lines: 0,
                     run_id: None,
                     hash: None,
-                })
-                .await
-                .unwrap();
+                },
+            )
+            .await
+            .unwrap();
             let secs = started.elapsed().as_secs_f64();
             let cpu = cpu_secs() - cpu_before;
             let rss = peak_rss_mib();
@@ -236,7 +238,7 @@ fn main() {
                 // worker would do them (the bench's provider API is not
                 // listening: each status query fails fast).
                 let started = Instant::now();
-                while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+                while reckon::workers::run_provider_tasks(&engine, engine.now()).await.unwrap() > 0 {}
                 let repair_secs = started.elapsed().as_secs_f64();
                 let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies")
                     .fetch_one(pool)

@@ -286,15 +286,17 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 run_id: None,
                 hash: None,
             };
-            return report_run(engine.import_statement(imp).await);
+            return report_run(crate::recon::import_statement(&engine, imp).await);
         }
         Command::Recon(ReconCommand::Pull { provider, date }) => {
             let engine = crate::startup::engine_of(&config).await?;
-            return report_run(engine.pull_statement(&provider, &date, "cli").await);
+            return report_run(
+                crate::recon::pull_statement(&engine, &provider, &date, "cli").await,
+            );
         }
         Command::Recon(ReconCommand::Resume { run_id }) => {
             let engine = crate::startup::engine_of(&config).await?;
-            return report_run(engine.resume_run(&run_id).await);
+            return report_run(crate::recon::resume_run(&engine, &run_id).await);
         }
         Command::Payment(PaymentCommand::Release {
             payment_no,
@@ -302,7 +304,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             actor,
         }) => {
             let engine = crate::startup::engine_of(&config).await?;
-            match engine.release_hold(&actor, &payment_no, &note).await {
+            match crate::recon::release_hold(&engine, &actor, &payment_no, &note).await {
                 Ok(reason) => println!("released {payment_no} (was held: {reason})"),
                 Err(crate::recon::ReconError::Invalid(why)) => {
                     eprintln!("reckon: error: {why}");

@@ -172,17 +172,20 @@ pub async fn history(engine: Engine, sandbox: SandboxServer) -> anyhow::Result<(
         // Reconciled the next morning.
         clock.set(start + 27 * 3600 * 1_000_000);
         let name = format!("sandbox-{date}.csv");
-        past.import_statement(Import {
-            provider: "sandbox",
-            business_date: &date,
-            source: "import",
-            file_name: Some(&name),
-            input: Input::Bytes(file.into_bytes()),
-            started_by: "demo",
-            accept_bad_lines: 0,
-            run_id: None,
-            hash: None,
-        })
+        crate::recon::import_statement(
+            &past,
+            Import {
+                provider: "sandbox",
+                business_date: &date,
+                source: "import",
+                file_name: Some(&name),
+                input: Input::Bytes(file.into_bytes()),
+                started_by: "demo",
+                accept_bad_lines: 0,
+                run_id: None,
+                hash: None,
+            },
+        )
         .await
         .map_err(|e| anyhow::anyhow!("demo history {date}: {e}"))?;
         day = day.tomorrow()?;

@@ -19,6 +19,7 @@ pub mod store;
 pub mod telemetry;
 pub mod triage;
 pub mod web;
+pub mod workers;
 
 pub use config::Config;
 pub use startup::Application;

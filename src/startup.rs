@@ -145,7 +145,7 @@ impl Application {
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
         // The demo writes its history first (the daily pull must find it).
         if options.workers && sandbox.is_none() {
-            engine.spawn_workers();
+            crate::workers::spawn(&engine);
         }
         Ok(Application {
             listener,
@@ -188,7 +188,7 @@ impl Application {
                         tracing::warn!(error = %e, "demo history not written");
                     }
                     if workers {
-                        engine.spawn_workers();
+                        crate::workers::spawn(&engine);
                     }
                 });
                 tokio::spawn(demo_reconciliation(
@@ -400,7 +400,7 @@ async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Dura
             .to_zoned(engine.settings.timezone.clone())
             .date()
             .to_string();
-        match engine.pull_statement("sandbox", &today, "demo").await {
+        match crate::recon::pull_statement(&engine, "sandbox", &today, "demo").await {
             Ok(run) => tracing::info!(run_id = %run.run_id, round, "demo day reconciled"),
             Err(e) => tracing::warn!(error = %e, "demo reconciliation"),
         }

@@ -1,12 +1,14 @@
 //! The provider-call lane: creates, status queries, closes and refunds, each
 //! in a task of its own, at most `calls_per_account` at once per provider
 //! account, each leased for its own call (renewed while it runs), so a
-//! provider that hangs to its timeout holds up only its own calls. The
-//! reconciliation repairs keep their batch, in a lane of their own.
+//! provider that hangs to its timeout holds up only its own calls (the
+//! loop around them is `crate::workers`).
 
-use super::Engine;
-use super::workers::BATCH;
-use crate::store::tasks::{self, DueCall, TaskRow};
+use super::{Applied, BATCH, Engine, Outcome, Source};
+use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
+use crate::providers::{CallError, CreateRequest};
+use crate::store::tasks::{self, DueCall};
+use crate::store::{alerts, payments};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,40 +68,10 @@ impl Drop for StopOnDrop {
 }
 
 impl Engine {
-    /// One pass over the work due at `now`, for tests and the command
-    /// line: the reconciliation repairs, then each due provider call once
-    /// (up to a batch), concurrently within each account's slots, one
-    /// payment's calls in turn. Returns how many tasks ran.
-    pub async fn run_provider_tasks(&self, now: i64) -> sqlx::Result<usize> {
-        // Repairs first, as before the lanes: a repair finds its payment
-        // as the run left it, and its ticket says what the repair did.
-        let repairs = self.run_repairs(now).await?;
-        Ok(repairs + self.run_due_calls(now).await?)
-    }
-
-    /// Leases and runs a batch of due reconciliation repairs.
-    pub(super) async fn run_repairs(&self, now: i64) -> sqlx::Result<usize> {
-        let pool = &self.db.pool;
-        if !tasks::any_due(pool, tasks::RECON_REPAIR, now).await? {
-            return Ok(0);
-        }
-        let due = tasks::lease_due(
-            pool,
-            tasks::RECON_REPAIR,
-            now,
-            now + LEASE_US,
-            BATCH,
-            self.db.skip_locked(),
-        )
-        .await?;
-        let repairs: Vec<&TaskRow> = due.iter().collect();
-        if let Err(e) = self.run_repair_tasks(&repairs, self.now()).await {
-            tracing::error!(error = %e, tasks = repairs.len(), "reconciliation repairs failed; retried after their lease");
-        }
-        Ok(due.len())
-    }
-
-    async fn run_due_calls(&self, now: i64) -> sqlx::Result<usize> {
+    /// Each provider call due at `now` once (up to a batch), concurrently
+    /// within each account's slots, one payment's calls in turn: one pass
+    /// of the lane, for tests. Returns how many calls ran.
+    pub async fn run_due_calls(&self, now: i64) -> sqlx::Result<usize> {
         let due = tasks::due_calls(&self.db.pool, now, BATCH, &[]).await?;
         let mut order: Vec<Vec<DueCall>> = Vec::new();
         let mut of_payment: HashMap<String, usize> = HashMap::new();
@@ -140,7 +112,7 @@ impl Engine {
     /// The provider-call lane, until the process stops: every due call
     /// that has a free slot on its account starts in a task of its own;
     /// it looks again when a call ends, new work is written, or every 500 ms.
-    pub(super) async fn call_lane(self) {
+    pub(crate) async fn call_lane(self) {
         let mut running: JoinSet<()> = JoinSet::new();
         // Payments with a call in flight: one call per payment at a time.
         let mut busy: HashMap<Id, String> = HashMap::new();
@@ -232,5 +204,167 @@ impl Engine {
             tracing::error!(error = %e, task = %task.task_id, "provider task failed; retried after its lease");
         }
         true
+    }
+}
+
+impl Engine {
+    /// One create or status query (refunds are the refund module's), its
+    /// clock read when it starts and again when the provider has answered.
+    async fn run_task(&self, task: &tasks::TaskRow) -> sqlx::Result<()> {
+        if task.kind == tasks::REFUND || task.kind == tasks::REFUND_QUERY {
+            return self.run_refund_task(task).await;
+        }
+        let now = self.now();
+        let pool = &self.db.pool;
+        let Some(p) = payments::get(pool, &task.payment_no).await? else {
+            return tasks::close(pool, &task.task_id, "DONE", Some("payment missing"), now).await;
+        };
+        let status: PaymentStatus = p.status.parse().unwrap_or(PaymentStatus::Pending);
+        let (Some(provider), Ok(payment_no), Ok(currency)) = (
+            self.providers.get(&p.provider).cloned(),
+            PaymentNo::parse(&p.payment_no),
+            Currency::parse(&p.currency),
+        ) else {
+            return tasks::close(
+                pool,
+                &task.task_id,
+                "DONE",
+                Some("provider not configured"),
+                now,
+            )
+            .await;
+        };
+        let local_money = Money::new(p.amount_minor, currency);
+        let trace_id = format!("task-{}", task.task_id);
+        let outcome = |target, money, txn, source| Outcome {
+            payment_no: payment_no.clone(),
+            provider: provider.name().clone(),
+            provider_txn_id: txn,
+            target,
+            money,
+            source,
+            evidence: task.task_id.clone(),
+            trace_id: trace_id.clone(),
+        };
+
+        if task.kind == tasks::CREATE {
+            if status != PaymentStatus::Created {
+                return tasks::close(pool, &task.task_id, "DONE", None, now).await;
+            }
+            let first_delay = self
+                .settings
+                .query_schedule
+                .first()
+                .copied()
+                .unwrap_or(60_000_000);
+            if !provider.creates_payments() {
+                // The merchant's app creates it with the provider and the
+                // provider reports by webhook; if none comes, ask.
+                if provider.queries_payments() {
+                    tasks::schedule(pool, tasks::QUERY, &p.payment_no, now + first_delay, now)
+                        .await?;
+                }
+                return tasks::close(
+                    pool,
+                    &task.task_id,
+                    "DONE",
+                    Some("the merchant creates it with the provider"),
+                    now,
+                )
+                .await;
+            }
+            let req = CreateRequest {
+                payment_no: &payment_no,
+                money: local_money,
+                description: p.description.as_deref(),
+            };
+            let answer = provider.create_payment(&req).await;
+            let now = self.now();
+            match answer {
+                Ok(view) => {
+                    let target = view.status.unwrap_or(PaymentStatus::Pending);
+                    self.apply(&outcome(
+                        target,
+                        view.money,
+                        view.provider_txn_id,
+                        Source::Dispatch,
+                    ))
+                    .await?;
+                }
+                Err(CallError::Refused(reason)) => {
+                    tracing::warn!(%reason, "provider refused the payment");
+                    self.apply(&outcome(
+                        PaymentStatus::Failed,
+                        local_money,
+                        None,
+                        Source::Dispatch,
+                    ))
+                    .await?;
+                    return tasks::close(pool, &task.task_id, "DONE", Some(&reason), now).await;
+                }
+                // Unknown: never a failure. Ask the provider later.
+                Err(e) => {
+                    tracing::warn!(error = %e, "create result unknown; a status query follows")
+                }
+            }
+            tasks::schedule(pool, tasks::QUERY, &p.payment_no, now + first_delay, now).await?;
+            return tasks::close(pool, &task.task_id, "DONE", None, now).await;
+        }
+
+        // A status query.
+        if status.is_settled() {
+            return tasks::close(pool, &task.task_id, "DONE", None, now).await;
+        }
+        let txn = p
+            .provider_txn_id
+            .as_deref()
+            .and_then(|t| ProviderTxnId::parse(t).ok());
+        let answer = provider.query_payment(&payment_no, txn.as_ref()).await;
+        let now = self.now();
+        let error = match answer {
+            Ok(view) => {
+                let target = view.status.unwrap_or(PaymentStatus::Pending);
+                let applied = self
+                    .apply(&outcome(
+                        target,
+                        view.money,
+                        view.provider_txn_id,
+                        Source::Query,
+                    ))
+                    .await?;
+                if target.is_settled() || matches!(applied, Applied::Conflict { .. }) {
+                    return tasks::close(pool, &task.task_id, "DONE", None, now).await;
+                }
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        };
+        let next_index = usize::try_from(task.attempts + 1).unwrap_or(usize::MAX);
+        match self.settings.query_schedule.get(next_index) {
+            Some(delay) => {
+                tasks::retry_at(pool, &task.task_id, now + delay, error.as_deref(), now).await
+            }
+            None => {
+                payments::set_awaiting_recon(pool, &p.payment_no, now).await?;
+                alerts::raise_alert(
+                    pool,
+                    &alerts::NewAlert {
+                        dedupe_key: &format!("queries_exhausted:{}", p.payment_no),
+                        kind: "queries_exhausted",
+                        severity: "high",
+                        payment_no: Some(&p.payment_no),
+                        message: &format!(
+                            "payment {} still has no result after {} status queries; awaiting reconciliation",
+                            p.payment_no,
+                            task.attempts + 1
+                        ),
+                        trace_id: Some(&trace_id),
+                        now,
+                    },
+                )
+                .await?;
+                tasks::close(pool, &task.task_id, "EXHAUSTED", error.as_deref(), now).await
+            }
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The payment engine: [`apply`] (the one rule), callback intake, the
-//! workers that retry callbacks, call providers and relay the outbox, and
-//! the merchant operations (create, close). It knows nothing of HTTP
-//! routing or Leptos; the web layer hands it bytes and headers.
+//! passes of the worker lanes that are its own (callback retries, provider
+//! calls, the outbox relay; the loop is `crate::workers`), and the
+//! merchant operations (create, close). It knows nothing of HTTP routing,
+//! Leptos or reconciliation; the web layer hands it bytes and headers.
 
 mod apply;
 mod calls;
@@ -10,8 +11,9 @@ mod ingest;
 mod intake;
 mod merchant;
 mod refunds;
+mod relay;
 mod replay;
-mod workers;
+mod retries;
 
 pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -22,7 +24,7 @@ pub use refunds::{
     refund_late_success_in,
 };
 pub use replay::{ActionError, ActionOutcome, describe};
-pub use workers::headers_from_json;
+pub use retries::headers_from_json;
 
 use crate::metrics::Metrics;
 use crate::providers::Providers;
@@ -83,14 +85,22 @@ impl Default for Settings {
     }
 }
 
+/// Rows a pass of one of the engine's worker lanes takes at most
+/// (callback retries, outbox deliveries, provider calls).
+pub const BATCH: i64 = 50;
+
+/// A callback retry's or an outbox delivery's lease: longer than a batch
+/// of them, so a lease only lapses when its holder died.
+const LEASE_US: i64 = 30_000_000;
+
 /// One wake-up per lane of the workers: new work wakes them all, and each
 /// lane that is busy finds its wake-up waiting when it next looks.
 #[derive(Default)]
 pub(crate) struct Wake {
-    calls: Notify,
-    repairs: Notify,
-    callbacks: Notify,
-    outbox: Notify,
+    pub(crate) calls: Notify,
+    pub(crate) repairs: Notify,
+    pub(crate) callbacks: Notify,
+    pub(crate) outbox: Notify,
 }
 
 impl Wake {

@@ -11,6 +11,9 @@ pub mod nonces;
 pub mod outbox;
 pub mod payments;
 pub mod pipeline;
+pub mod proposals;
+pub mod recon_reads;
+pub mod recon_runs;
 pub mod refunds;
 pub mod refused;
 pub mod scan;
@@ -370,6 +373,110 @@ impl Marks {
             out.push(')');
         }
         out
+    }
+}
+
+/// Runs a statement built with `sqlx::QueryBuilder<Any>` on a database of
+/// `kind`. The builder writes `?` for every value (sqlx issue #3000),
+/// which SQLite binds in order at no cost (see [`Marks`]) and PostgreSQL
+/// does not read: there each `?` outside a quoted literal becomes
+/// `$1, $2, …` in order.
+pub async fn execute_built<'e>(
+    e: impl Executor<'e, Database = sqlx::Any>,
+    kind: DbKind,
+    mut q: sqlx::QueryBuilder<'static, sqlx::Any>,
+) -> sqlx::Result<sqlx::any::AnyQueryResult> {
+    if kind == DbKind::Sqlite {
+        return q.build().execute(e).await;
+    }
+    let sql = numbered(q.sql());
+    let args = sqlx::Execute::take_arguments(&mut q.build())
+        .map_err(sqlx::Error::Encode)?
+        .unwrap_or_default();
+    sqlx::query_with(&sql, args).execute(e).await
+}
+
+/// [`execute_built`] for a query, its rows as `T`.
+pub async fn fetch_all_built<'e, T>(
+    e: impl Executor<'e, Database = sqlx::Any>,
+    kind: DbKind,
+    mut q: sqlx::QueryBuilder<'static, sqlx::Any>,
+) -> sqlx::Result<Vec<T>>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+{
+    if kind == DbKind::Sqlite {
+        return q.build_query_as().fetch_all(e).await;
+    }
+    let sql = numbered(q.sql());
+    let args = sqlx::Execute::take_arguments(&mut q.build())
+        .map_err(sqlx::Error::Encode)?
+        .unwrap_or_default();
+    sqlx::query_as_with(&sql, args).fetch_all(e).await
+}
+
+/// `?` placeholders as `$1, $2, …`, in order, outside single-quoted
+/// literals.
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + sql.len() / 8);
+    let (mut n, mut quoted) = (0, false);
+    for c in sql.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod built_tests {
+    use super::{DbKind, execute_built, fetch_all_built, numbered};
+
+    #[test]
+    fn postgres_gets_numbered_placeholders_outside_literals() {
+        assert_eq!(
+            numbered("SELECT ?, '?', 'it''s ?', ? WHERE a IN (?, ?)"),
+            "SELECT $1, '?', 'it''s ?', $2 WHERE a IN ($3, $4)"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_built_statement_binds_its_values_in_order() {
+        sqlx::any::install_default_drivers();
+        // One connection: each has a memory database of its own.
+        let pool = sqlx::any::AnyPoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (a BIGINT, b TEXT, c TEXT)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let mut q = sqlx::QueryBuilder::new("INSERT INTO t (a, b, c) ");
+        q.push_values([(1i64, "x"), (2, "y")], |mut b, (n, s)| {
+            b.push_bind(n).push("'lit?'").push_bind(s.to_owned());
+        });
+        assert_eq!(
+            q.sql(),
+            "INSERT INTO t (a, b, c) VALUES (?, 'lit?', ?), (?, 'lit?', ?)"
+        );
+        let done = execute_built(&pool, DbKind::Sqlite, q).await.unwrap();
+        assert_eq!(done.rows_affected(), 2);
+        let mut q = sqlx::QueryBuilder::new("SELECT a, b, c FROM t WHERE c IN (");
+        q.push_bind("y".to_owned()).push(") ORDER BY a");
+        let rows: Vec<(i64, String, String)> =
+            fetch_all_built(&pool, DbKind::Sqlite, q).await.unwrap();
+        assert_eq!(rows, [(2, "lit?".into(), "y".into())]);
     }
 }
 

@@ -56,6 +56,17 @@ pub fn statement(sql: String, args: sqlx::any::AnyArguments<'static>) -> WriteOp
     })
 }
 
+/// A step that runs a statement built with `sqlx::QueryBuilder<Any>`
+/// (text and owned values, put together now) on a database of `kind`.
+pub fn built(kind: super::DbKind, q: sqlx::QueryBuilder<'static, sqlx::Any>) -> WriteOp {
+    op(move |conn| {
+        Box::pin(async move {
+            super::execute_built(&mut *conn, kind, q).await?;
+            Ok(())
+        })
+    })
+}
+
 impl Pipeline {
     /// Takes a connection of the pool and opens the first transaction
     /// (`BEGIN IMMEDIATE` on SQLite: the write lock from the start).

@@ -2,13 +2,16 @@
 //! API on a connection of their own.
 //!
 //! sqlx hands each SQLite row from its worker thread to the async side and
-//! copies every value on the way: reading the 1,000,000 payments of a
-//! business day took 8.1 s through the `Any` pool and 6.5 s through a typed
-//! `SqliteConnection`; the same statement stepped here takes 0.21 s (one
-//! run each on the reconciliation bench's database). Everything that
+//! copies every value on the way: a business day's million payments read
+//! through the `Any` pool or a typed `SqliteConnection` took dozens of
+//! times longer than the same statement stepped here. Everything that
 //! writes still goes through sqlx; this module only reads, on its own
 //! read-only connection (WAL: it sees the last commit when it starts and
 //! never blocks a writer).
+//!
+//! Hand-written, not `rusqlite` (which links the same `libsqlite3-sys`):
+//! through rusqlite the recon bench's day of payments read measurably
+//! slower (issue 25).
 
 use libsqlite3_sys as ffi;
 use std::ffi::{CStr, CString};
@@ -29,8 +32,8 @@ impl Row {
     /// Column `i` as text (`None` for NULL). Bytes that are not UTF-8 read
     /// as `None` too: Reckon writes only UTF-8. (ASCII, as identifiers,
     /// currencies and statuses are, is taken by `is_ascii`'s word-at-a-time
-    /// check: `from_utf8` on four short values a row was 4% of a
-    /// million-payment day's load, by perf.)
+    /// check: `from_utf8` on the short values of every row showed in a
+    /// day's load, by perf.)
     pub fn text(&self, i: i32) -> Option<&str> {
         // SAFETY: `stmt` is a prepared statement positioned on a row (a
         // `Row` exists only inside `each`, between a step returning
@@ -38,8 +41,8 @@ impl Row {
         // SQLite for that column and stay valid until the next step, which
         // the borrow of `self` outlives. `sqlite3_column_text` gives NULL
         // for NULL (and for no memory), not-NULL for text of any length:
-        // no `sqlite3_column_type` first (four a row of the day's
-        // payments, a million rows).
+        // no `sqlite3_column_type` first (one call less per value of a
+        // day's payments).
         unsafe {
             let p = ffi::sqlite3_column_text(self.stmt, i);
             let n = ffi::sqlite3_column_bytes(self.stmt, i);
@@ -165,8 +168,8 @@ impl ReadOnly {
         let stmt = Stmt(raw);
         // Each `$n` of the query, by its place among the parameters.
         // (Asking SQLite for each name's place compares it with every
-        // name before it: with 128 keys in a list that `strncmp` was the
-        // largest item of the lookups' thread in `perf`.)
+        // name before it: quadratic in a list's keys, the largest item of
+        // the lookups' thread in `perf`.)
         let mut places = vec![0; binds.len()];
         // SAFETY: a prepared statement; a parameter's name is a
         // NUL-terminated string owned by SQLite (NULL for `?`), read at once.

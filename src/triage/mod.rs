@@ -255,22 +255,9 @@ impl Desk {
     }
 }
 
-/// A ticket that closes takes its waiting proposals with it: none can be
-/// approved afterwards.
-pub async fn supersede_pending(
-    conn: &mut sqlx::AnyConnection,
-    ticket_id: &str,
-    why: &str,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE fix_proposals SET status = 'SUPERSEDED', result = $1 WHERE discrepancy_id = $2 AND status = 'PENDING'",
-    )
-    .bind(why)
-    .bind(ticket_id)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
+/// A ticket that closes takes its waiting proposals with it (SQL on
+/// `fix_proposals`, in the store).
+pub use crate::store::proposals::supersede_pending;
 
 /// A note row, inside the caller's transaction.
 pub(crate) async fn insert_note(
@@ -321,16 +308,9 @@ pub async fn append_action(
     Ok(())
 }
 
-/// The ticket's `actions` with `entries` (a placeholder for one or more
-/// JSON values joined by commas) added. `actions` is a JSON array kept as
-/// text: its closing bracket is stripped and the entries added (with a
-/// comma unless it was empty).
-pub(crate) fn appended_actions(entries: &str) -> String {
-    format!(
-        "CASE WHEN actions = '[]' OR actions = '' THEN '[' || {entries} || ']' \
-         ELSE SUBSTR(actions, 1, LENGTH(actions) - 1) || ',' || {entries} || ']' END"
-    )
-}
+/// SQL appending to a ticket's `actions` (the store's, shared with
+/// reconciliation's repairs).
+pub(crate) use crate::store::tickets::appended_actions;
 
 #[async_trait::async_trait]
 impl Console for Desk {

@@ -116,9 +116,7 @@ impl Desk {
             .checked_sub(jiff::Span::new().days(29))
             .map_err(|e| invalid(e.to_string()))?
             .to_string();
-        let days = self
-            .engine
-            .recon_days(&first, &day)
+        let days = crate::recon::recon_days(&self.engine, &first, &day)
             .await
             .map_err(internal)?;
         let mut per_day: BTreeMap<String, DayFigures> = BTreeMap::new();
@@ -980,7 +978,7 @@ impl Desk {
         // A pull can take a while: it goes on in the background, the runs
         // page shows its progress.
         tokio::spawn(async move {
-            if let Err(e) = engine.resume_run(&run).await {
+            if let Err(e) = crate::recon::resume_run(&engine, &run).await {
                 tracing::warn!(run_id = %run, by = %who, error = %e, "resume failed");
             }
         });

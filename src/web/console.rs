@@ -284,7 +284,7 @@ pub async fn upload_statement(
     }
     let input = Input::File(path.clone());
     let hash = hash.finish();
-    match engine.earlier_run(&provider, &date, &hash).await {
+    match crate::recon::earlier_run(&engine, &provider, &date, &hash).await {
         Ok(Some(run)) => return back_to_runs(Some(&run.run_id), None),
         Ok(None) => {}
         Err(e) => {
@@ -308,7 +308,7 @@ pub async fn upload_statement(
             run_id: Some(id.clone()),
             hash: Some(hash),
         };
-        if let Err(e) = engine.import_statement(imp).await {
+        if let Err(e) = crate::recon::import_statement(&engine, imp).await {
             tracing::warn!(run_id = %id, error = %e, "uploaded statement refused");
         }
     });

@@ -99,7 +99,7 @@ pub async fn upload(
         run_id: None,
         hash: None,
     };
-    match engine.import_statement(imp).await {
+    match crate::recon::import_statement(&engine, imp).await {
         Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),
         Err(e) => recon_error(e),
     }
@@ -150,10 +150,7 @@ pub async fn pull(
         Ok(b) => b,
         Err(r) => return error(StatusCode::BAD_REQUEST, r.body_text()),
     };
-    match engine
-        .pull_statement(&req.provider, &req.business_date, &actor)
-        .await
-    {
+    match crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &actor).await {
         Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),
         Err(e) => recon_error(e),
     }
@@ -172,7 +169,7 @@ pub async fn resume(
     _m: Merchant,
     Path(run_id): Path<String>,
 ) -> Response {
-    match engine.resume_run(&run_id).await {
+    match crate::recon::resume_run(&engine, &run_id).await {
         Ok(run) => Json(run).into_response(),
         Err(e) => recon_error(e),
     }
@@ -190,7 +187,7 @@ pub async fn show(
     _m: Merchant,
     Path(run_id): Path<String>,
 ) -> Response {
-    match engine.run(&run_id).await {
+    match crate::recon::find_run(&engine, &run_id).await {
         Ok(Some(run)) => Json(run).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
         Err(e) => recon_error(e.into()),
@@ -227,7 +224,7 @@ pub async fn days(State(engine): State<Engine>, _m: Merchant, Query(q): Query<Da
             return error(StatusCode::BAD_REQUEST, format!("{d:?} is not YYYY-MM-DD"));
         }
     }
-    match engine.recon_days(&q.from, &q.to).await {
+    match crate::recon::recon_days(&engine, &q.from, &q.to).await {
         Ok(days) => Json(DayList { days }).into_response(),
         Err(e) => recon_error(e.into()),
     }

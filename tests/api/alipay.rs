@@ -358,7 +358,11 @@ async fn a_missing_alipay_notification_is_found_by_trade_query_after_a_timeout(b
     let a = spawn(b).await;
     let p = a.app.register_payment("alipay", "AL-Q", 8888, "CNY").await;
     let engine = a.app.engine.clone();
-    let run = || async { engine.run_provider_tasks(engine.now()).await.unwrap() };
+    let run = || async {
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap()
+    };
     // The create task: Alipay payments are created by the merchant's app,
     // so Reckon only schedules a query for when no notification comes.
     assert_eq!(run().await, 1);
@@ -424,7 +428,12 @@ async fn refused_notifications_are_kept_with_their_reason_bounded_and_make_recko
     let pool = &a.app.accounts.db.pool;
     let p = a.app.register_payment("alipay", "AL-R", 500, "CNY").await;
     let engine = a.app.engine.clone();
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     a.gateway.trades.lock().unwrap().insert(
         p.clone(),
         ("TRADE_SUCCESS".into(), "5.00".into(), "2026R".into()),
@@ -447,7 +456,12 @@ async fn refused_notifications_are_kept_with_their_reason_bounded_and_make_recko
     assert_eq!(len, forged.len() as i64);
     assert_eq!(a.app.payment_state(&p).await, ("CREATED".to_string(), 0));
     // The query is due now, not in a minute; its answer is what counts.
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
     assert_eq!(a.gateway.calls.load(Ordering::SeqCst), 1);
 
@@ -532,7 +546,9 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
     };
     // A: alipay.trade.refund moves the money at once (fund_change Y).
     let first = refund("af-1", 3000).await;
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(status_of(first.clone()).await, "SUCCEEDED");
     assert_eq!(figures().await, (3000, 0));
     // Alipay's notification of it afterwards: refund_fee is the running total.
@@ -553,7 +569,9 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
     // B: the answer does not confirm the money moved; pending.
     a.gateway.fund_change.store(false, Ordering::SeqCst);
     let second = refund("af-2", 2000).await;
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(status_of(second.clone()).await, "PENDING");
     // A running total that cannot be (more than was ever asked): refused.
     assert_eq!(a.post(notice("n-r2", &second, "60.00")).await.0, 200);
@@ -572,10 +590,14 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
 
     // C: no notification comes; the refund query confirms it.
     let third = refund("af-3", 1000).await;
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(status_of(third.clone()).await, "PENDING");
     a.clock.advance_secs(61);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(status_of(third).await, "SUCCEEDED");
     assert_eq!(figures().await, (6000, 0));
     let ledger: i64 =

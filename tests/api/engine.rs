@@ -296,7 +296,12 @@ async fn the_merchant_api_creates_idempotently_and_the_provider_settles_it(b: Ba
     assert_eq!(first.1["status"], "CREATED");
     // The dispatcher calls the sandbox outside the transaction…
     let engine = app.app_engine();
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(app.status(&p).await, "PENDING");
     // …the sandbox settles and notifies; the payment succeeds once.
     app.sandbox.settle(&p, true);
@@ -329,13 +334,20 @@ async fn a_provider_timeout_leaves_the_payment_unknown_and_a_query_settles_it(b:
     let engine = app.app_engine();
     // The provider is unreachable when the dispatcher calls.
     app.sandbox_down(true);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(app.status(&p).await, "CREATED", "unknown is not failed");
     // It had in fact taken the payment; a status query finds the result.
     app.sandbox_down(false);
     app.sandbox_knows(&p, "SUCCEEDED", "9.90", "CNY");
     app.clock.advance_secs(61);
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(app.status(&p).await, "SUCCEEDED");
     assert_eq!(app.count("payment_effects", &p).await, 1);
 }
@@ -348,13 +360,25 @@ async fn queries_that_never_get_a_result_end_awaiting_reconciliation(b: Backend)
     let p = created["payment_no"].as_str().unwrap().to_owned();
     let engine = app.app_engine();
     app.sandbox_down(true);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     for delay in [60, 5 * 60, 30 * 60, 2 * 3600, 12 * 3600] {
         app.clock.advance_secs(delay + 1);
-        assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+        assert_eq!(
+            reckon::workers::run_provider_tasks(&engine, engine.now())
+                .await
+                .unwrap(),
+            1
+        );
     }
     app.clock.advance_secs(48 * 3600);
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 0);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        0
+    );
     let awaiting: i64 =
         sqlx::query_scalar("SELECT awaiting_recon FROM payments WHERE payment_no = $1")
             .bind(&p)
@@ -373,7 +397,9 @@ async fn closing_a_pending_payment_goes_through_the_provider(b: Backend) {
     let (_, created) = app.create(&token, "key-c", &body).await;
     let p = created["payment_no"].as_str().unwrap().to_owned();
     let engine = app.app_engine();
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     let res = app
         .app
         .client

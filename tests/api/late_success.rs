@@ -29,7 +29,9 @@ impl Desk {
         assert_eq!(app.status(&p).await, first);
         // Its create task finds it settled and ends.
         let engine = app.app_engine();
-        engine.run_provider_tasks(engine.now()).await.unwrap();
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap();
         app.clock.advance_secs(60);
         for i in 0..redeliveries {
             let id = format!("evt-{order}-ok-{i}");
@@ -379,7 +381,12 @@ async fn refunding_a_late_success_goes_through_the_ledger_once(b: Backend) {
     assert_eq!(d.app.status(&p).await, "REFUNDING");
     // The worker asks the sandbox; the sandbox settles it and says so.
     d.app.clock.advance_secs(1);
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(refunds_of(p.clone()).await[0].1, "PENDING");
     let at_sandbox = d
         .app
@@ -392,7 +399,9 @@ async fn refunding_a_late_success_goes_through_the_ledger_once(b: Backend) {
     d.app.sandbox.settle_refund(&refund_no, true);
     d.app.wait_for_status(&p, "REFUNDED").await;
     d.app.clock.advance_secs(1);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(refunds_of(p.clone()).await[0].1, "SUCCEEDED");
     assert_eq!(ledger(p.clone()).await, 1);
     let figures: (i64, i64) =
@@ -432,7 +441,9 @@ async fn refunding_a_late_success_goes_through_the_ledger_once(b: Backend) {
     assert_eq!(status, 200, "{done}");
     let (refund_no, _, _) = refunds_of(p.clone()).await.remove(0);
     d.app.clock.advance_secs(1);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(refunds_of(p.clone()).await[0].1, "PENDING");
     d.app.clock.advance_secs(1);
     d.app.sandbox.settle_refund(&refund_no, false);

@@ -70,7 +70,11 @@ impl EngineApp {
     ) -> (u16, serde_json::Value) {
         let answer = self.upload_only(token, date, file).await;
         let engine = &self.app.engine;
-        while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+        while reckon::workers::run_provider_tasks(engine, engine.now())
+            .await
+            .unwrap()
+            > 0
+        {}
         answer
     }
 
@@ -162,7 +166,9 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
         currency: "CNY".into(),
     });
     let engine = app.app_engine();
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     app.sandbox.settle_refund(&refund_no, true);
     for _ in 0..100 {
         let s: String = sqlx::query_scalar("SELECT status FROM refunds WHERE refund_no = $1")
@@ -525,8 +531,7 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
         ..Default::default()
     });
     let engine = app.app_engine();
-    let err = engine
-        .pull_statement("sandbox", &date, "test")
+    let err = reckon::recon::pull_statement(&engine, "sandbox", &date, "test")
         .await
         .unwrap_err();
     let message = err.to_string();
@@ -540,7 +545,10 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
         .unwrap()
         .trim_end_matches(':')
         .to_owned();
-    let run = engine.run(&run_id).await.unwrap().unwrap();
+    let run = reckon::recon::find_run(&engine, &run_id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.status, "FAILED");
     assert_eq!(run.rows_read, 4);
     let cursor: Option<String> =
@@ -551,8 +559,15 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
             .unwrap();
     assert_eq!(cursor.as_deref(), Some("4"));
     // Still broken: resuming fails again, loses and repeats nothing.
-    assert!(engine.resume_run(&run_id).await.is_err());
-    assert_eq!(engine.run(&run_id).await.unwrap().unwrap().rows_read, 4);
+    assert!(reckon::recon::resume_run(&engine, &run_id).await.is_err());
+    assert_eq!(
+        reckon::recon::find_run(&engine, &run_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .rows_read,
+        4
+    );
     // A process that stopped mid-pull leaves the run RUNNING: not resumable
     // while it may still be going, resumable after an hour of silence.
     sqlx::query("UPDATE recon_runs SET status = 'RUNNING', updated_at = $1 WHERE run_id = $2")
@@ -561,7 +576,10 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
         .execute(app.pool())
         .await
         .unwrap();
-    let busy = engine.resume_run(&run_id).await.unwrap_err().to_string();
+    let busy = reckon::recon::resume_run(&engine, &run_id)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(busy.contains("running"), "{busy}");
     app.clock.advance_secs(3601);
     // Mended: resume completes the run.
@@ -570,7 +588,7 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
         statement_page_size: 2,
         ..Default::default()
     });
-    let run = engine.resume_run(&run_id).await.unwrap();
+    let run = reckon::recon::resume_run(&engine, &run_id).await.unwrap();
     assert_eq!(run.status, "COMPLETED", "{run:?}");
     assert_eq!(run.rows_read, 10);
     let (rows, distinct, total): (i64, i64, i64) = sqlx::query_as(
@@ -596,7 +614,7 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
     assert_eq!(figures["matched"], 10, "{figures}");
     assert!(app.tickets().await.is_empty());
     // A completed run does not resume.
-    assert!(engine.resume_run(&run_id).await.is_err());
+    assert!(reckon::recon::resume_run(&engine, &run_id).await.is_err());
 }
 
 async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
@@ -621,11 +639,18 @@ async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
     };
     let tomorrow = today.tomorrow().unwrap();
     assert_eq!(
-        engine.scheduled_pulls(at(tomorrow, 1)).await.unwrap(),
+        reckon::recon::scheduled_pulls(&engine, at(tomorrow, 1))
+            .await
+            .unwrap(),
         0,
         "before 02:00"
     );
-    assert_eq!(engine.scheduled_pulls(at(tomorrow, 3)).await.unwrap(), 1);
+    assert_eq!(
+        reckon::recon::scheduled_pulls(&engine, at(tomorrow, 3))
+            .await
+            .unwrap(),
+        1
+    );
     let status: String = sqlx::query_scalar(
         "SELECT status FROM recon_runs WHERE business_date = $1 AND source = 'pull'",
     )
@@ -635,7 +660,9 @@ async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
     .unwrap();
     assert_eq!(status, "COMPLETED");
     assert_eq!(
-        engine.scheduled_pulls(at(tomorrow, 4)).await.unwrap(),
+        reckon::recon::scheduled_pulls(&engine, at(tomorrow, 4))
+            .await
+            .unwrap(),
         0,
         "done once"
     );
@@ -736,7 +763,9 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     assert_eq!(queued, 1);
 
     // The worker's turn: repaired through apply, once.
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(app.status(&lag).await, "SUCCEEDED");
     assert_eq!(app.count("payment_effects", &lag).await, 1);
     app.assert_auto_repaired(&lag).await;
@@ -759,7 +788,12 @@ async fn status_lag_repairs_are_queued_for_the_worker(b: Backend) {
     .await
     .unwrap();
     assert_eq!(task, ("DONE".to_owned(), None));
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 0);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(engine, engine.now())
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 /// The lag is gone by the time the worker repairs it — the notification
@@ -779,7 +813,11 @@ async fn a_status_lag_paid_meanwhile_closes_at_its_repair(b: Backend) {
     assert_eq!(app.post_signed("evt-rq-m", &body).await.status(), 200);
     assert_eq!(app.status(&lag).await, "SUCCEEDED");
     let engine = &app.app.engine;
-    while engine.run_provider_tasks(engine.now()).await.unwrap() > 0 {}
+    while reckon::workers::run_provider_tasks(engine, engine.now())
+        .await
+        .unwrap()
+        > 0
+    {}
     assert_eq!(app.count("payment_effects", &lag).await, 1);
     app.assert_auto_repaired(&lag).await;
 }
@@ -901,11 +939,15 @@ async fn the_days_payments_and_refunds_are_read_by_their_day_indexes(b: Backend)
         .await;
     }
     sqlx::query("ANALYZE").execute(pool).await.unwrap();
-    let [paid, unpaid] = reckon::recon::DAY_PAYMENTS;
+    let [paid, unpaid] = reckon::store::recon_reads::DAY_PAYMENTS;
     for (sql, index, table) in [
         (paid, "payments_day", "payments"),
         (unpaid, "payments_day", "payments"),
-        (reckon::recon::DAY_REFUNDS, "refunds_day", "refunds"),
+        (
+            reckon::store::recon_reads::DAY_REFUNDS,
+            "refunds_day",
+            "refunds",
+        ),
     ] {
         let (explain, column) = match b {
             Backend::Sqlite => (format!("EXPLAIN QUERY PLAN {sql}"), "detail"),

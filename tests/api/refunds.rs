@@ -86,7 +86,9 @@ impl EngineApp {
 
     async fn tick(&self) -> usize {
         let engine = self.app_engine();
-        engine.run_provider_tasks(engine.now()).await.unwrap()
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap()
     }
 
     /// A refund notification as the sandbox sends it.

@@ -54,8 +54,7 @@ async fn payment(app: &TestApp, order: &str) -> String {
     let p = app.register_payment("acme", order, 12345, "USD").await;
     // A webhook-only sender is never called: the create task just closes.
     assert_eq!(
-        app.engine
-            .run_provider_tasks(app.engine.now())
+        reckon::workers::run_provider_tasks(&app.engine, app.engine.now())
             .await
             .unwrap(),
         1
@@ -232,7 +231,12 @@ async fn a_refund_registered_with_reckon_is_settled_by_the_senders_event(b: Back
         .unwrap();
     assert_eq!(status, 201, "{refund}");
     let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     let status_of = || async {
         sqlx::query_scalar::<_, String>("SELECT status FROM refunds WHERE refund_no = $1")
             .bind(&refund_no)

@@ -318,7 +318,12 @@ async fn a_stripe_payment_is_created_then_settled_by_a_status_query(b: Backend) 
         .register_payment("stripe-eu", "ST-3", 4200, "EUR")
         .await;
     let engine = s.app.engine.clone();
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(s.app.payment_state(&p).await.0, "PENDING");
     let (id, intent) = {
         let intents = s.stripe.intents.lock().unwrap();
@@ -331,7 +336,12 @@ async fn a_stripe_payment_is_created_then_settled_by_a_status_query(b: Backend) 
     // The customer pays; no webhook arrives; the status query finds it.
     s.stripe.intents.lock().unwrap().get_mut(&id).unwrap()["status"] = "succeeded".into();
     s.clock.advance_secs(61);
-    assert_eq!(engine.run_provider_tasks(engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
@@ -342,7 +352,9 @@ async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
         .register_payment("stripe-eu", "ST-4", 4200, "EUR")
         .await;
     let engine = s.app.engine.clone();
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     let intent = {
         let mut intents = s.stripe.intents.lock().unwrap();
         let (id, i) = intents.iter_mut().next().unwrap();
@@ -350,7 +362,9 @@ async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
         id.clone()
     };
     s.clock.advance_secs(61);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(s.app.payment_state(&p).await.0, "SUCCEEDED");
 
     let req = reckon::engine::CreateRefund {
@@ -364,7 +378,9 @@ async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
         .unwrap();
     assert_eq!(status, 201, "{refund}");
     let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     let (re_id, stripe_refund) = {
         let refunds = s.stripe.refunds.lock().unwrap();
         let (id, r) = refunds.iter().next().unwrap();

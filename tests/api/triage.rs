@@ -515,9 +515,7 @@ async fn a_held_callback_is_replayed_from_its_status_lag_ticket(b: Backend) {
     )];
     let tickets = d.reconcile(&rows, "STATUS_LAG").await;
     assert_eq!(tickets.len(), 1, "the automatic repair could not settle it");
-    d.app
-        .app_engine()
-        .release_hold("sam", &p, "checked with the provider")
+    reckon::recon::release_hold(&d.app.app_engine(), "sam", &p, "checked with the provider")
         .await
         .unwrap();
 

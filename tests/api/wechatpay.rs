@@ -520,7 +520,11 @@ async fn a_missing_wechat_notification_is_found_by_the_order_query_after_a_timeo
     let w = spawn(b).await;
     let p = w.app.register_payment("wechat", "WX-Q", 2599, "CNY").await;
     let engine = w.app.engine.clone();
-    let run = || async { engine.run_provider_tasks(engine.now()).await.unwrap() };
+    let run = || async {
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap()
+    };
     assert_eq!(run().await, 1, "the create task schedules a query");
     // Not known to WeChat Pay yet.
     w.clock.advance_secs(61);
@@ -603,7 +607,9 @@ async fn wechat_refunds_are_requested_notified_and_queried(b: Backend) {
     };
 
     let first = refund("wr-1", 1000).await;
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     let at_wechat = w.api.refunds.lock().unwrap()[&first].clone();
     assert_eq!(at_wechat["amount"]["refund"], 1000);
     assert_eq!(at_wechat["amount"]["total"], 2599);
@@ -631,11 +637,15 @@ async fn wechat_refunds_are_requested_notified_and_queried(b: Backend) {
 
     // The second is closed at WeChat Pay; no notification: the query finds it.
     let second = refund("wr-2", 1599).await;
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(figures().await, ("REFUNDING".to_string(), 1000, 1599));
     w.api.refunds.lock().unwrap().get_mut(&second).unwrap()["status"] = "CLOSED".into();
     w.clock.advance_secs(61);
-    engine.run_provider_tasks(engine.now()).await.unwrap();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
     assert_eq!(row(second).await.0, "FAILED");
     assert_eq!(
         figures().await,

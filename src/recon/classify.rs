@@ -1,0 +1,506 @@
+//! Classification, and nothing but: what each statement row, each local
+//! payment and each refund of the day is, in DESIGN.md's table. Pure — the
+//! payments and refunds the rows name were looked up before, the findings
+//! are written after ([`super::write`]); here they are only decided and
+//! counted.
+
+use super::Figures;
+use super::matching::{ByKey, DayPayments, Pay, paid};
+use crate::domain::{Class, Severity};
+use crate::statement::StatementRow;
+use crate::store::recon_reads::Refund;
+
+/// A statement row found by payment_no must be this close to the payment's
+/// creation (microseconds): three days.
+const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
+
+/// A ticket found by a run.
+pub(super) struct Found {
+    pub class: Class,
+    pub severity: Severity,
+    pub key: String,
+    pub payment_no: Option<String>,
+    pub order_no: Option<String>,
+    pub txn: Option<String>,
+    pub line_no: Option<i64>,
+    /// Amount, currency and status, as Reckon has them.
+    pub local: Option<(i64, String, String)>,
+    /// The same, as the provider's statement has them.
+    pub provider_side: Option<(i64, String, String)>,
+    pub reason: String,
+    /// Payments to hold until a person decides.
+    pub hold: Vec<String>,
+}
+
+/// What one exception row is.
+#[derive(Debug)]
+pub(super) enum Verdict {
+    Matched,
+    Ticket(Ticket),
+}
+
+/// The particulars of an exception row's ticket.
+#[derive(Debug)]
+pub(super) struct Ticket {
+    pub class: Class,
+    pub severity: Severity,
+    pub key: String,
+    pub payment_no: Option<String>,
+    pub order_no: Option<String>,
+    pub local: Option<(i64, String, String)>,
+    pub reason: String,
+    /// A STATUS_LAG the engine may repair (the payment can still move).
+    pub repairable: bool,
+}
+
+/// The keys the exceptions `from` name for classification: the
+/// transaction ids of rows not among the day's payments, and every
+/// payment_no.
+pub(super) fn exception_keys(from: &[(StatementRow, Option<u32>)]) -> (Vec<&str>, Vec<&str>) {
+    let txns = from
+        .iter()
+        .filter(|(_, slot)| slot.is_none())
+        .filter_map(|(r, _)| r.provider_txn_id.as_deref())
+        .collect();
+    let nos = from
+        .iter()
+        .filter_map(|(r, _)| r.payment_no.as_deref())
+        .collect();
+    (txns, nos)
+}
+
+/// What the exceptions name, each key once: the transaction ids of rows
+/// not among the day's payments (with how often each is listed), and the
+/// payment_nos.
+pub(super) struct Named<'a> {
+    pub txns: Vec<&'a str>,
+    pub nos: Vec<&'a str>,
+    pub copies: hashbrown::HashMap<&'a str, i64>,
+}
+
+impl<'a> Named<'a> {
+    pub fn of(exceptions: &'a [(StatementRow, Option<u32>)]) -> Named<'a> {
+        let (mut txns, mut nos) = exception_keys(exceptions);
+        txns.sort_unstable();
+        let copies = txns
+            .chunk_by(|a, b| a == b)
+            .map(|c| (c[0], c.len() as i64))
+            .collect();
+        txns.dedup();
+        nos.sort_unstable();
+        nos.dedup();
+        Named { txns, nos, copies }
+    }
+
+    /// The keys `asked` (the exceptions looked up early) did not name.
+    pub fn not_in(&self, asked: &[(StatementRow, Option<u32>)]) -> (Vec<&'a str>, Vec<&'a str>) {
+        let (txns, nos) = exception_keys(asked);
+        let (txns, nos): (hashbrown::HashSet<&str>, hashbrown::HashSet<&str>) =
+            (txns.into_iter().collect(), nos.into_iter().collect());
+        (
+            self.txns
+                .iter()
+                .copied()
+                .filter(|t| !txns.contains(t))
+                .collect(),
+            self.nos
+                .iter()
+                .copied()
+                .filter(|n| !nos.contains(n))
+                .collect(),
+        )
+    }
+}
+
+/// Classifies a payment row that did not plainly match: `t` is the payment
+/// its transaction id names, `n` the one its payment_no names, `copies`
+/// how often its transaction is listed.
+pub(super) fn verdict(
+    row: &StatementRow,
+    t: Option<&Pay>,
+    n: Option<&Pay>,
+    copies: i64,
+) -> Verdict {
+    let txn = row.provider_txn_id.as_deref();
+    let key = txn
+        .or(row.payment_no.as_deref())
+        .map_or_else(|| format!("line-{}", row.line_no), str::to_owned);
+    let ticket = |class, pay: Option<&Pay>, reason: String| Ticket {
+        class,
+        severity: Severity::High,
+        key: key.clone(),
+        payment_no: pay.map(|p| p.no.clone()),
+        order_no: pay.and_then(|p| p.order.clone()),
+        local: None,
+        reason,
+        repairable: false,
+    };
+    if copies > 1 {
+        return Verdict::Ticket(Ticket {
+            order_no: None,
+            ..ticket(
+                Class::Duplicate,
+                t.or(n),
+                format!(
+                    "transaction {} appears {copies} times in the statement",
+                    txn.unwrap_or("-")
+                ),
+            )
+        });
+    }
+    // A payment found by payment_no only is the row's if made near it.
+    let near = |n: &Pay| match (n.created, row.occurred_at) {
+        (Some(c), Some(o)) => (o - c).abs() <= MATCH_WINDOW_US,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    let pay = match (t, n) {
+        (Some(t), Some(n)) if n.no != t.no => {
+            return Verdict::Ticket(ticket(
+                Class::OneToMany,
+                Some(t),
+                format!(
+                    "transaction {} belongs to payment {}, the statement names {}",
+                    txn.unwrap_or("-"),
+                    t.no,
+                    n.no
+                ),
+            ));
+        }
+        (Some(t), _) => t,
+        (None, Some(n)) if near(n) => {
+            if n.txn.as_deref().is_some_and(|bound| Some(bound) != txn) {
+                return Verdict::Ticket(ticket(
+                    Class::OneToMany,
+                    Some(n),
+                    format!(
+                        "payment {} is bound to transaction {}, the statement says {}",
+                        n.no,
+                        n.txn.as_deref().unwrap_or("-"),
+                        txn.unwrap_or("-")
+                    ),
+                ));
+            }
+            n
+        }
+        _ => {
+            return Verdict::Ticket(Ticket {
+                payment_no: row.payment_no.clone(),
+                ..ticket(
+                    Class::ProviderOnly,
+                    None,
+                    "the provider reports a payment Reckon does not have".into(),
+                )
+            });
+        }
+    };
+    let (amount, currency, status) = (
+        row.money.minor,
+        row.money.currency.code(),
+        row.status.as_str(),
+    );
+    let l_status = pay.status.as_str();
+    let (class, severity, reason, repairable) = if pay.currency != currency {
+        (
+            Class::CurrencyMismatch,
+            Severity::High,
+            format!("statement {currency}, local {}", pay.currency),
+            false,
+        )
+    } else if pay.amount != amount {
+        (
+            Class::AmountMismatch,
+            Severity::High,
+            format!("statement {amount}, local {} (minor units)", pay.amount),
+            false,
+        )
+    } else if status != "SUCCEEDED" {
+        if !paid(l_status) {
+            return Verdict::Matched;
+        }
+        (
+            Class::LocalOnly,
+            Severity::Critical,
+            format!("the provider says {status}, Reckon has it {l_status}"),
+            false,
+        )
+    } else if paid(l_status) {
+        return Verdict::Matched;
+    } else if matches!(l_status, "CREATED" | "PENDING") {
+        (
+            Class::StatusLag,
+            Severity::Medium,
+            format!("paid at the provider, {l_status} here"),
+            true,
+        )
+    } else {
+        (
+            Class::StatusLag,
+            Severity::High,
+            format!(
+                "paid at the provider, {l_status} here: the state machine cannot follow; a person decides"
+            ),
+            false,
+        )
+    };
+    Verdict::Ticket(Ticket {
+        class,
+        severity,
+        key: pay.no.clone(),
+        payment_no: Some(pay.no.clone()),
+        order_no: pay.order.clone(),
+        local: Some((pay.amount, pay.currency.clone(), pay.status.clone())),
+        reason,
+        repairable,
+    })
+}
+
+/// What the payment rows and the day's payments came to: the tickets, and
+/// the payments whose STATUS_LAG the engine may repair.
+pub(super) struct Classified {
+    pub found: Vec<Found>,
+    pub lagging: Vec<String>,
+}
+
+/// The payment rows that did not plainly match (`exceptions`, in statement
+/// order), then every payment of the day: listed more than once
+/// (DUPLICATE, every row), plainly matched, or not listed at all.
+/// `by_txn` and `by_no` are the payments the exceptions name, as
+/// [`Named`] lists them.
+pub(super) fn payments(
+    day: &DayPayments,
+    exceptions: &[(StatementRow, Option<u32>)],
+    named: &Named<'_>,
+    by_txn: &ByKey,
+    by_no: &ByKey,
+    figures: &mut Figures,
+) -> Classified {
+    // Sized for the exceptions (most of them are tickets): a finding is
+    // some 300 bytes, and each doubling of tens of thousands of them moved
+    // them all into fresh pages.
+    let mut found: Vec<Found> = Vec::with_capacity(exceptions.len());
+    let mut lagging: Vec<String> = Vec::new();
+    // A row of a transaction listed more than once among the day's
+    // payments is left for its payment's DUPLICATE ticket below.
+    let mut last_duplicate: hashbrown::HashMap<u32, &StatementRow> = hashbrown::HashMap::new();
+    for (row, slot) in exceptions {
+        let ours;
+        let (t, copies) = match slot {
+            Some(i) if day.rows(*i) > 1 => {
+                if row.line_no == day.last_line(*i) {
+                    last_duplicate.insert(*i, row);
+                }
+                continue;
+            }
+            Some(i) => {
+                ours = day.pay(*i);
+                (Some(&ours), 1)
+            }
+            None => {
+                let txn = row.provider_txn_id.as_deref();
+                (
+                    txn.and_then(|t| by_txn.get(t)),
+                    txn.and_then(|t| named.copies.get(t).copied()).unwrap_or(1),
+                )
+            }
+        };
+        let n = row.payment_no.as_deref().and_then(|no| by_no.get(no));
+        figures.statement_rows += 1;
+        let v = match verdict(row, t, n, copies) {
+            Verdict::Matched => {
+                figures.count_matched(1);
+                continue;
+            }
+            Verdict::Ticket(v) => v,
+        };
+        figures.count(v.class, 1);
+        if v.repairable
+            && let Some(no) = &v.payment_no
+        {
+            lagging.push(no.clone());
+        }
+        // The other payment a ONE_TO_MANY involves.
+        let also = match (t, n) {
+            (Some(t), Some(n)) if t.no != n.no => Some(n.no.clone()),
+            _ => None,
+        };
+        let hold = if matches!(v.class, Class::LocalOnly | Class::OneToMany) {
+            v.payment_no.iter().cloned().chain(also).collect()
+        } else {
+            Vec::new()
+        };
+        found.push(Found {
+            class: v.class,
+            severity: v.severity,
+            key: v.key,
+            payment_no: v.payment_no,
+            order_no: v.order_no,
+            txn: row.provider_txn_id.clone(),
+            line_no: Some(row.line_no),
+            local: v.local,
+            provider_side: Some((
+                row.money.minor,
+                row.money.currency.code().to_owned(),
+                row.status.clone(),
+            )),
+            reason: v.reason,
+            hold,
+        });
+    }
+
+    let named: hashbrown::HashSet<&str> = named.nos.iter().copied().collect();
+    // Counted here and added once: a map entry per payment (comparing
+    // class names) was a large part of classifying a day (perf).
+    let (mut plainly, mut unlisted_matched) = (0i64, 0i64);
+    for i in day.indexes() {
+        let rows = i64::from(day.rows(i));
+        if rows > 1 {
+            figures.statement_rows += rows;
+            figures.count(Class::Duplicate, rows);
+            let pay = day.pay(i);
+            let side = match last_duplicate.get(&i) {
+                Some(r) => (
+                    r.money.minor,
+                    r.money.currency.code().to_owned(),
+                    r.status.clone(),
+                ),
+                None => (pay.amount, pay.currency.clone(), "SUCCEEDED".to_owned()),
+            };
+            let txn = pay.txn.clone().unwrap_or_default();
+            found.push(Found {
+                class: Class::Duplicate,
+                severity: Severity::High,
+                key: txn.clone(),
+                payment_no: Some(pay.no),
+                order_no: None,
+                txn: pay.txn,
+                line_no: Some(day.last_line(i)),
+                local: None,
+                provider_side: Some(side),
+                reason: format!("transaction {txn} appears {rows} times in the statement"),
+                hold: Vec::new(),
+            });
+        } else if rows == 1 {
+            if !day.had_exception(i) {
+                plainly += 1;
+            }
+        } else if !named.contains(day.no_of(i)) {
+            figures.local_without_row += 1;
+            let status = day.status_of(i);
+            if paid(status) {
+                figures.count(Class::LocalOnly, 1);
+                let pay = day.pay(i);
+                found.push(Found {
+                    class: Class::LocalOnly,
+                    severity: Severity::Critical,
+                    key: pay.no.clone(),
+                    payment_no: Some(pay.no.clone()),
+                    order_no: pay.order,
+                    txn: pay.txn,
+                    line_no: None,
+                    reason: format!("{} here, absent from the provider's statement", pay.status),
+                    local: Some((pay.amount, pay.currency, pay.status)),
+                    provider_side: None,
+                    hold: vec![pay.no],
+                });
+            } else {
+                unlisted_matched += 1;
+                if matches!(status, "CREATED" | "PENDING") {
+                    figures.pending += 1;
+                }
+            }
+        }
+    }
+    figures.statement_rows += plainly;
+    if plainly + unlisted_matched > 0 {
+        figures.count_matched(plainly + unlisted_matched);
+    }
+    Classified { found, lagging }
+}
+
+/// Why a refund row does not match the refund ledger's entry for it
+/// (`None` when it does).
+fn refund_reason(row: &StatementRow, ledger: Option<&Refund>) -> Option<String> {
+    let (amount, currency) = (row.money.minor, row.money.currency.code());
+    match ledger {
+        None => Some("a refund in the statement Reckon did not request".to_string()),
+        Some(f) if f.currency != currency || f.amount_minor != amount => Some(format!(
+            "statement {amount} {currency}, ledger {} {}",
+            f.amount_minor, f.currency
+        )),
+        Some(f) if f.status == "SUCCEEDED" => None,
+        Some(f) => Some(format!(
+            "refunded at the provider, {} here (its notification is missing)",
+            f.status
+        )),
+    }
+}
+
+/// The statement's refund rows against the refund ledger (`ledger`, by
+/// refund_no), then the day's succeeded refunds (`day`) the statement does
+/// not list: REFUND_MISMATCH both ways.
+pub(super) fn refunds(
+    rows: &[StatementRow],
+    ledger: &hashbrown::HashMap<String, Refund>,
+    day: Vec<Refund>,
+    figures: &mut Figures,
+    found: &mut Vec<Found>,
+) {
+    for row in rows {
+        figures.statement_rows += 1;
+        let f = row.refund_no.as_deref().and_then(|no| ledger.get(no));
+        let Some(reason) = refund_reason(row, f) else {
+            figures.count_matched(1);
+            continue;
+        };
+        figures.count(Class::RefundMismatch, 1);
+        found.push(Found {
+            class: Class::RefundMismatch,
+            severity: Severity::High,
+            key: row
+                .refund_no
+                .clone()
+                .unwrap_or_else(|| format!("line-{}", row.line_no)),
+            payment_no: f.map(|f| f.payment_no.clone()).or(row.payment_no.clone()),
+            order_no: None,
+            txn: row.provider_txn_id.clone(),
+            line_no: Some(row.line_no),
+            local: f.map(|f| (f.amount_minor, f.currency.clone(), f.status.clone())),
+            provider_side: Some((
+                row.money.minor,
+                row.money.currency.code().to_owned(),
+                "REFUNDED".into(),
+            )),
+            reason,
+            hold: Vec::new(),
+        });
+    }
+    let listed: hashbrown::HashSet<&str> =
+        rows.iter().filter_map(|r| r.refund_no.as_deref()).collect();
+    for r in day {
+        if listed.contains(r.refund_no.as_str()) {
+            continue;
+        }
+        figures.local_without_row += 1;
+        figures.count(Class::RefundMismatch, 1);
+        found.push(Found {
+            class: Class::RefundMismatch,
+            severity: Severity::High,
+            reason: format!(
+                "refund {} succeeded here, absent from the provider's statement",
+                r.refund_no
+            ),
+            key: r.refund_no,
+            payment_no: Some(r.payment_no),
+            order_no: None,
+            txn: None,
+            line_no: None,
+            local: Some((r.amount_minor, r.currency, r.status)),
+            provider_side: None,
+            hold: Vec::new(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

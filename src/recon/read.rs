@@ -1,0 +1,378 @@
+//! Reading a statement into a run. A file is hashed, then read on a thread
+//! of its own, its rows handed over in chunks and matched as they arrive
+//! while the day's payments load; the payments its exceptions name are
+//! looked up meanwhile. A pull's pages are staged in `recon_rows` page by
+//! page (each with the cursor after it), then streamed back against the
+//! day.
+
+use super::local;
+use super::matching::{Early, Matcher};
+use super::{ReconError, Run};
+use crate::engine::Engine;
+use crate::statement::{self, Format, Pause, StatementRow};
+use crate::store::recon_runs::{self, RunRow, StagedRow};
+use futures_util::TryStreamExt;
+use sha2::{Digest, Sha256};
+
+/// Statement rows handed from the reading thread to the matcher at once,
+/// and chunks read ahead of the matcher (while the day's payments load).
+const ROWS_PER_CHUNK: usize = 4_096;
+const CHUNKS_AHEAD: usize = 8;
+/// The run's progress (rows read) is written about this often.
+const PROGRESS_EVERY: i64 = 64 * ROWS_PER_CHUNK as i64;
+/// New exceptions that have their payments looked up while the statement
+/// is still read.
+const EARLY_LOOKUPS: usize = 2_048;
+
+/// Where a statement comes from.
+pub enum Input {
+    Bytes(Vec<u8>),
+    File(std::path::PathBuf),
+}
+
+impl Input {
+    fn into_reader(self) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        Ok(match self {
+            Input::Bytes(b) => Box::new(std::io::Cursor::new(b)),
+            Input::File(p) => Box::new(std::io::BufReader::with_capacity(
+                1 << 16,
+                std::fs::File::open(p)?,
+            )),
+        })
+    }
+
+    pub fn hash(&self) -> std::io::Result<String> {
+        let mut h = StatementHash::default();
+        let mut r: Box<dyn std::io::BufRead + Send + '_> = match self {
+            Input::Bytes(b) => Box::new(std::io::Cursor::new(b.as_slice())),
+            Input::File(p) => Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::fs::File::open(p)?,
+            )),
+        };
+        loop {
+            let buf = r.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            h.update(buf);
+            let n = buf.len();
+            r.consume(n);
+        }
+        Ok(h.finish())
+    }
+}
+
+/// What makes a statement file the same file: the SHA-256 of its bytes,
+/// in lowercase hex. Fed piece by piece (as an upload arrives, or as a
+/// file is read).
+#[derive(Default)]
+pub struct StatementHash(Sha256);
+
+impl StatementHash {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
+/// A statement read through: its hash, rows, own figures and the lines
+/// skipped under the accepted tolerance.
+pub(super) struct Read {
+    pub hash: String,
+    pub rows: i64,
+    pub checks: Vec<statement::Check>,
+    pub skipped: Vec<statement::ParseError>,
+}
+
+/// How a file is to be read: its format, the malformed lines accepted,
+/// and its hash when the caller has it.
+pub(super) struct Reading {
+    pub format: Format,
+    pub input: Input,
+    pub tolerance: u32,
+    pub known_hash: Option<String>,
+}
+
+/// Hashes a statement (unless its hash is known), then reads it on the
+/// calling thread, handing its rows to `rows` in chunks. Blocking: runs in
+/// `spawn_blocking`. (Hashing first, in a pass of its own, overlaps it with
+/// the loading of the day's payments, during which the rows could only
+/// wait.)
+fn read_statement(
+    how: Reading,
+    rows: tokio::sync::mpsc::Sender<statement::Chunk>,
+    spare: std::sync::mpsc::Receiver<statement::Chunk>,
+) -> Result<Read, ReconError> {
+    let unreadable =
+        |e: std::io::Error| ReconError::Invalid(format!("cannot read the statement: {e}"));
+    let hash = match how.known_hash {
+        Some(hash) => hash,
+        None => how.input.hash().map_err(unreadable)?,
+    };
+    let mut read = Read {
+        hash,
+        rows: 0,
+        checks: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let reader = how.input.into_reader().map_err(unreadable)?;
+    let mut statement = statement::read_with(how.format, reader, how.tolerance);
+    let mut chunk = statement::Chunk::with_capacity(ROWS_PER_CHUNK);
+    let stopped = || ReconError::Invalid("the run stopped reading".into());
+    loop {
+        let before = chunk.len();
+        let pause = statement
+            .read_rows(&mut chunk, ROWS_PER_CHUNK)
+            .map_err(|e| ReconError::Refused(e.to_string()))?;
+        read.rows += (chunk.len() - before) as i64;
+        match pause {
+            Pause::Full => {
+                // The matched chunks come back empty to be filled again
+                // (a fresh one each time cost page faults).
+                let next = spare
+                    .try_recv()
+                    .unwrap_or_else(|_| statement::Chunk::with_capacity(ROWS_PER_CHUNK));
+                let full = std::mem::replace(&mut chunk, next);
+                if rows.blocking_send(full).is_err() {
+                    return Err(stopped());
+                }
+            }
+            Pause::Skipped(e) => read.skipped.push(e),
+            Pause::End(checks) => {
+                read.checks = checks;
+                break;
+            }
+        }
+    }
+    if !chunk.is_empty() && rows.blocking_send(chunk).is_err() {
+        return Err(stopped());
+    }
+    Ok(read)
+}
+
+/// Reads a file into the run `run_id`: hashed and read on a thread of its
+/// own, its rows matched as they arrive against the day's payments, read
+/// meanwhile. Every error leaves the run for the caller to fail.
+pub(super) async fn read_and_match(
+    engine: &Engine,
+    run_id: &str,
+    provider: &str,
+    range: (i64, i64),
+    how: Reading,
+) -> Result<(Read, Matcher), ReconError> {
+    let started = std::time::Instant::now();
+    let (sender, mut chunks) = tokio::sync::mpsc::channel::<statement::Chunk>(CHUNKS_AHEAD);
+    let (spare, spares) = std::sync::mpsc::channel();
+    let reading = tokio::task::spawn_blocking(move || read_statement(how, sender, spares));
+    let day = match local::day_payments(engine, provider, range).await {
+        Ok(day) => day,
+        Err(e) => {
+            drop(chunks);
+            let _ = reading.await;
+            return Err(e);
+        }
+    };
+    tracing::debug!(
+        run_id,
+        payments = day.len(),
+        millis = started.elapsed().as_millis() as u64,
+        "the day's payments read"
+    );
+    let mut matcher = Matcher::new(day);
+    matcher.started = Some(started);
+    let mut received = 0i64;
+    // While the reader sets the pace, the payments the exceptions name
+    // are asked for on a core of their own (SQLite), a batch at a time,
+    // in order, all on one connection (not one opened per batch, each
+    // reading the schema and filling a page cache of its own).
+    let mut asked = 0;
+    let (ask, asks) = std::sync::mpsc::channel::<(Vec<String>, Vec<String>)>();
+    let early = engine.db.sqlite_path.clone().map(|path| {
+        let provider = provider.to_owned();
+        tokio::task::spawn_blocking(move || local::early_lookups(&path, &provider, asks))
+    });
+    while let Some(mut chunk) = chunks.recv().await {
+        received += chunk.len() as i64;
+        matcher.feed_chunk(&mut chunk);
+        // Back to the reader, empty (it may have stopped: no matter).
+        let _ = spare.send(chunk);
+        if early.is_some() && matcher.exceptions.len() - asked >= EARLY_LOOKUPS {
+            let (txns, nos) = super::classify::exception_keys(&matcher.exceptions[asked..]);
+            let owned =
+                |keys: Vec<&str>| -> Vec<String> { keys.into_iter().map(str::to_owned).collect() };
+            // (A lookup that stopped asks for nothing more: its
+            // answers will not count.)
+            let _ = ask.send((owned(txns), owned(nos)));
+            asked = matcher.exceptions.len();
+        }
+        // Progress for whoever watches the run (the reader, not this
+        // loop, sets the pace: the write costs the run nothing).
+        // Best effort: a progress figure that could not be written
+        // stops nothing.
+        if received % PROGRESS_EVERY == 0 {
+            let _ = recon_runs::progress(&engine.db.pool, run_id, received, engine.now()).await;
+        }
+        if let Err(e) = matcher.within_bounds() {
+            drop(chunks);
+            let _ = reading.await;
+            return Err(e);
+        }
+    }
+    // What was asked early counts only if every batch was answered
+    // (else it is all asked again).
+    drop(ask);
+    if let Some(Ok(Ok((by_txn, by_no)))) = match early {
+        Some(lookups) => Some(lookups.await),
+        None => None,
+    } {
+        matcher.early = Early {
+            looked_up: asked,
+            by_txn,
+            by_no,
+        };
+    }
+    let read = match reading.await {
+        Ok(read) => read,
+        Err(e) => Err(ReconError::Refused(format!(
+            "reading the statement stopped: {e}"
+        ))),
+    };
+    tracing::debug!(
+        run_id,
+        millis = started.elapsed().as_millis() as u64,
+        "statement read and matched"
+    );
+    // What the read freed (rows dropped on another thread than the one
+    // that made them, the lookups' scratch) given back before
+    // classifying, where the peak is.
+    crate::release_freed_memory();
+    Ok((read?, matcher))
+}
+
+/// A statement row as `recon_rows` keeps it.
+pub(super) fn staged(r: &StatementRow) -> StagedRow<'_> {
+    StagedRow {
+        line_no: r.line_no,
+        kind: r.kind.as_str(),
+        provider_txn_id: r.provider_txn_id.as_deref(),
+        payment_no: r.payment_no.as_deref(),
+        refund_no: r.refund_no.as_deref(),
+        provider_refund_id: r.provider_refund_id.as_deref(),
+        amount_minor: r.money.minor,
+        currency: r.money.currency.code(),
+        status: &r.status,
+        occurred_at: r.occurred_at,
+    }
+}
+
+/// Pulls the rest of a pull's statement page by page, from its saved
+/// cursor: each page's rows and the cursor after it in one transaction,
+/// so an interruption loses nothing and repeats nothing — the run FAILS
+/// with the cursor kept, and a resume goes on from there. Once the last
+/// page is in, its summary must agree with the rows staged, and the run
+/// is finished.
+pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let (provider, date, mut cursor, mut rows_read) = recon_runs::pull_state(pool, run_id).await?;
+    let Some(p) = engine.providers.get(&provider).cloned() else {
+        return Err(ReconError::Invalid(format!(
+            "provider {provider} is not configured"
+        )));
+    };
+    let mut pages = 0;
+    let summary = loop {
+        let page = match p.statement_page(&date, cursor.as_deref()).await {
+            Ok(page) => page,
+            Err(e) => {
+                let error = format!(
+                    "run {run_id}: pull interrupted after {rows_read} rows ({pages} pages this time): {e}; resume continues from the saved cursor"
+                );
+                super::fail(engine, run_id, &error).await?;
+                return Err(ReconError::Refused(error));
+            }
+        };
+        pages += 1;
+        let mut rows = page.rows;
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.line_no = rows_read + i as i64 + 1;
+        }
+        rows_read += rows.len() as i64;
+        let staged: Vec<StagedRow> = rows.iter().map(staged).collect();
+        recon_runs::stage_page(
+            &engine.db,
+            run_id,
+            &staged,
+            page.next_cursor.as_deref(),
+            rows_read,
+            engine.now(),
+        )
+        .await?;
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break page.summary.unwrap_or_default(),
+        }
+    };
+    let (count, total) = recon_runs::staged_totals(pool, run_id).await?;
+    let checks: Vec<statement::Check> = summary
+        .into_iter()
+        .map(|(what, stated)| statement::Check {
+            read: if what == "rows" { count } else { total },
+            what,
+            stated,
+            waived: None,
+        })
+        .collect();
+    if checks.is_empty() {
+        let error = "the statement's last page carries no summary".to_string();
+        super::fail(engine, run_id, &error).await?;
+        return Err(ReconError::Refused(error));
+    }
+    // (The day was checked when the pull started.)
+    let range = match super::day_range(&date, &engine.settings.timezone) {
+        Ok(range) => range,
+        Err(e) => {
+            super::fail(engine, run_id, &e).await?;
+            return Err(ReconError::Invalid(e));
+        }
+    };
+    let run = Run {
+        run_id,
+        provider: &provider,
+        date: &date,
+        file: None,
+        range,
+    };
+    super::finish_run(engine, &run, &checks, &[], None).await
+}
+
+/// A pull's staged rows streamed against the day's payments.
+pub(super) async fn match_staged(engine: &Engine, run: &Run<'_>) -> Result<Matcher, ReconError> {
+    let mut matcher = Matcher::new(local::day_payments(engine, run.provider, run.range).await?);
+    let mut rows = recon_runs::staged_rows(&engine.db.pool, run.run_id);
+    while let Some(r) = rows.try_next().await? {
+        let currency = crate::domain::Currency::parse(&r.currency)
+            .map_err(|e| ReconError::Invalid(e.to_string()))?;
+        let row = StatementRow {
+            line_no: r.line_no,
+            kind: if r.kind == "refund" {
+                statement::RowKind::Refund
+            } else {
+                statement::RowKind::Payment
+            },
+            provider_txn_id: r.provider_txn_id,
+            payment_no: r.payment_no,
+            refund_no: r.refund_no,
+            provider_refund_id: r.provider_refund_id,
+            money: crate::domain::Money::new(r.amount_minor, currency),
+            status: r.status,
+            occurred_at: r.occurred_at,
+        };
+        matcher.feed(row.borrowed());
+        matcher.within_bounds()?;
+    }
+    Ok(matcher)
+}

@@ -1,0 +1,416 @@
+//! The `recon_runs` and `recon_rows` tables: a reconciliation run from its
+//! start to its end (COMPLETED, or FAILED with why — a pull keeping the
+//! cursor it resumes from), its progress and figures; and the statement
+//! rows kept behind it (every row of a pull, staged page by page; the rows
+//! behind the tickets of a file's run).
+
+use super::pipeline::{self, WriteOp};
+use super::{Db, DbKind, ROWS_PER_STATEMENT};
+use futures_util::Stream;
+use sqlx::{Any, AnyPool, Executor, QueryBuilder};
+
+/// A run, as the API and CLI report it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct RunRow {
+    pub run_id: String,
+    pub provider: String,
+    pub business_date: String,
+    pub source: String,
+    pub file_name: Option<String>,
+    pub file_hash: Option<String>,
+    pub status: String,
+    pub rows_read: i64,
+    pub summary_json: Option<String>,
+    pub figures_json: Option<String>,
+    pub error: Option<String>,
+    pub started_by: String,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, status, rows_read, \
+     summary_json, figures_json, error, started_by, started_at, finished_at";
+
+pub async fn get<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+) -> sqlx::Result<Option<RunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {RUN_COLUMNS} FROM recon_runs WHERE run_id = $1"
+    ))
+    .bind(run_id)
+    .fetch_optional(e)
+    .await
+}
+
+/// The latest completed run of the statement file `hash` for that
+/// provider and day.
+pub async fn completed_of_file<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+    hash: &str,
+) -> sqlx::Result<Option<RunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {RUN_COLUMNS} FROM recon_runs WHERE provider = $1 AND business_date = $2 AND file_hash = $3 \
+         AND status = 'COMPLETED' ORDER BY started_at DESC LIMIT 1"
+    ))
+    .bind(provider)
+    .bind(date)
+    .bind(hash)
+    .fetch_optional(e)
+    .await
+}
+
+/// The completed runs of the business days `from..=to`, by day, provider
+/// and start.
+pub async fn completed_between<'e>(
+    e: impl Executor<'e, Database = Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<Vec<RunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {RUN_COLUMNS} FROM recon_runs WHERE status = 'COMPLETED' AND business_date >= $1 AND business_date <= $2 \
+         ORDER BY business_date, provider, started_at"
+    ))
+    .bind(from)
+    .bind(to)
+    .fetch_all(e)
+    .await
+}
+
+/// The latest pull of a provider's day: its run, status, and when it last
+/// moved.
+pub async fn latest_pull<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+) -> sqlx::Result<Option<(String, String, Option<i64>)>> {
+    sqlx::query_as(
+        "SELECT run_id, status, COALESCE(finished_at, updated_at, started_at) FROM recon_runs \
+         WHERE provider = $1 AND business_date = $2 AND source = 'pull' ORDER BY started_at DESC LIMIT 1",
+    )
+    .bind(provider)
+    .bind(date)
+    .fetch_optional(e)
+    .await
+}
+
+pub struct NewRun<'a> {
+    pub run_id: &'a str,
+    pub provider: &'a str,
+    pub business_date: &'a str,
+    /// upload | import | pull
+    pub source: &'a str,
+    pub file_name: Option<&'a str>,
+    pub started_by: &'a str,
+    pub now: i64,
+}
+
+/// A run starts RUNNING, reading.
+pub async fn start<'e>(e: impl Executor<'e, Database = Any>, r: &NewRun<'_>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO recon_runs (run_id, provider, business_date, source, file_name, status, \
+           rows_read, started_by, started_at, phase, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, 'RUNNING', 0, $6, $7, 'reading', $7)",
+    )
+    .bind(r.run_id)
+    .bind(r.provider)
+    .bind(r.business_date)
+    .bind(r.source)
+    .bind(r.file_name)
+    .bind(r.started_by)
+    .bind(r.now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// Rows read so far, for whoever watches the run.
+pub async fn progress<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    rows_read: i64,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE recon_runs SET rows_read = $1, updated_at = $2 WHERE run_id = $3")
+        .bind(rows_read)
+        .bind(now)
+        .bind(run_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+/// A file read to its end: how many rows, and the file's hash.
+pub async fn read_through<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    rows_read: i64,
+    file_hash: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE recon_runs SET rows_read = $1, file_hash = $2, updated_at = $3 WHERE run_id = $4",
+    )
+    .bind(rows_read)
+    .bind(file_hash)
+    .bind(now)
+    .bind(run_id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// A run that turned out to repeat an earlier one leaves nothing behind.
+pub async fn discard<'e>(e: impl Executor<'e, Database = Any>, run_id: &str) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM recon_runs WHERE run_id = $1")
+        .bind(run_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+/// What the statement's own summary says, and the lines skipped (JSON).
+pub async fn set_summary<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    summary_json: &str,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE recon_runs SET summary_json = $1 WHERE run_id = $2")
+        .bind(summary_json)
+        .bind(run_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+/// The statement is read and agrees with itself: the run classifies.
+pub async fn matching<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE recon_runs SET phase = 'matching', updated_at = $1 WHERE run_id = $2")
+        .bind(now)
+        .bind(run_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+pub async fn complete<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    figures_json: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE recon_runs SET status = 'COMPLETED', figures_json = $1, error = NULL, finished_at = $2, \
+           phase = 'done', updated_at = $2 WHERE run_id = $3",
+    )
+    .bind(figures_json)
+    .bind(now)
+    .bind(run_id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+pub async fn fail<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    error: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2, phase = 'done', updated_at = $2 \
+         WHERE run_id = $3",
+    )
+    .bind(error)
+    .bind(now)
+    .bind(run_id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// A pull RUNNING again, reading: one that FAILED, or one RUNNING that
+/// made no progress since `stale_before` (its process stopped). False when
+/// the run is neither.
+pub async fn resume<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    now: i64,
+    stale_before: i64,
+) -> sqlx::Result<bool> {
+    let moved = sqlx::query(
+        "UPDATE recon_runs SET status = 'RUNNING', error = NULL, finished_at = NULL, updated_at = $2, phase = 'reading' \
+         WHERE run_id = $1 AND (status = 'FAILED' \
+           OR (status = 'RUNNING' AND COALESCE(updated_at, started_at) < $3))",
+    )
+    .bind(run_id)
+    .bind(now)
+    .bind(stale_before)
+    .execute(e)
+    .await?;
+    Ok(moved.rows_affected() == 1)
+}
+
+/// Where a pull stands: provider, business day, the cursor it goes on
+/// from, rows staged so far.
+pub async fn pull_state<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+) -> sqlx::Result<(String, String, Option<String>, i64)> {
+    sqlx::query_as(
+        "SELECT provider, business_date, cursor, rows_read FROM recon_runs WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(e)
+    .await
+}
+
+/// The figures of a run (`None`: no such run), as read before
+/// [`swap_figures`].
+pub async fn figures<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+) -> sqlx::Result<Option<Option<String>>> {
+    sqlx::query_scalar("SELECT figures_json FROM recon_runs WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_optional(e)
+        .await
+}
+
+/// Replaces a run's figures if they are still `read`: false when another
+/// writer changed them meanwhile (read them again).
+pub async fn swap_figures<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    read: &str,
+    figures_json: &str,
+) -> sqlx::Result<bool> {
+    let moved = sqlx::query(
+        "UPDATE recon_runs SET figures_json = $1 WHERE run_id = $2 AND figures_json = $3",
+    )
+    .bind(figures_json)
+    .bind(run_id)
+    .bind(read)
+    .execute(e)
+    .await?;
+    Ok(moved.rows_affected() == 1)
+}
+
+/// A statement row kept behind a run, borrowed from where it was read.
+#[derive(Clone, Copy, Debug)]
+pub struct StagedRow<'a> {
+    pub line_no: i64,
+    /// payment | refund
+    pub kind: &'a str,
+    pub provider_txn_id: Option<&'a str>,
+    pub payment_no: Option<&'a str>,
+    pub refund_no: Option<&'a str>,
+    pub provider_refund_id: Option<&'a str>,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub status: &'a str,
+    pub occurred_at: Option<i64>,
+}
+
+/// The multi-row INSERT of `rows` into `recon_rows`, with owned values (so
+/// it can wait in a write pipeline). At most [`ROWS_PER_STATEMENT`] rows.
+fn insert_rows(run_id: &str, rows: &[StagedRow<'_>]) -> QueryBuilder<'static, Any> {
+    let own = |s: Option<&str>| s.map(str::to_owned);
+    let mut q = QueryBuilder::new(
+        "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
+           provider_refund_id, amount_minor, currency, status, occurred_at) ",
+    );
+    q.push_values(rows, |mut b, r| {
+        b.push_bind(run_id.to_owned())
+            .push_bind(r.line_no)
+            .push_bind(r.kind.to_owned())
+            .push_bind(own(r.provider_txn_id))
+            .push_bind(own(r.payment_no))
+            .push_bind(own(r.refund_no))
+            .push_bind(own(r.provider_refund_id))
+            .push_bind(r.amount_minor)
+            .push_bind(r.currency.to_owned())
+            .push_bind(r.status.to_owned())
+            .push_bind(r.occurred_at);
+    });
+    q
+}
+
+/// [`insert_rows`] as a step of a write pipeline.
+pub fn keep_rows(kind: DbKind, run_id: &str, rows: &[StagedRow<'_>]) -> WriteOp {
+    pipeline::built(kind, insert_rows(run_id, rows))
+}
+
+/// One page of a pull, in one transaction: its rows, and the cursor after
+/// it with the rows staged so far — an interruption loses nothing and
+/// repeats nothing.
+pub async fn stage_page(
+    db: &Db,
+    run_id: &str,
+    rows: &[StagedRow<'_>],
+    next_cursor: Option<&str>,
+    rows_read: i64,
+    now: i64,
+) -> sqlx::Result<()> {
+    let mut tx = db.begin_write().await?;
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        super::execute_built(&mut *tx, db.kind, insert_rows(run_id, chunk)).await?;
+    }
+    sqlx::query(
+        "UPDATE recon_runs SET cursor = $1, rows_read = $2, updated_at = $4 WHERE run_id = $3",
+    )
+    .bind(next_cursor)
+    .bind(rows_read)
+    .bind(run_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
+
+/// How many rows a run staged, and their amounts' sum.
+pub async fn staged_totals<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(amount_minor), 0) AS BIGINT) FROM recon_rows WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(e)
+    .await
+}
+
+/// A staged row as read back.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Staged {
+    pub line_no: i64,
+    pub kind: String,
+    pub provider_txn_id: Option<String>,
+    pub payment_no: Option<String>,
+    pub refund_no: Option<String>,
+    pub provider_refund_id: Option<String>,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub status: String,
+    pub occurred_at: Option<i64>,
+}
+
+/// A run's staged rows, in line order, streamed.
+pub fn staged_rows<'a>(
+    pool: &'a AnyPool,
+    run_id: &'a str,
+) -> impl Stream<Item = sqlx::Result<Staged>> + Send + 'a {
+    sqlx::query_as(
+        "SELECT line_no, kind, provider_txn_id, payment_no, refund_no, provider_refund_id, amount_minor, \
+           currency, status, occurred_at FROM recon_rows WHERE run_id = $1 ORDER BY line_no",
+    )
+    .bind(run_id)
+    .fetch(pool)
+}

@@ -1,0 +1,95 @@
+//! The task loop: background work in lanes that never wait on each other,
+//! each handing its kind of task to its owner — provider calls, callback
+//! retries and the outbox relay to the engine; STATUS_LAG repairs and the
+//! daily statement pulls to reconciliation. Each lane leases its due rows
+//! (so two instances on one PostgreSQL never take the same row) and reads
+//! the clock per task. Tests call each lane's pass directly with a moved
+//! clock.
+
+use crate::engine::{self, Engine};
+use crate::recon;
+use std::future::Future;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// Runs every lane until the process stops, each on its own task.
+pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("an HTTP client");
+        // The statement schedule: a long pull holds up nothing else.
+        let schedule = engine.clone();
+        let pulls = tokio::spawn(async move {
+            loop {
+                if let Err(e) = recon::scheduled_pulls(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "statement pull schedule");
+                }
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+        });
+        let calls = tokio::spawn(engine.clone().call_lane());
+        let e = engine.clone();
+        let repairs = tokio::spawn(async move {
+            let pass = || recon::run_repairs(&e, e.now());
+            lane(
+                &e.wake.repairs,
+                "reconciliation repairs",
+                recon::REPAIRS_PER_PASS,
+                pass,
+            )
+            .await
+        });
+        let e = engine.clone();
+        let retries = tokio::spawn(async move {
+            let pass = || e.retry_callbacks(e.now());
+            lane(&e.wake.callbacks, "callback retries", engine::BATCH, pass).await
+        });
+        let e = engine.clone();
+        let relay = tokio::spawn(async move {
+            let pass = || e.relay_outbox(&http, e.now());
+            lane(&e.wake.outbox, "outbox relay", engine::BATCH, pass).await
+        });
+        let _ = tokio::join!(pulls, calls, repairs, retries, relay);
+    })
+}
+
+/// One pass over the provider tasks due at `now`, for tests: the
+/// reconciliation repairs, then each due provider call once (up to a
+/// batch), concurrently within each account's slots, one payment's calls
+/// in turn. Returns how many tasks ran.
+pub async fn run_provider_tasks(engine: &Engine, now: i64) -> sqlx::Result<usize> {
+    // Repairs first, as before the lanes: a repair finds its payment
+    // as the run left it, and its ticket says what the repair did.
+    let repairs = recon::run_repairs(engine, now).await?;
+    Ok(repairs + engine.run_due_calls(now).await?)
+}
+
+/// A lane's loop: a pass, then the next at once if the pass took a full
+/// batch (`batch` tasks), else when new work is written or 500 ms have
+/// passed.
+async fn lane<F, Fut>(wake: &Notify, name: &'static str, batch: i64, mut pass: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = sqlx::Result<usize>>,
+{
+    loop {
+        let full = match pass().await {
+            Ok(n) => n as i64 == batch,
+            Err(e) => {
+                tracing::error!(error = %e, lane = name, "worker lane");
+                false
+            }
+        };
+        if full {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = wake.notified() => {},
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {},
+        }
+    }
+}

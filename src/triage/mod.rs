@@ -16,11 +16,11 @@ pub use reading::export_csv;
 use crate::accounts::{TxError, internal, retrying};
 use crate::engine::{ActionError, Engine};
 use crate::store::audit;
-use app::error::AppError;
-use app::ops::{
+use app::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
 };
+use app::error::AppError;
 use app::ssr::Console;
 use app::tickets::{
     ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,

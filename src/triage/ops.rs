@@ -10,12 +10,12 @@ use crate::accounts::{internal, retrying};
 use crate::recon::day_range;
 use crate::store::audit;
 use crate::store::payments::HOLD_REASON;
-use app::error::AppError;
-use app::ops::{
+use app::console::{
     AlertRow, CallbackDetail, CallbackFigures, CallbackFilter, CallbackPage, CallbackSummary,
     Dashboard, DayFigures, Line, PaymentFilter, PaymentPage, PaymentSummary, PaymentView,
     ReplayJob, RunPage, RunSummary, TrendPoint,
 };
+use app::error::AppError;
 use app::tickets::{ActionResult, PAGE_SIZE};
 use app::types::User;
 use serde_json::json;

@@ -6,10 +6,10 @@
 
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
+use crate::console::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -6,9 +6,9 @@
 
 use super::{ErrorNote, Frame, Viewer};
 use crate::api::load_dashboard;
+use crate::console::{Dashboard, TrendPoint};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{Dashboard, TrendPoint};
 use crate::tickets::encode;
 use crate::types::{Lang, Role};
 use leptos::prelude::*;

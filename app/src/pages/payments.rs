@@ -5,10 +5,10 @@
 
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
+use crate::console::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;

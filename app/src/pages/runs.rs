@@ -6,9 +6,9 @@
 use super::callbacks::poll_while;
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{ResumeRun, list_runs};
+use crate::console::{RunPage, RunSummary};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{RunPage, RunSummary};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;

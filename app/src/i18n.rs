@@ -187,6 +187,8 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
             format!("This fix does not apply here: {detail}")
         }
         (AppError::FixNotApplicable { detail }, Lang::Zh) => format!("该修复不适用：{detail}"),
+        (AppError::Invalid { detail }, Lang::En) => format!("The request is not valid: {detail}"),
+        (AppError::Invalid { detail }, Lang::Zh) => format!("请求无效：{detail}"),
         (AppError::FileTooLarge { max_kib }, Lang::En) => {
             format!("The file is larger than {max_kib} KiB.")
         }

@@ -46,7 +46,7 @@ fn required<'a>(value: &'a str, field: &str) -> Result<&'a str, AppError> {
         });
     }
     if v.chars().count() > TEXT_LIMIT {
-        return Err(AppError::FixNotApplicable {
+        return Err(AppError::Invalid {
             detail: format!("{field} is longer than {TEXT_LIMIT} characters"),
         });
     }
@@ -358,7 +358,7 @@ impl Console for Desk {
         .await
         .map_err(internal)?;
         if ok.is_none() {
-            return Err(AppError::FixNotApplicable {
+            return Err(AppError::Invalid {
                 detail: format!("{owner} is not an active operator or supervisor"),
             });
         }
@@ -440,7 +440,7 @@ impl Console for Desk {
             "text" => "evidence_text",
             "reference" => "evidence_ref",
             other => {
-                return Err(AppError::FixNotApplicable {
+                return Err(AppError::Invalid {
                     detail: format!("unknown evidence kind `{other}` (text or reference)"),
                 });
             }

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 const JOB_SILENT_US: i64 = 120 * 1_000_000;
 
 fn invalid(detail: impl Into<String>) -> AppError {
-    AppError::FixNotApplicable {
+    AppError::Invalid {
         detail: detail.into(),
     }
 }

@@ -219,7 +219,7 @@ pub async fn upload_statement(
     if !app::api::WORK.contains(&user.role) {
         return back_to_runs(None, Some(&AppError::Forbidden));
     }
-    let bad = |detail: String| back_to_runs(None, Some(&AppError::FixNotApplicable { detail }));
+    let bad = |detail: String| back_to_runs(None, Some(&AppError::Invalid { detail }));
     let (mut provider, mut date, mut name, mut tolerance) = (None, None, None, 0u32);
     let path = std::env::temp_dir().join(format!("reckon-upload-{}", uuid::Uuid::new_v4()));
     // Whatever happens below, the kept file goes unless the import takes it.

@@ -223,7 +223,7 @@ async fn bulk_replay_of_dead_callbacks_runs_as_a_job(b: Backend) {
         .unwrap()
         .clone();
     assert_eq!(second["total"], 0, "{second}");
-    let (status, _) = d
+    let (status, err) = d
         .call(
             &d.olga,
             "callbacks/bulk-replay",
@@ -231,6 +231,10 @@ async fn bulk_replay_of_dead_callbacks_runs_as_a_job(b: Backend) {
         )
         .await;
     assert_eq!(status, 400);
+    assert_eq!(
+        err["Invalid"]["detail"], "provider nowhere is not configured",
+        "{err}"
+    );
 }
 
 async fn the_dashboard_says_what_the_database_says(b: Backend) {
@@ -490,10 +494,11 @@ async fn callback_details_show_no_secret_and_alerts_are_acknowledged(b: Backend)
         .await;
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
     assert_eq!(list["items"][0]["payment_no"], p.as_str());
-    let (status, _) = d
+    let (status, err) = d
         .call(&d.olga, "payments/list", &[("filter[amount]", "9,00")])
         .await;
     assert_eq!(status, 400, "a malformed amount is refused with the reason");
+    assert_eq!(err["Invalid"]["detail"], "an amount is like 66.60", "{err}");
 
     // An alert acknowledged with a comment, audited; without one, refused.
     d.provider_only("PAYALERT1", "SBX-ALERT-1").await;
@@ -607,6 +612,10 @@ async fn a_statement_uploaded_in_the_console_runs_in_the_background(b: Backend) 
     let empty = upload(Vec::new()).await.unwrap();
     let to = empty.headers()["location"].to_str().unwrap().to_owned();
     assert!(to.starts_with("/runs?err="), "{to}");
+    assert!(
+        to.contains("Invalid") && to.contains("empty"),
+        "an empty file is invalid input, not a fix that does not apply: {to}"
+    );
     // An admin reads runs but may not upload.
     let admin = crate::helpers::client();
     d.app

@@ -2,17 +2,21 @@
 //! PostgreSQL, the embedded migrations, and the SQL of each table in its own
 //! module. SQL lives here and nowhere else; one text serves both backends.
 
+pub mod adjustments;
 pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
 pub mod callbacks;
 pub mod idempotency;
+pub mod lists;
 pub mod nonces;
 pub mod outbox;
 pub mod payments;
 pub mod pipeline;
+pub mod proposals;
 pub mod refunds;
 pub mod refused;
+pub mod replay_jobs;
 pub mod scan;
 pub mod tasks;
 pub mod throttle;

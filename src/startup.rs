@@ -420,15 +420,9 @@ async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Dura
         // Two paid payments to make disagree (a minute at most to get them).
         let mut paid: Vec<(String, i64, String, Option<String>)> = Vec::new();
         for _ in 0..30 {
-            paid = sqlx::query_as(&format!(
-                "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
-                 WHERE provider = 'sandbox' AND status = 'SUCCEEDED' AND {} \
-                 ORDER BY created_at DESC LIMIT 2",
-                crate::store::payments::NOT_HELD
-            ))
-            .fetch_all(&engine.db.pool)
-            .await
-            .unwrap_or_default();
+            paid = crate::store::payments::latest_paid(&engine.db.pool, "sandbox", 2)
+                .await
+                .unwrap_or_default();
             if paid.len() == 2 {
                 break;
             }

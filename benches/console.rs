@@ -135,7 +135,7 @@ fn main() {
         sqlx::query("ANALYZE").execute(&pool).await.unwrap();
         let seed_secs = seeded.elapsed().as_secs_f64();
 
-        let desk = reckon::triage::Desk::new(engine.clone());
+        let desk = reckon::console::Desk::new(engine.clone());
         let filter = |pairs: &[(&str, &str)]| TicketFilter::from_pairs(pairs.iter().copied());
         // A cursor half-way down the queue, as page 1,000 would have.
         let mid: (i64, i64, String) = sqlx::query_as(&format!(

@@ -2096,7 +2096,7 @@ impl Engine {
                 .join(",");
             let actions_now = format!(
                 "CASE WHEN $4 = '' THEN actions ELSE {} END",
-                crate::triage::appended_actions("$4")
+                crate::store::tickets::appended_actions("$4")
             );
             // By the payment's index: `class || ''` keeps SQLite from
             // walking every STATUS_LAG ticket by the class's index instead.
@@ -2117,7 +2117,8 @@ impl Engine {
             if *fixed {
                 fixed_nos.insert(payment_no.as_str());
                 for (ticket, run) in &tickets {
-                    crate::triage::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
+                    crate::store::proposals::supersede_pending(&mut tx, ticket, "auto-repaired")
+                        .await?;
                     if let Some(run) = run {
                         *by_run.entry(run.clone()).or_default() += 1;
                     }

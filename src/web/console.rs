@@ -4,7 +4,6 @@
 //! the same session cookie as the pages.
 
 use super::AppState;
-use crate::triage::Desk;
 use app::ERROR_PARAM;
 use app::error::AppError;
 use app::filter::QueryFilter;
@@ -50,7 +49,7 @@ pub async fn export(
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let db = state.engine.db.clone();
     tokio::spawn(async move {
-        if let Err(e) = crate::triage::export_csv(&db, &filter, tx.clone()).await {
+        if let Err(e) = crate::console::export_csv(&db, &filter, tx.clone()).await {
             tracing::error!(error = %e, "ticket export failed midway");
             let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
         }
@@ -134,8 +133,7 @@ pub async fn upload_evidence(
             }),
         );
     };
-    let desk = Desk::new(state.engine.clone());
-    match desk.add_file(&user, &ticket, &name, &kind, &bytes).await {
+    match crate::triage::add_file(&state.engine, &user, &ticket, &name, &kind, &bytes).await {
         Ok(()) => back(&ticket, None),
         Err(e) => back(&ticket, Some(&e)),
     }
@@ -148,8 +146,7 @@ pub async fn download_evidence(
     Signed(_user): Signed,
     Path(note): Path<String>,
 ) -> Response {
-    let desk = Desk::new(state.engine.clone());
-    match desk.file(&note).await {
+    match crate::console::evidence_file(&state.engine.db, &note).await {
         Ok((name, bytes)) => {
             let safe: String = name
                 .chars()

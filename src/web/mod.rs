@@ -55,7 +55,7 @@ pub fn router(
     extra: Router,
 ) -> Router {
     let backend: SharedBackend = Arc::new(state.accounts.clone());
-    let console: SharedConsole = Arc::new(crate::triage::Desk::new(state.engine.clone()));
+    let console: SharedConsole = Arc::new(crate::console::Desk::new(state.engine.clone()));
     let context = move || {
         provide_context(backend.clone());
         provide_context(console.clone());

@@ -250,11 +250,7 @@ async fn demo_traffic(engine: Engine) {
             .create_payment("demo", &format!("demo-{run}-{n}"), &req)
             .await
         {
-            Ok((_, body)) => {
-                if let Some(no) = body["payment_no"].as_str() {
-                    recent.push_back((no.to_owned(), amount_minor));
-                }
-            }
+            Ok(payment) => recent.push_back((payment.payment_no, amount_minor)),
             Err(e) => tracing::warn!(error = %e, "demo payment not created"),
         }
         if n % 5 != 0 {
@@ -282,9 +278,9 @@ async fn demo_traffic(engine: Engine) {
                     )
                     .await
                 {
-                    Ok((201, _)) => break,
-                    Ok((status, body)) => {
-                        tracing::info!(%status, %body, "demo refund not taken")
+                    Ok(_) => break,
+                    Err(crate::engine::MerchantError::Refused(r)) => {
+                        tracing::info!(refusal = %r.error, "demo refund not taken")
                     }
                     Err(e) => tracing::warn!(error = %e, "demo refund not requested"),
                 }

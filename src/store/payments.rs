@@ -3,7 +3,7 @@
 use crate::domain::PaymentStatus;
 use sqlx::{Any, Executor};
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct PaymentRow {
     pub payment_no: String,
     pub order_no: String,

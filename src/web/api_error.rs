@@ -11,8 +11,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-/// An error answer: its status, and a body of which only `error` is always
-/// there; a refused refund adds the figures that explain the refusal.
+/// An error answer. Only `error` is always there; a refused refund adds the
+/// figures that explain the refusal.
+// (These lines are the `Error` schema's description in the OpenAPI
+// document; `status` is the answer's, not the body's.)
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = Error)]
 pub struct ApiError {

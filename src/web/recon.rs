@@ -120,7 +120,7 @@ pub async fn upload(
     Ok((StatusCode::CREATED, Json(run)).into_response())
 }
 
-/// The form `POST /api/v1/recon/runs` reads (by hand, as it streams: [`upload`]).
+/// The form `POST /api/v1/recon/runs` reads (by hand, as it streams).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct UploadForm {

@@ -146,6 +146,18 @@ pub struct TicketRow {
     pub conclusion: Option<String>,
 }
 
+impl TicketRow {
+    /// Its class, when it is one of the domain's words.
+    pub fn ticket_class(&self) -> Option<crate::domain::Class> {
+        self.class.parse().ok()
+    }
+
+    /// Its status, when it is one of the domain's words.
+    pub fn ticket_status(&self) -> Option<TicketStatus> {
+        self.status.parse().ok()
+    }
+}
+
 pub async fn ticket<'e>(
     e: impl Executor<'e, Database = Any>,
     id: &str,

@@ -189,9 +189,9 @@ pub async fn conclude(
         let now = engine.now();
         let mut tx = engine.db.begin_write().await?;
         let status = tickets::status_of(&mut *tx, id).await?;
-        match status.as_deref() {
+        match status.as_deref().map(str::parse) {
             None => return Err(TxError::App(AppError::NotFound)),
-            Some("CLOSED") => return Err(TxError::App(AppError::TicketClosed)),
+            Some(Ok(Closed)) => return Err(TxError::App(AppError::TicketClosed)),
             Some(_) => {}
         }
         // A proposal that can still be approved waits for its decision;
@@ -224,7 +224,7 @@ pub async fn conclude(
             "ticket.close",
             ("ticket", id),
             Some(json!({ "status": status })),
-            json!({ "status": "CLOSED", "conclusion": conclusion }),
+            json!({ "status": Closed.as_str(), "conclusion": conclusion }),
         );
         audit::append(&mut tx, &engine.db.audit, &entry, now).await?;
         tx.commit().await?;
@@ -240,7 +240,7 @@ async fn ticket_payment(engine: &Engine, id: &str) -> Result<Option<String>, App
         .map_err(internal)?
     {
         None => Err(AppError::NotFound),
-        Some((_, status)) if status == "CLOSED" => Err(AppError::TicketClosed),
+        Some((_, status)) if status.parse() == Ok(Closed) => Err(AppError::TicketClosed),
         Some((payment_no, _)) => Ok(payment_no),
     }
 }

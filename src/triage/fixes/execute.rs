@@ -160,8 +160,8 @@ pub(super) async fn execute(
         actor,
         "ticket.close",
         ("ticket", &p.ticket_id),
-        Some(json!({ "status": "AWAITING_APPROVAL" })),
-        json!({ "status": "CLOSED", "conclusion": conclusion }),
+        Some(json!({ "status": TicketStatus::AwaitingApproval.as_str() })),
+        json!({ "status": Closed.as_str(), "conclusion": conclusion }),
     );
     audit::append(tx, &engine.db.audit, &ticket_closed, now).await?;
     Ok(ActionResult {

@@ -18,7 +18,8 @@ pub use propose::propose;
 
 use super::{entry, required};
 use crate::accounts::{internal, retrying};
-use crate::domain::TicketStatus::{AwaitingApproval, InProgress};
+use crate::domain::Class;
+use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress};
 use crate::engine::Engine;
 use crate::store::payments::PaymentBrief;
 use crate::store::proposals::{self, Decision};
@@ -41,36 +42,36 @@ fn not_applicable(detail: impl Into<String>) -> AppError {
 /// Which fixes a ticket may get, from its class and the payment's state.
 pub(crate) fn fixes_for(t: &TicketRow, payment: Option<&PaymentBrief>) -> Vec<FixKind> {
     let mut out = Vec::new();
-    if t.status == "CLOSED" {
+    if t.ticket_status() == Some(Closed) {
         return out;
     }
     let provider_paid = t.provider_status.as_deref() == Some("SUCCEEDED");
     let local_unpaid =
         payment.is_none_or(|p| matches!(p.status.as_str(), "CREATED" | "PENDING" | "FAILED"));
-    match t.class.as_str() {
-        "PROVIDER_ONLY" | "STATUS_LAG"
+    match t.ticket_class() {
+        Some(Class::ProviderOnly | Class::StatusLag)
             if provider_paid && local_unpaid && t.payment_no.is_some() =>
         {
             out.push(FixKind::Backfill)
         }
-        "LOCAL_ONLY"
+        Some(Class::LocalOnly)
             if payment.is_some_and(|p| {
                 matches!(p.status.as_str(), "SUCCEEDED" | "CREATED" | "PENDING")
             }) =>
         {
             out.push(FixKind::ClosePayment)
         }
-        "AMOUNT_MISMATCH"
+        Some(Class::AmountMismatch)
             if payment.is_some()
                 && t.provider_amount_minor.is_some_and(|a| a > 0)
                 && t.provider_currency == t.local_currency =>
         {
             out.push(FixKind::AcceptAmount)
         }
-        "ONE_TO_MANY" => out.push(FixKind::Merge),
+        Some(Class::OneToMany) => out.push(FixKind::Merge),
         // Money taken for a payment Reckon closed or failed: two people
         // either take it (the order is paid) or give it back in full.
-        "PAID_AFTER_CLOSE"
+        Some(Class::PaidAfterClose)
             if payment.is_some_and(|p| matches!(p.status.as_str(), "FAILED" | "CLOSED")) =>
         {
             out.extend([FixKind::AcceptPayment, FixKind::RefundPayment])

@@ -5,7 +5,7 @@
 use super::plan::plan;
 use super::{PROPOSAL_TTL_US, entry, required};
 use crate::accounts::{TxError, retrying};
-use crate::domain::TicketStatus::{AwaitingApproval, InProgress, Open};
+use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress, Open};
 use crate::engine::Engine;
 use crate::store::audit;
 use crate::store::proposals::{self, NewProposal};
@@ -25,10 +25,10 @@ pub async fn propose(engine: &Engine, actor: &User, fix: &FixRequest) -> Result<
         let Some(t) = tickets::ticket(&mut *tx, &fix.ticket_id).await? else {
             return Err(TxError::App(AppError::NotFound));
         };
-        match t.status.as_str() {
-            "CLOSED" => return Err(TxError::App(AppError::TicketClosed)),
+        match t.ticket_status() {
+            Some(Closed) => return Err(TxError::App(AppError::TicketClosed)),
             // A stale proposal does not block a fresh one.
-            "AWAITING_APPROVAL"
+            Some(AwaitingApproval)
                 if proposals::live_count(&mut *tx, &t.discrepancy_id, now).await? > 0 =>
             {
                 return Err(TxError::App(AppError::AlreadyProposed));

@@ -66,16 +66,17 @@ impl After {
     }
 }
 
-/// ` AND (time < at OR (time = at AND key < key))`
+/// ` AND (time, key) < (at, key)`: the rows after the cursor, newest
+/// first. A row value, each value bound once: the index on (time, key)
+/// seeks to it (`time < ? OR (time = ? AND …)` with two values SQLite
+/// cannot tell are one, and scans).
 fn newest_first_after(qb: &mut Builder, after: Option<&After>, time: &str, key: &str) {
     if let Some(a) = after {
-        qb.push(format!(" AND ({time} < "))
+        qb.push(format!(" AND ({time}, {key}) < ("))
             .push_bind(a.at)
-            .push(format!(" OR ({time} = "))
-            .push_bind(a.at)
-            .push(format!(" AND {key} < "))
+            .push(", ")
             .push_bind(a.key.clone())
-            .push("))");
+            .push(")");
     }
 }
 
@@ -199,7 +200,11 @@ pub async fn tickets(
     let mut qb = Builder::new(format!("SELECT {TICKET_COLUMNS} FROM discrepancies"));
     ticket_conditions(&mut qb, f, None, db.kind);
     if let Some(a) = after {
-        qb.push(" AND (severity_rank < ")
+        // The first term is implied by the rest; it gives the queue's index
+        // its range (the rank bound twice is two values to SQLite).
+        qb.push(" AND severity_rank <= ")
+            .push_bind(a.rank)
+            .push(" AND (severity_rank < ")
             .push_bind(a.rank)
             .push(" OR (severity_rank = ")
             .push_bind(a.rank)

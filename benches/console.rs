@@ -135,7 +135,7 @@ fn main() {
         sqlx::query("ANALYZE").execute(&pool).await.unwrap();
         let seed_secs = seeded.elapsed().as_secs_f64();
 
-        let desk = reckon::triage::Desk::new(engine.clone());
+        let desk = reckon::console::Desk::new(engine.clone());
         let filter = |pairs: &[(&str, &str)]| TicketFilter::from_pairs(pairs.iter().copied());
         // A cursor half-way down the queue, as page 1,000 would have.
         let mid: (i64, i64, String) = sqlx::query_as(&format!(
@@ -192,8 +192,8 @@ fn main() {
             lines.push(format!("| {name} | {n} (page) | {p50:.1} | {p95:.1} |"));
         }
         // The lists of issue 8 over the million payments and callbacks.
-        let pfilter = |pairs: &[(&str, &str)]| app::ops::PaymentFilter::from_pairs(pairs.iter().copied());
-        let cfilter = |pairs: &[(&str, &str)]| app::ops::CallbackFilter::from_pairs(pairs.iter().copied());
+        let pfilter = |pairs: &[(&str, &str)]| app::console::PaymentFilter::from_pairs(pairs.iter().copied());
+        let cfilter = |pairs: &[(&str, &str)]| app::console::CallbackFilter::from_pairs(pairs.iter().copied());
         let mid_payment: (i64, String) = sqlx::query_as(&format!(
             "SELECT created_at, payment_no FROM payments ORDER BY created_at DESC, payment_no DESC LIMIT 1 OFFSET {}",
             payments / 2

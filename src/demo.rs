@@ -19,11 +19,7 @@ pub async fn history(engine: Engine, sandbox: SandboxServer) -> anyhow::Result<(
     let tz = engine.settings.timezone.clone();
     let today = jiff::Timestamp::now().to_zoned(tz.clone()).date();
     let first = today.checked_sub(jiff::Span::new().days(DAYS))?;
-    let written: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM payments WHERE created_by = 'demo' AND description = 'demo history'",
-    )
-    .fetch_one(&engine.db.pool)
-    .await?;
+    let written = payments::count_written(&engine.db.pool, "demo", "demo history").await?;
     if written > 0 {
         return Ok(());
     }

@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod demo;
 pub mod domain;
 pub mod engine;

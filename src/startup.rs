@@ -247,11 +247,7 @@ async fn demo_traffic(engine: Engine) {
             .create_payment("demo", &format!("demo-{run}-{n}"), &req)
             .await
         {
-            Ok((_, body)) => {
-                if let Some(no) = body["payment_no"].as_str() {
-                    recent.push_back((no.to_owned(), amount_minor));
-                }
-            }
+            Ok(payment) => recent.push_back((payment.payment_no, amount_minor)),
             Err(e) => tracing::warn!(error = %e, "demo payment not created"),
         }
         if n % 5 != 0 {
@@ -279,9 +275,9 @@ async fn demo_traffic(engine: Engine) {
                     )
                     .await
                 {
-                    Ok((201, _)) => break,
-                    Ok((status, body)) => {
-                        tracing::info!(%status, %body, "demo refund not taken")
+                    Ok(_) => break,
+                    Err(crate::engine::MerchantError::Refused(r)) => {
+                        tracing::info!(refusal = %r.error, "demo refund not taken")
                     }
                     Err(e) => tracing::warn!(error = %e, "demo refund not requested"),
                 }
@@ -357,15 +353,9 @@ async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Dura
         // Two paid payments to make disagree (a minute at most to get them).
         let mut paid: Vec<(String, i64, String, Option<String>)> = Vec::new();
         for _ in 0..30 {
-            paid = sqlx::query_as(&format!(
-                "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
-                 WHERE provider = 'sandbox' AND status = 'SUCCEEDED' AND {} \
-                 ORDER BY created_at DESC LIMIT 2",
-                crate::store::payments::NOT_HELD
-            ))
-            .fetch_all(&engine.db.pool)
-            .await
-            .unwrap_or_default();
+            paid = crate::store::payments::latest_paid(&engine.db.pool, "sandbox", 2)
+                .await
+                .unwrap_or_default();
             if paid.len() == 2 {
                 break;
             }

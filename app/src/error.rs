@@ -45,6 +45,10 @@ pub enum AppError {
     AlreadyProposed,
     #[error("this fix does not apply to this ticket: {detail}")]
     FixNotApplicable { detail: String },
+    /// What was sent cannot be used as it is (too long, empty, not a day,
+    /// not an amount, an unknown choice): the caller's to correct.
+    #[error("the request is not valid: {detail}")]
+    Invalid { detail: String },
     #[error("the file is larger than {max_kib} KiB")]
     FileTooLarge { max_kib: u64 },
     #[error("only a callback whose signature verified may be replayed")]
@@ -78,7 +82,9 @@ impl AppError {
             AppError::InvalidUsername | AppError::WeakPassword { .. } | AppError::Transport(_) => {
                 400
             }
-            AppError::Required { .. } | AppError::FixNotApplicable { .. } => 400,
+            AppError::Required { .. }
+            | AppError::FixNotApplicable { .. }
+            | AppError::Invalid { .. } => 400,
             AppError::OwnProposal => 403,
             AppError::FileTooLarge { .. } => 413,
             AppError::ProviderUnavailable { .. } => 502,

@@ -1,5 +1,6 @@
-//! The one catalogue of visible strings, English and Chinese. A key without
-//! both translations does not compile.
+//! The one catalogue of visible strings, English and Chinese: every string
+//! more than one page shows is a [`Msg`]; a page's own words are [`tr`] at
+//! their call site. A key without both translations does not compile.
 
 use crate::error::AppError;
 use crate::types::{Lang, Role};
@@ -41,6 +42,38 @@ pub enum Msg {
     NotFoundBody,
     BackHome,
     You,
+    // The console's words shared by more than one page: pages' names,
+    // list controls, and the fields of payments, callbacks and tickets.
+    Dashboard,
+    Discrepancies,
+    Approvals,
+    Callbacks,
+    Payments,
+    Alerts,
+    Filter,
+    Search,
+    Clear,
+    Older,
+    Any,
+    Provider,
+    BusinessDay,
+    Payment,
+    Order,
+    TxnId,
+    TraceId,
+    Amount,
+    Held,
+    Owner,
+    Callback,
+    Signature,
+    Processing,
+    Fix,
+    DecidedBy,
+    Before,
+    After,
+    TimeUtc,
+    ReceivedUtc,
+    FoundUtc,
 }
 
 impl Msg {
@@ -102,6 +135,36 @@ impl Msg {
             ),
             BackHome => ("Back to the start page", "返回首页"),
             You => ("you", "本人"),
+            Dashboard => ("Dashboard", "总览"),
+            Discrepancies => ("Discrepancies", "差异工单"),
+            Approvals => ("Approvals", "审批"),
+            Callbacks => ("Callbacks", "回调"),
+            Payments => ("Payments", "支付单"),
+            Alerts => ("Alerts", "告警"),
+            Filter => ("Filter", "筛选"),
+            Search => ("Search", "搜索"),
+            Clear => ("Clear", "清除"),
+            Older => ("Older →", "更早 →"),
+            Any => ("any", "全部"),
+            Provider => ("Provider", "渠道"),
+            BusinessDay => ("Business day", "业务日"),
+            Payment => ("Payment", "支付单"),
+            Order => ("Order", "订单号"),
+            TxnId => ("Txn id", "渠道流水号"),
+            TraceId => ("Trace id", "追踪号"),
+            Amount => ("Amount", "金额"),
+            Held => ("Held", "冻结"),
+            Owner => ("Owner", "负责人"),
+            Callback => ("Callback", "回调"),
+            Signature => ("Signature", "验签"),
+            Processing => ("Processing", "处理状态"),
+            Fix => ("Fix", "修复方式"),
+            DecidedBy => ("Decided by", "审批人"),
+            Before => ("Before", "变更前"),
+            After => ("After", "变更后"),
+            TimeUtc => ("Time (UTC)", "时间（UTC）"),
+            ReceivedUtc => ("Received (UTC)", "接收时间（UTC）"),
+            FoundUtc => ("Found (UTC)", "发现时间（UTC）"),
         }
     }
 }
@@ -187,6 +250,8 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
             format!("This fix does not apply here: {detail}")
         }
         (AppError::FixNotApplicable { detail }, Lang::Zh) => format!("该修复不适用：{detail}"),
+        (AppError::Invalid { detail }, Lang::En) => format!("The request is not valid: {detail}"),
+        (AppError::Invalid { detail }, Lang::Zh) => format!("请求无效：{detail}"),
         (AppError::FileTooLarge { max_kib }, Lang::En) => {
             format!("The file is larger than {max_kib} KiB.")
         }

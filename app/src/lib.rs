@@ -4,11 +4,11 @@
 //! `hydrate` into WebAssembly for the browser.
 
 pub mod api;
+pub mod console;
 pub mod error;
 pub mod filter;
 pub mod format;
 pub mod i18n;
-pub mod ops;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod ssr;

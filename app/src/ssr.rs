@@ -3,11 +3,11 @@
 //! shaping that lets forms work without JavaScript.
 
 use crate::ERROR_PARAM;
-use crate::error::AppError;
-use crate::ops::{
+use crate::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
 };
+use crate::error::AppError;
 use crate::tickets::{
     ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
     TicketPage,

@@ -4,7 +4,7 @@
 //! under a sensitive key keeps only its first and last two characters.
 
 use libfuzzer_sys::fuzz_target;
-use reckon::triage::mask;
+use reckon::console::mask;
 
 fuzz_target!(|data: &[u8]| {
     let _ = mask::payload(data);

@@ -1,14 +1,19 @@
 //! What merchants ask of the engine through the API: create a payment
-//! (idempotently), read it, close it.
+//! (idempotently), read it, close it; the answers kept under a merchant's
+//! idempotency key ([`Refused`] for a refusal), which every repeat gets
+//! again. Refunds are asked for in [`super::refund_requests`].
 
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::{
     Currency, Money, OrderNo, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
 use crate::providers::CallError;
-use crate::store::{alerts, idempotency, outbox, payments, refunds, tasks, tickets};
+use crate::store::idempotency::{self, Stored};
+use crate::store::{alerts, outbox, payments, refunds, tasks, tickets};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use sqlx::AnyConnection;
 
 /// The body of `POST /api/v1/payments`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
@@ -43,8 +48,9 @@ pub enum MerchantError {
     Invalid(String),
     #[error("this Idempotency-Key was used with a different request")]
     KeyReused,
-    #[error("order {0} already has a live payment attempt")]
-    LiveAttempt(String),
+    /// The request was taken and refused; the refusal is its answer.
+    #[error("{}", .0.error)]
+    Refused(Refused),
     #[error("no payment {0}")]
     NotFound(String),
     #[error("payment {payment_no} is {status} and cannot be closed")]
@@ -55,6 +61,132 @@ pub enum MerchantError {
     ProviderRefused(String),
     #[error("storage error: {0}")]
     Store(#[from] sqlx::Error),
+}
+
+/// A merchant's request refused for what it asks, not for how it is
+/// written: kept under its idempotency key as its answer (`error` and the
+/// figures that explain it), given again to every repeat.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    #[serde(skip)]
+    pub kind: RefusedKind,
+    /// Why, for a person to read.
+    pub error: String,
+    /// The payment's currency, when a refund named another.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Why reconciliation holds the payment, when that refused a refund.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_reason: Option<String>,
+    /// The payment's status, when it refused a refund.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment_status: Option<String>,
+    /// What is left to refund (minor units), when a refund asked for more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refundable_minor: Option<i64>,
+}
+
+impl Refused {
+    pub fn new(kind: RefusedKind, error: impl Into<String>) -> Refused {
+        Refused {
+            kind,
+            error: error.into(),
+            ..Refused::default()
+        }
+    }
+}
+
+/// What kind of refusal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RefusedKind {
+    /// The payment named does not exist.
+    NoSuchPayment,
+    /// The order's or the payment's state does not allow it now (a live
+    /// attempt, a hold, nothing left to refund).
+    #[default]
+    StateForbids,
+    /// It cannot be taken as asked (another currency, a provider that is
+    /// not configured).
+    Unacceptable,
+}
+
+/// `idempotency_keys` keeps each answer as the HTTP status the API gave
+/// it and its body (its schema since the first release): these are the
+/// statuses of what was made and of each kind of refusal.
+const KEPT_MADE: i64 = 201;
+
+impl RefusedKind {
+    pub const ALL: [RefusedKind; 3] = [
+        RefusedKind::NoSuchPayment,
+        RefusedKind::StateForbids,
+        RefusedKind::Unacceptable,
+    ];
+
+    /// The status an answer of this kind is kept with.
+    pub const fn kept_status(self) -> i64 {
+        match self {
+            RefusedKind::NoSuchPayment => 404,
+            RefusedKind::StateForbids => 409,
+            RefusedKind::Unacceptable => 422,
+        }
+    }
+
+    fn of_kept(status: i64) -> Option<RefusedKind> {
+        Self::ALL.into_iter().find(|k| k.kept_status() == status)
+    }
+}
+
+/// Takes the merchant's key for a request hashing to `request_hash`, inside
+/// the caller's transaction. `Some` when the key was taken before: its
+/// answer (the caller commits, then serves it with [`again`]).
+pub(super) async fn take_key(
+    conn: &mut AnyConnection,
+    scope: &str,
+    key: &str,
+    request_hash: &str,
+    now: i64,
+) -> Result<Option<Stored>, MerchantError> {
+    if idempotency::take(&mut *conn, scope, key, request_hash, now).await? {
+        return Ok(None);
+    }
+    let stored = idempotency::stored(&mut *conn, scope, key)
+        .await?
+        .ok_or_else(|| MerchantError::Invalid("idempotency key vanished".into()))?;
+    Ok(Some(stored))
+}
+
+/// The answer a key got, for a repeat of the request: what was made, or
+/// the refusal. A key used with another request is refused.
+pub(super) fn again<T: DeserializeOwned>(
+    stored: &Stored,
+    request_hash: &str,
+) -> Result<T, MerchantError> {
+    if stored.request_hash != request_hash {
+        return Err(MerchantError::KeyReused);
+    }
+    let unreadable = |e: serde_json::Error| MerchantError::Store(sqlx::Error::Decode(e.into()));
+    match RefusedKind::of_kept(stored.response_status) {
+        Some(kind) => {
+            let refused: Refused =
+                serde_json::from_str(&stored.response_body).map_err(unreadable)?;
+            Err(MerchantError::Refused(Refused { kind, ..refused }))
+        }
+        None => serde_json::from_str(&stored.response_body).map_err(unreadable),
+    }
+}
+
+/// Keeps the answer under the key, in the caller's transaction.
+pub(super) async fn keep<T: Serialize>(
+    conn: &mut AnyConnection,
+    scope: &str,
+    key: &str,
+    answer: &Result<T, Refused>,
+) -> sqlx::Result<()> {
+    let (status, body) = match answer {
+        Ok(made) => (KEPT_MADE, json_of(made)),
+        Err(refused) => (refused.kind.kept_status(), json_of(refused)),
+    };
+    idempotency::answer(&mut *conn, scope, key, status, &body.to_string()).await
 }
 
 /// A payment as the API returns it. The values are the store's rows as
@@ -84,14 +216,14 @@ fn json_of<T: Serialize>(v: T) -> serde_json::Value {
 impl Engine {
     /// Creates the payment (CREATED) and its create task in one transaction
     /// under the merchant's idempotency key; the provider is called later,
-    /// by the task worker. Returns the HTTP status and body to send — the
-    /// same ones for every repeat of the key.
+    /// by the task worker. Every repeat of the key gets the same answer:
+    /// the payment as created, or the same refusal.
     pub async fn create_payment(
         &self,
         scope: &str,
         key: &str,
         req: &CreatePayment,
-    ) -> Result<(u16, serde_json::Value), MerchantError> {
+    ) -> Result<payments::PaymentRow, MerchantError> {
         let order_no =
             OrderNo::parse(&req.order_no).map_err(|e| MerchantError::Invalid(e.to_string()))?;
         let provider = ProviderName::parse(&req.provider)
@@ -119,23 +251,16 @@ impl Engine {
 
         let now = self.now();
         let mut tx = self.db.begin_write().await?;
-        if !idempotency::take(&mut *tx, scope, key, &request_hash, now).await? {
-            let stored = idempotency::stored(&mut *tx, scope, key)
-                .await?
-                .ok_or_else(|| MerchantError::Invalid("idempotency key vanished".into()))?;
+        if let Some(stored) = take_key(&mut tx, scope, key, &request_hash, now).await? {
             tx.commit().await?;
-            if stored.request_hash != request_hash {
-                return Err(MerchantError::KeyReused);
-            }
-            let body = serde_json::from_str(&stored.response_body).unwrap_or_default();
-            return Ok((stored.response_status as u16, body));
+            return again(&stored, &request_hash);
         }
         let (attempt_no, live) = payments::attempts_of(&mut *tx, order_no.as_str()).await?;
-        let (status, body) = if live > 0 {
-            (
-                409,
-                serde_json::json!({ "error": MerchantError::LiveAttempt(order_no.to_string()).to_string() }),
-            )
+        let answer = if live > 0 {
+            Err(Refused::new(
+                RefusedKind::StateForbids,
+                format!("order {order_no} already has a live payment attempt"),
+            ))
         } else {
             let payment_no = format!("PAY{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
             payments::insert(
@@ -154,13 +279,15 @@ impl Engine {
             )
             .await?;
             tasks::schedule(&mut *tx, tasks::CREATE, &payment_no, now, now).await?;
-            let row = payments::get(&mut *tx, &payment_no).await?;
-            (201, json_of(row))
+            payments::get(&mut *tx, &payment_no)
+                .await?
+                .ok_or_else(|| MerchantError::Invalid("payment vanished".into()))
+                .map(Ok)?
         };
-        idempotency::answer(&mut *tx, scope, key, i64::from(status), &body.to_string()).await?;
+        keep(&mut tx, scope, key, &answer).await?;
         tx.commit().await?;
         self.wake.notify_one();
-        Ok((status, body))
+        answer.map_err(MerchantError::Refused)
     }
 
     pub async fn payment_detail(&self, payment_no: &str) -> Result<PaymentDetail, MerchantError> {

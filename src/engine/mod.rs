@@ -10,6 +10,7 @@ pub mod clock;
 mod ingest;
 mod intake;
 mod merchant;
+mod refund_requests;
 mod refunds;
 mod relay;
 mod replay;
@@ -18,11 +19,9 @@ mod retries;
 pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::{Refusal, notice_outcome, view_outcome};
-pub use merchant::{CreatePayment, MerchantError, PaymentDetail};
-pub use refunds::{
-    CreateRefund, RefundApplied, RefundBalance, RefundDetail, RefundOutcome, apply_refund_in,
-    refund_late_success_in,
-};
+pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, RefusedKind};
+pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
+pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use retries::headers_from_json;
 

@@ -11,57 +11,15 @@
 //! transaction; on none a classification, and facts that disagree open a
 //! REFUND_MISMATCH discrepancy and an alert instead of changing anything.
 
-use super::merchant::MerchantError;
 use super::{Engine, Source};
 use crate::domain::{
-    Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
-    RefundNo, RefundStatus, Severity,
+    Class, Money, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId, RefundNo, RefundStatus,
+    Severity,
 };
 use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
-use crate::store::{
-    alerts, idempotency, outbox, payments, refunds, tasks, tasks::TaskRow, tickets,
-};
-use serde::{Deserialize, Serialize};
+use crate::store::{alerts, outbox, payments, refunds, tasks, tasks::TaskRow, tickets};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
-
-/// The body of `POST /api/v1/payments/{payment_no}/refunds`.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateRefund {
-    /// Minor units of the payment's currency.
-    #[schema(example = 3000, minimum = 1)]
-    pub amount_minor: i64,
-    /// Optional; when given it must be the payment's.
-    #[serde(default)]
-    #[schema(pattern = "^[A-Za-z]{3}$")]
-    pub currency: Option<String>,
-    /// Required, at most 256 characters.
-    #[schema(example = "damaged", min_length = 1, max_length = 256)]
-    pub reason: String,
-}
-
-/// A refund as the API returns it: its row and, beside it, its payment's
-/// balance.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct RefundDetail {
-    #[serde(flatten)]
-    pub refund: refunds::RefundRow,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payment: Option<RefundBalance>,
-}
-
-/// A payment's refund figures, in minor units of its currency.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct RefundBalance {
-    pub status: String,
-    pub amount_minor: i64,
-    pub refunded_minor: i64,
-    pub reserved_minor: i64,
-    /// `amount_minor - refunded_minor - reserved_minor`.
-    pub refundable_minor: i64,
-}
 
 /// A provider's word about one refund, from any source.
 #[derive(Clone, Debug)]
@@ -141,7 +99,7 @@ impl RefundApplied {
     }
 }
 
-fn decode<T: std::str::FromStr<Err = String>>(s: &str) -> sqlx::Result<T> {
+pub(super) fn decode<T: std::str::FromStr<Err = String>>(s: &str) -> sqlx::Result<T> {
     s.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))
 }
 
@@ -541,26 +499,6 @@ async fn mismatch(
     .await
 }
 
-/// A refund as the API returns it, with the payment's figures.
-fn refund_json(
-    r: refunds::RefundRow,
-    balance: Option<(String, i64, i64, i64, String)>,
-) -> serde_json::Value {
-    let detail = RefundDetail {
-        refund: r,
-        payment: balance.map(
-            |(status, amount_minor, refunded_minor, reserved_minor, _)| RefundBalance {
-                status,
-                amount_minor,
-                refunded_minor,
-                reserved_minor,
-                refundable_minor: amount_minor - refunded_minor - reserved_minor,
-            },
-        ),
-    };
-    serde_json::to_value(detail).unwrap_or_default()
-}
-
 impl Engine {
     /// `apply_refund_in` in its own transaction, counted.
     pub async fn apply_refund(&self, o: &RefundOutcome) -> sqlx::Result<RefundApplied> {
@@ -583,220 +521,6 @@ impl Engine {
         if matches!(applied, RefundApplied::Moved { .. }) {
             self.wake.notify_one();
         }
-    }
-
-    /// Reserves the amount and records the refund (REQUESTED) with its task
-    /// in one transaction, under the merchant's idempotency key; the
-    /// provider is called later by the task worker. Returns the status and
-    /// body to send — the same ones for every repeat of the key.
-    pub async fn request_refund(
-        &self,
-        scope: &str,
-        key: &str,
-        payment_no: &str,
-        req: &CreateRefund,
-    ) -> Result<(u16, serde_json::Value), MerchantError> {
-        let payment_no =
-            PaymentNo::parse(payment_no).map_err(|e| MerchantError::Invalid(e.to_string()))?;
-        if req.amount_minor <= 0 {
-            return Err(MerchantError::Invalid(
-                "amount_minor must be positive".into(),
-            ));
-        }
-        let reason = req.reason.trim();
-        if reason.is_empty() || reason.chars().count() > 256 || reason.contains('\0') {
-            // PostgreSQL's text cannot hold a NUL: refused here, not a 500.
-            return Err(MerchantError::Invalid(
-                "reason is required, at most 256 characters, without NUL".into(),
-            ));
-        }
-        let request_hash = hex::encode(Sha256::digest(
-            format!(
-                "{payment_no}\n{}",
-                serde_json::to_string(req).unwrap_or_default()
-            )
-            .as_bytes(),
-        ));
-        let idem_scope = format!("refund:{scope}");
-        let now = self.now();
-        let mut tx = self.db.begin_write().await?;
-        if !idempotency::take(&mut *tx, &idem_scope, key, &request_hash, now).await? {
-            let stored = idempotency::stored(&mut *tx, &idem_scope, key)
-                .await?
-                .ok_or_else(|| MerchantError::Invalid("idempotency key vanished".into()))?;
-            tx.commit().await?;
-            if stored.request_hash != request_hash {
-                return Err(MerchantError::KeyReused);
-            }
-            let body = serde_json::from_str(&stored.response_body).unwrap_or_default();
-            return Ok((stored.response_status as u16, body));
-        }
-        let (status, body) = self
-            .reserve_refund(&mut tx, &payment_no, req, reason, scope, key, now)
-            .await?;
-        idempotency::answer(
-            &mut *tx,
-            &idem_scope,
-            key,
-            i64::from(status),
-            &body.to_string(),
-        )
-        .await?;
-        tx.commit().await?;
-        self.metrics.refund(if status == 201 {
-            "requested"
-        } else {
-            "rejected"
-        });
-        if status == 201 {
-            self.wake.notify_one();
-        }
-        Ok((status, body))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn reserve_refund(
-        &self,
-        conn: &mut AnyConnection,
-        payment_no: &PaymentNo,
-        req: &CreateRefund,
-        reason: &str,
-        scope: &str,
-        key: &str,
-        now: i64,
-    ) -> Result<(u16, serde_json::Value), MerchantError> {
-        let refuse = |status: u16, message: String, extra: serde_json::Value| {
-            let mut body = json!({ "error": message });
-            if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-                b.extend(e.clone());
-            }
-            Ok((status, body))
-        };
-        let Some(p) = payments::get(&mut *conn, payment_no.as_str()).await? else {
-            return refuse(404, format!("no payment {payment_no}"), json!({}));
-        };
-        if let Some(c) = &req.currency
-            && !c.eq_ignore_ascii_case(&p.currency)
-        {
-            return refuse(
-                422,
-                format!("payment {payment_no} is in {}, not {c}", p.currency),
-                json!({ "currency": p.currency }),
-            );
-        }
-        if let Some(reason) = &p.hold_reason {
-            return refuse(
-                409,
-                format!(
-                    "payment {payment_no} is held by reconciliation ({reason}); a person must release it first"
-                ),
-                json!({ "hold_reason": reason }),
-            );
-        }
-        if self.providers.get(&p.provider).is_none() {
-            return refuse(
-                422,
-                format!("provider {} is not configured", p.provider),
-                json!({}),
-            );
-        }
-        let Some(prev) = refunds::reserve(
-            &mut *conn,
-            payment_no.as_str(),
-            req.amount_minor,
-            &p.currency,
-            now,
-        )
-        .await?
-        else {
-            let (status, amount, refunded, reserved, currency) =
-                refunds::balance(&mut *conn, payment_no.as_str())
-                    .await?
-                    .unwrap_or_default();
-            let refundable = amount - refunded - reserved;
-            let figures = json!({
-                "payment_status": status,
-                "refundable_minor": refundable,
-                "currency": currency,
-            });
-            let refundable_status: PaymentStatus = decode(&status)?;
-            if !matches!(
-                refundable_status,
-                PaymentStatus::Succeeded | PaymentStatus::Refunding
-            ) {
-                return refuse(
-                    409,
-                    format!(
-                        "payment {payment_no} is {status}; only a SUCCEEDED payment can be refunded"
-                    ),
-                    figures,
-                );
-            }
-            return refuse(
-                409,
-                format!(
-                    "a refund of {} exceeds what is refundable on payment {payment_no}: {refundable} {currency} (minor units)",
-                    req.amount_minor
-                ),
-                figures,
-            );
-        };
-        let refund_no = format!("RFD{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
-        refunds::insert(
-            &mut *conn,
-            &refunds::NewRefund {
-                refund_no: &refund_no,
-                payment_no: payment_no.as_str(),
-                provider: &p.provider,
-                amount_minor: req.amount_minor,
-                currency: &p.currency,
-                idem_scope: &format!("refund:{scope}"),
-                idem_key: key,
-                reason,
-                requested_by: scope,
-                now,
-            },
-        )
-        .await?;
-        if prev != "REFUNDING" {
-            payments::insert_history_many(
-                &mut *conn,
-                &[payments::HistoryEntry {
-                    payment_no: payment_no.as_str(),
-                    from: &prev,
-                    to: "REFUNDING",
-                    source: Source::Merchant.as_str(),
-                    evidence: &refund_no,
-                    trace_id: &refund_no,
-                    at: now,
-                }],
-            )
-            .await?;
-        }
-        tasks::schedule_refund(
-            &mut *conn,
-            tasks::REFUND,
-            payment_no.as_str(),
-            &refund_no,
-            now,
-            now,
-        )
-        .await?;
-        let row = refunds::get(&mut *conn, &refund_no)
-            .await?
-            .ok_or_else(|| MerchantError::Invalid("refund vanished".into()))?;
-        let balance = refunds::balance(&mut *conn, payment_no.as_str()).await?;
-        Ok((201, refund_json(row, balance)))
-    }
-
-    pub async fn refund_detail(&self, refund_no: &str) -> Result<serde_json::Value, MerchantError> {
-        RefundNo::parse(refund_no).map_err(|_| MerchantError::NotFound(refund_no.into()))?;
-        let pool = &self.db.pool;
-        let r = refunds::get(pool, refund_no)
-            .await?
-            .ok_or_else(|| MerchantError::NotFound(refund_no.into()))?;
-        let balance = refunds::balance(pool, &r.payment_no).await?;
-        Ok(refund_json(r, balance))
     }
 
     /// A refund task: ask the provider to refund, or ask how a refund went.

@@ -9,7 +9,7 @@ use super::refunds::RefundOutcome;
 use super::{Engine, headers_from_json};
 use crate::domain::{PaymentNo, ProviderTxnId};
 use crate::providers::Notification;
-use crate::store::payments;
+use crate::store::{callbacks, payments};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActionError {
@@ -28,9 +28,6 @@ pub enum ActionError {
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }
-
-/// provider, payment_no, verify_result, headers_json, payload, trace_id
-type StoredCallback = (String, Option<String>, String, String, Vec<u8>, String);
 
 /// What a replay or a query did, in words a person reads.
 #[derive(Clone, Debug)]
@@ -62,13 +59,7 @@ impl Engine {
     /// records how it went on the callback row, as its first processing
     /// did. A callback that failed verification never runs.
     pub async fn replay_callback(&self, id: &str) -> Result<ActionOutcome, ActionError> {
-        let row: Option<StoredCallback> = sqlx::query_as(
-            "SELECT provider, payment_no, verify_result, headers_json, payload, trace_id \
-                 FROM payment_callbacks WHERE id = $1",
-        )
-        .bind(id)
-        .fetch_optional(&self.db.pool)
-        .await?;
+        let row = callbacks::stored(&self.db.pool, id).await?;
         let Some((provider_name, payment_no, verify, headers_json, payload, trace_id)) = row else {
             return Err(ActionError::NotFound);
         };
@@ -103,11 +94,7 @@ impl Engine {
                 let mut o = RefundOutcome::of_notice(&n, provider.name(), id, &trace_id);
                 o.source = Source::Replay;
                 self.process_refund(id, &o).await;
-                let outcome: Option<String> =
-                    sqlx::query_scalar("SELECT outcome FROM payment_callbacks WHERE id = $1")
-                        .bind(id)
-                        .fetch_one(&self.db.pool)
-                        .await?;
+                let outcome = callbacks::outcome_of(&self.db.pool, id).await?;
                 ActionOutcome {
                     class: "refund",
                     detail: format!(

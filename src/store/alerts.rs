@@ -129,6 +129,73 @@ pub async fn alerts_for<'e>(
     .await
 }
 
+// ---- The console (issue 25, r25-triage) -------------------------------------
+
+/// An alert as the console lists it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Listed {
+    pub alert_id: String,
+    pub kind: String,
+    pub severity: String,
+    pub payment_no: Option<String>,
+    pub message: String,
+    pub created_at: i64,
+    pub acknowledged_at: Option<i64>,
+    pub acknowledged_by: Option<String>,
+    pub ack_comment: Option<String>,
+}
+
+/// The open alerts, oldest first; or all of them, newest first.
+pub async fn listed<'e>(
+    e: impl Executor<'e, Database = Any>,
+    open_only: bool,
+    limit: i64,
+) -> sqlx::Result<Vec<Listed>> {
+    let sql = format!(
+        "SELECT alert_id, kind, severity, payment_no, message, created_at, acknowledged_at, acknowledged_by, ack_comment \
+         FROM alerts {} ORDER BY {} LIMIT {limit}",
+        if open_only {
+            "WHERE acknowledged_at IS NULL"
+        } else {
+            ""
+        },
+        if open_only {
+            "created_at, alert_id"
+        } else {
+            "created_at DESC, alert_id"
+        }
+    );
+    sqlx::query_as(&sql).fetch_all(e).await
+}
+
+pub async fn open_count<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE acknowledged_at IS NULL")
+        .fetch_one(e)
+        .await
+}
+
+/// Acknowledges an open alert; returns whether it was open.
+pub async fn acknowledge(
+    conn: &mut sqlx::AnyConnection,
+    alert_id: &str,
+    by: &str,
+    comment: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE alerts SET acknowledged_at = $1, acknowledged_by = $2, ack_comment = $3 \
+         WHERE alert_id = $4 AND acknowledged_at IS NULL",
+    )
+    .bind(now)
+    .bind(by)
+    .bind(comment)
+    .bind(alert_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+// ---- end of the console (r25-triage) ----------------------------------------
+
 #[cfg(test)]
 mod tests {
     use super::*;

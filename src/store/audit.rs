@@ -358,3 +358,21 @@ pub async fn verify(
         first_broken: None,
     })
 }
+
+// ---- The console (issue 25, r25-triage) -------------------------------------
+
+/// The replays of a stored callback: when, by whom, and what each did
+/// (the entry's `after`, JSON).
+pub async fn replays_of<'e>(
+    e: impl sqlx::Executor<'e, Database = Any>,
+    callback_row: &str,
+) -> sqlx::Result<Vec<(i64, String, Option<String>)>> {
+    sqlx::query_as(
+        "SELECT at, actor, after_json FROM audit_log WHERE action = 'callback.replay' AND object_type = 'callback' \
+           AND object_id = $1 ORDER BY seq",
+    )
+    .bind(callback_row)
+    .fetch_all(e)
+    .await
+}
+// ---- end of the console (r25-triage) ----------------------------------------

@@ -308,3 +308,217 @@ pub async fn insert_many_applied(
     }
     Ok(ids)
 }
+
+// ---- Triage and the console (issue 25, r25-triage) --------------------------
+// A stored callback as a replay and the console's pages read it.
+
+/// provider, payment_no, verify_result, headers_json, payload, trace_id
+pub type StoredCallback = (String, Option<String>, String, String, Vec<u8>, String);
+
+/// What a replay needs of a stored callback.
+pub async fn stored<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<StoredCallback>> {
+    sqlx::query_as(
+        "SELECT provider, payment_no, verify_result, headers_json, payload, trace_id \
+             FROM payment_callbacks WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(e)
+    .await
+}
+
+/// How the callback's processing went (`outcome`), as last recorded.
+pub async fn outcome_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT outcome FROM payment_callbacks WHERE id = $1")
+        .bind(id)
+        .fetch_one(e)
+        .await
+}
+
+/// The callback row `id` if it is about payment `payment_no`.
+pub async fn of_payment_by_id<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    payment_no: Option<&str>,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT id FROM payment_callbacks WHERE id = $1 AND payment_no = $2")
+        .bind(id)
+        .bind(payment_no)
+        .fetch_optional(e)
+        .await
+}
+
+/// DEAD callbacks of `provider` received in [from, to).
+pub async fn dead_count<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    (from, to): (i64, i64),
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM payment_callbacks WHERE provider = $1 AND processing_status = 'DEAD' \
+           AND received_at >= $2 AND received_at < $3",
+    )
+    .bind(provider)
+    .bind(from)
+    .bind(to)
+    .fetch_one(e)
+    .await
+}
+
+/// The DEAD callbacks of `provider` received in [from, to), in order.
+pub async fn dead_ids<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    (from, to): (i64, i64),
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT id FROM payment_callbacks WHERE provider = $1 AND processing_status = 'DEAD' \
+           AND received_at >= $2 AND received_at < $3 ORDER BY received_at, id",
+    )
+    .bind(provider)
+    .bind(from)
+    .bind(to)
+    .fetch_all(e)
+    .await
+}
+
+/// The columns of a callback in a list.
+pub const LISTED_COLUMNS: &str = "id, callback_id, provider, payment_no, provider_txn_id, callback_status, verify_result, \
+     processing_status, outcome, retry_count, duplicates, trace_id, received_at";
+
+/// A callback as lists show it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Listed {
+    pub id: String,
+    pub callback_id: String,
+    pub provider: String,
+    pub payment_no: Option<String>,
+    pub provider_txn_id: Option<String>,
+    pub callback_status: String,
+    pub verify_result: String,
+    pub processing_status: String,
+    pub outcome: Option<String>,
+    pub retry_count: i64,
+    pub duplicates: i64,
+    pub trace_id: String,
+    pub received_at: i64,
+}
+
+/// A callback with all it stored.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Detail {
+    #[sqlx(flatten)]
+    pub listed: Listed,
+    pub headers_json: String,
+    pub payload: Vec<u8>,
+    pub payload_hash: String,
+    pub error_message: Option<String>,
+    pub next_retry_at: Option<i64>,
+    pub processed_at: Option<i64>,
+    pub refund_no: Option<String>,
+    pub facts: Option<String>,
+}
+
+pub async fn detail<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<Detail>> {
+    sqlx::query_as(&format!(
+        "SELECT {LISTED_COLUMNS}, headers_json, payload, payload_hash, error_message, next_retry_at, \
+           processed_at, refund_no, facts FROM payment_callbacks WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(e)
+    .await
+}
+
+/// A payment's callback with the error its processing met.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct OfPayment {
+    #[sqlx(flatten)]
+    pub listed: Listed,
+    pub error_message: Option<String>,
+}
+
+/// The first 200 callbacks about a payment, in the order they came.
+pub async fn of_payment<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<OfPayment>> {
+    sqlx::query_as(&format!(
+        "SELECT {LISTED_COLUMNS}, error_message FROM payment_callbacks WHERE payment_no = $1 \
+         ORDER BY received_at LIMIT 200"
+    ))
+    .bind(payment_no)
+    .fetch_all(e)
+    .await
+}
+
+/// A day's callbacks: received, duplicates, failed, DEAD, processed.
+#[derive(Clone, Debug, Default, sqlx::FromRow)]
+pub struct Figures {
+    pub received: i64,
+    pub duplicates: i64,
+    pub failed: i64,
+    pub dead: i64,
+    pub processed: i64,
+}
+
+/// `received_at` in [start, end), and of `provider` if one is named.
+fn received_in(
+    qb: &mut sqlx::QueryBuilder<'static, Any>,
+    (start, end): (i64, i64),
+    provider: Option<&str>,
+) {
+    qb.push(" WHERE received_at >= ")
+        .push_bind(start)
+        .push(" AND received_at < ")
+        .push_bind(end);
+    if let Some(p) = provider {
+        qb.push(" AND provider = ").push_bind(p.to_owned());
+    }
+}
+
+pub async fn figures(
+    db: &super::Db,
+    range: (i64, i64),
+    provider: Option<&str>,
+) -> sqlx::Result<Figures> {
+    let mut qb = sqlx::QueryBuilder::new(
+        "SELECT COUNT(*) AS received, \
+           CAST(COALESCE(SUM(duplicates), 0) + COALESCE(SUM(CASE WHEN outcome = 'duplicate' THEN 1 ELSE 0 END), 0) AS BIGINT) AS duplicates, \
+           CAST(COALESCE(SUM(CASE WHEN processing_status = 'FAILED' THEN 1 ELSE 0 END), 0) AS BIGINT) AS failed, \
+           CAST(COALESCE(SUM(CASE WHEN processing_status = 'DEAD' THEN 1 ELSE 0 END), 0) AS BIGINT) AS dead, \
+           CAST(COALESCE(SUM(CASE WHEN processed_at IS NOT NULL THEN 1 ELSE 0 END), 0) AS BIGINT) AS processed \
+         FROM payment_callbacks",
+    );
+    received_in(&mut qb, range, provider);
+    let (sql, args) = super::lists::finish(&mut qb, db.kind);
+    sqlx::query_as_with(&sql, args).fetch_one(&db.pool).await
+}
+
+/// The `offset`-th shortest time from receipt to processed (microseconds)
+/// among the processed callbacks of [start, end) (and `provider`).
+pub async fn processing_time_at(
+    db: &super::Db,
+    range: (i64, i64),
+    provider: Option<&str>,
+    offset: i64,
+) -> sqlx::Result<Option<i64>> {
+    let mut qb =
+        sqlx::QueryBuilder::new("SELECT processed_at - received_at FROM payment_callbacks");
+    received_in(&mut qb, range, provider);
+    qb.push(format!(
+        " AND processed_at IS NOT NULL ORDER BY processed_at - received_at LIMIT 1 OFFSET {offset}"
+    ));
+    let (sql, args) = super::lists::finish(&mut qb, db.kind);
+    sqlx::query_scalar_with(&sql, args)
+        .fetch_optional(&db.pool)
+        .await
+}
+// ---- end of triage and the console (r25-triage) -----------------------------

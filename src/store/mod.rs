@@ -2,11 +2,13 @@
 //! PostgreSQL, the embedded migrations, and the SQL of each table in its own
 //! module. SQL lives here and nowhere else; one text serves both backends.
 
+pub mod adjustments;
 pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
 pub mod callbacks;
 pub mod idempotency;
+pub mod lists;
 pub mod nonces;
 pub mod outbox;
 pub mod payments;
@@ -16,6 +18,7 @@ pub mod recon_reads;
 pub mod recon_runs;
 pub mod refunds;
 pub mod refused;
+pub mod replay_jobs;
 pub mod scan;
 pub mod tasks;
 pub mod throttle;
@@ -415,24 +418,24 @@ where
     sqlx::query_as_with(&sql, args).fetch_all(e).await
 }
 
-/// `?` placeholders as `$1, $2, …`, in order, outside single-quoted
-/// literals.
-fn numbered(sql: &str) -> String {
+/// `?` placeholders as `$1, $2, …`, in order, outside quoted literals
+/// and names.
+pub(crate) fn numbered(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + sql.len() / 8);
-    let (mut n, mut quoted) = (0, false);
+    let (mut n, mut quote) = (0, None);
     for c in sql.chars() {
-        match c {
-            '\'' => {
-                quoted = !quoted;
-                out.push(c);
-            }
-            '?' if !quoted => {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '?') => {
                 n += 1;
                 out.push('$');
                 out.push_str(&n.to_string());
+                continue;
             }
-            _ => out.push(c),
+            _ => {}
         }
+        out.push(c);
     }
     out
 }
@@ -446,6 +449,18 @@ mod built_tests {
         assert_eq!(
             numbered("SELECT ?, '?', 'it''s ?', ? WHERE a IN (?, ?)"),
             "SELECT $1, '?', 'it''s ?', $2 WHERE a IN ($3, $4)"
+        );
+    }
+
+    #[test]
+    fn names_in_double_quotes_keep_their_question_marks() {
+        assert_eq!(
+            numbered("a = ? AND b <> 'x?' AND c COLLATE \"C?\" >= ? OR d = ?"),
+            "a = $1 AND b <> 'x?' AND c COLLATE \"C?\" >= $2 OR d = $3"
+        );
+        assert_eq!(
+            numbered("status = 'it''s' AND x = ?"),
+            "status = 'it''s' AND x = $1"
         );
     }
 

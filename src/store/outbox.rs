@@ -188,3 +188,34 @@ async fn events_chunk(
     }
     Ok(())
 }
+
+// ---- The console (issue 25, r25-triage) -------------------------------------
+
+/// A payment's outbox message with one of its deliveries (none when no
+/// sink is configured).
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct EventDelivery {
+    pub message_id: String,
+    pub event_type: String,
+    pub created_at: i64,
+    pub sink: Option<String>,
+    pub status: Option<String>,
+    pub attempts: Option<i64>,
+    pub last_error: Option<String>,
+    pub published_at: Option<i64>,
+}
+
+pub async fn deliveries_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    aggregate_id: &str,
+) -> sqlx::Result<Vec<EventDelivery>> {
+    sqlx::query_as(
+        "SELECT e.message_id, e.event_type, e.created_at, d.sink, d.status, d.attempts, d.last_error, d.published_at \
+         FROM outbox_events e LEFT JOIN outbox_deliveries d ON d.message_id = e.message_id \
+         WHERE e.aggregate_id = $1 ORDER BY e.created_at",
+    )
+    .bind(aggregate_id)
+    .fetch_all(e)
+    .await
+}
+// ---- end of the console (r25-triage) ----------------------------------------

@@ -3,7 +3,7 @@
 use crate::domain::PaymentStatus;
 use sqlx::{Any, Executor};
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct PaymentRow {
     pub payment_no: String,
     pub order_no: String,
@@ -466,3 +466,172 @@ async fn history_chunk(
     q.execute(&mut *conn).await?;
     Ok(())
 }
+
+// ---- Triage and the console (issue 25, r25-triage) --------------------------
+// A payment as the console lists and shows it and as a fix sees it; the
+// fixes' own reads and writes of a payment.
+
+/// The columns of a [`PaymentBrief`] (with the hold reason).
+pub const BRIEF_COLUMNS: &str = "payment_no, order_no, provider, provider_txn_id, amount_minor, currency, status, version, \
+     created_at, paid_at, refunded_minor, reserved_minor";
+
+/// A payment as lists show it and as a fix proposal records it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct PaymentBrief {
+    pub payment_no: String,
+    pub order_no: String,
+    pub provider: String,
+    pub provider_txn_id: Option<String>,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub status: String,
+    pub version: i64,
+    pub hold_reason: Option<String>,
+    pub created_at: i64,
+    pub paid_at: Option<i64>,
+    pub refunded_minor: i64,
+    pub reserved_minor: i64,
+}
+
+pub async fn brief<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Option<PaymentBrief>> {
+    sqlx::query_as(&format!(
+        "SELECT {BRIEF_COLUMNS}, {HOLD_REASON} FROM payments WHERE payment_no = $1"
+    ))
+    .bind(payment_no)
+    .fetch_optional(e)
+    .await
+}
+
+/// The payment a provider's transaction id is bound to.
+pub async fn bound_to<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    provider_txn_id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT payment_no FROM payments WHERE provider = $1 AND provider_txn_id = $2",
+    )
+    .bind(provider)
+    .bind(provider_txn_id)
+    .fetch_optional(e)
+    .await
+}
+
+/// A paid attempt of the order (SUCCEEDED, or refunding or refunded after
+/// it), if any.
+pub async fn paid_of_order<'e>(
+    e: impl Executor<'e, Database = Any>,
+    order_no: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT payment_no FROM payments WHERE order_no = $1 \
+           AND status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') LIMIT 1",
+    )
+    .bind(order_no)
+    .fetch_optional(e)
+    .await
+}
+
+/// Locks the payment (PostgreSQL) for the rest of the transaction if it is
+/// still at `version` with the hold `held` (`None`: not held) — as a
+/// proposal saw it. Returns whether it is.
+pub async fn lock_as_seen(
+    conn: &mut sqlx::AnyConnection,
+    payment_no: &str,
+    version: i64,
+    held: Option<&str>,
+) -> sqlx::Result<bool> {
+    let same = sqlx::query(
+        "UPDATE payments SET version = version WHERE payment_no = $1 AND version = $2 \
+           AND (SELECT reason FROM payment_holds WHERE payment_no = $1) IS NOT DISTINCT FROM $3",
+    )
+    .bind(payment_no)
+    .bind(version)
+    .bind(held)
+    .execute(&mut *conn)
+    .await?;
+    Ok(same.rows_affected() == 1)
+}
+
+/// The payment's version and hold reason now.
+pub async fn version_and_hold<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Option<(i64, Option<String>)>> {
+    sqlx::query_as(&format!(
+        "SELECT version, {HOLD_REASON} FROM payments WHERE payment_no = $1"
+    ))
+    .bind(payment_no)
+    .fetch_optional(e)
+    .await
+}
+
+/// The accepted amount, if the payment is still at `version`; returns
+/// whether it was.
+pub async fn set_amount(
+    conn: &mut sqlx::AnyConnection,
+    payment_no: &str,
+    version: i64,
+    amount_minor: i64,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let changed = sqlx::query(
+        "UPDATE payments SET amount_minor = $1, version = version + 1, updated_at = $2 \
+         WHERE payment_no = $3 AND version = $4",
+    )
+    .bind(amount_minor)
+    .bind(now)
+    .bind(payment_no)
+    .bind(version)
+    .execute(&mut *conn)
+    .await?;
+    Ok(changed.rows_affected() == 1)
+}
+
+/// The moves a piece of evidence (a stored callback) made: from, to,
+/// source, at.
+pub async fn moves_citing<'e>(
+    e: impl Executor<'e, Database = Any>,
+    evidence_ref: &str,
+) -> sqlx::Result<Vec<(String, String, String, i64)>> {
+    sqlx::query_as(
+        "SELECT from_status, to_status, source, at FROM payment_status_history WHERE evidence_ref = $1 ORDER BY at",
+    )
+    .bind(evidence_ref)
+    .fetch_all(e)
+    .await
+}
+
+/// The newest `limit` paid, unheld payments of `provider`: number, amount,
+/// currency, transaction id.
+pub async fn latest_paid<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<(String, i64, String, Option<String>)>> {
+    sqlx::query_as(&format!(
+        "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
+         WHERE provider = $1 AND status = 'SUCCEEDED' AND {NOT_HELD} \
+         ORDER BY created_at DESC LIMIT {limit}"
+    ))
+    .bind(provider)
+    .fetch_all(e)
+    .await
+}
+
+/// How many payments `created_by` wrote with this description.
+pub async fn count_written<'e>(
+    e: impl Executor<'e, Database = Any>,
+    created_by: &str,
+    description: &str,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM payments WHERE created_by = $1 AND description = $2")
+        .bind(created_by)
+        .bind(description)
+        .fetch_one(e)
+        .await
+}
+// ---- end of triage and the console (r25-triage) -----------------------------

@@ -302,3 +302,30 @@ pub async fn payment_of_txn<'e>(
     .fetch_optional(e)
     .await
 }
+
+// ---- The console (issue 25, r25-triage) -------------------------------------
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct LedgerRow {
+    pub refund_no: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub source: String,
+    pub evidence_ref: String,
+    pub created_at: i64,
+}
+
+/// The refund ledger of a payment, oldest first.
+pub async fn ledger_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<LedgerRow>> {
+    sqlx::query_as(
+        "SELECT refund_no, amount_minor, currency, source, evidence_ref, created_at FROM refund_ledger \
+         WHERE payment_no = $1 ORDER BY created_at",
+    )
+    .bind(payment_no)
+    .fetch_all(e)
+    .await
+}
+// ---- end of the console (r25-triage) ----------------------------------------

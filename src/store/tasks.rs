@@ -323,3 +323,29 @@ pub async fn query_soon<'e>(
     schedule(e, QUERY, payment_no, now, now).await?;
     Ok(true)
 }
+
+// ---- The console (issue 25, r25-triage) -------------------------------------
+
+/// A provider call about a payment, as the console shows it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct TaskLine {
+    pub kind: String,
+    pub status: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub updated_at: i64,
+}
+
+pub async fn of_payment<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<TaskLine>> {
+    sqlx::query_as(
+        "SELECT kind, status, attempts, last_error, updated_at FROM provider_tasks \
+         WHERE payment_no = $1 ORDER BY created_at",
+    )
+    .bind(payment_no)
+    .fetch_all(e)
+    .await
+}
+// ---- end of the console (r25-triage) ----------------------------------------

@@ -4,8 +4,8 @@
 use super::alerts::{NewAlert, raise_alert};
 use super::pipeline::{self, WriteOp};
 use super::{Db, DbKind};
-use crate::domain::{Class, Severity};
-use sqlx::{Any, Executor, QueryBuilder};
+use crate::domain::{Class, Severity, TicketStatus};
+use sqlx::{Any, AnyConnection, Executor, QueryBuilder};
 
 pub struct NewDiscrepancy<'a> {
     pub dedupe_key: &'a str,
@@ -105,6 +105,353 @@ pub async fn discrepancies_for<'e>(
 }
 
 // ---------------------------------------------------------------------------
+// Triage and the console: a ticket as the console reads it, its one
+// status-changing statement (`move_ticket`), its notes and actions.
+// ---------------------------------------------------------------------------
+
+pub const TICKET_COLUMNS: &str = "discrepancy_id, class, severity, severity_rank, status, provider, payment_no, \
+     provider_txn_id, trace_id, local_amount_minor, local_currency, local_status, provider_amount_minor, \
+     provider_currency, provider_status, details, found_at, closed_at, run_id, business_date, order_no, \
+     statement_file, range_start, range_end, line_no, owner, actions, conclusion";
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct TicketRow {
+    pub discrepancy_id: String,
+    pub class: String,
+    pub severity: String,
+    pub severity_rank: i64,
+    pub status: String,
+    pub provider: String,
+    pub payment_no: Option<String>,
+    pub provider_txn_id: Option<String>,
+    pub trace_id: Option<String>,
+    pub local_amount_minor: Option<i64>,
+    pub local_currency: Option<String>,
+    pub local_status: Option<String>,
+    pub provider_amount_minor: Option<i64>,
+    pub provider_currency: Option<String>,
+    pub provider_status: Option<String>,
+    pub details: String,
+    pub found_at: i64,
+    pub closed_at: Option<i64>,
+    pub run_id: Option<String>,
+    pub business_date: Option<String>,
+    pub order_no: Option<String>,
+    pub statement_file: Option<String>,
+    pub range_start: Option<i64>,
+    pub range_end: Option<i64>,
+    pub line_no: Option<i64>,
+    pub owner: Option<String>,
+    pub actions: String,
+    pub conclusion: Option<String>,
+}
+
+impl TicketRow {
+    /// Its class, when it is one of the domain's words.
+    pub fn ticket_class(&self) -> Option<crate::domain::Class> {
+        self.class.parse().ok()
+    }
+
+    /// Its status, when it is one of the domain's words.
+    pub fn ticket_status(&self) -> Option<TicketStatus> {
+        self.status.parse().ok()
+    }
+}
+
+pub async fn ticket<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<TicketRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {TICKET_COLUMNS} FROM discrepancies WHERE discrepancy_id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(e)
+    .await
+}
+
+/// The ticket's status, if there is such a ticket.
+pub async fn status_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT status FROM discrepancies WHERE discrepancy_id = $1")
+        .bind(id)
+        .fetch_optional(e)
+        .await
+}
+
+/// The ticket's payment (if it names one) and status.
+pub async fn payment_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<(Option<String>, String)>> {
+    sqlx::query_as("SELECT payment_no, status FROM discrepancies WHERE discrepancy_id = $1")
+        .bind(id)
+        .fetch_optional(e)
+        .await
+}
+
+/// The owner of a ticket that is not closed (`Some(None)`: nobody yet);
+/// `None` when it is closed or there is no such ticket.
+pub async fn owner_if_open<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<Option<String>>> {
+    sqlx::query_scalar(
+        "SELECT owner FROM discrepancies WHERE discrepancy_id = $1 AND status <> 'CLOSED'",
+    )
+    .bind(id)
+    .fetch_optional(e)
+    .await
+}
+
+/// A ticket's move to `to`. Every change of a ticket's status is one of
+/// these, in its caller's transaction.
+pub struct Move<'a> {
+    pub to: TicketStatus,
+    /// The states it moves from: each one a predecessor of `to`
+    /// ([`TicketStatus::predecessors`]).
+    pub from: &'a [TicketStatus],
+    /// States the ticket may be in and stay in, the row still written
+    /// (`updated_at`, the owner): a note on a ticket awaiting approval
+    /// leaves it awaiting.
+    pub stay: &'a [TicketStatus],
+    pub now: i64,
+    /// The new owner, if the move assigns the ticket.
+    pub owner: Option<&'a str>,
+    /// Closing: the conclusion written with `closed_at`.
+    pub conclusion: Option<&'a str>,
+    /// Only when this holds as well.
+    pub only_if: Option<Only>,
+}
+
+/// A further condition of a move, tested in its own statement.
+#[derive(Clone, Copy, Debug)]
+pub enum Only {
+    /// A STATUS_LAG ticket whose payment is paid now: the lag is over.
+    LagResolved,
+}
+
+impl<'a> Move<'a> {
+    pub fn new(to: TicketStatus, from: &'a [TicketStatus], now: i64) -> Move<'a> {
+        Move {
+            to,
+            from,
+            stay: &[],
+            now,
+            owner: None,
+            conclusion: None,
+            only_if: None,
+        }
+    }
+}
+
+/// Moves ticket `id` as `m` says; returns the rows changed (0: it was in
+/// none of the states `m` moves from or lets stay, or `only_if` did not
+/// hold). The states are the domain's words, never input.
+pub async fn move_ticket(conn: &mut AnyConnection, id: &str, m: &Move<'_>) -> sqlx::Result<u64> {
+    let words = |states: &mut dyn Iterator<Item = &TicketStatus>| {
+        states
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    assert!(
+        m.from.iter().all(|f| f.may_go_to(m.to)),
+        "a ticket cannot go from {:?} to {}",
+        m.from,
+        m.to
+    );
+    let to = m.to.as_str();
+    let status = if m.stay.is_empty() {
+        format!("'{to}'")
+    } else {
+        format!(
+            "CASE WHEN status IN ({}) THEN '{to}' ELSE status END",
+            words(&mut m.from.iter())
+        )
+    };
+    // $1 now, $2 the ticket, then the owner and the conclusion if any.
+    let mut sets = format!("status = {status}, updated_at = $1");
+    let mut n = 2;
+    if m.owner.is_some() {
+        n += 1;
+        sets.push_str(&format!(", owner = ${n}"));
+    }
+    if m.conclusion.is_some() {
+        n += 1;
+        sets.push_str(&format!(", conclusion = ${n}, closed_at = $1"));
+    }
+    let only = match m.only_if {
+        None => String::new(),
+        Some(Only::LagResolved) => format!(
+            " AND class = '{}' AND EXISTS (SELECT 1 FROM payments p WHERE p.payment_no = discrepancies.payment_no \
+               AND p.status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED'))",
+            crate::domain::Class::StatusLag.as_str()
+        ),
+    };
+    let sql = format!(
+        "UPDATE discrepancies SET {sets} WHERE discrepancy_id = $2 AND status IN ({}){only}",
+        words(&mut m.from.iter().chain(m.stay))
+    );
+    let mut q = sqlx::query(&sql).bind(m.now).bind(id);
+    if let Some(owner) = m.owner {
+        q = q.bind(owner);
+    }
+    if let Some(conclusion) = m.conclusion {
+        q = q.bind(conclusion);
+    }
+    Ok(q.execute(&mut *conn).await?.rows_affected())
+}
+
+/// The order a backfilled payment was created for, on its ticket.
+pub async fn set_order_no(conn: &mut AnyConnection, id: &str, order_no: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE discrepancies SET order_no = $1 WHERE discrepancy_id = $2")
+        .bind(order_no)
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The ticket's `actions` with `entries` (a placeholder for one or more
+/// JSON values joined by commas) added. `actions` is a JSON array kept as
+/// text: its closing bracket is stripped and the entries added (with a
+/// comma unless it was empty).
+pub fn appended_actions(entries: &str) -> String {
+    format!(
+        "CASE WHEN actions = '[]' OR actions = '' THEN '[' || {entries} || ']' \
+         ELSE SUBSTR(actions, 1, LENGTH(actions) - 1) || ',' || {entries} || ']' END"
+    )
+}
+
+/// Appends to the ticket's `actions` with one statement, so two writers
+/// never lose each other's entry (no read-modify-write).
+pub async fn append_action(
+    conn: &mut AnyConnection,
+    id: &str,
+    entry: &serde_json::Value,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(&format!(
+        "UPDATE discrepancies SET updated_at = $1, actions = {} WHERE discrepancy_id = $3",
+        appended_actions("$2")
+    ))
+    .bind(now)
+    .bind(entry.to_string())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// A note row (`ticket_notes`), inside the caller's transaction. `file`:
+/// name, content type and bytes of an evidence file.
+pub async fn insert_note(
+    conn: &mut AnyConnection,
+    id: &str,
+    kind: &str,
+    body: &str,
+    file: Option<(&str, &str, &[u8])>,
+    author: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO ticket_notes (note_id, discrepancy_id, kind, body, file_name, content_type, file_bytes, file_size, author, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(id)
+    .bind(kind)
+    .bind(body)
+    .bind(file.map(|f| f.0))
+    .bind(file.map(|f| f.1))
+    .bind(file.map(|f| f.2.to_vec()))
+    .bind(file.map(|f| f.2.len() as i64))
+    .bind(author)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct NoteRow {
+    pub note_id: String,
+    pub kind: String,
+    pub body: String,
+    pub file_name: Option<String>,
+    pub file_size: Option<i64>,
+    pub author: String,
+    pub at: i64,
+}
+
+pub async fn notes_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Vec<NoteRow>> {
+    sqlx::query_as(
+        "SELECT note_id, kind, body, file_name, file_size, author, at FROM ticket_notes \
+         WHERE discrepancy_id = $1 ORDER BY at, note_id",
+    )
+    .bind(id)
+    .fetch_all(e)
+    .await
+}
+
+/// An evidence file's name and bytes.
+pub async fn evidence_file<'e>(
+    e: impl Executor<'e, Database = Any>,
+    note_id: &str,
+) -> sqlx::Result<Option<(Option<String>, Option<Vec<u8>>)>> {
+    sqlx::query_as(
+        "SELECT file_name, file_bytes FROM ticket_notes WHERE note_id = $1 AND kind = 'evidence_file'",
+    )
+    .bind(note_id)
+    .fetch_optional(e)
+    .await
+}
+
+/// A payment's tickets as its page lists them.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct OfPayment {
+    pub discrepancy_id: String,
+    pub class: String,
+    pub severity: String,
+    pub status: String,
+    pub found_at: i64,
+}
+
+pub async fn of_payment<'e>(
+    e: impl Executor<'e, Database = Any>,
+    payment_no: &str,
+) -> sqlx::Result<Vec<OfPayment>> {
+    sqlx::query_as(
+        "SELECT discrepancy_id, class, severity, status, found_at FROM discrepancies WHERE payment_no = $1 ORDER BY found_at",
+    )
+    .bind(payment_no)
+    .fetch_all(e)
+    .await
+}
+
+/// The statement line a ticket came from, as its run kept it (`recon_rows`,
+/// written by reconciliation): transaction id, payment_no, time.
+pub async fn statement_line<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    line_no: i64,
+) -> sqlx::Result<Option<(Option<String>, Option<String>, Option<i64>)>> {
+    sqlx::query_as(
+        "SELECT provider_txn_id, payment_no, occurred_at FROM recon_rows WHERE run_id = $1 AND line_no = $2",
+    )
+    .bind(run_id)
+    .bind(line_no)
+    .fetch_optional(e)
+    .await
+}
+
+// ---------------------------------------------------------------------------
 // Opened and updated by reconciliation: a run's tickets (one per cause), the
 // repairs recorded on them, and the count of a day's open ones.
 // ---------------------------------------------------------------------------
@@ -199,48 +546,46 @@ pub fn upsert_from_run(kind: DbKind, run: &FromRun<'_>, tickets: &[RunTicket<'_>
     pipeline::built(kind, q)
 }
 
-/// The ticket's `actions` with `entries` (a placeholder for one or more
-/// JSON values joined by commas) added. `actions` is a JSON array kept as
-/// text: its closing bracket is stripped and the entries added (with a
-/// comma unless it was empty).
-pub(crate) fn appended_actions(entries: &str) -> String {
-    format!(
-        "CASE WHEN actions = '[]' OR actions = '' THEN '[' || {entries} || ']' \
-         ELSE SUBSTR(actions, 1, LENGTH(actions) - 1) || ',' || {entries} || ']' END"
-    )
-}
-
 /// What a STATUS_LAG repair did (`entries`: comma-separated JSON actions,
 /// empty for none), on the payment's open STATUS_LAG tickets of
-/// reconciliation; `fixed` closes them as auto-repaired. The tickets
-/// touched, with their runs.
+/// reconciliation; `fixed` closes them as auto-repaired, each through
+/// [`move_ticket`]. The tickets touched, with their runs.
 pub async fn record_repair(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut AnyConnection,
     payment_no: &str,
     entries: &str,
     fixed: bool,
     now: i64,
 ) -> sqlx::Result<Vec<(String, Option<String>)>> {
     let actions_now = format!(
-        "CASE WHEN $4 = '' THEN actions ELSE {} END",
-        appended_actions("$4")
+        "CASE WHEN $2 = '' THEN actions ELSE {} END",
+        appended_actions("$2")
     );
     // By the payment's index: `class || ''` keeps SQLite from walking
     // every STATUS_LAG ticket by the class's index instead.
-    sqlx::query_as(&format!(
-        "UPDATE discrepancies SET updated_at = $1, actions = {actions_now}, \
-           status = CASE WHEN $2 = 1 THEN 'CLOSED' ELSE status END, \
-           conclusion = CASE WHEN $2 = 1 THEN 'auto-repaired through engine::apply' ELSE conclusion END, \
-           closed_at = CASE WHEN $2 = 1 THEN $1 ELSE closed_at END \
-         WHERE payment_no = $3 AND class || '' = 'STATUS_LAG' AND source = 'recon' AND status <> 'CLOSED' \
-         RETURNING discrepancy_id, run_id"
+    let touched: Vec<(String, Option<String>)> = sqlx::query_as(&format!(
+        "UPDATE discrepancies SET updated_at = $1, actions = {actions_now} \
+         WHERE payment_no = $3 AND class || '' = '{}' AND source = 'recon' AND status <> '{}' \
+         RETURNING discrepancy_id, run_id",
+        Class::StatusLag.as_str(),
+        TicketStatus::Closed.as_str(),
     ))
     .bind(now)
-    .bind(i64::from(fixed))
-    .bind(payment_no)
     .bind(entries)
+    .bind(payment_no)
     .fetch_all(&mut *conn)
-    .await
+    .await?;
+    if fixed {
+        let from = TicketStatus::predecessors(TicketStatus::Closed);
+        let close = Move {
+            conclusion: Some("auto-repaired through engine::apply"),
+            ..Move::new(TicketStatus::Closed, &from, now)
+        };
+        for (id, _) in &touched {
+            move_ticket(conn, id, &close).await?;
+        }
+    }
+    Ok(touched)
 }
 
 const OPEN_OF_DAY: &str = "SELECT COUNT(*) FROM discrepancies \

@@ -190,3 +190,30 @@ pub async fn update_lang<'e>(
         .await?
         .rows_affected())
 }
+
+// ---- Triage (issue 25, r25-triage) ------------------------------------------
+
+/// The user `username` if it is enabled and may own tickets (operator or
+/// supervisor).
+pub async fn worker<'e>(
+    e: impl Executor<'e, Database = Any>,
+    username: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT username FROM users WHERE username = $1 AND disabled_at IS NULL \
+           AND role IN ('operator', 'supervisor')",
+    )
+    .bind(username)
+    .fetch_optional(e)
+    .await
+}
+
+/// Every enabled user who may own tickets, by name.
+pub async fn workers<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT username FROM users WHERE disabled_at IS NULL AND role IN ('operator', 'supervisor') ORDER BY username",
+    )
+    .fetch_all(e)
+    .await
+}
+// ---- end of triage (r25-triage) ---------------------------------------------

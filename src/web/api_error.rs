@@ -1,8 +1,8 @@
 //! The one shape of every error answer under `/api/v1/`:
 //! `{"error": "what went wrong"}`, the `Error` schema of the OpenAPI
-//! document. Handlers build it with [`error`]; [`uniform`] rewrites the
-//! answers that axum, tower-http and the router's fallback make on their
-//! own (rejections, 404, 405, 408, 413) into it.
+//! document. Handlers answer with an [`ApiError`] (or [`error`]);
+//! [`uniform`] rewrites the answers that axum, tower-http and the router's
+//! fallback make on their own (rejections, 404, 405, 408, 413) into it.
 
 use axum::Json;
 use axum::extract::Request;
@@ -13,9 +13,14 @@ use serde::Serialize;
 
 /// An error answer. Only `error` is always there; a refused refund adds the
 /// figures that explain the refusal.
-#[derive(Serialize, utoipa::ToSchema)]
+// (These lines are the `Error` schema's description in the OpenAPI
+// document; `status` is the answer's, not the body's.)
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = Error)]
 pub struct ApiError {
+    /// The answer's status (not in the body).
+    #[serde(skip)]
+    pub status: StatusCode,
     /// What went wrong, for a person to read.
     pub error: String,
     /// The payment's currency, when a refund named another.
@@ -32,15 +37,31 @@ pub struct ApiError {
     pub refundable_minor: Option<i64>,
 }
 
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            error: message.into(),
+            currency: None,
+            hold_reason: None,
+            payment_status: None,
+            refundable_minor: None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        // Through a JSON value, whose keys are in order: so are the answers
+        // kept under idempotency keys, and a repeat reads as the first.
+        let body = serde_json::to_value(&self).unwrap_or_default();
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The answer of an error: `status`, and `message` as its `error`.
 pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    let body = ApiError {
-        error: message.into(),
-        currency: None,
-        hold_reason: None,
-        payment_status: None,
-        refundable_minor: None,
-    };
-    (status, Json(body)).into_response()
+    ApiError::new(status, message).into_response()
 }
 
 /// Plain-text rejections are a line or two; anything longer is a page.

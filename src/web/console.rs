@@ -1,20 +1,61 @@
 //! Console routes that are not server functions: the streamed CSV export
-//! of a filtered ticket list, and evidence files (a multipart upload that
-//! works without JavaScript, and the download). Signed-in users only, by
-//! the same session cookie as the pages.
+//! of a filtered ticket list, evidence files (a multipart upload that
+//! works without JavaScript, and the download) and the statement upload.
+//! Signed-in users only, by the same session cookie as the pages.
 
-use super::AppState;
-use crate::triage::Desk;
+use super::recon::{UPLOAD_LIMIT, UPLOAD_TIME};
+use super::sessions::Store;
+use super::upload::{self, FormError};
+use super::{AppState, same_origin};
+use crate::accounts::internal;
 use app::ERROR_PARAM;
 use app::error::AppError;
 use app::filter::QueryFilter;
 use app::tickets::{EVIDENCE_FILE_LIMIT, TicketFilter};
 use app::types::User;
+use axum::Router;
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Multipart, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Multipart, Path, Query, State};
 use axum::http::{StatusCode, header, request::Parts};
+use axum::middleware;
 use axum::response::{IntoResponse, Redirect, Response};
-use tower_sessions::Session;
+use axum::routing::{get, post};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_sessions::{Session, SessionManagerLayer};
+
+/// The export and the download, under the console's layers.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/tickets.csv", get(export))
+        .route("/evidence/{note_id}", get(download_evidence))
+}
+
+/// The uploads: larger than a form, so each has its own limits; the
+/// console's session and origin checks.
+pub fn upload_router(state: AppState, sessions: SessionManagerLayer<Store>) -> Router {
+    // Evidence files: a few MiB at most.
+    let evidence = Router::new()
+        .route("/tickets/{id}/evidence", post(upload_evidence))
+        .layer(sessions.clone())
+        .layer(middleware::from_fn(same_origin))
+        .layer(DefaultBodyLimit::max(EVIDENCE_FILE_LIMIT + 16 * 1024))
+        .layer(RequestBodyLimitLayer::new(EVIDENCE_FILE_LIMIT + 32 * 1024))
+        .with_state(state.clone());
+    // A statement: the statement limits.
+    let statement = Router::new()
+        .route("/runs/upload", post(upload_statement))
+        .layer(sessions)
+        .layer(middleware::from_fn(same_origin))
+        .layer(DefaultBodyLimit::max(UPLOAD_LIMIT))
+        .layer(RequestBodyLimitLayer::new(UPLOAD_LIMIT + 64 * 1024))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            UPLOAD_TIME,
+        ))
+        .with_state(state);
+    evidence.merge(statement)
+}
 
 /// The signed-in, enabled user of a console request.
 pub struct Signed(pub User);
@@ -50,7 +91,7 @@ pub async fn export(
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let db = state.engine.db.clone();
     tokio::spawn(async move {
-        if let Err(e) = crate::triage::export_csv(&db, &filter, tx.clone()).await {
+        if let Err(e) = crate::console::export_csv(&db, &filter, tx.clone()).await {
             tracing::error!(error = %e, "ticket export failed midway");
             let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
         }
@@ -134,8 +175,7 @@ pub async fn upload_evidence(
             }),
         );
     };
-    let desk = Desk::new(state.engine.clone());
-    match desk.add_file(&user, &ticket, &name, &kind, &bytes).await {
+    match crate::triage::add_file(&state.engine, &user, &ticket, &name, &kind, &bytes).await {
         Ok(()) => back(&ticket, None),
         Err(e) => back(&ticket, Some(&e)),
     }
@@ -148,8 +188,7 @@ pub async fn download_evidence(
     Signed(_user): Signed,
     Path(note): Path<String>,
 ) -> Response {
-    let desk = Desk::new(state.engine.clone());
-    match desk.file(&note).await {
+    match crate::console::evidence_file(&state.engine.db, &note).await {
         Ok((name, bytes)) => {
             let safe: String = name
                 .chars()
@@ -179,17 +218,6 @@ pub async fn download_evidence(
     }
 }
 
-/// A temporary file removed when dropped.
-struct TempFile(Option<std::path::PathBuf>);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 /// Back to the runs page, showing `run`, or with the error.
 fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
     let mut to = "/runs".to_owned();
@@ -206,74 +234,38 @@ fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
 }
 
 /// `POST /runs/upload`, multipart: `provider`, `business_date`, `file`,
-/// optionally `accept_bad_lines`. The file is kept in a temporary file, the
-/// run starts in the background and the runs page follows its progress; the
-/// same file for the same day again shows the earlier run.
+/// optionally `accept_bad_lines` ([`upload`]). The file is kept in a
+/// temporary file, the run starts in the background and the runs page
+/// follows its progress; the same file for the same day again shows the
+/// earlier run.
 pub async fn upload_statement(
     State(state): State<AppState>,
     Signed(user): Signed,
-    mut form: Multipart,
+    form: Multipart,
 ) -> Response {
-    use crate::recon::{Import, Input};
-    use std::io::Write;
+    use crate::recon::Import;
     if !app::api::WORK.contains(&user.role) {
         return back_to_runs(None, Some(&AppError::Forbidden));
     }
-    let bad = |detail: String| back_to_runs(None, Some(&AppError::FixNotApplicable { detail }));
-    let (mut provider, mut date, mut name, mut tolerance) = (None, None, None, 0u32);
-    let path = std::env::temp_dir().join(format!("reckon-upload-{}", uuid::Uuid::new_v4()));
-    // Whatever happens below, the kept file goes unless the import takes it.
-    let mut guard = TempFile(Some(path.clone()));
-    let mut size = 0usize;
-    let mut hash = crate::recon::StatementHash::default();
-    loop {
-        let mut field = match form.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => return bad(format!("unreadable form: {e}")),
-        };
-        match field.name().unwrap_or_default() {
-            "provider" => provider = field.text().await.ok(),
-            "business_date" => date = field.text().await.ok(),
-            "accept_bad_lines" => {
-                tolerance = field
-                    .text()
-                    .await
-                    .ok()
-                    .and_then(|t| t.trim().parse().ok())
-                    .unwrap_or(0)
-            }
-            "file" => {
-                name = field.file_name().map(str::to_owned);
-                size = 0;
-                hash = crate::recon::StatementHash::default();
-                let Ok(mut out) = std::fs::File::create(&path) else {
-                    return bad("cannot keep the upload".into());
-                };
-                loop {
-                    match field.chunk().await {
-                        Ok(Some(chunk)) => {
-                            size += chunk.len();
-                            hash.update(&chunk);
-                            if out.write_all(&chunk).is_err() {
-                                return bad("cannot keep the upload".into());
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => return bad(format!("the upload broke off: {e}")),
-                    }
-                }
-            }
-            _ => {}
+    let bad = |detail: String| back_to_runs(None, Some(&AppError::Invalid { detail }));
+    let form = match upload::read(form).await {
+        Ok(form) => form,
+        Err(e) => {
+            return match e {
+                FormError::Unreadable(e) => bad(format!("unreadable form: {e}")),
+                FormError::FileBroken(e) => bad(format!("the upload broke off: {e}")),
+                FormError::NotKept(e) => back_to_runs(None, Some(&internal(e))),
+                refused => bad(refused.field_message().unwrap_or_default()),
+            };
         }
-    }
-    let (Some(provider), Some(date)) = (provider, date) else {
+    };
+    let (Some(provider), Some(date)) = (form.provider, form.business_date) else {
         return bad("provider and business day are required".into());
     };
     let (provider, date) = (provider.trim().to_owned(), date.trim().to_owned());
-    if size == 0 {
+    let Some(file) = form.file.filter(|f| f.size > 0) else {
         return bad("the statement file is empty".into());
-    }
+    };
     let engine = state.engine.clone();
     match engine.providers.get(&provider) {
         Some(p) if p.statement_format().is_some() => {}
@@ -282,31 +274,25 @@ pub async fn upload_statement(
     if let Err(e) = crate::recon::day_range(&date, &engine.settings.timezone) {
         return bad(e);
     }
-    let input = Input::File(path.clone());
-    let hash = hash.finish();
-    match crate::recon::earlier_run(&engine, &provider, &date, &hash).await {
+    match crate::recon::earlier_run(&engine, &provider, &date, &file.hash).await {
         Ok(Some(run)) => return back_to_runs(Some(&run.run_id), None),
         Ok(None) => {}
-        Err(e) => {
-            tracing::error!(error = %e, "earlier run lookup failed");
-            return bad("storage error".into());
-        }
+        Err(e) => return back_to_runs(None, Some(&internal(e))),
     }
     let run_id = crate::recon::new_run_id();
     let (id, who) = (run_id.clone(), user.username.clone());
-    let file = guard.0.take();
+    let accept_bad_lines = form.accept_bad_lines;
     tokio::spawn(async move {
-        let _file = TempFile(file);
         let imp = Import {
             provider: &provider,
             business_date: &date,
             source: "upload",
-            file_name: name.as_deref(),
-            input,
+            file_name: file.name.as_deref(),
+            input: file.input(),
             started_by: &who,
-            accept_bad_lines: tolerance,
+            accept_bad_lines,
             run_id: Some(id.clone()),
-            hash: Some(hash),
+            hash: Some(file.hash.clone()),
         };
         if let Err(e) = crate::recon::import_statement(&engine, imp).await {
             tracing::warn!(run_id = %id, error = %e, "uploaded statement refused");

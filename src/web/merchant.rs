@@ -2,99 +2,100 @@
 //! (with a required `Idempotency-Key`), read it, close it, refund it.
 //! Each handler's `utoipa::path` is its entry in the OpenAPI document.
 
-use super::api_error::{ApiError, error};
-use crate::accounts::Accounts;
-use crate::engine::RefundDetail;
+use super::AppState;
+use super::api_error::ApiError;
+use super::bearer::Bearer;
 use crate::engine::{CreatePayment, CreateRefund, Engine, MerchantError, PaymentDetail};
+use crate::engine::{RefundDetail, Refused, RefusedKind};
 use crate::store::payments::PaymentRow;
-use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRef, FromRequestParts, Path, State};
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde::Serialize;
 
-/// The calling API token's name.
-pub struct Merchant(pub String);
+/// The merchant API's routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/whoami", get(whoami))
+        .route("/api/v1/payments", post(create))
+        .route("/api/v1/payments/{payment_no}", get(show))
+        .route("/api/v1/payments/{payment_no}/close", post(close))
+        .route("/api/v1/payments/{payment_no}/refunds", post(refund))
+        .route("/api/v1/refunds/{refund_no}", get(show_refund))
+}
 
-impl<S> FromRequestParts<S> for Merchant
-where
-    Accounts: FromRef<S>,
-    S: Send + Sync,
-{
-    type Rejection = Response;
+/// The status of a refusal's answer.
+fn refused_status(kind: RefusedKind) -> StatusCode {
+    match kind {
+        RefusedKind::NoSuchPayment => StatusCode::NOT_FOUND,
+        RefusedKind::StateForbids => StatusCode::CONFLICT,
+        RefusedKind::Unacceptable => StatusCode::UNPROCESSABLE_ENTITY,
+    }
+}
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
-        let unauthorized = || {
-            let mut r = error(
-                StatusCode::UNAUTHORIZED,
-                "a valid API token is required (Authorization: Bearer …)",
-            );
-            r.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, "Bearer".parse().expect("static"));
-            r
-        };
-        let token = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(unauthorized)?;
-        match Accounts::from_ref(state)
-            .authenticate_token(token.trim())
-            .await
-        {
-            Ok(Some(name)) => Ok(Merchant(name)),
-            Ok(None) => Err(unauthorized()),
-            Err(e) => Err(error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> ApiError {
+        ApiError {
+            currency: r.currency,
+            hold_reason: r.hold_reason,
+            payment_status: r.payment_status,
+            refundable_minor: r.refundable_minor,
+            ..ApiError::new(refused_status(r.kind), r.error)
         }
     }
 }
 
-fn merchant_error(e: MerchantError) -> Response {
-    let status = match &e {
-        MerchantError::Invalid(_) => StatusCode::BAD_REQUEST,
-        MerchantError::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-        MerchantError::LiveAttempt(_)
-        | MerchantError::NotClosable { .. }
-        | MerchantError::ProviderRefused(_) => StatusCode::CONFLICT,
-        MerchantError::NotFound(_) => StatusCode::NOT_FOUND,
-        MerchantError::ProviderUnknown(_) => StatusCode::GATEWAY_TIMEOUT,
-        MerchantError::Store(e) => {
-            tracing::error!(error = %e, "merchant API storage error");
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "storage error; nothing was changed",
-            );
-        }
-    };
-    error(status, e.to_string())
+impl From<MerchantError> for ApiError {
+    fn from(e: MerchantError) -> ApiError {
+        let status = match e {
+            MerchantError::Refused(r) => return r.into(),
+            MerchantError::Invalid(_) => StatusCode::BAD_REQUEST,
+            MerchantError::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            MerchantError::NotClosable { .. } | MerchantError::ProviderRefused(_) => {
+                StatusCode::CONFLICT
+            }
+            MerchantError::NotFound(_) => StatusCode::NOT_FOUND,
+            MerchantError::ProviderUnknown(_) => StatusCode::GATEWAY_TIMEOUT,
+            MerchantError::Store(ref err) => {
+                tracing::error!(error = %err, "merchant API storage error");
+                return ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "storage error; nothing was changed",
+                );
+            }
+        };
+        ApiError::new(status, e.to_string())
+    }
 }
 
-/// The required `Idempotency-Key`, or `None` when absent or malformed.
-fn idempotency_key(headers: &HeaderMap) -> Option<&str> {
+/// The required `Idempotency-Key` (1–255 visible ASCII characters).
+fn idempotency_key(headers: &HeaderMap) -> Result<&str, ApiError> {
     let key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let ok = !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic());
-    ok.then_some(key)
+    ok.then_some(key).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "an Idempotency-Key header (1–255 visible ASCII characters) is required",
+        )
+    })
 }
 
-fn key_required() -> Response {
-    error(
-        StatusCode::BAD_REQUEST,
-        "an Idempotency-Key header (1–255 visible ASCII characters) is required",
-    )
+/// A body that is not the JSON asked for: 400, saying why.
+pub(super) fn unreadable(rejection: JsonRejection) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, rejection.body_text())
 }
 
-fn answer(status: u16, body: serde_json::Value) -> Response {
-    (
-        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-        Json(body),
-    )
-        .into_response()
+/// 201 with `made` as a JSON value (keys in order, as a repeat reads it
+/// from the idempotency key).
+fn created(made: impl Serialize) -> Response {
+    let body = serde_json::to_value(made).unwrap_or_default();
+    (StatusCode::CREATED, Json(body)).into_response()
 }
 
 /// Who is calling.
@@ -116,7 +117,7 @@ pub struct Closed {
 /// `GET /api/v1/whoami`: the smallest proof a token works.
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "merchant",
     responses((status = 200, description = "The token is valid", body = WhoAmI)))]
-pub async fn whoami(Merchant(token): Merchant) -> Json<WhoAmI> {
+pub async fn whoami(Bearer(token): Bearer) -> Json<WhoAmI> {
     Json(WhoAmI { token })
 }
 
@@ -133,21 +134,14 @@ pub async fn whoami(Merchant(token): Merchant) -> Json<WhoAmI> {
     ))]
 pub async fn create(
     State(engine): State<Engine>,
-    Merchant(scope): Merchant,
+    Bearer(scope): Bearer,
     headers: HeaderMap,
     body: Result<Json<CreatePayment>, JsonRejection>,
-) -> Response {
-    let Some(key) = idempotency_key(&headers) else {
-        return key_required();
-    };
-    let Json(req) = match body {
-        Ok(b) => b,
-        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
-    };
-    match engine.create_payment(&scope, key, &req).await {
-        Ok((status, body)) => answer(status, body),
-        Err(e) => merchant_error(e),
-    }
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let Json(req) = body.map_err(unreadable)?;
+    let payment = engine.create_payment(&scope, key, &req).await?;
+    Ok(created(payment))
 }
 
 /// `POST /api/v1/payments/{payment_no}/refunds`.
@@ -165,22 +159,17 @@ pub async fn create(
     ))]
 pub async fn refund(
     State(engine): State<Engine>,
-    Merchant(scope): Merchant,
+    Bearer(scope): Bearer,
     Path(payment_no): Path<String>,
     headers: HeaderMap,
     body: Result<Json<CreateRefund>, JsonRejection>,
-) -> Response {
-    let Some(key) = idempotency_key(&headers) else {
-        return key_required();
-    };
-    let Json(req) = match body {
-        Ok(b) => b,
-        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
-    };
-    match engine.request_refund(&scope, key, &payment_no, &req).await {
-        Ok((status, body)) => answer(status, body),
-        Err(e) => merchant_error(e),
-    }
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    let Json(req) = body.map_err(unreadable)?;
+    let refund = engine
+        .request_refund(&scope, key, &payment_no, &req)
+        .await?;
+    Ok(created(refund))
 }
 
 /// `GET /api/v1/refunds/{refund_no}`.
@@ -192,13 +181,10 @@ pub async fn refund(
     ))]
 pub async fn show_refund(
     State(engine): State<Engine>,
-    _m: Merchant,
+    _token: Bearer,
     Path(refund_no): Path<String>,
-) -> Response {
-    match engine.refund_detail(&refund_no).await {
-        Ok(body) => Json(body).into_response(),
-        Err(e) => merchant_error(e),
-    }
+) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(engine.refund_detail(&refund_no).await?))
 }
 
 /// `GET /api/v1/payments/{payment_no}`.
@@ -210,13 +196,10 @@ pub async fn show_refund(
     ))]
 pub async fn show(
     State(engine): State<Engine>,
-    _m: Merchant,
+    _token: Bearer,
     Path(payment_no): Path<String>,
-) -> Response {
-    match engine.payment_detail(&payment_no).await {
-        Ok(detail) => Json(detail).into_response(),
-        Err(e) => merchant_error(e),
-    }
+) -> Result<Json<PaymentDetail>, ApiError> {
+    Ok(Json(engine.payment_detail(&payment_no).await?))
 }
 
 /// `POST /api/v1/payments/{payment_no}/close`.
@@ -231,18 +214,31 @@ pub async fn show(
     ))]
 pub async fn close(
     State(engine): State<Engine>,
-    _m: Merchant,
+    _token: Bearer,
     Path(payment_no): Path<String>,
-) -> Response {
-    match engine.close_payment(&payment_no).await {
-        Ok(applied) => match engine.payment_detail(&payment_no).await {
-            Ok(detail) => Json(Closed {
-                result: applied.class(),
-                payment: detail.payment,
-            })
-            .into_response(),
-            Err(e) => merchant_error(e),
-        },
-        Err(e) => merchant_error(e),
+) -> Result<Json<Closed>, ApiError> {
+    let applied = engine.close_payment(&payment_no).await?;
+    let detail = engine.payment_detail(&payment_no).await?;
+    Ok(Json(Closed {
+        result: applied.class(),
+        payment: detail.payment,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine keeps a refusal under the idempotency key with the status
+    /// the API answers it with: a repeat gets the same.
+    #[test]
+    fn refusals_are_answered_with_the_status_they_are_kept_with() {
+        for kind in RefusedKind::ALL {
+            assert_eq!(
+                i64::from(refused_status(kind).as_u16()),
+                kind.kept_status(),
+                "{kind:?}"
+            );
+        }
     }
 }

@@ -1,14 +1,21 @@
-//! HTTP: the axum router with the console (Leptos pages and server
-//! functions), health, readiness, metrics, and the layers every request
-//! passes: body limit, same-origin check for state changes, sessions.
+//! HTTP: the one router, made of each module's own — the console (Leptos
+//! pages and server functions, and [`console`]'s routes), the merchant and
+//! reconciliation APIs ([`merchant`], [`recon`], [`openapi`]), the
+//! providers' webhooks ([`webhooks`]), health and metrics ([`health`]) —
+//! and the layers every request passes: body limit, same-origin check for
+//! state changes, sessions, one error shape under `/api/v1/`
+//! ([`api_error`]).
 
 pub mod api_error;
+pub mod bearer;
 pub mod console;
+pub mod health;
 pub mod listener;
 pub mod merchant;
 pub mod openapi;
 pub mod recon;
 pub mod sessions;
+pub mod upload;
 pub mod webhooks;
 
 use crate::accounts::Accounts;
@@ -21,7 +28,6 @@ use axum::extract::{FromRef, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
@@ -55,7 +61,7 @@ pub fn router(
     extra: Router,
 ) -> Router {
     let backend: SharedBackend = Arc::new(state.accounts.clone());
-    let console: SharedConsole = Arc::new(crate::triage::Desk::new(state.engine.clone()));
+    let console: SharedConsole = Arc::new(crate::console::Desk::new(state.engine.clone()));
     let context = move || {
         provide_context(backend.clone());
         provide_context(console.clone());
@@ -70,25 +76,11 @@ pub fn router(
     let options = state.leptos_options.clone();
 
     let console = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .route("/api/v1/openapi.json", get(openapi::document))
-        .route("/api/v1/whoami", get(merchant::whoami))
-        .route("/api/v1/payments", post(merchant::create))
-        .route("/api/v1/payments/{payment_no}", get(merchant::show))
-        .route("/api/v1/payments/{payment_no}/close", post(merchant::close))
-        .route(
-            "/api/v1/payments/{payment_no}/refunds",
-            post(merchant::refund),
-        )
-        .route("/api/v1/refunds/{refund_no}", get(merchant::show_refund))
-        .route("/api/v1/recon/runs/{run_id}", get(recon::show))
-        .route("/api/v1/recon/days", get(recon::days))
-        .route("/api/v1/recon/pulls", post(recon::pull))
-        .route("/api/v1/recon/runs/{run_id}/resume", post(recon::resume))
-        .route("/tickets.csv", get(console::export))
-        .route("/evidence/{note_id}", get(console::download_evidence))
+        .merge(health::router())
+        .merge(openapi::router())
+        .merge(merchant::router())
+        .merge(recon::router())
+        .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())
         })
@@ -103,91 +95,19 @@ pub fn router(
     // Providers' webhooks come from servers, not browsers: no session,
     // cookies or origin check on the hottest route; the handler itself
     // reads at most `WEBHOOK_LIMIT`.
-    let provider_hooks = Router::new().route("/webhooks/{provider}", post(webhooks::receive));
+    let provider_hooks = webhooks::router();
 
     timed_and_counted(console, &state.metrics)
         .with_state(state.clone())
         .merge(extra)
         .merge(timed_and_counted(provider_hooks, &state.metrics).with_state(state.clone()))
-        .merge(
-            // Evidence files are larger than a form: their own limit, the
-            // same session and origin checks.
-            Router::new()
-                .route("/tickets/{id}/evidence", post(console::upload_evidence))
-                .layer(session_layer.clone())
-                .layer(middleware::from_fn(same_origin))
-                .layer(axum::extract::DefaultBodyLimit::max(
-                    app::tickets::EVIDENCE_FILE_LIMIT + 16 * 1024,
-                ))
-                .layer(RequestBodyLimitLayer::new(
-                    app::tickets::EVIDENCE_FILE_LIMIT + 32 * 1024,
-                ))
-                .with_state(state.clone()),
-        )
-        .merge(
-            // A statement uploaded from the console: the statement limits,
-            // the console's session and origin checks.
-            Router::new()
-                .route("/runs/upload", post(console::upload_statement))
-                .layer(session_layer)
-                .layer(middleware::from_fn(same_origin))
-                .layer(axum::extract::DefaultBodyLimit::max(recon::UPLOAD_LIMIT))
-                .layer(RequestBodyLimitLayer::new(recon::UPLOAD_LIMIT + 64 * 1024))
-                .layer(TimeoutLayer::with_status_code(
-                    axum::http::StatusCode::REQUEST_TIMEOUT,
-                    std::time::Duration::from_secs(600),
-                ))
-                .with_state(state.clone()),
-        )
-        .merge(
-            // Statements are larger than anything else: their own limits.
-            Router::new()
-                .route("/api/v1/recon/runs", post(recon::upload))
-                .layer(axum::extract::DefaultBodyLimit::max(recon::UPLOAD_LIMIT))
-                .layer(RequestBodyLimitLayer::new(recon::UPLOAD_LIMIT + 64 * 1024))
-                .layer(TimeoutLayer::with_status_code(
-                    axum::http::StatusCode::REQUEST_TIMEOUT,
-                    std::time::Duration::from_secs(600),
-                ))
-                .with_state(state),
-        )
+        .merge(console::upload_router(state.clone(), session_layer))
+        .merge(recon::upload_router(state))
         // Outermost, so the answers of every layer above and of the
         // fallback (404, 405) reach it.
         .layer(middleware::from_fn(api_error::uniform))
 }
 
-/// The process is up.
-async fn healthz() -> &'static str {
-    "ok"
-}
-
-/// The database answers and is migrated.
-async fn readyz(State(accounts): State<Accounts>) -> Response {
-    match accounts.db.readiness().await {
-        Ok(()) => (StatusCode::OK, "ready").into_response(),
-        Err(reason) => {
-            tracing::warn!(%reason, "not ready");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("not ready: {reason}"),
-            )
-                .into_response()
-        }
-    }
-}
-
-async fn metrics_text(State(metrics): State<Metrics>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        metrics.render(),
-    )
-        .into_response()
-}
-
-/// Cookie-authenticated state changes must come from this console's own
 /// The server-function layer answers 500 when it cannot read a call's
 /// arguments (missing, ill-typed, not a form) — before any of Reckon's code
 /// runs, so `AppError::status` never sees it. That is the caller's mistake:
@@ -214,10 +134,11 @@ async fn unreadable_arguments_are_400(req: Request, next: Next) -> Response {
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
+/// Cookie-authenticated state changes must come from this console's own
 /// pages: the `Origin` (or, lacking it, the `Referer`) must name this host.
 /// Token-authenticated APIs, provider webhooks and the demo's in-process
 /// sandbox carry no cookie and are exempt.
-async fn same_origin(req: Request, next: Next) -> Response {
+pub(crate) async fn same_origin(req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let path = req.uri().path();
     let exempt = ["/api/v1/", "/webhooks/", "/sandbox/"];

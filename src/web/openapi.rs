@@ -44,6 +44,11 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 )]
 pub struct ApiDoc;
 
+/// The document's route (no token needed).
+pub fn router() -> axum::Router<super::AppState> {
+    axum::Router::new().route("/api/v1/openapi.json", axum::routing::get(document))
+}
+
 /// The document, rendered once.
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
     ApiDoc::openapi()

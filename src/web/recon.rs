@@ -3,26 +3,82 @@
 //! the daily figures, pull a statement, resume a run. Each handler's
 //! `utoipa::path` is its entry in the OpenAPI document.
 
-use super::api_error::{ApiError, error};
-use super::merchant::Merchant;
+use super::AppState;
+use super::api_error::ApiError;
+use super::bearer::Bearer;
+use super::upload::{self, FormError};
 use crate::engine::Engine;
-use crate::recon::{Import, Input, ReconDay, ReconError, RunRow};
-use axum::Json;
-use axum::extract::{Multipart, Path, Query, State};
+use crate::recon::{Import, ReconDay, ReconError, RunRow};
+use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 
 /// Largest statement accepted by upload (the CLI streams larger ones).
 pub const UPLOAD_LIMIT: usize = 64 * 1024 * 1024;
 
-fn recon_error(e: ReconError) -> Response {
-    match e {
-        ReconError::Invalid(m) => error(StatusCode::BAD_REQUEST, m),
-        ReconError::Refused(m) => error(StatusCode::UNPROCESSABLE_ENTITY, m),
-        ReconError::Store(e) => {
-            tracing::error!(error = %e, "reconciliation storage error");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "storage error")
+/// The reconciliation API's routes but the upload.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/recon/runs/{run_id}", get(show))
+        .route("/api/v1/recon/days", get(days))
+        .route("/api/v1/recon/pulls", post(pull))
+        .route("/api/v1/recon/runs/{run_id}/resume", post(resume))
+}
+
+/// The upload: statements are larger than anything else, so it has its
+/// own body limits and time.
+pub fn upload_router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/v1/recon/runs", post(upload))
+        .layer(DefaultBodyLimit::max(UPLOAD_LIMIT))
+        .layer(RequestBodyLimitLayer::new(UPLOAD_LIMIT + 64 * 1024))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            UPLOAD_TIME,
+        ))
+        .with_state(state)
+}
+
+/// How long a statement upload (and its run) may take.
+pub const UPLOAD_TIME: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl From<ReconError> for ApiError {
+    fn from(e: ReconError) -> ApiError {
+        match e {
+            ReconError::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, m),
+            ReconError::Refused(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m),
+            ReconError::Store(e) => {
+                tracing::error!(error = %e, "reconciliation storage error");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage error")
+            }
         }
+    }
+}
+
+/// Why the upload form was refused, as the API answers it.
+fn form_refused(e: FormError) -> ApiError {
+    match e {
+        FormError::Unreadable(e) => {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("unreadable form: {e}"))
+        }
+        FormError::FileBroken(e) => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the file could not be read (at most 64 MiB; larger statements go through `reckon recon import`): {e}"
+            ),
+        ),
+        FormError::NotKept(e) => {
+            tracing::error!(error = %e, "an uploaded statement could not be kept");
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage error")
+        }
+        refused => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            refused.field_message().unwrap_or_default(),
+        ),
     }
 }
 
@@ -38,71 +94,30 @@ fn recon_error(e: ReconError) -> Response {
     ))]
 pub async fn upload(
     State(engine): State<Engine>,
-    Merchant(actor): Merchant,
-    mut form: Multipart,
-) -> Response {
-    let (mut provider, mut date, mut file, mut file_name) = (None, None, None, None);
-    let mut accept_bad_lines = 0u32;
-    loop {
-        let field = match form.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => return error(StatusCode::BAD_REQUEST, format!("unreadable form: {e}")),
-        };
-        match field.name().unwrap_or_default() {
-            "provider" => provider = field.text().await.ok(),
-            "business_date" => date = field.text().await.ok(),
-            "accept_bad_lines" => {
-                match field.text().await.ok().and_then(|t| t.trim().parse().ok()) {
-                    Some(n) => accept_bad_lines = n,
-                    None => {
-                        return error(
-                            StatusCode::BAD_REQUEST,
-                            "accept_bad_lines must be a whole number",
-                        );
-                    }
-                }
-            }
-            "file" => {
-                file_name = field.file_name().map(str::to_owned);
-                match field.bytes().await {
-                    Ok(b) => file = Some(b.to_vec()),
-                    Err(e) => {
-                        return error(
-                            StatusCode::PAYLOAD_TOO_LARGE,
-                            format!(
-                                "the file could not be read (at most 64 MiB; larger statements go through `reckon recon import`): {e}"
-                            ),
-                        );
-                    }
-                }
-            }
-            other => {
-                return error(StatusCode::BAD_REQUEST, format!("unknown field {other:?}"));
-            }
-        }
-    }
-    let (Some(provider), Some(date), Some(file)) = (provider, date, file) else {
-        return error(
+    Bearer(actor): Bearer,
+    form: Multipart,
+) -> Result<Response, ApiError> {
+    let form = upload::read(form).await.map_err(form_refused)?;
+    let (Some(provider), Some(date), Some(file)) = (form.provider, form.business_date, form.file)
+    else {
+        return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "provider, business_date and file are required",
-        );
+        ));
     };
     let imp = Import {
         provider: provider.trim(),
         business_date: date.trim(),
         source: "upload",
-        file_name: file_name.as_deref(),
-        input: Input::Bytes(file),
+        file_name: file.name.as_deref(),
+        input: file.input(),
         started_by: &actor,
-        accept_bad_lines,
+        accept_bad_lines: form.accept_bad_lines,
         run_id: None,
-        hash: None,
+        hash: Some(file.hash.clone()),
     };
-    match crate::recon::import_statement(&engine, imp).await {
-        Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),
-        Err(e) => recon_error(e),
-    }
+    let run = crate::recon::import_statement(&engine, imp).await?;
+    Ok((StatusCode::CREATED, Json(run)).into_response())
 }
 
 /// The form `POST /api/v1/recon/runs` reads (by hand, as it streams).
@@ -143,17 +158,13 @@ pub struct PullRequest {
     ))]
 pub async fn pull(
     State(engine): State<Engine>,
-    Merchant(actor): Merchant,
+    Bearer(actor): Bearer,
     body: Result<Json<PullRequest>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let Json(req) = match body {
-        Ok(b) => b,
-        Err(r) => return error(StatusCode::BAD_REQUEST, r.body_text()),
-    };
-    match crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &actor).await {
-        Ok(run) => (StatusCode::CREATED, Json(run)).into_response(),
-        Err(e) => recon_error(e),
-    }
+) -> Result<(StatusCode, Json<RunRow>), ApiError> {
+    let Json(req) = body.map_err(super::merchant::unreadable)?;
+    let run =
+        crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &actor).await?;
+    Ok((StatusCode::CREATED, Json(run)))
 }
 
 /// `POST /api/v1/recon/runs/{run_id}/resume`.
@@ -166,13 +177,10 @@ pub async fn pull(
     ))]
 pub async fn resume(
     State(engine): State<Engine>,
-    _m: Merchant,
+    _token: Bearer,
     Path(run_id): Path<String>,
-) -> Response {
-    match crate::recon::resume_run(&engine, &run_id).await {
-        Ok(run) => Json(run).into_response(),
-        Err(e) => recon_error(e),
-    }
+) -> Result<Json<RunRow>, ApiError> {
+    Ok(Json(crate::recon::resume_run(&engine, &run_id).await?))
 }
 
 /// `GET /api/v1/recon/runs/{run_id}`.
@@ -184,13 +192,18 @@ pub async fn resume(
     ))]
 pub async fn show(
     State(engine): State<Engine>,
-    _m: Merchant,
+    _token: Bearer,
     Path(run_id): Path<String>,
-) -> Response {
-    match crate::recon::find_run(&engine, &run_id).await {
-        Ok(Some(run)) => Json(run).into_response(),
-        Ok(None) => error(StatusCode::NOT_FOUND, format!("no run {run_id}")),
-        Err(e) => recon_error(e.into()),
+) -> Result<Json<RunRow>, ApiError> {
+    match crate::recon::find_run(&engine, &run_id)
+        .await
+        .map_err(ReconError::from)?
+    {
+        Some(run) => Ok(Json(run)),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no run {run_id}"),
+        )),
     }
 }
 
@@ -218,14 +231,21 @@ pub struct DayList {
         (status = 200, description = "Each provider's latest completed run of each day", body = DayList),
         (status = 400, description = "A missing or invalid day", body = ApiError),
     ))]
-pub async fn days(State(engine): State<Engine>, _m: Merchant, Query(q): Query<Days>) -> Response {
+pub async fn days(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    Query(q): Query<Days>,
+) -> Result<Json<DayList>, ApiError> {
     for d in [&q.from, &q.to] {
         if d.parse::<jiff::civil::Date>().is_err() {
-            return error(StatusCode::BAD_REQUEST, format!("{d:?} is not YYYY-MM-DD"));
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("{d:?} is not YYYY-MM-DD"),
+            ));
         }
     }
-    match crate::recon::recon_days(&engine, &q.from, &q.to).await {
-        Ok(days) => Json(DayList { days }).into_response(),
-        Err(e) => recon_error(e.into()),
-    }
+    let days = crate::recon::recon_days(&engine, &q.from, &q.to)
+        .await
+        .map_err(ReconError::from)?;
+    Ok(Json(DayList { days }))
 }

@@ -115,3 +115,8 @@ pub async fn receive(
     };
     send(engine.receive(&provider, &headers, &body).await)
 }
+
+/// The providers' route.
+pub fn router() -> axum::Router<super::AppState> {
+    axum::Router::new().route("/webhooks/{provider}", axum::routing::post(receive))
+}

@@ -223,7 +223,7 @@ async fn bulk_replay_of_dead_callbacks_runs_as_a_job(b: Backend) {
         .unwrap()
         .clone();
     assert_eq!(second["total"], 0, "{second}");
-    let (status, _) = d
+    let (status, err) = d
         .call(
             &d.olga,
             "callbacks/bulk-replay",
@@ -231,6 +231,10 @@ async fn bulk_replay_of_dead_callbacks_runs_as_a_job(b: Backend) {
         )
         .await;
     assert_eq!(status, 400);
+    assert_eq!(
+        err["Invalid"]["detail"], "provider nowhere is not configured",
+        "{err}"
+    );
 }
 
 async fn the_dashboard_says_what_the_database_says(b: Backend) {
@@ -490,10 +494,11 @@ async fn callback_details_show_no_secret_and_alerts_are_acknowledged(b: Backend)
         .await;
     assert_eq!(list["items"].as_array().unwrap().len(), 1);
     assert_eq!(list["items"][0]["payment_no"], p.as_str());
-    let (status, _) = d
+    let (status, err) = d
         .call(&d.olga, "payments/list", &[("filter[amount]", "9,00")])
         .await;
     assert_eq!(status, 400, "a malformed amount is refused with the reason");
+    assert_eq!(err["Invalid"]["detail"], "an amount is like 66.60", "{err}");
 
     // An alert acknowledged with a comment, audited; without one, refused.
     d.provider_only("PAYALERT1", "SBX-ALERT-1").await;
@@ -607,6 +612,10 @@ async fn a_statement_uploaded_in_the_console_runs_in_the_background(b: Backend) 
     let empty = upload(Vec::new()).await.unwrap();
     let to = empty.headers()["location"].to_str().unwrap().to_owned();
     assert!(to.starts_with("/runs?err="), "{to}");
+    assert!(
+        to.contains("Invalid") && to.contains("empty"),
+        "an empty file is invalid input, not a fix that does not apply: {to}"
+    );
     // An admin reads runs but may not upload.
     let admin = crate::helpers::client();
     d.app
@@ -634,6 +643,70 @@ async fn a_statement_uploaded_in_the_console_runs_in_the_background(b: Backend) 
             .unwrap()
             .contains("Forbidden")
     );
+}
+
+/// The console reads a statement upload as the API does: a field the form
+/// does not have, or an `accept_bad_lines` that is not a whole number,
+/// refuses it with the reason (the API with its 400), and no run starts.
+async fn the_console_and_the_api_refuse_the_same_upload_forms(b: Backend) {
+    let d = desk(b).await;
+    let (day, at) = d.app.today();
+    let a = d.app.paid_with("UP-F", 1000, "10.00", "SBX-UF").await;
+    let file = statement(&[row("payment", "SBX-UF", &a, ("", ""), "10.00", "CNY", &at)]);
+    let form = |extra: (&'static str, &'static str)| {
+        reqwest::multipart::Form::new()
+            .text("provider", "sandbox")
+            .text("business_date", day.clone())
+            .text(extra.0, extra.1)
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(file.clone().into_bytes()).file_name("sandbox.csv"),
+            )
+    };
+    for (extra, says) in [
+        (("x_note", "hello"), "unknown field \"x_note\""),
+        (
+            ("accept_bad_lines", "abc"),
+            "accept_bad_lines must be a whole number",
+        ),
+    ] {
+        let res = d
+            .olga
+            .post(format!("{}/runs/upload", d.app.app.base))
+            .headers(d.app.app.origin())
+            .multipart(form(extra))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 303);
+        let to = res.headers()["location"].to_str().unwrap().to_owned();
+        assert!(to.starts_with("/runs?err="), "{to}");
+        let err: Value = serde_json::from_str(
+            &percent_encoding::percent_decode_str(to.trim_start_matches("/runs?err="))
+                .decode_utf8()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(err["Invalid"]["detail"], says, "{err}");
+        let res = d
+            .app
+            .app
+            .client
+            .post(format!("{}/api/v1/recon/runs", d.app.app.base))
+            .bearer_auth(&d.token)
+            .multipart(form(extra))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 400);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body, serde_json::json!({ "error": says }));
+    }
+    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(runs, 0, "a refused form starts no run");
 }
 
 async fn lists_page_by_keyset_without_gaps_or_repeats(b: Backend) {
@@ -739,5 +812,6 @@ both_databases!(
     the_dashboard_says_what_the_database_says,
     callback_details_show_no_secret_and_alerts_are_acknowledged,
     a_statement_uploaded_in_the_console_runs_in_the_background,
+    the_console_and_the_api_refuse_the_same_upload_forms,
     lists_page_by_keyset_without_gaps_or_repeats,
 );

@@ -585,7 +585,7 @@ async fn operators_work_tickets_and_export_them(b: Backend) {
         let (status, body) = d.call(&d.olga, endpoint, &form).await;
         assert_eq!(status, 200, "{endpoint}: {body}");
     }
-    let (status, _) = d
+    let (status, err) = d
         .call(
             &d.olga,
             "tickets/assign",
@@ -595,6 +595,10 @@ async fn operators_work_tickets_and_export_them(b: Backend) {
     assert_eq!(
         status, 400,
         "only active operators and supervisors own tickets"
+    );
+    assert_eq!(
+        err["Invalid"]["detail"], "nobody is not an active operator or supervisor",
+        "{err}"
     );
     let (_, page) = d
         .call(

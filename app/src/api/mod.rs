@@ -139,5 +139,5 @@ pub async fn set_disabled(user_id: String, disabled: bool) -> Result<(), AppErro
 mod tickets;
 pub use tickets::*;
 
-mod ops;
-pub use ops::*;
+mod console;
+pub use console::*;

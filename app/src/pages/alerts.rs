@@ -26,7 +26,7 @@ fn AlertsBody() -> impl IntoView {
     let all = Resource::new(move || ack.version().get(), |_| list_alerts(false));
     let err = action_error(ack, url_error());
     let may_ack = matches!(user.role, Role::Operator | Role::Supervisor);
-    let title = tr(lang, "Alerts", "告警");
+    let title = Msg::Alerts.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>

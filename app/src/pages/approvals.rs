@@ -42,7 +42,7 @@ fn ApprovalsBody() -> impl IntoView {
             .or_else(action_error(decide.reject, || None))
             .or_else(from_url)
     };
-    let title = tr(lang, "Approvals", "审批");
+    let title = Msg::Approvals.text(lang);
     let user = StoredValue::new(user);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
@@ -73,10 +73,10 @@ fn ApprovalsBody() -> impl IntoView {
                         <h2>{tr(lang, "Recent proposals", "近期提议")}</h2>
                         <table class="grid">
                             <thead><tr>
-                                <th>{tr(lang, "Fix", "修复方式")}</th>
+                                <th>{Msg::Fix.text(lang)}</th>
                                 <th>{Msg::Status.text(lang)}</th>
                                 <th>{tr(lang, "Proposer", "提议人")}</th>
-                                <th>{tr(lang, "Decided by", "审批人")}</th>
+                                <th>{Msg::DecidedBy.text(lang)}</th>
                                 <th>{tr(lang, "Result", "结果")}</th>
                             </tr></thead>
                             <tbody>

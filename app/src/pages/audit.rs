@@ -74,12 +74,12 @@ fn AuditBody() -> impl IntoView {
                         <table class="grid" id="audit">
                             <thead><tr>
                                 <th>"#"</th>
-                                <th>{tr(lang, "Time (UTC)", "时间（UTC）")}</th>
+                                <th>{Msg::TimeUtc.text(lang)}</th>
                                 <th>{tr(lang, "Actor", "操作人")}</th>
                                 <th>{tr(lang, "Action", "动作")}</th>
                                 <th>{tr(lang, "Object", "对象")}</th>
-                                <th>{tr(lang, "Before", "变更前")}</th>
-                                <th>{tr(lang, "After", "变更后")}</th>
+                                <th>{Msg::Before.text(lang)}</th>
+                                <th>{Msg::After.text(lang)}</th>
                                 <th>{tr(lang, "Hash", "哈希")}</th>
                             </tr></thead>
                             <tbody>
@@ -97,7 +97,7 @@ fn AuditBody() -> impl IntoView {
                                 }).collect_view()}
                             </tbody>
                         </table>
-                        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+                        {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
                     }
                 })
             })}
@@ -114,8 +114,8 @@ fn AuditForm(f: AuditFilter, lang: Lang) -> impl IntoView {
             <label>{tr(lang, "Object (type or type:id)", "对象（类型 或 类型:编号）")}<input name="object" id="a-object" value=f.object.clone()/></label>
             <label>{tr(lang, "From", "起")}<input type="date" name="from" value=f.from.clone()/></label>
             <label>{tr(lang, "To", "止")}<input type="date" name="to" value=f.to.clone()/></label>
-            <button type="submit">{tr(lang, "Filter", "筛选")}</button>
-            <a href="/audit">{tr(lang, "Clear", "清除")}</a>
+            <button type="submit">{Msg::Filter.text(lang)}</button>
+            <a href="/audit">{Msg::Clear.text(lang)}</a>
         </form>
     }
 }

@@ -6,10 +6,10 @@
 
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
+use crate::console::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -74,7 +74,7 @@ fn CallbacksBody() -> impl IntoView {
     let from_url = url_error();
     let err = action_error(bulk, from_url);
     let may_replay = matches!(user.role, Role::Operator | Role::Supervisor);
-    let title = tr(lang, "Callbacks", "回调");
+    let title = Msg::Callbacks.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>
@@ -87,16 +87,16 @@ fn CallbacksBody() -> impl IntoView {
                         <input name="q" id="c-q" size="22" value=f.q.clone()/></label>
                     <label>{Msg::Status.text(lang)}
                         <select name="status" id="c-status">
-                            <option value="">{tr(lang, "any", "全部")}</option>
+                            <option value="">{Msg::Any.text(lang)}</option>
                             {CALLBACK_STATUSES.iter().map(|s| view! {
                                 <option value=*s selected=f.status.as_deref() == Some(*s)>{*s}</option>
                             }).collect_view()}
                         </select>
                     </label>
-                    <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="c-provider" size="10" value=f.provider.clone()/></label>
+                    <label>{Msg::Provider.text(lang)}<input name="provider" id="c-provider" size="10" value=f.provider.clone()/></label>
                     <label>{tr(lang, "Received on", "接收日")}<input type="date" name="day" id="c-day" value=f.day.clone()/></label>
-                    <button type="submit" id="c-search">{tr(lang, "Search", "搜索")}</button>
-                    <a href="/callbacks">{tr(lang, "Clear", "清除")}</a>
+                    <button type="submit" id="c-search">{Msg::Search.text(lang)}</button>
+                    <a href="/callbacks">{Msg::Clear.text(lang)}</a>
                 </form>
             }
         }}
@@ -104,7 +104,7 @@ fn CallbacksBody() -> impl IntoView {
             <section class="card" id="bulk">
                 <h2>{tr(lang, "Replay every DEAD callback of a provider", "批量重放某渠道的 DEAD 回调")}</h2>
                 <ActionForm action=bulk attr:class="row" attr:id="bulk-form">
-                    <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="b-provider" required size="10"/></label>
+                    <label>{Msg::Provider.text(lang)}<input name="provider" id="b-provider" required size="10"/></label>
                     <label>{tr(lang, "Received from", "接收日起")}<input type="date" name="from" id="b-from" required/></label>
                     <label>{tr(lang, "to (inclusive)", "至（含）")}<input type="date" name="to" id="b-to" required/></label>
                     <button type="submit" id="b-start">{tr(lang, "Start", "开始")}</button>
@@ -166,13 +166,13 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
     view! {
         <table class="grid" id="callbacks">
             <thead><tr>
-                <th>{tr(lang, "Received (UTC)", "接收时间（UTC）")}</th>
-                <th>{tr(lang, "Provider", "渠道")}</th>
+                <th>{Msg::ReceivedUtc.text(lang)}</th>
+                <th>{Msg::Provider.text(lang)}</th>
                 <th>{tr(lang, "Callback id", "回调编号")}</th>
-                <th>{tr(lang, "Payment", "支付单")}</th>
+                <th>{Msg::Payment.text(lang)}</th>
                 <th>{tr(lang, "Reported", "上报状态")}</th>
-                <th>{tr(lang, "Signature", "验签")}</th>
-                <th>{tr(lang, "Processing", "处理状态")}</th>
+                <th>{Msg::Signature.text(lang)}</th>
+                <th>{Msg::Processing.text(lang)}</th>
                 <th>{tr(lang, "Tries", "次数")}</th>
             </tr></thead>
             <tbody>
@@ -190,7 +190,7 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
-        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+        {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }
 
@@ -207,7 +207,7 @@ fn CallbackBody() -> impl IntoView {
     let err = action_error(replay, url_error());
     let may_replay = matches!(user.role, Role::Operator | Role::Supervisor);
     view! {
-        <Title text=format!("{} · {}", tr(lang, "Callback", "回调"), Msg::AppName.text(lang))/>
+        <Title text=format!("{} · {}", Msg::Callback.text(lang), Msg::AppName.text(lang))/>
         <p><a href="/callbacks">{tr(lang, "← All callbacks", "← 全部回调")}</a></p>
         {move || view! { <ErrorNote err=err() lang=lang/> }}
         {move || replay.value().get().and_then(Result::ok).map(|r| view! {
@@ -236,16 +236,16 @@ fn Detail(
     let s = d.summary.clone();
     view! {
         <section class="card" id="callback" data-status=s.processing_status.clone() data-verify=s.verify_result.clone()>
-            <h1>{tr(lang, "Callback", "回调")} " " {s.callback_id.clone()}</h1>
+            <h1>{Msg::Callback.text(lang)} " " {s.callback_id.clone()}</h1>
             <dl class="facts">
-                <dt>{tr(lang, "Provider", "渠道")}</dt><dd>{s.provider.clone()}</dd>
-                <dt>{tr(lang, "Payment", "支付单")}</dt>
+                <dt>{Msg::Provider.text(lang)}</dt><dd>{s.provider.clone()}</dd>
+                <dt>{Msg::Payment.text(lang)}</dt>
                 <dd>{s.payment_no.clone().map(|no| view! { <a id="callback-payment" href=format!("/payments/{no}")>{no.clone()}</a> })}
                     {d.refund_no.clone().map(|r| format!(" (refund {r})"))}</dd>
                 <dt>{tr(lang, "Provider txn id", "渠道流水号")}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Reported status", "上报状态")}</dt><dd>{s.callback_status.clone()}</dd>
-                <dt>{tr(lang, "Signature", "验签")}</dt><dd id="verify">{s.verify_result.clone()}</dd>
-                <dt>{tr(lang, "Processing", "处理状态")}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
+                <dt>{Msg::Signature.text(lang)}</dt><dd id="verify">{s.verify_result.clone()}</dd>
+                <dt>{Msg::Processing.text(lang)}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Tries", "处理次数")}</dt><dd>{s.retry_count}</dd>
                 <dt>{tr(lang, "Redeliveries", "重复投递")}</dt><dd id="duplicates">{s.duplicates}</dd>
                 <dt>{tr(lang, "Facts", "业务事实")}</dt><dd><code id="facts">{d.facts.clone().unwrap_or_default()}</code></dd>
@@ -253,7 +253,7 @@ fn Detail(
                 <dt>{tr(lang, "Received / processed (UTC)", "接收 / 处理（UTC）")}</dt>
                 <dd>{utc_minutes(s.received_at)} " / " {d.processed_at.map(utc_minutes).unwrap_or_default()}
                     {d.next_retry_at.map(|n| format!(" · next try {}", utc_minutes(n)))}</dd>
-                <dt>{tr(lang, "Trace id", "追踪号")}</dt><dd>{s.trace_id.clone()}</dd>
+                <dt>{Msg::TraceId.text(lang)}</dt><dd>{s.trace_id.clone()}</dd>
                 <dt>"SHA-256"</dt><dd><code>{d.payload_hash.clone()}</code></dd>
             </dl>
             {(may_replay && d.replayable).then(|| view! {

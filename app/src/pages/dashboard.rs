@@ -6,9 +6,9 @@
 
 use super::{ErrorNote, Frame, Viewer};
 use crate::api::load_dashboard;
+use crate::console::{Dashboard, TrendPoint};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{Dashboard, TrendPoint};
 use crate::tickets::encode;
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
@@ -36,7 +36,7 @@ fn DashboardBody() -> impl IntoView {
         )
     };
     let data = Resource::new(key, |(day, provider)| load_dashboard(day, provider));
-    let title = tr(lang, "Dashboard", "总览");
+    let title = Msg::Dashboard.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
@@ -79,10 +79,10 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
         .map(|m| format!("{m:.0} ms"))
         .unwrap_or_else(|| "—".into());
     view! {
-        <h1>{tr(lang, "Dashboard", "总览")} " · " <span id="dash-day">{d.day.clone()}</span></h1>
+        <h1>{Msg::Dashboard.text(lang)} " · " <span id="dash-day">{d.day.clone()}</span></h1>
         <form method="get" action="/" class="row card" id="dash-filters">
-            <label>{tr(lang, "Business day", "业务日")}<input type="date" name="day" id="d-day" value=d.day.clone()/></label>
-            <label>{tr(lang, "Provider", "渠道")}
+            <label>{Msg::BusinessDay.text(lang)}<input type="date" name="day" id="d-day" value=d.day.clone()/></label>
+            <label>{Msg::Provider.text(lang)}
                 <select name="provider" id="d-provider">
                     <option value="">{tr(lang, "all", "全部")}</option>
                     {d.providers.iter().map(|name| view! {

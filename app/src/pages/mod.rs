@@ -160,13 +160,13 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
             <nav>
-                <A href="/" exact=true attr:id="nav-dashboard">{tr(lang, "Dashboard", "总览")}</A>
-                <A href="/tickets" attr:id="nav-tickets">{tr(lang, "Discrepancies", "差异工单")}</A>
-                <A href="/callbacks" attr:id="nav-callbacks">{tr(lang, "Callbacks", "回调")}</A>
-                <A href="/payments" attr:id="nav-payments">{tr(lang, "Payments", "支付单")}</A>
+                <A href="/" exact=true attr:id="nav-dashboard">{Msg::Dashboard.text(lang)}</A>
+                <A href="/tickets" attr:id="nav-tickets">{Msg::Discrepancies.text(lang)}</A>
+                <A href="/callbacks" attr:id="nav-callbacks">{Msg::Callbacks.text(lang)}</A>
+                <A href="/payments" attr:id="nav-payments">{Msg::Payments.text(lang)}</A>
                 <A href="/runs" attr:id="nav-runs">{tr(lang, "Runs", "对账批次")}</A>
-                <A href="/alerts" attr:id="nav-alerts">{tr(lang, "Alerts", "告警")}</A>
-                <A href="/approvals" attr:id="nav-approvals">{tr(lang, "Approvals", "审批")}</A>
+                <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
+                <A href="/approvals" attr:id="nav-approvals">{Msg::Approvals.text(lang)}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>

@@ -5,10 +5,10 @@
 
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
+use crate::console::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -47,7 +47,7 @@ fn PaymentsBody() -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
     let filter = query_filter::<PaymentFilter>();
     let page = Resource::new(filter, list_payments);
-    let title = tr(lang, "Payments", "支付单");
+    let title = Msg::Payments.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>
@@ -58,17 +58,17 @@ fn PaymentsBody() -> impl IntoView {
                     <label>{tr(lang, "Payment, order or txn id", "支付单号、订单号或渠道流水号")}<input name="q" id="p-q" size="22" value=f.q.clone()/></label>
                     <label>{Msg::Status.text(lang)}
                         <select name="status" id="p-status">
-                            <option value="">{tr(lang, "any", "全部")}</option>
+                            <option value="">{Msg::Any.text(lang)}</option>
                             {PAYMENT_STATUSES.iter().map(|s| view! {
                                 <option value=*s selected=f.status.as_deref() == Some(*s)>{*s}</option>
                             }).collect_view()}
                         </select>
                     </label>
-                    <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="p-provider" size="10" value=f.provider.clone()/></label>
-                    <label>{tr(lang, "Amount", "金额")}<input name="amount" id="p-amount" size="8" placeholder="66.60" value=f.amount.clone()/></label>
+                    <label>{Msg::Provider.text(lang)}<input name="provider" id="p-provider" size="10" value=f.provider.clone()/></label>
+                    <label>{Msg::Amount.text(lang)}<input name="amount" id="p-amount" size="8" placeholder="66.60" value=f.amount.clone()/></label>
                     <label>{tr(lang, "Created on", "创建日")}<input type="date" name="day" id="p-day" value=f.day.clone()/></label>
-                    <button type="submit" id="p-search">{tr(lang, "Search", "搜索")}</button>
-                    <a href="/payments">{tr(lang, "Clear", "清除")}</a>
+                    <button type="submit" id="p-search">{Msg::Search.text(lang)}</button>
+                    <a href="/payments">{Msg::Clear.text(lang)}</a>
                 </form>
             }
         }}
@@ -93,11 +93,11 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
     view! {
         <table class="grid" id="payments">
             <thead><tr>
-                <th>{tr(lang, "Payment", "支付单")}</th>
-                <th>{tr(lang, "Order", "订单号")}</th>
-                <th>{tr(lang, "Provider", "渠道")}</th>
-                <th>{tr(lang, "Txn id", "渠道流水号")}</th>
-                <th>{tr(lang, "Amount", "金额")}</th>
+                <th>{Msg::Payment.text(lang)}</th>
+                <th>{Msg::Order.text(lang)}</th>
+                <th>{Msg::Provider.text(lang)}</th>
+                <th>{Msg::TxnId.text(lang)}</th>
+                <th>{Msg::Amount.text(lang)}</th>
                 <th>{Msg::Status.text(lang)}</th>
                 <th>{tr(lang, "Created (UTC)", "创建时间（UTC）")}</th>
             </tr></thead>
@@ -115,7 +115,7 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
-        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+        {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }
 
@@ -126,7 +126,7 @@ fn PaymentBody() -> impl IntoView {
     let no = move || params.read().get("no").unwrap_or_default();
     let view_of = Resource::new(no, show_payment);
     view! {
-        <Title text=format!("{} · {}", tr(lang, "Payment", "支付单"), Msg::AppName.text(lang))/>
+        <Title text=format!("{} · {}", Msg::Payment.text(lang), Msg::AppName.text(lang))/>
         <p><a href="/payments">{tr(lang, "← All payments", "← 全部支付单")}</a></p>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
@@ -169,20 +169,20 @@ fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
         <section class="card" id="payment" data-status=s.status.clone()>
             <h1>{s.payment_no.clone()} " · " <span id="payment-status">{s.status.clone()}</span></h1>
             <dl class="facts">
-                <dt>{tr(lang, "Order", "订单号")}</dt><dd>{s.order_no.clone()}</dd>
-                <dt>{tr(lang, "Provider", "渠道")}</dt><dd>{s.provider.clone()}</dd>
-                <dt>{tr(lang, "Txn id", "渠道流水号")}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
-                <dt>{tr(lang, "Amount", "金额")}</dt><dd id="payment-amount">{s.amount.clone()}</dd>
+                <dt>{Msg::Order.text(lang)}</dt><dd>{s.order_no.clone()}</dd>
+                <dt>{Msg::Provider.text(lang)}</dt><dd>{s.provider.clone()}</dd>
+                <dt>{Msg::TxnId.text(lang)}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
+                <dt>{Msg::Amount.text(lang)}</dt><dd id="payment-amount">{s.amount.clone()}</dd>
                 <dt>{tr(lang, "Refunded", "已退款")}</dt><dd>{v.refunded.clone()}</dd>
                 <dt>{tr(lang, "Created / paid (UTC)", "创建 / 支付（UTC）")}</dt>
                 <dd>{utc_minutes(s.created_at)} " / " {s.paid_at.map(utc_minutes).unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Version", "版本")}</dt><dd>{v.version}</dd>
-                {v.hold_reason.clone().map(|h| view! { <dt>{tr(lang, "Held", "冻结")}</dt><dd class="held">{h}</dd> })}
+                {v.hold_reason.clone().map(|h| view! { <dt>{Msg::Held.text(lang)}</dt><dd class="held">{h}</dd> })}
             </dl>
         </section>
         <Lines id="history" title=tr(lang, "State history", "状态历史") lines=v.history.clone()/>
         <section class="card" id="payment-callbacks">
-            <h2>{tr(lang, "Callbacks", "回调")} " (" {v.callbacks.len()} ")"</h2>
+            <h2>{Msg::Callbacks.text(lang)} " (" {v.callbacks.len()} ")"</h2>
             <table class="grid">
                 <tbody>
                     {v.callbacks.iter().map(|c| view! {
@@ -202,7 +202,7 @@ fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
         <Lines id="refunds" title=tr(lang, "Refunds", "退款") lines=v.refunds.clone()/>
         <Lines id="ledger" title=tr(lang, "Refund ledger", "退款台账") lines=v.ledger.clone()/>
         <Lines id="queries" title=tr(lang, "Provider calls (create, status queries, refunds)", "渠道调用（下单、查询、退款）") lines=v.queries.clone()/>
-        <Lines id="payment-tickets" title=tr(lang, "Discrepancies", "差异工单") lines=v.discrepancies.clone()/>
+        <Lines id="payment-tickets" title=Msg::Discrepancies.text(lang) lines=v.discrepancies.clone()/>
         <Lines id="adjustments" title=tr(lang, "Amount adjustments", "金额调整") lines=v.adjustments.clone()/>
     }
 }

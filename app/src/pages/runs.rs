@@ -6,9 +6,9 @@
 use super::callbacks::poll_while;
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{ResumeRun, list_runs};
+use crate::console::{RunPage, RunSummary};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
-use crate::ops::{RunPage, RunSummary};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -79,12 +79,12 @@ fn Runs(
         {busy.then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
         {may_work.then(|| view! {
             <form method="post" enctype="multipart/form-data" action="/runs/upload" class="row card" id="upload-form">
-                <label>{tr(lang, "Provider", "渠道")}
+                <label>{Msg::Provider.text(lang)}
                     <select name="provider" id="u-provider">
                         {p.providers.iter().map(|name| view! { <option value=name.clone()>{name.clone()}</option> }).collect_view()}
                     </select>
                 </label>
-                <label>{tr(lang, "Business day", "业务日")}<input type="date" name="business_date" id="u-day" required/></label>
+                <label>{Msg::BusinessDay.text(lang)}<input type="date" name="business_date" id="u-day" required/></label>
                 <label>{tr(lang, "Statement file", "账单文件")}<input type="file" name="file" id="u-file" required/></label>
                 <label>{tr(lang, "Accept malformed lines (0: none)", "可容忍的错误行数（0：不容忍）")}
                     <input type="number" name="accept_bad_lines" min="0" value="0" size="4"/></label>
@@ -109,7 +109,7 @@ fn Runs(
                 }).collect_view()}
             </tbody>
         </table>
-        {next.map(|h| view! { <p><a href=h id="next-page">{tr(lang, "Older →", "更早 →")}</a></p> })}
+        {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }
 

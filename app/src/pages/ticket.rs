@@ -135,12 +135,12 @@ fn SideRows(local: Side, provider: Side, differing: Vec<String>, lang: Lang) -> 
                 <th>{tr(lang, "Reckon (now)", "本地（当前）")}</th>
             </tr></thead>
             <tbody>
-                {row("amount", tr(lang, "Amount", "金额"), provider.amount.clone(), local.amount.clone())}
+                {row("amount", Msg::Amount.text(lang), provider.amount.clone(), local.amount.clone())}
                 {row("currency", tr(lang, "Currency", "币种"), provider.currency.clone(), local.currency.clone())}
                 {row("status", Msg::Status.text(lang), provider.status.clone(), local.status.clone())}
-                {row("txn", tr(lang, "Txn id", "渠道流水号"), provider.txn.clone(), local.txn.clone())}
+                {row("txn", Msg::TxnId.text(lang), provider.txn.clone(), local.txn.clone())}
                 {row("payment", tr(lang, "Payment no", "支付单号"), provider.payment_no.clone(), local.payment_no.clone())}
-                {row("time", tr(lang, "Time (UTC)", "时间（UTC）"), time(provider.at), time(local.at))}
+                {row("time", Msg::TimeUtc.text(lang), time(provider.at), time(local.at))}
             </tbody>
         </table>
     }
@@ -181,16 +181,16 @@ fn Detail(
             </h1>
             <p class="reason">{d.reason.clone()}</p>
             <dl class="facts">
-                <dt>{tr(lang, "Provider", "渠道")}</dt><dd>{s.provider.clone()}</dd>
-                <dt>{tr(lang, "Business day", "业务日")}</dt><dd>{s.business_date.clone().unwrap_or_default()}</dd>
-                <dt>{tr(lang, "Payment", "支付单")}</dt><dd>{payment_link}{(!d.local.present).then(|| s.payment_no.clone().unwrap_or_default())}</dd>
-                <dt>{tr(lang, "Order", "订单号")}</dt><dd>{s.order_no.clone().unwrap_or_default()}</dd>
+                <dt>{Msg::Provider.text(lang)}</dt><dd>{s.provider.clone()}</dd>
+                <dt>{Msg::BusinessDay.text(lang)}</dt><dd>{s.business_date.clone().unwrap_or_default()}</dd>
+                <dt>{Msg::Payment.text(lang)}</dt><dd>{payment_link}{(!d.local.present).then(|| s.payment_no.clone().unwrap_or_default())}</dd>
+                <dt>{Msg::Order.text(lang)}</dt><dd>{s.order_no.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Run / file / line", "批次 / 文件 / 行号")}</dt>
                 <dd>{d.run_id.clone().unwrap_or_default()} " " {d.statement_file.clone().unwrap_or_default()} " " {d.line_no.map(|l| format!("#{l}")).unwrap_or_default()}</dd>
-                <dt>{tr(lang, "Owner", "负责人")}</dt><dd id="ticket-owner">{s.owner.clone().unwrap_or_else(|| "—".into())}</dd>
-                <dt>{tr(lang, "Found (UTC)", "发现时间（UTC）")}</dt><dd>{utc_minutes(s.found_at)}</dd>
-                <dt>{tr(lang, "Trace id", "追踪号")}</dt><dd>{d.trace_id.clone().unwrap_or_default()}</dd>
-                {d.hold_reason.clone().map(|h| view! { <dt>{tr(lang, "Held", "冻结")}</dt><dd class="held">{h}</dd> })}
+                <dt>{Msg::Owner.text(lang)}</dt><dd id="ticket-owner">{s.owner.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>{Msg::FoundUtc.text(lang)}</dt><dd>{utc_minutes(s.found_at)}</dd>
+                <dt>{Msg::TraceId.text(lang)}</dt><dd>{d.trace_id.clone().unwrap_or_default()}</dd>
+                {d.hold_reason.clone().map(|h| view! { <dt>{Msg::Held.text(lang)}</dt><dd class="held">{h}</dd> })}
                 {d.conclusion.clone().map(|c| view! { <dt>{tr(lang, "Conclusion", "结论")}</dt><dd id="ticket-conclusion">{c}</dd> })}
             </dl>
         </section>
@@ -253,10 +253,10 @@ fn Detail(
                     })}
                     <table class="grid" id="callbacks">
                         <thead><tr>
-                            <th>{tr(lang, "Callback", "回调")}</th>
-                            <th>{tr(lang, "Signature", "验签")}</th>
-                            <th>{tr(lang, "Processing", "处理状态")}</th>
-                            <th>{tr(lang, "Received (UTC)", "接收时间（UTC）")}</th>
+                            <th>{Msg::Callback.text(lang)}</th>
+                            <th>{Msg::Signature.text(lang)}</th>
+                            <th>{Msg::Processing.text(lang)}</th>
+                            <th>{Msg::ReceivedUtc.text(lang)}</th>
                             <th></th>
                         </tr></thead>
                         <tbody>
@@ -288,7 +288,7 @@ fn Detail(
                         <h2>{tr(lang, "Propose a fix (a second person approves)", "提议修复（须由另一人审批）")}</h2>
                         <ActionForm action=propose attr:class="stack" attr:id="propose-form">
                             <input type="hidden" name="id" value=id.clone()/>
-                            <label>{tr(lang, "Fix", "修复方式")}
+                            <label>{Msg::Fix.text(lang)}
                                 <select name="kind" id="fix-kind">
                                     {d.fixes.iter().map(|k| view! { <option value=k.as_str()>{fix_name(*k, lang)}</option> }).collect_view()}
                                 </select>
@@ -338,7 +338,7 @@ fn Detail(
             <h2>{tr(lang, "Timeline", "时间线")}</h2>
             <table class="grid">
                 <thead><tr>
-                    <th>{tr(lang, "Time (UTC)", "时间（UTC）")}</th>
+                    <th>{Msg::TimeUtc.text(lang)}</th>
                     <th>{tr(lang, "Kind", "类型")}</th>
                     <th>{tr(lang, "What", "事件")}</th>
                     <th>{tr(lang, "Detail", "详情")}</th>
@@ -388,12 +388,12 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
             <p><strong>{tr(lang, "Reason:", "原因：")}</strong> " " {p.reason.clone()}</p>
             <p><strong>{tr(lang, "Evidence:", "证据：")}</strong> " " {p.evidence.clone()}</p>
             <div class="before-after">
-                <div><h4>{tr(lang, "Before", "变更前")}</h4><pre>{p.before.clone()}</pre></div>
-                <div><h4>{tr(lang, "After", "变更后")}</h4><pre>{p.after.clone()}</pre></div>
+                <div><h4>{Msg::Before.text(lang)}</h4><pre>{p.before.clone()}</pre></div>
+                <div><h4>{Msg::After.text(lang)}</h4><pre>{p.after.clone()}</pre></div>
             </div>
             {p.stale_reason.clone().map(|r| view! { <p class="error">{tr(lang, "Stale:", "已失效：")} " " {r}</p> })}
             {p.decided_by.clone().map(|by| view! {
-                <p class="decision">{tr(lang, "Decided by", "审批人")} " " {by} ": " {p.decision_comment.clone().unwrap_or_default()}
+                <p class="decision">{Msg::DecidedBy.text(lang)} " " {by} ": " {p.decision_comment.clone().unwrap_or_default()}
                     {p.result.clone().map(|r| view! { <br/>{r} })}</p>
             })}
             {(open && own).then(|| view! { <p class="hint own">{tr(lang, "Your proposal: another supervisor must decide it.", "这是您的提议：须由另一位主管审批。")}</p> })}

@@ -35,7 +35,7 @@ fn TicketsBody() -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
     let filter = query_filter::<TicketFilter>();
     let page = Resource::new(filter, list_tickets);
-    let title = tr(lang, "Discrepancies", "差异工单");
+    let title = Msg::Discrepancies.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>
@@ -71,7 +71,7 @@ fn Choice(
 
 #[component]
 fn FilterForm(f: TicketFilter, lang: Lang) -> impl IntoView {
-    let any = tr(lang, "any", "全部");
+    let any = Msg::Any.text(lang);
     let csv = format!("/tickets.csv?{}", f.query_with_after(None));
     view! {
         <form method="get" action="/tickets" class="row card filters" id="ticket-filters">
@@ -85,13 +85,13 @@ fn FilterForm(f: TicketFilter, lang: Lang) -> impl IntoView {
                     }).collect_view()}
                 </select>
             </label>
-            <label>{tr(lang, "Provider", "渠道")}<input name="provider" id="f-provider" size="10" value=f.provider.clone()/></label>
-            <label>{tr(lang, "Business day", "业务日")}<input name="day" id="f-day" type="date" value=f.day.clone()/></label>
+            <label>{Msg::Provider.text(lang)}<input name="provider" id="f-provider" size="10" value=f.provider.clone()/></label>
+            <label>{Msg::BusinessDay.text(lang)}<input name="day" id="f-day" type="date" value=f.day.clone()/></label>
             <label>{tr(lang, "Run", "对账批次")}<input name="run" id="f-run" size="12" value=f.run.clone()/></label>
             <label>{tr(lang, "Owner (- = none)", "负责人（- 表示未分配）")}<input name="owner" id="f-owner" size="10" value=f.owner.clone()/></label>
             <label>{tr(lang, "Payment, order or txn id (or its start)", "支付单号、订单号或渠道流水号（或其开头）")}<input name="q" id="f-q" size="18" value=f.q.clone()/></label>
-            <button type="submit" id="apply-filters">{tr(lang, "Filter", "筛选")}</button>
-            <a href="/tickets">{tr(lang, "Clear", "清除")}</a>
+            <button type="submit" id="apply-filters">{Msg::Filter.text(lang)}</button>
+            <a href="/tickets">{Msg::Clear.text(lang)}</a>
             <a href=csv id="export-csv" rel="external" download="reckon-tickets.csv">{tr(lang, "Export CSV", "导出 CSV")}</a>
         </form>
     }
@@ -127,14 +127,14 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
                 <th>{tr(lang, "Severity", "严重程度")}</th>
                 <th>{tr(lang, "Class", "差异类型")}</th>
                 <th>{Msg::Status.text(lang)}</th>
-                <th>{tr(lang, "Provider", "渠道")}</th>
+                <th>{Msg::Provider.text(lang)}</th>
                 <th>{tr(lang, "Day", "业务日")}</th>
-                <th>{tr(lang, "Payment", "支付单")}</th>
-                <th>{tr(lang, "Txn id", "渠道流水号")}</th>
+                <th>{Msg::Payment.text(lang)}</th>
+                <th>{Msg::TxnId.text(lang)}</th>
                 <th>{tr(lang, "Reckon", "本地")}</th>
                 <th>{tr(lang, "Statement", "账单")}</th>
-                <th>{tr(lang, "Owner", "负责人")}</th>
-                <th>{tr(lang, "Found (UTC)", "发现时间（UTC）")}</th>
+                <th>{Msg::Owner.text(lang)}</th>
+                <th>{Msg::FoundUtc.text(lang)}</th>
             </tr></thead>
             <tbody>
                 {page.items.into_iter().map(|t| {

@@ -1,5 +1,6 @@
-//! The rest of the console's wire types: the daily dashboard, callbacks and
-//! their replay, payments, reconciliation runs, alerts.
+//! The wire types of the console's pages beside triage: the daily
+//! dashboard, callbacks and their replay, payments, reconciliation runs,
+//! alerts.
 
 use serde::{Deserialize, Serialize};
 

@@ -2,11 +2,11 @@
 //! Reading is open to every role; replaying, resuming and acknowledging to
 //! operators and supervisors.
 
-use crate::error::AppError;
-use crate::ops::{
+use crate::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard as DashboardData,
     PaymentFilter, PaymentPage, PaymentView, ReplayJob, RunPage,
 };
+use crate::error::AppError;
 use crate::tickets::ActionResult;
 #[cfg(feature = "ssr")]
 use crate::types::Role;

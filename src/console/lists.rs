@@ -1,0 +1,257 @@
+//! The console's lists beside the ticket queue: callbacks, payments and
+//! reconciliation runs (newest first, keyset pages), alerts, and the audit
+//! log. A filter's day is a business day in the configured time zone; a
+//! cursor that is not one is ignored (the first page again).
+
+use super::{Desk, invalid, money_text, page};
+use crate::accounts::internal;
+use crate::store::lists::{self as store_lists, After, AuditQuery, CallbackQuery, PaymentQuery};
+use crate::store::payments::PaymentBrief;
+use crate::store::{Db, callbacks};
+use app::console::{
+    AlertRow, CallbackFilter, CallbackPage, CallbackSummary, PaymentFilter, PaymentPage,
+    PaymentSummary, RunPage, RunSummary,
+};
+use app::error::AppError;
+use app::tickets::{AuditEntry, AuditFilter, AuditPage, PAGE_SIZE};
+
+pub(super) fn callback_summary(c: callbacks::Listed) -> CallbackSummary {
+    CallbackSummary {
+        id: c.id,
+        callback_id: c.callback_id,
+        provider: c.provider,
+        payment_no: c.payment_no,
+        provider_txn_id: c.provider_txn_id,
+        callback_status: c.callback_status,
+        verify_result: c.verify_result,
+        processing_status: c.processing_status,
+        outcome: c.outcome,
+        retry_count: c.retry_count,
+        duplicates: c.duplicates,
+        trace_id: c.trace_id,
+        received_at: c.received_at,
+    }
+}
+
+pub(super) fn payment_summary(p: &PaymentBrief) -> PaymentSummary {
+    PaymentSummary {
+        payment_no: p.payment_no.clone(),
+        order_no: p.order_no.clone(),
+        provider: p.provider.clone(),
+        provider_txn_id: p.provider_txn_id.clone(),
+        amount: money_text(Some(p.amount_minor), Some(&p.currency)).unwrap_or_default(),
+        status: p.status.clone(),
+        held: p.hold_reason.is_some(),
+        created_at: p.created_at,
+        paid_at: p.paid_at,
+    }
+}
+
+impl Desk {
+    pub async fn callback_page(&self, f: &CallbackFilter) -> Result<CallbackPage, AppError> {
+        let query = CallbackQuery {
+            q: f.q.as_deref(),
+            status: f.status.as_deref(),
+            provider: f.provider.as_deref(),
+            received: f.day.as_deref().map(|d| self.range(d)).transpose()?,
+            after: After::parse(f.after.as_deref()),
+        };
+        let rows = store_lists::callbacks(&self.engine.db, &query, PAGE_SIZE + 1)
+            .await
+            .map_err(internal)?;
+        let items = rows.into_iter().map(callback_summary).collect();
+        let (items, next) = page(items, |c: &CallbackSummary| {
+            format!("{}.{}", c.received_at, c.id)
+        });
+        Ok(CallbackPage { items, next })
+    }
+
+    pub async fn payment_page(&self, f: &PaymentFilter) -> Result<PaymentPage, AppError> {
+        let amount_minor = match &f.amount {
+            Some(a) => Some(parse_major(a).ok_or_else(|| invalid("an amount is like 66.60"))?),
+            None => None,
+        };
+        let query = PaymentQuery {
+            q: f.q.as_deref(),
+            status: f.status.as_deref(),
+            provider: f.provider.as_deref(),
+            amount_minor,
+            created: f.day.as_deref().map(|d| self.range(d)).transpose()?,
+            after: After::parse(f.after.as_deref()),
+        };
+        let rows = store_lists::payments(&self.engine.db, &query, PAGE_SIZE + 1)
+            .await
+            .map_err(internal)?;
+        let items = rows.iter().map(payment_summary).collect();
+        let (items, next) = page(items, |p: &PaymentSummary| {
+            format!("{}.{}", p.created_at, p.payment_no)
+        });
+        Ok(PaymentPage { items, next })
+    }
+
+    pub async fn run_page(&self, after: Option<&str>) -> Result<RunPage, AppError> {
+        let rows = store_lists::runs(&self.engine.db, After::parse(after).as_ref(), PAGE_SIZE + 1)
+            .await
+            .map_err(internal)?;
+        let items = rows
+            .into_iter()
+            .map(|r| {
+                let classes: Vec<(String, i64)> = r
+                    .figures_json
+                    .as_deref()
+                    .and_then(|f| serde_json::from_str::<serde_json::Value>(f).ok())
+                    .and_then(|v| {
+                        v["classes"].as_object().map(|o| {
+                            o.iter()
+                                .map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(0)))
+                                .collect()
+                        })
+                    })
+                    .unwrap_or_default();
+                RunSummary {
+                    id: r.run_id,
+                    provider: r.provider,
+                    business_date: r.business_date,
+                    source: r.source,
+                    file_name: r.file_name,
+                    status: r.status,
+                    phase: r.phase,
+                    cursor: r.cursor,
+                    rows_read: r.rows_read,
+                    classes,
+                    error: r.error,
+                    started_by: r.started_by,
+                    started_at: r.started_at,
+                    finished_at: r.finished_at,
+                }
+            })
+            .collect();
+        let (items, next) = page(items, |r: &RunSummary| format!("{}.{}", r.started_at, r.id));
+        let providers = self
+            .providers()
+            .into_iter()
+            .filter(|p| {
+                self.engine
+                    .providers
+                    .get(p)
+                    .is_some_and(|p| p.statement_format().is_some())
+            })
+            .collect();
+        Ok(RunPage {
+            items,
+            next,
+            providers,
+        })
+    }
+}
+
+/// The open alerts (oldest first) or all (newest first), at most `limit`.
+pub(super) async fn alerts(db: &Db, open_only: bool, limit: i64) -> sqlx::Result<Vec<AlertRow>> {
+    let rows = crate::store::alerts::listed(&db.pool, open_only, limit).await?;
+    Ok(rows
+        .into_iter()
+        .map(|a| AlertRow {
+            id: a.alert_id,
+            kind: a.kind,
+            severity: a.severity,
+            payment_no: a.payment_no,
+            message: a.message,
+            created_at: a.created_at,
+            acknowledged_at: a.acknowledged_at,
+            acknowledged_by: a.acknowledged_by,
+            ack_comment: a.ack_comment,
+        })
+        .collect())
+}
+
+/// Midnight UTC of a `YYYY-MM-DD`, in microseconds.
+fn day_start(day: &str) -> Option<i64> {
+    let date: jiff::civil::Date = day.trim().parse().ok()?;
+    let ts = date.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
+    Some(ts.as_microsecond())
+}
+
+/// The audit log, newest first. `action` without a dot (`fix`) matches
+/// its whole family (`fix.*`); `object` is `type` or `type:id`; the days
+/// are UTC, both inclusive.
+pub(super) async fn audit(db: &Db, f: &AuditFilter) -> sqlx::Result<AuditPage> {
+    let given = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let (actor, action, object) = (given(&f.actor), given(&f.action), given(&f.object));
+    let (object_type, object_id) = match object.as_deref().map(|o| o.split_once(':')) {
+        Some(Some((ty, id))) => (Some(ty), Some(id)),
+        Some(None) => (object.as_deref(), None),
+        None => (None, None),
+    };
+    let query = AuditQuery {
+        actor: actor.as_deref(),
+        action: action.as_deref(),
+        object_type,
+        object_id,
+        from: f.from.as_deref().and_then(day_start),
+        to: f
+            .to
+            .as_deref()
+            .and_then(day_start)
+            .map(|t| t + 86_400_000_000),
+        before: f.before,
+    };
+    let rows = store_lists::audit(db, &query, PAGE_SIZE + 1).await?;
+    let items: Vec<AuditEntry> = rows
+        .into_iter()
+        .map(|e| AuditEntry {
+            seq: e.seq,
+            at: e.at,
+            actor: e.actor,
+            action: e.action,
+            object_type: e.object_type,
+            object_id: e.object_id,
+            before: e.before_json,
+            after: e.after_json,
+            hash: e.hash,
+        })
+        .collect();
+    let (items, next) = page(items, |e: &AuditEntry| e.seq);
+    Ok(AuditPage { items, next })
+}
+
+/// An amount typed in major units (`66.6`, `66.60`, `66`) as minor units
+/// of a two-decimal currency.
+fn parse_major(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    if whole.is_empty() || frac.len() > 2 || !whole.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    if !frac.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let frac = format!("{frac:0<2}");
+    whole
+        .parse::<i64>()
+        .ok()?
+        .checked_mul(100)?
+        .checked_add(frac.parse::<i64>().ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_typed_in_major_units() {
+        assert_eq!(parse_major("66.60"), Some(6660));
+        assert_eq!(parse_major("66.6"), Some(6660));
+        assert_eq!(parse_major("66"), Some(6600));
+        assert_eq!(parse_major("0.05"), Some(5));
+        assert_eq!(parse_major("6.666"), None);
+        assert_eq!(parse_major("-1"), None);
+        assert_eq!(parse_major("1e3"), None);
+        assert_eq!(parse_major("99999999999999999999"), None);
+        assert_eq!(parse_major("92233720368547758.08"), None);
+    }
+}

@@ -1,0 +1,242 @@
+//! The console's backend, behind `app::ssr::Console`: what every page
+//! reads — the dashboard ([`dashboard`]), the lists of callbacks, payments,
+//! runs and alerts and the audit log ([`lists`]), a callback's and a
+//! payment's record ([`details`]), tickets ([`tickets`]), the CSV export
+//! ([`export`]) with secrets masked ([`mask`]) — and, handed to their
+//! owners, what its pages do: triage's ticket actions and fixes
+//! ([`crate::triage`]), replays, resuming a run, acknowledging an alert
+//! ([`actions`]). It holds no SQL: that is `store`'s.
+
+mod actions;
+mod dashboard;
+mod details;
+mod export;
+mod lists;
+pub mod mask;
+mod tickets;
+
+pub use export::export_csv;
+pub use tickets::evidence_file;
+
+use crate::accounts::internal;
+use crate::domain::{Currency, Money};
+use crate::engine::Engine;
+use crate::triage;
+use app::console::{
+    AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
+    PaymentView, ReplayJob, RunPage,
+};
+use app::error::AppError;
+use app::ssr::Console;
+use app::tickets::{
+    ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
+    TicketPage,
+};
+use app::types::User;
+
+/// The console's one backend object, placed in Leptos context.
+#[derive(Clone)]
+pub struct Desk {
+    pub engine: Engine,
+}
+
+impl Desk {
+    pub fn new(engine: Engine) -> Desk {
+        Desk { engine }
+    }
+
+    fn now(&self) -> i64 {
+        self.engine.now()
+    }
+
+    fn tz(&self) -> &jiff::tz::TimeZone {
+        &self.engine.settings.timezone
+    }
+
+    /// The business day `day` (YYYY-MM-DD) as [start, end) microseconds.
+    fn range(&self, day: &str) -> Result<(i64, i64), AppError> {
+        crate::recon::day_range(day, self.tz()).map_err(invalid)
+    }
+
+    /// The configured providers, by name.
+    fn providers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.engine.providers.names().map(str::to_owned).collect();
+        names.sort();
+        names
+    }
+}
+
+/// Input the caller must correct.
+pub(crate) fn invalid(detail: impl Into<String>) -> AppError {
+    AppError::Invalid {
+        detail: detail.into(),
+    }
+}
+
+/// "12.34 CNY" for minor units of a known currency, else the raw figures.
+pub(crate) fn money_text(minor: Option<i64>, currency: Option<&str>) -> Option<String> {
+    let minor = minor?;
+    let currency = currency.unwrap_or("");
+    Some(match Currency::parse(currency) {
+        Ok(c) => format!("{} {}", Money::new(minor, c).major_string(), c.code()),
+        Err(_) => format!("{minor} (minor units) {currency}"),
+    })
+}
+
+/// The first `PAGE_SIZE` of `items` read one past the page, and the cursor
+/// of the next page (from the last item kept) if there is one.
+fn page<T, C>(mut items: Vec<T>, cursor: impl Fn(&T) -> C) -> (Vec<T>, Option<C>) {
+    let size = app::tickets::PAGE_SIZE as usize;
+    if items.len() > size {
+        items.truncate(size);
+        let next = items.last().map(cursor);
+        (items, next)
+    } else {
+        (items, None)
+    }
+}
+
+#[async_trait::async_trait]
+impl Console for Desk {
+    async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError> {
+        tickets::list(&self.engine.db, filter)
+            .await
+            .map_err(internal)
+    }
+
+    async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError> {
+        tickets::detail(&self.engine.db, id, self.now())
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)
+    }
+
+    async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError> {
+        triage::assign(&self.engine, actor, id, owner).await
+    }
+
+    async fn comment(&self, actor: &User, id: &str, text: &str) -> Result<(), AppError> {
+        triage::comment(&self.engine, actor, id, text).await
+    }
+
+    async fn add_evidence(
+        &self,
+        actor: &User,
+        id: &str,
+        kind: &str,
+        text: &str,
+    ) -> Result<(), AppError> {
+        triage::add_evidence(&self.engine, actor, id, kind, text).await
+    }
+
+    async fn conclude(&self, actor: &User, id: &str, conclusion: &str) -> Result<(), AppError> {
+        triage::conclude(&self.engine, actor, id, conclusion).await
+    }
+
+    async fn requery(&self, actor: &User, id: &str) -> Result<ActionResult, AppError> {
+        triage::requery(&self.engine, actor, id).await
+    }
+
+    async fn replay(
+        &self,
+        actor: &User,
+        id: &str,
+        callback_row: &str,
+    ) -> Result<ActionResult, AppError> {
+        triage::replay(&self.engine, actor, id, callback_row).await
+    }
+
+    async fn propose(&self, actor: &User, fix: &FixRequest) -> Result<String, AppError> {
+        triage::fixes::propose(&self.engine, actor, fix).await
+    }
+
+    async fn proposals(&self, status: &str) -> Result<Vec<Proposal>, AppError> {
+        crate::store::proposals::list(&self.engine.db.pool, status, None, self.now())
+            .await
+            .map_err(internal)
+    }
+
+    async fn approve(
+        &self,
+        actor: &User,
+        proposal_id: &str,
+        comment: &str,
+    ) -> Result<ActionResult, AppError> {
+        triage::fixes::approve(&self.engine, actor, proposal_id, comment).await
+    }
+
+    async fn reject(&self, actor: &User, proposal_id: &str, comment: &str) -> Result<(), AppError> {
+        triage::fixes::reject(&self.engine, actor, proposal_id, comment).await
+    }
+
+    async fn audit(&self, filter: &AuditFilter) -> Result<AuditPage, AppError> {
+        lists::audit(&self.engine.db, filter)
+            .await
+            .map_err(internal)
+    }
+
+    async fn dashboard(
+        &self,
+        day: Option<&str>,
+        provider: Option<&str>,
+    ) -> Result<Dashboard, AppError> {
+        self.dashboard_of(day, provider).await
+    }
+
+    async fn callbacks(&self, filter: &CallbackFilter) -> Result<CallbackPage, AppError> {
+        self.callback_page(filter).await
+    }
+
+    async fn callback(&self, id: &str) -> Result<CallbackDetail, AppError> {
+        details::callback(&self.engine.db, id).await
+    }
+
+    async fn replay_callback(&self, actor: &User, id: &str) -> Result<ActionResult, AppError> {
+        actions::replay_one(&self.engine, &actor.username, id, None).await
+    }
+
+    async fn start_bulk_replay(
+        &self,
+        actor: &User,
+        provider: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<String, AppError> {
+        self.start_replay_job(actor, provider, from, to).await
+    }
+
+    async fn replay_jobs(&self) -> Result<Vec<ReplayJob>, AppError> {
+        actions::replay_jobs(&self.engine, None).await
+    }
+
+    async fn payments(&self, filter: &PaymentFilter) -> Result<PaymentPage, AppError> {
+        self.payment_page(filter).await
+    }
+
+    async fn payment(&self, payment_no: &str) -> Result<PaymentView, AppError> {
+        details::payment(&self.engine.db, payment_no).await
+    }
+
+    async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError> {
+        self.run_page(after).await
+    }
+
+    async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError> {
+        actions::resume(&self.engine, actor, id).await
+    }
+
+    async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError> {
+        lists::alerts(&self.engine.db, open_only, 200)
+            .await
+            .map_err(internal)
+    }
+
+    async fn acknowledge_alert(
+        &self,
+        actor: &User,
+        id: &str,
+        comment: &str,
+    ) -> Result<(), AppError> {
+        actions::acknowledge(&self.engine, actor, id, comment).await
+    }
+}

@@ -1,0 +1,460 @@
+//! An approved fix carried out inside the approving transaction: the
+//! approval's audit entry; the payment as the proposal saw it, or the fix
+//! is stale; the fix itself, one function per kind, every status move
+//! through `engine::apply` (source = manual fix); what it did on the
+//! proposal and in the audit log; the ticket closed with the conclusion.
+
+use super::{NotExecuted, changed_since, entry, hold_seen};
+use crate::domain::TicketStatus::{self, Closed};
+use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
+use crate::engine::{Applied, Engine, Outcome, Source, apply_in, describe, refund_late_success_in};
+use crate::store::adjustments::{self, NewAdjustment};
+use crate::store::payments::{self, PaymentBrief};
+use crate::store::tickets::{self, Move, insert_note, move_ticket};
+use crate::store::{audit, outbox, proposals};
+use app::tickets::{ActionResult, FixKind, Proposal};
+use app::types::User;
+use serde_json::{Value, json};
+use sqlx::AnyConnection;
+use std::sync::Arc;
+
+/// The fix being carried out: what it intends, and what it did so far.
+struct Fix<'a> {
+    engine: &'a Engine,
+    p: &'a Proposal,
+    actor: &'a User,
+    /// The payment's version the proposal saw (none: it creates it).
+    version: Option<i64>,
+    before: Value,
+    after: Value,
+    sinks: Arc<Vec<String>>,
+    evidence: String,
+    trace_id: String,
+    now: i64,
+    done: Vec<String>,
+}
+
+impl Fix<'_> {
+    /// The proposal's payment.
+    fn payment_no(&self) -> String {
+        self.p.payment_no.clone().unwrap_or_default()
+    }
+
+    /// The outcome that takes payment `b` to `target` with `minor`.
+    fn outcome(
+        &self,
+        b: &PaymentBrief,
+        target: PaymentStatus,
+        minor: i64,
+    ) -> Result<Outcome, NotExecuted> {
+        let failed = |e: String| NotExecuted::Failed(e);
+        let currency = Currency::parse(&b.currency).map_err(|e| failed(e.to_string()))?;
+        Ok(Outcome {
+            payment_no: PaymentNo::parse(&b.payment_no).map_err(|e| failed(e.to_string()))?,
+            provider: ProviderName::parse(&b.provider).map_err(|e| failed(e.to_string()))?,
+            provider_txn_id: b
+                .provider_txn_id
+                .as_deref()
+                .and_then(|t| ProviderTxnId::parse(t).ok()),
+            target,
+            money: Money::new(minor, currency),
+            source: Source::ManualFix,
+            evidence: self.evidence.clone(),
+            trace_id: self.trace_id.clone(),
+        })
+    }
+
+    /// `o` through `apply`; the fix fails unless the payment moved.
+    async fn apply(&self, tx: &mut AnyConnection, o: &Outcome) -> Result<String, NotExecuted> {
+        match apply_in(tx, self.engine.db.kind, &self.sinks, o, self.now).await? {
+            a @ Applied::Moved { .. } => Ok(describe(&a)),
+            other => Err(NotExecuted::Failed(describe(&other))),
+        }
+    }
+}
+
+/// The payment `no`, which a fix needs there.
+async fn brief(tx: &mut AnyConnection, no: &str) -> Result<PaymentBrief, NotExecuted> {
+    payments::brief(tx, no)
+        .await?
+        .ok_or_else(|| NotExecuted::Failed("payment missing".into()))
+}
+
+/// The approval's audit entry, the fix itself, the ticket closed: all in
+/// the approving transaction.
+pub(super) async fn execute(
+    engine: &Engine,
+    tx: &mut AnyConnection,
+    actor: &User,
+    p: &Proposal,
+    comment: &str,
+    now: i64,
+) -> Result<ActionResult, NotExecuted> {
+    let approved = entry(
+        actor,
+        "fix.approve",
+        ("proposal", &p.id),
+        Some(json!({ "status": "PENDING", "proposer": p.proposer })),
+        json!({ "status": "APPROVED", "comment": comment }),
+    );
+    audit::append(tx, &engine.db.audit, &approved, now).await?;
+    let (version, before, after) = proposals::intent(&mut *tx, &p.id).await?;
+    let json = |t: &str| serde_json::from_str(t).unwrap_or(Value::Null);
+    let mut fix = Fix {
+        engine,
+        p,
+        actor,
+        version,
+        before: json(&before),
+        after: json(&after),
+        sinks: engine.sink_names(),
+        evidence: format!("proposal {}", p.id),
+        trace_id: uuid::Uuid::new_v4().simple().to_string(),
+        now,
+        done: Vec::new(),
+    };
+    unchanged_since_proposed(tx, &fix).await?;
+    match p.kind {
+        FixKind::Backfill => backfill(tx, &mut fix).await?,
+        FixKind::ClosePayment => close_payment(tx, &mut fix).await?,
+        FixKind::AcceptAmount => accept_amount(tx, &mut fix).await?,
+        FixKind::Merge => merge(tx, &mut fix).await?,
+        FixKind::ReleaseHold => release_hold(tx, &mut fix).await?,
+        FixKind::AcceptPayment => accept_payment(tx, &mut fix).await?,
+        FixKind::RefundPayment => refund_payment(tx, &mut fix).await?,
+    }
+    let summary = fix.done.join("; ");
+    proposals::set_result(tx, &p.id, &summary).await?;
+    let executed = entry(
+        actor,
+        "fix.execute",
+        ("payment", p.payment_no.as_deref().unwrap_or_default()),
+        serde_json::from_str(&p.before).ok(),
+        json!({ "proposal": p.id, "kind": p.kind, "intended": fix.after, "done": fix.done }),
+    );
+    audit::append(tx, &engine.db.audit, &executed, now).await?;
+    let conclusion = format!(
+        "{} executed ({}); approved by {}: {comment}",
+        p.kind, summary, actor.username
+    );
+    // The approval found the ticket open in this transaction: it closes
+    // whatever it is now.
+    let from = TicketStatus::predecessors(Closed);
+    let closed = Move {
+        stay: &[Closed],
+        conclusion: Some(&conclusion),
+        ..Move::new(Closed, &from, now)
+    };
+    move_ticket(tx, &p.ticket_id, &closed).await?;
+    insert_note(
+        tx,
+        &p.ticket_id,
+        "conclusion",
+        &conclusion,
+        None,
+        &actor.username,
+        now,
+    )
+    .await?;
+    let ticket_closed = entry(
+        actor,
+        "ticket.close",
+        ("ticket", &p.ticket_id),
+        Some(json!({ "status": TicketStatus::AwaitingApproval.as_str() })),
+        json!({ "status": Closed.as_str(), "conclusion": conclusion }),
+    );
+    audit::append(tx, &engine.db.audit, &ticket_closed, now).await?;
+    Ok(ActionResult {
+        class: "executed".into(),
+        detail: summary,
+    })
+}
+
+/// The payment as it was proposed, or refuse: a conditional statement that
+/// also locks the row (PostgreSQL) for the rest of the transaction. Its
+/// version and its hold (a row of its own, which does not move the
+/// version) as the proposal saw them.
+async fn unchanged_since_proposed(
+    tx: &mut AnyConnection,
+    fix: &Fix<'_>,
+) -> Result<(), NotExecuted> {
+    let Some(no) = &fix.p.payment_no else {
+        return Ok(());
+    };
+    match fix.version {
+        Some(v) => {
+            let held_then = hold_seen(&fix.before, no);
+            if payments::lock_as_seen(tx, no, v, held_then).await? {
+                return Ok(());
+            }
+            let current = payments::version_and_hold(&mut *tx, no).await?;
+            Err(NotExecuted::Stale(match current {
+                Some((n, held)) => changed_since(no, (n, held.as_deref()), (v, held_then))
+                    .unwrap_or_else(|| format!("payment {no} changed since the proposal")),
+                None => format!("payment {no} no longer exists"),
+            }))
+        }
+        None if payments::get(&mut *tx, no).await?.is_some() => Err(NotExecuted::Stale(format!(
+            "payment {no} exists now; the proposal was to create it"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The statement's payment made paid: created first if Reckon lacks it
+/// (for the order the proposal named), then SUCCEEDED — through PENDING
+/// from FAILED, two steps the state machine allows, each through apply.
+async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let (p, after) = (fix.p, &fix.after);
+    let no = fix.payment_no();
+    let minor = after["amount_minor"].as_i64().unwrap_or_default();
+    let currency = after["currency"].as_str().unwrap_or_default().to_owned();
+    let txn = after["provider_txn_id"].as_str().map(str::to_owned);
+    let ticket = tickets::ticket(&mut *tx, &p.ticket_id)
+        .await?
+        .ok_or_else(|| NotExecuted::Failed("ticket vanished".into()))?;
+    if fix.version.is_none() {
+        let order_no = after["order_no"].as_str().unwrap_or_default().to_owned();
+        let (attempt_no, _) = payments::attempts_of(&mut *tx, &order_no).await?;
+        payments::insert(
+            &mut *tx,
+            &payments::NewPayment {
+                payment_no: &no,
+                order_no: &order_no,
+                attempt_no,
+                provider: &ticket.provider,
+                amount_minor: minor,
+                currency: &currency,
+                description: Some("backfilled from the provider's statement"),
+                created_by: &format!("fix:{}", p.id),
+                now: fix.now,
+            },
+        )
+        .await?;
+        tickets::set_order_no(tx, &p.ticket_id, &order_no).await?;
+        fix.done
+            .push(format!("created payment {no} for order {order_no}"));
+    }
+    let b = brief(tx, &no).await?;
+    let with_txn = |mut o: Outcome| {
+        o.provider_txn_id = txn.as_deref().and_then(|t| ProviderTxnId::parse(t).ok());
+        o
+    };
+    if b.status == "FAILED" {
+        let o = with_txn(fix.outcome(&b, PaymentStatus::Pending, minor)?);
+        let moved = fix.apply(tx, &o).await?;
+        fix.done.push(moved);
+    }
+    let o = with_txn(fix.outcome(&b, PaymentStatus::Succeeded, minor)?);
+    let moved = fix.apply(tx, &o).await?;
+    fix.done.push(moved);
+    Ok(())
+}
+
+/// The payment's hold released and the payment CLOSED.
+async fn close_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let no = fix.payment_no();
+    if let Some(reason) = payments::release(tx, &no, fix.now).await? {
+        fix.done.push(format!("hold released ({reason})"));
+    }
+    let b = brief(tx, &no).await?;
+    let o = fix.outcome(&b, PaymentStatus::Closed, b.amount_minor)?;
+    let moved = fix.apply(tx, &o).await?;
+    fix.done.push(moved);
+    Ok(())
+}
+
+/// The provider's amount made final (and the payment paid, if the provider
+/// says so and it was not yet).
+async fn accept_amount(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let b = brief(tx, &fix.payment_no()).await?;
+    let accepted = fix.after["amount_minor"].as_i64().unwrap_or_default();
+    adjust_amount(tx, fix, &b, accepted).await?;
+    fix.done.push(format!(
+        "amount {} → {} {} (difference {}) recorded",
+        b.amount_minor,
+        accepted,
+        b.currency,
+        accepted - b.amount_minor
+    ));
+    if fix.after["status"] == "SUCCEEDED" && matches!(b.status.as_str(), "CREATED" | "PENDING") {
+        let o = fix.outcome(&b, PaymentStatus::Succeeded, accepted)?;
+        let moved = fix.apply(tx, &o).await?;
+        fix.done.push(moved);
+    }
+    Ok(())
+}
+
+/// The kept payment's hold released; every other one, as the proposal saw
+/// it, released and CLOSED.
+async fn merge(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let keep = fix.after["keep"].as_str().unwrap_or_default().to_owned();
+    if let Some(reason) = payments::release(tx, &keep, fix.now).await? {
+        fix.done.push(format!("{keep}: hold released ({reason})"));
+    }
+    for c in fix.after["close"].as_array().cloned().unwrap_or_default() {
+        let no = c["payment_no"].as_str().unwrap_or_default();
+        let v = c["version"].as_i64();
+        let b = payments::brief(&mut *tx, no)
+            .await?
+            .ok_or_else(|| NotExecuted::Failed(format!("payment {no} missing")))?;
+        let Some(v) = v else {
+            return Err(NotExecuted::Stale(format!(
+                "payment {no}: the proposal recorded no version of it"
+            )));
+        };
+        if let Some(why) = changed_since(
+            no,
+            (b.version, b.hold_reason.as_deref()),
+            (v, hold_seen(&fix.before, no)),
+        ) {
+            return Err(NotExecuted::Stale(why));
+        }
+        if let Some(reason) = payments::release(tx, no, fix.now).await? {
+            fix.done.push(format!("{no}: hold released ({reason})"));
+        }
+        if b.status != "CLOSED" {
+            let o = fix.outcome(&b, PaymentStatus::Closed, b.amount_minor)?;
+            let moved = fix.apply(tx, &o).await?;
+            fix.done.push(format!("{no}: {moved}"));
+        }
+    }
+    Ok(())
+}
+
+async fn release_hold(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let no = fix.payment_no();
+    match payments::release(tx, &no, fix.now).await? {
+        Some(reason) => fix.done.push(format!("hold released ({reason})")),
+        None => return Err(NotExecuted::Failed(format!("payment {no} is not held"))),
+    }
+    Ok(())
+}
+
+/// FAILED or CLOSED → SUCCEEDED in one apply: a manual fix is the only
+/// source allowed that move (`manual_fix_predecessors`).
+async fn accept_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let no = fix.payment_no();
+    let b = brief(tx, &no).await?;
+    // Another attempt may have been paid since the proposal.
+    if let Some(paid) = payments::paid_attempt_of(&mut *tx, &b.order_no, &no).await? {
+        return Err(NotExecuted::Failed(format!(
+            "order {} is paid by {paid} now: accepting {no} would pay it twice",
+            b.order_no
+        )));
+    }
+    let mut o = fix.outcome(&b, PaymentStatus::Succeeded, b.amount_minor)?;
+    if let Some(txn) = fix.after["provider_txn_id"].as_str() {
+        o.provider_txn_id = ProviderTxnId::parse(txn).ok();
+    }
+    let moved = fix.apply(tx, &o).await?;
+    fix.done.push(moved);
+    Ok(())
+}
+
+/// Refunded as any refund is (reservation, provider task, ledger) rather
+/// than flipped: the provider holds the money, so only its confirmation
+/// may say it is given back.
+async fn refund_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let no = fix.payment_no();
+    let payment = payments::get(&mut *tx, &no)
+        .await?
+        .ok_or_else(|| NotExecuted::Failed("payment missing".into()))?;
+    if fix.engine.providers.get(&payment.provider).is_none() {
+        // Nobody would ask for the money back: the refund would wait forever.
+        return Err(NotExecuted::Failed(format!(
+            "provider {} is not configured",
+            payment.provider
+        )));
+    }
+    let txn = fix.after["provider_txn_id"].as_str();
+    let Some((refund_no, prev)) =
+        refund_late_success_in(tx, &payment, txn, &fix.p.id, &fix.trace_id, fix.now).await?
+    else {
+        return Err(NotExecuted::Failed(format!(
+            "payment {no} is {} (held: {}); only a FAILED or CLOSED payment with nothing refunded can refund its late success",
+            payment.status,
+            payment.hold_reason.as_deref().unwrap_or("no")
+        )));
+    };
+    fix.done.push(format!(
+        "refund {refund_no} of {} {} requested from the provider; payment {prev} → REFUNDING",
+        payment.amount_minor, payment.currency
+    ));
+    Ok(())
+}
+
+/// The provider's amount made final: the payment carries it, the original
+/// stays in `payment_adjustments`, history and the outbox say so.
+async fn adjust_amount(
+    tx: &mut AnyConnection,
+    fix: &Fix<'_>,
+    b: &PaymentBrief,
+    accepted: i64,
+) -> Result<(), NotExecuted> {
+    let now = fix.now;
+    if !payments::set_amount(tx, &b.payment_no, b.version, accepted, now).await? {
+        return Err(NotExecuted::Stale(format!(
+            "payment {} changed",
+            b.payment_no
+        )));
+    }
+    adjustments::insert(
+        tx,
+        &NewAdjustment {
+            payment_no: &b.payment_no,
+            proposal_id: &fix.p.id,
+            before_minor: b.amount_minor,
+            after_minor: accepted,
+            currency: &b.currency,
+            at: now,
+        },
+    )
+    .await?;
+    let evidence = format!(
+        "proposal {}: amount {} → {accepted}",
+        fix.p.id, b.amount_minor
+    );
+    let trace = uuid::Uuid::new_v4().simple().to_string();
+    payments::insert_history_many(
+        &mut *tx,
+        &[payments::HistoryEntry {
+            payment_no: &b.payment_no,
+            from: &b.status,
+            to: &b.status,
+            source: Source::ManualFix.as_str(),
+            evidence: &evidence,
+            trace_id: &trace,
+            at: now,
+        }],
+    )
+    .await?;
+    let payload = json!({
+        "type": "payment.amount_adjusted",
+        "payment_no": b.payment_no,
+        "order_no": b.order_no,
+        "provider": b.provider,
+        "before_minor": b.amount_minor,
+        "amount_minor": accepted,
+        "difference_minor": accepted - b.amount_minor,
+        "currency": b.currency,
+        "approved_by": fix.actor.username,
+        "occurred_at": now,
+    })
+    .to_string();
+    let id = uuid::Uuid::now_v7().to_string();
+    outbox::insert_events_many(
+        &mut *tx,
+        &[outbox::NewEvent {
+            message_id: &id,
+            aggregate_type: "payment",
+            aggregate_id: &b.payment_no,
+            event_type: "payment.amount_adjusted",
+            payload: &payload,
+            now,
+        }],
+        &fix.sinks,
+    )
+    .await?;
+    Ok(())
+}

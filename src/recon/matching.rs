@@ -81,8 +81,7 @@ impl Names {
 }
 
 /// Storage grown in fixed blocks: growing never copies what is there (a
-/// doubling `Vec` briefly holds both copies — 100 MB more at the peak for
-/// a million payments).
+/// doubling `Vec` briefly holds both copies, at the run's peak).
 const ARENA_BLOCK: usize = 1 << 20;
 const SLOT_BLOCK: usize = 1 << 16;
 

@@ -65,8 +65,8 @@ fn log_raised(a: &NewAlert<'_>) {
 /// How many alerts raised in bulk under one count are logged one by one;
 /// the rest of each call are logged as one line with their number. A
 /// reconciliation that finds thousands of payments missing from a statement
-/// writes a few lines, not thousands (5,000 lines were a twentieth of a
-/// million-row run's write); every alert is in the console's list either way.
+/// writes a few lines, not thousands; every alert is in the console's list
+/// either way.
 pub const LOGGED_ONE_BY_ONE: usize = 20;
 
 /// `raise_alert` for many, in multi-row statements. Each alert raised now

@@ -15,8 +15,7 @@ use futures_util::StreamExt;
 pub const WEBHOOK_LIMIT: usize = 64 * 1024;
 /// A refused body is still read to its end, up to this much, and dropped as
 /// it comes: a connection closed with unread data is reset, and the sender
-/// may see the reset instead of the answer that says why (it did, one test
-/// run in three, for a 70 KiB body).
+/// may see the reset instead of the answer that says why.
 const DRAIN_LIMIT: usize = 1024 * 1024;
 
 /// A provider's reply, byte for byte.

@@ -210,6 +210,20 @@ pub(crate) struct StripeApp {
     pub(crate) stripe: FakeStripe,
 }
 
+/// The fake on 127.0.0.1, a port of its own: its base URL.
+pub(crate) async fn serve(stripe: FakeStripe) -> String {
+    let router = Router::new()
+        .route("/v1/payment_intents", post(create_intent))
+        .route("/v1/payment_intents/{id}", get(get_intent))
+        .route("/v1/refunds", post(create_refund))
+        .route("/v1/balance_transactions", get(list_balance))
+        .with_state(stripe);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    base
+}
+
 async fn spawn_stripe_app(b: Backend) -> StripeApp {
     spawn_stripe_app_with(b, |_| {}).await
 }
@@ -221,15 +235,7 @@ pub(crate) async fn spawn_stripe_app_with(
     edit: impl FnOnce(&mut reckon::config::Config),
 ) -> StripeApp {
     let stripe = FakeStripe::default();
-    let router = Router::new()
-        .route("/v1/payment_intents", post(create_intent))
-        .route("/v1/payment_intents/{id}", get(get_intent))
-        .route("/v1/refunds", post(create_refund))
-        .route("/v1/balance_transactions", get(list_balance))
-        .with_state(stripe.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let base = serve(stripe.clone()).await;
     let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with(
         b,

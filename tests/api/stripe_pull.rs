@@ -5,7 +5,7 @@
 
 use crate::both_databases;
 use crate::helpers::Backend;
-use crate::stripe::{SECRET, StripeApp, sign, spawn_stripe_app_with};
+use crate::stripe::{API_KEY, FakeStripe, SECRET, StripeApp, serve, sign, spawn_stripe_app_with};
 use serde_json::{Value, json};
 
 /// 2026-12-01 in Asia/Shanghai starts at 2026-11-30 16:00 UTC.
@@ -470,6 +470,65 @@ async fn a_refused_key_and_a_slow_answer_fail_the_stripe_pull_clearly(b: Backend
         .unwrap_err()
         .to_string();
     assert!(err.contains("timed out") && err.contains("resume"), "{err}");
+}
+
+/// `reckon recon pull --provider stripe-eu --date D`: the command pulls
+/// the day through the API key of the configured account and prints the
+/// completed run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reckon_recon_pull_pulls_a_stripe_day_from_the_command_line() {
+    let stripe = FakeStripe::default();
+    *stripe.balance.lock().unwrap() = vec![
+        txn(
+            "txn_cli",
+            "charge",
+            "charge",
+            1234,
+            DAY_START + 60,
+            charge("ch_cli", "pi_cli", "", 1234, "eur"),
+        ),
+        txn(
+            "txn_cli_fee",
+            "stripe_fee",
+            "fee",
+            -40,
+            DAY_START + 61,
+            Value::Null,
+        ),
+    ];
+    let base = serve(stripe.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("reckon.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[providers]]\nname = \"stripe-eu\"\nkind = \"stripe\"\nbase_url = \"{base}\"\nsecret = \"{SECRET}\"\napi_key = \"{API_KEY}\"\n"
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_reckon"))
+            .args(["recon", "pull", "--provider", "stripe-eu", "--date", DAY])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RECKON_CONFIG", &config)
+            .env("RECKON_DATA_DIR", &data)
+            .env("RECKON_TIMEZONE", "Asia/Shanghai")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["status"], "COMPLETED", "{run}");
+    assert_eq!(run["source"], "pull");
+    assert_eq!(run["rows_read"], 1, "{run}");
+    let asked = stripe.listing.lock().unwrap().asked.clone();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].contains(&("created[gte]".into(), DAY_START.to_string())));
 }
 
 both_databases!(

@@ -105,13 +105,17 @@ impl Stripe {
                 rows.push(row);
             }
         }
-        if let Some(last) = list.data.last() {
-            at.after = Some(last.id.clone());
+        // A list that does not move on past its cursor would be pulled
+        // forever, its rows counted again each time.
+        let last = list.data.last().map(|t| t.id.clone());
+        if list.has_more && (last.is_none() || last == at.after) {
+            return Err(CallError::Refused(format!(
+                "Stripe's list of balance transactions did not move on past {}",
+                at.after.as_deref().unwrap_or("its first page")
+            )));
         }
-        if list.has_more && list.data.is_empty() {
-            return Err(CallError::Refused(
-                "Stripe says more balance transactions follow but listed none".into(),
-            ));
+        if last.is_some() {
+            at.after = last;
         }
         let (next_cursor, summary) = if list.has_more {
             (at.text(), None)

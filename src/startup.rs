@@ -289,10 +289,12 @@ async fn demo_traffic(engine: Engine) {
 
 /// The configured provider accounts, built from their settings.
 pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
+    let zone = jiff::tz::TimeZone::get(&config.timezone)
+        .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
     config
         .providers
         .iter()
-        .map(|p| crate::providers::build(p).map_err(|e| anyhow::anyhow!(e)))
+        .map(|p| crate::providers::build(p, &zone).map_err(|e| anyhow::anyhow!(e)))
         .collect()
 }
 

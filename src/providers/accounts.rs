@@ -81,8 +81,12 @@ impl ProviderConfig {
 }
 
 /// The adapter for one configured account, or why its settings do not make
-/// one (naming the account).
-pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
+/// one (naming the account). `day_zone` cuts the business days it pulls
+/// statements for.
+pub fn build(
+    config: &ProviderConfig,
+    day_zone: &jiff::tz::TimeZone,
+) -> Result<Arc<dyn Provider>, String> {
     let name = ProviderName::parse(config.name()).map_err(|e| e.to_string())?;
     let named = |e: String| format!("provider {}: {e}", config.name());
     Ok(match config {
@@ -100,13 +104,16 @@ pub fn build(config: &ProviderConfig) -> Result<Arc<dyn Provider>, String> {
                 .chain(&c.previous_secrets)
                 .map(|s| s.expose_secret().to_owned())
                 .collect();
-            Arc::new(Stripe::new(
-                name,
-                &c.base_url,
-                secrets,
-                c.api_key.expose_secret().to_owned(),
-                wire::timeout(c.timeout_ms),
-            ))
+            Arc::new(
+                Stripe::new(
+                    name,
+                    &c.base_url,
+                    secrets,
+                    c.api_key.expose_secret().to_owned(),
+                    wire::timeout(c.timeout_ms),
+                )
+                .with_day_zone(day_zone.clone()),
+            )
         }
         ProviderConfig::Sandbox(c) => {
             let secret = Secret::parse(c.secret.expose_secret()).map_err(named)?;

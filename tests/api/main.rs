@@ -21,6 +21,7 @@ mod recon;
 mod refunds;
 mod standard;
 mod stripe;
+mod stripe_pull;
 mod triage;
 mod users;
 mod wechatpay;

@@ -1,11 +1,12 @@
 //! The Stripe adapter against Stripe's wire format: events signed by the
 //! official `stripe` npm package and by an independent signer here, and a
 //! local server speaking Stripe's PaymentIntents API for creates and status
-//! queries. Each on SQLite and PostgreSQL.
+//! queries, refunds and the balance transactions list (its pulls are in
+//! `stripe_pull`). Each on SQLite and PostgreSQL.
 
 use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use hmac::{Hmac, Mac};
@@ -17,16 +18,122 @@ use sha2::Sha256;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-const SECRET: &str = "whsec_test_0123456789abcdef";
+pub(crate) const SECRET: &str = "whsec_test_0123456789abcdef";
+pub(crate) const API_KEY: &str = "sk_test_reckon";
 const OLD_SECRET: &str = "whsec_old_fedcba9876543210";
 
 /// Stripe's PaymentIntents API, as much as Reckon uses.
 #[derive(Clone, Default)]
-struct FakeStripe {
-    intents: Arc<Mutex<HashMap<String, serde_json::Value>>>,
-    refunds: Arc<Mutex<HashMap<String, serde_json::Value>>>,
+pub(crate) struct FakeStripe {
+    pub(crate) intents: Arc<Mutex<HashMap<String, serde_json::Value>>>,
+    pub(crate) refunds: Arc<Mutex<HashMap<String, serde_json::Value>>>,
     /// Idempotency-Key → refund id.
     keys: Arc<Mutex<HashMap<String, String>>>,
+    /// The account's balance transactions, in any order (listed newest
+    /// first), and how the list answers.
+    pub(crate) balance: Arc<Mutex<Vec<serde_json::Value>>>,
+    pub(crate) listing: Arc<Mutex<Listing>>,
+}
+
+/// How `GET /v1/balance_transactions` behaves, and what it was asked.
+#[derive(Default)]
+pub(crate) struct Listing {
+    /// At most this many a page (Stripe's is the `limit` asked; 0: that).
+    pub(crate) page_size: usize,
+    /// The list calls that fail, with the status they answer (1-based,
+    /// counted over the app's life).
+    pub(crate) fail_calls: Vec<(usize, u16)>,
+    /// Every call answers this late.
+    pub(crate) delay_ms: u64,
+    /// Each call's query, in order.
+    pub(crate) asked: Vec<Vec<(String, String)>>,
+}
+
+/// `GET /v1/balance_transactions` as Stripe answers it: Bearer auth,
+/// `created[gte|lt]` bounds, newest first, `limit`, `starting_after` the
+/// id of the last object of the page before, `expand[]=data.source`
+/// replacing each source id by its object.
+async fn list_balance(
+    State(s): State<FakeStripe>,
+    headers: axum::http::HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let error = |status: StatusCode, message: &str| {
+        let body =
+            serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}});
+        (status, Json(body)).into_response()
+    };
+    if headers.get("authorization").and_then(|v| v.to_str().ok())
+        != Some(&format!("Bearer {API_KEY}"))
+    {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "Invalid API Key provided: sk_test_******ong",
+        );
+    }
+    let (call, page_size, fail, delay) = {
+        let mut l = s.listing.lock().unwrap();
+        l.asked.push(query.clone());
+        let call = l.asked.len();
+        let fail = l.fail_calls.iter().find(|(c, _)| *c == call).map(|f| f.1);
+        (call, l.page_size, fail, l.delay_ms)
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+    if let Some(status) = fail {
+        let status = StatusCode::from_u16(status).unwrap();
+        return error(status, &format!("call {call} answered {status}"));
+    }
+    let arg = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let bound = |k: &str| arg(k).map(|v| v.parse::<i64>().unwrap());
+    let (gte, lt) = (bound("created[gte]"), bound("created[lt]"));
+    let limit: usize = arg("limit").map_or(10, |l| l.parse().unwrap());
+    let expand = arg("expand[]").as_deref() == Some("data.source");
+    let mut all: Vec<serde_json::Value> = s
+        .balance
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            let c = t["created"].as_i64().unwrap();
+            gte.is_none_or(|g| c >= g) && lt.is_none_or(|l| c < l)
+        })
+        .cloned()
+        .collect();
+    // Newest first; Stripe's order among equal times is its own (here: id).
+    all.sort_by(|a, b| {
+        (b["created"].as_i64(), b["id"].as_str()).cmp(&(a["created"].as_i64(), a["id"].as_str()))
+    });
+    let from = match arg("starting_after") {
+        Some(after) => match all.iter().position(|t| t["id"] == after.as_str()) {
+            Some(at) => at + 1,
+            None => return error(StatusCode::BAD_REQUEST, "No such balance transaction"),
+        },
+        None => 0,
+    };
+    let size = if page_size == 0 {
+        limit
+    } else {
+        page_size.min(limit)
+    };
+    let page: Vec<serde_json::Value> = all
+        .iter()
+        .skip(from)
+        .take(size)
+        .map(|t| {
+            let mut t = t.clone();
+            if !expand {
+                t["source"] = t["source"]["id"].clone();
+            }
+            t
+        })
+        .collect();
+    Json(serde_json::json!({
+        "object": "list", "data": page, "has_more": from + size < all.len(),
+        "url": "/v1/balance_transactions",
+    }))
+    .into_response()
 }
 
 /// `POST /v1/refunds`, idempotent on the Idempotency-Key header.
@@ -97,22 +204,38 @@ async fn get_intent(
     }
 }
 
-struct StripeApp {
-    app: TestApp,
-    clock: Arc<ManualClock>,
-    stripe: FakeStripe,
+pub(crate) struct StripeApp {
+    pub(crate) app: TestApp,
+    pub(crate) clock: Arc<ManualClock>,
+    pub(crate) stripe: FakeStripe,
 }
 
-async fn spawn_stripe_app(b: Backend) -> StripeApp {
-    let stripe = FakeStripe::default();
+/// The fake on 127.0.0.1, a port of its own: its base URL.
+pub(crate) async fn serve(stripe: FakeStripe) -> String {
     let router = Router::new()
         .route("/v1/payment_intents", post(create_intent))
         .route("/v1/payment_intents/{id}", get(get_intent))
         .route("/v1/refunds", post(create_refund))
-        .with_state(stripe.clone());
+        .route("/v1/balance_transactions", get(list_balance))
+        .with_state(stripe);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    base
+}
+
+async fn spawn_stripe_app(b: Backend) -> StripeApp {
+    spawn_stripe_app_with(b, |_| {}).await
+}
+
+/// A Stripe account `stripe-eu` against the fake, its settings as `edit`
+/// leaves them.
+pub(crate) async fn spawn_stripe_app_with(
+    b: Backend,
+    edit: impl FnOnce(&mut reckon::config::Config),
+) -> StripeApp {
+    let stripe = FakeStripe::default();
+    let base = serve(stripe.clone()).await;
     let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with(
         b,
@@ -122,9 +245,10 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
                 base_url: base,
                 secret: SECRET.into(),
                 previous_secrets: vec![OLD_SECRET.into()],
-                api_key: "sk_test_reckon".into(),
+                api_key: API_KEY.into(),
                 ..StripeConfig::default()
             })];
+            edit(c);
         },
         Options {
             demo: false,
@@ -138,11 +262,11 @@ async fn spawn_stripe_app(b: Backend) -> StripeApp {
 }
 
 impl StripeApp {
-    fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         self.app.engine.now() / 1_000_000
     }
 
-    async fn post(&self, body: &str, signature: &str) -> reqwest::Response {
+    pub(crate) async fn post(&self, body: &str, signature: &str) -> reqwest::Response {
         self.app
             .client
             .post(format!("{}/webhooks/stripe-eu", self.app.base))
@@ -208,7 +332,7 @@ async fn outbox_types(app: &TestApp, payment_no: &str) -> Vec<String> {
 
 /// Stripe's documented scheme, written out here independently of the
 /// adapter: hex HMAC-SHA256 of "{t}.{body}" keyed with the secret string.
-fn sign(secret: &str, t: i64, body: &str) -> String {
+pub(crate) fn sign(secret: &str, t: i64, body: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("{t}.{body}").as_bytes());
     format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))

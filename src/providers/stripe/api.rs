@@ -2,12 +2,16 @@
 //! payment_no: the Idempotency-Key, and the metadata that names Reckon's
 //! payment), read by id or searched by that metadata, and canceled; Refunds
 //! created (Idempotency-Key = refund_no) and read by id or listed for the
-//! intent. A 404 is "not known"; a 5xx, a timeout or a broken connection an
-//! unknown result.
+//! intent. The day's balance transactions, page by page, for the statement
+//! pull. A 404 is "not known"; a 5xx, a 429, a timeout or a broken
+//! connection an unknown result; a 401/403 a refusal naming the key.
 
+use super::balance::{self, Cursor, List};
 use super::{Intent, Stripe, StripeRefund};
 use crate::domain::{PaymentNo, ProviderTxnId};
-use crate::providers::{CallError, CreateRequest, ProviderView, RefundRequest, RefundView};
+use crate::providers::{
+    CallError, CreateRequest, ProviderView, RefundRequest, RefundView, StatementPage,
+};
 use http::StatusCode;
 
 impl Stripe {
@@ -24,18 +28,111 @@ impl Stripe {
         if status.is_server_error() {
             return Err(CallError::Network(format!("Stripe answered {status}")));
         }
-        let body: serde_json::Value = res
-            .json()
+        // Stripe did nothing and says so: asking again later is safe.
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(CallError::Network(format!(
+                "Stripe answered {status} (rate limited): try again later"
+            )));
+        }
+        let text = res
+            .text()
             .await
-            .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))?;
+            .map_err(crate::providers::wire::call_error)?;
+        let body = serde_json::from_str::<serde_json::Value>(&text);
         if !status.is_success() {
-            let message = body["error"]["message"]
-                .as_str()
+            let message = body
+                .as_ref()
+                .ok()
+                .and_then(|b| b["error"]["message"].as_str())
                 .unwrap_or("refused")
                 .to_owned();
+            if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                return Err(CallError::Refused(format!(
+                    "Stripe refused the api_key of provider {} ({status}: {message}); set api_key to a secret or restricted key (sk_…/rk_…) of this account that may read what is asked",
+                    self.name
+                )));
+            }
             return Err(CallError::Refused(format!("{status}: {message}")));
         }
-        Ok(body)
+        body.map_err(|e| CallError::Network(format!("unreadable answer: {e}")))
+    }
+
+    /// One page of the day's balance transactions (see `balance`): the
+    /// first without a cursor, the others `starting_after` the last listed.
+    pub(super) async fn balance_page(
+        &self,
+        date: &str,
+        cursor: Option<&str>,
+    ) -> Result<StatementPage, CallError> {
+        let (gte, lt) = balance::day_bounds(date, &self.day_zone).map_err(CallError::Refused)?;
+        let mut at = match cursor {
+            Some(c) => Cursor::parse(c).map_err(CallError::Refused)?,
+            None => Cursor::default(),
+        };
+        let mut query = vec![
+            ("created[gte]", gte.to_string()),
+            ("created[lt]", lt.to_string()),
+            ("limit", balance::PAGE_LIMIT.to_owned()),
+            ("expand[]", "data.source".to_owned()),
+        ];
+        if let Some(after) = &at.after {
+            query.push(("starting_after", after.clone()));
+        }
+        let body = self
+            .call(
+                self.http
+                    .get(format!("{}/v1/balance_transactions", self.base_url))
+                    .query(&query),
+            )
+            .await?;
+        let list: List = serde_json::from_value(body)
+            .map_err(|e| CallError::Refused(format!("not a list of balance transactions: {e}")))?;
+        let mut rows = Vec::new();
+        for t in &list.data {
+            // A row outside the day would be reconciled on the wrong day.
+            if !(gte..lt).contains(&t.created) {
+                return Err(CallError::Refused(format!(
+                    "Stripe listed {} created at {}, outside {date} [{gte}, {lt})",
+                    t.id, t.created
+                )));
+            }
+            if let Some(row) = t
+                .row(rows.len() as i64 + 1)
+                .map_err(|e| CallError::Refused(format!("balance transaction {e}")))?
+            {
+                at.rows += 1;
+                at.total_minor += row.money.minor;
+                rows.push(row);
+            }
+        }
+        // A list that does not move on past its cursor would be pulled
+        // forever, its rows counted again each time.
+        let last = list.data.last().map(|t| t.id.clone());
+        if list.has_more && (last.is_none() || last == at.after) {
+            return Err(CallError::Refused(format!(
+                "Stripe's list of balance transactions did not move on past {}",
+                at.after.as_deref().unwrap_or("its first page")
+            )));
+        }
+        if last.is_some() {
+            at.after = last;
+        }
+        let (next_cursor, summary) = if list.has_more {
+            (at.text(), None)
+        } else {
+            // Stripe's list states no totals: what the pages handed over,
+            // held against what the run staged from them.
+            let stated = vec![
+                ("rows".to_owned(), at.rows),
+                ("total_minor".to_owned(), at.total_minor),
+            ];
+            (None, Some(stated))
+        };
+        Ok(StatementPage {
+            rows,
+            next_cursor,
+            summary,
+        })
     }
 
     pub(super) fn refund_view(value: serde_json::Value) -> Result<RefundView, CallError> {

@@ -21,8 +21,12 @@
 //! charge's running total and is acknowledged without effect: counting it
 //! too would count each refund twice. A refund event without Reckon's
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
+//!
+//! Statements are pulled as the day's balance transactions (`balance`),
+//! the day cut in the zone recon reconciles in.
 
 mod api;
+mod balance;
 mod config;
 pub mod statement;
 
@@ -51,6 +55,8 @@ pub struct Stripe {
     secrets: Vec<String>,
     api_key: String,
     http: reqwest::Client,
+    /// Where a business day starts and ends for the statement pull.
+    day_zone: jiff::tz::TimeZone,
 }
 
 #[derive(Deserialize)]
@@ -182,6 +188,15 @@ impl Stripe {
             secrets,
             api_key,
             http: super::wire::client(timeout),
+            day_zone: jiff::tz::TimeZone::UTC,
+        }
+    }
+
+    /// Statements pulled for business days cut in `zone` (UTC otherwise).
+    pub fn with_day_zone(self, zone: jiff::tz::TimeZone) -> Stripe {
+        Stripe {
+            day_zone: zone,
+            ..self
         }
     }
 }
@@ -379,6 +394,18 @@ impl Provider for Stripe {
 
     fn refunds(&self) -> bool {
         true
+    }
+
+    fn pulls_statements(&self) -> bool {
+        !self.api_key.is_empty()
+    }
+
+    async fn statement_page(
+        &self,
+        date: &str,
+        cursor: Option<&str>,
+    ) -> Result<super::StatementPage, CallError> {
+        self.balance_page(date, cursor).await
     }
 
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {

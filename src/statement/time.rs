@@ -90,6 +90,13 @@ pub fn local_time(text: &str, offset_hours: i8) -> Option<i64> {
     Some(zoned.timestamp().as_microsecond())
 }
 
+/// `yyyy-MM-dd HH:mm:ss` on the wall clocks of `zone` → microseconds
+/// UTC (a time a change of clocks makes twice is taken the first time).
+pub fn zoned_time(text: &str, zone: &jiff::tz::TimeZone) -> Option<i64> {
+    let dt: jiff::civil::DateTime = text.trim().replace(' ', "T").parse().ok()?;
+    Some(dt.to_zoned(zone.clone()).ok()?.timestamp().as_microsecond())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

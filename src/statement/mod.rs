@@ -174,3 +174,10 @@ pub(crate) fn read_all(
         }
     }
 }
+
+/// A bill from `tests/fixtures/bills/`, as the tests of each format read it.
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/bills/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

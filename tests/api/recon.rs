@@ -84,13 +84,24 @@ impl EngineApp {
         date: &str,
         file: &str,
     ) -> (u16, serde_json::Value) {
+        let file = ("sandbox-statement.csv", file.as_bytes().to_vec());
+        self.upload_bill(token, "sandbox", date, file).await
+    }
+
+    /// Uploads a statement file for `provider`'s account.
+    pub(crate) async fn upload_bill(
+        &self,
+        token: &str,
+        provider: &str,
+        date: &str,
+        (name, bytes): (&str, Vec<u8>),
+    ) -> (u16, serde_json::Value) {
         let form = reqwest::multipart::Form::new()
-            .text("provider", "sandbox")
+            .text("provider", provider.to_owned())
             .text("business_date", date.to_owned())
             .part(
                 "file",
-                reqwest::multipart::Part::bytes(file.as_bytes().to_vec())
-                    .file_name("sandbox-statement.csv"),
+                reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()),
             );
         let res = self
             .app
@@ -1129,32 +1140,6 @@ mod bills {
     }
 
     impl EngineApp {
-        async fn upload_bill(
-            &self,
-            token: &str,
-            provider: &str,
-            date: &str,
-            (name, bytes): (&str, Vec<u8>),
-        ) -> (u16, serde_json::Value) {
-            let form = reqwest::multipart::Form::new()
-                .text("provider", provider.to_owned())
-                .text("business_date", date.to_owned())
-                .part(
-                    "file",
-                    reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()),
-                );
-            let res = self
-                .app
-                .client
-                .post(format!("{}/api/v1/recon/runs", self.app.base))
-                .bearer_auth(token)
-                .multipart(form)
-                .send()
-                .await
-                .unwrap();
-            (res.status().as_u16(), res.json().await.unwrap_or_default())
-        }
-
         /// A run's tickets: class, key, the provider's amount.
         async fn run_tickets(&self, provider: &str) -> Vec<(String, Option<i64>)> {
             sqlx::query_as(

@@ -180,7 +180,7 @@ impl BillFormat for AlipayBill {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::statement::read_all;
+    use crate::statement::{fixture, read_all};
 
     fn alipay_bytes() -> Vec<u8> {
         let text = "#支付宝业务明细查询\n#账号：[20880000000000010156]\n#起始日期：[2026年11月30日 00:00:00]   终止日期：[2026年12月01日 00:00:00]\n#-----------------------------------------业务明细列表----------------------------------------\n\
@@ -219,11 +219,6 @@ mod tests {
         broken[at] = 0xff;
         let err = read_all(FORMAT, &broken).unwrap_err();
         assert!(err.reason.contains("not valid GBK"), "{err}");
-    }
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/fixtures/bills/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     /// The same export in GBK, in UTF-8 and in UTF-8 with a byte-order

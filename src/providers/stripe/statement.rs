@@ -169,7 +169,7 @@ impl BillFormat for StripeBill {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::statement::read_all;
+    use crate::statement::{fixture, read_all};
 
     #[test]
     fn a_stripe_itemized_report_reads_charges_and_refunds_by_column_name() {
@@ -191,11 +191,6 @@ po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Str
         assert_eq!(rows[0].fee.map(|f| f.minor), Some(147));
         let bad = text.replace("42.00", "4x.00");
         assert_eq!(read_all(FORMAT, bad.as_bytes()).unwrap_err().line, 2);
-    }
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!("{}/tests/fixtures/bills/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     /// A report with default columns, no `payment_intent_id`: the charge

@@ -1,16 +1,11 @@
 use super::*;
-use crate::statement::{StatementRow, read_all};
+use crate::statement::{StatementRow, fixture, read_all};
 
 const WECHAT: &str = "交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\n\
 `2026-11-30 10:00:01,`wx01,`1900000001,`0,`,`4200001,`PAYA,`oUser,`NATIVE,`SUCCESS,`OTHERS,`CNY,`199.00,`0.00,`0,`0,`0.00,`0.00,`,`,`T恤, 白色,`,`1.19,`0.60%,`199.00,`0.00,`\n\
 `2026-11-30 11:00:00,`wx01,`1900000001,`0,`,`4200001,`PAYA,`oUser,`NATIVE,`REFUND,`OTHERS,`CNY,`0.00,`0.00,`50300001,`RFDA,`50.00,`0.00,`ORIGINAL,`SUCCESS,`T恤,`,`-0.30,`0.60%,`0.00,`50.00,`\n\
 总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\n\
 `2,`199.00,`50.00,`0.00,`0.89,`199.00,`50.00\n";
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/bills/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 fn refusal(bytes: &[u8]) -> String {
     let err = read_all(FORMAT, bytes).unwrap_err();

@@ -153,6 +153,13 @@ fn the_fund_flow_bill_and_the_old_layout_are_refused_by_name() {
         "{old}"
     );
     assert!(old.contains("/v3/bill/tradebill"), "{old}");
+    // The old REFUND layout (26 columns) is as old.
+    let old_refund = "交易时间,公众账号ID,商户号,子商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,总金额,代金券或立减优惠金额,退款申请时间,退款成功时间,微信退款单号,商户退款单号,退款金额,代金券或立减优惠退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率\n";
+    let old = refusal(old_refund.as_bytes());
+    assert!(
+        old.contains("old WeChat Pay bill layout (26 columns"),
+        "{old}"
+    );
     let alipay = refusal("#支付宝业务明细查询\n".as_bytes());
     assert!(alipay.contains("an Alipay bill"), "{alipay}");
     let other = refusal(b"id,amount\n1,2\n");

@@ -133,7 +133,7 @@ fn time(what: &str, format: Format, bytes: &[u8]) {
     let mut rows = 0;
     for _ in 0..ROUNDS {
         let started = Instant::now();
-        rows = read_all(format, bytes);
+        rows = read_all(format.clone(), bytes);
         passes.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     passes.sort_by(f64::total_cmp);

@@ -1,5 +1,5 @@
 #![no_main]
-//! The WeChat Pay bill (type ALL) reader on arbitrary files.
+//! The WeChat Pay trade bill reader (ALL, SUCCESS, REFUND) on arbitrary files.
 
 #[path = "common/statement.rs"]
 mod statement;

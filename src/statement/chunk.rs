@@ -21,6 +21,7 @@ struct Packed {
     kind: RowKind,
     money: Money,
     occurred_at: Option<i64>,
+    fee: Option<Money>,
     /// provider_txn_id, payment_no, refund_no, provider_refund_id, status:
     /// (start, end), `ABSENT` for none.
     spans: [(usize, usize); 5],
@@ -72,6 +73,7 @@ impl Chunk {
             kind: row.kind,
             money: row.money,
             occurred_at: row.occurred_at,
+            fee: row.fee,
             spans,
         });
     }
@@ -93,6 +95,7 @@ impl Chunk {
             money: p.money,
             status: at(4).unwrap_or_default(),
             occurred_at: p.occurred_at,
+            fee: p.fee,
         }
     }
 

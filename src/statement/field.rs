@@ -34,6 +34,19 @@ pub fn money(text: &str, currency: Currency) -> Result<Money, String> {
     Money::parse_major(t, currency).map_err(|e| format!("amount {text:?}: {e}"))
 }
 
+/// A fee column's value, its sign kept (`column` names it in a refusal);
+/// `None` for an empty field. Exact, as amounts are: a fee with fractions
+/// of the currency's minor unit is refused, not rounded.
+pub fn fee(text: &str, currency: Currency, column: &str) -> Result<Option<Money>, String> {
+    let t = trimmed(text);
+    if t.is_empty() {
+        return Ok(None);
+    }
+    Money::parse_major(t, currency)
+        .map(Some)
+        .map_err(|e| format!("{column} {text:?}: {e}"))
+}
+
 /// A running total plus a row's amount, or why the line is refused.
 pub fn add(sum: i64, minor: i64) -> Result<i64, String> {
     sum.checked_add(minor)

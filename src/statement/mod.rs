@@ -18,7 +18,7 @@ mod row;
 pub mod time;
 
 pub use chunk::Chunk;
-pub use field::{LastCurrency, add, cny, money, present};
+pub use field::{LastCurrency, add, cny, fee, money, present};
 pub use reader::{Pause, Reader, read, read_with};
 pub use row::{RowKind, RowRef, StatementRow};
 
@@ -61,6 +61,17 @@ pub trait BillFormat: Send {
     fn encoding(&self) -> &'static encoding_rs::Encoding {
         encoding_rs::UTF_8
     }
+    /// For a format whose files come in more than one encoding: shown
+    /// each line's bytes before they are decoded until it answers `true`,
+    /// having decided [`BillFormat::encoding`] — once, from the first
+    /// lines, not line by line.
+    fn detect_encoding(&mut self, _raw_line: &[u8]) -> bool {
+        true
+    }
+    /// The time zone the caller says the file's wall-clock times are in,
+    /// for a format whose files do not say it themselves (a Stripe report
+    /// run in a time zone of the merchant's choosing).
+    fn times_in(&mut self, _zone: &jiff::tz::TimeZone) {}
     /// One line that is not blank, without its end or a byte-order mark:
     /// `Ok(true)` once it put a row into `out`, `Ok(false)` for a line with
     /// no row (a header, a comment, a summary), or why it is refused.
@@ -89,15 +100,28 @@ pub struct Progress {
 
 /// A bill format by name, and how to start reading a file of it: what a
 /// provider hands reconciliation, which passes it to [`read`].
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Format {
     name: &'static str,
     start: fn() -> Box<dyn BillFormat>,
+    /// Where the caller knows it: the zone of the file's wall-clock times.
+    zone: Option<jiff::tz::TimeZone>,
 }
 
 impl Format {
     pub const fn new(name: &'static str, start: fn() -> Box<dyn BillFormat>) -> Format {
-        Format { name, start }
+        Format {
+            name,
+            start,
+            zone: None,
+        }
+    }
+
+    /// The same format, its files' wall-clock times read in `zone` where
+    /// a file does not state its own (see [`BillFormat::times_in`]).
+    pub fn in_zone(mut self, zone: jiff::tz::TimeZone) -> Format {
+        self.zone = Some(zone);
+        self
     }
 
     pub fn name(&self) -> &'static str {
@@ -105,7 +129,11 @@ impl Format {
     }
 
     fn start(&self) -> Box<dyn BillFormat> {
-        (self.start)()
+        let mut bill = (self.start)();
+        if let Some(zone) = &self.zone {
+            bill.times_in(zone);
+        }
+        bill
     }
 }
 
@@ -145,4 +173,11 @@ pub(crate) fn read_all(
             Pause::End(checks) => return Ok((rows, checks)),
         }
     }
+}
+
+/// A bill from `tests/fixtures/bills/`, as the tests of each format read it.
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/bills/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -25,6 +25,7 @@ pub fn read_with<'r>(
     let bill = format.start();
     Reader {
         utf8: bill.encoding() == encoding_rs::UTF_8,
+        encoding_known: false,
         bill,
         reader,
         buf: Vec::new(),
@@ -50,6 +51,8 @@ pub struct Reader<'r> {
     bill: Box<dyn BillFormat>,
     /// The format's lines are UTF-8 (not Alipay's GBK).
     utf8: bool,
+    /// The format has decided its encoding ([`BillFormat::detect_encoding`]).
+    encoding_known: bool,
     reader: Box<dyn BufRead + Send + 'r>,
     buf: Vec<u8>,
     line: u64,
@@ -146,6 +149,10 @@ impl Reader<'_> {
     /// for a line with no row (blank, a header, a comment, a summary).
     fn line_of(&mut self, raw: &[u8], rows: &mut Chunk) -> Option<Result<Line, ParseError>> {
         self.line += 1;
+        if !self.encoding_known {
+            self.encoding_known = self.bill.detect_encoding(raw);
+            self.utf8 = self.bill.encoding() == encoding_rs::UTF_8;
+        }
         let text = match self.decode(raw) {
             Ok(t) => t,
             Err(reason) => {

@@ -33,6 +33,10 @@ pub struct StatementRow {
     pub status: String,
     /// Microseconds UTC, when the statement says.
     pub occurred_at: Option<i64>,
+    /// The provider's fee on this row, in the row's currency, when the
+    /// statement has a fee column: positive for a fee the merchant paid,
+    /// negative for one given back (a refunded payment's fee).
+    pub fee: Option<Money>,
 }
 
 /// A statement row borrowed from where it was read (a [`Chunk`], a line,
@@ -48,6 +52,7 @@ pub struct RowRef<'a> {
     pub money: Money,
     pub status: &'a str,
     pub occurred_at: Option<i64>,
+    pub fee: Option<Money>,
 }
 
 impl RowRef<'_> {
@@ -63,6 +68,7 @@ impl RowRef<'_> {
             money: self.money,
             status: self.status.to_owned(),
             occurred_at: self.occurred_at,
+            fee: self.fee,
         }
     }
 }
@@ -79,6 +85,7 @@ impl StatementRow {
             money: self.money,
             status: &self.status,
             occurred_at: self.occurred_at,
+            fee: self.fee,
         }
     }
 }

@@ -83,11 +83,18 @@ fn days_since_epoch(year: i64, month: i64, day: i64) -> Option<i64> {
 
 /// `yyyy-MM-dd HH:mm:ss` at a fixed offset (hours) → microseconds UTC.
 pub fn local_time(text: &str, offset_hours: i8) -> Option<i64> {
+    zoned_time(
+        text,
+        &jiff::tz::TimeZone::fixed(jiff::tz::offset(offset_hours)),
+    )
+}
+
+/// `yyyy-MM-dd HH:mm:ss` on the wall clocks of `zone` → microseconds UTC
+/// (at a change of clocks, jiff's "compatible" choice: a time that comes
+/// twice is taken the first time, one that is skipped after the change).
+pub fn zoned_time(text: &str, zone: &jiff::tz::TimeZone) -> Option<i64> {
     let dt: jiff::civil::DateTime = text.trim().replace(' ', "T").parse().ok()?;
-    let zoned = dt
-        .to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(offset_hours)))
-        .ok()?;
-    Some(zoned.timestamp().as_microsecond())
+    Some(dt.to_zoned(zone.clone()).ok()?.timestamp().as_microsecond())
 }
 
 #[cfg(test)]

@@ -316,6 +316,8 @@ pub struct StagedRow<'a> {
     pub currency: &'a str,
     pub status: &'a str,
     pub occurred_at: Option<i64>,
+    /// The provider's fee, in `currency`'s minor units.
+    pub fee_minor: Option<i64>,
 }
 
 /// The multi-row INSERT of `rows` into `recon_rows`, with owned values (so
@@ -324,7 +326,7 @@ fn insert_rows(run_id: &str, rows: &[StagedRow<'_>]) -> QueryBuilder<'static, An
     let own = |s: Option<&str>| s.map(str::to_owned);
     let mut q = QueryBuilder::new(
         "INSERT INTO recon_rows (run_id, line_no, kind, provider_txn_id, payment_no, refund_no, \
-           provider_refund_id, amount_minor, currency, status, occurred_at) ",
+           provider_refund_id, amount_minor, currency, status, occurred_at, fee_minor) ",
     );
     q.push_values(rows, |mut b, r| {
         b.push_bind(run_id.to_owned())
@@ -337,7 +339,8 @@ fn insert_rows(run_id: &str, rows: &[StagedRow<'_>]) -> QueryBuilder<'static, An
             .push_bind(r.amount_minor)
             .push_bind(r.currency.to_owned())
             .push_bind(r.status.to_owned())
-            .push_bind(r.occurred_at);
+            .push_bind(r.occurred_at)
+            .push_bind(r.fee_minor);
     });
     q
 }
@@ -400,6 +403,7 @@ pub struct Staged {
     pub currency: String,
     pub status: String,
     pub occurred_at: Option<i64>,
+    pub fee_minor: Option<i64>,
 }
 
 /// A run's staged rows, in line order, streamed.
@@ -409,7 +413,7 @@ pub fn staged_rows<'a>(
 ) -> impl Stream<Item = sqlx::Result<Staged>> + Send + 'a {
     sqlx::query_as(
         "SELECT line_no, kind, provider_txn_id, payment_no, refund_no, provider_refund_id, amount_minor, \
-           currency, status, occurred_at FROM recon_rows WHERE run_id = $1 ORDER BY line_no",
+           currency, status, occurred_at, fee_minor FROM recon_rows WHERE run_id = $1 ORDER BY line_no",
     )
     .bind(run_id)
     .fetch(pool)

@@ -79,6 +79,7 @@ fn fields<'f, S: AsRef<str>>(
         money,
         status: trimmed(f(5)),
         occurred_at,
+        fee: None,
     })
 }
 

@@ -19,6 +19,7 @@ fn row(line: i64, txn: Option<&str>, no: Option<&str>, minor: i64, currency: &st
         money: Money::new(minor, Currency::parse(currency).unwrap()),
         status: "SUCCEEDED".into(),
         occurred_at: Some(T0),
+        fee: None,
     }
 }
 

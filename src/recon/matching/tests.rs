@@ -16,6 +16,7 @@ fn row(line: i64, txn: &str, no: Option<&str>, minor: i64, currency: &str) -> St
         money: Money::new(minor, Currency::parse(currency).unwrap()),
         status: "SUCCEEDED".into(),
         occurred_at: None,
+        fee: None,
     }
 }
 

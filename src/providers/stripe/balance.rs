@@ -43,6 +43,10 @@ pub(super) struct BalanceTransaction {
     pub currency: String,
     /// Unix seconds.
     pub created: i64,
+    /// Stripe's fee on this transaction, in the account's currency's
+    /// smallest unit.
+    #[serde(default)]
+    pub fee: i64,
     /// An id, or with `expand[]=data.source` the object itself; read only
     /// for the rows Reckon keeps, so an unusual source elsewhere harms
     /// nothing.
@@ -115,6 +119,12 @@ impl BalanceTransaction {
         });
         let meta = |key: &str| source.metadata.get(key).filter(|v| !v.is_empty()).cloned();
         let is_refund = status == "SUCCEEDED" && kind == RowKind::Refund;
+        let money = self.money(&source, kind)?;
+        // A fee is kept in the row's currency only: a converted charge's
+        // fee is in the account's, which the row does not carry.
+        let fee = (kind == RowKind::Payment
+            && money.currency.code().eq_ignore_ascii_case(&self.currency))
+        .then(|| Money::new(self.fee, money.currency));
         Ok(Some(StatementRow {
             line_no,
             kind,
@@ -124,7 +134,8 @@ impl BalanceTransaction {
             provider_refund_id: (kind == RowKind::Refund)
                 .then(|| source.id.clone())
                 .flatten(),
-            money: self.money(&source, kind)?,
+            money,
+            fee,
             status: status.to_owned(),
             occurred_at: Some(self.created.saturating_mul(1_000_000)),
         }))

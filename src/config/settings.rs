@@ -3,8 +3,7 @@
 
 use super::{
     Config, ConfigError, DEFAULT_DATA_DIR, DEFAULT_LISTEN, DEFAULT_QUERY_SCHEDULE,
-    DEFAULT_TIMEZONE, LogFormat, ProviderConfig, PullTime, parse_schedule, redact_url,
-    sqlite_url,
+    DEFAULT_TIMEZONE, LogFormat, ProviderConfig, PullTime, parse_schedule, redact_url, sqlite_url,
 };
 use secrecy::SecretString;
 use serde::Deserialize;
@@ -326,7 +325,11 @@ fn pull_times(
     for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let parsed = item.split_once('=').and_then(|(name, rest)| {
             let (zone, hour) = rest.trim().rsplit_once('@')?;
-            let hour = hour.trim().parse::<i8>().ok().filter(|h| (0..24).contains(h))?;
+            let hour = hour
+                .trim()
+                .parse::<i8>()
+                .ok()
+                .filter(|h| (0..24).contains(h))?;
             Some((name.trim(), zone.trim(), hour))
         });
         let Some((name, zone, ready_hour)) = parsed else {

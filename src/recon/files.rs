@@ -4,8 +4,8 @@
 //! serves it, a backup holds it with the run, and deleting a run deletes
 //! it — until the retention pass removes it.
 
-use super::read::{Input, StatementHash};
 use super::ReconError;
+use super::read::{Input, StatementHash};
 use crate::engine::Engine;
 use crate::store::statement_files::{self, KeptFile};
 use std::io::{Read, Write};
@@ -112,7 +112,9 @@ pub async fn kept_file(
     let mut bytes = Vec::with_capacity(f.size_bytes.max(0) as usize);
     flate2::read::GzDecoder::new(f.gzip.as_slice())
         .read_to_end(&mut bytes)
-        .map_err(|e| ReconError::Invalid(format!("the kept file of run {run_id} is damaged: {e}")))?;
+        .map_err(|e| {
+            ReconError::Invalid(format!("the kept file of run {run_id} is damaged: {e}"))
+        })?;
     Ok(Some((f.file_name, f.sha256, bytes)))
 }
 

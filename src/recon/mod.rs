@@ -30,9 +30,9 @@ mod schedule;
 mod write;
 
 pub use crate::store::recon_runs::RunRow;
+pub use files::{expire_files, keep_downloaded, kept_file};
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
-pub use files::{expire_files, keep_downloaded, kept_file};
 pub use schedule::{scheduled_pulls, statement_zone};
 
 use crate::domain::Class;

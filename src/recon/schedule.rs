@@ -53,7 +53,10 @@ fn statement_day(engine: &Engine, provider: &str) -> StatementDay {
 /// after, in its zone (microseconds).
 pub fn ready_at(date: Date, day: &StatementDay) -> Option<i64> {
     let next = date.tomorrow().ok()?;
-    let at = next.at(day.ready_hour, 0, 0, 0).to_zoned(day.zone.clone()).ok()?;
+    let at = next
+        .at(day.ready_hour, 0, 0, 0)
+        .to_zoned(day.zone.clone())
+        .ok()?;
     Some(at.timestamp().as_microsecond())
 }
 
@@ -163,7 +166,8 @@ async fn pull_day(
     let attempt = match recon_runs::latest_pull(pool, provider, date).await? {
         None => Attempt::Ran(super::pull_statement(engine, provider, date, "schedule").await),
         Some((run_id, status, last))
-            if status == "FAILED" || (status == "RUNNING" && last.unwrap_or(0) < now - STALE_US) =>
+            if status == "FAILED"
+                || (status == "RUNNING" && last.unwrap_or(0) < now - STALE_US) =>
         {
             Attempt::Ran(super::resume_run(engine, &run_id).await)
         }
@@ -305,7 +309,9 @@ mod tests {
             ready_hour: 10,
         };
         let ready = ready_at("2026-11-30".parse().unwrap(), &day).unwrap();
-        let utc = jiff::Timestamp::from_microsecond(ready).unwrap().to_string();
+        let utc = jiff::Timestamp::from_microsecond(ready)
+            .unwrap()
+            .to_string();
         assert_eq!(utc, "2026-12-01T02:00:00Z");
     }
 }

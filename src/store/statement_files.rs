@@ -60,9 +60,11 @@ pub async fn delete_kept_before<'e>(
     e: impl Executor<'e, Database = Any>,
     before: i64,
 ) -> sqlx::Result<u64> {
-    Ok(sqlx::query("DELETE FROM statement_files WHERE kept_at < $1")
-        .bind(before)
-        .execute(e)
-        .await?
-        .rows_affected())
+    Ok(
+        sqlx::query("DELETE FROM statement_files WHERE kept_at < $1")
+            .bind(before)
+            .execute(e)
+            .await?
+            .rows_affected(),
+    )
 }

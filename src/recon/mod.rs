@@ -33,7 +33,7 @@ pub use crate::store::recon_runs::RunRow;
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
-pub use schedule::{scheduled_pulls, statement_zone};
+pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 
 use crate::domain::Class;
 use crate::engine::Engine;

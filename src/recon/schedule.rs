@@ -211,6 +211,82 @@ async fn pull_day(
     Ok(Some(done))
 }
 
+/// One provider's pull schedule as the runs page shows it.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    pub provider: String,
+    /// The zone its days are cut in, and the hour there its statement is
+    /// ready from.
+    pub zone: String,
+    pub ready_hour: i8,
+    /// The last try: when, its run, and its error if it failed.
+    pub last_at: Option<i64>,
+    pub last_run_id: Option<String>,
+    pub last_error: Option<String>,
+    /// When the next pull is due: a missing day's next try, else the
+    /// ready time of the day under way.
+    pub next_at: Option<i64>,
+    /// The days of the catch-up window without a completed run.
+    pub missing: Vec<String>,
+}
+
+/// Every pulling provider's schedule at `now`.
+pub async fn schedules(engine: &Engine, now: i64) -> sqlx::Result<Vec<Schedule>> {
+    let pool = &engine.db.pool;
+    let mut out = Vec::new();
+    for name in engine.providers.names() {
+        if !engine
+            .providers
+            .get(name)
+            .is_some_and(|p| p.pulls_statements())
+        {
+            continue;
+        }
+        let day = statement_day(engine, name);
+        let days = window(engine, name, now);
+        let (Some(first), Some(last)) = (days.first(), days.last()) else {
+            continue;
+        };
+        let done =
+            statement_pulls::completed_days(pool, name, &first.to_string(), &last.to_string())
+                .await?;
+        let missing: Vec<String> = days
+            .iter()
+            .map(Date::to_string)
+            .filter(|d| !done.contains(d))
+            .collect();
+        let tried = statement_pulls::of_provider(pool, name, &first.to_string()).await?;
+        let last_try = tried
+            .iter()
+            .filter(|t| t.last_at.is_some())
+            .max_by_key(|t| t.last_at);
+        let next_at = if missing.is_empty() {
+            last.tomorrow().ok().and_then(|d| ready_at(d, &day))
+        } else {
+            missing
+                .iter()
+                .map(|d| {
+                    tried
+                        .iter()
+                        .find(|t| &t.business_date == d)
+                        .map_or(now, |t| t.next_at.max(now))
+                })
+                .min()
+        };
+        out.push(Schedule {
+            provider: name.to_owned(),
+            zone: day.zone.iana_name().unwrap_or("UTC").to_owned(),
+            ready_hour: day.ready_hour,
+            last_at: last_try.and_then(|t| t.last_at),
+            last_run_id: last_try.and_then(|t| t.last_run_id.clone()),
+            last_error: last_try.and_then(|t| t.last_error.clone()),
+            next_at,
+            missing,
+        });
+    }
+    Ok(out)
+}
+
 /// What became of a day's try.
 enum Attempt {
     Ran(Result<super::RunRow, ReconError>),

@@ -15,7 +15,7 @@ pub struct PullRow {
     pub last_at: Option<i64>,
     pub last_run_id: Option<String>,
     pub last_error: Option<String>,
-    pub done: i32,
+    pub done: i64,
 }
 
 /// Takes the day's lease for `owner` until `until`, returning the tries
@@ -108,7 +108,7 @@ pub async fn of_provider<'e>(
     from: &str,
 ) -> sqlx::Result<Vec<PullRow>> {
     sqlx::query_as(
-        "SELECT provider, business_date, tries, next_at, last_at, last_run_id, last_error, done \
+        "SELECT provider, business_date, tries, next_at, last_at, last_run_id, last_error, CAST(done AS BIGINT) AS done \
          FROM statement_pulls WHERE provider = $1 AND business_date >= $2 ORDER BY business_date DESC",
     )
     .bind(provider)

@@ -299,6 +299,70 @@ async fn a_statement_missing_hours_after_it_is_due_is_alerted_once(b: Backend) {
         "{}",
         alerts[0].1
     );
+    // The console: the dashboard of that day names the provider; the runs
+    // page shows its schedule, its last try's error and the day missing.
+    app.clock.set(at(today, 11));
+    let desk = signed_in(&app).await;
+    let call = |endpoint: &'static str, form: Vec<(&'static str, String)>| {
+        let (app, desk) = (&app, &desk);
+        async move {
+            let res = app
+                .app
+                .call_with(
+                    desk,
+                    endpoint,
+                    &form
+                        .iter()
+                        .map(|(k, v)| (*k, v.as_str()))
+                        .collect::<Vec<_>>(),
+                )
+                .await;
+            assert_eq!(res.status(), 200, "{endpoint}");
+            res.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let dash = call("dashboard", vec![("day", yesterday.clone())]).await;
+    assert_eq!(
+        dash["missing_statements"],
+        serde_json::json!(["sandbox"]),
+        "{dash}"
+    );
+    let runs = call("runs/list", vec![]).await;
+    let schedule = &runs["schedules"][0];
+    assert_eq!(schedule["provider"], "sandbox");
+    assert_eq!(schedule["zone"], "UTC");
+    assert_eq!(schedule["ready_hour"], 2);
+    assert_eq!(schedule["missing"], serde_json::json!([yesterday]));
+    assert!(
+        schedule["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("not ready:"),
+        "{schedule}"
+    );
+    assert!(
+        schedule["next_at"].as_i64().unwrap() >= at(today, 11),
+        "{schedule}"
+    );
+}
+
+/// A signed-in console user's client.
+async fn signed_in(app: &EngineApp) -> reqwest::Client {
+    const PASSWORD: &str = "correct horse battery";
+    app.app
+        .add_user("olga", app::types::Role::Operator, PASSWORD)
+        .await;
+    let client = crate::helpers::client();
+    let res = app
+        .app
+        .call_with(
+            &client,
+            "login",
+            &[("username", "olga"), ("password", PASSWORD)],
+        )
+        .await;
+    assert!(res.status().is_success() || res.status().is_redirection());
+    client
 }
 
 /// An uploaded statement downloads byte for byte, with its hash.
@@ -342,6 +406,30 @@ async fn the_kept_file_downloads_byte_identical(b: Backend) {
             .unwrap()
             .contains("sandbox-statement.csv")
     );
+    assert_eq!(res.bytes().await.unwrap().as_ref(), file.as_bytes());
+    // The console's runs page links it, with its hash and checks; its
+    // download is the same bytes.
+    let desk = signed_in(&app).await;
+    let res = app.app.call_with(&desk, "runs/list", &[]).await;
+    let runs: serde_json::Value = res.json().await.unwrap();
+    let listed = &runs["items"][0];
+    assert_eq!(listed["id"], run_id);
+    assert_eq!(listed["file_kept"], true);
+    assert_eq!(listed["file_hash"], run["file_hash"]);
+    assert!(
+        listed["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["holds"] == true),
+        "{listed}"
+    );
+    let res = desk
+        .get(format!("{}/runs/{run_id}/file", app.app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
     assert_eq!(res.bytes().await.unwrap().as_ref(), file.as_bytes());
     // Without a token, nothing.
     let res = app

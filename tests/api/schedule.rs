@@ -502,7 +502,45 @@ async fn retention_deletes_old_files_only(b: Backend) {
     );
 }
 
+/// A provider whose bills are cut in China time reconciles the China day,
+/// whatever the business zone (UTC here): a payment at 17:30 UTC is the
+/// next China day's.
+async fn a_china_cut_provider_reconciles_the_china_day(b: Backend) {
+    let app = spawn_engine_app_with(b, |c| {
+        c.pull_times = vec![reckon::config::PullTime {
+            provider: "sandbox".into(),
+            zone: "Asia/Shanghai".into(),
+            ready_hour: 10,
+        }]
+    })
+    .await;
+    let token = app.token().await;
+    let d = days_back(today(), 2);
+    app.clock.set(at(d, 17) + HOUR_US / 2);
+    app.paid_with("CHINA-DAY", 500, "5.00", "SBX-CHINA-DAY")
+        .await;
+    let local_without_row = |date: jiff::civil::Date| {
+        let (app, token) = (&app, &token);
+        async move {
+            let (status, run) = app
+                .upload_only(token, &date.to_string(), &crate::recon::statement(&[]))
+                .await;
+            assert_eq!(status, 201, "{run}");
+            let figures: serde_json::Value =
+                serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap();
+            figures["local_without_row"].as_i64().unwrap()
+        }
+    };
+    assert_eq!(
+        local_without_row(d.tomorrow().unwrap()).await,
+        1,
+        "the China day after"
+    );
+    assert_eq!(local_without_row(d).await, 0, "not the UTC day");
+}
+
 both_databases!(
+    a_china_cut_provider_reconciles_the_china_day,
     three_missed_days_are_pulled_on_start,
     a_bill_not_ready_is_asked_for_again_and_then_completes,
     two_instances_pull_each_day_once,

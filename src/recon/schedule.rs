@@ -164,12 +164,16 @@ async fn pull_day(
         return Ok(None);
     };
     let attempt = match recon_runs::latest_pull(pool, provider, date).await? {
-        None => Attempt::Ran(super::pull_statement(engine, provider, date, "schedule").await),
+        None => Attempt::Ran(
+            super::pull_statement(engine, provider, date, "schedule")
+                .await
+                .map(|r| r.run_id),
+        ),
         Some((run_id, status, last))
             if status == "FAILED"
                 || (status == "RUNNING" && last.unwrap_or(0) < now - STALE_US) =>
         {
-            Attempt::Ran(super::resume_run(engine, &run_id).await)
+            Attempt::Ran(super::resume_run(engine, &run_id).await.map(|r| r.run_id))
         }
         Some((_, status, _)) if status == "COMPLETED" => Attempt::Done,
         // Running elsewhere: a pull by hand.
@@ -179,8 +183,8 @@ async fn pull_day(
         .await?
         .map(|(id, _, _)| id);
     let (error, done, next_at) = match attempt {
-        Attempt::Ran(Ok(run)) => {
-            tracing::info!(provider, date, run_id = %run.run_id, "scheduled statement pull completed");
+        Attempt::Ran(Ok(run_id)) => {
+            tracing::info!(provider, date, run_id, "scheduled statement pull completed");
             (None, true, now)
         }
         Attempt::Done => (None, true, now),
@@ -289,7 +293,8 @@ pub async fn schedules(engine: &Engine, now: i64) -> sqlx::Result<Vec<Schedule>>
 
 /// What became of a day's try.
 enum Attempt {
-    Ran(Result<super::RunRow, ReconError>),
+    /// The run's id, or why it stopped.
+    Ran(Result<String, ReconError>),
     /// Completed since the pass looked.
     Done,
     /// A pull of the day is running (started by hand).

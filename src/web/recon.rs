@@ -128,7 +128,9 @@ pub struct UploadForm {
     /// A configured provider's name.
     #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
-    /// YYYY-MM-DD, in the configured time zone.
+    /// YYYY-MM-DD, a day of the provider's statement: cut in China time for
+    /// WeChat Pay and Alipay, else in the configured time zone
+    /// (`RECKON_PULL_TIMES` sets an account's own).
     #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
     /// The provider's statement, at most 64 MiB.
@@ -144,7 +146,9 @@ pub struct PullRequest {
     /// A configured provider's name.
     #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
-    /// YYYY-MM-DD, in the configured time zone.
+    /// YYYY-MM-DD, a day of the provider's statement: cut in China time for
+    /// WeChat Pay and Alipay, else in the configured time zone
+    /// (`RECKON_PULL_TIMES` sets an account's own).
     #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
 }

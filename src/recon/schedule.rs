@@ -301,10 +301,10 @@ enum Attempt {
     Busy,
 }
 
-/// A pull that failed because the provider has no bill for the day yet
-/// (its own wording, as the pulls report it: `not ready: …`).
+/// A pull that failed because the provider has no bill for the day yet:
+/// the pulls say `not ready: …` (wrapped in what the run adds).
 fn is_not_ready(error: &str) -> bool {
-    error.starts_with("not ready:") || error.contains(": not ready:")
+    error.contains("not ready:")
 }
 
 /// The wait before the try after `tries` failed ones.

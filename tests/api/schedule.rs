@@ -181,8 +181,8 @@ async fn a_bill_not_ready_is_asked_for_again_and_then_completes(b: Backend) {
     let runs = pulls(&app).await;
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].1, "FAILED");
-    let (error, tries): (String, i64) = sqlx::query_as(
-        "SELECT last_error, tries FROM statement_pulls WHERE provider = 'sandbox' AND business_date = $1",
+    let (error, tries, next_at): (String, i64, i64) = sqlx::query_as(
+        "SELECT last_error, tries, next_at FROM statement_pulls WHERE provider = 'sandbox' AND business_date = $1",
     )
     .bind(yesterday.to_string())
     .fetch_one(app.pool())
@@ -190,6 +190,8 @@ async fn a_bill_not_ready_is_asked_for_again_and_then_completes(b: Backend) {
     .unwrap();
     assert!(error.contains("not ready:"), "{error}");
     assert_eq!(tries, 1);
+    // Not ready is asked again sooner than a failure is resumed.
+    assert_eq!(next_at - now, 5 * 60 * 1_000_000);
     // Not again within the backoff.
     let asked = gate.asked.load(Ordering::SeqCst);
     let soon = now + 60 * 1_000_000;

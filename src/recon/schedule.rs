@@ -133,13 +133,11 @@ async fn provider_pulls(
         if done.contains(&date_text) {
             continue;
         }
-        let completed = match pull_day(engine, provider, &date_text, owner, now).await? {
-            Some(completed) => {
-                started += 1;
-                completed
-            }
-            None => false,
-        };
+        let tried = pull_day(engine, provider, &date_text, owner, now).await?;
+        if tried.ran {
+            started += 1;
+        }
+        let completed = tried.completed;
         if !completed {
             alert_if_missing(engine, provider, date, now).await?;
         }
@@ -147,21 +145,31 @@ async fn provider_pulls(
     Ok(started)
 }
 
-/// One day's pull under its lease: `None` when it was not this pass's to
-/// try (leased elsewhere, not due yet, or running), else whether the day
-/// completed.
+/// What one day's turn in a pass did.
+struct DayTurn {
+    /// A pull was started or resumed.
+    ran: bool,
+    /// The day has a completed run.
+    completed: bool,
+}
+
+/// One day's pull under its lease (none when the day is leased elsewhere
+/// or its next try is not due).
 async fn pull_day(
     engine: &Engine,
     provider: &str,
     date: &str,
     owner: &str,
     now: i64,
-) -> sqlx::Result<Option<bool>> {
+) -> sqlx::Result<DayTurn> {
     let pool = &engine.db.pool;
     let Some(tries) =
         statement_pulls::take(pool, provider, date, owner, now + LEASE_US, now).await?
     else {
-        return Ok(None);
+        return Ok(DayTurn {
+            ran: false,
+            completed: false,
+        });
     };
     let attempt = match recon_runs::latest_pull(pool, provider, date).await? {
         None => Attempt::Ran(
@@ -179,6 +187,7 @@ async fn pull_day(
         // Running elsewhere: a pull by hand.
         Some(_) => Attempt::Busy,
     };
+    let ran = matches!(attempt, Attempt::Ran(_));
     let run_id = recon_runs::latest_pull(pool, provider, date)
         .await?
         .map(|(id, _, _)| id);
@@ -212,7 +221,10 @@ async fn pull_day(
         now,
     };
     statement_pulls::release(pool, provider, date, owner, &tried).await?;
-    Ok(Some(done))
+    Ok(DayTurn {
+        ran,
+        completed: done,
+    })
 }
 
 /// One provider's pull schedule as the runs page shows it.

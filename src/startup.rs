@@ -4,7 +4,9 @@
 use crate::accounts::Accounts;
 use crate::config::Config;
 use crate::domain::ProviderName;
-use crate::engine::{Clock, CreatePayment, Engine, Settings, Sink, SystemClock};
+use crate::engine::{
+    Clock, CreatePayment, Engine, Pulls, Settings, Sink, StatementDay, SystemClock,
+};
 use crate::metrics::Metrics;
 use crate::providers::sandbox::Sandbox;
 use crate::providers::signing::Secret;
@@ -300,13 +302,15 @@ pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
 
 /// The engine's settings from the configuration.
 pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
+    let timezone = jiff::tz::TimeZone::get(&config.timezone)
+        .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
     Ok(Settings {
+        pulls: pulls_of(config, &timezone)?,
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,
         calls_per_account: config.calls_per_account,
-        timezone: jiff::tz::TimeZone::get(&config.timezone)
-            .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?,
+        timezone,
         query_on_unverified: config
             .providers
             .iter()
@@ -327,6 +331,43 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
             None => Secret::random(),
         },
         ..Settings::default()
+    })
+}
+
+/// Each account's statement day and ready hour — its kind's default
+/// (WeChat Pay and Alipay cut their bills in China time, ready after about
+/// 10:00 and 09:00 there; the others in the business zone, from 02:00),
+/// or `RECKON_PULL_TIMES`' — with the catch-up, alert and retention
+/// settings.
+fn pulls_of(config: &Config, timezone: &jiff::tz::TimeZone) -> anyhow::Result<Pulls> {
+    let china = || {
+        jiff::tz::TimeZone::get("Asia/Shanghai").map_err(|e| anyhow::anyhow!("Asia/Shanghai: {e}"))
+    };
+    let mut days = std::collections::BTreeMap::new();
+    for p in &config.providers {
+        let (zone, ready_hour) = match p.kind() {
+            "wechatpay" => (china()?, 10),
+            "alipay" => (china()?, 9),
+            _ => (timezone.clone(), 2),
+        };
+        days.insert(p.name().to_owned(), StatementDay { zone, ready_hour });
+    }
+    for t in &config.pull_times {
+        let zone = jiff::tz::TimeZone::get(&t.zone)
+            .map_err(|e| anyhow::anyhow!("RECKON_PULL_TIMES {}: {e}", t.zone))?;
+        days.insert(
+            t.provider.clone(),
+            StatementDay {
+                zone,
+                ready_hour: t.ready_hour,
+            },
+        );
+    }
+    Ok(Pulls {
+        days,
+        catch_up_days: config.pull_catch_up_days,
+        missing_after_us: config.statement_missing_hours * 3600 * 1_000_000,
+        keep_files_days: config.statement_keep_days,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The task loop: background work in lanes that never wait on each other,
 //! each handing its kind of task to its owner — provider calls, callback
-//! retries and the outbox relay to the engine; STATUS_LAG repairs and the
-//! daily statement pulls to reconciliation. Each lane leases its due rows
+//! retries and the outbox relay to the engine; STATUS_LAG repairs, the
+//! daily statement pulls and the statement files' retention to
+//! reconciliation. Each lane leases its due rows
 //! (so two instances on one PostgreSQL never take the same row) and reads
 //! the clock per task. Tests call each lane's pass directly with a moved
 //! clock.
@@ -26,6 +27,10 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
             loop {
                 if let Err(e) = recon::scheduled_pulls(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "statement pull schedule");
+                }
+                // The statement files' retention, on the same beat.
+                if let Err(e) = recon::expire_files(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "statement file retention");
                 }
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }

@@ -67,6 +67,8 @@ pub struct Dashboard {
     /// Open alerts, oldest first (at most 20), and how many there are.
     pub alerts: Vec<AlertRow>,
     pub open_alerts: i64,
+    /// Providers whose statement of the day is alerted missing.
+    pub missing_statements: Vec<String>,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).
@@ -238,6 +240,38 @@ pub struct RunSummary {
     pub started_by: String,
     pub started_at: i64,
     pub finished_at: Option<i64>,
+    /// SHA-256 of the statement file (a file's run).
+    pub file_hash: Option<String>,
+    /// The statement file is kept and downloads from `/runs/{id}/file`.
+    pub file_kept: bool,
+    /// The statement's own figures against what was read.
+    pub checks: Vec<SummaryCheck>,
+}
+
+/// A figure the statement states about itself, and what was read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryCheck {
+    pub what: String,
+    pub stated: i64,
+    pub read: i64,
+    /// They agree, or the difference was accepted (skipped lines).
+    pub holds: bool,
+}
+
+/// One provider's daily statement pulls.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullSchedule {
+    pub provider: String,
+    /// The zone its days are cut in and the hour there its statement is
+    /// ready from.
+    pub zone: String,
+    pub ready_hour: i8,
+    pub last_at: Option<i64>,
+    pub last_run: Option<String>,
+    pub last_error: Option<String>,
+    pub next_at: Option<i64>,
+    /// Days of the catch-up window without a completed run.
+    pub missing: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,6 +280,8 @@ pub struct RunPage {
     pub next: Option<String>,
     /// Providers whose statements can be uploaded.
     pub providers: Vec<String>,
+    /// Each pulling provider's schedule.
+    pub schedules: Vec<PullSchedule>,
 }
 
 #[cfg(test)]

@@ -52,6 +52,27 @@ pub struct Config {
     pub calls_per_account: usize,
     /// Connection limit and timeouts of the listener.
     pub limits: crate::web::listener::Limits,
+    /// Statement days and ready hours set per account, over each kind's
+    /// default (WeChat Pay: Asia/Shanghai from 10:00; Alipay:
+    /// Asia/Shanghai from 09:00; others: `timezone` from 02:00).
+    pub pull_times: Vec<PullTime>,
+    /// Days back in which every day without a completed run is pulled
+    /// (default 7).
+    pub pull_catch_up_days: i64,
+    /// Hours after its ready time a missing statement raises an alert
+    /// (default 6).
+    pub statement_missing_hours: i64,
+    /// Days a run's statement file is kept (default 400).
+    pub statement_keep_days: i64,
+}
+
+/// One account's statement day: the zone it is cut in, the hour there it
+/// is ready from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullTime {
+    pub provider: String,
+    pub zone: String,
+    pub ready_hour: i8,
 }
 
 /// The database's URL, whose password never prints: its `Debug` is the

@@ -3,7 +3,7 @@
 
 use super::{
     Config, ConfigError, DEFAULT_DATA_DIR, DEFAULT_LISTEN, DEFAULT_QUERY_SCHEDULE,
-    DEFAULT_TIMEZONE, LogFormat, ProviderConfig, parse_schedule, redact_url, sqlite_url,
+    DEFAULT_TIMEZONE, LogFormat, ProviderConfig, PullTime, parse_schedule, redact_url, sqlite_url,
 };
 use secrecy::SecretString;
 use serde::Deserialize;
@@ -35,10 +35,14 @@ pub(super) struct Layers {
     header_read_timeout_secs: Option<Text>,
     idle_timeout_secs: Option<Text>,
     body_read_timeout_secs: Option<Text>,
+    pull_times: Option<Text>,
+    pull_catch_up_days: Option<Text>,
+    statement_missing_hours: Option<Text>,
+    statement_keep_days: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 17] = [
+pub(super) const VARIABLES: [(&str, &str); 21] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -59,6 +63,10 @@ pub(super) const VARIABLES: [(&str, &str); 17] = [
     ),
     ("idle_timeout_secs", "RECKON_IDLE_TIMEOUT_SECS"),
     ("body_read_timeout_secs", "RECKON_BODY_READ_TIMEOUT_SECS"),
+    ("pull_times", "RECKON_PULL_TIMES"),
+    ("pull_catch_up_days", "RECKON_PULL_CATCH_UP_DAYS"),
+    ("statement_missing_hours", "RECKON_STATEMENT_MISSING_HOURS"),
+    ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -252,6 +260,29 @@ pub(super) fn checked(
         )?,
     };
 
+    let pull_times = pull_times(text(layers.pull_times), &providers)?;
+    let pull_catch_up_days = number(
+        "RECKON_PULL_CATCH_UP_DAYS",
+        layers.pull_catch_up_days,
+        7,
+        366,
+        "days",
+    )?;
+    let statement_missing_hours = number(
+        "RECKON_STATEMENT_MISSING_HOURS",
+        layers.statement_missing_hours,
+        6,
+        24 * 30,
+        "hours",
+    )?;
+    let statement_keep_days = number(
+        "RECKON_STATEMENT_KEEP_DAYS",
+        layers.statement_keep_days,
+        400,
+        36_500,
+        "days",
+    )?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -268,7 +299,61 @@ pub(super) fn checked(
         callback_max_tries,
         calls_per_account,
         limits,
+        pull_times,
+        pull_catch_up_days,
+        statement_missing_hours,
+        statement_keep_days,
     })
+}
+
+/// `RECKON_PULL_TIMES`: `NAME=ZONE@HOUR`, comma-separated — the zone a
+/// configured account's statement days are cut in and the hour there its
+/// statement is ready from, over its kind's default.
+fn pull_times(
+    given: Option<String>,
+    providers: &[ProviderConfig],
+) -> Result<Vec<PullTime>, ConfigError> {
+    let Some(given) = given else {
+        return Ok(Vec::new());
+    };
+    let refused = |hint: String| ConfigError::Invalid {
+        key: "RECKON_PULL_TIMES",
+        value: given.clone(),
+        hint,
+    };
+    let mut times = Vec::new();
+    for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let parsed = item.split_once('=').and_then(|(name, rest)| {
+            let (zone, hour) = rest.trim().rsplit_once('@')?;
+            let hour = hour
+                .trim()
+                .parse::<i8>()
+                .ok()
+                .filter(|h| (0..24).contains(h))?;
+            Some((name.trim(), zone.trim(), hour))
+        });
+        let Some((name, zone, ready_hour)) = parsed else {
+            return Err(refused(format!(
+                "{item:?}: expected NAME=ZONE@HOUR such as wechat=Asia/Shanghai@10, comma-separated"
+            )));
+        };
+        if !providers.iter().any(|p| p.name() == name) {
+            return Err(refused(format!(
+                "{name:?} is not a configured provider account"
+            )));
+        }
+        if jiff::tz::TimeZone::get(zone).is_err() {
+            return Err(refused(format!(
+                "{zone:?} is not an IANA time zone name such as Asia/Shanghai or UTC"
+            )));
+        }
+        times.push(PullTime {
+            provider: name.to_owned(),
+            zone: zone.to_owned(),
+            ready_hour,
+        });
+    }
+    Ok(times)
 }
 
 /// The file's provider accounts, the sandbox of `RECKON_SANDBOX_URL` in

@@ -348,3 +348,88 @@ fn passwords_never_appear_in_redacted_urls() {
     );
     assert_eq!(redact_url("postgres://db/reckon"), "postgres://db/reckon");
 }
+
+#[test]
+fn statement_pull_settings_default_and_name_their_key() {
+    let c = load(&[]).unwrap();
+    assert_eq!(
+        (
+            c.pull_catch_up_days,
+            c.statement_missing_hours,
+            c.statement_keep_days
+        ),
+        (7, 6, 400)
+    );
+    assert!(c.pull_times.is_empty());
+    let sandbox = [
+        ("RECKON_SANDBOX_URL", "http://127.0.0.1:4000"),
+        (
+            "RECKON_SANDBOX_SECRET",
+            "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+        ),
+    ];
+    let with = |extra: (&'static str, &'static str)| {
+        let mut vars = sandbox.to_vec();
+        vars.push(extra);
+        load(&vars)
+    };
+    let c = with(("RECKON_PULL_TIMES", "sandbox=Asia/Shanghai@9")).unwrap();
+    assert_eq!(
+        c.pull_times,
+        vec![super::PullTime {
+            provider: "sandbox".into(),
+            zone: "Asia/Shanghai".into(),
+            ready_hour: 9
+        }]
+    );
+    for (bad, named) in [
+        ("sandbox=Asia/Shanghai", "NAME=ZONE@HOUR"),
+        ("sandbox=Asia/Shanghai@24", "NAME=ZONE@HOUR"),
+        ("stripe=UTC@3", "not a configured provider"),
+        ("sandbox=Mars/Olympus@3", "IANA"),
+    ] {
+        let e = with(("RECKON_PULL_TIMES", bad)).unwrap_err().to_string();
+        assert!(e.contains("RECKON_PULL_TIMES") && e.contains(named), "{e}");
+    }
+    for key in [
+        "RECKON_PULL_CATCH_UP_DAYS",
+        "RECKON_STATEMENT_MISSING_HOURS",
+        "RECKON_STATEMENT_KEEP_DAYS",
+    ] {
+        let e = load(&[(key, "0")]).unwrap_err().to_string();
+        assert!(e.contains(key), "{e}");
+    }
+    let c = load(&[("RECKON_STATEMENT_KEEP_DAYS", "30")]).unwrap();
+    assert_eq!(c.statement_keep_days, 30);
+}
+
+/// WeChat Pay and Alipay bills are cut in China time whatever the business
+/// zone; the others in the business zone; an account's own setting wins.
+#[test]
+fn each_kind_has_its_statement_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("reckon.toml");
+    std::fs::write(
+        &file,
+        "timezone = \"Europe/Berlin\"\n\
+         [[providers]]\nname = \"wx\"\nkind = \"wechatpay\"\nbase_url = \"http://127.0.0.1:9\"\n\
+         [[providers]]\nname = \"sbx\"\nkind = \"sandbox\"\nbase_url = \"http://127.0.0.1:9\"\n\
+         secret = \"whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD\"\n\
+         [[providers]]\nname = \"late\"\nkind = \"sandbox\"\nbase_url = \"http://127.0.0.1:9\"\n\
+         secret = \"whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD\"\n",
+    )
+    .unwrap();
+    let c = load(&[
+        ("RECKON_CONFIG", file.to_str().unwrap()),
+        ("RECKON_PULL_TIMES", "late=UTC@5"),
+    ])
+    .unwrap();
+    let s = crate::startup::settings_of(&c).unwrap();
+    let day = |name: &str| {
+        let d = &s.pulls.days[name];
+        (d.zone.iana_name().unwrap().to_owned(), d.ready_hour)
+    };
+    assert_eq!(day("wx"), ("Asia/Shanghai".into(), 10));
+    assert_eq!(day("sbx"), ("Europe/Berlin".into(), 2));
+    assert_eq!(day("late"), ("UTC".into(), 5));
+}

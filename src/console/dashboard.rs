@@ -1,7 +1,7 @@
 //! The daily dashboard: one business day's reconciliation figures (to
 //! process, matched, pending, repaired, unknown, by class) for one provider
-//! or all, the 30 days' trend before it, the day's callbacks and the open
-//! alerts.
+//! or all, the 30 days' trend before it, the day's callbacks, the open
+//! alerts and the providers whose statement of the day is alerted missing.
 
 use super::{Desk, invalid, lists};
 use crate::accounts::internal;
@@ -45,6 +45,12 @@ impl Desk {
             .await
             .map_err(internal)?;
         let mut per_day: BTreeMap<String, DayFigures> = BTreeMap::new();
+        // The providers with a completed run of the day itself.
+        let reconciled: Vec<String> = days
+            .iter()
+            .filter(|d| d.business_date == day)
+            .map(|d| d.provider.clone())
+            .collect();
         for d in days {
             if provider.as_deref().is_some_and(|p| d.provider != p) {
                 continue;
@@ -91,6 +97,17 @@ impl Desk {
         let db = &self.engine.db;
         let alerts = lists::alerts(db, true, 20).await.map_err(internal)?;
         let open_alerts = alerts::open_count(&db.pool).await.map_err(internal)?;
+        // The day's statements alerted missing (and still without a run).
+        let mut missing_statements = Vec::new();
+        for name in self.providers() {
+            if provider.as_deref().is_some_and(|p| p != name) || reconciled.contains(&name) {
+                continue;
+            }
+            let key = crate::recon::missing_key(&name, &day);
+            if alerts::raised(&db.pool, &key).await.map_err(internal)? {
+                missing_statements.push(name);
+            }
+        }
         Ok(Dashboard {
             day,
             provider,
@@ -101,6 +118,7 @@ impl Desk {
             callbacks,
             alerts,
             open_alerts,
+            missing_statements,
         })
     }
 

@@ -10,7 +10,7 @@ use crate::store::payments::PaymentBrief;
 use crate::store::{Db, callbacks};
 use app::console::{
     AlertRow, CallbackFilter, CallbackPage, CallbackSummary, PaymentFilter, PaymentPage,
-    PaymentSummary, RunPage, RunSummary,
+    PaymentSummary, PullSchedule, RunPage, RunSummary, SummaryCheck,
 };
 use app::error::AppError;
 use app::tickets::{AuditEntry, AuditFilter, AuditPage, PAGE_SIZE};
@@ -123,6 +123,9 @@ impl Desk {
                     started_by: r.started_by,
                     started_at: r.started_at,
                     finished_at: r.finished_at,
+                    checks: summary_checks(r.summary_json.as_deref()),
+                    file_hash: r.file_hash,
+                    file_kept: r.file_kept == 1,
                 }
             })
             .collect();
@@ -137,12 +140,53 @@ impl Desk {
                     .is_some_and(|p| p.statement_format().is_some())
             })
             .collect();
+        let schedules = crate::recon::schedules(&self.engine, self.now())
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|s| PullSchedule {
+                provider: s.provider,
+                zone: s.zone,
+                ready_hour: s.ready_hour,
+                last_at: s.last_at,
+                last_run: s.last_run_id,
+                last_error: s.last_error,
+                next_at: s.next_at,
+                missing: s.missing,
+            })
+            .collect();
         Ok(RunPage {
             items,
             next,
             providers,
+            schedules,
         })
     }
+}
+
+/// The statement's own figures of a run's summary, each with whether it
+/// holds.
+fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
+    let summary: serde_json::Value = summary_json
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    summary["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let (stated, read) = (
+                c["stated"].as_i64().unwrap_or(0),
+                c["read"].as_i64().unwrap_or(0),
+            );
+            SummaryCheck {
+                what: c["what"].as_str().unwrap_or_default().to_owned(),
+                stated,
+                read,
+                holds: stated == read || !c["waived"].is_null(),
+            }
+        })
+        .collect()
 }
 
 /// The open alerts (oldest first) or all (newest first), at most `limit`.

@@ -64,6 +64,45 @@ pub struct Settings {
     /// Provider calls (creates, queries, closes, refunds) in flight at once
     /// per provider account; the rest wait, unleased, for a free one.
     pub calls_per_account: usize,
+    /// When and how far back each provider's statements are pulled, and
+    /// how long their files are kept.
+    pub pulls: Pulls,
+}
+
+/// The statement schedule's settings (reconciliation reads them; the
+/// engine only carries them).
+#[derive(Clone, Debug)]
+pub struct Pulls {
+    /// Per provider account: the zone its statement's days are cut in and
+    /// the hour there from which a day's statement is ready. An account
+    /// not named here: the business zone, from 02:00.
+    pub days: std::collections::BTreeMap<String, StatementDay>,
+    /// Days back (yesterday the first) in which every day without a
+    /// completed run is pulled.
+    pub catch_up_days: i64,
+    /// A statement still missing this long after it should be ready
+    /// raises an alert (microseconds).
+    pub missing_after_us: i64,
+    /// Kept statement files older than this are deleted (days).
+    pub keep_files_days: i64,
+}
+
+/// Where a provider's statement day is cut, and when it is ready.
+#[derive(Clone, Debug)]
+pub struct StatementDay {
+    pub zone: jiff::tz::TimeZone,
+    pub ready_hour: i8,
+}
+
+impl Default for Pulls {
+    fn default() -> Self {
+        Pulls {
+            days: Default::default(),
+            catch_up_days: 7,
+            missing_after_us: 6 * 3600 * 1_000_000,
+            keep_files_days: 400,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -80,6 +119,7 @@ impl Default for Settings {
             query_on_unverified: Default::default(),
             timezone: jiff::tz::TimeZone::UTC,
             calls_per_account: 4,
+            pulls: Pulls::default(),
         }
     }
 }

@@ -21,6 +21,7 @@
 //! can ([`repair`]) and pulls each day's statements ([`schedule`]).
 
 mod classify;
+mod files;
 mod local;
 mod matching;
 mod read;
@@ -29,9 +30,10 @@ mod schedule;
 mod write;
 
 pub use crate::store::recon_runs::RunRow;
+pub use files::{expire_files, keep_downloaded, kept_file};
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
-pub use schedule::scheduled_pulls;
+pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 
 use crate::domain::Class;
 use crate::engine::Engine;
@@ -60,7 +62,8 @@ pub enum ReconError {
 
 pub struct Import<'a> {
     pub provider: &'a str,
-    /// YYYY-MM-DD, a business day in the configured time zone.
+    /// YYYY-MM-DD, a business day in the provider's statement zone
+    /// ([`statement_zone`]).
     pub business_date: &'a str,
     /// upload | import | pull
     pub source: &'a str,
@@ -197,8 +200,8 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
             imp.provider
         ))
     })?;
-    let range =
-        day_range(imp.business_date, &engine.settings.timezone).map_err(ReconError::Invalid)?;
+    let range = day_range(imp.business_date, &statement_zone(engine, imp.provider))
+        .map_err(ReconError::Invalid)?;
     if let Input::File(path) = &imp.input
         && let Err(e) = std::fs::File::open(path)
     {
@@ -218,6 +221,7 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         now: engine.now(),
     };
     recon_runs::start(pool, &new).await?;
+    let kept = files::compress(&imp.input);
     let how = read::Reading {
         format,
         input: imp.input,
@@ -239,6 +243,7 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         return Ok(run);
     }
     recon_runs::read_through(pool, &run_id, read.rows, &read.hash, engine.now()).await?;
+    files::keep(engine, &run_id, imp.file_name, kept).await;
     let run = Run {
         run_id: &run_id,
         provider: imp.provider,
@@ -268,7 +273,7 @@ pub async fn pull_statement(
             "provider {provider} has no statement API; upload or import its file"
         )));
     }
-    day_range(date, &engine.settings.timezone).map_err(ReconError::Invalid)?;
+    day_range(date, &statement_zone(engine, provider)).map_err(ReconError::Invalid)?;
     let run_id = new_run_id();
     let new = NewRun {
         run_id: &run_id,

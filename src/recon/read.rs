@@ -333,7 +333,7 @@ pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRo
         return Err(ReconError::Refused(error));
     }
     // (The day was checked when the pull started.)
-    let range = match super::day_range(&date, &engine.settings.timezone) {
+    let range = match super::day_range(&date, &super::statement_zone(engine, &provider)) {
         Ok(range) => range,
         Err(e) => {
             super::fail(engine, run_id, &e).await?;

@@ -129,6 +129,19 @@ pub async fn alerts_for<'e>(
     .await
 }
 
+/// Whether an alert of `dedupe_key` was raised (acknowledged or not).
+pub async fn raised<'e>(
+    e: impl Executor<'e, Database = Any>,
+    dedupe_key: &str,
+) -> sqlx::Result<bool> {
+    let found: Option<String> =
+        sqlx::query_scalar("SELECT alert_id FROM alerts WHERE dedupe_key = $1")
+            .bind(dedupe_key)
+            .fetch_optional(e)
+            .await?;
+    Ok(found.is_some())
+}
+
 // ---- The console (issue 25, r25-triage) -------------------------------------
 
 /// An alert as the console lists it.

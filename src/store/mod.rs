@@ -20,6 +20,8 @@ pub mod refunds;
 pub mod refused;
 pub mod replay_jobs;
 pub mod scan;
+pub mod statement_files;
+pub mod statement_pulls;
 pub mod tasks;
 pub mod throttle;
 pub mod tickets;

@@ -1,6 +1,7 @@
 //! Console routes that are not server functions: the streamed CSV export
 //! of a filtered ticket list, evidence files (a multipart upload that
-//! works without JavaScript, and the download) and the statement upload.
+//! works without JavaScript, and the download), the statement upload and
+//! a run's statement file.
 //! Signed-in users only, by the same session cookie as the pages.
 
 use super::recon::{UPLOAD_LIMIT, UPLOAD_TIME};
@@ -29,6 +30,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/tickets.csv", get(export))
         .route("/evidence/{note_id}", get(download_evidence))
+        .route("/runs/{run_id}/file", get(download_statement))
 }
 
 /// The uploads: larger than a form, so each has its own limits; the
@@ -190,16 +192,7 @@ pub async fn download_evidence(
 ) -> Response {
     match crate::console::evidence_file(&state.engine.db, &note).await {
         Ok((name, bytes)) => {
-            let safe: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || ".-_".contains(c) {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let safe = super::recon::safe_file_name(&name);
             (
                 [
                     (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
@@ -215,6 +208,22 @@ pub async fn download_evidence(
         }
         Err(AppError::NotFound) => (StatusCode::NOT_FOUND, "no such file").into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "could not read the file").into_response(),
+    }
+}
+
+/// `GET /runs/{run_id}/file`: the run's statement as it was received.
+pub async fn download_statement(
+    State(state): State<AppState>,
+    Signed(_user): Signed,
+    Path(run_id): Path<String>,
+) -> Response {
+    match super::recon::statement_file(&state.engine, &run_id).await {
+        Ok(Some(file)) => file,
+        Ok(None) => (StatusCode::NOT_FOUND, "no statement file kept for this run").into_response(),
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "a statement file could not be read");
+            (StatusCode::INTERNAL_SERVER_ERROR, "could not read the file").into_response()
+        }
     }
 }
 

@@ -34,6 +34,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::days,
         recon::pull,
         recon::resume,
+        recon::file,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),

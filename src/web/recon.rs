@@ -1,6 +1,6 @@
 //! The reconciliation API under `/api/v1/recon/` (Bearer API token):
 //! upload a statement for a provider and business day, read a run, read
-//! the daily figures, pull a statement, resume a run. Each handler's
+//! the daily figures, pull a statement, resume a run, download its file. Each handler's
 //! `utoipa::path` is its entry in the OpenAPI document.
 
 use super::AppState;
@@ -10,7 +10,7 @@ use super::upload::{self, FormError};
 use crate::engine::Engine;
 use crate::recon::{Import, ReconDay, ReconError, RunRow};
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recon/days", get(days))
         .route("/api/v1/recon/pulls", post(pull))
         .route("/api/v1/recon/runs/{run_id}/resume", post(resume))
+        .route("/api/v1/recon/runs/{run_id}/file", get(file))
 }
 
 /// The upload: statements are larger than anything else, so it has its
@@ -127,7 +128,9 @@ pub struct UploadForm {
     /// A configured provider's name.
     #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
-    /// YYYY-MM-DD, in the configured time zone.
+    /// YYYY-MM-DD, a day of the provider's statement: cut in China time for
+    /// WeChat Pay and Alipay, else in the configured time zone
+    /// (`RECKON_PULL_TIMES` sets an account's own).
     #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
     /// The provider's statement, at most 64 MiB.
@@ -143,7 +146,9 @@ pub struct PullRequest {
     /// A configured provider's name.
     #[schema(example = "sandbox", pattern = "^[a-z0-9][a-z0-9-]{0,31}$")]
     provider: String,
-    /// YYYY-MM-DD, in the configured time zone.
+    /// YYYY-MM-DD, a day of the provider's statement: cut in China time for
+    /// WeChat Pay and Alipay, else in the configured time zone
+    /// (`RECKON_PULL_TIMES` sets an account's own).
     #[schema(example = "2026-11-30", format = Date)]
     business_date: String,
 }
@@ -205,6 +210,65 @@ pub async fn show(
             format!("no run {run_id}"),
         )),
     }
+}
+
+/// `GET /api/v1/recon/runs/{run_id}/file`: the run's statement as it was
+/// uploaded, imported or downloaded, byte for byte.
+#[utoipa::path(get, path = "/api/v1/recon/runs/{run_id}/file", tag = "reconciliation",
+    params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The statement file; its SHA-256 (the run's file_hash) in X-Statement-Sha256",
+            content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 404, description = "No such run, or no file kept for it (a page-by-page pull, or past retention)", body = ApiError),
+    ))]
+pub async fn file(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    match statement_file(&engine, &run_id).await? {
+        Some(file) => Ok(file),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no statement file kept for run {run_id}: a page-by-page pull keeps none, and files past their retention are deleted"
+            ),
+        )),
+    }
+}
+
+/// The run's kept statement as a download, for the API and the console.
+pub async fn statement_file(engine: &Engine, run_id: &str) -> Result<Option<Response>, ReconError> {
+    if crate::recon::find_run(engine, run_id).await?.is_none() {
+        return Ok(None);
+    }
+    let Some((name, sha256, bytes)) = crate::recon::kept_file(engine, run_id).await? else {
+        return Ok(None);
+    };
+    let safe = safe_file_name(&name);
+    let headers = [
+        (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{safe}\""),
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+        (HeaderName::from_static("x-statement-sha256"), sha256),
+    ];
+    Ok(Some((headers, bytes).into_response()))
+}
+
+/// A file's name fit for a Content-Disposition header.
+pub(super) fn safe_file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || ".-_".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]

@@ -72,6 +72,10 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         callback_max_tries: 10,
         calls_per_account: 4,
         limits: Default::default(),
+        pull_times: Vec::new(),
+        pull_catch_up_days: 7,
+        statement_missing_hours: 6,
+        statement_keep_days: 400,
     }
 }
 

@@ -19,6 +19,7 @@ mod pipeline;
 mod provider_truth;
 mod recon;
 mod refunds;
+mod schedule;
 mod standard;
 mod stripe;
 mod stripe_pull;

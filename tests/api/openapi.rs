@@ -20,6 +20,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/recon/days"),
     ("post", "/api/v1/recon/pulls"),
     ("post", "/api/v1/recon/runs/{run_id}/resume"),
+    ("get", "/api/v1/recon/runs/{run_id}/file"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

@@ -629,7 +629,8 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
 }
 
 async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
-    let app = spawn_engine_app(b).await;
+    // Yesterday only: the catch-up of earlier days is tests/api/schedule.rs'.
+    let app = crate::engine_helpers::spawn_engine_app_with(b, |c| c.pull_catch_up_days = 1).await;
     let (date, _) = app.today();
     for i in 0..2 {
         let p = app.payment(&format!("SCHED-{i}"), 500, "CNY").await;
@@ -649,13 +650,18 @@ async fn the_daily_schedule_pulls_yesterday_once(b: Backend) {
             .as_microsecond()
     };
     let tomorrow = today.tomorrow().unwrap();
-    assert_eq!(
-        reckon::recon::scheduled_pulls(&engine, at(tomorrow, 1))
-            .await
-            .unwrap(),
-        0,
-        "before 02:00"
-    );
+    // Before 02:00 the latest ready day is the one before.
+    reckon::recon::scheduled_pulls(&engine, at(tomorrow, 1))
+        .await
+        .unwrap();
+    let today_pulled: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM recon_runs WHERE business_date = $1 AND source = 'pull'",
+    )
+    .bind(&date)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(today_pulled, 0, "before 02:00");
     assert_eq!(
         reckon::recon::scheduled_pulls(&engine, at(tomorrow, 3))
             .await

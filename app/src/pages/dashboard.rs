@@ -2,7 +2,8 @@
 //! time zone) for one provider or all — to process, matched, pending,
 //! repaired, still unknown, counts per class, each a link to the list
 //! behind it; a 30-day trend drawn as SVG on the server (readable without
-//! JavaScript); the day's callbacks; the open alerts, oldest first.
+//! JavaScript); the day's callbacks; the open alerts, oldest first; the
+//! providers whose statement of the day is alerted missing.
 
 use super::{ErrorNote, Frame, Viewer};
 use crate::api::load_dashboard;
@@ -102,6 +103,12 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
         </section>
         {f.runs.is_empty().then(|| view! {
             <p class="hint" id="no-run">{tr(lang, "No completed reconciliation run for this day yet.", "该业务日尚无完成的对账批次。")}</p>
+        })}
+        {(!d.missing_statements.is_empty()).then(|| view! {
+            <p class="error" id="missing-statements">
+                {tr(lang, "Statement missing past its ready time:", "账单超过就绪时间仍未获取：")} " "
+                {d.missing_statements.join(", ")} " " <a href="/runs">{tr(lang, "pull schedule →", "拉取计划 →")}</a>
+            </p>
         })}
         <section class="card">
             <h2>{tr(lang, "By class", "按差异类型")}</h2>

@@ -1,12 +1,15 @@
-//! Reconciliation runs: upload a statement (a plain multipart form), and
-//! the runs with status, file, cursor, counts per class and duration; one
+//! Reconciliation runs: each pulling provider's schedule (day cut, ready
+//! time, last and next pull, days missing), upload a statement (a plain
+//! multipart form), and the runs with status, file (its download and
+//! hash), the statement's own checks, cursor, counts per class and
+//! duration; one
 //! that is running shows its progress (the page follows it), one that
 //! failed says why and offers resume; each links to its day's tickets.
 
 use super::callbacks::poll_while;
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{ResumeRun, list_runs};
-use crate::console::{RunPage, RunSummary};
+use crate::console::{PullSchedule, RunPage, RunSummary};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
 use crate::types::{Lang, Role};
@@ -92,6 +95,7 @@ fn Runs(
             </form>
         })}
         {waiting.then(|| view! { <p class="hint" id="run-starting">{tr(lang, "The run is starting…", "对账批次正在启动…")}</p> })}
+        {(!p.schedules.is_empty()).then(|| view! { <Schedules schedules=p.schedules.clone() lang=lang/> })}
         <table class="grid" id="runs">
             <thead><tr>
                 <th>{tr(lang, "Run", "批次")}</th>
@@ -138,8 +142,25 @@ fn Run(
         <tr data-run=r.id.clone() data-status=r.status.clone() class:highlight=highlighted>
             <td><code>{r.id.clone()}</code></td>
             <td>{r.provider.clone()} " / " <a href=tickets>{r.business_date.clone()}</a></td>
-            <td>{r.source.clone()} " " {r.file_name.clone().unwrap_or_default()}
-                {r.cursor.clone().map(|c| view! { <br/><span class="muted">{tr(lang, "cursor", "游标")} " " {c}</span> })}</td>
+            <td>{r.source.clone()} " "
+                {match (r.file_kept, r.file_name.clone()) {
+                    (true, name) => view! {
+                        <a class="run-file" href=format!("/runs/{}/file", crate::tickets::encode(&r.id)) download>
+                            {name.unwrap_or_else(|| tr(lang, "statement", "账单").to_owned())}</a>
+                    }.into_any(),
+                    (false, name) => view! { <span>{name.unwrap_or_default()}</span> }.into_any(),
+                }}
+                {r.file_hash.clone().map(|h| view! { <br/><code class="muted run-hash" title=h.clone()>"sha256 " {h.chars().take(12).collect::<String>()} "…"</code> })}
+                {r.cursor.clone().map(|c| view! { <br/><span class="muted">{tr(lang, "cursor", "游标")} " " {c}</span> })}
+                {(!r.checks.is_empty()).then(|| view! {
+                    <br/><span class="run-checks">
+                        {r.checks.iter().map(|c| view! {
+                            <span class="count" class:error=!c.holds data-check=c.what.clone()>
+                                {c.what.clone()} " " {c.stated} {if c.holds { " = " } else { " ≠ " }} {c.read}
+                            </span> " "
+                        }).collect_view()}
+                    </span>
+                })}</td>
             <td>
                 <span class="run-status">{r.status.clone()}</span>
                 {(r.status == "RUNNING").then(|| view! {
@@ -162,5 +183,35 @@ fn Run(
             </td>
             <td>{utc_minutes(r.started_at)} " · " {took} " · " {r.started_by.clone()}</td>
         </tr>
+    }
+}
+
+/// Each pulling provider's schedule: its day cut and ready time, the last
+/// pull, the next, and the days still missing.
+#[component]
+fn Schedules(schedules: Vec<PullSchedule>, lang: Lang) -> impl IntoView {
+    view! {
+        <table class="grid" id="pull-schedules">
+            <thead><tr>
+                <th>{Msg::Provider.text(lang)}</th>
+                <th>{tr(lang, "Day cut / ready from", "日切时区 / 就绪时间")}</th>
+                <th>{tr(lang, "Last pull (UTC)", "上次拉取（UTC）")}</th>
+                <th>{tr(lang, "Next pull (UTC)", "下次拉取（UTC）")}</th>
+                <th>{tr(lang, "Days missing", "缺失的业务日")}</th>
+            </tr></thead>
+            <tbody>
+                {schedules.into_iter().map(|s| view! {
+                    <tr data-provider=s.provider.clone()>
+                        <td>{s.provider.clone()}</td>
+                        <td>{s.zone.clone()} " " {format!("{:02}:00", s.ready_hour)}</td>
+                        <td>{s.last_at.map(utc_minutes).unwrap_or_else(|| "—".into())}
+                            {s.last_run.clone().map(|r| view! { " " <code>{r}</code> })}
+                            {s.last_error.clone().map(|e| view! { <p class="error">{e}</p> })}</td>
+                        <td>{s.next_at.map(utc_minutes).unwrap_or_else(|| "—".into())}</td>
+                        <td class="missing-days">{if s.missing.is_empty() { "—".to_owned() } else { s.missing.join(", ") }}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
     }
 }

@@ -186,7 +186,7 @@ fn Detail(
                 <dt>{Msg::Payment.text(lang)}</dt><dd>{payment_link}{(!d.local.present).then(|| s.payment_no.clone().unwrap_or_default())}</dd>
                 <dt>{Msg::Order.text(lang)}</dt><dd>{s.order_no.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Run / file / line", "批次 / 文件 / 行号")}</dt>
-                <dd>{d.run_id.clone().unwrap_or_default()} " " {d.statement_file.clone().unwrap_or_default()} " " {d.line_no.map(|l| format!("#{l}")).unwrap_or_default()}</dd>
+                <dd>{d.run_id.clone().unwrap_or_default()} " " <StatementLine run=d.run_id.clone() file=d.statement_file.clone() line=d.line_no lang=lang/></dd>
                 <dt>{Msg::Owner.text(lang)}</dt><dd id="ticket-owner">{s.owner.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>{Msg::FoundUtc.text(lang)}</dt><dd>{utc_minutes(s.found_at)}</dd>
                 <dt>{Msg::TraceId.text(lang)}</dt><dd>{d.trace_id.clone().unwrap_or_default()}</dd>
@@ -412,5 +412,32 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
                 </div>
             })}
         </article>
+    }
+}
+
+/// "line N of FILE", linking the run's kept statement file (the evidence
+/// the ticket came from).
+#[component]
+fn StatementLine(
+    run: Option<String>,
+    file: Option<String>,
+    line: Option<i64>,
+    lang: Lang,
+) -> impl IntoView {
+    let name = file.unwrap_or_else(|| tr(lang, "the statement", "账单").to_owned());
+    let text = match line {
+        Some(n) => format!(
+            "{} {n} {} {name}",
+            tr(lang, "line", "第"),
+            tr(lang, "of", "行，")
+        ),
+        None => name,
+    };
+    match run {
+        Some(run) => view! {
+            <a href=format!("/runs/{}/file", crate::tickets::encode(&run)) id="statement-line" download>{text}</a>
+        }
+        .into_any(),
+        None => view! { <span>{text}</span> }.into_any(),
     }
 }

@@ -293,10 +293,16 @@ async fn demo_traffic(engine: Engine) {
 pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
     let zone = jiff::tz::TimeZone::get(&config.timezone)
         .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
+    // A pull's day bounds are cut where reconciliation cuts that account's
+    // day (RECKON_PULL_TIMES may move it off the business zone).
+    let pulls = pulls_of(config, &zone)?;
     config
         .providers
         .iter()
-        .map(|p| crate::providers::build(p, &zone).map_err(|e| anyhow::anyhow!(e)))
+        .map(|p| {
+            let day_zone = pulls.days.get(p.name()).map_or(&zone, |d| &d.zone);
+            crate::providers::build(p, day_zone).map_err(|e| anyhow::anyhow!(e))
+        })
         .collect()
 }
 

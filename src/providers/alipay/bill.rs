@@ -117,7 +117,9 @@ fn table(text: &str, first: &str) -> Result<(Vec<String>, Vec<Vec<String>>), Str
             continue;
         }
         let f = csv.split(line);
-        let fields: Vec<String> = (0..f.len()).map(|i| f.get(i).trim().to_owned()).collect();
+        let fields: Vec<String> = (0..f.len())
+            .map(|i| f.get(i).trim().trim_start_matches('`').to_owned())
+            .collect();
         match &header {
             None if fields.first().is_some_and(|h| h == first) => header = Some(fields),
             None => {}

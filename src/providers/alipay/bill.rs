@@ -184,3 +184,57 @@ fn detail_figures(text: &str) -> Result<Figures, String> {
     }
     Ok(figures)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_of(entries: &[(&str, &str)]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, text) in entries {
+            zip.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(&encoding_rs::GBK.encode(text).0).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    const DETAIL: &str = "#支付宝业务明细查询\n支付宝交易号,商户订单号,业务类型,商家实收（元）\n2026001\t,PAYA\t,交易,10.00\n2026001\t,PAYA\t,退款,-2.50\n#交易合计：1笔\n";
+
+    #[test]
+    fn entry_names_are_read_as_gbk_unless_they_are_utf8() {
+        let gbk = encoding_rs::GBK
+            .encode("2088_20261130_业务明细(汇总).csv")
+            .0;
+        assert_eq!(entry_name(&gbk), "2088_20261130_业务明细(汇总).csv");
+        assert_eq!(entry_name("a_业务明细.csv".as_bytes()), "a_业务明细.csv");
+    }
+
+    #[test]
+    fn the_detail_is_handed_over_only_when_its_summary_agrees() {
+        let summary = |t: &str| {
+            format!(
+                "#支付宝业务汇总查询\n门店编号,门店名称,交易订单总笔数,退款订单总笔数,商家实收（元）\n合计,,{t}\n"
+            )
+        };
+        let good = zip_of(&[
+            ("x_业务明细.csv", DETAIL),
+            ("x_业务明细(汇总).csv", &summary("1,1,7.50")),
+        ]);
+        let (name, bytes) = detail_of(&good).unwrap();
+        assert_eq!(name, "x_业务明细.csv");
+        assert_eq!(bytes, encoding_rs::GBK.encode(DETAIL).0.into_owned());
+        for (off, says) in [("2,1,7.50", "2 trades"), ("1,1,10.00", "1000 fen")] {
+            let zip = zip_of(&[
+                ("x_业务明细.csv", DETAIL),
+                ("x_业务明细(汇总).csv", &summary(off)),
+            ]);
+            let err = detail_of(&zip).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        let alone = zip_of(&[("x_业务明细.csv", DETAIL)]);
+        assert!(detail_of(&alone).unwrap_err().to_string().contains("汇总"));
+        assert!(detail_of(b"PK not a zip").is_err());
+    }
+}

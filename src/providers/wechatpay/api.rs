@@ -372,3 +372,48 @@ fn bill_date(date: &str) -> Result<&str, CallError> {
         .map(|_| date)
         .ok_or_else(|| CallError::Refused(format!("bill date {date:?} is not YYYY-MM-DD")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha1::Digest;
+    use std::io::Write;
+
+    fn answer(hash_type: &str, hash_value: String) -> BillAnswer {
+        BillAnswer {
+            hash_type: hash_type.into(),
+            hash_value,
+            download_url: String::new(),
+        }
+    }
+
+    /// The digest is of the bill before gzip, its byte-order mark included.
+    #[test]
+    fn a_bill_is_gunzipped_and_checked_against_the_digest_of_its_plain_bytes() {
+        let bill = "\u{feff}交易时间,公众账号ID\r\n`2026-11-30 10:00:00,`wx01\r\n".as_bytes();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bill).unwrap();
+        let packed = gz.finish().unwrap();
+        let plain = hex::encode(sha1::Sha1::digest(bill)).to_ascii_uppercase();
+        assert_eq!(
+            unpack_bill(&packed, &answer("SHA1", plain.clone())).unwrap(),
+            bill
+        );
+        assert_eq!(
+            unpack_bill(bill, &answer("SHA1", plain.clone())).unwrap(),
+            bill
+        );
+        let of_packed = hex::encode(sha1::Sha1::digest(&packed));
+        assert!(unpack_bill(&packed, &answer("SHA1", of_packed)).is_err());
+        assert!(unpack_bill(&packed, &answer("MD5", plain)).is_err());
+        assert!(unpack_bill(&packed[..packed.len() / 2], &answer("SHA1", String::new())).is_err());
+    }
+
+    #[test]
+    fn a_bill_date_is_a_calendar_day_and_nothing_else() {
+        assert_eq!(bill_date("2026-11-30").unwrap(), "2026-11-30");
+        for bad in ["2026-11-31", "2026-11-30&bill_type=REFUND", "20261130", ""] {
+            assert!(bill_date(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -277,22 +277,7 @@ impl Alipay {
                 "the answer names no bill_download_url".into(),
             ));
         };
-        let res = self
-            .http
-            .get(url)
-            .send()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
-        let status = res.status();
-        let zip = res
-            .bytes()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
-        if status.is_server_error() {
-            return Err(CallError::Network(format!(
-                "the bill download answered {status}"
-            )));
-        }
+        let (status, zip) = crate::providers::wire::download(self.http.get(url)).await?;
         if !status.is_success() {
             return Err(CallError::Refused(format!(
                 "the bill download answered {status} (a bill_download_url lasts 30 s: resume asks again)"

@@ -334,32 +334,20 @@ impl WechatPay {
         };
         let now = jiff::Timestamp::now().as_second();
         let authorization = authorization(api, &reqwest::Method::GET, path_and_query, "", now);
-        let res = self
+        let call = self
             .http
             .get(url)
             .header("authorization", authorization)
             .header("accept", "*/*")
-            .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")))
-            .send()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
-        let status = res.status();
-        let body = res
-            .bytes()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
-        if status.is_server_error() {
-            return Err(CallError::Network(format!(
-                "the bill download answered {status}"
-            )));
-        }
+            .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")));
+        let (status, body) = crate::providers::wire::download(call).await?;
         if !status.is_success() {
             let (code, message) = refusal(&body);
             return Err(CallError::Refused(format!(
                 "the bill download answered {status} {code}: {message} (a download_url lasts 30 s: resume applies again)"
             )));
         }
-        Ok(body.to_vec())
+        Ok(body)
     }
 }
 

@@ -4,7 +4,7 @@
 //! `bill_download_url`, or `40004 isp.bill_not_exist`); the URL answers a
 //! zip of the 业务明细 and its 汇总, both GBK.
 
-use super::{cli_pull, every_class, run_of, run_state, settle, tickets};
+use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
 use crate::alipay::{APP_ID, AlipayApp, Gateway, spawn};
 use crate::both_databases;
 use crate::helpers::Backend;
@@ -15,6 +15,7 @@ use reckon::providers::CallError;
 use secrecy::ExposeSecret;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::Ordering;
 
 const PID: &str = "20880000000000010156";
 
@@ -203,66 +204,31 @@ async fn a_pulled_alipay_bill_with_every_class_makes_exactly_its_tickets(b: Back
         run.file_name.as_deref(),
         Some(format!("{PID}_{compact}_业务明细.csv").as_str())
     );
-    settle(&a.app).await;
-    let found = tickets(&a.app).await;
-    let classes: Vec<(&str, &str)> = found
-        .iter()
-        .map(|(c, s, _)| (c.as_str(), s.as_str()))
-        .collect();
     // An Alipay bill is all CNY: no currency to mismatch.
-    assert_eq!(classes, every_class(false), "{found:?}");
-    let named = |class: &str| found.iter().find(|t| t.0 == class).unwrap().2.clone();
-    assert_eq!(named("LOCAL_ONLY").as_deref(), Some(local_only.as_str()));
-    assert_eq!(named("PROVIDER_ONLY").as_deref(), Some("PAYNOTHERE"));
-    assert_eq!(
-        a.app.payment_state(&lag).await,
-        ("SUCCEEDED".to_string(), 1)
-    );
-    let figures: serde_json::Value = serde_json::from_str(&run.figures_json.unwrap()).unwrap();
-    assert_eq!(figures["matched"], 1, "{figures}");
+    assert_every_class(&a.app, &run, false, &local_only, &lag).await;
 }
 
 /// No bill yet, then a download that breaks, then a slow answer: each
 /// fails the run with nothing read, and resume completes it.
 async fn an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: Backend) {
     let a = spawn(b).await;
-    let engine = &a.app.engine;
     let (date, detail, summary) = a.one_paid_day().await;
-    let err = reckon::recon::pull_statement(engine, "alipay", &date, "test")
-        .await
-        .unwrap_err();
-    let run_id = run_of(&err);
-    let (status, rows, error, kept) = run_state(&a.app, &run_id).await;
-    assert_eq!((status.as_str(), rows, kept), ("FAILED", 0, 0));
+    let (run_id, error) = pull_fails(&a.app, "alipay", &date).await;
     assert!(error.starts_with("not ready:"), "{error}");
     assert!(error.contains("isp.bill_not_exist"), "{error}");
     a.put_bill(&date, (detail, summary));
+    // The download breaks: asked for, not downloaded.
     a.gateway.bills.lock().unwrap().broken_downloads = 1;
-    reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (status, rows, error, _) = run_state(&a.app, &run_id).await;
-    assert_eq!((status.as_str(), rows), ("FAILED", 0));
+    let error = resume_fails(&a.app, &run_id).await;
     assert!(
         error.contains("500") && !error.starts_with("not ready"),
         "{error}"
     );
-    a.gateway
-        .stall
-        .store(1, std::sync::atomic::Ordering::SeqCst);
-    reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (status, rows, error, _) = run_state(&a.app, &run_id).await;
-    assert_eq!((status.as_str(), rows), ("FAILED", 0));
+    // Too slow: the call times out, its result unknown.
+    a.gateway.stall.store(1, Ordering::SeqCst);
+    let error = resume_fails(&a.app, &run_id).await;
     assert!(error.contains(&CallError::Timeout.to_string()), "{error}");
-    let run = reckon::recon::resume_run(engine, &run_id).await.unwrap();
-    assert_eq!(
-        (run.status.as_str(), run.rows_read),
-        ("COMPLETED", 1),
-        "{run:?}"
-    );
-    assert!(tickets(&a.app).await.is_empty());
+    resume_completes(&a.app, &run_id).await;
     assert_eq!(a.gateway.bills.lock().unwrap().downloads, 1);
 }
 
@@ -270,47 +236,29 @@ async fn an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: B
 /// fails and reads no row.
 async fn an_alipay_bill_off_its_summary_or_a_forged_answer_reads_no_row(b: Backend) {
     let a = spawn(b).await;
-    let engine = &a.app.engine;
     let date = a.today();
     let (p, txn) = a.paid("ALP-2", 1999).await;
     let rows = [Row(&txn, &p, "交易", "19.99", "")];
     a.put_bill(&date, bill(&date, &rows, Some((2, 0, "39.98"))));
-    let err = reckon::recon::pull_statement(engine, "alipay", &date, "test")
-        .await
-        .unwrap_err();
-    let run_id = run_of(&err);
-    let (status, rows_read, error, kept) = run_state(&a.app, &run_id).await;
-    assert_eq!((status.as_str(), rows_read, kept), ("FAILED", 0, 0));
+    let (run_id, error) = pull_fails(&a.app, "alipay", &date).await;
     assert!(
         error.contains("汇总") && error.contains("2 trades"),
         "{error}"
     );
     // The amount alone off.
     a.put_bill(&date, bill(&date, &rows, Some((1, 0, "19.98"))));
-    reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (_, rows_read, error, kept) = run_state(&a.app, &run_id).await;
-    assert_eq!((rows_read, kept), (0, 0));
+    let error = resume_fails(&a.app, &run_id).await;
     assert!(error.contains("1998 fen"), "{error}");
     a.put_bill(&date, bill(&date, &rows, None));
-    a.gateway
-        .forge
-        .store(1, std::sync::atomic::Ordering::SeqCst);
-    reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (status, rows_read, error, kept) = run_state(&a.app, &run_id).await;
-    assert_eq!((status.as_str(), rows_read, kept), ("FAILED", 0, 0));
+    a.gateway.forge.store(1, Ordering::SeqCst);
+    let error = resume_fails(&a.app, &run_id).await;
     assert!(error.contains("signature does not verify"), "{error}");
     assert_eq!(
         a.gateway.bills.lock().unwrap().downloads,
         2,
         "a forged answer is not followed"
     );
-    assert!(tickets(&a.app).await.is_empty());
-    let run = reckon::recon::resume_run(engine, &run_id).await.unwrap();
-    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    resume_completes(&a.app, &run_id).await;
 }
 
 /// `reckon recon pull --provider alipay --date D` pulls the bill.
@@ -326,20 +274,9 @@ async fn reckon_recon_pull_pulls_an_alipay_bill(b: Backend) {
         c.public_key,
         c.private_key.as_ref().unwrap().expose_secret(),
     );
-    let out = cli_pull(&a.app, &section, "alipay", &date);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "no bill yet: {stderr}");
-    assert!(stderr.contains("not ready:"), "{stderr}");
-    a.put_bill(&date, (detail, summary));
-    let out = cli_pull(&a.app, &section, "alipay", &date);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(run["status"], "COMPLETED", "{run}");
-    assert_eq!(run["rows_read"], 1, "{run}");
+    cli_pulls_once_ready(&a.app, &section, "alipay", &date, || {
+        a.put_bill(&date, (detail, summary))
+    });
 }
 
 both_databases!(

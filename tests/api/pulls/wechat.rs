@@ -6,7 +6,7 @@
 //! checked for the merchant's signature and answered, unsigned, with the
 //! gzipped bill.
 
-use super::{cli_pull, every_class, run_of, run_state, settle, tickets};
+use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
 use crate::both_databases;
 use crate::helpers::Backend;
 use crate::wechatpay::{
@@ -320,28 +320,7 @@ async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Back
         run.file_name.as_deref(),
         Some(format!("wechatpay-{MCH_ID}-{date}-ALL.csv").as_str())
     );
-    settle(&w.app).await;
-    let found = tickets(&w.app).await;
-    let classes: Vec<(&str, &str)> = found
-        .iter()
-        .map(|(c, s, _)| (c.as_str(), s.as_str()))
-        .collect();
-    assert_eq!(classes, every_class(true), "{found:?}");
-    let named = |class: &str| found.iter().find(|t| t.0 == class).unwrap().2.clone();
-    assert_eq!(named("LOCAL_ONLY").as_deref(), Some(local_only.as_str()));
-    assert_eq!(named("PROVIDER_ONLY").as_deref(), Some("PAYNOTHERE"));
-    assert_eq!(
-        w.app.payment_state(&lag).await,
-        ("SUCCEEDED".to_string(), 1)
-    );
-    let figures: serde_json::Value = serde_json::from_str(&run.figures_json.unwrap()).unwrap();
-    assert_eq!(figures["matched"], 1, "{figures}");
-    let summary: serde_json::Value = serde_json::from_str(&run.summary_json.unwrap()).unwrap();
-    let checks = summary["checks"].as_array().unwrap();
-    assert!(
-        !checks.is_empty() && checks.iter().all(|c| c["stated"] == c["read"]),
-        "{summary}"
-    );
+    assert_every_class(&w.app, &run, true, &local_only, &lag).await;
     // Pulled again: the same bill, the same run.
     let again = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
         .await
@@ -353,43 +332,23 @@ async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Back
 /// fails the run with nothing read, and resume completes it.
 async fn a_wechat_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: Backend) {
     let w = spawn(b).await;
-    let engine = &w.app.engine;
     let (date, bill) = w.one_paid_day().await;
-    let err = reckon::recon::pull_statement(engine, "wechat", &date, "test")
-        .await
-        .unwrap_err();
-    let run_id = run_of(&err);
-    let (status, rows, error, kept) = run_state(&w.app, &run_id).await;
-    assert_eq!((status.as_str(), rows, kept), ("FAILED", 0, 0));
+    let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
     assert!(error.starts_with("not ready:"), "{error}");
     assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
     w.put_bill("ALL", &date, bill);
     // The download breaks: applied for, not downloaded.
     w.fault(|d| d.broken_downloads = 1);
-    let err = reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (status, rows, error, _) = run_state(&w.app, &run_id).await;
-    assert_eq!((status.as_str(), rows), ("FAILED", 0), "{err}");
+    let error = resume_fails(&w.app, &run_id).await;
     assert!(
         error.contains("500") && !error.starts_with("not ready"),
         "{error}"
     );
     // Too slow: the call times out, its result unknown.
     w.fault(|d| d.slow = 1);
-    reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (status, rows, error, _) = run_state(&w.app, &run_id).await;
-    assert_eq!((status.as_str(), rows), ("FAILED", 0));
+    let error = resume_fails(&w.app, &run_id).await;
     assert!(error.contains(&CallError::Timeout.to_string()), "{error}");
-    let run = reckon::recon::resume_run(engine, &run_id).await.unwrap();
-    assert_eq!(
-        (run.status.as_str(), run.rows_read),
-        ("COMPLETED", 1),
-        "{run:?}"
-    );
-    assert!(tickets(&w.app).await.is_empty());
+    resume_completes(&w.app, &run_id).await;
     assert_eq!(w.api.bills.lock().unwrap().downloads, 1);
 }
 
@@ -397,16 +356,10 @@ async fn a_wechat_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: Ba
 /// answered with a forged signature: the run fails and reads no row.
 async fn a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row(b: Backend) {
     let w = spawn(b).await;
-    let engine = &w.app.engine;
     let (date, bill) = w.one_paid_day().await;
     w.put_bill("ALL", &date, bill);
     w.fault(|d| d.wrong_hash = true);
-    let err = reckon::recon::pull_statement(engine, "wechat", &date, "test")
-        .await
-        .unwrap_err();
-    let run_id = run_of(&err);
-    let (status, rows, error, kept) = run_state(&w.app, &run_id).await;
-    assert_eq!((status.as_str(), rows, kept), ("FAILED", 0, 0));
+    let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
     assert!(
         error.contains("SHA1") && error.contains("hash_value"),
         "{error}"
@@ -420,20 +373,14 @@ async fn a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row(b: Back
         d.wrong_hash = false;
         d.forge = 1;
     });
-    reckon::recon::resume_run(engine, &run_id)
-        .await
-        .unwrap_err();
-    let (status, rows, error, kept) = run_state(&w.app, &run_id).await;
-    assert_eq!((status.as_str(), rows, kept), ("FAILED", 0, 0));
+    let error = resume_fails(&w.app, &run_id).await;
     assert!(error.contains("not WeChat Pay's"), "{error}");
     assert_eq!(
         w.api.bills.lock().unwrap().downloads,
         1,
         "a forged answer is not followed"
     );
-    assert!(tickets(&w.app).await.is_empty());
-    let run = reckon::recon::resume_run(engine, &run_id).await.unwrap();
-    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    resume_completes(&w.app, &run_id).await;
 }
 
 /// The fund-flow bill of the basic account, through the same checks.
@@ -482,20 +429,9 @@ async fn reckon_recon_pull_pulls_a_wechat_bill(b: Backend) {
         c.private_key.as_ref().unwrap().expose_secret(),
         c.platform_keys[SERIAL],
     );
-    let out = cli_pull(&w.app, &section, "wechat", &date);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "no bill yet: {stderr}");
-    assert!(stderr.contains("not ready:"), "{stderr}");
-    w.put_bill("ALL", &date, bill);
-    let out = cli_pull(&w.app, &section, "wechat", &date);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(run["status"], "COMPLETED", "{run}");
-    assert_eq!(run["rows_read"], 1, "{run}");
+    cli_pulls_once_ready(&w.app, &section, "wechat", &date, || {
+        w.put_bill("ALL", &date, bill)
+    });
 }
 
 both_databases!(

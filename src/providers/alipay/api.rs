@@ -266,7 +266,8 @@ impl Alipay {
         let answer = self
             .call(
                 "alipay.data.dataservice.bill.downloadurl.query",
-                serde_json::json!({ "bill_type": "trade", "bill_date": date }),
+                // secure: an https link (the download itself is not signed).
+                serde_json::json!({ "bill_type": "trade", "bill_date": date, "secure": "true" }),
             )
             .await?;
         let Some(url) = answer["bill_download_url"]

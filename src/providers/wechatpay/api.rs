@@ -314,8 +314,9 @@ impl WechatPay {
         })
     }
 
-    /// GETs a bill's `download_url`, signed like any request; only from the
-    /// API's own host (the merchant's signature goes nowhere else).
+    /// GETs a bill's `download_url`, signed like any request over its path
+    /// and query; only from WeChat Pay (the merchant's signature goes
+    /// nowhere else).
     async fn download(&self, url: &str) -> Result<Vec<u8>, CallError> {
         let Some(api) = &self.api else {
             return Err(CallError::Refused(format!(
@@ -323,17 +324,26 @@ impl WechatPay {
                 self.name
             )));
         };
-        let Some(path_and_query) = url
-            .strip_prefix(api.base_url.as_str())
-            .filter(|p| p.starts_with('/'))
-        else {
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| CallError::Refused(format!("the download_url {url:?}: {e}")))?;
+        // The configured API's host, or WeChat Pay's own over https (the
+        // API also answers on backup hosts such as api2.mch.weixin.qq.com).
+        let wechat_host = parsed.scheme() == "https"
+            && parsed
+                .host_str()
+                .is_some_and(|h| h == "weixin.qq.com" || h.ends_with(".weixin.qq.com"));
+        if !(wechat_host || url.starts_with(&format!("{}/", api.base_url))) {
             return Err(CallError::Refused(format!(
-                "the download_url {url:?} is not on the API's host {}",
+                "the download_url {url:?} is neither on the API's host {} nor WeChat Pay's",
                 api.base_url
             )));
+        }
+        let path_and_query = match parsed.query() {
+            Some(q) => format!("{}?{q}", parsed.path()),
+            None => parsed.path().to_owned(),
         };
         let now = jiff::Timestamp::now().as_second();
-        let authorization = authorization(api, &reqwest::Method::GET, path_and_query, "", now);
+        let authorization = authorization(api, &reqwest::Method::GET, &path_and_query, "", now);
         let call = self
             .http
             .get(url)

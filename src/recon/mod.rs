@@ -327,18 +327,21 @@ pub async fn pull_statement(
 async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let pool = &engine.db.pool;
     let (provider, date, _, _) = recon_runs::pull_state(pool, run_id).await?;
-    let Some(p) = engine.providers.get(&provider).cloned() else {
-        return Err(ReconError::Invalid(format!(
-            "provider {provider} is not configured"
-        )));
-    };
-    let (Some(format), Ok(range)) = (
-        p.statement_format(),
-        day_range(&date, &engine.settings.timezone),
-    ) else {
-        let error = format!("provider {provider} has no statement format for the day {date}");
+    let p = engine.providers.get(&provider).cloned();
+    let format = p.as_ref().and_then(|p| p.statement_format());
+    let (Some(p), Some(format)) = (p, format) else {
+        let error =
+            format!("provider {provider} is not configured with a bill format Reckon reads");
         fail(engine, run_id, &error).await?;
         return Err(ReconError::Invalid(error));
+    };
+    // (The day was checked when the pull started.)
+    let range = match day_range(&date, &engine.settings.timezone) {
+        Ok(range) => range,
+        Err(e) => {
+            fail(engine, run_id, &e).await?;
+            return Err(ReconError::Invalid(e));
+        }
     };
     let file = match p.statement_file(&date).await {
         Ok(file) => file,
@@ -372,7 +375,8 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
     read_into(engine, &into, how).await
 }
 
-/// Goes on with a pull that failed, from its saved cursor.
+/// Goes on with a pull that failed, from its saved cursor (a bill file:
+/// fetched again).
 pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let run = find_run(engine, run_id)
         .await?

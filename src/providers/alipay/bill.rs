@@ -10,7 +10,7 @@ use crate::statement::csv::CsvFields;
 use std::io::Read;
 
 /// An entry that unpacks larger than this is refused.
-const MAX_ENTRY_BYTES: u64 = 4 << 30;
+const MAX_ENTRY_BYTES: u64 = 1 << 30;
 
 /// What both files say about the day: trade and refund orders, and the
 /// merchant's net receipts (商家实收) in fen.

@@ -19,7 +19,7 @@ use std::io::Read;
 
 /// A bill that unpacks larger than this is refused, not unpacked into
 /// memory without end.
-const MAX_BILL_BYTES: u64 = 4 << 30;
+const MAX_BILL_BYTES: u64 = 1 << 30;
 
 /// WeChat Pay's answer to a bill application: where the bill is (for 30
 /// seconds) and the digest of the bill as it is before gzip.

@@ -122,6 +122,18 @@ impl WechatPay {
         path_and_query: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<(StatusCode, Vec<u8>), CallError> {
+        self.signed_call(method, path_and_query, body, true).await
+    }
+
+    /// A signed call; its answer verified when it succeeded, and a refusal
+    /// too if `verify_refusals`.
+    async fn signed_call(
+        &self,
+        method: reqwest::Method,
+        path_and_query: &str,
+        body: Option<&serde_json::Value>,
+        verify_refusals: bool,
+    ) -> Result<(StatusCode, Vec<u8>), CallError> {
         let Some(api) = &self.api else {
             return Err(CallError::Refused(format!(
                 "{} has no API credentials configured",
@@ -153,9 +165,11 @@ impl WechatPay {
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }
-        // An answer that does not verify is nobody's word: unknown.
-        self.verify_signed(&headers, &body, now)
-            .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
+        if status.is_success() || verify_refusals {
+            // An answer that does not verify is nobody's word: unknown.
+            self.verify_signed(&headers, &body, now)
+                .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
+        }
         Ok((status, body.to_vec()))
     }
 
@@ -276,8 +290,10 @@ impl WechatPay {
         bill_type: &str,
         date: &str,
     ) -> Result<StatementFile, CallError> {
+        // Only the answer acted on must be WeChat Pay's word; a refusal
+        // (which its SDKs do not verify either) only makes the pull wait.
         let (status, body) = self
-            .request(reqwest::Method::GET, path_and_query, None)
+            .signed_call(reqwest::Method::GET, path_and_query, None, false)
             .await?;
         if !status.is_success() {
             let (code, message) = refusal(&body);

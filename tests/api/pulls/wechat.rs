@@ -37,6 +37,8 @@ pub(crate) struct Desk {
     broken_downloads: usize,
     /// The hash_value names other bytes.
     wrong_hash: bool,
+    /// Refusals come unsigned (as WeChat Pay's SDKs allow).
+    unsigned_refusals: bool,
     pub(crate) downloads: usize,
 }
 
@@ -107,11 +109,12 @@ async fn apply(
         api.clone()
     };
     let Some(mut bill) = bill else {
-        return signed(
-            &signer,
-            400,
-            serde_json::json!({"code": "NO_STATEMENT_EXIST", "message": "账单文件不存在"}),
-        );
+        let refusal =
+            serde_json::json!({"code": "NO_STATEMENT_EXIST", "message": "账单文件不存在"});
+        if api.bills.lock().unwrap().unsigned_refusals {
+            return (axum::http::StatusCode::BAD_REQUEST, refusal.to_string()).into_response();
+        }
+        return signed(&signer, 400, refusal);
     };
     if wrong {
         bill.push(b'\n');
@@ -336,6 +339,10 @@ async fn a_wechat_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: Ba
     let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
     assert!(error.starts_with("not ready:"), "{error}");
     assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
+    // Unsigned, the refusal means the same: wait.
+    w.fault(|d| d.unsigned_refusals = true);
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(error.starts_with("not ready:"), "{error}");
     w.put_bill("ALL", &date, bill);
     // The download breaks: applied for, not downloaded.
     w.fault(|d| d.broken_downloads = 1);

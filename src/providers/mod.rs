@@ -158,6 +158,18 @@ pub struct StatementPage {
     pub summary: Option<Vec<(String, i64)>>,
 }
 
+/// A day's bill as the provider hands it out through its bill API: the
+/// bytes its [`Provider::statement_format`] reads (already gunzipped or
+/// unzipped), checked against the provider's own digest and signatures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatementFile {
+    /// The file's name, as the provider names it (or as Reckon would).
+    pub name: String,
+    /// The provider's word for the bill (`ALL`, `trade`, …).
+    pub bill_type: String,
+    pub bytes: Vec<u8>,
+}
+
 /// What a provider says about a payment when asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderView {
@@ -181,6 +193,11 @@ pub enum CallError {
     /// The provider does not know the payment.
     #[error("unknown to the provider")]
     NotFound,
+    /// The provider has no bill for that day yet (WeChat Pay's
+    /// `NO_STATEMENT_EXIST`, Alipay's `isp.bill_not_exist`): ask again
+    /// later; not a fault of the statement.
+    #[error("not ready: {0}")]
+    NotReady(String),
 }
 
 pub struct CreateRequest<'a> {
@@ -335,9 +352,24 @@ pub trait Provider: Send + Sync + 'static {
             self.name()
         )))
     }
-    /// Whether [`Provider::statement_page`] works.
+    /// Whether [`Provider::statement_page`] (or, for a provider that
+    /// [`Provider::pulls_files`], [`Provider::statement_file`]) works.
     fn pulls_statements(&self) -> bool {
         false
+    }
+    /// Whether the day's statement comes as one bill file
+    /// ([`Provider::statement_file`]) rather than page by page.
+    fn pulls_files(&self) -> bool {
+        false
+    }
+    /// The day's bill through the provider's bill API, checked (answer
+    /// signature, download digest) before it is returned; read like an
+    /// uploaded file.
+    async fn statement_file(&self, _date: &str) -> Result<StatementFile, CallError> {
+        Err(CallError::Refused(format!(
+            "{} has no bill API Reckon pulls from; upload or import the file",
+            self.name()
+        )))
     }
     /// Whether Reckon can ask this provider to refund.
     fn refunds(&self) -> bool {

@@ -29,6 +29,22 @@ pub(crate) fn call_error(e: reqwest::Error) -> CallError {
     }
 }
 
+/// A download (a bill): its status and bytes. A server error is unknown,
+/// as a broken connection is: the caller may try again.
+pub(crate) async fn download(
+    call: reqwest::RequestBuilder,
+) -> Result<(http::StatusCode, Vec<u8>), CallError> {
+    let res = call.send().await.map_err(call_error)?;
+    let status = res.status();
+    let body = res.bytes().await.map_err(call_error)?;
+    if status.is_server_error() {
+        return Err(CallError::Network(format!(
+            "the bill download answered {status}"
+        )));
+    }
+    Ok((status, body.to_vec()))
+}
+
 /// A required header as text.
 pub(crate) fn header<'a>(
     headers: &'a HeaderMap,

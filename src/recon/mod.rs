@@ -37,6 +37,7 @@ pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_
 
 use crate::domain::Class;
 use crate::engine::Engine;
+use crate::providers::CallError;
 use crate::statement;
 use crate::store::recon_runs::{self, NewRun};
 use crate::store::tickets;
@@ -221,43 +222,80 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         now: engine.now(),
     };
     recon_runs::start(pool, &new).await?;
-    let kept = files::compress(&imp.input);
+    let into = Started {
+        run_id: &run_id,
+        provider: imp.provider,
+        date: imp.business_date,
+        file_name: imp.file_name,
+        range,
+    };
     let how = read::Reading {
         format,
         input: imp.input,
         tolerance: imp.accept_bad_lines,
         known_hash: imp.hash,
     };
+    read_into(engine, &into, how).await
+}
+
+/// The started run a statement file is read into.
+struct Started<'a> {
+    run_id: &'a str,
+    provider: &'a str,
+    date: &'a str,
+    file_name: Option<&'a str>,
+    range: (i64, i64),
+}
+
+/// Reads a statement file into a started run and reconciles the day, or
+/// FAILS the run saying why. An upload and a pulled bill alike come this
+/// way: the same reader, summary checks and same-file-same-day rule.
+async fn read_into(
+    engine: &Engine,
+    into: &Started<'_>,
+    how: read::Reading,
+) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let run_id = into.run_id;
+    // The original file, compressed beside the read, is kept once the run
+    // is known to be new.
+    let kept = files::compress(&how.input);
     let (read, matcher) =
-        match read::read_and_match(engine, &run_id, imp.provider, range, how).await {
+        match read::read_and_match(engine, run_id, into.provider, into.range, how).await {
             Ok(read) => read,
             Err(e) => {
-                fail(engine, &run_id, &e.to_string()).await?;
+                fail(engine, run_id, &e.to_string()).await?;
                 return Err(e);
             }
         };
     // The same file, already reconciled for that day: that run, and
     // nothing of this one.
-    if let Some(run) = earlier_run(engine, imp.provider, imp.business_date, &read.hash).await? {
-        recon_runs::discard(pool, &run_id).await?;
+    if let Some(run) = earlier_run(engine, into.provider, into.date, &read.hash).await? {
+        recon_runs::discard(pool, run_id).await?;
         return Ok(run);
     }
-    recon_runs::read_through(pool, &run_id, read.rows, &read.hash, engine.now()).await?;
-    files::keep(engine, &run_id, imp.file_name, kept).await;
+    recon_runs::read_through(pool, run_id, read.rows, &read.hash, engine.now()).await?;
+    files::keep(engine, run_id, into.file_name, kept).await;
     let run = Run {
-        run_id: &run_id,
-        provider: imp.provider,
-        date: imp.business_date,
-        file: imp.file_name,
-        range,
+        run_id,
+        provider: into.provider,
+        date: into.date,
+        file: into.file_name,
+        range: into.range,
     };
     finish_run(engine, &run, &read.checks, &read.skipped, Some(matcher)).await
 }
 
-/// Pulls the day's statement page by page through the provider's API.
-/// Each page's rows and the cursor after it are written in one
+/// Pulls the day's statement through the provider's API. Page by page:
+/// each page's rows and the cursor after it are written in one
 /// transaction, so an interruption loses nothing and repeats nothing: the
 /// run FAILS with the cursor kept, and [`resume_run`] goes on from there.
+/// A provider that hands out one bill file ([`Provider::pulls_files`]):
+/// the file is fetched and read like an upload into the pull's run; a
+/// failed fetch FAILS the run with nothing read (`not ready: …` when the
+/// provider has no bill yet) and [`resume_run`] fetches it again.
+///
+/// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
 pub async fn pull_statement(
     engine: &Engine,
     provider: &str,
@@ -285,10 +323,67 @@ pub async fn pull_statement(
         now: engine.now(),
     };
     recon_runs::start(&engine.db.pool, &new).await?;
+    if p.pulls_files() {
+        return pull_file(engine, &run_id).await;
+    }
     read::continue_pull(engine, &run_id).await
 }
 
-/// Goes on with a pull that failed, from its saved cursor.
+/// Fetches a pull's bill file and reads it into the run, as an upload is
+/// read; a fetch that fails FAILS the run with nothing read.
+async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let (provider, date, _, _) = recon_runs::pull_state(pool, run_id).await?;
+    let p = engine.providers.get(&provider).cloned();
+    let format = p.as_ref().and_then(|p| p.statement_format());
+    let (Some(p), Some(format)) = (p, format) else {
+        let error =
+            format!("provider {provider} is not configured with a bill format Reckon reads");
+        fail(engine, run_id, &error).await?;
+        return Err(ReconError::Invalid(error));
+    };
+    // (The day was checked when the pull started.)
+    let range = match day_range(&date, &statement_zone(engine, &provider)) {
+        Ok(range) => range,
+        Err(e) => {
+            fail(engine, run_id, &e).await?;
+            return Err(ReconError::Invalid(e));
+        }
+    };
+    let file = match p.statement_file(&date).await {
+        Ok(file) => file,
+        Err(e) => {
+            // "not ready: …" first, so whoever schedules pulls can tell a
+            // bill not yet made from a fault, and ask again later.
+            let error = match e {
+                CallError::NotReady(_) => format!("{e}; the pull asks again later (or resume)"),
+                e => format!(
+                    "the bill could not be fetched: {e}; nothing was read, resume fetches it again"
+                ),
+            };
+            fail(engine, run_id, &error).await?;
+            return Err(ReconError::Refused(format!("run {run_id}: {error}")));
+        }
+    };
+    recon_runs::name_file(pool, run_id, &file.name).await?;
+    let into = Started {
+        run_id,
+        provider: &provider,
+        date: &date,
+        file_name: Some(&file.name),
+        range,
+    };
+    let how = read::Reading {
+        format,
+        input: Input::Bytes(file.bytes),
+        tolerance: 0,
+        known_hash: None,
+    };
+    read_into(engine, &into, how).await
+}
+
+/// Goes on with a pull that failed, from its saved cursor (a bill file:
+/// fetched again).
 pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let run = find_run(engine, run_id)
         .await?
@@ -306,6 +401,13 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
         return Err(ReconError::Invalid(format!(
             "run {run_id} is running (it made progress within the hour)"
         )));
+    }
+    let files = engine
+        .providers
+        .get(&run.provider)
+        .is_some_and(|p| p.pulls_files());
+    if files {
+        return pull_file(engine, run_id).await;
     }
     read::continue_pull(engine, run_id).await
 }

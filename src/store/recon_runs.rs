@@ -162,6 +162,20 @@ pub async fn read_through<'e>(
     Ok(())
 }
 
+/// A pull's file, named once it is fetched.
+pub async fn name_file<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    file_name: &str,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE recon_runs SET file_name = $1 WHERE run_id = $2")
+        .bind(file_name)
+        .bind(run_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
 /// A run that turned out to repeat an earlier one leaves nothing behind.
 pub async fn discard<'e>(e: impl Executor<'e, Database = Any>, run_id: &str) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM recon_runs WHERE run_id = $1")

@@ -23,38 +23,40 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-const APP_ID: &str = "2021000000000001";
+pub(crate) const APP_ID: &str = "2021000000000001";
 const SELLER_ID: &str = "2088000000000001";
 
-struct AlipayApp {
-    app: TestApp,
+pub(crate) struct AlipayApp {
+    pub(crate) app: TestApp,
     /// Alipay's key: signs notifications and gateway answers.
-    key: RsaPrivateKey,
-    clock: Arc<ManualClock>,
-    gateway: Gateway,
+    pub(crate) key: RsaPrivateKey,
+    pub(crate) clock: Arc<ManualClock>,
+    pub(crate) gateway: Gateway,
 }
 
 /// out_trade_no → (trade_status, total_amount, trade_no).
-type Trades = Arc<Mutex<BTreeMap<String, (String, String, String)>>>;
+pub(crate) type Trades = Arc<Mutex<BTreeMap<String, (String, String, String)>>>;
 
 /// `alipay.trade.query` as Alipay's gateway answers it.
 #[derive(Clone)]
-struct Gateway {
-    alipay_key: RsaPrivateKey,
+pub(crate) struct Gateway {
+    pub(crate) alipay_key: RsaPrivateKey,
     /// The app's public key, to check request signatures.
-    app_key: VerifyingKey<Sha256>,
-    trades: Trades,
+    pub(crate) app_key: VerifyingKey<Sha256>,
+    pub(crate) trades: Trades,
     /// The next this many calls stall past Reckon's timeout.
-    stall: Arc<AtomicUsize>,
+    pub(crate) stall: Arc<AtomicUsize>,
     /// The next this many answers are signed with a stranger's key.
-    forge: Arc<AtomicUsize>,
+    pub(crate) forge: Arc<AtomicUsize>,
     /// out_request_no → (out_trade_no, refund_amount).
-    refunds: Arc<Mutex<BTreeMap<String, (String, String)>>>,
+    pub(crate) refunds: Arc<Mutex<BTreeMap<String, (String, String)>>>,
     /// Whether alipay.trade.refund moves the money at once (fund_change).
-    fund_change: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) fund_change: Arc<std::sync::atomic::AtomicBool>,
     /// Well-signed requests seen, and badly signed ones.
-    calls: Arc<AtomicUsize>,
-    bad_requests: Arc<AtomicUsize>,
+    pub(crate) calls: Arc<AtomicUsize>,
+    pub(crate) bad_requests: Arc<AtomicUsize>,
+    /// The bill API's days and faults (tests/api/pulls/alipay.rs).
+    pub(crate) bills: Arc<Mutex<crate::pulls::alipay::Desk>>,
 }
 
 async fn gateway(
@@ -77,6 +79,7 @@ async fn gateway(
         "alipay.trade.query",
         "alipay.trade.refund",
         "alipay.trade.fastpay.refund.query",
+        "alipay.data.dataservice.bill.downloadurl.query",
     ];
     let inner = if !good
         || params.get("app_id").map(String::as_str) != Some(APP_ID)
@@ -95,6 +98,9 @@ async fn gateway(
             tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         }
         let biz: serde_json::Value = serde_json::from_str(&params["biz_content"]).unwrap();
+        if method == "alipay.data.dataservice.bill.downloadurl.query" {
+            return sign_answer(&g, &method, crate::pulls::alipay::bill_answer(&g, &biz));
+        }
         let no = biz["out_trade_no"].as_str().unwrap().to_owned();
         let trade = g.trades.lock().unwrap().get(&no).cloned();
         if method == "alipay.trade.refund" {
@@ -135,6 +141,12 @@ async fn gateway(
             }
         }
     };
+    sign_answer(&g, &method, inner)
+}
+
+/// `{"{method}_response": inner, "sign": …}`, signed with Alipay's key (or,
+/// while `forge` lasts, a stranger's).
+fn sign_answer(g: &Gateway, method: &str, inner: serde_json::Value) -> String {
     let inner = inner.to_string();
     let signer = if g
         .forge
@@ -153,7 +165,7 @@ async fn gateway(
     )
 }
 
-async fn spawn(b: Backend) -> AlipayApp {
+pub(crate) async fn spawn(b: Backend) -> AlipayApp {
     let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
     let der = key.to_public_key().to_public_key_der().unwrap();
     let public_key = base64::engine::general_purpose::STANDARD.encode(der.as_bytes());
@@ -168,11 +180,13 @@ async fn spawn(b: Backend) -> AlipayApp {
         forge: Arc::default(),
         calls: Arc::default(),
         bad_requests: Arc::default(),
+        bills: Arc::default(),
     };
-    let router = axum::Router::new()
+    let router = crate::pulls::alipay::routes()
         .route("/gateway.do", axum::routing::post(gateway))
         .with_state(gw.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    gw.bills.lock().unwrap().base = format!("http://{}", listener.local_addr().unwrap());
     let base = format!("http://{}/gateway.do", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let clock = Arc::new(ManualClock::default());
@@ -215,7 +229,7 @@ async fn spawn(b: Backend) -> AlipayApp {
 
 impl AlipayApp {
     /// A notification's fields, `notify_time` `age_secs` in the past.
-    fn fields(
+    pub(crate) fn fields(
         &self,
         notify_id: &str,
         payment_no: &str,
@@ -249,7 +263,11 @@ impl AlipayApp {
     }
 
     /// Signs per Alipay's documentation and encodes the form in its charset.
-    fn form(&self, mut fields: BTreeMap<String, String>, key: &RsaPrivateKey) -> Vec<u8> {
+    pub(crate) fn form(
+        &self,
+        mut fields: BTreeMap<String, String>,
+        key: &RsaPrivateKey,
+    ) -> Vec<u8> {
         let encoding = encoding_rs::Encoding::for_label(fields["charset"].as_bytes()).unwrap();
         let content: Vec<String> = fields
             .iter()
@@ -275,7 +293,7 @@ impl AlipayApp {
             .into_bytes()
     }
 
-    async fn post(&self, form: Vec<u8>) -> (u16, String) {
+    pub(crate) async fn post(&self, form: Vec<u8>) -> (u16, String) {
         let res = self
             .app
             .client

@@ -17,6 +17,7 @@ mod openapi;
 mod ops;
 mod pipeline;
 mod provider_truth;
+mod pulls;
 mod recon;
 mod refunds;
 mod schedule;

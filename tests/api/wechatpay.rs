@@ -25,31 +25,33 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-const APIV3_KEY: &str = "0123456789abcdef0123456789ABCDEF";
-const SERIAL: &str = "5157F09EFDC096DE15EBE81A47057A72";
-const MCH_ID: &str = "1900000001";
+pub(crate) const APIV3_KEY: &str = "0123456789abcdef0123456789ABCDEF";
+pub(crate) const SERIAL: &str = "5157F09EFDC096DE15EBE81A47057A72";
+pub(crate) const MCH_ID: &str = "1900000001";
 const MERCHANT_SERIAL: &str = "3775B6A45ACD588826D15E583A95F5DD";
 
-struct Wechat {
-    app: TestApp,
+pub(crate) struct Wechat {
+    pub(crate) app: TestApp,
     /// The platform key: signs notifications and API answers.
-    key: RsaPrivateKey,
-    clock: Arc<ManualClock>,
-    api: Api,
+    pub(crate) key: RsaPrivateKey,
+    pub(crate) clock: Arc<ManualClock>,
+    pub(crate) api: Api,
 }
 
 /// The v3 order query, as WeChat Pay answers it.
 #[derive(Clone)]
-struct Api {
-    platform_key: RsaPrivateKey,
-    merchant_key: VerifyingKey<Sha256>,
+pub(crate) struct Api {
+    pub(crate) platform_key: RsaPrivateKey,
+    pub(crate) merchant_key: VerifyingKey<Sha256>,
     /// out_trade_no → the transaction JSON.
-    orders: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    pub(crate) orders: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    /// The bill API's days and faults (tests/api/pulls/wechat.rs).
+    pub(crate) bills: Arc<Mutex<crate::pulls::wechat::Desk>>,
     /// out_refund_no → the refund JSON.
-    refunds: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
-    stall: Arc<AtomicUsize>,
-    calls: Arc<AtomicUsize>,
-    bad_requests: Arc<AtomicUsize>,
+    pub(crate) refunds: Arc<Mutex<BTreeMap<String, serde_json::Value>>>,
+    pub(crate) stall: Arc<AtomicUsize>,
+    pub(crate) calls: Arc<AtomicUsize>,
+    pub(crate) bad_requests: Arc<AtomicUsize>,
 }
 
 /// `WECHATPAY2-SHA256-RSA2048 k="v",…` → its fields.
@@ -65,7 +67,7 @@ fn authorization_fields(header: &str) -> Option<BTreeMap<String, String>> {
 
 /// Whether the request's Authorization is the merchant's signature of
 /// "{method}\n{path?query}\n{timestamp}\n{nonce}\n{body}\n".
-fn authorized(
+pub(crate) fn authorized(
     api: &Api,
     method: &str,
     uri: &axum::http::Uri,
@@ -97,7 +99,7 @@ fn authorized(
 }
 
 /// An answer signed with the platform key, as WeChat Pay signs them.
-fn signed(api: &Api, status: u16, body: serde_json::Value) -> axum::response::Response {
+pub(crate) fn signed(api: &Api, status: u16, body: serde_json::Value) -> axum::response::Response {
     use axum::response::IntoResponse;
     let body = body.to_string();
     let ts = jiff::Timestamp::now().as_second();
@@ -121,7 +123,7 @@ fn signed(api: &Api, status: u16, body: serde_json::Value) -> axum::response::Re
         .into_response()
 }
 
-fn sign_error() -> serde_json::Value {
+pub(crate) fn sign_error() -> serde_json::Value {
     serde_json::json!({"code": "SIGN_ERROR", "message": "签名错误"})
 }
 
@@ -268,7 +270,7 @@ fn sealed_with(
     .to_string()
 }
 
-async fn spawn(b: Backend) -> Wechat {
+pub(crate) async fn spawn(b: Backend) -> Wechat {
     let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
     let pem = key
         .to_public_key()
@@ -283,8 +285,9 @@ async fn spawn(b: Backend) -> Wechat {
         stall: Arc::default(),
         calls: Arc::default(),
         bad_requests: Arc::default(),
+        bills: Arc::default(),
     };
-    let router = axum::Router::new()
+    let router = crate::pulls::wechat::routes()
         .route(
             "/v3/pay/transactions/out-trade-no/{no}",
             axum::routing::get(query_order),
@@ -300,6 +303,7 @@ async fn spawn(b: Backend) -> Wechat {
         .with_state(api.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
+    api.bills.lock().unwrap().base = base.clone();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with(
@@ -340,7 +344,14 @@ async fn spawn(b: Backend) -> Wechat {
 }
 
 impl Wechat {
-    fn envelope(&self, id: &str, payment_no: &str, state: &str, total: i64, key: &str) -> String {
+    pub(crate) fn envelope(
+        &self,
+        id: &str,
+        payment_no: &str,
+        state: &str,
+        total: i64,
+        key: &str,
+    ) -> String {
         let transaction = serde_json::json!({
             "mchid": "1900000001", "appid": "wx0000000000000001", "out_trade_no": payment_no,
             "transaction_id": format!("4200{id}"), "trade_state": state, "trade_type": "NATIVE",
@@ -386,7 +397,7 @@ impl Wechat {
         )
     }
 
-    async fn post(
+    pub(crate) async fn post(
         &self,
         body: &str,
         ts: i64,
@@ -429,7 +440,7 @@ impl Wechat {
         (res.status().as_u16(), res.text().await.unwrap())
     }
 
-    fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         self.app.engine.now() / 1_000_000
     }
 }

@@ -1,12 +1,14 @@
 //! Alipay's gateway as Reckon calls it: `alipay.trade.query`,
-//! `alipay.trade.refund` and `alipay.trade.fastpay.refund.query`, each
-//! request signed RSA2 with the app's private key (every non-empty
-//! parameter but `sign`), each answer believed only when its
-//! `{method}_response` text verifies with Alipay's public key.
+//! `alipay.trade.refund`, `alipay.trade.fastpay.refund.query` and
+//! `alipay.data.dataservice.bill.downloadurl.query`, each request signed
+//! RSA2 with the app's private key (every non-empty parameter but `sign`),
+//! each answer believed only when its `{method}_response` text verifies
+//! with Alipay's public key. The bill's download itself is a plain GET of
+//! the URL that verified answer named.
 
 use super::{Alipay, status_of};
 use crate::domain::{Currency, Money, PaymentNo, ProviderTxnId, RefundStatus};
-use crate::providers::{CallError, ProviderView, RefundRequest, RefundView};
+use crate::providers::{CallError, ProviderView, RefundRequest, RefundView, StatementFile};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use rsa::pkcs1v15::Signature;
@@ -121,7 +123,23 @@ impl Alipay {
         if sub_code == "ACQ.TRADE_NOT_EXIST" {
             return Err(CallError::NotFound);
         }
-        if code == "20000" || sub_code == "ACQ.SYSTEM_ERROR" {
+        // The gateway says isp.bill_not_exist; the documentation names
+        // BILL_NOT_EXIST and NO_BILL_DATA (no business that day).
+        if matches!(
+            sub_code,
+            "isp.bill_not_exist" | "BILL_NOT_EXIST" | "NO_BILL_DATA"
+        ) {
+            return Err(CallError::NotReady(format!(
+                "Alipay has no bill yet ({code} {sub_code}: {})",
+                answer["sub_msg"].as_str().unwrap_or_default()
+            )));
+        }
+        if code == "20000"
+            || matches!(
+                sub_code,
+                "ACQ.SYSTEM_ERROR" | "SYSTEM_RATE_LIMIT" | "USER_RATE_LIMIT"
+            )
+        {
             return Err(CallError::Network(format!(
                 "Alipay is unavailable ({sub_code})"
             )));
@@ -231,6 +249,48 @@ impl Alipay {
             },
             money: Money::parse_major(amount, cny)
                 .map_err(|e| CallError::Refused(format!("refund_amount: {e}")))?,
+        })
+    }
+
+    /// The trade bill (业务明细) of `date`: its download URL asked for,
+    /// the zip fetched, the detail checked against its 汇总.
+    pub(super) async fn trade_bill(&self, date: &str) -> Result<StatementFile, CallError> {
+        if date
+            .parse::<jiff::civil::Date>()
+            .map_or(true, |d| d.to_string() != date)
+        {
+            return Err(CallError::Refused(format!(
+                "bill date {date:?} is not YYYY-MM-DD"
+            )));
+        }
+        let answer = self
+            .call(
+                "alipay.data.dataservice.bill.downloadurl.query",
+                // secure: an https link (the download itself is not signed).
+                serde_json::json!({ "bill_type": "trade", "bill_date": date, "secure": "true" }),
+            )
+            .await?;
+        let Some(url) = answer["bill_download_url"]
+            .as_str()
+            .filter(|u| !u.is_empty())
+        else {
+            return Err(CallError::Refused(
+                "the answer names no bill_download_url".into(),
+            ));
+        };
+        let (status, zip) = crate::providers::wire::download(self.http.get(url)).await?;
+        if !status.is_success() {
+            return Err(CallError::Refused(format!(
+                "the bill download answered {status} (a bill_download_url lasts 30 s: resume asks again)"
+            )));
+        }
+        let (name, bytes) = tokio::task::spawn_blocking(move || super::bill::detail_of(&zip))
+            .await
+            .map_err(|e| CallError::Refused(format!("unzipping the bill stopped: {e}")))??;
+        Ok(StatementFile {
+            name,
+            bill_type: "trade".into(),
+            bytes,
         })
     }
 }

@@ -19,8 +19,15 @@
 //! notifications carrying `refund_fee` — the trade's refunded total so far,
 //! not this refund's amount — and `out_biz_no` (the refund's
 //! out_request_no); the refund ledger checks that total for consistency.
+//!
+//! Bills: `alipay.data.dataservice.bill.downloadurl.query` (`bill_type`
+//! trade, `bill_date`), signed and verified like every call, names a
+//! `bill_download_url`: a zip of the 业务明细 and its 汇总, GBK; the detail
+//! goes to the run once its counts and 商家实收 are the 汇总's.
+//! `isp.bill_not_exist`: not ready yet.
 
 mod api;
+mod bill;
 mod config;
 pub mod statement;
 
@@ -28,7 +35,7 @@ pub use config::AlipayConfig;
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, Reply, VerifyError,
+    RefundRequest, RefundView, Reply, StatementFile, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, RefundNo,
@@ -285,6 +292,18 @@ impl Provider for Alipay {
         txn: Option<&ProviderTxnId>,
     ) -> Result<ProviderView, CallError> {
         self.trade_query(payment_no, txn).await
+    }
+
+    fn pulls_statements(&self) -> bool {
+        self.gateway.is_some()
+    }
+
+    fn pulls_files(&self) -> bool {
+        self.gateway.is_some()
+    }
+
+    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError> {
+        self.trade_bill(date).await
     }
 
     fn refunds(&self) -> bool {

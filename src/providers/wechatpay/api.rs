@@ -1,16 +1,99 @@
 //! WeChat Pay's API v3 as Reckon calls it: the order query by
 //! out_trade_no, domestic refunds (out_refund_no = Reckon's refund_no,
-//! idempotent at WeChat Pay) and their query. Each request is signed
-//! `WECHATPAY2-SHA256-RSA2048` with the merchant key; an answer is believed
-//! only once its `Wechatpay-*` headers verify like a notification's.
+//! idempotent at WeChat Pay) and their query, and the day's bills. Each
+//! request is signed `WECHATPAY2-SHA256-RSA2048` with the merchant key; an
+//! answer is believed only once its `Wechatpay-*` headers verify like a
+//! notification's — all but a bill's download, which WeChat Pay does not
+//! sign: the bill is believed once its SHA1 is the `hash_value` of the
+//! signed answer that named it.
 
-use super::{Transaction, WechatPay, WxRefund, trade_state};
+use super::{Api, Transaction, WechatPay, WxRefund, trade_state};
 use crate::domain::{PaymentNo, ProviderTxnId};
-use crate::providers::{CallError, ProviderView, RefundRequest, RefundView};
+use crate::providers::{CallError, ProviderView, RefundRequest, RefundView, StatementFile};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use http::StatusCode;
 use rsa::signature::{SignatureEncoding, Signer};
+use serde::Deserialize;
+use std::io::Read;
+
+/// A bill that unpacks larger than this is refused, not unpacked into
+/// memory without end.
+const MAX_BILL_BYTES: u64 = 1 << 30;
+
+/// WeChat Pay's answer to a bill application: where the bill is (for 30
+/// seconds) and the digest of the bill as it is before gzip.
+#[derive(Deserialize)]
+struct BillAnswer {
+    hash_type: String,
+    hash_value: String,
+    download_url: String,
+}
+
+/// A refusal's body: `{"code": …, "message": …}`.
+fn refusal(body: &[u8]) -> (String, String) {
+    let error: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let text = |k: &str| error[k].as_str().unwrap_or_default().to_owned();
+    (text("code"), text("message"))
+}
+
+/// The Authorization of a request: the merchant key's signature of
+/// "{method}\n{path?query}\n{timestamp}\n{nonce}\n{body}\n".
+fn authorization(
+    api: &Api,
+    method: &reqwest::Method,
+    path_and_query: &str,
+    body: &str,
+    now: i64,
+) -> String {
+    let nonce = uuid::Uuid::new_v4()
+        .simple()
+        .to_string()
+        .to_ascii_uppercase();
+    let message = format!("{method}\n{path_and_query}\n{now}\n{nonce}\n{body}\n");
+    let signature = B64.encode(api.key.sign(message.as_bytes()).to_bytes());
+    format!(
+        "WECHATPAY2-SHA256-RSA2048 mchid=\"{}\",nonce_str=\"{nonce}\",signature=\"{signature}\",timestamp=\"{now}\",serial_no=\"{}\"",
+        api.mch_id, api.cert_serial
+    )
+}
+
+/// The bill as WeChat Pay made it: gunzipped (asked for GZIP; a plain
+/// answer is taken as it is) and checked against the digest of the signed
+/// answer, BOM and all, before anything reads a row.
+fn unpack_bill(packed: &[u8], answer: &BillAnswer) -> Result<Vec<u8>, CallError> {
+    use sha1::Digest;
+    if !answer.hash_type.eq_ignore_ascii_case("SHA1") {
+        return Err(CallError::Refused(format!(
+            "the bill's hash_type is {:?}; Reckon checks SHA1 only",
+            answer.hash_type
+        )));
+    }
+    let bill = if packed.starts_with(&[0x1f, 0x8b]) {
+        let mut bill = Vec::with_capacity(packed.len() * 8);
+        flate2::read::GzDecoder::new(packed)
+            .take(MAX_BILL_BYTES + 1)
+            .read_to_end(&mut bill)
+            .map_err(|e| CallError::Refused(format!("the bill does not gunzip: {e}")))?;
+        if bill.len() as u64 > MAX_BILL_BYTES {
+            return Err(CallError::Refused(format!(
+                "the bill unpacks to more than {MAX_BILL_BYTES} bytes"
+            )));
+        }
+        bill
+    } else {
+        packed.to_vec()
+    };
+    let digest = hex::encode(sha1::Sha1::digest(&bill));
+    if !digest.eq_ignore_ascii_case(answer.hash_value.trim()) {
+        return Err(CallError::Refused(format!(
+            "the downloaded bill's SHA1 is {digest}, WeChat Pay's hash_value says {}: \
+             the download is damaged or not the bill applied for; nothing was read",
+            answer.hash_value
+        )));
+    }
+    Ok(bill)
+}
 
 impl WechatPay {
     /// A refund API answer: the refund, or why not.
@@ -39,6 +122,18 @@ impl WechatPay {
         path_and_query: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<(StatusCode, Vec<u8>), CallError> {
+        self.signed_call(method, path_and_query, body, true).await
+    }
+
+    /// A signed call; its answer verified when it succeeded, and a refusal
+    /// too if `verify_refusals`.
+    async fn signed_call(
+        &self,
+        method: reqwest::Method,
+        path_and_query: &str,
+        body: Option<&serde_json::Value>,
+        verify_refusals: bool,
+    ) -> Result<(StatusCode, Vec<u8>), CallError> {
         let Some(api) = &self.api else {
             return Err(CallError::Refused(format!(
                 "{} has no API credentials configured",
@@ -46,17 +141,8 @@ impl WechatPay {
             )));
         };
         let now = jiff::Timestamp::now().as_second();
-        let nonce = uuid::Uuid::new_v4()
-            .simple()
-            .to_string()
-            .to_ascii_uppercase();
         let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let message = format!("{method}\n{path_and_query}\n{now}\n{nonce}\n{body}\n");
-        let signature = B64.encode(api.key.sign(message.as_bytes()).to_bytes());
-        let authorization = format!(
-            "WECHATPAY2-SHA256-RSA2048 mchid=\"{}\",nonce_str=\"{nonce}\",signature=\"{signature}\",timestamp=\"{now}\",serial_no=\"{}\"",
-            api.mch_id, api.cert_serial
-        );
+        let authorization = authorization(api, &method, path_and_query, &body, now);
         let mut call = self
             .http
             .request(method.clone(), format!("{}{path_and_query}", api.base_url));
@@ -79,9 +165,11 @@ impl WechatPay {
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }
-        // An answer that does not verify is nobody's word: unknown.
-        self.verify_signed(&headers, &body, now)
-            .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
+        if status.is_success() || verify_refusals {
+            // An answer that does not verify is nobody's word: unknown.
+            self.verify_signed(&headers, &body, now)
+                .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
+        }
         Ok((status, body.to_vec()))
     }
 
@@ -168,5 +256,178 @@ impl WechatPay {
             status,
             money: t.money().map_err(CallError::Refused)?,
         })
+    }
+
+    /// The trade bill (type ALL) of `date`, the bill Reckon reconciles.
+    pub(super) async fn trade_bill(&self, date: &str) -> Result<StatementFile, CallError> {
+        let date = bill_date(date)?;
+        self.bill(
+            &format!("/v3/bill/tradebill?bill_date={date}&bill_type=ALL&tar_type=GZIP"),
+            "ALL",
+            date,
+        )
+        .await
+    }
+
+    /// The fund-flow bill of the basic account for `date`: every movement
+    /// of the merchant's balance (fees and settlements among them).
+    pub async fn fund_flow_bill(&self, date: &str) -> Result<StatementFile, CallError> {
+        let date = bill_date(date)?;
+        self.bill(
+            &format!("/v3/bill/fundflowbill?bill_date={date}&account_type=BASIC&tar_type=GZIP"),
+            "BASIC fund flow",
+            date,
+        )
+        .await
+    }
+
+    /// Applies for a bill (a signed, verified answer naming its
+    /// `download_url` and digest), downloads it with the merchant's
+    /// signature (the download is not signed back), unpacks and checks it.
+    async fn bill(
+        &self,
+        path_and_query: &str,
+        bill_type: &str,
+        date: &str,
+    ) -> Result<StatementFile, CallError> {
+        // Only the answer acted on must be WeChat Pay's word; a refusal
+        // (which its SDKs do not verify either) only makes the pull wait.
+        let (status, body) = self
+            .signed_call(reqwest::Method::GET, path_and_query, None, false)
+            .await?;
+        if !status.is_success() {
+            let (code, message) = refusal(&body);
+            // NO_STATEMENT_EXIST: no bill for the day (yet); STATEMENT_CREATING:
+            // being made. Either way: ask again later.
+            if matches!(code.as_str(), "NO_STATEMENT_EXIST" | "STATEMENT_CREATING") {
+                return Err(CallError::NotReady(format!(
+                    "WeChat Pay has no {bill_type} bill for {date} yet ({code}: {message})"
+                )));
+            }
+            if code == "SYSTEM_ERROR" {
+                return Err(CallError::Network(format!(
+                    "WeChat Pay is unavailable ({code}: {message})"
+                )));
+            }
+            return Err(CallError::Refused(format!(
+                "the {bill_type} bill for {date}: {status} {code}: {message}"
+            )));
+        }
+        let answer: BillAnswer = serde_json::from_slice(&body)
+            .map_err(|e| CallError::Refused(format!("unreadable bill answer: {e}")))?;
+        let packed = self.download(&answer.download_url).await?;
+        let bill = tokio::task::spawn_blocking(move || unpack_bill(&packed, &answer))
+            .await
+            .map_err(|e| CallError::Refused(format!("unpacking the bill stopped: {e}")))??;
+        let mch_id = self.api.as_ref().map_or("", |a| a.mch_id.as_str());
+        Ok(StatementFile {
+            name: format!(
+                "wechatpay-{mch_id}-{date}-{}.csv",
+                bill_type.replace(' ', "-")
+            ),
+            bill_type: bill_type.to_owned(),
+            bytes: bill,
+        })
+    }
+
+    /// GETs a bill's `download_url`, signed like any request over its path
+    /// and query; only from WeChat Pay (the merchant's signature goes
+    /// nowhere else).
+    async fn download(&self, url: &str) -> Result<Vec<u8>, CallError> {
+        let Some(api) = &self.api else {
+            return Err(CallError::Refused(format!(
+                "{} has no API credentials configured",
+                self.name
+            )));
+        };
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| CallError::Refused(format!("the download_url {url:?}: {e}")))?;
+        // The configured API's host, or WeChat Pay's own over https (the
+        // API also answers on backup hosts such as api2.mch.weixin.qq.com).
+        let wechat_host = parsed.scheme() == "https"
+            && parsed
+                .host_str()
+                .is_some_and(|h| h == "weixin.qq.com" || h.ends_with(".weixin.qq.com"));
+        if !(wechat_host || url.starts_with(&format!("{}/", api.base_url))) {
+            return Err(CallError::Refused(format!(
+                "the download_url {url:?} is neither on the API's host {} nor WeChat Pay's",
+                api.base_url
+            )));
+        }
+        let path_and_query = match parsed.query() {
+            Some(q) => format!("{}?{q}", parsed.path()),
+            None => parsed.path().to_owned(),
+        };
+        let now = jiff::Timestamp::now().as_second();
+        let authorization = authorization(api, &reqwest::Method::GET, &path_and_query, "", now);
+        let call = self
+            .http
+            .get(url)
+            .header("authorization", authorization)
+            .header("accept", "*/*")
+            .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")));
+        let (status, body) = crate::providers::wire::download(call).await?;
+        if !status.is_success() {
+            let (code, message) = refusal(&body);
+            return Err(CallError::Refused(format!(
+                "the bill download answered {status} {code}: {message} (a download_url lasts 30 s: resume applies again)"
+            )));
+        }
+        Ok(body)
+    }
+}
+
+/// A bill's day as WeChat Pay takes it: `YYYY-MM-DD`, nothing else in
+/// the query.
+fn bill_date(date: &str) -> Result<&str, CallError> {
+    date.parse::<jiff::civil::Date>()
+        .ok()
+        .filter(|d| d.to_string() == date)
+        .map(|_| date)
+        .ok_or_else(|| CallError::Refused(format!("bill date {date:?} is not YYYY-MM-DD")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha1::Digest;
+    use std::io::Write;
+
+    fn answer(hash_type: &str, hash_value: String) -> BillAnswer {
+        BillAnswer {
+            hash_type: hash_type.into(),
+            hash_value,
+            download_url: String::new(),
+        }
+    }
+
+    /// The digest is of the bill before gzip, its byte-order mark included.
+    #[test]
+    fn a_bill_is_gunzipped_and_checked_against_the_digest_of_its_plain_bytes() {
+        let bill = "\u{feff}交易时间,公众账号ID\r\n`2026-11-30 10:00:00,`wx01\r\n".as_bytes();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bill).unwrap();
+        let packed = gz.finish().unwrap();
+        let plain = hex::encode(sha1::Sha1::digest(bill)).to_ascii_uppercase();
+        assert_eq!(
+            unpack_bill(&packed, &answer("SHA1", plain.clone())).unwrap(),
+            bill
+        );
+        assert_eq!(
+            unpack_bill(bill, &answer("SHA1", plain.clone())).unwrap(),
+            bill
+        );
+        let of_packed = hex::encode(sha1::Sha1::digest(&packed));
+        assert!(unpack_bill(&packed, &answer("SHA1", of_packed)).is_err());
+        assert!(unpack_bill(&packed, &answer("MD5", plain)).is_err());
+        assert!(unpack_bill(&packed[..packed.len() / 2], &answer("SHA1", String::new())).is_err());
+    }
+
+    #[test]
+    fn a_bill_date_is_a_calendar_day_and_nothing_else() {
+        assert_eq!(bill_date("2026-11-30").unwrap(), "2026-11-30");
+        for bad in ["2026-11-31", "2026-11-30&bill_type=REFUND", "20261130", ""] {
+            assert!(bill_date(bad).is_err(), "{bad}");
+        }
     }
 }

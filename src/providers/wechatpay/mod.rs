@@ -22,6 +22,13 @@
 //! signed `WECHATPAY2-SHA256-RSA2048` with the merchant's API key over
 //! `"GET\n{path?query}\n{timestamp}\n{nonce}\n\n"`; the answer is
 //! believed only once its `Wechatpay-*` headers verify like a notification's.
+//!
+//! Bills: `GET /v3/bill/tradebill?bill_date=…&bill_type=ALL&tar_type=GZIP`
+//! (and `/v3/bill/fundflowbill?…&account_type=BASIC`), signed and verified
+//! alike, name a `download_url` and the SHA1 of the bill; the download is
+//! signed by the merchant but not answered signed, so the gunzipped bill
+//! must have that SHA1. `NO_STATEMENT_EXIST` / `STATEMENT_CREATING`: not
+//! ready yet.
 
 mod api;
 mod config;
@@ -32,7 +39,7 @@ pub use config::WechatPayConfig;
 use super::wire::header;
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, Reply, VerifyError,
+    RefundRequest, RefundView, Reply, StatementFile, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -406,6 +413,18 @@ impl Provider for WechatPay {
         _txn: Option<&ProviderTxnId>,
     ) -> Result<ProviderView, CallError> {
         self.order_query(payment_no, _txn).await
+    }
+
+    fn pulls_statements(&self) -> bool {
+        self.api.is_some()
+    }
+
+    fn pulls_files(&self) -> bool {
+        self.api.is_some()
+    }
+
+    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError> {
+        self.trade_bill(date).await
     }
 
     fn answer(&self, answer: &Answer) -> Reply {

@@ -1,0 +1,287 @@
+//! Alipay's bill API as tests/api/alipay.rs's gateway plays it:
+//! `alipay.data.dataservice.bill.downloadurl.query` checked for the app's
+//! RSA2 signature and answered signed with Alipay's key (a
+//! `bill_download_url`, or `40004 isp.bill_not_exist`); the URL answers a
+//! zip of the 业务明细 and its 汇总, both GBK.
+
+use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
+use crate::alipay::{APP_ID, AlipayApp, Gateway, spawn};
+use crate::both_databases;
+use crate::helpers::Backend;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use reckon::config::ProviderConfig;
+use reckon::providers::CallError;
+use secrecy::ExposeSecret;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+
+const PID: &str = "20880000000000010156";
+
+/// The bills Alipay has made, and the faults it is to show next.
+#[derive(Default)]
+pub(crate) struct Desk {
+    /// The server's own address, for the bill_download_url.
+    pub(crate) base: String,
+    /// date → (业务明细, 汇总), as Alipay writes them (GBK).
+    bills: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
+    /// The next this many downloads answer 500.
+    broken_downloads: usize,
+    downloads: usize,
+}
+
+pub(crate) fn routes() -> axum::Router<Gateway> {
+    axum::Router::new().route("/downloadBillFile.resource", axum::routing::get(download))
+}
+
+/// The `…_response` of a bill's download URL query.
+pub(crate) fn bill_answer(g: &Gateway, biz: &serde_json::Value) -> serde_json::Value {
+    let date = biz["bill_date"].as_str().unwrap_or_default();
+    let desk = g.bills.lock().unwrap();
+    if biz["bill_type"] != "trade" || !desk.bills.contains_key(date) {
+        return serde_json::json!({"code": "40004", "msg": "Business Failed",
+            "sub_code": "isp.bill_not_exist", "sub_msg": "账单不存在"});
+    }
+    let compact = date.replace('-', "");
+    serde_json::json!({"code": "10000", "msg": "Success",
+        "bill_download_url": format!("{}/downloadBillFile.resource?bizType=trade&userId={PID}&fileType=csv.zip&bizDates={compact}&downloadFileName={PID}_{compact}.csv.zip&fileId={date}", desk.base)})
+}
+
+/// The zip, fetched with a plain GET.
+async fn download(State(g): State<Gateway>, Query(q): Query<BTreeMap<String, String>>) -> Response {
+    let mut desk = g.bills.lock().unwrap();
+    if desk.broken_downloads > 0 {
+        desk.broken_downloads -= 1;
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "").into_response();
+    }
+    desk.downloads += 1;
+    let date = q.get("fileId").cloned().unwrap_or_default();
+    let Some((detail, summary)) = desk.bills.get(&date) else {
+        return (axum::http::StatusCode::NOT_FOUND, "").into_response();
+    };
+    let compact = date.replace('-', "");
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file(format!("{PID}_{compact}_业务明细.csv"), options)
+        .unwrap();
+    zip.write_all(detail).unwrap();
+    zip.start_file(format!("{PID}_{compact}_业务明细(汇总).csv"), options)
+        .unwrap();
+    zip.write_all(summary).unwrap();
+    let bytes = zip.finish().unwrap().into_inner();
+    ([("content-type", "application/oct-stream")], bytes).into_response()
+}
+
+/// A 业务明细 row: 支付宝交易号, 商户订单号, 交易 or 退款, 订单金额 (negative
+/// for a refund), 退款批次号/请求号.
+struct Row<'a>(&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// The 业务明细 and its 汇总 as Alipay writes them: GBK, `#` lines around
+/// the tables, ids ending in a tab; the 汇总's 合计 as `summary` says
+/// (trades, refunds, 商家实收) or, without it, as the detail adds up.
+fn bill(date: &str, rows: &[Row], summary: Option<(i64, i64, &str)>) -> (Vec<u8>, Vec<u8>) {
+    let cents = |a: &str| -> i64 {
+        let (sign, a) = a.strip_prefix('-').map_or((1, a), |a| (-1, a));
+        let (major, minor) = a.split_once('.').unwrap();
+        sign * (major.parse::<i64>().unwrap() * 100 + minor.parse::<i64>().unwrap())
+    };
+    let yuan = |c: i64| {
+        format!(
+            "{}{}.{:02}",
+            if c < 0 { "-" } else { "" },
+            c.abs() / 100,
+            c.abs() % 100
+        )
+    };
+    let mut detail = format!(
+        "#支付宝业务明细查询\r\n#账号：[{PID}]\r\n#起始日期：[{date} 00:00:00]   终止日期：[{date} 23:59:59]\r\n#-----------------------------------------业务明细列表----------------------------------------\r\n\
+支付宝交易号,商户订单号,业务类型,商品名称,创建时间,完成时间,门店编号,门店名称,操作员,终端号,对方账户,订单金额（元）,商家实收（元）,支付宝红包（元）,集分宝（元）,支付宝优惠（元）,商家优惠（元）,券核销金额（元）,券名称,商家红包消费金额（元）,卡消费金额（元）,退款批次号/请求号,服务费（元）,分润（元）,备注\r\n"
+    );
+    let (mut trades, mut refunds, mut paid, mut returned) = (0, 0, 0, 0);
+    for Row(txn, no, kind, amount, refund_no) in rows {
+        if *kind == "交易" {
+            trades += 1;
+            paid += cents(amount);
+        } else {
+            refunds += 1;
+            returned += cents(amount);
+        }
+        detail.push_str(&format!(
+            "{txn}\t,{no}\t,{kind}\t,测试商品,{date} 09:00:00,{date} 09:00:05,\t,\t,\t,\t,张*(a***@x.com)\t,{amount},{amount},0.00,0.00,0.00,0.00,0.00,,0.00\t,0.00,{refund_no}\t,0.00,0.00,\r\n"
+        ));
+    }
+    detail.push_str(&format!(
+        "#-----------------------------------------业务明细列表结束------------------------------------\r\n\
+#交易合计：{trades}笔，商家实收共{}元，商家优惠共0.00元\r\n#退款合计：{refunds}笔，商家实收退款共{}元，商家优惠退款共0.00元\r\n#导出时间：[{date} 09:30:00]\r\n",
+        yuan(paid),
+        yuan(returned)
+    ));
+    let net = yuan(paid + returned);
+    let (t, r, m) = summary.unwrap_or((trades, refunds, &net));
+    let total = format!(
+        "#支付宝业务汇总查询\r\n#账号：[{PID}]\r\n#起始日期：[{date} 00:00:00]   终止日期：[{date} 23:59:59]\r\n#-----------------------------------------业务汇总列表----------------------------------------\r\n\
+门店编号,门店名称,交易订单总笔数,退款订单总笔数,订单金额（元）,商家实收（元）,支付宝优惠（元）,商家优惠（元）,卡消费金额（元）,服务费（元）,分润（元）,实收净额（元）\r\n\
+\t,\t,{t},{r},{m},{m},0.00,0.00,0.00,0.00,0.00,{m}\r\n\
+合计,,{t},{r},{m},{m},0.00,0.00,0.00,0.00,0.00,{m}\r\n\
+#----------------------------------------业务汇总列表结束-------------------------------------\r\n#导出时间：[{date} 09:30:00]\r\n"
+    );
+    let gbk = |s: &str| encoding_rs::GBK.encode(s).0.into_owned();
+    (gbk(&detail), gbk(&total))
+}
+
+impl AlipayApp {
+    fn put_bill(&self, date: &str, files: (Vec<u8>, Vec<u8>)) {
+        self.gateway
+            .bills
+            .lock()
+            .unwrap()
+            .bills
+            .insert(date.to_owned(), files);
+    }
+
+    /// A payment paid by a signed notification; its trade_no.
+    async fn paid(&self, order: &str, fen: i64) -> (String, String) {
+        let p = self.app.register_payment("alipay", order, fen, "CNY").await;
+        let id = format!("N{order}");
+        let major = format!("{}.{:02}", fen / 100, fen % 100);
+        let form = self.form(self.fields(&id, &p, &major, 0), &self.key);
+        assert_eq!(self.post(form).await, (200, "success".to_string()));
+        (p, format!("2026{id}"))
+    }
+
+    fn today(&self) -> String {
+        jiff::Timestamp::from_microsecond(self.app.engine.now())
+            .unwrap()
+            .strftime("%Y-%m-%d")
+            .to_string()
+    }
+
+    /// A day with one payment: its bill.
+    async fn one_paid_day(&self) -> (String, Vec<u8>, Vec<u8>) {
+        let date = self.today();
+        let (p, txn) = self.paid("ALP-1", 1999).await;
+        let (detail, summary) = bill(&date, &[Row(&txn, &p, "交易", "19.99", "")], None);
+        (date, detail, summary)
+    }
+}
+
+async fn a_pulled_alipay_bill_with_every_class_makes_exactly_its_tickets(b: Backend) {
+    let a = spawn(b).await;
+    let date = a.today();
+    let (pa, txn_a) = a.paid("ALA", 10000).await;
+    // STATUS_LAG: paid at Alipay, its notification lost.
+    let lag = a.app.register_payment("alipay", "ALB", 2000, "CNY").await;
+    a.gateway.trades.lock().unwrap().insert(
+        lag.clone(),
+        ("TRADE_SUCCESS".into(), "20.00".into(), "2026LAG".into()),
+    );
+    let (local_only, _) = a.paid("ALD", 3000).await;
+    let (amount, txn_e) = a.paid("ALE", 1000).await;
+    let (dup, txn_g) = a.paid("ALG", 500).await;
+    let (one_to_many, _) = a.paid("ALH", 700).await;
+    let rows = [
+        Row(&txn_a, &pa, "交易", "100.00", ""),
+        Row("2026LAG", &lag, "交易", "20.00", ""),
+        // The seed's drill 5: a bill row with no local payment.
+        Row("2026NOTHERE", "PAYNOTHERE", "交易", "12.34", ""),
+        Row(&txn_e, &amount, "交易", "9.00", ""),
+        Row(&txn_g, &dup, "交易", "5.00", ""),
+        Row(&txn_g, &dup, "交易", "5.00", ""),
+        Row("2026OTHER", &one_to_many, "交易", "7.00", ""),
+        // A refund made at Alipay's dashboard, unknown to Reckon.
+        Row(&txn_a, &pa, "退款", "-1.00", "DASHBOARD-1"),
+    ];
+    a.put_bill(&date, bill(&date, &rows, None));
+    let run = reckon::recon::pull_statement(&a.app.engine, "alipay", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    assert_eq!((run.source.as_str(), run.rows_read), ("pull", 8));
+    let compact = date.replace('-', "");
+    assert_eq!(
+        run.file_name.as_deref(),
+        Some(format!("{PID}_{compact}_业务明细.csv").as_str())
+    );
+    // An Alipay bill is all CNY: no currency to mismatch.
+    assert_every_class(&a.app, &run, false, &local_only, &lag).await;
+}
+
+/// No bill yet, then a download that breaks, then a slow answer: each
+/// fails the run with nothing read, and resume completes it.
+async fn an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: Backend) {
+    let a = spawn(b).await;
+    let (date, detail, summary) = a.one_paid_day().await;
+    let (run_id, error) = pull_fails(&a.app, "alipay", &date).await;
+    assert!(error.starts_with("not ready:"), "{error}");
+    assert!(error.contains("isp.bill_not_exist"), "{error}");
+    a.put_bill(&date, (detail, summary));
+    // The download breaks: asked for, not downloaded.
+    a.gateway.bills.lock().unwrap().broken_downloads = 1;
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(
+        error.contains("500") && !error.starts_with("not ready"),
+        "{error}"
+    );
+    // Too slow: the call times out, its result unknown.
+    a.gateway.stall.store(1, Ordering::SeqCst);
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(error.contains(&CallError::Timeout.to_string()), "{error}");
+    resume_completes(&a.app, &run_id).await;
+    assert_eq!(a.gateway.bills.lock().unwrap().downloads, 1);
+}
+
+/// A 汇总 that disagrees with its 业务明细, or a forged answer: the run
+/// fails and reads no row.
+async fn an_alipay_bill_off_its_summary_or_a_forged_answer_reads_no_row(b: Backend) {
+    let a = spawn(b).await;
+    let date = a.today();
+    let (p, txn) = a.paid("ALP-2", 1999).await;
+    let rows = [Row(&txn, &p, "交易", "19.99", "")];
+    a.put_bill(&date, bill(&date, &rows, Some((2, 0, "39.98"))));
+    let (run_id, error) = pull_fails(&a.app, "alipay", &date).await;
+    assert!(
+        error.contains("汇总") && error.contains("2 trades"),
+        "{error}"
+    );
+    // The amount alone off.
+    a.put_bill(&date, bill(&date, &rows, Some((1, 0, "19.98"))));
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(error.contains("1998 fen"), "{error}");
+    a.put_bill(&date, bill(&date, &rows, None));
+    a.gateway.forge.store(1, Ordering::SeqCst);
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(error.contains("signature does not verify"), "{error}");
+    assert_eq!(
+        a.gateway.bills.lock().unwrap().downloads,
+        2,
+        "a forged answer is not followed"
+    );
+    resume_completes(&a.app, &run_id).await;
+}
+
+/// `reckon recon pull --provider alipay --date D` pulls the bill.
+async fn reckon_recon_pull_pulls_an_alipay_bill(b: Backend) {
+    let a = spawn(b).await;
+    let (date, detail, summary) = a.one_paid_day().await;
+    let ProviderConfig::Alipay(c) = &a.app.config.providers[0] else {
+        unreachable!("the alipay account");
+    };
+    let section = format!(
+        "[[providers]]\nkind = \"alipay\"\nname = \"alipay\"\nbase_url = \"{}\"\napp_id = \"{APP_ID}\"\npublic_key = \"{}\"\nprivate_key = '''\n{}'''\n",
+        c.base_url,
+        c.public_key,
+        c.private_key.as_ref().unwrap().expose_secret(),
+    );
+    cli_pulls_once_ready(&a.app, &section, "alipay", &date, || {
+        a.put_bill(&date, (detail, summary))
+    });
+}
+
+both_databases!(
+    a_pulled_alipay_bill_with_every_class_makes_exactly_its_tickets,
+    an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes,
+    an_alipay_bill_off_its_summary_or_a_forged_answer_reads_no_row,
+    reckon_recon_pull_pulls_an_alipay_bill,
+);

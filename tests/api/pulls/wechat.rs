@@ -1,0 +1,450 @@
+//! WeChat Pay's bill API as tests/api/wechatpay.rs's server plays it:
+//! `GET /v3/bill/tradebill` and `/v3/bill/fundflowbill` checked for the
+//! merchant's signature and answered signed with the platform key
+//! (`hash_type`, `hash_value` = SHA1 of the bill before gzip, BOM and all,
+//! `download_url`), or `400 NO_STATEMENT_EXIST`; `GET /v3/billdownload/file`
+//! checked for the merchant's signature and answered, unsigned, with the
+//! gzipped bill.
+
+use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
+use crate::both_databases;
+use crate::helpers::Backend;
+use crate::wechatpay::{
+    APIV3_KEY, Api, MCH_ID, SERIAL, Wechat, authorized, sign_error, signed, spawn,
+};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Uri};
+use axum::response::{IntoResponse, Response};
+use reckon::config::ProviderConfig;
+use reckon::providers::CallError;
+use secrecy::ExposeSecret;
+use sha1::Digest;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// The bills WeChat Pay has made, and the faults it is to show next.
+#[derive(Default)]
+pub(crate) struct Desk {
+    /// The server's own address, for the download_url.
+    pub(crate) base: String,
+    /// `ALL/{date}` or `BASIC/{date}` → the bill as WeChat Pay makes it.
+    bills: BTreeMap<String, Vec<u8>>,
+    /// The next this many applications stall past Reckon's timeout.
+    slow: usize,
+    /// The next this many answers are signed with a stranger's key.
+    forge: usize,
+    /// The next this many downloads answer 500.
+    broken_downloads: usize,
+    /// The hash_value names other bytes.
+    wrong_hash: bool,
+    /// Refusals come unsigned (as WeChat Pay's SDKs allow).
+    unsigned_refusals: bool,
+    pub(crate) downloads: usize,
+}
+
+pub(crate) fn routes() -> axum::Router<Api> {
+    axum::Router::new()
+        .route("/v3/bill/tradebill", axum::routing::get(trade_bill))
+        .route("/v3/bill/fundflowbill", axum::routing::get(fund_flow_bill))
+        .route("/v3/billdownload/file", axum::routing::get(download))
+}
+
+async fn trade_bill(
+    State(api): State<Api>,
+    Query(q): Query<BTreeMap<String, String>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let wanted = q.get("bill_type").map(String::as_str) == Some("ALL");
+    apply(api, &q, &uri, &headers, wanted.then_some("ALL")).await
+}
+
+async fn fund_flow_bill(
+    State(api): State<Api>,
+    Query(q): Query<BTreeMap<String, String>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let wanted = q.get("account_type").map(String::as_str) == Some("BASIC");
+    apply(api, &q, &uri, &headers, wanted.then_some("BASIC")).await
+}
+
+/// An application for a bill, answered signed.
+async fn apply(
+    api: Api,
+    q: &BTreeMap<String, String>,
+    uri: &Uri,
+    headers: &HeaderMap,
+    kind: Option<&str>,
+) -> Response {
+    if !authorized(&api, "GET", uri, headers, "") {
+        return signed(&api, 401, sign_error());
+    }
+    let (Some(kind), Some(date), Some("GZIP")) = (
+        kind,
+        q.get("bill_date"),
+        q.get("tar_type").map(String::as_str),
+    ) else {
+        return signed(
+            &api,
+            400,
+            serde_json::json!({"code": "PARAM_ERROR", "message": "参数错误"}),
+        );
+    };
+    let slow = take(&api, |d| &mut d.slow);
+    if slow {
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    }
+    let (bill, base, wrong) = {
+        let desk = api.bills.lock().unwrap();
+        let bill = desk.bills.get(&format!("{kind}/{date}")).cloned();
+        (bill, desk.base.clone(), desk.wrong_hash)
+    };
+    let signer = if take(&api, |d| &mut d.forge) {
+        Api {
+            platform_key: rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 1024).unwrap(),
+            ..api.clone()
+        }
+    } else {
+        api.clone()
+    };
+    let Some(mut bill) = bill else {
+        let refusal =
+            serde_json::json!({"code": "NO_STATEMENT_EXIST", "message": "账单文件不存在"});
+        if api.bills.lock().unwrap().unsigned_refusals {
+            return (axum::http::StatusCode::BAD_REQUEST, refusal.to_string()).into_response();
+        }
+        return signed(&signer, 400, refusal);
+    };
+    if wrong {
+        bill.push(b'\n');
+    }
+    let hash = hex::encode(sha1::Sha1::digest(&bill)).to_ascii_uppercase();
+    signed(
+        &signer,
+        200,
+        serde_json::json!({
+            "hash_type": "SHA1", "hash_value": hash,
+            "download_url": format!("{base}/v3/billdownload/file?token={kind}-{date}&tartype=gzip"),
+        }),
+    )
+}
+
+/// Takes one of a fault's remaining count.
+fn take(api: &Api, fault: impl FnOnce(&mut Desk) -> &mut usize) -> bool {
+    let mut desk = api.bills.lock().unwrap();
+    let n = fault(&mut desk);
+    let due = *n > 0;
+    *n = n.saturating_sub(1);
+    due
+}
+
+/// The download: the merchant's signature checked, the answer unsigned.
+async fn download(
+    State(api): State<Api>,
+    Query(q): Query<BTreeMap<String, String>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    if !authorized(&api, "GET", &uri, &headers, "") {
+        return signed(&api, 401, sign_error());
+    }
+    if take(&api, |d| &mut d.broken_downloads) {
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "").into_response();
+    }
+    let token = q.get("token").cloned().unwrap_or_default();
+    let mut desk = api.bills.lock().unwrap();
+    desk.downloads += 1;
+    let Some(bill) = desk.bills.get(&token.replacen('-', "/", 1)) else {
+        return (axum::http::StatusCode::BAD_REQUEST, "").into_response();
+    };
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bill).unwrap();
+    (
+        [("content-type", "application/x-gzip")],
+        gz.finish().unwrap(),
+    )
+        .into_response()
+}
+
+/// A row of an ALL trade bill.
+struct Row<'a> {
+    txn: &'a str,
+    payment_no: &'a str,
+    currency: &'a str,
+    /// 订单金额 of a payment, 退款金额 of a refund.
+    amount: &'a str,
+    /// A refund's (微信退款单号, 商户退款单号).
+    refund: Option<(&'a str, &'a str)>,
+}
+
+/// The ALL bill as WeChat Pay writes it: a BOM, CRLF, every value after a
+/// backtick, the summary header and values last.
+fn bill(date: &str, rows: &[Row]) -> Vec<u8> {
+    let cents = |a: &str| -> i64 {
+        let (major, minor) = a.split_once('.').unwrap();
+        major.parse::<i64>().unwrap() * 100 + minor.parse::<i64>().unwrap()
+    };
+    let major = |c: i64| format!("{}.{:02}", c / 100, c % 100);
+    let mut text = String::from(
+        "\u{feff}交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\r\n",
+    );
+    let (mut settled, mut refunded) = (0, 0);
+    for (i, r) in rows.iter().enumerate() {
+        let at = format!("{date} 10:{:02}:00", i % 60);
+        let line = match r.refund {
+            None => {
+                settled += cents(r.amount);
+                format!(
+                    "`{at},`wx01,`{MCH_ID},`0,`,`{},`{},`oUser,`NATIVE,`SUCCESS,`OTHERS,`{},`{},`0.00,`0,`0,`0.00,`0.00,`,`,`T恤, 白色,`,`0.01000,`0.60%,`{},`0.00,`",
+                    r.txn, r.payment_no, r.currency, r.amount, r.amount
+                )
+            }
+            Some((refund_id, refund_no)) => {
+                refunded += cents(r.amount);
+                format!(
+                    "`{at},`wx01,`{MCH_ID},`0,`,`{},`{},`oUser,`NATIVE,`REFUND,`OTHERS,`{},`0.00,`0.00,`{refund_id},`{refund_no},`{},`0.00,`ORIGINAL,`SUCCESS,`T恤,`,`0.00000,`0.60%,`0.00,`{},`",
+                    r.txn, r.payment_no, r.currency, r.amount, r.amount
+                )
+            }
+        };
+        text.push_str(&line);
+        text.push_str("\r\n");
+    }
+    text.push_str("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\r\n");
+    text.push_str(&format!(
+        "`{},`{},`{},`0.00,`0.00,`{},`{}\r\n",
+        rows.len(),
+        major(settled),
+        major(refunded),
+        major(settled),
+        major(refunded)
+    ));
+    text.into_bytes()
+}
+
+impl Wechat {
+    fn put_bill(&self, kind: &str, date: &str, bytes: Vec<u8>) {
+        let mut desk = self.api.bills.lock().unwrap();
+        desk.bills.insert(format!("{kind}/{date}"), bytes);
+    }
+
+    fn fault(&self, set: impl FnOnce(&mut Desk)) {
+        set(&mut self.api.bills.lock().unwrap());
+    }
+
+    /// A payment paid by a sealed, signed notification; its transaction id.
+    async fn paid(&self, order: &str, fen: i64) -> (String, String) {
+        let p = self.app.register_payment("wechat", order, fen, "CNY").await;
+        let id = format!("EV-{order}");
+        let body = self.envelope(&id, &p, "SUCCESS", fen, APIV3_KEY);
+        let nonce = format!("nonce-{order}");
+        assert_eq!(
+            self.post(&body, self.now(), &nonce, SERIAL, &self.key)
+                .await
+                .0,
+            204
+        );
+        (p, format!("4200{id}"))
+    }
+
+    fn today(&self) -> String {
+        jiff::Timestamp::from_microsecond(self.app.engine.now())
+            .unwrap()
+            .strftime("%Y-%m-%d")
+            .to_string()
+    }
+
+    /// A day with one payment: its bill.
+    async fn one_paid_day(&self) -> (String, Vec<u8>) {
+        let date = self.today();
+        let (p, txn) = self.paid("WXP-1", 1999).await;
+        let row = Row {
+            txn: &txn,
+            payment_no: &p,
+            currency: "CNY",
+            amount: "19.99",
+            refund: None,
+        };
+        (date.clone(), bill(&date, &[row]))
+    }
+}
+
+async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Backend) {
+    let w = spawn(b).await;
+    let date = w.today();
+    let (a, txn_a) = w.paid("WXA", 10000).await;
+    // STATUS_LAG: paid at WeChat Pay, its notification lost.
+    let lag = w.app.register_payment("wechat", "WXB", 2000, "CNY").await;
+    w.api.orders.lock().unwrap().insert(
+        lag.clone(),
+        serde_json::json!({"out_trade_no": lag, "transaction_id": "4200LAG", "trade_state": "SUCCESS",
+            "amount": {"total": 2000, "currency": "CNY"}}),
+    );
+    let (local_only, _) = w.paid("WXD", 3000).await;
+    let (amount, txn_e) = w.paid("WXE", 1000).await;
+    let (currency, txn_f) = w.paid("WXF", 1000).await;
+    let (dup, txn_g) = w.paid("WXG", 500).await;
+    let (one_to_many, _) = w.paid("WXH", 700).await;
+    let pay = |txn, payment_no, currency, amount| Row {
+        txn,
+        payment_no,
+        currency,
+        amount,
+        refund: None,
+    };
+    let rows = [
+        pay(&txn_a, &a, "CNY", "100.00"),
+        pay("4200LAG", &lag, "CNY", "20.00"),
+        // The seed's drill 5: a bill row with no local payment.
+        pay("4200NOTHERE", "PAYNOTHERE", "CNY", "12.34"),
+        pay(&txn_e, &amount, "CNY", "9.00"),
+        pay(&txn_f, &currency, "USD", "10.00"),
+        pay(&txn_g, &dup, "CNY", "5.00"),
+        pay(&txn_g, &dup, "CNY", "5.00"),
+        pay("4200OTHER", &one_to_many, "CNY", "7.00"),
+        // A refund made at WeChat Pay's dashboard, unknown to Reckon.
+        Row {
+            txn: &txn_a,
+            payment_no: &a,
+            currency: "CNY",
+            amount: "1.00",
+            refund: Some(("50300DASH", "DASHBOARD-1")),
+        },
+    ];
+    w.put_bill("ALL", &date, bill(&date, &rows));
+    let run = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    assert_eq!(run.source, "pull");
+    assert_eq!(run.rows_read, 9);
+    assert_eq!(
+        run.file_name.as_deref(),
+        Some(format!("wechatpay-{MCH_ID}-{date}-ALL.csv").as_str())
+    );
+    assert_every_class(&w.app, &run, true, &local_only, &lag).await;
+    // Pulled again: the same bill, the same run.
+    let again = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(again.run_id, run.run_id);
+}
+
+/// No bill yet, then a download that breaks, then a slow answer: each
+/// fails the run with nothing read, and resume completes it.
+async fn a_wechat_pull_not_ready_broken_or_slow_fails_and_resume_completes(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
+    assert!(error.starts_with("not ready:"), "{error}");
+    assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
+    // Unsigned, the refusal means the same: wait.
+    w.fault(|d| d.unsigned_refusals = true);
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(error.starts_with("not ready:"), "{error}");
+    w.put_bill("ALL", &date, bill);
+    // The download breaks: applied for, not downloaded.
+    w.fault(|d| d.broken_downloads = 1);
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(
+        error.contains("500") && !error.starts_with("not ready"),
+        "{error}"
+    );
+    // Too slow: the call times out, its result unknown.
+    w.fault(|d| d.slow = 1);
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(error.contains(&CallError::Timeout.to_string()), "{error}");
+    resume_completes(&w.app, &run_id).await;
+    assert_eq!(w.api.bills.lock().unwrap().downloads, 1);
+}
+
+/// A bill whose digest is not the signed hash_value, or an application
+/// answered with a forged signature: the run fails and reads no row.
+async fn a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    w.fault(|d| d.wrong_hash = true);
+    let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
+    assert!(
+        error.contains("SHA1") && error.contains("hash_value"),
+        "{error}"
+    );
+    assert_eq!(
+        w.api.bills.lock().unwrap().downloads,
+        1,
+        "downloaded, not read"
+    );
+    w.fault(|d| {
+        d.wrong_hash = false;
+        d.forge = 1;
+    });
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(error.contains("not WeChat Pay's"), "{error}");
+    assert_eq!(
+        w.api.bills.lock().unwrap().downloads,
+        1,
+        "a forged answer is not followed"
+    );
+    resume_completes(&w.app, &run_id).await;
+}
+
+/// The fund-flow bill of the basic account, through the same checks.
+async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Backend) {
+    let w = spawn(b).await;
+    let ProviderConfig::WechatPay(config) = &w.app.config.providers[0] else {
+        unreachable!("the wechat account");
+    };
+    let wechat = reckon::providers::wechatpay::WechatPay::new(
+        reckon::domain::ProviderName::parse("wechat").unwrap(),
+        config,
+    )
+    .unwrap();
+    let date = w.today();
+    let fund = "\u{feff}记账时间,微信支付业务单号,资金流水单号,业务名称,业务类型,收支类型,收支金额（元）,账户结余（元）,资金变更提交申请人,备注,业务凭证号\r\n\
+`2026-11-30 04:21:23,`50000305742018020103387128253,`1900009231201802015884652186,`退款,`退款,`支出,`0.02,`0.17,`system,`缺货,`REF4200000068201801293084726067\r\n\
+资金流水总笔数,收入笔数,收入金额,支出笔数,支出金额\r\n`1.0,`0.0,`0.00,`1.0,`0.02\r\n";
+    let not_ready = wechat.fund_flow_bill(&date).await.unwrap_err();
+    assert!(matches!(not_ready, CallError::NotReady(_)), "{not_ready:?}");
+    w.put_bill("BASIC", &date, fund.as_bytes().to_vec());
+    let file = wechat.fund_flow_bill(&date).await.unwrap();
+    assert_eq!(file.bytes, fund.as_bytes(), "gunzipped, BOM kept");
+    assert_eq!(file.bill_type, "BASIC fund flow");
+    w.fault(|d| d.wrong_hash = true);
+    let err = wechat.fund_flow_bill(&date).await.unwrap_err();
+    assert!(err.to_string().contains("SHA1"), "{err}");
+    let err = wechat.fund_flow_bill("2026-13-01").await.unwrap_err();
+    assert!(err.to_string().contains("YYYY-MM-DD"), "{err}");
+    assert_eq!(
+        w.api.bad_requests.load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+}
+
+/// `reckon recon pull --provider wechat --date D` pulls the bill.
+async fn reckon_recon_pull_pulls_a_wechat_bill(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    let ProviderConfig::WechatPay(c) = &w.app.config.providers[0] else {
+        unreachable!("the wechat account");
+    };
+    let section = format!(
+        "[[providers]]\nkind = \"wechatpay\"\nname = \"wechat\"\nbase_url = \"{}\"\napi_key = \"{APIV3_KEY}\"\nmch_id = \"{MCH_ID}\"\ncert_serial = \"{}\"\nprivate_key = '''\n{}'''\n\n[providers.platform_keys]\n\"{SERIAL}\" = '''\n{}'''\n",
+        c.base_url,
+        c.cert_serial.as_deref().unwrap(),
+        c.private_key.as_ref().unwrap().expose_secret(),
+        c.platform_keys[SERIAL],
+    );
+    cli_pulls_once_ready(&w.app, &section, "wechat", &date, || {
+        w.put_bill("ALL", &date, bill)
+    });
+}
+
+both_databases!(
+    a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets,
+    a_wechat_pull_not_ready_broken_or_slow_fails_and_resume_completes,
+    a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row,
+    the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked,
+    reckon_recon_pull_pulls_a_wechat_bill,
+);

@@ -232,8 +232,11 @@ impl Provider for Stripe {
         &self.name
     }
 
+    /// A report with only `created` (wall-clock times of the zone it was
+    /// run in, which the file does not state) is read in the zone this
+    /// account's days are cut in: the day it reconciles.
     fn statement_format(&self) -> Option<crate::statement::Format> {
-        Some(statement::FORMAT)
+        Some(statement::FORMAT.in_zone(self.day_zone.clone()))
     }
 
     fn accepts(&self, content_type: &str) -> bool {
@@ -437,6 +440,26 @@ mod tests {
             "sk_test".into(),
             Duration::from_secs(1),
         )
+    }
+
+    /// An uploaded report without `created_utc` is read on the clocks of
+    /// the account's day zone, not refused and not taken for UTC.
+    #[test]
+    fn a_report_without_created_utc_is_read_in_the_accounts_day_zone() {
+        use crate::statement::{fixture, read_all};
+        let file = fixture("stripe_itemized_created_local.csv");
+        let zone = jiff::tz::TimeZone::get("America/Los_Angeles").unwrap();
+        let format = stripe().with_day_zone(zone).statement_format().unwrap();
+        let (rows, _) = read_all(format, &file).unwrap();
+        // 2026-11-30 23:30 in Los Angeles (PST, UTC-8) is 07:30 the next day.
+        assert_eq!(
+            rows[0].occurred_at,
+            Some(
+                jiff::Timestamp::from_second(1_796_110_200)
+                    .unwrap()
+                    .as_microsecond()
+            )
+        );
     }
 
     /// A `t=` near i64::MIN overflowed `now - t` (fuzz/corpus/stripe/

@@ -274,7 +274,15 @@ async fn read_into(
         recon_runs::discard(pool, run_id).await?;
         return Ok(run);
     }
-    recon_runs::read_through(pool, run_id, read.rows, &read.hash, engine.now()).await?;
+    recon_runs::read_through(
+        pool,
+        run_id,
+        read.rows,
+        &read.hash,
+        &read.bill_type,
+        engine.now(),
+    )
+    .await?;
     files::keep(engine, run_id, into.file_name, kept).await;
     let run = Run {
         run_id,
@@ -326,6 +334,7 @@ pub async fn pull_statement(
     if p.pulls_files() {
         return pull_file(engine, &run_id).await;
     }
+    recon_runs::set_bill_type(&engine.db.pool, &run_id, p.statement_pages()).await?;
     read::continue_pull(engine, &run_id).await
 }
 

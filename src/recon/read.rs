@@ -83,6 +83,8 @@ impl StatementHash {
 /// skipped under the accepted tolerance.
 pub(super) struct Read {
     pub hash: String,
+    /// The format's name and the layout the file was.
+    pub bill_type: String,
     pub rows: i64,
     pub checks: Vec<statement::Check>,
     pub skipped: Vec<statement::ParseError>,
@@ -115,11 +117,13 @@ fn read_statement(
     };
     let mut read = Read {
         hash,
+        bill_type: String::new(),
         rows: 0,
         checks: Vec::new(),
         skipped: Vec::new(),
     };
     let reader = how.input.into_reader().map_err(unreadable)?;
+    let format = how.format.clone();
     let mut statement = statement::read_with(how.format, reader, how.tolerance);
     let mut chunk = statement::Chunk::with_capacity(ROWS_PER_CHUNK);
     let stopped = || ReconError::Invalid("the run stopped reading".into());
@@ -144,6 +148,7 @@ fn read_statement(
             Pause::Skipped(e) => read.skipped.push(e),
             Pause::End(checks) => {
                 read.checks = checks;
+                read.bill_type = format.bill_type(statement.kind());
                 break;
             }
         }

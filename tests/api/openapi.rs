@@ -99,6 +99,9 @@ async fn the_document_is_openapi_3_1_and_lists_every_route(backend: Backend) {
     );
     let error = &doc["components"]["schemas"]["Error"];
     assert_eq!(error["required"], serde_json::json!(["error"]), "{error}");
+    // A run says which bill it read.
+    let run = &doc["components"]["schemas"]["RunRow"]["properties"];
+    assert!(run["bill_type"].is_object(), "{run}");
 
     // Each documented operation is routed: without a token it is refused
     // (the document itself is open), never the unknown-route 404.

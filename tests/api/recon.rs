@@ -1187,6 +1187,31 @@ mod bills {
         let (status, run) = app.upload_bill(&token, "wechat", &date, bill).await;
         assert_eq!(status, 201, "{run}");
         completed_and_agreeing(&run, 2);
+        // Which bill it was: recorded on the run, in the API's run and
+        // on the console's runs list.
+        let refund_bill = "wechatpay trade bill (REFUND)";
+        assert_eq!(run["bill_type"], refund_bill, "{run}");
+        let shown: serde_json::Value = app
+            .app
+            .client
+            .get(format!(
+                "{}/api/v1/recon/runs/{}",
+                app.app.base,
+                run["run_id"].as_str().unwrap()
+            ))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(shown["bill_type"], refund_bill, "{shown}");
+        let desk = crate::schedule::signed_in(&app).await;
+        let res = app.app.call_with(&desk, "runs/list", &[]).await;
+        let listed: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(listed["items"][0]["id"], run["run_id"], "{listed}");
+        assert_eq!(listed["items"][0]["bill_type"], refund_bill, "{listed}");
         assert_eq!(app.fees(&run).await, [Some(-21), Some(-7)]);
         // Refunds Reckon never asked for: REFUND_MISMATCH, at the amounts
         // the bill gives back (not its refund ids).
@@ -1215,6 +1240,7 @@ mod bills {
         let (status, run) = app.upload_bill(&token, "alipay", &date, export).await;
         assert_eq!(status, 201, "{run}");
         completed_and_agreeing(&run, 3);
+        assert_eq!(run["bill_type"], "alipay 业务明细 (UTF-8)", "{run}");
         assert_eq!(app.fees(&run).await, [Some(53), Some(27), Some(-12)]);
         // Two payments and a refund Reckon does not know.
         assert_eq!(

@@ -349,7 +349,7 @@ async fn a_statement_missing_hours_after_it_is_due_is_alerted_once(b: Backend) {
 }
 
 /// A signed-in console user's client.
-async fn signed_in(app: &EngineApp) -> reqwest::Client {
+pub(crate) async fn signed_in(app: &EngineApp) -> reqwest::Client {
     const PASSWORD: &str = "correct horse battery";
     app.app
         .add_user("olga", app::types::Role::Operator, PASSWORD)

@@ -323,6 +323,26 @@ async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Back
         run.file_name.as_deref(),
         Some(format!("wechatpay-{MCH_ID}-{date}-ALL.csv").as_str())
     );
+    // The run says which bill it read, and the API's run says so too.
+    assert_eq!(run.bill_type.as_deref(), Some("wechatpay trade bill (ALL)"));
+    let token = w
+        .app
+        .accounts
+        .create_token(&reckon::accounts::Actor::cli(), "desk")
+        .await
+        .unwrap();
+    let shown: serde_json::Value = w
+        .app
+        .client
+        .get(format!("{}/api/v1/recon/runs/{}", w.app.base, run.run_id))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["bill_type"], "wechatpay trade bill (ALL)", "{shown}");
     assert_every_class(&w.app, &run, true, &local_only, &lag).await;
     // Pulled again: the same bill, the same run.
     let again = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")

@@ -57,6 +57,10 @@ pub enum ReconError {
     /// The statement was read and refused; the run is FAILED with this.
     #[error("statement refused: {0}")]
     Refused(String),
+    /// Another pull of the same provider's day holds its lease; nothing
+    /// was started.
+    #[error("{0}")]
+    Busy(String),
     #[error("storage error: {0}")]
     Store(#[from] sqlx::Error),
 }
@@ -303,6 +307,9 @@ async fn read_into(
 /// failed fetch FAILS the run with nothing read (`not ready: …` when the
 /// provider has no bill yet) and [`resume_run`] fetches it again.
 ///
+/// The pull holds the day's lease, as a scheduled one does: while another
+/// pull of the day holds it, none is started ([`ReconError::Busy`]).
+///
 /// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
 pub async fn pull_statement(
     engine: &Engine,
@@ -310,9 +317,23 @@ pub async fn pull_statement(
     date: &str,
     started_by: &str,
 ) -> Result<RunRow, ReconError> {
+    pullable(engine, provider, date)?;
+    let lease = schedule::Lease::by_hand(engine, provider, date, started_by).await?;
+    let outcome = start_pull(engine, provider, date, started_by).await;
+    lease.release_by_hand(engine, &outcome).await?;
+    outcome
+}
+
+/// The provider, if it pulls statements and `date` is a day.
+fn pullable(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+) -> Result<std::sync::Arc<dyn crate::providers::Provider>, ReconError> {
     let p = engine
         .providers
         .get(provider)
+        .cloned()
         .ok_or_else(|| ReconError::Invalid(format!("provider {provider} is not configured")))?;
     if !p.pulls_statements() {
         return Err(ReconError::Invalid(format!(
@@ -320,6 +341,17 @@ pub async fn pull_statement(
         )));
     }
     day_range(date, &statement_zone(engine, provider)).map_err(ReconError::Invalid)?;
+    Ok(p)
+}
+
+/// [`pull_statement`] under a lease its caller holds.
+async fn start_pull(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    started_by: &str,
+) -> Result<RunRow, ReconError> {
+    let p = pullable(engine, provider, date)?;
     let run_id = new_run_id();
     let new = NewRun {
         run_id: &run_id,
@@ -392,8 +424,18 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
 }
 
 /// Goes on with a pull that failed, from its saved cursor (a bill file:
-/// fetched again).
+/// fetched again), holding its day's lease as [`pull_statement`] does.
 pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = resumable(engine, run_id).await?;
+    let who = format!("a resume of {run_id}");
+    let lease = schedule::Lease::by_hand(engine, &run.provider, &run.business_date, &who).await?;
+    let outcome = resume_leased(engine, run_id).await;
+    lease.release_by_hand(engine, &outcome).await?;
+    outcome
+}
+
+/// The run `run_id`, if it is a pull that may resume.
+async fn resumable(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let run = find_run(engine, run_id)
         .await?
         .ok_or_else(|| ReconError::Invalid(format!("no run {run_id}")))?;
@@ -403,6 +445,12 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
             run.source, run.status
         )));
     }
+    Ok(run)
+}
+
+/// [`resume_run`] under a lease its caller holds.
+async fn resume_leased(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = resumable(engine, run_id).await?;
     // FAILED, or RUNNING without progress for an hour (its process
     // stopped mid-pull).
     let now = engine.now();

@@ -1191,21 +1191,8 @@ mod bills {
         // on the console's runs list.
         let refund_bill = "wechatpay trade bill (REFUND)";
         assert_eq!(run["bill_type"], refund_bill, "{run}");
-        let shown: serde_json::Value = app
-            .app
-            .client
-            .get(format!(
-                "{}/api/v1/recon/runs/{}",
-                app.app.base,
-                run["run_id"].as_str().unwrap()
-            ))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let run_id = run["run_id"].as_str().unwrap();
+        let shown = app.app.api_run(&token, run_id).await;
         assert_eq!(shown["bill_type"], refund_bill, "{shown}");
         let desk = crate::schedule::signed_in(&app).await;
         let res = app.app.call_with(&desk, "runs/list", &[]).await;

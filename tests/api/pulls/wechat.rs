@@ -331,17 +331,7 @@ async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Back
         .create_token(&reckon::accounts::Actor::cli(), "desk")
         .await
         .unwrap();
-    let shown: serde_json::Value = w
-        .app
-        .client
-        .get(format!("{}/api/v1/recon/runs/{}", w.app.base, run.run_id))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = w.app.api_run(&token, &run.run_id).await;
     assert_eq!(shown["bill_type"], "wechatpay trade bill (ALL)", "{shown}");
     assert_every_class(&w.app, &run, true, &local_only, &lag).await;
     // Pulled again: the same bill, the same run.

@@ -238,6 +238,7 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         input: imp.input,
         tolerance: imp.accept_bad_lines,
         known_hash: imp.hash,
+        told: Default::default(),
     };
     read_into(engine, &into, how).await
 }
@@ -264,10 +265,15 @@ async fn read_into(
     // The original file, compressed beside the read, is kept once the run
     // is known to be new.
     let kept = files::compress(&how.input);
+    let told = how.told.clone();
     let (read, matcher) =
         match read::read_and_match(engine, run_id, into.provider, into.range, how).await {
             Ok(read) => read,
             Err(e) => {
+                // A bill refused part-way still says which it was.
+                if let Some(bill_type) = told.get() {
+                    recon_runs::set_bill_type(pool, run_id, bill_type).await?;
+                }
                 fail(engine, run_id, &e.to_string()).await?;
                 return Err(e);
             }
@@ -283,7 +289,7 @@ async fn read_into(
         run_id,
         read.rows,
         &read.hash,
-        &read.bill_type,
+        told.get().map(String::as_str),
         engine.now(),
     )
     .await?;
@@ -419,6 +425,7 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
         input: Input::Bytes(file.bytes),
         tolerance: 0,
         known_hash: None,
+        told: Default::default(),
     };
     read_into(engine, &into, how).await
 }

@@ -83,8 +83,6 @@ impl StatementHash {
 /// skipped under the accepted tolerance.
 pub(super) struct Read {
     pub hash: String,
-    /// The format's name and the layout the file was.
-    pub bill_type: String,
     pub rows: i64,
     pub checks: Vec<statement::Check>,
     pub skipped: Vec<statement::ParseError>,
@@ -97,6 +95,10 @@ pub(super) struct Reading {
     pub input: Input,
     pub tolerance: u32,
     pub known_hash: Option<String>,
+    /// Which bill the file was, once the reader knows (see
+    /// [`statement::Format::bill_type`]): set at its end, or when it is
+    /// refused part-way by a format that had told its layout.
+    pub told: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
 /// Hashes a statement (unless its hash is known), then reads it on the
@@ -117,7 +119,6 @@ fn read_statement(
     };
     let mut read = Read {
         hash,
-        bill_type: String::new(),
         rows: 0,
         checks: Vec::new(),
         skipped: Vec::new(),
@@ -131,7 +132,12 @@ fn read_statement(
         let before = chunk.len();
         let pause = statement
             .read_rows(&mut chunk, ROWS_PER_CHUNK)
-            .map_err(|e| ReconError::Refused(e.to_string()))?;
+            .map_err(|e| {
+                if let Some(kind) = statement.kind() {
+                    let _ = how.told.set(format.bill_type(Some(kind)));
+                }
+                ReconError::Refused(e.to_string())
+            })?;
         read.rows += (chunk.len() - before) as i64;
         match pause {
             Pause::Full => {
@@ -148,7 +154,7 @@ fn read_statement(
             Pause::Skipped(e) => read.skipped.push(e),
             Pause::End(checks) => {
                 read.checks = checks;
-                read.bill_type = format.bill_type(statement.kind());
+                let _ = how.told.set(format.bill_type(statement.kind()));
                 break;
             }
         }

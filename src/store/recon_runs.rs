@@ -152,7 +152,7 @@ pub async fn read_through<'e>(
     run_id: &str,
     rows_read: i64,
     file_hash: &str,
-    bill_type: &str,
+    bill_type: Option<&str>,
     now: i64,
 ) -> sqlx::Result<()> {
     sqlx::query(
@@ -182,7 +182,8 @@ pub async fn name_file<'e>(
     Ok(())
 }
 
-/// What a page-by-page pull reads, named when it starts.
+/// What a run reads: a page-by-page pull's, named when it starts; a
+/// file's refused part-way, once its format told it.
 pub async fn set_bill_type<'e>(
     e: impl Executor<'e, Database = Any>,
     run_id: &str,

@@ -1199,6 +1199,23 @@ mod bills {
         let listed: serde_json::Value = res.json().await.unwrap();
         assert_eq!(listed["items"][0]["id"], run["run_id"], "{listed}");
         assert_eq!(listed["items"][0]["bill_type"], refund_bill, "{listed}");
+        // Cut before its summary: refused, and still said to be a REFUND
+        // bill.
+        let whole = fixture("wechatpay_refund.csv");
+        let summary = "总交易单数".as_bytes();
+        let at = whole
+            .windows(summary.len())
+            .position(|w| w == summary)
+            .unwrap();
+        let cut = ("cut.csv", whole[..at].to_vec());
+        let (status, answer) = app.upload_bill(&token, "wechat", &date, cut).await;
+        assert_eq!(status, 422, "{answer}");
+        let refused: (String, Option<String>) =
+            sqlx::query_as("SELECT status, bill_type FROM recon_runs WHERE file_name = 'cut.csv'")
+                .fetch_one(app.pool())
+                .await
+                .unwrap();
+        assert_eq!(refused, ("FAILED".into(), Some(refund_bill.into())));
         assert_eq!(app.fees(&run).await, [Some(-21), Some(-7)]);
         // Refunds Reckon never asked for: REFUND_MISMATCH, at the amounts
         // the bill gives back (not its refund ids).

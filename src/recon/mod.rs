@@ -441,6 +441,16 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
     outcome
 }
 
+/// Why [`resume_run`] would be refused now for another pull holding the
+/// run's day, if it would: the console says so before it resumes in the
+/// background.
+pub async fn resume_held(engine: &Engine, run_id: &str) -> sqlx::Result<Option<String>> {
+    let Some(run) = find_run(engine, run_id).await? else {
+        return Ok(None);
+    };
+    schedule::held_by(engine, &run.provider, &run.business_date, engine.now()).await
+}
+
 /// The run `run_id`, if it is a pull that may resume.
 async fn resumable(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let run = find_run(engine, run_id)

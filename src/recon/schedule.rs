@@ -279,27 +279,15 @@ impl Lease {
         {
             return Ok(Lease::of(provider, date, &owner));
         }
-        let holder = statement_pulls::holder(pool, provider, date, now).await?;
-        // The run it is pulling into, or the one it is about to resume.
-        let running = match recon_runs::latest_pull(pool, provider, date).await? {
-            Some((run_id, status, _)) => {
-                format!(" (the day's latest pull: run {run_id}, {status})")
-            }
-            None => String::new(),
-        };
-        let (owner, until) = match holder {
-            Some((owner, until)) => (owner, until),
-            // Given back since: the next try finds it free.
-            None => ("another holder".to_owned(), now),
-        };
-        let until = jiff::Timestamp::from_microsecond(until)
-            .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
-            .unwrap_or_default();
-        Err(ReconError::Busy(format!(
-            "the {provider} statement of {date} is being pulled by {owner}{running}, \
-             leased until {until} at the latest: wait for that pull to end, then pull again \
-             or resume its run"
-        )))
+        // Given back since: the next try finds it free.
+        let why = held_by(engine, provider, date, now)
+            .await?
+            .unwrap_or_else(|| {
+                format!(
+                    "the {provider} statement of {date} was being pulled a moment ago: try again"
+                )
+            });
+        Err(ReconError::Busy(why))
     }
 
     fn of(provider: &str, date: &str, owner: &str) -> Lease {
@@ -421,6 +409,32 @@ pub async fn schedules(engine: &Engine, now: i64) -> sqlx::Result<Vec<Schedule>>
         });
     }
     Ok(out)
+}
+
+/// Who holds the day's lease at `now` and its latest pull, said for an
+/// operator refused a pull by hand (`None`: nobody holds it).
+pub(super) async fn held_by(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    now: i64,
+) -> sqlx::Result<Option<String>> {
+    let pool = &engine.db.pool;
+    let Some((owner, until)) = statement_pulls::holder(pool, provider, date, now).await? else {
+        return Ok(None);
+    };
+    // The run it is pulling into, or the one it is about to resume.
+    let latest = match recon_runs::latest_pull(pool, provider, date).await? {
+        Some((run_id, status, _)) => format!(" (the day's latest pull: run {run_id}, {status})"),
+        None => String::new(),
+    };
+    let until = jiff::Timestamp::from_microsecond(until)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
+    Ok(Some(format!(
+        "the {provider} statement of {date} is being pulled by {owner}{latest}, leased until \
+         {until} at the latest: wait for that pull to end, then pull again or resume its run"
+    )))
 }
 
 /// What became of a day's try.

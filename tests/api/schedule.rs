@@ -614,6 +614,15 @@ async fn a_pull_by_hand_waits_for_the_days_lease(b: Backend) {
             "the API's error shape"
         );
     }
+    // The console's resume says so too, before it would start.
+    let desk = signed_in(&app).await;
+    let res = app
+        .app
+        .call_with(&desk, "runs/resume", &[("id", run_id.as_str())])
+        .await;
+    assert_eq!(res.status(), 400);
+    let said = res.text().await.unwrap();
+    assert!(said.contains("instance-b"), "{said}");
     assert_eq!(
         pulls(&app).await,
         vec![(date.clone(), "FAILED".into(), 0)],

@@ -448,7 +448,8 @@ async fn reckon_recon_pull_pulls_a_wechat_bill(b: Backend) {
     );
     cli_pulls_once_ready(&w.app, &section, "wechat", &date, || {
         w.put_bill("ALL", &date, bill)
-    });
+    })
+    .await;
 }
 
 both_databases!(

@@ -390,6 +390,11 @@ fn report_run(
             eprintln!("reckon: error: {why}");
             Ok(ExitCode::from(2))
         }
+        // EX_TEMPFAIL: the same command works once the other pull ends.
+        Err(crate::recon::ReconError::Busy(why)) => {
+            eprintln!("reckon: busy: {why}");
+            Ok(ExitCode::from(75))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -242,6 +242,9 @@ pub struct RunSummary {
     pub finished_at: Option<i64>,
     /// SHA-256 of the statement file (a file's run).
     pub file_hash: Option<String>,
+    /// What the run read: the bill format and the layout the file was
+    /// (`wechatpay trade bill (REFUND)`), or the API a pull paged through.
+    pub bill_type: Option<String>,
     /// The statement file is kept and downloads from `/runs/{id}/file`.
     pub file_kept: bool,
     /// The statement's own figures against what was read.

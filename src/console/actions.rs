@@ -217,6 +217,13 @@ pub(super) async fn resume(engine: &Engine, actor: &User, id: &str) -> Result<()
         Some("COMPLETED") => return Err(invalid("the run is complete")),
         Some(_) => {}
     }
+    // Said now: the resume below runs after the answer.
+    if let Some(why) = crate::recon::resume_held(engine, id)
+        .await
+        .map_err(internal)?
+    {
+        return Err(invalid(why));
+    }
     audit_one(
         engine,
         &actor.username,

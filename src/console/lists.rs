@@ -125,6 +125,7 @@ impl Desk {
                     finished_at: r.finished_at,
                     checks: summary_checks(r.summary_json.as_deref()),
                     file_hash: r.file_hash,
+                    bill_type: r.bill_type,
                     file_kept: r.file_kept == 1,
                 }
             })

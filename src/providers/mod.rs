@@ -352,6 +352,11 @@ pub trait Provider: Send + Sync + 'static {
             self.name()
         )))
     }
+    /// What [`Provider::statement_page`] pages through, as a run records
+    /// it read (a bill file's run records its format and layout instead).
+    fn statement_pages(&self) -> &'static str {
+        "statement pages"
+    }
     /// Whether [`Provider::statement_page`] (or, for a provider that
     /// [`Provider::pulls_files`], [`Provider::statement_file`]) works.
     fn pulls_statements(&self) -> bool {

@@ -57,6 +57,10 @@ pub enum ReconError {
     /// The statement was read and refused; the run is FAILED with this.
     #[error("statement refused: {0}")]
     Refused(String),
+    /// Another pull of the same provider's day holds its lease; nothing
+    /// was started.
+    #[error("{0}")]
+    Busy(String),
     #[error("storage error: {0}")]
     Store(#[from] sqlx::Error),
 }
@@ -234,6 +238,7 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         input: imp.input,
         tolerance: imp.accept_bad_lines,
         known_hash: imp.hash,
+        told: Default::default(),
     };
     read_into(engine, &into, how).await
 }
@@ -260,10 +265,15 @@ async fn read_into(
     // The original file, compressed beside the read, is kept once the run
     // is known to be new.
     let kept = files::compress(&how.input);
+    let told = how.told.clone();
     let (read, matcher) =
         match read::read_and_match(engine, run_id, into.provider, into.range, how).await {
             Ok(read) => read,
             Err(e) => {
+                // A bill refused part-way still says which it was.
+                if let Some(bill_type) = told.get() {
+                    recon_runs::set_bill_type(pool, run_id, bill_type).await?;
+                }
                 fail(engine, run_id, &e.to_string()).await?;
                 return Err(e);
             }
@@ -274,7 +284,15 @@ async fn read_into(
         recon_runs::discard(pool, run_id).await?;
         return Ok(run);
     }
-    recon_runs::read_through(pool, run_id, read.rows, &read.hash, engine.now()).await?;
+    recon_runs::read_through(
+        pool,
+        run_id,
+        read.rows,
+        &read.hash,
+        told.get().map(String::as_str),
+        engine.now(),
+    )
+    .await?;
     files::keep(engine, run_id, into.file_name, kept).await;
     let run = Run {
         run_id,
@@ -295,6 +313,9 @@ async fn read_into(
 /// failed fetch FAILS the run with nothing read (`not ready: …` when the
 /// provider has no bill yet) and [`resume_run`] fetches it again.
 ///
+/// The pull holds the day's lease, as a scheduled one does: while another
+/// pull of the day holds it, none is started ([`ReconError::Busy`]).
+///
 /// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
 pub async fn pull_statement(
     engine: &Engine,
@@ -302,9 +323,23 @@ pub async fn pull_statement(
     date: &str,
     started_by: &str,
 ) -> Result<RunRow, ReconError> {
+    pullable(engine, provider, date)?;
+    let lease = schedule::Lease::by_hand(engine, provider, date, started_by).await?;
+    let outcome = start_pull(engine, provider, date, started_by).await;
+    lease.release_by_hand(engine, &outcome).await?;
+    outcome
+}
+
+/// The provider, if it pulls statements and `date` is a day.
+fn pullable(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+) -> Result<std::sync::Arc<dyn crate::providers::Provider>, ReconError> {
     let p = engine
         .providers
         .get(provider)
+        .cloned()
         .ok_or_else(|| ReconError::Invalid(format!("provider {provider} is not configured")))?;
     if !p.pulls_statements() {
         return Err(ReconError::Invalid(format!(
@@ -312,6 +347,17 @@ pub async fn pull_statement(
         )));
     }
     day_range(date, &statement_zone(engine, provider)).map_err(ReconError::Invalid)?;
+    Ok(p)
+}
+
+/// [`pull_statement`] under a lease its caller holds.
+async fn start_pull(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    started_by: &str,
+) -> Result<RunRow, ReconError> {
+    let p = pullable(engine, provider, date)?;
     let run_id = new_run_id();
     let new = NewRun {
         run_id: &run_id,
@@ -326,6 +372,7 @@ pub async fn pull_statement(
     if p.pulls_files() {
         return pull_file(engine, &run_id).await;
     }
+    recon_runs::set_bill_type(&engine.db.pool, &run_id, p.statement_pages()).await?;
     read::continue_pull(engine, &run_id).await
 }
 
@@ -378,13 +425,34 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
         input: Input::Bytes(file.bytes),
         tolerance: 0,
         known_hash: None,
+        told: Default::default(),
     };
     read_into(engine, &into, how).await
 }
 
 /// Goes on with a pull that failed, from its saved cursor (a bill file:
-/// fetched again).
+/// fetched again), holding its day's lease as [`pull_statement`] does.
 pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = resumable(engine, run_id).await?;
+    let who = format!("a resume of {run_id}");
+    let lease = schedule::Lease::by_hand(engine, &run.provider, &run.business_date, &who).await?;
+    let outcome = resume_leased(engine, run_id).await;
+    lease.release_by_hand(engine, &outcome).await?;
+    outcome
+}
+
+/// Why [`resume_run`] would be refused now for another pull holding the
+/// run's day, if it would: the console says so before it resumes in the
+/// background.
+pub async fn resume_held(engine: &Engine, run_id: &str) -> sqlx::Result<Option<String>> {
+    let Some(run) = find_run(engine, run_id).await? else {
+        return Ok(None);
+    };
+    schedule::held_by(engine, &run.provider, &run.business_date, engine.now()).await
+}
+
+/// The run `run_id`, if it is a pull that may resume.
+async fn resumable(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let run = find_run(engine, run_id)
         .await?
         .ok_or_else(|| ReconError::Invalid(format!("no run {run_id}")))?;
@@ -394,6 +462,12 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
             run.source, run.status
         )));
     }
+    Ok(run)
+}
+
+/// [`resume_run`] under a lease its caller holds.
+async fn resume_leased(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = resumable(engine, run_id).await?;
     // FAILED, or RUNNING without progress for an hour (its process
     // stopped mid-pull).
     let now = engine.now();

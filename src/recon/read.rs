@@ -95,6 +95,10 @@ pub(super) struct Reading {
     pub input: Input,
     pub tolerance: u32,
     pub known_hash: Option<String>,
+    /// Which bill the file was, once the reader knows (see
+    /// [`statement::Format::bill_type`]): set at its end, or when it is
+    /// refused part-way by a format that had told its layout.
+    pub told: std::sync::Arc<std::sync::OnceLock<String>>,
 }
 
 /// Hashes a statement (unless its hash is known), then reads it on the
@@ -120,6 +124,7 @@ fn read_statement(
         skipped: Vec::new(),
     };
     let reader = how.input.into_reader().map_err(unreadable)?;
+    let format = how.format.clone();
     let mut statement = statement::read_with(how.format, reader, how.tolerance);
     let mut chunk = statement::Chunk::with_capacity(ROWS_PER_CHUNK);
     let stopped = || ReconError::Invalid("the run stopped reading".into());
@@ -127,7 +132,12 @@ fn read_statement(
         let before = chunk.len();
         let pause = statement
             .read_rows(&mut chunk, ROWS_PER_CHUNK)
-            .map_err(|e| ReconError::Refused(e.to_string()))?;
+            .map_err(|e| {
+                if let Some(kind) = statement.kind() {
+                    let _ = how.told.set(format.bill_type(Some(kind)));
+                }
+                ReconError::Refused(e.to_string())
+            })?;
         read.rows += (chunk.len() - before) as i64;
         match pause {
             Pause::Full => {
@@ -144,6 +154,7 @@ fn read_statement(
             Pause::Skipped(e) => read.skipped.push(e),
             Pause::End(checks) => {
                 read.checks = checks;
+                let _ = how.told.set(format.bill_type(statement.kind()));
                 break;
             }
         }

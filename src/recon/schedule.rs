@@ -9,7 +9,7 @@
 //! its provider and day. A day's pull is leased (`statement_pulls`), so two
 //! instances on one database never pull one day at once.
 
-use super::{ReconError, STALE_US};
+use super::{ReconError, RunRow, STALE_US};
 use crate::engine::{Engine, StatementDay};
 use crate::store::statement_pulls::{self, Tried};
 use crate::store::{alerts, recon_runs};
@@ -92,7 +92,7 @@ pub fn window(engine: &Engine, provider: &str, now: i64) -> Vec<Date> {
 /// or resumed.
 pub async fn scheduled_pulls(engine: &Engine, now: i64) -> sqlx::Result<usize> {
     // This pass's own name on the leases it takes.
-    let owner = uuid::Uuid::now_v7().to_string();
+    let owner = format!("schedule ({})", uuid::Uuid::now_v7());
     let mut started = 0;
     for name in engine
         .providers
@@ -163,9 +163,7 @@ async fn pull_day(
     now: i64,
 ) -> sqlx::Result<DayTurn> {
     let pool = &engine.db.pool;
-    let Some(tries) =
-        statement_pulls::take(pool, provider, date, owner, now + LEASE_US, now).await?
-    else {
+    let Some((lease, tries)) = Lease::scheduled(engine, provider, date, owner, now).await? else {
         return Ok(DayTurn {
             ran: false,
             completed: false,
@@ -173,7 +171,7 @@ async fn pull_day(
     };
     let attempt = match recon_runs::latest_pull(pool, provider, date).await? {
         None => Attempt::Ran(
-            super::pull_statement(engine, provider, date, "schedule")
+            super::start_pull(engine, provider, date, "schedule")
                 .await
                 .map(|r| r.run_id),
         ),
@@ -181,10 +179,14 @@ async fn pull_day(
             if status == "FAILED"
                 || (status == "RUNNING" && last.unwrap_or(0) < now - STALE_US) =>
         {
-            Attempt::Ran(super::resume_run(engine, &run_id).await.map(|r| r.run_id))
+            Attempt::Ran(
+                super::resume_leased(engine, &run_id)
+                    .await
+                    .map(|r| r.run_id),
+            )
         }
         Some((_, status, _)) if status == "COMPLETED" => Attempt::Done,
-        // Running elsewhere: a pull by hand.
+        // Running elsewhere, past its lease (a pull longer than the lease).
         Some(_) => Attempt::Busy,
     };
     let ran = matches!(attempt, Attempt::Ran(_));
@@ -217,14 +219,120 @@ async fn pull_day(
         run_id: run_id.as_deref(),
         error: error.as_deref(),
         done,
-        next_at,
+        next_at: Some(next_at),
         now,
     };
-    statement_pulls::release(pool, provider, date, owner, &tried).await?;
+    lease.release(engine, &tried).await?;
     Ok(DayTurn {
         ran,
         completed: done,
     })
+}
+
+/// A provider's day leased to one holder — a pass of the schedule or a
+/// pull by hand — so one day is never pulled twice at once, by one
+/// instance or two. Every pull and resume runs under one, taken here.
+pub(super) struct Lease {
+    provider: String,
+    date: String,
+    owner: String,
+}
+
+impl Lease {
+    /// For a pass of the schedule (`owner`): with the tries made before,
+    /// or `None` when the day is leased elsewhere, done, or not due.
+    async fn scheduled(
+        engine: &Engine,
+        provider: &str,
+        date: &str,
+        owner: &str,
+        now: i64,
+    ) -> sqlx::Result<Option<(Lease, i64)>> {
+        let tries = statement_pulls::take(
+            &engine.db.pool,
+            provider,
+            date,
+            owner,
+            now + LEASE_US,
+            now,
+            true,
+        )
+        .await?;
+        Ok(tries.map(|tries| (Lease::of(provider, date, owner), tries)))
+    }
+
+    /// For a pull or resume by hand (`who` started it): whatever the
+    /// schedule's backoff, but refused while another holds the day,
+    /// naming the holder and its run.
+    pub(super) async fn by_hand(
+        engine: &Engine,
+        provider: &str,
+        date: &str,
+        who: &str,
+    ) -> Result<Lease, ReconError> {
+        let pool = &engine.db.pool;
+        let now = engine.now();
+        let owner = format!("{who} ({})", uuid::Uuid::now_v7());
+        if statement_pulls::take(pool, provider, date, &owner, now + LEASE_US, now, false)
+            .await?
+            .is_some()
+        {
+            return Ok(Lease::of(provider, date, &owner));
+        }
+        // Given back since: the next try finds it free.
+        let why = held_by(engine, provider, date, now)
+            .await?
+            .unwrap_or_else(|| {
+                format!(
+                    "the {provider} statement of {date} was being pulled a moment ago: try again"
+                )
+            });
+        Err(ReconError::Busy(why))
+    }
+
+    fn of(provider: &str, date: &str, owner: &str) -> Lease {
+        Lease {
+            provider: provider.to_owned(),
+            date: date.to_owned(),
+            owner: owner.to_owned(),
+        }
+    }
+
+    /// Given back, saying how the try ended.
+    async fn release(self, engine: &Engine, tried: &Tried<'_>) -> sqlx::Result<()> {
+        statement_pulls::release(
+            &engine.db.pool,
+            &self.provider,
+            &self.date,
+            &self.owner,
+            tried,
+        )
+        .await
+    }
+
+    /// A pull by hand's lease given back with its outcome (the schedule's
+    /// tries and backoff untouched).
+    pub(super) async fn release_by_hand(
+        self,
+        engine: &Engine,
+        outcome: &Result<RunRow, ReconError>,
+    ) -> sqlx::Result<()> {
+        let latest = recon_runs::latest_pull(&engine.db.pool, &self.provider, &self.date)
+            .await?
+            .map(|(id, _, _)| id);
+        let (run_id, error, done) = match outcome {
+            Ok(run) => (Some(run.run_id.clone()), None, run.status == "COMPLETED"),
+            Err(e) => (latest, Some(e.to_string()), false),
+        };
+        let tried = Tried {
+            run_id: run_id.as_deref(),
+            error: error.as_deref(),
+            done,
+            next_at: None,
+            now: engine.now(),
+        };
+        self.release(engine, &tried).await
+    }
 }
 
 /// One provider's pull schedule as the runs page shows it.
@@ -303,13 +411,39 @@ pub async fn schedules(engine: &Engine, now: i64) -> sqlx::Result<Vec<Schedule>>
     Ok(out)
 }
 
+/// Who holds the day's lease at `now` and its latest pull, said for an
+/// operator refused a pull by hand (`None`: nobody holds it).
+pub(super) async fn held_by(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    now: i64,
+) -> sqlx::Result<Option<String>> {
+    let pool = &engine.db.pool;
+    let Some((owner, until)) = statement_pulls::holder(pool, provider, date, now).await? else {
+        return Ok(None);
+    };
+    // The run it is pulling into, or the one it is about to resume.
+    let latest = match recon_runs::latest_pull(pool, provider, date).await? {
+        Some((run_id, status, _)) => format!(" (the day's latest pull: run {run_id}, {status})"),
+        None => String::new(),
+    };
+    let until = jiff::Timestamp::from_microsecond(until)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default();
+    Ok(Some(format!(
+        "the {provider} statement of {date} is being pulled by {owner}{latest}, leased until \
+         {until} at the latest: wait for that pull to end, then pull again or resume its run"
+    )))
+}
+
 /// What became of a day's try.
 enum Attempt {
     /// The run's id, or why it stopped.
     Ran(Result<String, ReconError>),
     /// Completed since the pass looked.
     Done,
-    /// A pull of the day is running (started by hand).
+    /// A pull of the day is running, past its lease.
     Busy,
 }
 

@@ -78,6 +78,12 @@ pub trait BillFormat: Send {
     fn line(&mut self, text: &str, line_no: i64, out: &mut Chunk) -> Result<bool, String>;
     /// Where the reading stands.
     fn progress(&self) -> Progress;
+    /// Which of the format's layouts the file is (WeChat Pay's `REFUND`
+    /// trade bill, Alipay's `GBK` export), once the first lines told it:
+    /// asked once, at the end, for the run to record what it read.
+    fn kind(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether the file carries a summary of its own (Stripe's reports
     /// carry no totals: nothing to check, nothing missing).
     fn has_summary(&self) -> bool {
@@ -128,6 +134,15 @@ impl Format {
         self.name
     }
 
+    /// What a run records it read: the format's name, with the layout the
+    /// file turned out to be when the format tells layouts apart.
+    pub fn bill_type(&self, kind: Option<&str>) -> String {
+        match kind {
+            Some(kind) => format!("{} ({kind})", self.name),
+            None => self.name.to_owned(),
+        }
+    }
+
     fn start(&self) -> Box<dyn BillFormat> {
         let mut bill = (self.start)();
         if let Some(zone) = &self.zone {
@@ -173,6 +188,18 @@ pub(crate) fn read_all(
             Pause::End(checks) => return Ok((rows, checks)),
         }
     }
+}
+
+/// The layout a whole file read through `format` turned out to be
+/// ([`BillFormat::kind`]).
+#[cfg(test)]
+pub(crate) fn kind_of(format: Format, bytes: &[u8]) -> Option<&'static str> {
+    let mut reader = read(format, Box::new(std::io::Cursor::new(bytes.to_vec())));
+    let mut chunk = Chunk::default();
+    while let Ok(Pause::Full | Pause::Skipped(_)) = reader.read_rows(&mut chunk, 1 << 16) {
+        chunk.clear();
+    }
+    reader.kind()
 }
 
 /// A bill from `tests/fixtures/bills/`, as the tests of each format read it.

@@ -140,6 +140,11 @@ impl Reader<'_> {
         }
     }
 
+    /// The layout the format found the file to be ([`BillFormat::kind`]).
+    pub fn kind(&self) -> Option<&'static str> {
+        self.bill.kind()
+    }
+
     fn unreadable(&mut self, e: std::io::Error) -> ParseError {
         self.done = true;
         self.error(format!("cannot read: {e}"))

@@ -352,6 +352,7 @@ pub struct RunListed {
     pub started_at: i64,
     pub finished_at: Option<i64>,
     pub file_hash: Option<String>,
+    pub bill_type: Option<String>,
     pub summary_json: Option<String>,
     /// The statement file is kept (`statement_files`).
     pub file_kept: i64,
@@ -360,7 +361,7 @@ pub struct RunListed {
 pub async fn runs(db: &Db, after: Option<&After>, limit: i64) -> sqlx::Result<Vec<RunListed>> {
     let mut qb = Builder::new(
         "SELECT run_id, provider, business_date, source, file_name, status, phase, cursor, rows_read, figures_json, \
-           error, started_by, started_at, finished_at, file_hash, summary_json, \
+           error, started_by, started_at, finished_at, file_hash, bill_type, summary_json, \
            CAST(CASE WHEN EXISTS (SELECT 1 FROM statement_files f WHERE f.run_id = recon_runs.run_id) THEN 1 ELSE 0 END AS BIGINT) AS file_kept \
          FROM recon_runs WHERE 1 = 1",
     );

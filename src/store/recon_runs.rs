@@ -18,6 +18,9 @@ pub struct RunRow {
     pub source: String,
     pub file_name: Option<String>,
     pub file_hash: Option<String>,
+    /// What the run read: the bill format, with the layout the file was
+    /// (`wechatpay trade bill (REFUND)`), or the API a pull paged through.
+    pub bill_type: Option<String>,
     pub status: String,
     pub rows_read: i64,
     pub summary_json: Option<String>,
@@ -28,7 +31,7 @@ pub struct RunRow {
     pub finished_at: Option<i64>,
 }
 
-const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, status, rows_read, \
+const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, bill_type, status, rows_read, \
      summary_json, figures_json, error, started_by, started_at, finished_at";
 
 pub async fn get<'e>(
@@ -142,19 +145,22 @@ pub async fn progress<'e>(
     Ok(())
 }
 
-/// A file read to its end: how many rows, and the file's hash.
+/// A file read to its end: how many rows, the file's hash, and which bill
+/// it was.
 pub async fn read_through<'e>(
     e: impl Executor<'e, Database = Any>,
     run_id: &str,
     rows_read: i64,
     file_hash: &str,
+    bill_type: Option<&str>,
     now: i64,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "UPDATE recon_runs SET rows_read = $1, file_hash = $2, updated_at = $3 WHERE run_id = $4",
+        "UPDATE recon_runs SET rows_read = $1, file_hash = $2, bill_type = $3, updated_at = $4 WHERE run_id = $5",
     )
     .bind(rows_read)
     .bind(file_hash)
+    .bind(bill_type)
     .bind(now)
     .bind(run_id)
     .execute(e)
@@ -170,6 +176,21 @@ pub async fn name_file<'e>(
 ) -> sqlx::Result<()> {
     sqlx::query("UPDATE recon_runs SET file_name = $1 WHERE run_id = $2")
         .bind(file_name)
+        .bind(run_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+/// What a run reads: a page-by-page pull's, named when it starts; a
+/// file's refused part-way, once its format told it.
+pub async fn set_bill_type<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    bill_type: &str,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE recon_runs SET bill_type = $1 WHERE run_id = $2")
+        .bind(bill_type)
         .bind(run_id)
         .execute(e)
         .await?;

@@ -19,8 +19,9 @@ pub struct PullRow {
 }
 
 /// Takes the day's lease for `owner` until `until`, returning the tries
-/// made before: `None` when another holds it, the day is done, or its next
-/// try is not due at `now`.
+/// made before: `None` when another holds it or, for the schedule
+/// (`scheduled`), when the day is done or its next try is not due at `now`
+/// (a pull by hand waits for neither).
 pub async fn take<'e>(
     e: impl Executor<'e, Database = Any>,
     provider: &str,
@@ -28,18 +29,40 @@ pub async fn take<'e>(
     owner: &str,
     until: i64,
     now: i64,
+    scheduled: bool,
 ) -> sqlx::Result<Option<i64>> {
     sqlx::query_scalar(
         "INSERT INTO statement_pulls (provider, business_date, owner, lease_until, tries, next_at, done) \
          VALUES ($1, $2, $3, $4, 0, 0, 0) \
          ON CONFLICT (provider, business_date) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until \
-         WHERE statement_pulls.done = 0 AND statement_pulls.lease_until <= $5 AND statement_pulls.next_at <= $5 \
+         WHERE statement_pulls.lease_until <= $5 \
+           AND ($6 = 0 OR (statement_pulls.done = 0 AND statement_pulls.next_at <= $5)) \
          RETURNING tries",
     )
     .bind(provider)
     .bind(date)
     .bind(owner)
     .bind(until)
+    .bind(now)
+    .bind(i32::from(scheduled))
+    .fetch_optional(e)
+    .await
+}
+
+/// Who holds the day's lease, and until when (`None`: nobody, or it
+/// expired by `now`).
+pub async fn holder<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+    now: i64,
+) -> sqlx::Result<Option<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT owner, lease_until FROM statement_pulls \
+         WHERE provider = $1 AND business_date = $2 AND owner IS NOT NULL AND lease_until > $3",
+    )
+    .bind(provider)
+    .bind(date)
     .bind(now)
     .fetch_optional(e)
     .await
@@ -49,9 +72,12 @@ pub async fn take<'e>(
 pub struct Tried<'a> {
     pub run_id: Option<&'a str>,
     pub error: Option<&'a str>,
+    /// The day has a completed run (a failed pull by hand of a day
+    /// completed before leaves it done).
     pub done: bool,
-    /// When the next try may start.
-    pub next_at: i64,
+    /// When the next scheduled try may start; `None` for a pull by hand,
+    /// which neither counts as a try nor moves the next one.
+    pub next_at: Option<i64>,
     pub now: i64,
 }
 
@@ -64,10 +90,12 @@ pub async fn release<'e>(
     t: &Tried<'_>,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "UPDATE statement_pulls SET owner = NULL, lease_until = 0, tries = tries + 1, next_at = $1, \
-           last_at = $2, last_run_id = COALESCE($3, last_run_id), last_error = $4, done = $5 \
-         WHERE provider = $6 AND business_date = $7 AND owner = $8",
+        "UPDATE statement_pulls SET owner = NULL, lease_until = 0, tries = tries + $1, \
+           next_at = COALESCE($2, next_at), last_at = $3, last_run_id = COALESCE($4, last_run_id), \
+           last_error = $5, done = CASE WHEN $6 = 1 THEN 1 ELSE done END \
+         WHERE provider = $7 AND business_date = $8 AND owner = $9",
     )
+    .bind(i64::from(t.next_at.is_some()))
     .bind(t.next_at)
     .bind(t.now)
     .bind(t.run_id)

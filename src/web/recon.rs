@@ -52,6 +52,7 @@ impl From<ReconError> for ApiError {
         match e {
             ReconError::Invalid(m) => ApiError::new(StatusCode::BAD_REQUEST, m),
             ReconError::Refused(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m),
+            ReconError::Busy(m) => ApiError::new(StatusCode::CONFLICT, m),
             ReconError::Store(e) => {
                 tracing::error!(error = %e, "reconciliation storage error");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage error")
@@ -159,6 +160,7 @@ pub struct PullRequest {
     responses(
         (status = 201, description = "The run of the statement fetched from the provider", body = RunRow),
         (status = 400, description = "Invalid body, an unknown provider or day", body = ApiError),
+        (status = 409, description = "Another pull of the day holds its lease (named); no run was started", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
     ))]
 pub async fn pull(
@@ -178,6 +180,7 @@ pub async fn pull(
     responses(
         (status = 200, description = "The run, resumed to its end", body = RunRow),
         (status = 400, description = "No such run, or it cannot be resumed", body = ApiError),
+        (status = 409, description = "Another pull of the day holds its lease (named); the run was not touched", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
     ))]
 pub async fn resume(

@@ -187,6 +187,19 @@ impl TestApp {
         self.call_with(&self.client, endpoint, form).await
     }
 
+    /// `GET /api/v1/recon/runs/{run_id}`'s answer.
+    pub async fn api_run(&self, token: &str, run_id: &str) -> serde_json::Value {
+        self.client
+            .get(format!("{}/api/v1/recon/runs/{run_id}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn call_with(
         &self,
         client: &reqwest::Client,

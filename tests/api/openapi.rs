@@ -99,6 +99,14 @@ async fn the_document_is_openapi_3_1_and_lists_every_route(backend: Backend) {
     );
     let error = &doc["components"]["schemas"]["Error"];
     assert_eq!(error["required"], serde_json::json!(["error"]), "{error}");
+    // A run says which bill it read; a pull refused for another holding
+    // the day's lease is documented as such.
+    let run = &doc["components"]["schemas"]["RunRow"]["properties"];
+    assert!(run["bill_type"].is_object(), "{run}");
+    for op in ["/api/v1/recon/pulls", "/api/v1/recon/runs/{run_id}/resume"] {
+        let conflict = &doc["paths"][op]["post"]["responses"]["409"];
+        assert!(conflict.is_object(), "{op}");
+    }
 
     // Each documented operation is routed: without a token it is refused
     // (the document itself is open), never the unknown-route 404.

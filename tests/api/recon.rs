@@ -1187,6 +1187,35 @@ mod bills {
         let (status, run) = app.upload_bill(&token, "wechat", &date, bill).await;
         assert_eq!(status, 201, "{run}");
         completed_and_agreeing(&run, 2);
+        // Which bill it was: recorded on the run, in the API's run and
+        // on the console's runs list.
+        let refund_bill = "wechatpay trade bill (REFUND)";
+        assert_eq!(run["bill_type"], refund_bill, "{run}");
+        let run_id = run["run_id"].as_str().unwrap();
+        let shown = app.app.api_run(&token, run_id).await;
+        assert_eq!(shown["bill_type"], refund_bill, "{shown}");
+        let desk = crate::schedule::signed_in(&app).await;
+        let res = app.app.call_with(&desk, "runs/list", &[]).await;
+        let listed: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(listed["items"][0]["id"], run["run_id"], "{listed}");
+        assert_eq!(listed["items"][0]["bill_type"], refund_bill, "{listed}");
+        // Cut before its summary: refused, and still said to be a REFUND
+        // bill.
+        let whole = fixture("wechatpay_refund.csv");
+        let summary = "总交易单数".as_bytes();
+        let at = whole
+            .windows(summary.len())
+            .position(|w| w == summary)
+            .unwrap();
+        let cut = ("cut.csv", whole[..at].to_vec());
+        let (status, answer) = app.upload_bill(&token, "wechat", &date, cut).await;
+        assert_eq!(status, 422, "{answer}");
+        let refused: (String, Option<String>) =
+            sqlx::query_as("SELECT status, bill_type FROM recon_runs WHERE file_name = 'cut.csv'")
+                .fetch_one(app.pool())
+                .await
+                .unwrap();
+        assert_eq!(refused, ("FAILED".into(), Some(refund_bill.into())));
         assert_eq!(app.fees(&run).await, [Some(-21), Some(-7)]);
         // Refunds Reckon never asked for: REFUND_MISMATCH, at the amounts
         // the bill gives back (not its refund ids).
@@ -1215,6 +1244,7 @@ mod bills {
         let (status, run) = app.upload_bill(&token, "alipay", &date, export).await;
         assert_eq!(status, 201, "{run}");
         completed_and_agreeing(&run, 3);
+        assert_eq!(run["bill_type"], "alipay 业务明细 (UTF-8)", "{run}");
         assert_eq!(app.fees(&run).await, [Some(53), Some(27), Some(-12)]);
         // Two payments and a refund Reckon does not know.
         assert_eq!(

@@ -349,7 +349,7 @@ async fn a_statement_missing_hours_after_it_is_due_is_alerted_once(b: Backend) {
 }
 
 /// A signed-in console user's client.
-async fn signed_in(app: &EngineApp) -> reqwest::Client {
+pub(crate) async fn signed_in(app: &EngineApp) -> reqwest::Client {
     const PASSWORD: &str = "correct horse battery";
     app.app
         .add_user("olga", app::types::Role::Operator, PASSWORD)
@@ -541,6 +541,122 @@ async fn a_china_cut_provider_reconciles_the_china_day(b: Backend) {
     assert_eq!(local_without_row(d).await, 0, "not the UTC day");
 }
 
+/// A manual pull or resume through the API: its status and answer.
+async fn by_hand(
+    app: &EngineApp,
+    token: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let res = app
+        .app
+        .client
+        .post(format!("{}{path}", app.app.base))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap())
+}
+
+/// A pull or resume by hand takes the day's lease as the schedule does:
+/// while another instance holds it, each is refused naming the holder,
+/// starting no second run and asking the provider nothing; once the lease
+/// has ended, both work.
+async fn a_pull_by_hand_waits_for_the_days_lease(b: Backend) {
+    let (app, gate) = gated_app(b, 1).await;
+    let token = app.token().await;
+    let today = today();
+    let yesterday = days_back(today, 1);
+    let date = yesterday.to_string();
+    settled_at_provider(&app, "BY-HAND", yesterday);
+    let now = at(today, 3);
+    app.clock.set(now);
+    // A pull by hand before the bill is out: one FAILED run.
+    gate.not_ready.store(true, Ordering::SeqCst);
+    let pull = serde_json::json!({ "provider": "sandbox", "business_date": date });
+    let (status, answer) = by_hand(&app, &token, "/api/v1/recon/pulls", pull.clone()).await;
+    assert_eq!(status, 422, "{answer}");
+    gate.not_ready.store(false, Ordering::SeqCst);
+    let (run_id,): (String,) =
+        sqlx::query_as("SELECT run_id FROM recon_runs WHERE source = 'pull'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    // Another instance's pass leases the day.
+    let until = now + HOUR_US;
+    let taken = reckon::store::statement_pulls::take(
+        app.pool(),
+        "sandbox",
+        &date,
+        "instance-b",
+        until,
+        now,
+        true,
+    )
+    .await
+    .unwrap();
+    assert!(taken.is_some());
+    let asked = gate.asked.load(Ordering::SeqCst);
+    let resume = format!("/api/v1/recon/runs/{run_id}/resume");
+    for path in ["/api/v1/recon/pulls", resume.as_str()] {
+        let (status, answer) = by_hand(&app, &token, path, pull.clone()).await;
+        assert_eq!(status, 409, "{path}: {answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(
+            error.contains("instance-b") && error.contains(&date) && error.contains(&run_id),
+            "{error}"
+        );
+        assert_eq!(
+            answer.as_object().unwrap().len(),
+            1,
+            "the API's error shape"
+        );
+    }
+    // The console's resume says so too, before it would start.
+    let desk = signed_in(&app).await;
+    let res = app
+        .app
+        .call_with(&desk, "runs/resume", &[("id", run_id.as_str())])
+        .await;
+    assert_eq!(res.status(), 400);
+    let said = res.text().await.unwrap();
+    assert!(said.contains("instance-b"), "{said}");
+    assert_eq!(
+        pulls(&app).await,
+        vec![(date.clone(), "FAILED".into(), 0)],
+        "no second run, the failed one untouched"
+    );
+    assert_eq!(gate.asked.load(Ordering::SeqCst), asked, "nothing asked");
+    // The lease has ended: the resume completes the run, and a new pull
+    // runs (and gives the lease back, recording the day done).
+    app.clock.set(until);
+    let (status, run) = by_hand(&app, &token, &resume, serde_json::json!({})).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(
+        (&run["run_id"], &run["status"]),
+        (&run_id.clone().into(), &"COMPLETED".into())
+    );
+    let (status, again) = by_hand(&app, &token, "/api/v1/recon/pulls", pull).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["status"], "COMPLETED", "{again}");
+    assert_eq!(again["bill_type"], "sandbox statement pages", "{again}");
+    let (owner, done, last_run): (Option<String>, i64, Option<String>) = sqlx::query_as(
+        "SELECT owner, CAST(done AS BIGINT), last_run_id FROM statement_pulls \
+         WHERE provider = 'sandbox' AND business_date = $1",
+    )
+    .bind(&date)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!((owner, done), (None, 1));
+    assert_eq!(
+        last_run.as_ref(),
+        again["run_id"].as_str().map(str::to_owned).as_ref()
+    );
+}
+
 both_databases!(
     a_china_cut_provider_reconciles_the_china_day,
     three_missed_days_are_pulled_on_start,
@@ -549,4 +665,5 @@ both_databases!(
     a_statement_missing_hours_after_it_is_due_is_alerted_once,
     the_kept_file_downloads_byte_identical,
     retention_deletes_old_files_only,
+    a_pull_by_hand_waits_for_the_days_lease,
 );

@@ -1,7 +1,7 @@
 //! Reconciliation runs: each pulling provider's schedule (day cut, ready
 //! time, last and next pull, days missing), upload a statement (a plain
-//! multipart form), and the runs with status, file (its download and
-//! hash), the statement's own checks, cursor, counts per class and
+//! multipart form), and the runs with status, file (its bill type,
+//! download and hash), the statement's own checks, cursor, counts per class and
 //! duration; one
 //! that is running shows its progress (the page follows it), one that
 //! failed says why and offers resume; each links to its day's tickets.
@@ -150,6 +150,7 @@ fn Run(
                     }.into_any(),
                     (false, name) => view! { <span>{name.unwrap_or_default()}</span> }.into_any(),
                 }}
+                {r.bill_type.clone().map(|t| view! { <br/><span class="run-bill-type" title=tr(lang, "Bill type", "账单类型")>{t}</span> })}
                 {r.file_hash.clone().map(|h| view! { <br/><code class="muted run-hash" title=h.clone()>"sha256 " {h.chars().take(12).collect::<String>()} "…"</code> })}
                 {r.cursor.clone().map(|c| view! { <br/><span class="muted">{tr(lang, "cursor", "游标")} " " {c}</span> })}
                 {(!r.checks.is_empty()).then(|| view! {

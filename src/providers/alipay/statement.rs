@@ -172,6 +172,12 @@ impl BillFormat for AlipayBill {
         self.progress
     }
 
+    /// The encoding told from the first lines (encoding_rs's `GBK` or
+    /// `UTF-8`), once the header is read.
+    fn kind(&self) -> Option<&'static str> {
+        self.progress.header.then_some(self.encoding.name())
+    }
+
     fn checks(&mut self) -> Vec<Check> {
         std::mem::take(&mut self.checks)
     }
@@ -180,7 +186,7 @@ impl BillFormat for AlipayBill {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::statement::{fixture, read_all};
+    use crate::statement::{fixture, kind_of, read_all};
 
     fn alipay_bytes() -> Vec<u8> {
         let text = "#支付宝业务明细查询\n#账号：[20880000000000010156]\n#起始日期：[2026年11月30日 00:00:00]   终止日期：[2026年12月01日 00:00:00]\n#-----------------------------------------业务明细列表----------------------------------------\n\
@@ -250,6 +256,10 @@ mod tests {
             r.line_no += 4;
         }
         assert_eq!(from_header, rows);
+        // The encoding told is the one recorded on the run.
+        assert_eq!(kind_of(FORMAT, &gbk), Some("GBK"));
+        assert_eq!(kind_of(FORMAT, &utf8), Some("UTF-8"));
+        assert_eq!(kind_of(FORMAT, &bom), Some("UTF-8"));
     }
 
     #[test]

@@ -295,6 +295,10 @@ impl Provider for Sandbox {
         true
     }
 
+    fn statement_pages(&self) -> &'static str {
+        "sandbox statement pages"
+    }
+
     async fn statement_page(
         &self,
         date: &str,

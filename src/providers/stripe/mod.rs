@@ -411,6 +411,10 @@ impl Provider for Stripe {
         self.balance_page(date, cursor).await
     }
 
+    fn statement_pages(&self) -> &'static str {
+        "stripe balance transactions"
+    }
+
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         self.create_refund(req).await
     }

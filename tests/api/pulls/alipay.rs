@@ -276,7 +276,8 @@ async fn reckon_recon_pull_pulls_an_alipay_bill(b: Backend) {
     );
     cli_pulls_once_ready(&a.app, &section, "alipay", &date, || {
         a.put_bill(&date, (detail, summary))
-    });
+    })
+    .await;
 }
 
 both_databases!(

@@ -11,6 +11,7 @@ pub(crate) mod wechat;
 
 use crate::helpers::TestApp;
 use reckon::recon::ReconError;
+use reckon::store::statement_pulls;
 
 /// The run an error of `pull_statement` or `resume_run` names.
 fn run_of(err: &ReconError) -> String {
@@ -148,9 +149,11 @@ async fn assert_every_class(
 
 /// `reckon recon pull --provider P --date D` as a process, configured by a
 /// file holding the app's provider section (`section`, TOML): before the
-/// bill is made it says "not ready" and exits 1; once `make_bill` made it,
-/// it completes the run with the day's one row.
-fn cli_pulls_once_ready(
+/// bill is made it says "not ready" and exits 1; while another instance
+/// holds the day's lease it says "busy", naming it, and exits 75 with no
+/// run started; once `make_bill` made it, it completes the run with the
+/// day's one row.
+async fn cli_pulls_once_ready(
     app: &TestApp,
     section: &str,
     provider: &str,
@@ -174,6 +177,37 @@ fn cli_pulls_once_ready(
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "no bill yet: {stderr}");
     assert!(stderr.contains("not ready:"), "{stderr}");
+    let pool = &app.engine.db.pool;
+    let count_runs = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM recon_runs")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let runs = count_runs().await;
+    let now = jiff::Timestamp::now().as_microsecond();
+    let held = "instance-b";
+    let until = now + 3_600_000_000;
+    let taken = statement_pulls::take(pool, provider, date, held, until, now, false).await;
+    assert!(taken.unwrap().is_some());
+    let out = pull();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(75), "busy: {stderr}");
+    assert!(
+        stderr.contains("busy:") && stderr.contains(held),
+        "{stderr}"
+    );
+    assert_eq!(count_runs().await, runs, "no run started");
+    let ended = statement_pulls::Tried {
+        run_id: None,
+        error: None,
+        done: false,
+        next_at: None,
+        now,
+    };
+    statement_pulls::release(pool, provider, date, held, &ended)
+        .await
+        .unwrap();
     make_bill();
     let out = pull();
     let stderr = String::from_utf8_lossy(&out.stderr);

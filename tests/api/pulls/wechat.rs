@@ -323,6 +323,16 @@ async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Back
         run.file_name.as_deref(),
         Some(format!("wechatpay-{MCH_ID}-{date}-ALL.csv").as_str())
     );
+    // The run says which bill it read, and the API's run says so too.
+    assert_eq!(run.bill_type.as_deref(), Some("wechatpay trade bill (ALL)"));
+    let token = w
+        .app
+        .accounts
+        .create_token(&reckon::accounts::Actor::cli(), "desk")
+        .await
+        .unwrap();
+    let shown = w.app.api_run(&token, &run.run_id).await;
+    assert_eq!(shown["bill_type"], "wechatpay trade bill (ALL)", "{shown}");
     assert_every_class(&w.app, &run, true, &local_only, &lag).await;
     // Pulled again: the same bill, the same run.
     let again = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
@@ -438,7 +448,8 @@ async fn reckon_recon_pull_pulls_a_wechat_bill(b: Backend) {
     );
     cli_pulls_once_ready(&w.app, &section, "wechat", &date, || {
         w.put_bill("ALL", &date, bill)
-    });
+    })
+    .await;
 }
 
 both_databases!(

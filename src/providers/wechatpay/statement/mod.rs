@@ -313,6 +313,14 @@ impl BillFormat for WechatBill {
         self.progress
     }
 
+    fn kind(&self) -> Option<&'static str> {
+        self.columns.map(|c| match c.bill {
+            BillType::All => "ALL",
+            BillType::Success => "SUCCESS",
+            BillType::Refund => "REFUND",
+        })
+    }
+
     fn checks(&mut self) -> Vec<Check> {
         std::mem::take(&mut self.checks)
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::statement::{StatementRow, fixture, read_all};
+use crate::statement::{StatementRow, fixture, kind_of, read_all};
 
 const WECHAT: &str = "交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\n\
 `2026-11-30 10:00:01,`wx01,`1900000001,`0,`,`4200001,`PAYA,`oUser,`NATIVE,`SUCCESS,`OTHERS,`CNY,`199.00,`0.00,`0,`0,`0.00,`0.00,`,`,`T恤, 白色,`,`1.19,`0.60%,`199.00,`0.00,`\n\
@@ -176,4 +176,19 @@ fn a_fee_with_fractions_of_a_fen_is_refused_naming_its_column() {
     let err = read_all(FORMAT, bill.as_bytes()).unwrap_err();
     assert_eq!(err.line, 2, "{err}");
     assert!(err.reason.contains("手续费"), "{err}");
+}
+
+#[test]
+fn each_trade_bill_says_which_it_is() {
+    for (file, kind) in [
+        ("wechatpay_all.csv", "ALL"),
+        ("wechatpay_success.csv", "SUCCESS"),
+        ("wechatpay_refund.csv", "REFUND"),
+    ] {
+        assert_eq!(kind_of(FORMAT, &fixture(file)), Some(kind), "{file}");
+    }
+    assert_eq!(
+        FORMAT.bill_type(Some("REFUND")),
+        "wechatpay trade bill (REFUND)"
+    );
 }

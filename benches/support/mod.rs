@@ -203,9 +203,15 @@ fn beside(db: &std::path::Path, suffix: &str) -> std::path::PathBuf {
 /// `db` as `pristine` is, on disk: the copy synced, no log beside it.
 #[allow(dead_code)] // the recon and pull benches only
 pub fn restore(pristine: &std::path::Path, db: &std::path::Path) {
+    discard(db);
+    std::fs::copy(pristine, db).unwrap();
+    std::fs::File::open(db).unwrap().sync_all().unwrap();
+}
+
+/// Removes the SQLite file `db` and its log.
+#[allow(dead_code)] // the recon and pull benches only
+pub fn discard(db: &std::path::Path) {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(beside(db, suffix));
     }
-    std::fs::copy(pristine, db).unwrap();
-    std::fs::File::open(db).unwrap().sync_all().unwrap();
 }

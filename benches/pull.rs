@@ -513,6 +513,8 @@ fn main() {
         let import = med(&|r| r.import.secs);
         let import_reconcile = med(&|r| r.import.reconcile());
         let import_rss = med(&|r| r.import.rss);
+        let pull_growth = med(&|r| r.pull.rss - r.pull.before);
+        let import_growth = med(&|r| r.import.rss - r.import.before);
         let ratio = med(&|r| r.pull.secs / r.import.secs);
         let cpu = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(0);
         let report = format!(
@@ -523,7 +525,8 @@ fn main() {
              ({bill_mib:.1} MiB; {gz_mib:.1} MiB gzipped, held by the bill API in the same process), 0.5% each of \
              AMOUNT_MISMATCH, PROVIDER_ONLY and LOCAL_ONLY, the rest matching. Each round pulls the day through \
              the local v3 bill API (signed application and answer, gzipped download, SHA1) on a fresh copy of the \
-             database, then imports the same bill, gunzipped, from a file on another fresh copy. Medians of the rounds:\n\n\
+             database, then imports the same bill, gunzipped, from a file on another fresh copy. Each figure is the \
+             median of its own over the rounds (so the parts need not add up to the whole):\n\n\
              | what | figure |\n|---|---|\n\
              | pull: apply, download, gunzip, check SHA1, read, match, write the tickets, keep the file | **{pull:.2} s** |\n\
              | of which: reading, matching, classifying, writing (the run's own phases) | {reconcile:.2} s |\n\
@@ -533,6 +536,7 @@ fn main() {
              | pull / import | {ratio:.2}× |\n\
              | peak RSS while pulling (the whole process, bill API included; {pull_before:.0} MiB just before) | {pull_rss:.0} MiB |\n\
              | peak RSS while importing | {import_rss:.0} MiB |\n\
+             | peak RSS over where it stood just before: pull, import | {pull_growth:.0} MiB, {import_growth:.0} MiB |\n\
              | (setup, not timed: RSA keys, the bill, inserting the payments) | {generated:.1} s |\n\n\
              {}",
             rounds_table(&done),

@@ -18,7 +18,9 @@ use reckon::config::LogFormat;
 use reckon::providers::signing::Secret;
 use std::io::Write;
 use std::time::Instant;
-use support::{config, cpu_secs, peak_rss_mib, write_section};
+use support::{
+    Local, config, cpu_secs, insert_payments, median, peak_rss_mib, restore, settle, write_section,
+};
 
 /// The case of row `i`: 0.5% of each class, the rest matched.
 fn case(i: usize) -> &'static str {
@@ -32,18 +34,6 @@ fn case(i: usize) -> &'static str {
         _ => "MATCHED",
     }
 }
-
-/// A local payment to insert: payment_no, transaction, amount, currency,
-/// status, made at, paid at.
-type Local = (
-    String,
-    String,
-    i64,
-    &'static str,
-    &'static str,
-    i64,
-    Option<i64>,
-);
 
 /// `RECKON_BENCH_PARSE=FILE`: only read a sandbox statement, as the run's
 /// reader does (a 64 KiB buffer, chunks of 4,096 rows), five times; the
@@ -145,29 +135,7 @@ fn main() {
                 }
             }
             if batch.len() == 500 || i + 1 == n {
-                let mut tx = engine.db.begin_write().await.unwrap();
-                for chunk in batch.chunks(32) {
-                    let sql = format!(
-                        "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
-                         currency, status, version, created_by, awaiting_recon, created_at, updated_at, paid_at) VALUES {}",
-                        (0..chunk.len())
-                            .map(|k| {
-                                let b = k * 7;
-                                format!(
-                                    "(${}, ${}, 1, 'sandbox', ${}, ${}, ${}, ${}, 1, 'bench', 0, ${}, ${}, ${})",
-                                    b + 1, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 6, b + 7
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                    let mut q = sqlx::query(&sql);
-                    for (no, txn, minor, cur, status, created, paid) in chunk {
-                        q = q.bind(no).bind(txn).bind(*minor).bind(*cur).bind(*status).bind(*created).bind(*paid);
-                    }
-                    q.execute(&mut *tx).await.unwrap();
-                }
-                tx.commit().await.unwrap();
+                insert_payments(&engine, "sandbox", &batch).await;
                 batch.clear();
             }
         }
@@ -478,60 +446,6 @@ fn same_classes(duck: &str, reckon: &serde_json::Value) -> bool {
         && pairs
             .iter()
             .all(|(class, n)| reckon.get(class).and_then(serde_json::Value::as_i64) == Some(*n))
-}
-
-/// The median of sorted figures.
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
-/// Copies the whole write-ahead log of `db` back into it and ends the log,
-/// so that the file alone is the database. (A checkpoint that meets
-/// another — the pool's checkpointer's — answers busy and leaves the log:
-/// a copy of the file alone then lacked the last 500 payments.)
-async fn settle(db: &std::path::Path) {
-    use sqlx::{ConnectOptions, Connection};
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(db)
-        .connect()
-        .await
-        .unwrap();
-    for tries in 1.. {
-        // (busy, frames in the log, frames copied back)
-        let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-            .fetch_one(&mut conn)
-            .await
-            .unwrap();
-        if busy == 0 {
-            break;
-        }
-        assert!(tries < 100, "the log of {} stays busy", db.display());
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    conn.close().await.unwrap();
-    let left = std::fs::metadata(beside(db, "-wal")).map_or(0, |m| m.len());
-    assert_eq!(left, 0, "{} has a write-ahead log left", db.display());
-}
-
-/// SQLite's file `db` with `suffix` (`-wal`, `-shm`) after its name.
-fn beside(db: &std::path::Path, suffix: &str) -> std::path::PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push(suffix);
-    p.into()
-}
-
-/// `db` as `pristine` is, on disk: the copy synced, no log beside it.
-fn restore(pristine: &std::path::Path, db: &std::path::Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(beside(db, suffix));
-    }
-    std::fs::copy(pristine, db).unwrap();
-    std::fs::File::open(db).unwrap().sync_all().unwrap();
 }
 
 /// The DuckDB join and classification of the two files, as a Python

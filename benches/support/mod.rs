@@ -94,3 +94,124 @@ pub fn write_section(heading: &str, text: &str) {
     }
     std::fs::write(&path, out).unwrap();
 }
+
+/// A local payment to insert: payment_no, transaction, amount, currency,
+/// status, made at, paid at.
+#[allow(dead_code)] // the recon and pull benches only
+pub type Local = (
+    String,
+    String,
+    i64,
+    &'static str,
+    &'static str,
+    i64,
+    Option<i64>,
+);
+
+/// Inserts `batch` as `provider`'s payments in one transaction, 32 rows a
+/// statement: the fast way to seed a day (setup, never timed).
+#[allow(dead_code)] // the recon and pull benches only
+pub async fn insert_payments(engine: &reckon::engine::Engine, provider: &str, batch: &[Local]) {
+    let mut tx = engine.db.begin_write().await.unwrap();
+    for chunk in batch.chunks(32) {
+        let sql = format!(
+            "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
+             currency, status, version, created_by, awaiting_recon, created_at, updated_at, paid_at) VALUES {}",
+            (0..chunk.len())
+                .map(|k| {
+                    let b = k * 7 + 1;
+                    format!(
+                        "(${}, ${}, 1, $1, ${}, ${}, ${}, ${}, 1, 'bench', 0, ${}, ${}, ${})",
+                        b + 1,
+                        b + 1,
+                        b + 2,
+                        b + 3,
+                        b + 4,
+                        b + 5,
+                        b + 6,
+                        b + 6,
+                        b + 7
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut q = sqlx::query(&sql).bind(provider);
+        for (no, txn, minor, cur, status, created, paid) in chunk {
+            q = q
+                .bind(no)
+                .bind(txn)
+                .bind(*minor)
+                .bind(*cur)
+                .bind(*status)
+                .bind(*created)
+                .bind(*paid);
+        }
+        q.execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+/// The median of sorted figures.
+#[allow(dead_code)] // the recon and pull benches only
+pub fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// Copies the whole write-ahead log of `db` back into it and ends the log,
+/// so that the file alone is the database. (A checkpoint that meets
+/// another — the pool's checkpointer's — answers busy and leaves the log:
+/// a copy of the file alone then lacked the last 500 payments.)
+#[allow(dead_code)] // the recon and pull benches only
+pub async fn settle(db: &std::path::Path) {
+    use sqlx::{ConnectOptions, Connection};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .connect()
+        .await
+        .unwrap();
+    for tries in 1.. {
+        // (busy, frames in the log, frames copied back)
+        let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+        if busy == 0 {
+            break;
+        }
+        assert!(tries < 100, "the log of {} stays busy", db.display());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    conn.close().await.unwrap();
+    let left = std::fs::metadata(beside(db, "-wal")).map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{} has a write-ahead log left", db.display());
+}
+
+/// SQLite's file `db` with `suffix` (`-wal`, `-shm`) after its name.
+#[allow(dead_code)] // the recon and pull benches only
+fn beside(db: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push(suffix);
+    p.into()
+}
+
+/// `db` as `pristine` is, on disk: the copy synced, no log beside it.
+#[allow(dead_code)] // the recon and pull benches only
+pub fn restore(pristine: &std::path::Path, db: &std::path::Path) {
+    discard(db);
+    std::fs::copy(pristine, db).unwrap();
+    std::fs::File::open(db).unwrap().sync_all().unwrap();
+}
+
+/// Removes the SQLite file `db` and its log.
+#[allow(dead_code)] // the recon and pull benches only
+pub fn discard(db: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(beside(db, suffix));
+    }
+}

@@ -23,16 +23,16 @@ pub struct Compressed {
 }
 
 /// Starts compressing the statement `input` on a thread of its own, beside
-/// the read (a file is read again from its path; bytes are copied).
-pub fn compress(input: &Input) -> Compressing {
-    let input = match input {
-        Input::File(p) => Input::File(p.clone()),
-        Input::Bytes(b) => Input::Bytes(b.clone()),
-    };
-    Compressing(tokio::task::spawn_blocking(move || match input {
+/// the read; returns the input for the read (a file is read again from its
+/// path; bytes are shared, not copied).
+pub fn compress(input: Input) -> (Input, Compressing) {
+    let (read, kept) = input.share();
+    let compressing = Compressing(tokio::task::spawn_blocking(move || match kept {
         Input::File(p) => gzip(std::fs::File::open(p)?),
         Input::Bytes(b) => gzip(b.as_slice()),
-    }))
+        Input::Shared(b) => gzip(b.as_ref()),
+    }));
+    (read, compressing)
 }
 
 /// Gzips what `r` reads, hashing its bytes as [`StatementHash`] does.

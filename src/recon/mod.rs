@@ -258,13 +258,14 @@ struct Started<'a> {
 async fn read_into(
     engine: &Engine,
     into: &Started<'_>,
-    how: read::Reading,
+    mut how: read::Reading,
 ) -> Result<RunRow, ReconError> {
     let pool = &engine.db.pool;
     let run_id = into.run_id;
     // The original file, compressed beside the read, is kept once the run
     // is known to be new.
-    let kept = files::compress(&how.input);
+    let (input, kept) = files::compress(how.input);
+    how.input = input;
     let told = how.told.clone();
     let (read, matcher) =
         match read::read_and_match(engine, run_id, into.provider, into.range, how).await {

@@ -28,12 +28,36 @@ const EARLY_LOOKUPS: usize = 2_048;
 pub enum Input {
     Bytes(Vec<u8>),
     File(std::path::PathBuf),
+    /// Bytes read by two at once (the run's reader and the kept file's
+    /// compression), held once.
+    Shared(SharedBytes),
+}
+
+/// A statement's bytes behind a shared pointer, readable as a slice.
+#[derive(Clone)]
+pub struct SharedBytes(pub std::sync::Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
 }
 
 impl Input {
+    /// The same input for two readers: bytes moved behind one shared
+    /// pointer (not copied), a file by its path.
+    pub fn share(self) -> (Input, Input) {
+        match self {
+            Input::File(p) => (Input::File(p.clone()), Input::File(p)),
+            Input::Bytes(b) => Input::Shared(SharedBytes(std::sync::Arc::new(b))).share(),
+            Input::Shared(b) => (Input::Shared(b.clone()), Input::Shared(b)),
+        }
+    }
+
     fn into_reader(self) -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
         Ok(match self {
             Input::Bytes(b) => Box::new(std::io::Cursor::new(b)),
+            Input::Shared(b) => Box::new(std::io::Cursor::new(b)),
             Input::File(p) => Box::new(std::io::BufReader::with_capacity(
                 1 << 16,
                 std::fs::File::open(p)?,
@@ -45,6 +69,7 @@ impl Input {
         let mut h = StatementHash::default();
         let mut r: Box<dyn std::io::BufRead + Send + '_> = match self {
             Input::Bytes(b) => Box::new(std::io::Cursor::new(b.as_slice())),
+            Input::Shared(b) => Box::new(std::io::Cursor::new(b.as_ref())),
             Input::File(p) => Box::new(std::io::BufReader::with_capacity(
                 1 << 20,
                 std::fs::File::open(p)?,

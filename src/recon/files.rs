@@ -22,17 +22,14 @@ pub struct Compressed {
     size: i64,
 }
 
-/// Starts compressing the statement `input` on a thread of its own, beside
-/// the read; returns the input for the read (a file is read again from its
-/// path; bytes are shared, not copied).
-pub fn compress(input: Input) -> (Input, Compressing) {
-    let (read, kept) = input.share();
-    let compressing = Compressing(tokio::task::spawn_blocking(move || match kept {
+/// Starts compressing the statement `input` on a thread of its own (a
+/// file is read again from its path; shared bytes are not copied).
+pub fn compress(input: Input) -> Compressing {
+    Compressing(tokio::task::spawn_blocking(move || match input {
         Input::File(p) => gzip(std::fs::File::open(p)?),
         Input::Bytes(b) => gzip(b.as_slice()),
         Input::Shared(b) => gzip(b.as_ref()),
-    }));
-    (read, compressing)
+    }))
 }
 
 /// Gzips what `r` reads, hashing its bytes as [`StatementHash`] does.

@@ -262,9 +262,10 @@ async fn read_into(
 ) -> Result<RunRow, ReconError> {
     let pool = &engine.db.pool;
     let run_id = into.run_id;
-    // The original file, compressed beside the read, is kept once the run
-    // is known to be new.
-    let (input, kept) = files::compress(how.input);
+    // The original file is kept once the run is known to be new: compressed
+    // while the findings are written (the read has the cores to itself) and
+    // stored after the write, past the run's peak of memory.
+    let (input, original) = how.input.share();
     how.input = input;
     let told = how.told.clone();
     let (read, matcher) =
@@ -294,7 +295,7 @@ async fn read_into(
         engine.now(),
     )
     .await?;
-    files::keep(engine, run_id, into.file_name, kept).await;
+    let kept = files::compress(original);
     let run = Run {
         run_id,
         provider: into.provider,
@@ -302,7 +303,9 @@ async fn read_into(
         file: into.file_name,
         range: into.range,
     };
-    finish_run(engine, &run, &read.checks, &read.skipped, Some(matcher)).await
+    let finished = finish_run(engine, &run, &read.checks, &read.skipped, Some(matcher)).await;
+    files::keep(engine, run_id, into.file_name, kept).await;
+    finished
 }
 
 /// Pulls the day's statement through the provider's API. Page by page:

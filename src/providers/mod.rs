@@ -198,6 +198,12 @@ pub enum CallError {
     /// later; not a fault of the statement.
     #[error("not ready: {0}")]
     NotReady(String),
+    /// The provider says it has no bill for that day because nothing
+    /// happened (WeChat Pay's `NO_STATEMENT_EXIST`, Alipay's
+    /// `isp.bill_not_exist`, which also stands for "not made yet"):
+    /// believed only for a day Reckon has no business of its own.
+    #[error("not ready: {0}")]
+    NoStatement(String),
 }
 
 pub struct CreateRequest<'a> {

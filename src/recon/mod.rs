@@ -403,6 +403,9 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
     };
     let file = match p.statement_file(&date).await {
         Ok(file) => file,
+        Err(CallError::NoStatement(why)) => {
+            return no_statement(engine, run_id, &provider, &date, range, &why).await;
+        }
         Err(e) => {
             // "not ready: …" first, so whoever schedules pulls can tell a
             // bill not yet made from a fault, and ask again later.
@@ -432,6 +435,50 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
         told: Default::default(),
     };
     read_into(engine, &into, how).await
+}
+
+/// The provider says it made no bill for the day because nothing happened.
+/// Believed when Reckon has no payment paid and no refund finished that
+/// day either: the run COMPLETES as an empty statement, with nothing to
+/// hold against it. Otherwise the two disagree, or the bill is late: the
+/// run fails as not ready, is asked again, and the missing statement is
+/// alerted if it stays so.
+async fn no_statement(
+    engine: &Engine,
+    run_id: &str,
+    provider: &str,
+    date: &str,
+    range: (i64, i64),
+    why: &str,
+) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let settled = crate::store::recon_reads::count_settled_of_day(pool, provider, range).await?;
+    if settled > 0 {
+        let error = format!(
+            "not ready: {why}, but Reckon has {settled} payments paid or refunds finished that day; \
+             the pull asks again later (or resume)"
+        );
+        fail(engine, run_id, &error).await?;
+        return Err(ReconError::Refused(format!("run {run_id}: {error}")));
+    }
+    let empty = read::StatementHash::default().finish();
+    recon_runs::read_through(
+        pool,
+        run_id,
+        0,
+        &empty,
+        Some("none (no bill: no trade that day)"),
+        engine.now(),
+    )
+    .await?;
+    let run = Run {
+        run_id,
+        provider,
+        date,
+        file: None,
+        range,
+    };
+    finish_run(engine, &run, &[], &[], None).await
 }
 
 /// Goes on with a pull that failed, from its saved cursor (a bill file:

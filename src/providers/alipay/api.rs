@@ -129,7 +129,7 @@ impl Alipay {
             sub_code,
             "isp.bill_not_exist" | "BILL_NOT_EXIST" | "NO_BILL_DATA"
         ) {
-            return Err(CallError::NotReady(format!(
+            return Err(CallError::NoStatement(format!(
                 "Alipay has no bill yet ({code} {sub_code}: {})",
                 answer["sub_msg"].as_str().unwrap_or_default()
             )));

@@ -297,9 +297,14 @@ impl WechatPay {
             .await?;
         if !status.is_success() {
             let (code, message) = refusal(&body);
-            // NO_STATEMENT_EXIST: no bill for the day (yet); STATEMENT_CREATING:
-            // being made. Either way: ask again later.
-            if matches!(code.as_str(), "NO_STATEMENT_EXIST" | "STATEMENT_CREATING") {
+            // NO_STATEMENT_EXIST: no trade that day, so no bill;
+            // STATEMENT_CREATING: being made, ask again later.
+            if code == "NO_STATEMENT_EXIST" {
+                return Err(CallError::NoStatement(format!(
+                    "WeChat Pay has no {bill_type} bill for {date} ({code}: {message})"
+                )));
+            }
+            if code == "STATEMENT_CREATING" {
                 return Err(CallError::NotReady(format!(
                     "WeChat Pay has no {bill_type} bill for {date} yet ({code}: {message})"
                 )));

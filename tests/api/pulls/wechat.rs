@@ -6,7 +6,9 @@
 //! checked for the merchant's signature and answered, unsigned, with the
 //! gzipped bill.
 
-use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
+use super::{
+    assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails, tickets,
+};
 use crate::both_databases;
 use crate::helpers::Backend;
 use crate::wechatpay::{
@@ -415,8 +417,9 @@ async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Back
     let fund = "\u{feff}记账时间,微信支付业务单号,资金流水单号,业务名称,业务类型,收支类型,收支金额（元）,账户结余（元）,资金变更提交申请人,备注,业务凭证号\r\n\
 `2026-11-30 04:21:23,`50000305742018020103387128253,`1900009231201802015884652186,`退款,`退款,`支出,`0.02,`0.17,`system,`缺货,`REF4200000068201801293084726067\r\n\
 资金流水总笔数,收入笔数,收入金额,支出笔数,支出金额\r\n`1.0,`0.0,`0.00,`1.0,`0.02\r\n";
-    let not_ready = wechat.fund_flow_bill(&date).await.unwrap_err();
-    assert!(matches!(not_ready, CallError::NotReady(_)), "{not_ready:?}");
+    // NO_STATEMENT_EXIST: no bill, for want of a movement that day.
+    let none = wechat.fund_flow_bill(&date).await.unwrap_err();
+    assert!(matches!(none, CallError::NoStatement(_)), "{none:?}");
     w.put_bill("BASIC", &date, fund.as_bytes().to_vec());
     let file = wechat.fund_flow_bill(&date).await.unwrap();
     assert_eq!(file.bytes, fund.as_bytes(), "gunzipped, BOM kept");
@@ -452,7 +455,36 @@ async fn reckon_recon_pull_pulls_a_wechat_bill(b: Backend) {
     .await;
 }
 
+/// NO_STATEMENT_EXIST for a day Reckon has no business of its own either:
+/// an empty statement, the run COMPLETED with no ticket. The same answer
+/// once the day has a paid payment: not ready (a late bill, or trades
+/// WeChat Pay does not list), asked again and alerted if it stays so.
+async fn no_wechat_bill_for_a_day_without_trades_is_an_empty_day(b: Backend) {
+    let w = spawn(b).await;
+    let date = w.today();
+    let run = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.rows_read),
+        ("COMPLETED", 0),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.bill_type.as_deref(),
+        Some("none (no bill: no trade that day)")
+    );
+    assert!(tickets(&w.app).await.is_empty());
+    w.paid("WXP-1", 1999).await;
+    let (_, error) = pull_fails(&w.app, "wechat", &date).await;
+    assert!(error.starts_with("not ready:"), "{error}");
+    assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
+    assert!(error.contains("Reckon has 1 payments paid"), "{error}");
+    assert!(tickets(&w.app).await.is_empty());
+}
+
 both_databases!(
+    no_wechat_bill_for_a_day_without_trades_is_an_empty_day,
     a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets,
     a_wechat_pull_not_ready_broken_or_slow_fails_and_resume_completes,
     a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row,

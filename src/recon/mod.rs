@@ -437,12 +437,13 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
     read_into(engine, &into, how).await
 }
 
-/// The provider says it made no bill for the day because nothing happened.
-/// Believed when Reckon has no payment paid and no refund finished that
-/// day either: the run COMPLETES as an empty statement, with nothing to
-/// hold against it. Otherwise the two disagree, or the bill is late: the
-/// run fails as not ready, is asked again, and the missing statement is
-/// alerted if it stays so.
+/// The provider says it made no bill for the day because nothing happened
+/// (and said so signed). Believed only once the bill is overdue — its ready
+/// time plus the hours after which a missing one is alerted — and when
+/// Reckon has no payment or refund of its own that day either: the run
+/// COMPLETES as an empty statement. Otherwise the bill may be late, or the
+/// two disagree: the run fails as not ready, is asked again, and the
+/// missing statement is alerted if it stays so.
 async fn no_statement(
     engine: &Engine,
     run_id: &str,
@@ -452,14 +453,26 @@ async fn no_statement(
     why: &str,
 ) -> Result<RunRow, ReconError> {
     let pool = &engine.db.pool;
-    let settled = crate::store::recon_reads::count_settled_of_day(pool, provider, range).await?;
-    if settled > 0 {
-        let error = format!(
-            "not ready: {why}, but Reckon has {settled} payments paid or refunds finished that day; \
-             the pull asks again later (or resume)"
-        );
+    let wait = |error: String| async move {
+        let error = format!("not ready: {why}, {error}; the pull asks again later (or resume)");
         fail(engine, run_id, &error).await?;
-        return Err(ReconError::Refused(format!("run {run_id}: {error}")));
+        Err(ReconError::Refused(format!("run {run_id}: {error}")))
+    };
+    let overdue = date
+        .parse::<jiff::civil::Date>()
+        .ok()
+        .and_then(|d| schedule::ready_at(d, &schedule::statement_day(engine, provider)))
+        .map(|ready| ready + engine.settings.pulls.missing_after_us);
+    match overdue {
+        Some(at) if engine.now() >= at => {}
+        _ => return wait("before the bill is overdue".into()).await,
+    }
+    let local = crate::store::recon_reads::count_business_of_day(pool, provider, range).await?;
+    if local > 0 {
+        return wait(format!(
+            "but Reckon has {local} payments or refunds that day"
+        ))
+        .await;
     }
     let empty = read::StatementHash::default().finish();
     recon_runs::read_through(

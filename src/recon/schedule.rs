@@ -36,7 +36,7 @@ pub fn statement_zone(engine: &Engine, provider: &str) -> jiff::tz::TimeZone {
     statement_day(engine, provider).zone
 }
 
-fn statement_day(engine: &Engine, provider: &str) -> StatementDay {
+pub(super) fn statement_day(engine: &Engine, provider: &str) -> StatementDay {
     engine
         .settings
         .pulls

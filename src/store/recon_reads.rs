@@ -29,17 +29,21 @@ pub const DAY_PAYMENTS: [&str; 2] = [
 pub const DAY_REFUNDS: &str = "SELECT refund_no, payment_no, amount_minor, currency, status FROM refunds \
      WHERE provider = $1 AND status = 'SUCCEEDED' AND finished_at >= $2 AND finished_at < $3";
 
-/// How many payments of one provider were paid, and refunds finished, in
-/// a business day: what its statement would have to list.
-pub async fn count_settled_of_day<'e>(
+/// How many payments and refunds of one provider a business day has in
+/// Reckon: paid or finished that day, or made that day and not (yet) paid
+/// or finished — what [`DAY_PAYMENTS`] reads, and the refunds beside them.
+pub async fn count_business_of_day<'e>(
     e: impl Executor<'e, Database = Any>,
     provider: &str,
     (start, end): (i64, i64),
 ) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "SELECT (SELECT COUNT(*) FROM payments WHERE provider = $1 AND paid_at >= $2 AND paid_at < $3) \
-              + (SELECT COUNT(*) FROM refunds WHERE provider = $1 AND status = 'SUCCEEDED' \
-                   AND finished_at >= $2 AND finished_at < $3)",
+              + (SELECT COUNT(*) FROM payments WHERE provider = $1 AND paid_at IS NULL \
+                   AND created_at >= $2 AND created_at < $3) \
+              + (SELECT COUNT(*) FROM refunds WHERE provider = $1 AND finished_at >= $2 AND finished_at < $3) \
+              + (SELECT COUNT(*) FROM refunds WHERE provider = $1 AND finished_at IS NULL \
+                   AND created_at >= $2 AND created_at < $3)",
     )
     .bind(provider)
     .bind(start)

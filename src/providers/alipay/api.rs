@@ -95,10 +95,11 @@ impl Alipay {
         let code = answer["code"].as_str().unwrap_or_default();
         // Alipay signs every answer it produces; gateway-level refusals
         // (bad signature, missing parameters) may come unsigned.
-        match envelope
+        let sign = envelope
             .get("sign")
-            .and_then(|s| serde_json::from_str::<String>(s.get()).ok())
-        {
+            .and_then(|s| serde_json::from_str::<String>(s.get()).ok());
+        let signed = sign.is_some();
+        match sign {
             Some(sign) => {
                 let signature = B64
                     .decode(sign.trim())
@@ -125,10 +126,17 @@ impl Alipay {
         }
         // The gateway says isp.bill_not_exist; the documentation names
         // BILL_NOT_EXIST and NO_BILL_DATA (no business that day).
+        // Believed only signed, since it can end a day; unsigned, it only
+        // makes the pull wait.
         if matches!(
             sub_code,
             "isp.bill_not_exist" | "BILL_NOT_EXIST" | "NO_BILL_DATA"
         ) {
+            if !signed {
+                return Err(CallError::NotReady(format!(
+                    "Alipay has no bill yet ({code} {sub_code}, unsigned)"
+                )));
+            }
             return Err(CallError::NoStatement(format!(
                 "Alipay has no bill yet ({code} {sub_code}: {})",
                 answer["sub_msg"].as_str().unwrap_or_default()

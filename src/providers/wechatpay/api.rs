@@ -122,18 +122,20 @@ impl WechatPay {
         path_and_query: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<(StatusCode, Vec<u8>), CallError> {
-        self.signed_call(method, path_and_query, body, true).await
+        let (status, body, _) = self.signed_call(method, path_and_query, body, true).await?;
+        Ok((status, body))
     }
 
     /// A signed call; its answer verified when it succeeded, and a refusal
-    /// too if `verify_refusals`.
+    /// too if `verify_refusals` (otherwise a refusal's signature is only
+    /// reported: whether it verified).
     async fn signed_call(
         &self,
         method: reqwest::Method,
         path_and_query: &str,
         body: Option<&serde_json::Value>,
         verify_refusals: bool,
-    ) -> Result<(StatusCode, Vec<u8>), CallError> {
+    ) -> Result<(StatusCode, Vec<u8>, bool), CallError> {
         let Some(api) = &self.api else {
             return Err(CallError::Refused(format!(
                 "{} has no API credentials configured",
@@ -165,12 +167,15 @@ impl WechatPay {
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }
-        if status.is_success() || verify_refusals {
+        let verified = if status.is_success() || verify_refusals {
             // An answer that does not verify is nobody's word: unknown.
             self.verify_signed(&headers, &body, now)
                 .map_err(|e| CallError::Network(format!("the answer is not WeChat Pay's: {e}")))?;
-        }
-        Ok((status, body.to_vec()))
+            true
+        } else {
+            self.verify_signed(&headers, &body, now).is_ok()
+        };
+        Ok((status, body.to_vec(), verified))
     }
 
     pub(super) async fn domestic_refund(
@@ -292,19 +297,20 @@ impl WechatPay {
     ) -> Result<StatementFile, CallError> {
         // Only the answer acted on must be WeChat Pay's word; a refusal
         // (which its SDKs do not verify either) only makes the pull wait.
-        let (status, body) = self
+        let (status, body, verified) = self
             .signed_call(reqwest::Method::GET, path_and_query, None, false)
             .await?;
         if !status.is_success() {
             let (code, message) = refusal(&body);
-            // NO_STATEMENT_EXIST: no trade that day, so no bill;
-            // STATEMENT_CREATING: being made, ask again later.
-            if code == "NO_STATEMENT_EXIST" {
+            // NO_STATEMENT_EXIST: no trade that day, so no bill — believed
+            // only signed, since it can end a day; STATEMENT_CREATING: being
+            // made, ask again later.
+            if code == "NO_STATEMENT_EXIST" && verified {
                 return Err(CallError::NoStatement(format!(
                     "WeChat Pay has no {bill_type} bill for {date} ({code}: {message})"
                 )));
             }
-            if code == "STATEMENT_CREATING" {
+            if matches!(code.as_str(), "NO_STATEMENT_EXIST" | "STATEMENT_CREATING") {
                 return Err(CallError::NotReady(format!(
                     "WeChat Pay has no {bill_type} bill for {date} yet ({code}: {message})"
                 )));

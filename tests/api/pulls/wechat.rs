@@ -455,14 +455,27 @@ async fn reckon_recon_pull_pulls_a_wechat_bill(b: Backend) {
     .await;
 }
 
-/// NO_STATEMENT_EXIST for a day Reckon has no business of its own either:
-/// an empty statement, the run COMPLETED with no ticket. The same answer
-/// once the day has a paid payment: not ready (a late bill, or trades
-/// WeChat Pay does not list), asked again and alerted if it stays so.
+/// NO_STATEMENT_EXIST, signed, for a day Reckon has no business of its own
+/// either and whose bill is overdue: an empty statement, the run COMPLETED
+/// with no ticket. Before the bill is overdue, unsigned, or for a day with
+/// a payment of Reckon's: not ready (a late bill, or trades WeChat Pay does
+/// not list), asked again and alerted if it stays so.
 async fn no_wechat_bill_for_a_day_without_trades_is_an_empty_day(b: Backend) {
     let w = spawn(b).await;
-    let date = w.today();
-    let run = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+    let busy = w.today();
+    w.paid("WXP-1", 1999).await;
+    w.clock.advance_secs(86_400);
+    let quiet = w.today();
+    let (_, error) = pull_fails(&w.app, "wechat", &quiet).await;
+    assert!(error.starts_with("not ready:"), "{error}");
+    assert!(error.contains("before the bill is overdue"), "{error}");
+    w.clock.advance_secs(2 * 86_400);
+    w.fault(|d| d.unsigned_refusals = true);
+    let (_, error) = pull_fails(&w.app, "wechat", &quiet).await;
+    assert!(error.starts_with("not ready:"), "{error}");
+    assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
+    w.fault(|d| d.unsigned_refusals = false);
+    let run = reckon::recon::pull_statement(&w.app.engine, "wechat", &quiet, "test")
         .await
         .unwrap();
     assert_eq!(
@@ -474,12 +487,12 @@ async fn no_wechat_bill_for_a_day_without_trades_is_an_empty_day(b: Backend) {
         run.bill_type.as_deref(),
         Some("none (no bill: no trade that day)")
     );
-    assert!(tickets(&w.app).await.is_empty());
-    w.paid("WXP-1", 1999).await;
-    let (_, error) = pull_fails(&w.app, "wechat", &date).await;
+    let (_, error) = pull_fails(&w.app, "wechat", &busy).await;
     assert!(error.starts_with("not ready:"), "{error}");
-    assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
-    assert!(error.contains("Reckon has 1 payments paid"), "{error}");
+    assert!(
+        error.contains("Reckon has 1 payments or refunds"),
+        "{error}"
+    );
     assert!(tickets(&w.app).await.is_empty());
 }
 

@@ -244,7 +244,9 @@ impl BillFormat for WechatBill {
         if self.progress.summary {
             return Err("a row after the summary".into());
         }
-        if f.len() < at.width {
+        // More fields than the header: a ",`" inside free text (商品名称,
+        // 商户数据包) would shift every column after it, fee and amount too.
+        if f.len() != at.width {
             return Err(format!("expected {} fields, found {}", at.width, f.len()));
         }
         let currency = match f.get(at.currency) {

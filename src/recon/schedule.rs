@@ -171,7 +171,7 @@ async fn pull_day(
     };
     let attempt = match recon_runs::latest_pull(pool, provider, date).await? {
         None => Attempt::Ran(
-            super::start_pull(engine, provider, date, "schedule")
+            super::pull::start_pull(engine, provider, date, "schedule")
                 .await
                 .map(|r| r.run_id),
         ),
@@ -180,7 +180,7 @@ async fn pull_day(
                 || (status == "RUNNING" && last.unwrap_or(0) < now - STALE_US) =>
         {
             Attempt::Ran(
-                super::resume_leased(engine, &run_id)
+                super::pull::resume_leased(engine, &run_id)
                     .await
                     .map(|r| r.run_id),
             )

@@ -1,0 +1,256 @@
+//! Pulling a day's statement through the provider's API: page by page
+//! with the cursor kept, or one bill file read as an upload is; resuming a
+//! pull that failed; a provider's "no bill for that day". Every pull and
+//! resume holds the provider-day's lease ([`super::schedule`]).
+
+use super::read::{self, Input};
+use super::schedule::{self, statement_zone};
+use super::{
+    ReconError, Run, STALE_US, Started, day_range, fail, find_run, finish_run, new_run_id,
+    read_into,
+};
+use crate::engine::Engine;
+use crate::providers::CallError;
+use crate::store::recon_runs::{self, NewRun, RunRow};
+
+/// Pulls the day's statement through the provider's API. Page by page:
+/// each page's rows and the cursor after it are written in one
+/// transaction, so an interruption loses nothing and repeats nothing: the
+/// run FAILS with the cursor kept, and [`resume_run`] goes on from there.
+/// A provider that hands out one bill file ([`Provider::pulls_files`]):
+/// the file is fetched and read like an upload into the pull's run; a
+/// failed fetch FAILS the run with nothing read (`not ready: …` when the
+/// provider has no bill yet) and [`resume_run`] fetches it again.
+///
+/// The pull holds the day's lease, as a scheduled one does: while another
+/// pull of the day holds it, none is started ([`ReconError::Busy`]).
+///
+/// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
+pub async fn pull_statement(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    started_by: &str,
+) -> Result<RunRow, ReconError> {
+    pullable(engine, provider, date)?;
+    let lease = schedule::Lease::by_hand(engine, provider, date, started_by).await?;
+    let outcome = start_pull(engine, provider, date, started_by).await;
+    lease.release_by_hand(engine, &outcome).await?;
+    outcome
+}
+
+/// The provider, if it pulls statements and `date` is a day.
+fn pullable(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+) -> Result<std::sync::Arc<dyn crate::providers::Provider>, ReconError> {
+    let p = engine
+        .providers
+        .get(provider)
+        .cloned()
+        .ok_or_else(|| ReconError::Invalid(format!("provider {provider} is not configured")))?;
+    if !p.pulls_statements() {
+        return Err(ReconError::Invalid(format!(
+            "provider {provider} has no statement API; upload or import its file"
+        )));
+    }
+    day_range(date, &statement_zone(engine, provider)).map_err(ReconError::Invalid)?;
+    Ok(p)
+}
+
+/// [`pull_statement`] under a lease its caller holds.
+pub(super) async fn start_pull(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    started_by: &str,
+) -> Result<RunRow, ReconError> {
+    let p = pullable(engine, provider, date)?;
+    let run_id = new_run_id();
+    let new = NewRun {
+        run_id: &run_id,
+        provider,
+        business_date: date,
+        source: "pull",
+        file_name: None,
+        started_by,
+        now: engine.now(),
+    };
+    recon_runs::start(&engine.db.pool, &new).await?;
+    if p.pulls_files() {
+        return pull_file(engine, &run_id).await;
+    }
+    recon_runs::set_bill_type(&engine.db.pool, &run_id, p.statement_pages()).await?;
+    read::continue_pull(engine, &run_id).await
+}
+
+/// Fetches a pull's bill file and reads it into the run, as an upload is
+/// read; a fetch that fails FAILS the run with nothing read.
+async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let (provider, date, _, _) = recon_runs::pull_state(pool, run_id).await?;
+    let p = engine.providers.get(&provider).cloned();
+    let format = p.as_ref().and_then(|p| p.statement_format());
+    let (Some(p), Some(format)) = (p, format) else {
+        let error =
+            format!("provider {provider} is not configured with a bill format Reckon reads");
+        fail(engine, run_id, &error).await?;
+        return Err(ReconError::Invalid(error));
+    };
+    // (The day was checked when the pull started.)
+    let range = match day_range(&date, &statement_zone(engine, &provider)) {
+        Ok(range) => range,
+        Err(e) => {
+            fail(engine, run_id, &e).await?;
+            return Err(ReconError::Invalid(e));
+        }
+    };
+    let file = match p.statement_file(&date).await {
+        Ok(file) => file,
+        Err(CallError::NoStatement(why)) => {
+            return no_statement(engine, run_id, &provider, &date, range, &why).await;
+        }
+        Err(e) => {
+            // "not ready: …" first, so whoever schedules pulls can tell a
+            // bill not yet made from a fault, and ask again later.
+            let error = match e {
+                CallError::NotReady(_) => format!("{e}; the pull asks again later (or resume)"),
+                e => format!(
+                    "the bill could not be fetched: {e}; nothing was read, resume fetches it again"
+                ),
+            };
+            fail(engine, run_id, &error).await?;
+            return Err(ReconError::Refused(format!("run {run_id}: {error}")));
+        }
+    };
+    recon_runs::name_file(pool, run_id, &file.name).await?;
+    let into = Started {
+        run_id,
+        provider: &provider,
+        date: &date,
+        file_name: Some(&file.name),
+        range,
+    };
+    let how = read::Reading {
+        format,
+        input: Input::Bytes(file.bytes),
+        tolerance: 0,
+        known_hash: None,
+        told: Default::default(),
+    };
+    read_into(engine, &into, how).await
+}
+
+/// The provider says it made no bill for the day because nothing happened
+/// (and said so signed). Believed only once the bill is overdue — its ready
+/// time plus the hours after which a missing one is alerted — and when
+/// Reckon has no payment or refund of its own that day either: the run
+/// COMPLETES as an empty statement. Otherwise the bill may be late, or the
+/// two disagree: the run fails as not ready, is asked again, and the
+/// missing statement is alerted if it stays so.
+async fn no_statement(
+    engine: &Engine,
+    run_id: &str,
+    provider: &str,
+    date: &str,
+    range: (i64, i64),
+    why: &str,
+) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let wait = |error: String| async move {
+        let error = format!("not ready: {why}, {error}; the pull asks again later (or resume)");
+        fail(engine, run_id, &error).await?;
+        Err(ReconError::Refused(format!("run {run_id}: {error}")))
+    };
+    let overdue = date
+        .parse::<jiff::civil::Date>()
+        .ok()
+        .and_then(|d| schedule::ready_at(d, &schedule::statement_day(engine, provider)))
+        .map(|ready| ready + engine.settings.pulls.missing_after_us);
+    match overdue {
+        Some(at) if engine.now() >= at => {}
+        _ => return wait("before the bill is overdue".into()).await,
+    }
+    let local = crate::store::recon_reads::count_business_of_day(pool, provider, range).await?;
+    if local > 0 {
+        return wait(format!(
+            "but Reckon has {local} payments or refunds that day"
+        ))
+        .await;
+    }
+    let empty = read::StatementHash::default().finish();
+    recon_runs::read_through(
+        pool,
+        run_id,
+        0,
+        &empty,
+        Some("none (no bill: no trade that day)"),
+        engine.now(),
+    )
+    .await?;
+    let run = Run {
+        run_id,
+        provider,
+        date,
+        file: None,
+        range,
+    };
+    finish_run(engine, &run, &[], &[], None).await
+}
+
+/// Goes on with a pull that failed, from its saved cursor (a bill file:
+/// fetched again), holding its day's lease as [`pull_statement`] does.
+pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = resumable(engine, run_id).await?;
+    let who = format!("a resume of {run_id}");
+    let lease = schedule::Lease::by_hand(engine, &run.provider, &run.business_date, &who).await?;
+    let outcome = resume_leased(engine, run_id).await;
+    lease.release_by_hand(engine, &outcome).await?;
+    outcome
+}
+
+/// Why [`resume_run`] would be refused now for another pull holding the
+/// run's day, if it would: the console says so before it resumes in the
+/// background.
+pub async fn resume_held(engine: &Engine, run_id: &str) -> sqlx::Result<Option<String>> {
+    let Some(run) = find_run(engine, run_id).await? else {
+        return Ok(None);
+    };
+    schedule::held_by(engine, &run.provider, &run.business_date, engine.now()).await
+}
+
+/// The run `run_id`, if it is a pull that may resume.
+async fn resumable(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = find_run(engine, run_id)
+        .await?
+        .ok_or_else(|| ReconError::Invalid(format!("no run {run_id}")))?;
+    if run.source != "pull" || !matches!(run.status.as_str(), "FAILED" | "RUNNING") {
+        return Err(ReconError::Invalid(format!(
+            "run {run_id} is a {} run, {}: only a failed pull resumes",
+            run.source, run.status
+        )));
+    }
+    Ok(run)
+}
+
+/// [`resume_run`] under a lease its caller holds.
+pub(super) async fn resume_leased(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let run = resumable(engine, run_id).await?;
+    // FAILED, or RUNNING without progress for an hour (its process
+    // stopped mid-pull).
+    let now = engine.now();
+    if !recon_runs::resume(&engine.db.pool, run_id, now, now - STALE_US).await? {
+        return Err(ReconError::Invalid(format!(
+            "run {run_id} is running (it made progress within the hour)"
+        )));
+    }
+    let files = engine
+        .providers
+        .get(&run.provider)
+        .is_some_and(|p| p.pulls_files());
+    if files {
+        return pull_file(engine, run_id).await;
+    }
+    read::continue_pull(engine, run_id).await
+}

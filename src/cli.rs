@@ -54,6 +54,9 @@ enum Command {
     /// Reconcile provider statements.
     #[command(subcommand)]
     Recon(ReconCommand),
+    /// The bank's statements against the providers' payouts.
+    #[command(subcommand)]
+    Bank(BankCommand),
     /// Decisions on payments.
     #[command(subcommand)]
     Payment(PaymentCommand),
@@ -143,6 +146,25 @@ enum ReconCommand {
     },
     /// Go on with a pull that failed, from its saved cursor.
     Resume { run_id: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum BankCommand {
+    /// Import a bank statement (ISO 20022 camt.053 XML, or CSV) and match
+    /// the providers' payouts against it; prints what was stored and
+    /// decided as JSON. The same file twice changes nothing.
+    Import {
+        file: PathBuf,
+        /// camt053 or csv (default: XML is camt.053, anything else CSV).
+        #[arg(long)]
+        format: Option<String>,
+        /// The CSV's columns, `field=Header;…` over the default
+        /// date,amount,currency,reference,counterparty,direction.
+        #[arg(long)]
+        csv_columns: Option<String>,
+    },
+    /// Match payouts against the bank's credits now; prints what was decided.
+    Match,
 }
 
 #[derive(Subcommand, Debug)]
@@ -287,6 +309,36 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 hash: None,
             };
             return report_run(crate::recon::import_statement(&engine, imp).await);
+        }
+        Command::Bank(BankCommand::Import {
+            file,
+            format,
+            csv_columns,
+        }) => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let engine = crate::startup::engine_of(&config).await?;
+            let name = file.file_name().map(|n| n.to_string_lossy().to_string());
+            let imp = crate::bank::BankImport {
+                bytes: &bytes,
+                file_name: name.as_deref(),
+                format: format.as_deref(),
+                csv_columns: csv_columns.as_deref(),
+                actor: "cli",
+            };
+            match crate::bank::import(&engine, imp).await {
+                Ok(imported) => println!("{}", serde_json::to_string_pretty(&imported)?),
+                Err(crate::bank::BankError::Refused(why)) => {
+                    eprintln!("reckon: the bank statement was refused: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Command::Bank(BankCommand::Match) => {
+            let engine = crate::startup::engine_of(&config).await?;
+            let figures = crate::bank::match_payouts(&engine, engine.now()).await?;
+            println!("{}", serde_json::to_string_pretty(&figures)?);
         }
         Command::Recon(ReconCommand::Pull { provider, date }) => {
             let engine = crate::startup::engine_of(&config).await?;

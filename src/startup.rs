@@ -374,6 +374,7 @@ fn pulls_of(config: &Config, timezone: &jiff::tz::TimeZone) -> anyhow::Result<Pu
         catch_up_days: config.pull_catch_up_days,
         missing_after_us: config.statement_missing_hours * 3600 * 1_000_000,
         keep_files_days: config.statement_keep_days,
+        bank_window_days: config.bank_window_days,
     })
 }
 

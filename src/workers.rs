@@ -28,6 +28,11 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 if let Err(e) = recon::scheduled_pulls(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "statement pull schedule");
                 }
+                // Payouts against the bank, on the same beat: a payout or
+                // credit past its window becomes a ticket without an import.
+                if let Err(e) = crate::bank::match_payouts(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "bank matching");
+                }
                 // The statement files' retention, on the same beat.
                 if let Err(e) = recon::expire_files(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "statement file retention");

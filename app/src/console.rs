@@ -69,6 +69,8 @@ pub struct Dashboard {
     pub open_alerts: i64,
     /// Providers whose statement of the day is alerted missing.
     pub missing_statements: Vec<String>,
+    /// Payouts matched to the bank arriving on the day (helper E).
+    pub settled_to_bank: Vec<crate::bank::SettledRow>,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).

@@ -74,6 +74,10 @@ pub enum Msg {
     TimeUtc,
     ReceivedUtc,
     FoundUtc,
+    // E: the bank side (the dashboard's section and the bank page).
+    Bank,
+    SettledToBank,
+    PayoutState,
 }
 
 impl Msg {
@@ -165,6 +169,10 @@ impl Msg {
             TimeUtc => ("Time (UTC)", "时间（UTC）"),
             ReceivedUtc => ("Received (UTC)", "接收时间（UTC）"),
             FoundUtc => ("Found (UTC)", "发现时间（UTC）"),
+            // E: the bank side.
+            Bank => ("Bank", "银行"),
+            SettledToBank => ("Settled to bank", "已到账银行"),
+            PayoutState => ("Match state", "匹配状态"),
         }
     }
 }

@@ -115,6 +115,8 @@ pub trait Console: Send + Sync + 'static {
     async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError>;
     async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError>;
     async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError>;
+    /// The latest bank statements and payouts with their match state.
+    async fn bank(&self) -> Result<crate::bank::BankView, AppError>;
     async fn acknowledge_alert(
         &self,
         actor: &User,

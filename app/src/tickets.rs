@@ -24,6 +24,9 @@ pub const CLASSES: &[&str] = &[
     "TXN_MISMATCH",
     "PROVIDER_MISMATCH",
     "PAID_AFTER_CLOSE",
+    "PAYOUT_MISSING",
+    "BANK_ONLY",
+    "PAYOUT_AMOUNT_MISMATCH",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.

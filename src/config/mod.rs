@@ -64,6 +64,9 @@ pub struct Config {
     pub statement_missing_hours: i64,
     /// Days a run's statement file is kept (default 400).
     pub statement_keep_days: i64,
+    /// Days either side of a payout's arrival date its bank credit may be
+    /// booked (default 3).
+    pub bank_window_days: i64,
 }
 
 /// One account's statement day: the zone it is cut in, the hour there it

@@ -39,10 +39,12 @@ pub(super) struct Layers {
     pull_catch_up_days: Option<Text>,
     statement_missing_hours: Option<Text>,
     statement_keep_days: Option<Text>,
+    // E: the bank side.
+    bank_window_days: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 21] = [
+pub(super) const VARIABLES: [(&str, &str); 22] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -67,6 +69,7 @@ pub(super) const VARIABLES: [(&str, &str); 21] = [
     ("pull_catch_up_days", "RECKON_PULL_CATCH_UP_DAYS"),
     ("statement_missing_hours", "RECKON_STATEMENT_MISSING_HOURS"),
     ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
+    ("bank_window_days", "RECKON_BANK_WINDOW_DAYS"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -282,6 +285,15 @@ pub(super) fn checked(
         36_500,
         "days",
     )?;
+    // E: days either side of a payout's arrival its bank credit may be
+    // booked; past them an unmatched payout or provider credit is a ticket.
+    let bank_window_days = number(
+        "RECKON_BANK_WINDOW_DAYS",
+        layers.bank_window_days,
+        3,
+        60,
+        "days",
+    )?;
 
     Ok(Config {
         listen,
@@ -303,6 +315,7 @@ pub(super) fn checked(
         pull_catch_up_days,
         statement_missing_hours,
         statement_keep_days,
+        bank_window_days,
     })
 }
 

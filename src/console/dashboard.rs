@@ -108,6 +108,9 @@ impl Desk {
                 missing_statements.push(name);
             }
         }
+        let settled_to_bank = super::bank::settled_on(&self.engine, &day, provider.as_deref())
+            .await
+            .map_err(internal)?;
         Ok(Dashboard {
             day,
             provider,
@@ -119,6 +122,7 @@ impl Desk {
             alerts,
             open_alerts,
             missing_statements,
+            settled_to_bank,
         })
     }
 

@@ -8,6 +8,7 @@
 //! ([`actions`]). It holds no SQL: that is `store`'s.
 
 mod actions;
+mod bank;
 mod dashboard;
 mod details;
 mod export;
@@ -223,6 +224,10 @@ impl Console for Desk {
 
     async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError> {
         actions::resume(&self.engine, actor, id).await
+    }
+
+    async fn bank(&self) -> Result<app::bank::BankView, AppError> {
+        bank::view(&self.engine).await.map_err(internal)
     }
 
     async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError> {

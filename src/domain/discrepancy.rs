@@ -59,6 +59,9 @@ words!(
         TxnMismatch => "TXN_MISMATCH",
         ProviderMismatch => "PROVIDER_MISMATCH",
         PaidAfterClose => "PAID_AFTER_CLOSE",
+        PayoutMissing => "PAYOUT_MISSING",
+        BankOnly => "BANK_ONLY",
+        PayoutAmountMismatch => "PAYOUT_AMOUNT_MISMATCH",
     }
 );
 

@@ -85,6 +85,9 @@ pub struct Pulls {
     pub missing_after_us: i64,
     /// Kept statement files older than this are deleted (days).
     pub keep_files_days: i64,
+    /// Days either side of a payout's arrival its bank credit may be
+    /// booked (the bank side's window).
+    pub bank_window_days: i64,
 }
 
 /// Where a provider's statement day is cut, and when it is ready.
@@ -101,6 +104,7 @@ impl Default for Pulls {
             catch_up_days: 7,
             missing_after_us: 6 * 3600 * 1_000_000,
             keep_files_days: 400,
+            bank_window_days: crate::bank::DEFAULT_WINDOW_DAYS,
         }
     }
 }

@@ -156,6 +156,27 @@ pub struct StatementPage {
     pub next_cursor: Option<String>,
     /// On the last page: (what, stated figure).
     pub summary: Option<Vec<(String, i64)>>,
+    /// The provider's payouts to the bank the page reported (the bank
+    /// side matches them against the bank's statement).
+    pub payouts: Vec<PayoutSeen>,
+}
+
+/// A payout to the merchant's bank account as a provider reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PayoutSeen {
+    /// The provider's kind: `stripe`, `wechatpay`, `alipay`.
+    pub kind: &'static str,
+    /// The provider's id of it (Stripe's `po_…`).
+    pub payout_id: String,
+    /// What leaves the provider for the bank.
+    pub money: Money,
+    /// YYYY-MM-DD, the day the provider expects it at the bank.
+    pub arrival_on: String,
+    /// The text the bank shows with it, when the provider says.
+    pub descriptor: Option<String>,
+    /// The provider's word for where it stands (`paid`, `in_transit`,
+    /// `failed`, …).
+    pub status: String,
 }
 
 /// A day's bill as the provider hands it out through its bill API: the

@@ -333,6 +333,9 @@ pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRo
             }
         };
         pages += 1;
+        // The bank side's hook: the payouts the page reported (recorded
+        // again harmlessly when a resumed pull reads the page twice).
+        crate::bank::payouts_seen(engine, &provider, Some(run_id), &page.payouts).await?;
         let mut rows = page.rows;
         for (i, r) in rows.iter_mut().enumerate() {
             r.line_no = rows_read + i as i64 + 1;

@@ -7,6 +7,7 @@
 //! ([`api_error`]).
 
 pub mod api_error;
+pub mod bank;
 pub mod bearer;
 pub mod console;
 pub mod health;
@@ -80,6 +81,7 @@ pub fn router(
         .merge(openapi::router())
         .merge(merchant::router())
         .merge(recon::router())
+        .merge(bank::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())
@@ -102,6 +104,7 @@ pub fn router(
         .merge(extra)
         .merge(timed_and_counted(provider_hooks, &state.metrics).with_state(state.clone()))
         .merge(console::upload_router(state.clone(), session_layer))
+        .merge(bank::upload_router(state.clone()))
         .merge(recon::upload_router(state))
         // Outermost, so the answers of every layer above and of the
         // fallback (404, 405) reach it.

@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{merchant, recon};
+use super::{bank, merchant, recon};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -35,12 +35,17 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::pull,
         recon::resume,
         recon::file,
+        bank::upload,
+        bank::statements,
+        bank::payouts,
+        bank::run_match,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
     tags(
         (name = "merchant", description = "Payments and refunds"),
         (name = "reconciliation", description = "Providers' statements against the ledger"),
+        (name = "bank", description = "The bank's statements against the providers' payouts"),
     )
 )]
 pub struct ApiDoc;

@@ -21,6 +21,10 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/recon/pulls"),
     ("post", "/api/v1/recon/runs/{run_id}/resume"),
     ("get", "/api/v1/recon/runs/{run_id}/file"),
+    ("post", "/api/v1/bank/statements"),
+    ("get", "/api/v1/bank/statements"),
+    ("get", "/api/v1/bank/payouts"),
+    ("post", "/api/v1/bank/match"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

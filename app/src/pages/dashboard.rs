@@ -123,6 +123,7 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
             <h2>{tr(lang, "Last 30 days", "近 30 天")}</h2>
             <Trend points=d.trend.clone() lang=lang/>
         </section>
+        <super::bank::SettledToBank rows=d.settled_to_bank.clone() lang=lang/>
         <section class="card" id="callback-figures">
             <h2>{tr(lang, "Callbacks of the day", "当日回调")}</h2>
             <dl class="facts">

@@ -4,6 +4,7 @@
 mod alerts;
 mod approvals;
 mod audit;
+mod bank;
 mod callbacks;
 mod dashboard;
 mod login;
@@ -109,6 +110,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/tickets/:id") view=ticket::TicketPage ssr=SsrMode::Async/>
                 <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=audit::AuditPage ssr=SsrMode::Async/>
+                <Route path=path!("/bank") view=bank::BankPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -167,6 +169,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <A href="/runs" attr:id="nav-runs">{tr(lang, "Runs", "对账批次")}</A>
                 <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
                 <A href="/approvals" attr:id="nav-approvals">{Msg::Approvals.text(lang)}</A>
+                <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>

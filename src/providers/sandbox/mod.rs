@@ -346,6 +346,7 @@ impl Provider for Sandbox {
             rows,
             next_cursor: page["next_cursor"].as_str().map(str::to_owned),
             summary,
+            payouts: Vec::new(),
         })
     }
 

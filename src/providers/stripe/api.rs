@@ -88,6 +88,7 @@ impl Stripe {
         let list: List = serde_json::from_value(body)
             .map_err(|e| CallError::Refused(format!("not a list of balance transactions: {e}")))?;
         let mut rows = Vec::new();
+        let mut payouts = Vec::new();
         for t in &list.data {
             // A row outside the day would be reconciled on the wrong day.
             if !(gte..lt).contains(&t.created) {
@@ -95,6 +96,12 @@ impl Stripe {
                     "Stripe listed {} created at {}, outside {date} [{gte}, {lt})",
                     t.id, t.created
                 )));
+            }
+            if let Some(payout) = t
+                .payout()
+                .map_err(|e| CallError::Refused(format!("balance transaction {e}")))?
+            {
+                payouts.push(payout);
             }
             if let Some(row) = t
                 .row(rows.len() as i64 + 1)
@@ -132,6 +139,7 @@ impl Stripe {
             rows,
             next_cursor,
             summary,
+            payouts,
         })
     }
 

@@ -16,6 +16,7 @@
 //! charge's fee is the row's `fee` (minor units, `net = amount - fee`).
 
 use crate::domain::{Currency, Money};
+use crate::providers::PayoutSeen;
 use crate::statement::{RowKind, StatementRow};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -43,6 +44,10 @@ pub(super) struct BalanceTransaction {
     pub currency: String,
     /// Unix seconds.
     pub created: i64,
+    /// Unix seconds: when the funds become available (a payout's stands
+    /// in for its arrival date when its source is not expanded).
+    #[serde(default)]
+    pub available_on: Option<i64>,
     /// Stripe's fee on this transaction, in the account's currency's
     /// smallest unit.
     #[serde(default)]
@@ -71,6 +76,25 @@ struct Source {
     charge: serde_json::Value,
     #[serde(default)]
     metadata: HashMap<String, String>,
+}
+
+/// The Payout behind a `payout` or `payout_reversal` row (Stripe's
+/// payout object: `po_…`, `amount`, `currency`, `arrival_date`,
+/// `statement_descriptor`, `status`).
+#[derive(Deserialize, Default)]
+struct PayoutSource {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    amount: Option<i64>,
+    #[serde(default)]
+    currency: Option<String>,
+    #[serde(default)]
+    arrival_date: Option<i64>,
+    #[serde(default)]
+    statement_descriptor: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
 }
 
 /// An expandable field's id: the string, or the expanded object's `id`.
@@ -138,6 +162,57 @@ impl BalanceTransaction {
             fee,
             status: status.to_owned(),
             occurred_at: Some(self.created.saturating_mul(1_000_000)),
+        }))
+    }
+
+    /// The payout this transaction is (`payout`), or the payout it takes
+    /// back (`payout_reversal`: a failed or cancelled payout's funds
+    /// returned, the payout then `failed` or `canceled`); `None` for any
+    /// other row. Read from the expanded payout, or, when Stripe gave only
+    /// its id, from the transaction itself (the amount it took from the
+    /// balance, the day the funds were due).
+    pub fn payout(&self) -> Result<Option<PayoutSeen>, String> {
+        let reversal = match self.category() {
+            "payout" => false,
+            "payout_reversal" => true,
+            _ => return Ok(None),
+        };
+        let source: PayoutSource = match &self.source {
+            serde_json::Value::Object(_) => serde_json::from_value(self.source.clone())
+                .map_err(|e| format!("{}: unreadable payout: {e}", self.id))?,
+            other => PayoutSource {
+                id: id_of(other),
+                ..PayoutSource::default()
+            },
+        };
+        let Some(payout_id) = source.id else {
+            return Err(format!("{}: a payout row without its payout", self.id));
+        };
+        let code = source.currency.as_deref().unwrap_or(&self.currency);
+        let currency = Currency::parse(code).map_err(|e| format!("{}: {e}", self.id))?;
+        let amount = source.amount.unwrap_or(self.amount.saturating_abs());
+        let arrival = source
+            .arrival_date
+            .or(self.available_on)
+            .unwrap_or(self.created);
+        // Stripe's arrival_date is the bank day, given as its midnight UTC.
+        let arrival_on = jiff::Timestamp::from_second(arrival)
+            .map_err(|e| format!("{}: arrival_date {arrival}: {e}", self.id))?
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date()
+            .to_string();
+        let status = match (source.status, reversal) {
+            (Some(s), _) => s,
+            (None, true) => "failed".to_owned(),
+            (None, false) => "paid".to_owned(),
+        };
+        Ok(Some(PayoutSeen {
+            kind: "stripe",
+            payout_id,
+            money: Money::new(amount, currency),
+            arrival_on,
+            descriptor: source.statement_descriptor.filter(|d| !d.trim().is_empty()),
+            status,
         }))
     }
 
@@ -304,6 +379,38 @@ mod tests {
             );
             assert_eq!(t.row(1).unwrap(), None, "{category}");
         }
+    }
+
+    /// A payout row gives its payout (expanded or not); a reversal marks it
+    /// failed; a charge is no payout.
+    #[test]
+    fn a_payout_row_reads_as_the_payout() {
+        let t = txn(
+            json!({"id":"txn_po","type":"payout","reporting_category":"payout",
+            "amount":-904800,"fee":0,"net":-904800,"currency":"eur","created":1796200000,
+            "available_on":1796200000,
+            "source":{"id":"po_1","object":"payout","amount":904800,"currency":"eur",
+              "arrival_date":1796256000,"statement_descriptor":"RECKON DEMO","status":"in_transit",
+              "automatic":true,"method":"standard","type":"bank_account"}}),
+        );
+        let p = t.payout().unwrap().unwrap();
+        assert_eq!(p.payout_id, "po_1");
+        assert_eq!((p.money.minor, p.money.currency.code()), (904_800, "EUR"));
+        assert_eq!(p.arrival_on, "2026-12-03");
+        assert_eq!(p.descriptor.as_deref(), Some("RECKON DEMO"));
+        assert_eq!(p.status, "in_transit");
+        assert_eq!(t.row(1).unwrap(), None, "a payout moves no payment");
+        let bare = txn(
+            json!({"id":"txn_pr","type":"payout_failure","reporting_category":"payout_reversal",
+            "amount":5000,"fee":0,"net":5000,"currency":"eur","created":1796200000,"source":"po_2"}),
+        );
+        let p = bare.payout().unwrap().unwrap();
+        assert_eq!((p.payout_id.as_str(), p.money.minor, p.status.as_str()), ("po_2", 5000, "failed"));
+        let charge = txn(
+            json!({"id":"txn_c","type":"charge","reporting_category":"charge",
+            "amount":100,"fee":0,"net":100,"currency":"eur","created":1,"source":"ch_1"}),
+        );
+        assert_eq!(charge.payout().unwrap(), None);
     }
 
     /// A charge presented in EUR and settled in USD is Reckon's EUR payment.

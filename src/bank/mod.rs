@@ -1,0 +1,475 @@
+//! The third side: the bank's statements against the providers' payouts.
+//! A statement comes in as ISO 20022 camt.053 XML ([`camt`]) or a CSV read
+//! through a column mapping ([`csv`]); it is stored whole or not at all,
+//! once per file (its SHA-256). Payouts come from the providers' statement
+//! pulls ([`payouts_seen`]). [`match_payouts`] pairs them ([`matching`])
+//! and opens PAYOUT_MISSING, BANK_ONLY and PAYOUT_AMOUNT_MISMATCH tickets
+//! in the same workflow as every other ticket; no money moves.
+
+pub mod camt;
+pub mod csv;
+pub mod matching;
+
+use crate::domain::{Class, Money, Severity};
+use crate::engine::Engine;
+use crate::providers::PayoutSeen;
+use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
+use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
+use matching::{Decision, OpenCredit, OpenPayout};
+use sha2::{Digest, Sha256};
+
+/// Days either side of a payout's arrival date in which its credit may be
+/// booked, and after which an unmatched payout or provider credit becomes
+/// a ticket, unless `RECKON_BANK_WINDOW_DAYS` says otherwise.
+pub const DEFAULT_WINDOW_DAYS: i64 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Credit,
+    Debit,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Credit => "CRDT",
+            Direction::Debit => "DBIT",
+        }
+    }
+}
+
+/// One booked entry as a statement gives it.
+#[derive(Clone, Debug)]
+pub struct BankEntry {
+    pub line_no: i64,
+    pub booked_on: String,
+    pub value_on: Option<String>,
+    /// Positive; the direction says which way.
+    pub money: Money,
+    pub direction: Direction,
+    /// A reversal of an earlier entry: kept, never matched.
+    pub reversal: bool,
+    pub bank_ref: Option<String>,
+    pub end_to_end_id: Option<String>,
+    pub remittance: Option<String>,
+    pub counterparty: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct ParsedStatement {
+    pub format: &'static str,
+    pub account: Option<String>,
+    pub bank_ref: Option<String>,
+    pub entries: Vec<BankEntry>,
+    /// Entries not booked yet (pending, information only), left out.
+    pub skipped: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BankError {
+    /// The file or the request was refused; nothing was stored.
+    #[error("{0}")]
+    Refused(String),
+    #[error("storage error: {0}")]
+    Store(#[from] sqlx::Error),
+}
+
+/// A statement to import.
+pub struct BankImport<'a> {
+    pub bytes: &'a [u8],
+    pub file_name: Option<&'a str>,
+    /// `camt053` or `csv`; `None` reads XML as camt.053, anything else as CSV.
+    pub format: Option<&'a str>,
+    /// The CSV column mapping ([`csv::Columns::parse`]).
+    pub csv_columns: Option<&'a str>,
+    pub actor: &'a str,
+}
+
+/// What an import did.
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Imported {
+    pub statement: StatementRow,
+    /// `true` when the same file had been imported before: nothing changed.
+    pub duplicate: bool,
+    /// What the matching pass after it decided.
+    pub matching: MatchFigures,
+}
+
+/// What one matching pass decided.
+#[derive(Clone, Debug, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct MatchFigures {
+    pub matched: i64,
+    pub amount_mismatch: i64,
+    pub missing: i64,
+    pub bank_only: i64,
+}
+
+/// The payment provider a bank entry names, by its counterparty, its
+/// references and its text: only these credits are matched against
+/// payouts (a customer's transfer is not a payout). A Stripe payout id
+/// (`po_…`) names Stripe wherever it stands.
+pub fn provider_kind_of(e: &BankEntry) -> Option<&'static str> {
+    let text = [
+        e.counterparty.as_deref(),
+        e.remittance.as_deref(),
+        e.end_to_end_id.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ")
+    .to_lowercase();
+    const NAMES: [(&str, &[&str]); 3] = [
+        ("stripe", &["stripe", "po_"]),
+        ("wechatpay", &["wechat", "tenpay", "财付通", "微信"]),
+        ("alipay", &["alipay", "支付宝"]),
+    ];
+    NAMES
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| text.contains(w)))
+        .map(|(kind, _)| *kind)
+}
+
+fn parse(imp: &BankImport<'_>) -> Result<ParsedStatement, String> {
+    let xml = imp
+        .bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF)
+        == Some(&b'<');
+    match imp.format.map(str::trim) {
+        Some("camt053" | "camt.053") => camt::parse(imp.bytes),
+        Some("csv") => csv::parse(imp.bytes, &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?),
+        None | Some("") if xml => camt::parse(imp.bytes),
+        None | Some("") => csv::parse(imp.bytes, &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?),
+        Some(other) => Err(format!("unknown format {other:?}: camt053 or csv")),
+    }
+}
+
+/// Reads and stores a bank statement (whole, or nothing when it cannot be
+/// read), then runs a matching pass. The same file again is recognised by
+/// its hash and changes nothing.
+pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, BankError> {
+    let sha256 = hex::encode(Sha256::digest(imp.bytes));
+    let pool = &engine.db.pool;
+    if let Some(statement) = store::statement_by_hash(pool, &sha256).await? {
+        return Ok(Imported {
+            statement,
+            duplicate: true,
+            matching: MatchFigures::default(),
+        });
+    }
+    let parsed = parse(&imp).map_err(BankError::Refused)?;
+    if parsed.entries.is_empty() {
+        return Err(BankError::Refused(
+            "the statement holds no booked entry".into(),
+        ));
+    }
+    let kinds: Vec<Option<&str>> = parsed.entries.iter().map(provider_kind_of).collect();
+    let entries: Vec<NewEntry> = parsed
+        .entries
+        .iter()
+        .zip(&kinds)
+        .map(|(e, kind)| {
+            let in_scope = e.direction == Direction::Credit && !e.reversal && kind.is_some();
+            NewEntry {
+                line_no: e.line_no,
+                booked_on: &e.booked_on,
+                value_on: e.value_on.as_deref(),
+                amount_minor: e.money.minor,
+                currency: e.money.currency.code(),
+                direction: e.direction.as_str(),
+                bank_ref: e.bank_ref.as_deref(),
+                end_to_end_id: e.end_to_end_id.as_deref(),
+                remittance: e.remittance.as_deref(),
+                counterparty: e.counterparty.as_deref(),
+                provider_kind: *kind,
+                state: if in_scope { "UNMATCHED" } else { "OUT_OF_SCOPE" },
+            }
+        })
+        .collect();
+    let statement = StatementRow {
+        statement_id: uuid::Uuid::now_v7().to_string(),
+        sha256,
+        format: parsed.format.to_owned(),
+        file_name: imp.file_name.map(str::to_owned),
+        account: parsed.account.clone(),
+        bank_ref: parsed.bank_ref.clone(),
+        entries: entries.len() as i64,
+        credits: parsed
+            .entries
+            .iter()
+            .filter(|e| e.direction == Direction::Credit)
+            .count() as i64,
+        imported_by: imp.actor.to_owned(),
+        imported_at: engine.now(),
+    };
+    let mut tx = engine.db.begin_write().await?;
+    let inserted = store::insert_statement(&mut tx, &engine.db.audit, &statement, &entries).await?;
+    tx.commit().await?;
+    if !inserted {
+        // The same file, imported at the same moment by someone else.
+        let statement = store::statement_by_hash(pool, &statement.sha256)
+            .await?
+            .unwrap_or(statement);
+        return Ok(Imported {
+            statement,
+            duplicate: true,
+            matching: MatchFigures::default(),
+        });
+    }
+    let matching = match_payouts(engine, engine.now()).await?;
+    Ok(Imported {
+        statement,
+        duplicate: false,
+        matching,
+    })
+}
+
+/// The payouts a provider's statement page reported, recorded (again,
+/// harmlessly, when a page is read twice).
+pub async fn payouts_seen(
+    engine: &Engine,
+    provider: &str,
+    run_id: Option<&str>,
+    payouts: &[PayoutSeen],
+) -> Result<(), sqlx::Error> {
+    for p in payouts {
+        // A failed or cancelled payout never reaches the bank.
+        let expected = !matches!(p.status.as_str(), "failed" | "canceled");
+        store::upsert_payout(
+            &engine.db.pool,
+            &NewPayout {
+                provider,
+                payout_id: &p.payout_id,
+                kind: p.kind,
+                amount_minor: p.money.minor,
+                currency: p.money.currency.code(),
+                arrival_on: &p.arrival_on,
+                descriptor: p.descriptor.as_deref(),
+                status: &p.status,
+                run_id,
+                state: if expected { "PENDING" } else { "NOT_SENT" },
+                now: engine.now(),
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Today in the business time zone, as of `now` (µs).
+fn today(engine: &Engine, now: i64) -> jiff::civil::Date {
+    jiff::Timestamp::from_microsecond(now)
+        .unwrap_or_default()
+        .to_zoned(engine.settings.timezone.clone())
+        .date()
+}
+
+/// One matching pass over every open payout and provider credit: the
+/// decisions and their tickets in one transaction, so a pass repeated (a
+/// second instance, the next beat) finds them already decided.
+pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, BankError> {
+    let window = engine.settings.pulls.bank_window_days;
+    let mut tx = engine.db.begin_write().await?;
+    let payout_rows = store::open_payouts(&mut *tx).await?;
+    let credit_rows = store::open_credits(&mut *tx).await?;
+    let date = |s: &str| s.parse::<jiff::civil::Date>().ok();
+    let payouts: Vec<(OpenPayout, &store::PayoutRow)> = payout_rows
+        .iter()
+        .filter_map(|p| {
+            Some((
+                OpenPayout {
+                    provider: p.provider.clone(),
+                    payout_id: p.payout_id.clone(),
+                    kind: p.provider_kind.clone(),
+                    amount_minor: p.amount_minor,
+                    currency: p.currency.clone(),
+                    arrival_on: date(&p.arrival_on)?,
+                    descriptor: p.descriptor.clone(),
+                    missing: p.state == "PAYOUT_MISSING",
+                },
+                p,
+            ))
+        })
+        .collect();
+    let credits: Vec<(OpenCredit, &store::EntryRow)> = credit_rows
+        .iter()
+        .filter_map(|c| {
+            let text = [&c.end_to_end_id, &c.bank_ref, &c.remittance]
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase();
+            Some((
+                OpenCredit {
+                    entry_id: c.entry_id.clone(),
+                    kind: c.provider_kind.clone()?,
+                    amount_minor: c.amount_minor,
+                    currency: c.currency.clone(),
+                    booked_on: date(&c.booked_on)?,
+                    text,
+                    bank_only: c.state == "BANK_ONLY",
+                },
+                c,
+            ))
+        })
+        .collect();
+    let open_p: Vec<OpenPayout> = payouts.iter().map(|(p, _)| p.clone()).collect();
+    let open_c: Vec<OpenCredit> = credits.iter().map(|(c, _)| c.clone()).collect();
+    let mut figures = MatchFigures::default();
+    for d in matching::decide(&open_p, &open_c, window, today(engine, now)) {
+        match d {
+            Decision::Matched { payout, credit } => {
+                let (p, c) = (payouts[payout].1, credits[credit].1);
+                store::set_payout_state(
+                    &mut *tx,
+                    &p.provider,
+                    &p.payout_id,
+                    "PAYOUT_MATCHED",
+                    Some(&c.entry_id),
+                    now,
+                )
+                .await?;
+                store::set_entry_state(&mut *tx, &c.entry_id, "MATCHED").await?;
+                figures.matched += 1;
+            }
+            Decision::AmountMismatch { payout, credit } => {
+                let (p, c) = (payouts[payout].1, credits[credit].1);
+                store::set_payout_state(
+                    &mut *tx,
+                    &p.provider,
+                    &p.payout_id,
+                    "PAYOUT_AMOUNT_MISMATCH",
+                    Some(&c.entry_id),
+                    now,
+                )
+                .await?;
+                store::set_entry_state(&mut *tx, &c.entry_id, "MATCHED").await?;
+                let details = format!(
+                    "payout {} of {} arrived as a bank credit of {} (booked {}, statement line {})",
+                    p.payout_id,
+                    shown(p.amount_minor, &p.currency),
+                    shown(c.amount_minor, &c.currency),
+                    c.booked_on,
+                    c.line_no
+                );
+                ticket(
+                    &mut *tx,
+                    Class::PayoutAmountMismatch,
+                    &format!("bank:PAYOUT_AMOUNT_MISMATCH:{}:{}", p.provider, p.payout_id),
+                    p,
+                    Some(c),
+                    &details,
+                    now,
+                )
+                .await?;
+                figures.amount_mismatch += 1;
+            }
+            Decision::Missing { payout } => {
+                let p = payouts[payout].1;
+                store::set_payout_state(
+                    &mut *tx,
+                    &p.provider,
+                    &p.payout_id,
+                    "PAYOUT_MISSING",
+                    None,
+                    now,
+                )
+                .await?;
+                let details = format!(
+                    "payout {} of {} due {} has no bank credit within {window} days",
+                    p.payout_id,
+                    shown(p.amount_minor, &p.currency),
+                    p.arrival_on
+                );
+                ticket(
+                    &mut *tx,
+                    Class::PayoutMissing,
+                    &format!("bank:PAYOUT_MISSING:{}:{}", p.provider, p.payout_id),
+                    p,
+                    None,
+                    &details,
+                    now,
+                )
+                .await?;
+                figures.missing += 1;
+            }
+            Decision::BankOnly { credit } => {
+                let c = credits[credit].1;
+                store::set_entry_state(&mut *tx, &c.entry_id, "BANK_ONLY").await?;
+                let details = format!(
+                    "a bank credit of {} booked {} from {} ({}) matches no {} payout within {window} days",
+                    shown(c.amount_minor, &c.currency),
+                    c.booked_on,
+                    c.counterparty.as_deref().unwrap_or("an unnamed payer"),
+                    c.remittance.as_deref().unwrap_or(""),
+                    c.provider_kind.as_deref().unwrap_or("provider"),
+                );
+                let key = format!("bank:BANK_ONLY:{}", c.entry_id);
+                open_discrepancy(
+                    &mut *tx,
+                    &NewDiscrepancy {
+                        dedupe_key: &key,
+                        class: Class::BankOnly,
+                        severity: Severity::Medium,
+                        provider: c.provider_kind.as_deref().unwrap_or("bank"),
+                        payment_no: None,
+                        provider_txn_id: c.end_to_end_id.as_deref().or(c.bank_ref.as_deref()),
+                        trace_id: None,
+                        local: Some((c.amount_minor, &c.currency, "BANK_CREDIT")),
+                        provider_side: None,
+                        source: "bank",
+                        details: &details,
+                        now,
+                    },
+                )
+                .await?;
+                figures.bank_only += 1;
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(figures)
+}
+
+/// `9048.00 EUR`, for a person reading a ticket.
+fn shown(minor: i64, currency: &str) -> String {
+    match crate::domain::Currency::parse(currency) {
+        Ok(c) => format!("{} {currency}", Money::new(minor, c).major_string()),
+        Err(_) => format!("{minor} (minor units) {currency}"),
+    }
+}
+
+/// A payout's ticket: the provider's side is the payout, the other side
+/// the bank's credit (where there is one).
+async fn ticket(
+    tx: &mut sqlx::AnyConnection,
+    class: Class,
+    key: &str,
+    p: &store::PayoutRow,
+    c: Option<&store::EntryRow>,
+    details: &str,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    open_discrepancy(
+        &mut *tx,
+        &NewDiscrepancy {
+            dedupe_key: key,
+            class,
+            severity: Severity::High,
+            provider: &p.provider,
+            payment_no: None,
+            provider_txn_id: Some(&p.payout_id),
+            trace_id: None,
+            local: c.map(|c| (c.amount_minor, c.currency.as_str(), "BANK_CREDIT")),
+            provider_side: Some((p.amount_minor, &p.currency, &p.status)),
+            source: "bank",
+            details,
+            now,
+        },
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,320 @@
+//! The bank side's tables: `bank_statements` and their `bank_entries`
+//! (written once per file, by the SHA-256 of its bytes), and `payouts` as
+//! the providers' statements report them, with the state matching gives
+//! each. The only writer of the three.
+
+use super::audit::{self, Entry};
+use super::audit_keys::Keys;
+use sqlx::{Any, AnyConnection, Executor};
+
+/// An imported statement as listed.
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+pub struct StatementRow {
+    pub statement_id: String,
+    pub sha256: String,
+    pub format: String,
+    pub file_name: Option<String>,
+    pub account: Option<String>,
+    pub bank_ref: Option<String>,
+    pub entries: i64,
+    pub credits: i64,
+    pub imported_by: String,
+    pub imported_at: i64,
+}
+
+/// An entry to write.
+pub struct NewEntry<'a> {
+    pub line_no: i64,
+    pub booked_on: &'a str,
+    pub value_on: Option<&'a str>,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub direction: &'a str,
+    pub bank_ref: Option<&'a str>,
+    pub end_to_end_id: Option<&'a str>,
+    pub remittance: Option<&'a str>,
+    pub counterparty: Option<&'a str>,
+    pub provider_kind: Option<&'a str>,
+    pub state: &'a str,
+}
+
+const STATEMENT_COLUMNS: &str = "statement_id, sha256, format, file_name, account, bank_ref, entries, credits, imported_by, imported_at";
+
+pub async fn statement_by_hash<'e>(
+    e: impl Executor<'e, Database = Any>,
+    sha256: &str,
+) -> sqlx::Result<Option<StatementRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {STATEMENT_COLUMNS} FROM bank_statements WHERE sha256 = $1"
+    ))
+    .bind(sha256)
+    .fetch_optional(e)
+    .await
+}
+
+/// The statement, its entries and its audit entry, inside the caller's
+/// write transaction; `false` (nothing written) when a statement with the
+/// same hash is already there.
+pub async fn insert_statement(
+    tx: &mut AnyConnection,
+    keys: &Keys,
+    s: &StatementRow,
+    entries: &[NewEntry<'_>],
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO bank_statements (statement_id, sha256, format, file_name, account, bank_ref, entries, credits, imported_by, imported_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (sha256) DO NOTHING",
+    )
+    .bind(&s.statement_id)
+    .bind(&s.sha256)
+    .bind(&s.format)
+    .bind(&s.file_name)
+    .bind(&s.account)
+    .bind(&s.bank_ref)
+    .bind(s.entries)
+    .bind(s.credits)
+    .bind(&s.imported_by)
+    .bind(s.imported_at)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    for e in entries {
+        sqlx::query(
+            "INSERT INTO bank_entries (entry_id, statement_id, line_no, booked_on, value_on, amount_minor, currency, direction, \
+               bank_ref, end_to_end_id, remittance, counterparty, provider_kind, state) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+        )
+        .bind(format!("{}:{}", s.statement_id, e.line_no))
+        .bind(&s.statement_id)
+        .bind(e.line_no)
+        .bind(e.booked_on)
+        .bind(e.value_on)
+        .bind(e.amount_minor)
+        .bind(e.currency)
+        .bind(e.direction)
+        .bind(e.bank_ref)
+        .bind(e.end_to_end_id)
+        .bind(e.remittance)
+        .bind(e.counterparty)
+        .bind(e.provider_kind)
+        .bind(e.state)
+        .execute(&mut *tx)
+        .await?;
+    }
+    audit::append(
+        tx,
+        keys,
+        &Entry {
+            actor: s.imported_by.clone(),
+            action: "bank.statement.import",
+            object_type: "bank_statement",
+            object_id: s.statement_id.clone(),
+            before: None,
+            after: Some(serde_json::json!({
+                "sha256": s.sha256, "format": s.format, "file_name": s.file_name,
+                "account": s.account, "entries": s.entries, "credits": s.credits,
+            })),
+        },
+        s.imported_at,
+    )
+    .await?;
+    Ok(true)
+}
+
+pub async fn statements<'e>(
+    e: impl Executor<'e, Database = Any>,
+    limit: i64,
+) -> sqlx::Result<Vec<StatementRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {STATEMENT_COLUMNS} FROM bank_statements ORDER BY imported_at DESC, statement_id DESC LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}
+
+/// A bank entry as matching and the console read it.
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+pub struct EntryRow {
+    pub entry_id: String,
+    pub statement_id: String,
+    pub line_no: i64,
+    pub booked_on: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub direction: String,
+    pub bank_ref: Option<String>,
+    pub end_to_end_id: Option<String>,
+    pub remittance: Option<String>,
+    pub counterparty: Option<String>,
+    pub provider_kind: Option<String>,
+    pub state: String,
+}
+
+const ENTRY_COLUMNS: &str = "entry_id, statement_id, line_no, booked_on, amount_minor, currency, direction, bank_ref, \
+     end_to_end_id, remittance, counterparty, provider_kind, state";
+
+/// The providers' credits not yet matched (BANK_ONLY ones too: a payout
+/// seen late may still claim them).
+pub async fn open_credits<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<EntryRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM bank_entries WHERE state IN ('UNMATCHED', 'BANK_ONLY') \
+         ORDER BY booked_on, entry_id"
+    ))
+    .fetch_all(e)
+    .await
+}
+
+pub async fn entries_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    statement_id: &str,
+) -> sqlx::Result<Vec<EntryRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM bank_entries WHERE statement_id = $1 ORDER BY line_no"
+    ))
+    .bind(statement_id)
+    .fetch_all(e)
+    .await
+}
+
+pub async fn set_entry_state<'e>(
+    e: impl Executor<'e, Database = Any>,
+    entry_id: &str,
+    state: &str,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE bank_entries SET state = $2 WHERE entry_id = $1")
+        .bind(entry_id)
+        .bind(state)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+/// A payout as a provider's statement reported it.
+pub struct NewPayout<'a> {
+    pub provider: &'a str,
+    pub payout_id: &'a str,
+    pub kind: &'a str,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub arrival_on: &'a str,
+    pub descriptor: Option<&'a str>,
+    pub status: &'a str,
+    pub run_id: Option<&'a str>,
+    /// PENDING, or NOT_SENT for a payout the provider failed or cancelled.
+    pub state: &'a str,
+    pub now: i64,
+}
+
+/// Records a payout, or refreshes what the provider says of one already
+/// recorded (a page read twice, a payout failing later); a decided state
+/// is kept, but a payout that failed or was cancelled is no longer
+/// expected at the bank.
+pub async fn upsert_payout<'e>(
+    e: impl Executor<'e, Database = Any>,
+    p: &NewPayout<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO payouts (provider, payout_id, provider_kind, amount_minor, currency, arrival_on, descriptor, status, \
+           run_id, seen_at, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (provider, payout_id) DO UPDATE SET status = excluded.status, \
+           state = CASE WHEN excluded.state = 'NOT_SENT' AND payouts.state = 'PENDING' THEN 'NOT_SENT' ELSE payouts.state END",
+    )
+    .bind(p.provider)
+    .bind(p.payout_id)
+    .bind(p.kind)
+    .bind(p.amount_minor)
+    .bind(p.currency)
+    .bind(p.arrival_on)
+    .bind(p.descriptor)
+    .bind(p.status)
+    .bind(p.run_id)
+    .bind(p.now)
+    .bind(p.state)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+pub struct PayoutRow {
+    pub provider: String,
+    pub payout_id: String,
+    pub provider_kind: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub arrival_on: String,
+    pub descriptor: Option<String>,
+    pub status: String,
+    pub state: String,
+    pub entry_id: Option<String>,
+    pub decided_at: Option<i64>,
+}
+
+const PAYOUT_COLUMNS: &str = "provider, payout_id, provider_kind, amount_minor, currency, arrival_on, descriptor, status, \
+     state, entry_id, decided_at";
+
+/// Payouts still waiting for their credit (PAYOUT_MISSING ones too: the
+/// credit may come late).
+pub async fn open_payouts<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<PayoutRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE state IN ('PENDING', 'PAYOUT_MISSING') \
+         ORDER BY arrival_on, provider, payout_id"
+    ))
+    .fetch_all(e)
+    .await
+}
+
+pub async fn payouts<'e>(
+    e: impl Executor<'e, Database = Any>,
+    limit: i64,
+) -> sqlx::Result<Vec<PayoutRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {PAYOUT_COLUMNS} FROM payouts ORDER BY arrival_on DESC, provider, payout_id LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}
+
+pub async fn set_payout_state<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    payout_id: &str,
+    state: &str,
+    entry_id: Option<&str>,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE payouts SET state = $3, entry_id = COALESCE($4, entry_id), decided_at = $5 \
+         WHERE provider = $1 AND payout_id = $2",
+    )
+    .bind(provider)
+    .bind(payout_id)
+    .bind(state)
+    .bind(entry_id)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// Matched payouts arriving on each day in [from, to], per provider and
+/// currency: (day, provider, currency, count, total minor).
+pub async fn settled_by_day<'e>(
+    e: impl Executor<'e, Database = Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<Vec<(String, String, String, i64, i64)>> {
+    sqlx::query_as(
+        "SELECT arrival_on, provider, currency, COUNT(*), CAST(SUM(amount_minor) AS BIGINT) FROM payouts \
+         WHERE state = 'PAYOUT_MATCHED' AND arrival_on >= $1 AND arrival_on <= $2 \
+         GROUP BY arrival_on, provider, currency ORDER BY arrival_on, provider, currency",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(e)
+    .await
+}

@@ -1,0 +1,169 @@
+//! The bank side's API under `/api/v1/bank/` (Bearer API token): import a
+//! bank statement (camt.053 or CSV), list the statements and the payouts
+//! with their match state, and run a matching pass now.
+
+use super::AppState;
+use super::api_error::ApiError;
+use super::bearer::Bearer;
+use crate::bank::{self, BankError, BankImport, Imported, MatchFigures};
+use crate::engine::Engine;
+use crate::store::bank::{PayoutRow, StatementRow};
+use axum::extract::{DefaultBodyLimit, Multipart, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tower_http::limit::RequestBodyLimitLayer;
+
+/// Largest bank statement accepted (a year of a busy account's camt.053
+/// is a few MiB).
+pub const UPLOAD_LIMIT: usize = 16 * 1024 * 1024;
+
+/// How many statements or payouts a list gives.
+const LIST_LIMIT: i64 = 200;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/bank/statements", get(statements))
+        .route("/api/v1/bank/payouts", get(payouts))
+        .route("/api/v1/bank/match", post(run_match))
+}
+
+/// The upload, with its own body limit.
+pub fn upload_router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/v1/bank/statements", post(upload))
+        .layer(DefaultBodyLimit::max(UPLOAD_LIMIT))
+        .layer(RequestBodyLimitLayer::new(UPLOAD_LIMIT + 64 * 1024))
+        .with_state(state)
+}
+
+impl From<BankError> for ApiError {
+    fn from(e: BankError) -> ApiError {
+        match e {
+            BankError::Refused(m) => ApiError::new(StatusCode::BAD_REQUEST, m),
+            BankError::Store(e) => {
+                tracing::error!(error = %e, "bank storage error");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "storage error")
+            }
+        }
+    }
+}
+
+/// The form `POST /api/v1/bank/statements` reads.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct BankUploadForm {
+    /// The bank's statement: camt.053 XML or CSV, at most 16 MiB.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// `camt053` or `csv`; when absent, XML is read as camt.053 and
+    /// anything else as CSV.
+    #[schema(required = false, example = "camt053")]
+    format: String,
+    /// For a CSV: which header holds each field, `field=Header;…` over the
+    /// default `date,amount,currency,reference,counterparty,direction`.
+    #[schema(required = false, example = "date=Buchungstag;amount=Betrag;direction=Soll/Haben")]
+    csv_columns: String,
+}
+
+/// `POST /api/v1/bank/statements`, multipart `file`, optionally `format`
+/// and `csv_columns`.
+#[utoipa::path(post, path = "/api/v1/bank/statements", tag = "bank",
+    request_body(content = BankUploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "The statement, stored, and what the matching pass after it decided", body = Imported),
+        (status = 200, description = "The same file was imported before: nothing changed", body = Imported),
+        (status = 400, description = "An unreadable form or statement (named); nothing was stored", body = ApiError),
+    ))]
+pub async fn upload(
+    State(engine): State<Engine>,
+    Bearer(actor): Bearer,
+    mut form: Multipart,
+) -> Result<(StatusCode, Json<Imported>), ApiError> {
+    let unreadable =
+        |e: axum::extract::multipart::MultipartError| ApiError::new(StatusCode::BAD_REQUEST, format!("unreadable form: {e}"));
+    let (mut file, mut name, mut format, mut columns) = (None, None, None, None);
+    while let Some(field) = form.next_field().await.map_err(unreadable)? {
+        match field.name().unwrap_or("") {
+            "file" => {
+                name = field.file_name().map(str::to_owned);
+                file = Some(field.bytes().await.map_err(unreadable)?);
+            }
+            "format" => format = Some(field.text().await.map_err(unreadable)?),
+            "csv_columns" => columns = Some(field.text().await.map_err(unreadable)?),
+            other => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("unknown field {other:?}"),
+                ));
+            }
+        }
+    }
+    let Some(file) = file else {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "file is required"));
+    };
+    let imported = bank::import(
+        &engine,
+        BankImport {
+            bytes: &file,
+            file_name: name.as_deref(),
+            format: format.as_deref(),
+            csv_columns: columns.as_deref(),
+            actor: &actor,
+        },
+    )
+    .await?;
+    let status = if imported.duplicate {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(imported)))
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct StatementList {
+    statements: Vec<StatementRow>,
+}
+
+/// `GET /api/v1/bank/statements`: the latest imported statements.
+#[utoipa::path(get, path = "/api/v1/bank/statements", tag = "bank",
+    responses((status = 200, description = "The latest 200 bank statements, newest first", body = StatementList)))]
+pub async fn statements(
+    State(engine): State<Engine>,
+    _token: Bearer,
+) -> Result<Json<StatementList>, ApiError> {
+    let statements = crate::store::bank::statements(&engine.db.pool, LIST_LIMIT)
+        .await
+        .map_err(BankError::from)?;
+    Ok(Json(StatementList { statements }))
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct PayoutList {
+    payouts: Vec<PayoutRow>,
+}
+
+/// `GET /api/v1/bank/payouts`: the latest payouts and their match state.
+#[utoipa::path(get, path = "/api/v1/bank/payouts", tag = "bank",
+    responses((status = 200, description = "The latest 200 payouts by arrival date: PENDING, PAYOUT_MATCHED, PAYOUT_MISSING, PAYOUT_AMOUNT_MISMATCH or NOT_SENT", body = PayoutList)))]
+pub async fn payouts(
+    State(engine): State<Engine>,
+    _token: Bearer,
+) -> Result<Json<PayoutList>, ApiError> {
+    let payouts = crate::store::bank::payouts(&engine.db.pool, LIST_LIMIT)
+        .await
+        .map_err(BankError::from)?;
+    Ok(Json(PayoutList { payouts }))
+}
+
+/// `POST /api/v1/bank/match`: a matching pass now (the server also runs
+/// one every minute).
+#[utoipa::path(post, path = "/api/v1/bank/match", tag = "bank",
+    responses((status = 200, description = "What the pass decided", body = MatchFigures)))]
+pub async fn run_match(
+    State(engine): State<Engine>,
+    _token: Bearer,
+) -> Result<Json<MatchFigures>, ApiError> {
+    Ok(Json(bank::match_payouts(&engine, engine.now()).await?))
+}

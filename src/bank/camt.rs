@@ -348,7 +348,7 @@ mod tests {
         let bad_amount = good.replacen(">9048.00<", ">90x8.00<", 1);
         let err = parse(bad_amount.as_bytes()).unwrap_err();
         assert!(err.starts_with("Stmt 1 Ntry 1: Amt"), "{err}");
-        let bad_ind = good.replacen("<CdtDbtInd>CRDT</CdtDbtInd>", "<CdtDbtInd>IN</CdtDbtInd>", 1);
+        let bad_ind = good.replace("<CdtDbtInd>CRDT</CdtDbtInd>", "<CdtDbtInd>IN</CdtDbtInd>");
         assert!(parse(bad_ind.as_bytes()).unwrap_err().contains("CdtDbtInd"));
         let camt054 = good.replace("camt.053.001.02", "camt.054.001.02");
         assert!(parse(camt054.as_bytes()).unwrap_err().contains("namespace"));

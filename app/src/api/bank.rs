@@ -11,7 +11,7 @@ use crate::types::Role;
 
 /// The latest bank statements and payouts.
 #[server(endpoint = "bank/view")]
-pub async fn bank_view() -> Result<BankView, AppError> {
+pub async fn load_bank() -> Result<BankView, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;

@@ -4,7 +4,7 @@
 //! state, each mismatch a ticket in the discrepancy list.
 
 use super::{ErrorNote, Frame};
-use crate::api::bank_view;
+use crate::api::load_bank;
 use crate::bank::SettledRow;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
@@ -67,7 +67,7 @@ fn state_text(state: &str, lang: Lang) -> &'static str {
 #[component]
 fn BankBody() -> impl IntoView {
     let lang = expect_context::<super::Viewer>().lang;
-    let data = Resource::new(|| (), |_| bank_view());
+    let data = Resource::new(|| (), |_| load_bank());
     let title = Msg::Bank.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>

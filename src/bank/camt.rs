@@ -157,7 +157,9 @@ struct RmtInf {
 
 /// A text field, trimmed, `None` when blank.
 fn text(s: Option<&String>) -> Option<String> {
-    s.map(|s| s.trim()).filter(|s| !s.is_empty()).map(str::to_owned)
+    s.map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// `YYYY-MM-DD` of a `Dt`, or of a `DtTm`'s date (the bank's own day).
@@ -229,7 +231,8 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
                 Some(other) => return Err(format!("{at}: unknown entry status {other:?}")),
             }
             line_no += 1;
-            out.entries.push(entry(ntry, line_no).map_err(|e| format!("{at}: {e}"))?);
+            out.entries
+                .push(entry(ntry, line_no).map_err(|e| format!("{at}: {e}"))?);
         }
     }
     Ok(out)
@@ -237,8 +240,7 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
 
 fn entry(ntry: &Ntry, line_no: i64) -> Result<BankEntry, String> {
     let amt = ntry.amt.as_ref().ok_or("no Amt")?;
-    let currency =
-        Currency::parse(&amt.ccy).map_err(|e| format!("Amt@Ccy {:?}: {e}", amt.ccy))?;
+    let currency = Currency::parse(&amt.ccy).map_err(|e| format!("Amt@Ccy {:?}: {e}", amt.ccy))?;
     let money = Money::parse_major(&amt.value, currency)
         .map_err(|e| format!("Amt {:?}: {e}", amt.value))?;
     if money.minor < 0 {
@@ -317,15 +319,31 @@ mod tests {
         assert_eq!(s.entries.len(), 6);
         let first = &s.entries[0];
         assert_eq!(first.direction, Direction::Credit);
-        assert_eq!((first.money.minor, first.money.currency.code()), (904_800, "EUR"));
+        assert_eq!(
+            (first.money.minor, first.money.currency.code()),
+            (904_800, "EUR")
+        );
         assert_eq!(first.booked_on, "2026-12-03");
         assert_eq!(first.value_on.as_deref(), Some("2026-12-03"));
         assert_eq!(first.bank_ref.as_deref(), Some("20261203-0001"));
         assert_eq!(first.end_to_end_id.as_deref(), Some("po_1QaPAYOUTmatched"));
-        assert_eq!(first.counterparty.as_deref(), Some("STRIPE PAYMENTS EUROPE LTD"));
-        assert!(first.remittance.as_deref().unwrap().contains("STRIPE"), "{first:?}");
-        let rent = s.entries.iter().find(|e| e.direction == Direction::Debit).unwrap();
-        assert_eq!(rent.counterparty.as_deref(), Some("Hausverwaltung Nord GmbH"));
+        assert_eq!(
+            first.counterparty.as_deref(),
+            Some("STRIPE PAYMENTS EUROPE LTD")
+        );
+        assert!(
+            first.remittance.as_deref().unwrap().contains("STRIPE"),
+            "{first:?}"
+        );
+        let rent = s
+            .entries
+            .iter()
+            .find(|e| e.direction == Direction::Debit)
+            .unwrap();
+        assert_eq!(
+            rent.counterparty.as_deref(),
+            Some("Hausverwaltung Nord GmbH")
+        );
         assert_eq!(rent.end_to_end_id, None, "NOTPROVIDED is no reference");
     }
 
@@ -334,7 +352,10 @@ mod tests {
         let s = parse(&fixture("camt053_v08_small.xml")).unwrap();
         assert_eq!(s.entries.len(), 1);
         let e = &s.entries[0];
-        assert_eq!(e.counterparty.as_deref(), Some("Stripe Technology Europe Ltd"));
+        assert_eq!(
+            e.counterparty.as_deref(),
+            Some("Stripe Technology Europe Ltd")
+        );
         assert_eq!(e.booked_on, "2026-12-04", "a DtTm's day");
         assert_eq!((e.money.minor, e.money.currency.code()), (12_050, "EUR"));
     }
@@ -352,7 +373,11 @@ mod tests {
         assert!(parse(bad_ind.as_bytes()).unwrap_err().contains("CdtDbtInd"));
         let camt054 = good.replace("camt.053.001.02", "camt.054.001.02");
         assert!(parse(camt054.as_bytes()).unwrap_err().contains("namespace"));
-        assert!(parse(b"<Document><Other/></Document>").unwrap_err().contains("BkToCstmrStmt"));
+        assert!(
+            parse(b"<Document><Other/></Document>")
+                .unwrap_err()
+                .contains("BkToCstmrStmt")
+        );
         assert!(parse(b"date,amount\n").is_err());
     }
 }

@@ -81,7 +81,10 @@ pub fn parse(bytes: &[u8], columns: &Columns) -> Result<ParsedStatement, String>
     let text = std::str::from_utf8(bytes)
         .map_err(|e| format!("the CSV is not UTF-8 text: {e}"))?
         .trim_start_matches('\u{feff}');
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let Some((_, header)) = lines.next() else {
         return Err("the CSV is empty".into());
     };
@@ -122,8 +125,8 @@ pub fn parse(bytes: &[u8], columns: &Columns) -> Result<ParsedStatement, String>
             .parse::<jiff::civil::Date>()
             .map_err(|_| format!("line {n}: date {:?} is not YYYY-MM-DD", get(at_date)))?
             .to_string();
-        let currency = Currency::parse(get(at_currency))
-            .map_err(|e| format!("line {n}: currency: {e}"))?;
+        let currency =
+            Currency::parse(get(at_currency)).map_err(|e| format!("line {n}: currency: {e}"))?;
         let money = Money::parse_major(get(at_amount), currency)
             .map_err(|e| format!("line {n}: amount: {e}"))?;
         let direction = match at_direction {
@@ -135,7 +138,10 @@ pub fn parse(bytes: &[u8], columns: &Columns) -> Result<ParsedStatement, String>
                     ));
                 }
                 direction_of(get(at)).ok_or_else(|| {
-                    format!("line {n}: {:?} is neither credit nor debit (C/D, CRDT/DBIT, H/S)", get(at))
+                    format!(
+                        "line {n}: {:?} is neither credit nor debit (C/D, CRDT/DBIT, H/S)",
+                        get(at)
+                    )
                 })?
             }
             None if money.minor < 0 => Direction::Debit,
@@ -177,7 +183,10 @@ mod tests {
         assert_eq!(s.entries.len(), 6);
         assert_eq!(s.entries[0].money.minor, 904_800);
         assert_eq!(s.entries[0].line_no, 2);
-        assert_eq!(s.entries[4].remittance.as_deref(), Some("Rechnung 2026-118, Danke"));
+        assert_eq!(
+            s.entries[4].remittance.as_deref(),
+            Some("Rechnung 2026-118, Danke")
+        );
         assert_eq!(s.entries[5].direction, Direction::Debit);
         let err = parse(&file, &Columns::default()).unwrap_err();
         assert!(err.contains("no column \"date\""), "{err}");

@@ -179,26 +179,35 @@ mod tests {
     #[test]
     fn one_of_each_decision() {
         let payouts = [
-            payout("po_A", 9048_00, "2026-12-03", None),
-            payout("po_B", 5000_00, "2026-12-03", None),
-            payout("po_C", 2500_00, "2026-12-03", Some("RECKON DEMO")),
-            payout("po_D", 1500_00, "2026-12-02", None),
+            payout("po_A", 904_800, "2026-12-03", None),
+            payout("po_B", 500_000, "2026-12-03", None),
+            payout("po_C", 250_000, "2026-12-03", Some("RECKON DEMO")),
+            payout("po_D", 150_000, "2026-12-02", None),
         ];
         let credits = [
-            credit("e1", 9048_00, "2026-12-03", "po_A stripe"),
-            credit("e2", 4990_00, "2026-12-03", "STRIPE PAYOUT po_B"),
-            credit("e3", 2500_00, "2026-12-04", "stripe"),
-            credit("e4", 2500_00, "2026-12-05", "stripe reckon demo"),
-            credit("e5", 777_77, "2026-12-04", "stripe adjustment"),
+            credit("e1", 904_800, "2026-12-03", "po_A stripe"),
+            credit("e2", 499_000, "2026-12-03", "STRIPE PAYOUT po_B"),
+            credit("e3", 250_000, "2026-12-04", "stripe"),
+            credit("e4", 250_000, "2026-12-05", "stripe reckon demo"),
+            credit("e5", 77_777, "2026-12-04", "stripe adjustment"),
         ];
         let d = decide(&payouts, &credits, 2, day("2026-12-08"));
         assert_eq!(
             d,
             [
-                Decision::Matched { payout: 0, credit: 0 },
-                Decision::AmountMismatch { payout: 1, credit: 1 },
+                Decision::Matched {
+                    payout: 0,
+                    credit: 0
+                },
+                Decision::AmountMismatch {
+                    payout: 1,
+                    credit: 1
+                },
                 // The credit naming the descriptor over the nearer one.
-                Decision::Matched { payout: 2, credit: 3 },
+                Decision::Matched {
+                    payout: 2,
+                    credit: 3
+                },
                 Decision::Missing { payout: 3 },
                 Decision::BankOnly { credit: 2 },
                 Decision::BankOnly { credit: 4 },
@@ -223,7 +232,10 @@ mod tests {
         far.currency = "EUR".into();
         assert_eq!(
             decide(&payouts, &[far], 3, day("2026-12-02")),
-            [Decision::Matched { payout: 0, credit: 0 }]
+            [Decision::Matched {
+                payout: 0,
+                credit: 0
+            }]
         );
     }
 }

@@ -138,9 +138,15 @@ fn parse(imp: &BankImport<'_>) -> Result<ParsedStatement, String> {
         == Some(&b'<');
     match imp.format.map(str::trim) {
         Some("camt053" | "camt.053") => camt::parse(imp.bytes),
-        Some("csv") => csv::parse(imp.bytes, &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?),
+        Some("csv") => csv::parse(
+            imp.bytes,
+            &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?,
+        ),
         None | Some("") if xml => camt::parse(imp.bytes),
-        None | Some("") => csv::parse(imp.bytes, &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?),
+        None | Some("") => csv::parse(
+            imp.bytes,
+            &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?,
+        ),
         Some(other) => Err(format!("unknown format {other:?}: camt053 or csv")),
     }
 }
@@ -183,7 +189,11 @@ pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, Ba
                 remittance: e.remittance.as_deref(),
                 counterparty: e.counterparty.as_deref(),
                 provider_kind: *kind,
-                state: if in_scope { "UNMATCHED" } else { "OUT_OF_SCOPE" },
+                state: if in_scope {
+                    "UNMATCHED"
+                } else {
+                    "OUT_OF_SCOPE"
+                },
             }
         })
         .collect();
@@ -356,7 +366,7 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
                     c.line_no
                 );
                 ticket(
-                    &mut *tx,
+                    &mut tx,
                     Class::PayoutAmountMismatch,
                     &format!("bank:PAYOUT_AMOUNT_MISMATCH:{}:{}", p.provider, p.payout_id),
                     p,
@@ -385,7 +395,7 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
                     p.arrival_on
                 );
                 ticket(
-                    &mut *tx,
+                    &mut tx,
                     Class::PayoutMissing,
                     &format!("bank:PAYOUT_MISSING:{}:{}", p.provider, p.payout_id),
                     p,

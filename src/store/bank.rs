@@ -258,7 +258,9 @@ const PAYOUT_COLUMNS: &str = "provider, payout_id, provider_kind, amount_minor, 
 
 /// Payouts still waiting for their credit (PAYOUT_MISSING ones too: the
 /// credit may come late).
-pub async fn open_payouts<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<PayoutRow>> {
+pub async fn open_payouts<'e>(
+    e: impl Executor<'e, Database = Any>,
+) -> sqlx::Result<Vec<PayoutRow>> {
     sqlx::query_as(&format!(
         "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE state IN ('PENDING', 'PAYOUT_MISSING') \
          ORDER BY arrival_on, provider, payout_id"

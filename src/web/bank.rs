@@ -62,7 +62,10 @@ pub struct BankUploadForm {
     format: String,
     /// For a CSV: which header holds each field, `field=Header;…` over the
     /// default `date,amount,currency,reference,counterparty,direction`.
-    #[schema(required = false, example = "date=Buchungstag;amount=Betrag;direction=Soll/Haben")]
+    #[schema(
+        required = false,
+        example = "date=Buchungstag;amount=Betrag;direction=Soll/Haben"
+    )]
     csv_columns: String,
 }
 
@@ -80,8 +83,9 @@ pub async fn upload(
     Bearer(actor): Bearer,
     mut form: Multipart,
 ) -> Result<(StatusCode, Json<Imported>), ApiError> {
-    let unreadable =
-        |e: axum::extract::multipart::MultipartError| ApiError::new(StatusCode::BAD_REQUEST, format!("unreadable form: {e}"));
+    let unreadable = |e: axum::extract::multipart::MultipartError| {
+        ApiError::new(StatusCode::BAD_REQUEST, format!("unreadable form: {e}"))
+    };
     let (mut file, mut name, mut format, mut columns) = (None, None, None, None);
     while let Some(field) = form.next_field().await.map_err(unreadable)? {
         match field.name().unwrap_or("") {

@@ -93,7 +93,13 @@ async fn stripe_with_payouts(b: Backend) -> StripeApp {
     *s.stripe.balance.lock().unwrap() = vec![
         payout_txn("po_1QaPAYOUTmatched", 904_800, DEC_3, None, t),
         payout_txn("po_1QaPAYOUTshort", 500_000, DEC_3, None, t + 1),
-        payout_txn("po_1QaPAYOUTbydate", 250_000, DEC_3, Some("RECKON DEMO"), t + 2),
+        payout_txn(
+            "po_1QaPAYOUTbydate",
+            250_000,
+            DEC_3,
+            Some("RECKON DEMO"),
+            t + 2,
+        ),
         payout_txn("po_1QaPAYOUTmissing", 150_000, DEC_2, None, t + 3),
     ];
     let run = reckon::recon::pull_statement(&s.app.engine, "stripe-eu", DAY, "test")
@@ -123,7 +129,10 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["duplicate"], false, "{body}");
     assert_eq!(body["statement"]["format"], "camt.053");
-    assert_eq!(body["statement"]["entries"], 6, "the pending entry is left out");
+    assert_eq!(
+        body["statement"]["entries"], 6,
+        "the pending entry is left out"
+    );
     assert_eq!(body["statement"]["credits"], 5);
     assert_eq!(
         body["matching"],
@@ -136,7 +145,10 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     assert_eq!(again.status(), 200);
     let again: Value = again.json().await.unwrap();
     assert_eq!(again["duplicate"], true);
-    assert_eq!(again["statement"]["statement_id"], body["statement"]["statement_id"]);
+    assert_eq!(
+        again["statement"]["statement_id"],
+        body["statement"]["statement_id"]
+    );
     assert_eq!(count(app, "bank_statements").await, 1);
     assert_eq!(count(app, "bank_entries").await, 6);
 
@@ -174,8 +186,18 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
         shown,
         [
             ("BANK_ONLY", "MEDIUM", "OPEN", Some("20261204-0002")),
-            ("PAYOUT_AMOUNT_MISMATCH", "HIGH", "OPEN", Some("po_1QaPAYOUTshort")),
-            ("PAYOUT_MISSING", "HIGH", "OPEN", Some("po_1QaPAYOUTmissing")),
+            (
+                "PAYOUT_AMOUNT_MISMATCH",
+                "HIGH",
+                "OPEN",
+                Some("po_1QaPAYOUTshort")
+            ),
+            (
+                "PAYOUT_MISSING",
+                "HIGH",
+                "OPEN",
+                Some("po_1QaPAYOUTmissing")
+            ),
         ]
     );
     // The customer's transfer and the rent are no provider's: no ticket.
@@ -204,20 +226,26 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     assert_eq!(bank_tickets(app).await.len(), 3);
 
     // Settled to bank on 2026-12-03: the two matched payouts.
-    let settled = reckon::store::bank::settled_by_day(&app.accounts.db.pool, "2026-12-03", "2026-12-03")
-        .await
-        .unwrap();
+    let settled =
+        reckon::store::bank::settled_by_day(&app.accounts.db.pool, "2026-12-03", "2026-12-03")
+            .await
+            .unwrap();
     assert_eq!(
         settled,
-        [("2026-12-03".into(), "stripe-eu".into(), "EUR".into(), 2, 904_800 + 250_000)]
+        [(
+            "2026-12-03".into(),
+            "stripe-eu".into(),
+            "EUR".into(),
+            2,
+            904_800 + 250_000
+        )]
     );
     // The import is in the audit log.
-    let audited: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM audit_log WHERE action = 'bank.statement.import'",
-    )
-    .fetch_one(&app.accounts.db.pool)
-    .await
-    .unwrap();
+    let audited: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'bank.statement.import'")
+            .fetch_one(&app.accounts.db.pool)
+            .await
+            .unwrap();
     assert_eq!(audited, 1);
 }
 
@@ -231,7 +259,10 @@ async fn a_malformed_bank_statement_is_refused_and_nothing_is_stored(b: Backend)
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.unwrap();
     let error = body["error"].as_str().unwrap();
-    assert!(error.starts_with("not a readable camt.053 document"), "{error}");
+    assert!(
+        error.starts_with("not a readable camt.053 document"),
+        "{error}"
+    );
     // One bad amount in the fourth entry refuses the whole file.
     let text = String::from_utf8(camt).unwrap();
     let bad = text.replacen(">777.77<", ">777,77<", 1);
@@ -239,7 +270,10 @@ async fn a_malformed_bank_statement_is_refused_and_nothing_is_stored(b: Backend)
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.unwrap();
     assert!(
-        body["error"].as_str().unwrap().starts_with("Stmt 1 Ntry 4: Amt \"777,77\""),
+        body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Stmt 1 Ntry 4: Amt \"777,77\""),
         "{body}"
     );
     assert_eq!(count(app, "bank_statements").await, 0);

@@ -405,7 +405,10 @@ mod tests {
             "amount":5000,"fee":0,"net":5000,"currency":"eur","created":1796200000,"source":"po_2"}),
         );
         let p = bare.payout().unwrap().unwrap();
-        assert_eq!((p.payout_id.as_str(), p.money.minor, p.status.as_str()), ("po_2", 5000, "failed"));
+        assert_eq!(
+            (p.payout_id.as_str(), p.money.minor, p.status.as_str()),
+            ("po_2", 5000, "failed")
+        );
         let charge = txn(
             json!({"id":"txn_c","type":"charge","reporting_category":"charge",
             "amount":100,"fee":0,"net":100,"currency":"eur","created":1,"source":"ch_1"}),

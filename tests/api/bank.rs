@@ -240,6 +240,28 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
             904_800 + 250_000
         )]
     );
+    // The console: the dashboard's day shows it settled to the bank, the
+    // bank page each payout's state.
+    app.add_user("fiona", app::types::Role::Operator, "a long finance password")
+        .await;
+    assert_eq!(app.login("fiona", "a long finance password").await.status(), 200);
+    let html = app.get("/?day=2026-12-03").await.text().await.unwrap();
+    let at = html.find("id=\"settled-to-bank\"").expect("the settled-to-bank section");
+    let section = &html[at..html[at..].find("</section>").map_or(html.len(), |end| at + end)];
+    assert!(section.contains("data-provider=\"stripe-eu\""), "{section}");
+    assert!(section.contains("11548.00"), "{section}");
+    let html = app.get("/bank").await.text().await.unwrap();
+    for (payout, state) in [
+        ("po_1QaPAYOUTmatched", "PAYOUT_MATCHED"),
+        ("po_1QaPAYOUTshort", "PAYOUT_AMOUNT_MISMATCH"),
+        ("po_1QaPAYOUTmissing", "PAYOUT_MISSING"),
+    ] {
+        assert!(
+            html.contains(&format!("data-payout=\"{payout}\" data-state=\"{state}\"")),
+            "{payout} {state} on the bank page"
+        );
+    }
+    assert!(html.contains("camt053_v02_stripe.xml"), "the statement is listed");
     // The import is in the audit log.
     let audited: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'bank.statement.import'")

@@ -43,8 +43,12 @@ CREATE INDEX bank_entries_statement ON bank_entries (statement_id, line_no);
 
 -- A provider's payout to the bank (Stripe's po_…), as its statement pulls
 -- saw it. `state`: PENDING until matched or past its window, then
--- PAYOUT_MATCHED, PAYOUT_MISSING or PAYOUT_AMOUNT_MISMATCH; `entry_id` the
--- bank credit it was matched to.
+-- PAYOUT_MATCHED, PAYOUT_MISSING or PAYOUT_AMOUNT_MISMATCH (NOT_SENT for a
+-- failed or cancelled one); `entry_id` the bank credit it was matched to.
+-- `net_state`: whether the payout equals the net of the transactions it
+-- settles — UNCHECKED (to ask the provider), EQUAL, DIFFERS (a ticket), or
+-- NOT_DERIVABLE (a manual payout, or a provider that cannot say);
+-- `settled_net_minor` that net.
 CREATE TABLE payouts (
     provider       TEXT NOT NULL,
     payout_id      TEXT NOT NULL,
@@ -59,6 +63,10 @@ CREATE TABLE payouts (
     state          TEXT NOT NULL,
     entry_id       TEXT NULL,
     decided_at     BIGINT NULL,
+    automatic      INTEGER NOT NULL,
+    net_state      TEXT NOT NULL,
+    settled_net_minor BIGINT NULL,
     PRIMARY KEY (provider, payout_id)
 );
 CREATE INDEX payouts_state ON payouts (state, arrival_on);
+CREATE INDEX payouts_net ON payouts (net_state);

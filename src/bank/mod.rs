@@ -102,6 +102,62 @@ pub struct MatchFigures {
     pub amount_mismatch: i64,
     pub missing: i64,
     pub bank_only: i64,
+    /// Payouts whose amount is not the net of the transactions they
+    /// settle (each a PAYOUT_AMOUNT_MISMATCH ticket).
+    pub net_differs: i64,
+}
+
+/// How many payouts one pass asks their provider about.
+const NET_CHECKS_PER_PASS: i64 = 50;
+
+/// Asks each provider what its new automatic payouts settle, and opens a
+/// PAYOUT_AMOUNT_MISMATCH ticket for one whose amount is not that net. A
+/// payout the provider cannot answer for now is asked again next pass.
+async fn check_nets(engine: &Engine, now: i64) -> Result<i64, BankError> {
+    let pool = &engine.db.pool;
+    let mut differs = 0;
+    for p in store::unchecked_payouts(pool, NET_CHECKS_PER_PASS).await? {
+        let Some(provider) = engine.providers.get(&p.provider).cloned() else {
+            store::set_net(pool, &p.provider, &p.payout_id, "NOT_DERIVABLE", None).await?;
+            continue;
+        };
+        let net = match provider.payout_net(&p.payout_id).await {
+            Ok(net) => net,
+            Err(e) => {
+                tracing::warn!(payout = %p.payout_id, error = %e, "payout's transactions not listed; asked again next pass");
+                continue;
+            }
+        };
+        let state = match net {
+            None => "NOT_DERIVABLE",
+            Some(n) if n == p.amount_minor => "EQUAL",
+            Some(_) => "DIFFERS",
+        };
+        let mut tx = engine.db.begin_write().await?;
+        if store::set_net(&mut *tx, &p.provider, &p.payout_id, state, net).await?
+            && state == "DIFFERS"
+        {
+            let details = format!(
+                "payout {} of {} settles transactions netting {}",
+                p.payout_id,
+                shown(p.amount_minor, &p.currency),
+                shown(net.unwrap_or_default(), &p.currency),
+            );
+            ticket(
+                &mut tx,
+                Class::PayoutAmountMismatch,
+                &format!("bank:PAYOUT_NET:{}:{}", p.provider, p.payout_id),
+                &p,
+                None,
+                &details,
+                now,
+            )
+            .await?;
+            differs += 1;
+        }
+        tx.commit().await?;
+    }
+    Ok(differs)
 }
 
 /// The payment provider a bank entry names, by its counterparty, its
@@ -259,6 +315,7 @@ pub async fn payouts_seen(
                 status: &p.status,
                 run_id,
                 state: if expected { "PENDING" } else { "NOT_SENT" },
+                automatic: p.automatic,
                 now: engine.now(),
             },
         )
@@ -279,6 +336,8 @@ fn today(engine: &Engine, now: i64) -> jiff::civil::Date {
 /// decisions and their tickets in one transaction, so a pass repeated (a
 /// second instance, the next beat) finds them already decided.
 pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, BankError> {
+    // The provider is asked outside the matching transaction.
+    let net_differs = check_nets(engine, now).await?;
     let window = engine.settings.pulls.bank_window_days;
     let mut tx = engine.db.begin_write().await?;
     let payout_rows = store::open_payouts(&mut *tx).await?;
@@ -328,7 +387,10 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
         .collect();
     let open_p: Vec<OpenPayout> = payouts.iter().map(|(p, _)| p.clone()).collect();
     let open_c: Vec<OpenCredit> = credits.iter().map(|(c, _)| c.clone()).collect();
-    let mut figures = MatchFigures::default();
+    let mut figures = MatchFigures {
+        net_differs,
+        ..MatchFigures::default()
+    };
     for d in matching::decide(&open_p, &open_c, window, today(engine, now)) {
         match d {
             Decision::Matched { payout, credit } => {

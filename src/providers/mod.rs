@@ -177,6 +177,9 @@ pub struct PayoutSeen {
     /// The provider's word for where it stands (`paid`, `in_transit`,
     /// `failed`, …).
     pub status: String,
+    /// Made by the provider's schedule: only such a payout names the
+    /// transactions it settles ([`Provider::payout_net`]).
+    pub automatic: bool,
 }
 
 /// A day's bill as the provider hands it out through its bill API: the
@@ -378,6 +381,11 @@ pub trait Provider: Send + Sync + 'static {
             "{} has no statement API Reckon pulls from; upload or import the file",
             self.name()
         )))
+    }
+    /// The net of the transactions a payout settles (minor units), when
+    /// the provider can list them; `None` when it cannot.
+    async fn payout_net(&self, _payout_id: &str) -> Result<Option<i64>, CallError> {
+        Ok(None)
     }
     /// What [`Provider::statement_page`] pages through, as a run records
     /// it read (a bill file's run records its format and layout instead).

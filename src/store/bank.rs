@@ -205,6 +205,8 @@ pub struct NewPayout<'a> {
     pub run_id: Option<&'a str>,
     /// PENDING, or NOT_SENT for a payout the provider failed or cancelled.
     pub state: &'a str,
+    /// Whether the provider can list the transactions it settles.
+    pub automatic: bool,
     pub now: i64,
 }
 
@@ -218,7 +220,7 @@ pub async fn upsert_payout<'e>(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO payouts (provider, payout_id, provider_kind, amount_minor, currency, arrival_on, descriptor, status, \
-           run_id, seen_at, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+           run_id, seen_at, state, automatic, net_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
          ON CONFLICT (provider, payout_id) DO UPDATE SET status = excluded.status, \
            state = CASE WHEN excluded.state = 'NOT_SENT' AND payouts.state = 'PENDING' THEN 'NOT_SENT' ELSE payouts.state END",
     )
@@ -233,6 +235,8 @@ pub async fn upsert_payout<'e>(
     .bind(p.run_id)
     .bind(p.now)
     .bind(p.state)
+    .bind(i32::from(p.automatic))
+    .bind(if p.automatic { "UNCHECKED" } else { "NOT_DERIVABLE" })
     .execute(e)
     .await?;
     Ok(())
@@ -251,10 +255,47 @@ pub struct PayoutRow {
     pub state: String,
     pub entry_id: Option<String>,
     pub decided_at: Option<i64>,
+    pub net_state: String,
+    pub settled_net_minor: Option<i64>,
 }
 
 const PAYOUT_COLUMNS: &str = "provider, payout_id, provider_kind, amount_minor, currency, arrival_on, descriptor, status, \
-     state, entry_id, decided_at";
+     state, entry_id, decided_at, net_state, settled_net_minor";
+
+/// Payouts whose settled net is still to be asked for, oldest first.
+pub async fn unchecked_payouts<'e>(
+    e: impl Executor<'e, Database = Any>,
+    limit: i64,
+) -> sqlx::Result<Vec<PayoutRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE net_state = 'UNCHECKED' ORDER BY seen_at, payout_id LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}
+
+/// Records what the provider said a payout settles: `true` when this call
+/// decided it (a second instance asking at once decides nothing).
+pub async fn set_net<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    payout_id: &str,
+    net_state: &str,
+    net: Option<i64>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payouts SET net_state = $3, settled_net_minor = $4 \
+         WHERE provider = $1 AND payout_id = $2 AND net_state = 'UNCHECKED'",
+    )
+    .bind(provider)
+    .bind(payout_id)
+    .bind(net_state)
+    .bind(net)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
 
 /// Payouts still waiting for their credit (PAYOUT_MISSING ones too: the
 /// credit may come late).

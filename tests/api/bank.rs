@@ -102,6 +102,33 @@ async fn stripe_with_payouts(b: Backend) -> StripeApp {
         ),
         payout_txn("po_1QaPAYOUTmissing", 150_000, DEC_2, None, t + 3),
     ];
+    // What each payout settles: charges net of their fees, a refund; the
+    // "short" payout's transactions net 10.00 more than it pays out.
+    {
+        let mut settled = s.stripe.settled.lock().unwrap();
+        for (po, amount, nets) in [
+            (
+                "po_1QaPAYOUTmatched",
+                904_800,
+                vec![500_000, 410_000, -5_200],
+            ),
+            ("po_1QaPAYOUTshort", 500_000, vec![501_000]),
+            ("po_1QaPAYOUTbydate", 250_000, vec![250_000]),
+            ("po_1QaPAYOUTmissing", 150_000, vec![150_000]),
+        ] {
+            let mut txns: Vec<Value> = nets
+                .iter()
+                .enumerate()
+                .map(|(i, net)| {
+                    json!({"id": format!("txn_{po}_{i}"), "object": "balance_transaction",
+                    "amount": net, "fee": 0, "net": net, "currency": "eur", "created": t - 86_400,
+                    "type": if *net < 0 { "refund" } else { "charge" }, "source": null})
+                })
+                .collect();
+            txns.push(payout_txn(po, amount, DEC_3, None, t));
+            settled.insert(po.to_owned(), txns);
+        }
+    }
     let run = reckon::recon::pull_statement(&s.app.engine, "stripe-eu", DAY, "test")
         .await
         .unwrap();
@@ -136,8 +163,8 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     assert_eq!(body["statement"]["credits"], 5);
     assert_eq!(
         body["matching"],
-        json!({"matched": 2, "amount_mismatch": 1, "missing": 0, "bank_only": 0}),
-        "inside the window nothing is missing yet: {body}"
+        json!({"matched": 2, "amount_mismatch": 1, "missing": 0, "bank_only": 0, "net_differs": 1}),
+        "inside the window nothing is missing yet; the short payout's transactions net more: {body}"
     );
 
     // The same file again: recognised, nothing stored twice.
@@ -166,7 +193,7 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     let figures: Value = res.json().await.unwrap();
     assert_eq!(
         figures,
-        json!({"matched": 0, "amount_mismatch": 0, "missing": 1, "bank_only": 1})
+        json!({"matched": 0, "amount_mismatch": 0, "missing": 1, "bank_only": 1, "net_differs": 0})
     );
     assert_eq!(
         payout_states(app).await,
@@ -186,6 +213,13 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
         shown,
         [
             ("BANK_ONLY", "MEDIUM", "OPEN", Some("20261204-0002")),
+            // One for the bank's credit, one for the transactions it settles.
+            (
+                "PAYOUT_AMOUNT_MISMATCH",
+                "HIGH",
+                "OPEN",
+                Some("po_1QaPAYOUTshort")
+            ),
             (
                 "PAYOUT_AMOUNT_MISMATCH",
                 "HIGH",
@@ -200,6 +234,27 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
             ),
         ]
     );
+    let nets: Vec<(String, String, Option<i64>)> = sqlx::query_as(
+        "SELECT payout_id, net_state, settled_net_minor FROM payouts ORDER BY payout_id",
+    )
+    .fetch_all(&app.accounts.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        nets,
+        [
+            ("po_1QaPAYOUTbydate".into(), "EQUAL".into(), Some(250_000)),
+            ("po_1QaPAYOUTmatched".into(), "EQUAL".into(), Some(904_800)),
+            ("po_1QaPAYOUTmissing".into(), "EQUAL".into(), Some(150_000)),
+            ("po_1QaPAYOUTshort".into(), "DIFFERS".into(), Some(501_000)),
+        ]
+    );
+    let asked = s.stripe.listing.lock().unwrap().asked.clone();
+    let per_payout = asked
+        .iter()
+        .filter(|q| q.iter().any(|(k, _)| k == "payout"))
+        .count();
+    assert_eq!(per_payout, 4, "each payout's transactions asked for once");
     // The customer's transfer and the rent are no provider's: no ticket.
     let states: Vec<(i64, String)> =
         sqlx::query_as("SELECT line_no, state FROM bank_entries ORDER BY line_no")
@@ -223,7 +278,7 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
         .await
         .unwrap();
     assert_eq!((again.matched, again.missing, again.bank_only), (0, 0, 0));
-    assert_eq!(bank_tickets(app).await.len(), 3);
+    assert_eq!(bank_tickets(app).await.len(), 4);
 
     // Settled to bank on 2026-12-03: the two matched payouts.
     let settled =
@@ -242,12 +297,23 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     );
     // The console: the dashboard's day shows it settled to the bank, the
     // bank page each payout's state.
-    app.add_user("fiona", app::types::Role::Operator, "a long finance password")
-        .await;
-    assert_eq!(app.login("fiona", "a long finance password").await.status(), 200);
+    app.add_user(
+        "fiona",
+        app::types::Role::Operator,
+        "a long finance password",
+    )
+    .await;
+    assert_eq!(
+        app.login("fiona", "a long finance password").await.status(),
+        200
+    );
     let html = app.get("/?day=2026-12-03").await.text().await.unwrap();
-    let at = html.find("id=\"settled-to-bank\"").expect("the settled-to-bank section");
-    let section = &html[at..html[at..].find("</section>").map_or(html.len(), |end| at + end)];
+    let at = html
+        .find("id=\"settled-to-bank\"")
+        .expect("the settled-to-bank section");
+    let section = &html[at..html[at..]
+        .find("</section>")
+        .map_or(html.len(), |end| at + end)];
     assert!(section.contains("data-provider=\"stripe-eu\""), "{section}");
     assert!(section.contains("11548.00"), "{section}");
     let html = app.get("/bank").await.text().await.unwrap();
@@ -261,7 +327,10 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
             "{payout} {state} on the bank page"
         );
     }
-    assert!(html.contains("camt053_v02_stripe.xml"), "the statement is listed");
+    assert!(
+        html.contains("camt053_v02_stripe.xml"),
+        "the statement is listed"
+    );
     // The import is in the audit log.
     let audited: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'bank.statement.import'")
@@ -321,6 +390,7 @@ async fn a_bank_csv_imported_by_the_cli_matches_through_its_column_mapping(b: Ba
         arrival_on: "2026-12-03".into(),
         descriptor: descriptor.map(str::to_owned),
         status: "paid".into(),
+        automatic: false,
     };
     reckon::bank::payouts_seen(
         &app.engine,

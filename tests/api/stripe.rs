@@ -33,6 +33,9 @@ pub(crate) struct FakeStripe {
     /// first), and how the list answers.
     pub(crate) balance: Arc<Mutex<Vec<serde_json::Value>>>,
     pub(crate) listing: Arc<Mutex<Listing>>,
+    /// Per automatic payout, the balance transactions it settles (listed
+    /// for `?payout=po_…`, whatever their `created`).
+    pub(crate) settled: Arc<Mutex<HashMap<String, Vec<serde_json::Value>>>>,
 }
 
 /// How `GET /v1/balance_transactions` behaves, and what it was asked.
@@ -90,10 +93,17 @@ async fn list_balance(
     let (gte, lt) = (bound("created[gte]"), bound("created[lt]"));
     let limit: usize = arg("limit").map_or(10, |l| l.parse().unwrap());
     let expand = arg("expand[]").as_deref() == Some("data.source");
-    let mut all: Vec<serde_json::Value> = s
-        .balance
-        .lock()
-        .unwrap()
+    let listed = match arg("payout") {
+        Some(po) => s
+            .settled
+            .lock()
+            .unwrap()
+            .get(&po)
+            .cloned()
+            .unwrap_or_default(),
+        None => s.balance.lock().unwrap().clone(),
+    };
+    let mut all: Vec<serde_json::Value> = listed
         .iter()
         .filter(|t| {
             let c = t["created"].as_i64().unwrap();

@@ -143,6 +143,48 @@ impl Stripe {
         })
     }
 
+    /// The net of the balance transactions an automatic payout settles:
+    /// `GET /v1/balance_transactions?payout=po_…`, every page, the payout's
+    /// own transaction left out (Stripe lists it too).
+    pub(super) async fn settled_by(&self, payout_id: &str) -> Result<i64, CallError> {
+        let mut after: Option<String> = None;
+        let mut net = 0i64;
+        loop {
+            let mut query = vec![
+                ("payout", payout_id.to_owned()),
+                ("limit", balance::PAGE_LIMIT.to_owned()),
+            ];
+            if let Some(a) = &after {
+                query.push(("starting_after", a.clone()));
+            }
+            let body = self
+                .call(
+                    self.http
+                        .get(format!("{}/v1/balance_transactions", self.base_url))
+                        .query(&query),
+                )
+                .await?;
+            let list: List = serde_json::from_value(body).map_err(|e| {
+                CallError::Refused(format!("not a list of balance transactions: {e}"))
+            })?;
+            for t in &list.data {
+                if t.kind != "payout" {
+                    net = net.saturating_add(t.net);
+                }
+            }
+            let last = list.data.last().map(|t| t.id.clone());
+            if !list.has_more {
+                return Ok(net);
+            }
+            if last.is_none() || last == after {
+                return Err(CallError::Refused(format!(
+                    "Stripe's list of the transactions of {payout_id} did not move on"
+                )));
+            }
+            after = last;
+        }
+    }
+
     pub(super) fn refund_view(value: serde_json::Value) -> Result<RefundView, CallError> {
         serde_json::from_value::<StripeRefund>(value)
             .map_err(|e| CallError::Refused(format!("not a Refund: {e}")))?

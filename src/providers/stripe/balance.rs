@@ -52,6 +52,9 @@ pub(super) struct BalanceTransaction {
     /// smallest unit.
     #[serde(default)]
     pub fee: i64,
+    /// `amount - fee`.
+    #[serde(default)]
+    pub net: i64,
     /// An id, or with `expand[]=data.source` the object itself; read only
     /// for the rows Reckon keeps, so an unusual source elsewhere harms
     /// nothing.
@@ -95,6 +98,8 @@ struct PayoutSource {
     statement_descriptor: Option<String>,
     #[serde(default)]
     status: Option<String>,
+    #[serde(default)]
+    automatic: Option<bool>,
 }
 
 /// An expandable field's id: the string, or the expanded object's `id`.
@@ -213,6 +218,7 @@ impl BalanceTransaction {
             arrival_on,
             descriptor: source.statement_descriptor.filter(|d| !d.trim().is_empty()),
             status,
+            automatic: source.automatic.unwrap_or(false),
         }))
     }
 

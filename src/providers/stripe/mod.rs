@@ -415,6 +415,10 @@ impl Provider for Stripe {
         "stripe balance transactions"
     }
 
+    async fn payout_net(&self, payout_id: &str) -> Result<Option<i64>, CallError> {
+        self.settled_by(payout_id).await.map(Some)
+    }
+
     async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         self.create_refund(req).await
     }

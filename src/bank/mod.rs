@@ -480,13 +480,15 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
                     c.provider_kind.as_deref().unwrap_or("provider"),
                 );
                 let key = format!("bank:BANK_ONLY:{}", c.entry_id);
+                let kind = c.provider_kind.as_deref().unwrap_or("bank");
+                let account = store::account_of_kind(&mut *tx, kind).await?;
                 open_discrepancy(
                     &mut *tx,
                     &NewDiscrepancy {
                         dedupe_key: &key,
                         class: Class::BankOnly,
                         severity: Severity::Medium,
-                        provider: c.provider_kind.as_deref().unwrap_or("bank"),
+                        provider: account.as_deref().unwrap_or(kind),
                         payment_no: None,
                         provider_txn_id: c.end_to_end_id.as_deref().or(c.bank_ref.as_deref()),
                         trace_id: None,

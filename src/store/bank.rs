@@ -262,6 +262,20 @@ pub struct PayoutRow {
 const PAYOUT_COLUMNS: &str = "provider, payout_id, provider_kind, amount_minor, currency, arrival_on, descriptor, status, \
      state, entry_id, decided_at, net_state, settled_net_minor";
 
+/// The provider account whose payouts of `kind` were seen last, to name
+/// a bank-only credit's ticket by the account the console filters on.
+pub async fn account_of_kind<'e>(
+    e: impl Executor<'e, Database = Any>,
+    kind: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT provider FROM payouts WHERE provider_kind = $1 ORDER BY seen_at DESC, provider LIMIT 1",
+    )
+    .bind(kind)
+    .fetch_optional(e)
+    .await
+}
+
 /// Payouts whose settled net is still to be asked for, oldest first.
 pub async fn unchecked_payouts<'e>(
     e: impl Executor<'e, Database = Any>,

@@ -79,7 +79,7 @@ async fn payout_states(app: &TestApp) -> Vec<(String, String)> {
 
 async fn bank_tickets(app: &TestApp) -> Vec<(String, String, String, Option<String>)> {
     sqlx::query_as(
-        "SELECT class, severity, status, provider_txn_id FROM discrepancies WHERE source = 'bank' ORDER BY class",
+        "SELECT class, severity, status, provider_txn_id FROM discrepancies WHERE source = 'bank' AND provider = 'stripe-eu' ORDER BY class",
     )
     .fetch_all(&app.accounts.db.pool)
     .await

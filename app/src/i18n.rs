@@ -74,6 +74,12 @@ pub enum Msg {
     TimeUtc,
     ReceivedUtc,
     FoundUtc,
+    // D: fees and net; closing the day.
+    Gross,
+    RefundsTotal,
+    Fees,
+    Net,
+    DayClosed,
 }
 
 impl Msg {
@@ -165,6 +171,12 @@ impl Msg {
             TimeUtc => ("Time (UTC)", "时间（UTC）"),
             ReceivedUtc => ("Received (UTC)", "接收时间（UTC）"),
             FoundUtc => ("Found (UTC)", "发现时间（UTC）"),
+            // D: fees and net; closing the day.
+            Gross => ("Gross", "交易总额"),
+            RefundsTotal => ("Refunds", "退款总额"),
+            Fees => ("Fees", "手续费"),
+            Net => ("Net", "净额"),
+            DayClosed => ("closed", "已日结"),
         }
     }
 }

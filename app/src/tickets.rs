@@ -24,6 +24,7 @@ pub const CLASSES: &[&str] = &[
     "TXN_MISMATCH",
     "PROVIDER_MISMATCH",
     "PAID_AFTER_CLOSE",
+    "FEE_MISMATCH",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.

@@ -64,6 +64,10 @@ pub struct Config {
     pub statement_missing_hours: i64,
     /// Days a run's statement file is kept (default 400).
     pub statement_keep_days: i64,
+    /// The highest severity of ticket a provider's day may keep open and
+    /// still be closed by itself after its run; None: only a day without
+    /// open tickets (`RECKON_CLOSE_ALLOW_OPEN`, default LOW).
+    pub close_allow_open: Option<crate::domain::Severity>,
 }
 
 /// One account's statement day: the zone it is cut in, the hour there it

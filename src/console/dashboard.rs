@@ -108,6 +108,12 @@ impl Desk {
                 missing_statements.push(name);
             }
         }
+        let closes = self
+            .closes_of_day(&day)
+            .await?
+            .into_iter()
+            .filter(|c| provider.as_deref().is_none_or(|p| p == c.provider))
+            .collect();
         Ok(Dashboard {
             day,
             provider,
@@ -119,6 +125,7 @@ impl Desk {
             alerts,
             open_alerts,
             missing_statements,
+            closes,
         })
     }
 

@@ -59,6 +59,7 @@ words!(
         TxnMismatch => "TXN_MISMATCH",
         ProviderMismatch => "PROVIDER_MISMATCH",
         PaidAfterClose => "PAID_AFTER_CLOSE",
+        FeeMismatch => "FEE_MISMATCH",
     }
 );
 

@@ -6,6 +6,7 @@ pub mod adjustments;
 pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
+pub mod closes;
 pub mod callbacks;
 pub mod idempotency;
 pub mod lists;

@@ -35,6 +35,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::pull,
         recon::resume,
         recon::file,
+        recon::close_report,
+        recon::verify_close,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),

@@ -5,6 +5,7 @@ mod alerts;
 mod approvals;
 mod audit;
 mod callbacks;
+mod closes;
 mod dashboard;
 mod login;
 mod payments;

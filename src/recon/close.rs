@@ -74,7 +74,11 @@ fn rfc3339(us: i64) -> String {
 
 /// Refuses a statement for a closed day, naming the close and the way
 /// to reopen it.
-pub async fn refuse_if_closed(engine: &Engine, provider: &str, date: &str) -> Result<(), ReconError> {
+pub async fn refuse_if_closed(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+) -> Result<(), ReconError> {
     if let Some(c) = closes::closed(&engine.db.pool, provider, date).await? {
         return Err(ReconError::Busy(format!(
             "{provider}'s day {date} is closed (close #{} by {} at {}, hash {}): a statement for it is refused until a supervisor proposes reopening the day and a second supervisor approves",
@@ -101,7 +105,9 @@ pub async fn auto_close(
     }
     let allowed = engine.settings.closing.allow_open.map_or(0, Severity::rank);
     for (severity, n) in closes::open_by_severity(pool, provider, date).await? {
-        let rank = severity.parse::<Severity>().map_or(i64::MAX, Severity::rank);
+        let rank = severity
+            .parse::<Severity>()
+            .map_or(i64::MAX, Severity::rank);
         if n > 0 && rank > allowed {
             return Ok(None);
         }
@@ -118,7 +124,9 @@ pub async fn auto_close(
 /// closed is closed if it now qualifies (its last tickets were repaired or
 /// concluded since its run). Returns how many were closed.
 pub async fn close_ready_days(engine: &Engine, now: i64) -> Result<usize, ReconError> {
-    let Ok(today) = jiff::Timestamp::from_microsecond(now).map(|t| t.to_zoned(jiff::tz::TimeZone::UTC).date()) else {
+    let Ok(today) =
+        jiff::Timestamp::from_microsecond(now).map(|t| t.to_zoned(jiff::tz::TimeZone::UTC).date())
+    else {
         return Ok(0);
     };
     // Zones run up to a day either side of UTC.
@@ -484,9 +492,7 @@ pub async fn verify(engine: &Engine, doc: &Value) -> sqlx::Result<Verified> {
         return Ok(Verified::invalid("no report in the document"));
     };
     if body["format"] != REPORT_FORMAT {
-        return Ok(Verified::invalid(format!(
-            "not a {REPORT_FORMAT} report"
-        )));
+        return Ok(Verified::invalid(format!("not a {REPORT_FORMAT} report")));
     }
     let stated = doc["hash"].as_str().unwrap_or_default();
     let hash = body_hash(body);

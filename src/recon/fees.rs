@@ -213,7 +213,11 @@ mod tests {
             refund_no: None,
             provider_refund_id: None,
             money: Money::new(minor, cny),
-            status: if status == "ok" { "SUCCEEDED" } else { "CLOSED" },
+            status: if status == "ok" {
+                "SUCCEEDED"
+            } else {
+                "CLOSED"
+            },
             occurred_at: None,
             fee: fee.map(|f| Money::new(f, cny)),
         }

@@ -45,7 +45,11 @@ pub async fn download_close(
         Ok(None) => (StatusCode::NOT_FOUND, "this day was never closed").into_response(),
         Err(e) => {
             tracing::error!(provider, date, error = %e, "a close report could not be read");
-            (StatusCode::INTERNAL_SERVER_ERROR, "could not read the close").into_response()
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "could not read the close",
+            )
+                .into_response()
         }
     }
 }

@@ -329,16 +329,22 @@ pub async fn close_file(
     let (Some(close), _) = crate::recon::day_close(engine, provider, date).await? else {
         return Ok(None);
     };
-    let text = serde_json::to_string_pretty(&crate::recon::close_report(&close))
-        .unwrap_or_default();
-    let name = safe_file_name(&format!("reckon-close-{provider}-{date}-{}.json", close.seq));
+    let text =
+        serde_json::to_string_pretty(&crate::recon::close_report(&close)).unwrap_or_default();
+    let name = safe_file_name(&format!(
+        "reckon-close-{provider}-{date}-{}.json",
+        close.seq
+    ));
     let headers = [
         (header::CONTENT_TYPE, "application/json".to_owned()),
         (
             header::CONTENT_DISPOSITION,
             format!("attachment; filename=\"{name}\""),
         ),
-        (HeaderName::from_static("x-close-state"), close.state.clone()),
+        (
+            HeaderName::from_static("x-close-state"),
+            close.state.clone(),
+        ),
     ];
     Ok(Some((headers, text).into_response()))
 }

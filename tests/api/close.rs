@@ -22,7 +22,11 @@ async fn sign_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
     let client = crate::helpers::client();
     let res = app
         .app
-        .call_with(&client, "login", &[("username", name), ("password", PASSWORD)])
+        .call_with(
+            &client,
+            "login",
+            &[("username", name), ("password", PASSWORD)],
+        )
         .await;
     assert!(res.status().is_success() || res.status().is_redirection());
     client
@@ -57,7 +61,10 @@ async fn report(app: &EngineApp, token: &str, date: &str) -> (u16, Option<String
     let res = app
         .app
         .client
-        .get(format!("{}/api/v1/recon/closes/sandbox/{date}", app.app.base))
+        .get(format!(
+            "{}/api/v1/recon/closes/sandbox/{date}",
+            app.app.base
+        ))
         .bearer_auth(token)
         .send()
         .await
@@ -117,18 +124,27 @@ async fn a_day_without_open_tickets_closes_by_itself(b: Backend) {
     assert_eq!(r["prev_hash"], "0".repeat(64), "the provider's first close");
     assert_eq!(r["business_date"], date.as_str());
     assert_eq!(r["figures"]["matched"], 2, "{doc}");
-    assert_eq!(r["statements"][0]["statement_sha256"], run["file_hash"], "{doc}");
+    assert_eq!(
+        r["statements"][0]["statement_sha256"], run["file_hash"],
+        "{doc}"
+    );
     assert_eq!(doc["signature"]["alg"], "HMAC-SHA256");
     let v = verify(&app, &token, &doc).await;
     assert_eq!(v["valid"], true, "{v}");
-    assert_eq!((v["recorded"].clone(), v["chained"].clone()), (true.into(), true.into()));
+    assert_eq!(
+        (v["recorded"].clone(), v["chained"].clone()),
+        (true.into(), true.into())
+    );
 
     // A new statement for the closed day: refused, nothing run.
     let more = [rows[0].clone()];
     let (status, refused) = app.upload(&token, &date, &statement(&more)).await;
     assert_eq!(status, 409, "{refused}");
     let message = refused["error"].as_str().unwrap();
-    assert!(message.contains("is closed") && message.contains("reopen"), "{message}");
+    assert!(
+        message.contains("is closed") && message.contains("reopen"),
+        "{message}"
+    );
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
         .fetch_one(app.pool())
         .await
@@ -146,7 +162,15 @@ async fn a_supervisor_closes_a_day_with_a_reason(b: Backend) {
     let (date, at) = app.today();
     let p1 = app.paid_with("SV-1", 1000, "10.00", "SBX-SV-1").await;
     app.paid_with("SV-2", 700, "7.00", "SBX-SV-2").await;
-    let rows = [row("payment", "SBX-SV-1", &p1, ("", ""), "10.00", "CNY", &at)];
+    let rows = [row(
+        "payment",
+        "SBX-SV-1",
+        &p1,
+        ("", ""),
+        "10.00",
+        "CNY",
+        &at,
+    )];
     let (status, run) = app.upload(&token, &date, &statement(&rows)).await;
     assert_eq!(status, 201, "{run}");
     let (status, _, _) = report(&app, &token, &date).await;
@@ -158,7 +182,14 @@ async fn a_supervisor_closes_a_day_with_a_reason(b: Backend) {
     let sam = sign_in(&app, "sam", Role::Supervisor).await;
     let (status, body) = act(&app, &sam, "close", &date, "  ").await;
     assert_eq!(status, 400, "a reason is required: {body}");
-    let (status, body) = act(&app, &sam, "close", &date, "SV-2 confirmed by the provider by phone").await;
+    let (status, body) = act(
+        &app,
+        &sam,
+        "close",
+        &date,
+        "SV-2 confirmed by the provider by phone",
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = act(&app, &sam, "close", &date, "again").await;
     assert_eq!(status, 409, "already closed: {body}");
@@ -169,9 +200,15 @@ async fn a_supervisor_closes_a_day_with_a_reason(b: Backend) {
     assert_eq!(r["how"], "supervisor");
     assert_eq!(r["closed_by"], "sam");
     assert_eq!(r["reason"], "SV-2 confirmed by the provider by phone");
-    assert_eq!(r["open_tickets"]["CRITICAL"], 1, "what was open is recorded: {doc}");
+    assert_eq!(
+        r["open_tickets"]["CRITICAL"], 1,
+        "what was open is recorded: {doc}"
+    );
     // The console's section shows it closed, with the hash's prefix.
-    let res = app.app.call_with(&sam, "closes/list", &[("day", &date)]).await;
+    let res = app
+        .app
+        .call_with(&sam, "closes/list", &[("day", &date)])
+        .await;
     let list: Value = res.json().await.unwrap();
     assert_eq!(list[0]["state"], "CLOSED", "{list}");
     assert_eq!(list[0]["close"]["hash"], doc["hash"], "{list}");
@@ -182,7 +219,12 @@ async fn a_supervisor_closes_a_day_with_a_reason(b: Backend) {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    assert!(res.headers()["content-disposition"].to_str().unwrap().contains("attachment"));
+    assert!(
+        res.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains("attachment")
+    );
     let downloaded: Value = res.json().await.unwrap();
     assert_eq!(downloaded, doc);
 }
@@ -196,7 +238,15 @@ async fn reopening_needs_a_second_supervisor_and_the_next_close_is_chained(b: Ba
     let token = app.token().await;
     let (date, at) = app.today();
     let p1 = app.paid_with("RO-1", 1000, "10.00", "SBX-RO-1").await;
-    let rows = [row("payment", "SBX-RO-1", &p1, ("", ""), "10.00", "CNY", &at)];
+    let rows = [row(
+        "payment",
+        "SBX-RO-1",
+        &p1,
+        ("", ""),
+        "10.00",
+        "CNY",
+        &at,
+    )];
     let (status, _) = app.upload(&token, &date, &statement(&rows)).await;
     assert_eq!(status, 201);
     let (status, _, closed) = report(&app, &token, &date).await;
@@ -209,7 +259,14 @@ async fn reopening_needs_a_second_supervisor_and_the_next_close_is_chained(b: Ba
     assert_eq!(status, 400);
     let (status, _) = act(&app, &sam, "propose_reopen", &date, "").await;
     assert_eq!(status, 400);
-    let (status, body) = act(&app, &sam, "propose_reopen", &date, "the provider sent a corrected bill").await;
+    let (status, body) = act(
+        &app,
+        &sam,
+        "propose_reopen",
+        &date,
+        "the provider sent a corrected bill",
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let (status, _) = act(&app, &sue, "propose_reopen", &date, "twice").await;
     assert_eq!(status, 409, "one pending proposal per day");
@@ -231,17 +288,37 @@ async fn reopening_needs_a_second_supervisor_and_the_next_close_is_chained(b: Ba
     let (status, state, again) = report(&app, &token, &date).await;
     assert_eq!((status, state.as_deref()), (200, Some("CLOSED")));
     assert_eq!(again["report"]["seq"], 2, "{again}");
-    assert_eq!(again["report"]["prev_hash"], closed["hash"], "chained: {again}");
+    assert_eq!(
+        again["report"]["prev_hash"], closed["hash"],
+        "chained: {again}"
+    );
     assert_ne!(again["hash"], closed["hash"]);
-    assert_eq!(again["report"]["statements"].as_array().unwrap().len(), 2, "both runs: {again}");
+    assert_eq!(
+        again["report"]["statements"].as_array().unwrap().len(),
+        2,
+        "both runs: {again}"
+    );
     let v = verify(&app, &token, &again).await;
-    assert_eq!((v["valid"].clone(), v["chained"].clone()), (true.into(), true.into()), "{v}");
+    assert_eq!(
+        (v["valid"].clone(), v["chained"].clone()),
+        (true.into(), true.into()),
+        "{v}"
+    );
     // The first record stays as signed, and still verifies.
     let v = verify(&app, &token, &closed).await;
-    assert_eq!((v["valid"].clone(), v["recorded"].clone()), (true.into(), true.into()), "{v}");
+    assert_eq!(
+        (v["valid"].clone(), v["recorded"].clone()),
+        (true.into(), true.into()),
+        "{v}"
+    );
     assert_eq!(
         audit_actions(&app).await,
-        vec!["day.close", "day.reopen.propose", "day.reopen.approve", "day.close"]
+        vec![
+            "day.close",
+            "day.reopen.propose",
+            "day.reopen.approve",
+            "day.close"
+        ]
     );
 }
 
@@ -252,7 +329,15 @@ async fn a_close_report_verifies_and_fails_once_altered(b: Backend) {
     let token = app.token().await;
     let (date, at) = app.today();
     let p1 = app.paid_with("VF-1", 1000, "10.00", "SBX-VF-1").await;
-    let rows = [row("payment", "SBX-VF-1", &p1, ("", ""), "10.00", "CNY", &at)];
+    let rows = [row(
+        "payment",
+        "SBX-VF-1",
+        &p1,
+        ("", ""),
+        "10.00",
+        "CNY",
+        &at,
+    )];
     let (status, _) = app.upload(&token, &date, &statement(&rows)).await;
     assert_eq!(status, 201);
     let (status, _, doc) = report(&app, &token, &date).await;
@@ -274,13 +359,19 @@ async fn a_close_report_verifies_and_fails_once_altered(b: Backend) {
                 Value::Object(m) => {
                     let mut keys: Vec<_> = m.keys().cloned().collect();
                     keys.sort();
-                    Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[&k]))).collect())
+                    Value::Object(
+                        keys.into_iter()
+                            .map(|k| (k.clone(), sorted(&m[&k])))
+                            .collect(),
+                    )
                 }
                 Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
                 o => o.clone(),
             }
         }
-        hex::encode(sha2::Sha256::digest(sorted(&rehashed["report"]).to_string()))
+        hex::encode(sha2::Sha256::digest(
+            sorted(&rehashed["report"]).to_string(),
+        ))
     };
     rehashed["hash"] = forged.into();
     let v = verify(&app, &token, &rehashed).await;

@@ -111,10 +111,34 @@ async fn a_days_fee_figures_are_gross_refunds_fees_and_net(b: Backend) {
     let token = app.token().await;
     let (date, _) = app.today();
     let rows = [
-        Row { txn: "4200000001", no: "FEE-1", minor: 19_900, fee: 119, refund: None },
-        Row { txn: "4200000002", no: "FEE-2", minor: 10_000, fee: 60, refund: None },
-        Row { txn: "4200000003", no: "FEE-3", minor: 5_050, fee: 30, refund: None },
-        Row { txn: "4200000001", no: "FEE-1", minor: 5_000, fee: -30, refund: Some(("50300001", "RF-1")) },
+        Row {
+            txn: "4200000001",
+            no: "FEE-1",
+            minor: 19_900,
+            fee: 119,
+            refund: None,
+        },
+        Row {
+            txn: "4200000002",
+            no: "FEE-2",
+            minor: 10_000,
+            fee: 60,
+            refund: None,
+        },
+        Row {
+            txn: "4200000003",
+            no: "FEE-3",
+            minor: 5_050,
+            fee: 30,
+            refund: None,
+        },
+        Row {
+            txn: "4200000001",
+            no: "FEE-1",
+            minor: 5_000,
+            fee: -30,
+            refund: Some(("50300001", "RF-1")),
+        },
     ];
     // A fee total the rows do not add up to: refused, the run says why.
     let wrong = ("bill.csv", bill(&date, &rows, Some(180)));
@@ -126,7 +150,12 @@ async fn a_days_fee_figures_are_gross_refunds_fees_and_net(b: Backend) {
     );
 
     let (status, run) = app
-        .upload_bill(&token, "wechat", &date, ("bill.csv", bill(&date, &rows, None)))
+        .upload_bill(
+            &token,
+            "wechat",
+            &date,
+            ("bill.csv", bill(&date, &rows, None)),
+        )
         .await;
     assert_eq!(status, 201, "{run}");
     assert_eq!(run["status"], "COMPLETED", "{run}");
@@ -139,7 +168,10 @@ async fn a_days_fee_figures_are_gross_refunds_fees_and_net(b: Backend) {
         .find(|c| c["what"].as_str().unwrap().contains("手续费总金额"))
         .cloned()
         .unwrap_or_else(|| panic!("the fee total is checked: {summary}"));
-    assert_eq!((fee_check["stated"].clone(), fee_check["read"].clone()), (179.into(), 179.into()));
+    assert_eq!(
+        (fee_check["stated"].clone(), fee_check["read"].clone()),
+        (179.into(), 179.into())
+    );
 
     let f = figures(&run);
     let cny = &f["fees_and_net"]["currencies"]["CNY"];
@@ -149,7 +181,10 @@ async fn a_days_fee_figures_are_gross_refunds_fees_and_net(b: Backend) {
     assert_eq!(cny["refunds_minor"], 5_000, "{f}");
     assert_eq!(cny["fees_minor"], 119 + 60 + 30 - 30, "{f}");
     assert_eq!(cny["net_minor"], 34_950 - 5_000 - 179, "{f}");
-    assert_eq!(f["fees_and_net"]["fee_mismatches"], 0, "no rate configured: {f}");
+    assert_eq!(
+        f["fees_and_net"]["fee_mismatches"], 0,
+        "no rate configured: {f}"
+    );
     assert!(fee_tickets(&app).await.is_empty());
 
     // The same figures through the days API.
@@ -173,11 +208,17 @@ async fn a_days_fee_figures_are_gross_refunds_fees_and_net(b: Backend) {
         .iter()
         .find(|d| d["provider"] == "wechat")
         .unwrap();
-    assert_eq!(day["figures"]["fees_and_net"]["currencies"]["CNY"]["net_minor"], 29_771, "{day}");
+    assert_eq!(
+        day["figures"]["fees_and_net"]["currencies"]["CNY"]["net_minor"], 29_771,
+        "{day}"
+    );
 
     // And on the console's close section, formatted.
     let desk = crate::schedule::signed_in(&app).await;
-    let res = app.app.call_with(&desk, "closes/list", &[("day", &date)]).await;
+    let res = app
+        .app
+        .call_with(&desk, "closes/list", &[("day", &date)])
+        .await;
     assert_eq!(res.status(), 200);
     let closes: serde_json::Value = res.json().await.unwrap();
     let wechat = closes
@@ -206,14 +247,49 @@ async fn a_fee_beyond_the_tolerance_opens_fee_mismatch_and_one_within_none(b: Ba
     let token = app.token().await;
     let (date, _) = app.today();
     let rows = [
-        Row { txn: "4200000011", no: "FM-1", minor: 19_900, fee: 119, refund: None },
-        Row { txn: "4200000012", no: "FM-2", minor: 10_000, fee: 61, refund: None },
-        Row { txn: "4200000013", no: "FM-3", minor: 5_000, fee: 80, refund: None },
-        Row { txn: "4200000014", no: "FM-4", minor: 10_000, fee: 10, refund: None },
-        Row { txn: "4200000011", no: "FM-1", minor: 19_900, fee: 0, refund: Some(("50300011", "RF-11")) },
+        Row {
+            txn: "4200000011",
+            no: "FM-1",
+            minor: 19_900,
+            fee: 119,
+            refund: None,
+        },
+        Row {
+            txn: "4200000012",
+            no: "FM-2",
+            minor: 10_000,
+            fee: 61,
+            refund: None,
+        },
+        Row {
+            txn: "4200000013",
+            no: "FM-3",
+            minor: 5_000,
+            fee: 80,
+            refund: None,
+        },
+        Row {
+            txn: "4200000014",
+            no: "FM-4",
+            minor: 10_000,
+            fee: 10,
+            refund: None,
+        },
+        Row {
+            txn: "4200000011",
+            no: "FM-1",
+            minor: 19_900,
+            fee: 0,
+            refund: Some(("50300011", "RF-11")),
+        },
     ];
     let (status, run) = app
-        .upload_bill(&token, "wechat", &date, ("bill.csv", bill(&date, &rows, None)))
+        .upload_bill(
+            &token,
+            "wechat",
+            &date,
+            ("bill.csv", bill(&date, &rows, None)),
+        )
         .await;
     assert_eq!(status, 201, "{run}");
     assert_eq!(run["status"], "COMPLETED", "{run}");
@@ -223,8 +299,16 @@ async fn a_fee_beyond_the_tolerance_opens_fee_mismatch_and_one_within_none(b: Ba
     assert_eq!(
         fee_tickets(&app).await,
         vec![
-            ("MEDIUM".to_string(), "OPEN".to_string(), Some("4200000013".to_string())),
-            ("LOW".to_string(), "OPEN".to_string(), Some("4200000014".to_string())),
+            (
+                "MEDIUM".to_string(),
+                "OPEN".to_string(),
+                Some("4200000013".to_string())
+            ),
+            (
+                "LOW".to_string(),
+                "OPEN".to_string(),
+                Some("4200000014".to_string())
+            ),
         ]
     );
     let reason: String = sqlx::query_scalar(
@@ -233,10 +317,18 @@ async fn a_fee_beyond_the_tolerance_opens_fee_mismatch_and_one_within_none(b: Ba
     .fetch_one(app.pool())
     .await
     .unwrap();
-    assert!(reason.contains("0.80 CNY") && reason.contains("0.30 CNY"), "{reason}");
+    assert!(
+        reason.contains("0.80 CNY") && reason.contains("0.30 CNY"),
+        "{reason}"
+    );
     // The same bill again is the same run: no second ticket.
     let (status, again) = app
-        .upload_bill(&token, "wechat", &date, ("bill.csv", bill(&date, &rows, None)))
+        .upload_bill(
+            &token,
+            "wechat",
+            &date,
+            ("bill.csv", bill(&date, &rows, None)),
+        )
         .await;
     assert_eq!(status, 201, "{again}");
     assert_eq!(again["run_id"], run["run_id"]);

@@ -69,7 +69,12 @@ fn lines(c: &DayClose, pick: fn(&crate::console::DayMoney) -> &String) -> String
     if c.money.is_empty() {
         return "—".into();
     }
-    c.money.iter().map(pick).cloned().collect::<Vec<_>>().join(" / ")
+    c.money
+        .iter()
+        .map(pick)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 #[component]

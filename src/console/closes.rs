@@ -48,7 +48,14 @@ impl Desk {
                                 currency: currency.clone(),
                                 gross: text("gross_minor"),
                                 refunds: text("refunds_minor"),
-                                fees: text("fees_minor"),
+                                // A statement without a fee column states none.
+                                fees: if s["fees_minor"].as_i64() == Some(0)
+                                    && s["rows_without_fee"].as_i64().unwrap_or(0) > 0
+                                {
+                                    "—".to_owned()
+                                } else {
+                                    text("fees_minor")
+                                },
                                 net: text("net_minor"),
                             }
                         })

@@ -1,5 +1,5 @@
 //! The signed daily close. A provider's business day is closed when its
-//! latest run leaves no open ticket above the allowed severity
+//! latest run read rows and leaves no open ticket above the allowed severity
 //! (`RECKON_CLOSE_ALLOW_OPEN`, checked after every completed run), or when
 //! a supervisor closes it with a reason. The close is a record of the day's
 //! figures and the statements (by SHA-256) its runs read, who closed it, how
@@ -101,6 +101,15 @@ pub async fn auto_close(
 ) -> Result<Option<CloseRow>, ReconError> {
     let pool = &engine.db.pool;
     if closes::closed(pool, provider, date).await?.is_some() {
+        return Ok(None);
+    }
+    // An empty statement is as often a bill not ready as a quiet day: such
+    // a day is closed by a supervisor, not by itself.
+    let latest = recon_runs::completed_between(pool, date, date)
+        .await?
+        .into_iter()
+        .rfind(|r| r.provider == provider);
+    if latest.is_none_or(|r| r.rows_read == 0) {
         return Ok(None);
     }
     let allowed = engine.settings.closing.allow_open.map_or(0, Severity::rank);

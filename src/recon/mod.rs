@@ -218,7 +218,6 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
     })?;
     let range = day_range(imp.business_date, &statement_zone(engine, imp.provider))
         .map_err(ReconError::Invalid)?;
-    close::refuse_if_closed(engine, imp.provider, imp.business_date).await?;
     if let Input::File(path) = &imp.input
         && let Err(e) = std::fs::File::open(path)
     {
@@ -238,6 +237,12 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         now: engine.now(),
     };
     recon_runs::start(pool, &new).await?;
+    // A closed day takes no statement: the run says why (the console shows
+    // an upload's run, not its answer).
+    if let Err(e) = close::refuse_if_closed(engine, imp.provider, imp.business_date).await {
+        fail(engine, &run_id, &e.to_string()).await?;
+        return Err(e);
+    }
     let into = Started {
         run_id: &run_id,
         provider: imp.provider,

@@ -145,12 +145,37 @@ async fn a_day_without_open_tickets_closes_by_itself(b: Backend) {
         message.contains("is closed") && message.contains("reopen"),
         "{message}"
     );
-    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
-        .fetch_one(app.pool())
-        .await
-        .unwrap();
-    assert_eq!(runs, 1);
+    // Its run says why, as the console shows it.
+    let runs: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT status, error FROM recon_runs ORDER BY started_at, run_id")
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0].0, "COMPLETED");
+    assert_eq!(runs[1].0, "FAILED");
+    assert!(
+        runs[1].1.as_deref().unwrap().contains("is closed"),
+        "{runs:?}"
+    );
     assert_eq!(audit_actions(&app).await, vec!["day.close"]);
+
+    // An empty statement does not close its day by itself (a bill not
+    // ready yet looks the same); a supervisor may.
+    let yesterday = date
+        .parse::<jiff::civil::Date>()
+        .unwrap()
+        .yesterday()
+        .unwrap()
+        .to_string();
+    let (status, run) = app.upload(&token, &yesterday, &statement(&[])).await;
+    assert_eq!(
+        (status, run["status"].as_str()),
+        (201, Some("COMPLETED")),
+        "{run}"
+    );
+    let (status, _, _) = report(&app, &token, &yesterday).await;
+    assert_eq!(status, 404, "an empty day stays open");
 }
 
 /// A paid payment missing from the statement is a CRITICAL LOCAL_ONLY:

@@ -118,10 +118,10 @@ fn CloseRow(
                         {c.fee_mismatches} " FEE_MISMATCH"</a>
                 })}
             </td>
-            <td class="num">{lines(&c, |m| &m.gross)}</td>
-            <td class="num">{lines(&c, |m| &m.refunds)}</td>
-            <td class="num">{lines(&c, |m| &m.fees)}</td>
-            <td class="num">{lines(&c, |m| &m.net)}</td>
+            <td class="num" style="white-space:nowrap;text-align:right">{lines(&c, |m| &m.gross)}</td>
+            <td class="num" style="white-space:nowrap;text-align:right">{lines(&c, |m| &m.refunds)}</td>
+            <td class="num" style="white-space:nowrap;text-align:right">{lines(&c, |m| &m.fees)}</td>
+            <td class="num" style="white-space:nowrap;text-align:right">{lines(&c, |m| &m.net)}</td>
             <td>
                 <span class="close-state">{state_text}</span>
                 {c.close.clone().map(|k| view! {

@@ -312,6 +312,14 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
     Ok(Settings {
         pulls: pulls_of(config, &timezone)?,
+        closing: crate::engine::Closing {
+            fees: config
+                .providers
+                .iter()
+                .filter_map(|p| Some((p.name().to_owned(), p.fees()?.clone())))
+                .collect(),
+            allow_open: config.close_allow_open,
+        },
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,

@@ -37,6 +37,11 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 if let Err(e) = recon::expire_files(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "statement file retention");
                 }
+                // Days whose last tickets were repaired or concluded since
+                // their run close now.
+                if let Err(e) = recon::close_ready_days(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "closing the days");
+                }
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
         });

@@ -71,6 +71,8 @@ pub struct Dashboard {
     pub missing_statements: Vec<String>,
     /// Payouts matched to the bank arriving on the day (helper E).
     pub settled_to_bank: Vec<crate::bank::SettledRow>,
+    /// D: each provider's money of the day and whether the day is closed.
+    pub closes: Vec<DayClose>,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).
@@ -305,4 +307,57 @@ mod tests {
         let p = PaymentFilter::from_pairs([("amount", "66.60"), ("day", "")]);
         assert_eq!(p.query_with_after(None), "amount=66.60");
     }
+}
+
+// ---- D: fees and net; closing the day ----------------------------------------
+
+/// One provider's business day: its money as the statement states it, and
+/// its close.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayClose {
+    pub provider: String,
+    pub business_date: String,
+    /// A completed run exists (a day is closed only on one).
+    pub has_run: bool,
+    /// Gross, refunds, fees and net per currency, formatted.
+    pub money: Vec<DayMoney>,
+    /// Fee rows beyond the expected rate.
+    pub fee_mismatches: i64,
+    /// OPEN (never closed), CLOSED or REOPENED.
+    pub state: String,
+    /// The latest close record, if any.
+    pub close: Option<CloseInfo>,
+    /// A proposal to reopen the day, waiting for a second supervisor.
+    pub reopen: Option<ReopenInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayMoney {
+    pub currency: String,
+    pub gross: String,
+    pub refunds: String,
+    pub fees: String,
+    pub net: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloseInfo {
+    pub seq: i64,
+    /// auto | supervisor
+    pub how: String,
+    pub closed_by: String,
+    pub reason: Option<String>,
+    pub closed_at: i64,
+    /// The record's hash (its first 12 hex digits are shown).
+    pub hash: String,
+    pub reopened_by: Option<String>,
+    pub reopened_at: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReopenInfo {
+    pub proposer_id: String,
+    pub proposer: String,
+    pub reason: String,
+    pub proposed_at: i64,
 }

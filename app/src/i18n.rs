@@ -78,6 +78,12 @@ pub enum Msg {
     Bank,
     SettledToBank,
     PayoutState,
+    // D: fees and net; closing the day.
+    Gross,
+    RefundsTotal,
+    Fees,
+    Net,
+    DayClosed,
 }
 
 impl Msg {
@@ -173,6 +179,12 @@ impl Msg {
             Bank => ("Bank", "银行"),
             SettledToBank => ("Settled to bank", "已到账银行"),
             PayoutState => ("Match state", "匹配状态"),
+            // D: fees and net; closing the day.
+            Gross => ("Gross", "交易总额"),
+            RefundsTotal => ("Refunds", "退款总额"),
+            Fees => ("Fees", "手续费"),
+            Net => ("Net", "净额"),
+            DayClosed => ("closed", "已日结"),
         }
     }
 }

@@ -123,6 +123,17 @@ pub trait Console: Send + Sync + 'static {
         id: &str,
         comment: &str,
     ) -> Result<(), AppError>;
+    /// D: each provider's money and close of a business day.
+    async fn day_closes(&self, day: &str) -> Result<Vec<crate::console::DayClose>, AppError>;
+    /// D: close a day, or propose, approve or reject reopening it.
+    async fn day_close_action(
+        &self,
+        actor: &User,
+        action: &str,
+        provider: &str,
+        day: &str,
+        reason: &str,
+    ) -> Result<(), AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

@@ -27,6 +27,7 @@ pub const CLASSES: &[&str] = &[
     "PAYOUT_MISSING",
     "BANK_ONLY",
     "PAYOUT_AMOUNT_MISMATCH",
+    "FEE_MISMATCH",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.

@@ -34,6 +34,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         statement_missing_hours: 6,
         statement_keep_days: 400,
         bank_window_days: 3,
+        close_allow_open: Some(reckon::domain::Severity::Low),
     }
 }
 

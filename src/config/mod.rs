@@ -67,6 +67,10 @@ pub struct Config {
     /// Days either side of a payout's arrival date its bank credit may be
     /// booked (default 3).
     pub bank_window_days: i64,
+    /// The highest severity of ticket a provider's day may keep open and
+    /// still be closed by itself after its run; None: only a day without
+    /// open tickets (`RECKON_CLOSE_ALLOW_OPEN`, default LOW).
+    pub close_allow_open: Option<crate::domain::Severity>,
 }
 
 /// One account's statement day: the zone it is cut in, the hour there it

@@ -5,6 +5,7 @@ use super::{
     Config, ConfigError, DEFAULT_DATA_DIR, DEFAULT_LISTEN, DEFAULT_QUERY_SCHEDULE,
     DEFAULT_TIMEZONE, LogFormat, ProviderConfig, PullTime, parse_schedule, redact_url, sqlite_url,
 };
+use crate::domain::Severity;
 use secrecy::SecretString;
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -41,10 +42,12 @@ pub(super) struct Layers {
     statement_keep_days: Option<Text>,
     // E: the bank side.
     bank_window_days: Option<Text>,
+    // D: closing the day.
+    close_allow_open: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 22] = [
+pub(super) const VARIABLES: [(&str, &str); 23] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -70,6 +73,7 @@ pub(super) const VARIABLES: [(&str, &str); 22] = [
     ("statement_missing_hours", "RECKON_STATEMENT_MISSING_HOURS"),
     ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
     ("bank_window_days", "RECKON_BANK_WINDOW_DAYS"),
+    ("close_allow_open", "RECKON_CLOSE_ALLOW_OPEN"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -294,6 +298,9 @@ pub(super) fn checked(
         60,
         "days",
     )?;
+    // D: closing the day — the highest severity a day may keep open and
+    // still close by itself (NONE: only a day without open tickets).
+    let close_allow_open = close_allow_open(text(layers.close_allow_open))?;
 
     Ok(Config {
         listen,
@@ -316,7 +323,27 @@ pub(super) fn checked(
         statement_missing_hours,
         statement_keep_days,
         bank_window_days,
+        close_allow_open,
     })
+}
+
+/// `RECKON_CLOSE_ALLOW_OPEN`: NONE, LOW (the default), MEDIUM, HIGH or
+/// CRITICAL.
+fn close_allow_open(given: Option<String>) -> Result<Option<Severity>, ConfigError> {
+    let Some(text) = given else {
+        return Ok(Some(Severity::Low));
+    };
+    match text.trim().to_ascii_uppercase().as_str() {
+        "NONE" => Ok(None),
+        word => word
+            .parse::<Severity>()
+            .map(Some)
+            .map_err(|_| ConfigError::Invalid {
+                key: "RECKON_CLOSE_ALLOW_OPEN",
+                value: text.clone(),
+                hint: "expected NONE, LOW, MEDIUM, HIGH or CRITICAL: the highest severity of ticket a day may keep open and still close by itself".into(),
+            }),
+    }
 }
 
 /// `RECKON_PULL_TIMES`: `NAME=ZONE@HOUR`, comma-separated — the zone a
@@ -397,6 +424,13 @@ fn providers(
                 key: "providers",
                 value: format!("{} ({})", p.name(), p.kind()),
                 hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\", \"alipay\" or \"wechatpay\"".into(),
+            });
+        }
+        if let Some(Err(hint)) = p.fees().map(|f| f.check()) {
+            return Err(ConfigError::Invalid {
+                key: "providers.fees",
+                value: p.name().to_owned(),
+                hint,
             });
         }
         if let Err(hint) = p.check() {

@@ -111,6 +111,12 @@ impl Desk {
         let settled_to_bank = super::bank::settled_on(&self.engine, &day, provider.as_deref())
             .await
             .map_err(internal)?;
+        let closes = self
+            .closes_of_day(&day)
+            .await?
+            .into_iter()
+            .filter(|c| provider.as_deref().is_none_or(|p| p == c.provider))
+            .collect();
         Ok(Dashboard {
             day,
             provider,
@@ -123,6 +129,7 @@ impl Desk {
             open_alerts,
             missing_statements,
             settled_to_bank,
+            closes,
         })
     }
 

@@ -9,6 +9,7 @@
 
 mod actions;
 mod bank;
+mod closes;
 mod dashboard;
 mod details;
 mod export;
@@ -243,5 +244,20 @@ impl Console for Desk {
         comment: &str,
     ) -> Result<(), AppError> {
         actions::acknowledge(&self.engine, actor, id, comment).await
+    }
+
+    async fn day_closes(&self, day: &str) -> Result<Vec<app::console::DayClose>, AppError> {
+        self.closes_of_day(day).await
+    }
+
+    async fn day_close_action(
+        &self,
+        actor: &User,
+        action: &str,
+        provider: &str,
+        day: &str,
+        reason: &str,
+    ) -> Result<(), AppError> {
+        self.act_on_day(actor, action, provider, day, reason).await
     }
 }

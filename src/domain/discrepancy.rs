@@ -62,6 +62,7 @@ words!(
         PayoutMissing => "PAYOUT_MISSING",
         BankOnly => "BANK_ONLY",
         PayoutAmountMismatch => "PAYOUT_AMOUNT_MISMATCH",
+        FeeMismatch => "FEE_MISMATCH",
     }
 );
 

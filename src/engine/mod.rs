@@ -67,6 +67,26 @@ pub struct Settings {
     /// When and how far back each provider's statements are pulled, and
     /// how long their files are kept.
     pub pulls: Pulls,
+    /// D: fees expected and when a day closes by itself.
+    pub closing: Closing,
+}
+
+/// What closing a day reads (reconciliation's; the engine only carries
+/// it): each account's expected fee, and the highest severity of ticket a
+/// day may keep open and still close by itself (None: no open ticket).
+#[derive(Clone, Debug)]
+pub struct Closing {
+    pub fees: std::collections::BTreeMap<String, crate::providers::fees::FeeExpectation>,
+    pub allow_open: Option<crate::domain::Severity>,
+}
+
+impl Default for Closing {
+    fn default() -> Self {
+        Closing {
+            fees: Default::default(),
+            allow_open: Some(crate::domain::Severity::Low),
+        }
+    }
 }
 
 /// The statement schedule's settings (reconciliation reads them; the
@@ -124,6 +144,7 @@ impl Default for Settings {
             timezone: jiff::tz::TimeZone::UTC,
             calls_per_account: 4,
             pulls: Pulls::default(),
+            closing: Closing::default(),
         }
     }
 }

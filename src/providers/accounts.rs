@@ -68,6 +68,17 @@ impl ProviderConfig {
         }
     }
 
+    /// The fee the account is expected to charge, if one is set.
+    pub fn fees(&self) -> Option<&super::fees::FeeExpectation> {
+        match self {
+            ProviderConfig::Sandbox(c) => c.fees.as_ref(),
+            ProviderConfig::Stripe(c) => c.fees.as_ref(),
+            ProviderConfig::StandardWebhooks(_) => None,
+            ProviderConfig::Alipay(c) => c.fees.as_ref(),
+            ProviderConfig::WechatPay(c) => c.fees.as_ref(),
+        }
+    }
+
     /// Why the secrets configured cannot work, if they cannot (the keys
     /// are read when the adapter is built).
     pub fn check(&self) -> Result<(), &'static str> {

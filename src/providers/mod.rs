@@ -10,6 +10,7 @@
 
 mod accounts;
 pub mod alipay;
+pub mod fees;
 pub mod keys;
 pub mod sandbox;
 pub mod signing;

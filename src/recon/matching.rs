@@ -341,6 +341,9 @@ pub(super) struct Matcher {
     /// What the database said about the payments the first exceptions
     /// name, asked while the statement was still being read.
     pub early: Early,
+    /// The day's gross, refunds, fees and net, and the fees checked, as
+    /// every row goes by.
+    pub fees: super::fees::DayFees,
     succeeded: Option<u16>,
 }
 
@@ -383,6 +386,7 @@ impl Matcher {
             payment_rows: 0,
             started: None,
             early: Early::default(),
+            fees: Default::default(),
         }
     }
 
@@ -450,6 +454,7 @@ impl Matcher {
     /// A row, and the day's payment its transaction id names (found). Only
     /// the rows kept get strings of their own.
     fn feed_found(&mut self, row: RowRef<'_>, found: Option<u32>) {
+        self.fees.add(&row);
         if row.kind == RowKind::Refund {
             self.refunds.push(row.owned());
             return;

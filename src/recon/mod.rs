@@ -21,6 +21,8 @@
 //! can ([`repair`]) and pulls each day's statements ([`schedule`]).
 
 mod classify;
+mod close;
+mod fees;
 mod files;
 mod local;
 mod matching;
@@ -30,7 +32,12 @@ mod repair;
 mod schedule;
 mod write;
 
+pub use crate::store::closes::{CloseRow, ReopenRow};
 pub use crate::store::recon_runs::RunRow;
+pub use close::{
+    Verified, auto_close, close_by_supervisor, close_ready_days, day_close, decide_reopen,
+    propose_reopen, report as close_report, verify as verify_close,
+};
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};
@@ -149,6 +156,9 @@ struct Figures {
     pending: i64,
     repaired: i64,
     unknown: i64,
+    /// The day's gross, refunds, fees and net per currency, as the
+    /// statement states them, and the fees that were not as expected.
+    fees_and_net: fees::FeeFigures,
     /// How long the run's phases took: reading (and matching, as the rows
     /// arrive) the statement from the start of the run, classifying what
     /// did not plainly match, writing what was found.
@@ -227,6 +237,12 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         now: engine.now(),
     };
     recon_runs::start(pool, &new).await?;
+    // A closed day takes no statement: the run says why (the console shows
+    // an upload's run, not its answer).
+    if let Err(e) = close::refuse_if_closed(engine, imp.provider, imp.business_date).await {
+        fail(engine, &run_id, &e.to_string()).await?;
+        return Err(e);
+    }
     let into = Started {
         run_id: &run_id,
         provider: imp.provider,
@@ -398,6 +414,11 @@ async fn finish_run(
     };
     let figures = serde_json::to_string(&figures).unwrap_or_default();
     recon_runs::complete(pool, run_id, &figures, engine.now()).await?;
+    // A day the run leaves without tickets that matter closes now (the
+    // periodic pass closes it once its repairs are done otherwise).
+    if let Err(e) = close::auto_close(engine, run.provider, run.date).await {
+        tracing::warn!(run_id, error = %e, "the day could not be closed after its run");
+    }
     Ok(find_run(engine, run_id)
         .await?
         .expect("the run was just written"))
@@ -421,6 +442,7 @@ async fn reconcile(
         payment_rows,
         started,
         early,
+        fees,
         ..
     } = matched;
     let mut figures = Figures::default();
@@ -452,6 +474,9 @@ async fn reconcile(
     let (ledger, day_refunds) = local::refund_ledger(engine, provider, run.range, &refunds).await?;
     classify::refunds(&refunds, &ledger, day_refunds, &mut figures, &mut found);
     drop(ledger);
+    let (fee_figures, fee_found) = fees.finish();
+    figures.fees_and_net = fee_figures;
+    found.extend(fee_found);
 
     // 4. The tickets' orders, and the order they are written in.
     let findings = write::Findings::of(found, &by_no);

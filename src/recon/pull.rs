@@ -78,6 +78,10 @@ pub(super) async fn start_pull(
         now: engine.now(),
     };
     recon_runs::start(&engine.db.pool, &new).await?;
+    if let Err(e) = super::close::refuse_if_closed(engine, provider, date).await {
+        super::fail(engine, &run_id, &e.to_string()).await?;
+        return Err(e);
+    }
     if p.pulls_files() {
         return pull_file(engine, &run_id).await;
     }

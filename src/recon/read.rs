@@ -219,6 +219,7 @@ pub(super) async fn read_and_match(
         "the day's payments read"
     );
     let mut matcher = Matcher::new(day);
+    matcher.fees = super::fees::DayFees::new(engine.settings.closing.fees.get(provider));
     matcher.started = Some(started);
     let mut received = 0i64;
     // While the reader sets the pace, the payments the exceptions name
@@ -392,6 +393,7 @@ pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRo
 /// A pull's staged rows streamed against the day's payments.
 pub(super) async fn match_staged(engine: &Engine, run: &Run<'_>) -> Result<Matcher, ReconError> {
     let mut matcher = Matcher::new(local::day_payments(engine, run.provider, run.range).await?);
+    matcher.fees = super::fees::DayFees::new(engine.settings.closing.fees.get(run.provider));
     let mut rows = recon_runs::staged_rows(&engine.db.pool, run.run_id);
     while let Some(r) = rows.try_next().await? {
         let currency = crate::domain::Currency::parse(&r.currency)

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod audit_keys;
 pub mod bank;
 pub mod callbacks;
+pub mod closes;
 pub mod idempotency;
 pub mod lists;
 pub mod nonces;

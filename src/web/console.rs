@@ -31,6 +31,27 @@ pub fn router() -> Router<AppState> {
         .route("/tickets.csv", get(export))
         .route("/evidence/{note_id}", get(download_evidence))
         .route("/runs/{run_id}/file", get(download_statement))
+        .route("/closes/{provider}/{date}", get(download_close))
+}
+
+/// `GET /closes/{provider}/{date}`: the day's signed close report.
+pub async fn download_close(
+    State(state): State<AppState>,
+    Signed(_user): Signed,
+    Path((provider, date)): Path<(String, String)>,
+) -> Response {
+    match super::recon::close_file(&state.engine, &provider, &date).await {
+        Ok(Some(file)) => file,
+        Ok(None) => (StatusCode::NOT_FOUND, "this day was never closed").into_response(),
+        Err(e) => {
+            tracing::error!(provider, date, error = %e, "a close report could not be read");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "could not read the close",
+            )
+                .into_response()
+        }
+    }
 }
 
 /// The uploads: larger than a form, so each has its own limits; the

@@ -39,6 +39,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         bank::statements,
         bank::payouts,
         bank::run_match,
+        recon::close_report,
+        recon::verify_close,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),

@@ -28,6 +28,8 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recon/pulls", post(pull))
         .route("/api/v1/recon/runs/{run_id}/resume", post(resume))
         .route("/api/v1/recon/runs/{run_id}/file", get(file))
+        .route("/api/v1/recon/closes/{provider}/{date}", get(close_report))
+        .route("/api/v1/recon/closes/verify", post(verify_close))
 }
 
 /// The upload: statements are larger than anything else, so it has its
@@ -315,4 +317,81 @@ pub async fn days(
         .await
         .map_err(ReconError::from)?;
     Ok(Json(DayList { days }))
+}
+
+/// The latest signed close record of a provider's day as a download, for
+/// the API and the console; None when the day was never closed.
+pub async fn close_file(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+) -> Result<Option<Response>, ReconError> {
+    let (Some(close), _) = crate::recon::day_close(engine, provider, date).await? else {
+        return Ok(None);
+    };
+    let text =
+        serde_json::to_string_pretty(&crate::recon::close_report(&close)).unwrap_or_default();
+    let name = safe_file_name(&format!(
+        "reckon-close-{provider}-{date}-{}.json",
+        close.seq
+    ));
+    let headers = [
+        (header::CONTENT_TYPE, "application/json".to_owned()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ),
+        (
+            HeaderName::from_static("x-close-state"),
+            close.state.clone(),
+        ),
+    ];
+    Ok(Some((headers, text).into_response()))
+}
+
+/// `GET /api/v1/recon/closes/{provider}/{date}`: the day's latest close
+/// as a signed JSON report (`report`, its `hash`, the `signature`); the
+/// record's state now (CLOSED, or REOPENED since) in X-Close-State.
+#[utoipa::path(get, path = "/api/v1/recon/closes/{provider}/{date}", tag = "reconciliation",
+    params(
+        ("provider" = String, Path, max_length = 32),
+        ("date" = String, Path, format = Date),
+    ),
+    responses(
+        (status = 200, description = "The signed close report", content_type = "application/json", body = Object),
+        (status = 404, description = "The day was never closed", body = ApiError),
+    ))]
+pub async fn close_report(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    Path((provider, date)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    match close_file(&engine, &provider, &date).await? {
+        Some(file) => Ok(file),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("{provider}'s day {date} was never closed"),
+        )),
+    }
+}
+
+/// `POST /api/v1/recon/closes/verify` with a report as downloaded: is it
+/// unaltered and signed by this server's audit key, recorded here, and
+/// chained to the close before it?
+#[utoipa::path(post, path = "/api/v1/recon/closes/verify", tag = "reconciliation",
+    request_body(content = Object, description = "A close report as `GET /api/v1/recon/closes/{provider}/{date}` gives it"),
+    responses(
+        (status = 200, description = "What the check found", body = crate::recon::Verified),
+        (status = 400, description = "The body is not JSON", body = ApiError),
+    ))]
+pub async fn verify_close(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    body: Result<Json<serde_json::Value>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<crate::recon::Verified>, ApiError> {
+    let Json(doc) = body.map_err(super::merchant::unreadable)?;
+    let verified = crate::recon::verify_close(&engine, &doc)
+        .await
+        .map_err(ReconError::from)?;
+    Ok(Json(verified))
 }

@@ -208,6 +208,7 @@ pub(crate) async fn spawn(b: Backend) -> AlipayApp {
                 ),
                 timeout_ms: Some(400),
                 query_on_unverified: true,
+                fees: None,
             })];
             c.refused_keep = 5;
         },

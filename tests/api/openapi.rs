@@ -25,6 +25,8 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/bank/statements"),
     ("get", "/api/v1/bank/payouts"),
     ("post", "/api/v1/bank/match"),
+    ("get", "/api/v1/recon/closes/{provider}/{date}"),
+    ("post", "/api/v1/recon/closes/verify"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

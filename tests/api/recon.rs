@@ -1140,6 +1140,7 @@ mod bills {
                 private_key: None,
                 timeout_ms: None,
                 query_on_unverified: false,
+                fees: None,
             }));
         })
         .await

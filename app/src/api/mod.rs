@@ -144,3 +144,5 @@ pub use console::*;
 
 mod bank;
 pub use bank::*;
+mod closes;
+pub use closes::*;

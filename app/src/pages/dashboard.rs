@@ -104,6 +104,7 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
         {f.runs.is_empty().then(|| view! {
             <p class="hint" id="no-run">{tr(lang, "No completed reconciliation run for this day yet.", "该业务日尚无完成的对账批次。")}</p>
         })}
+        <super::closes::DayCloses day=d.day.clone() initial=d.closes.clone() lang=lang/>
         {(!d.missing_statements.is_empty()).then(|| view! {
             <p class="error" id="missing-statements">
                 {tr(lang, "Statement missing past its ready time:", "账单超过就绪时间仍未获取：")} " "

@@ -6,6 +6,7 @@ mod approvals;
 mod audit;
 mod bank;
 mod callbacks;
+mod closes;
 mod dashboard;
 mod login;
 mod payments;

@@ -33,4 +33,8 @@ pub struct AlipayConfig {
     /// ask Alipay about that payment.
     #[serde(default)]
     pub query_on_unverified: bool,
+    /// The fee this account is expected to charge; rows beyond it open
+    /// FEE_MISMATCH tickets. None: fees are summed, not checked.
+    #[serde(default)]
+    pub fees: Option<crate::providers::fees::FeeExpectation>,
 }

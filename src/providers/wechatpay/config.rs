@@ -37,4 +37,8 @@ pub struct WechatPayConfig {
     /// ask WeChat Pay about that payment.
     #[serde(default)]
     pub query_on_unverified: bool,
+    /// The fee this account is expected to charge; rows beyond it open
+    /// FEE_MISMATCH tickets. None: fees are summed, not checked.
+    #[serde(default)]
+    pub fees: Option<crate::providers::fees::FeeExpectation>,
 }

@@ -191,12 +191,14 @@ fn bill(date: &str, rows: &[Row]) -> Vec<u8> {
     let mut text = String::from(
         "\u{feff}交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注\r\n",
     );
-    let (mut settled, mut refunded) = (0, 0);
+    // Each payment row's fee is 0.01, as its summary's 手续费总金额 states.
+    let (mut settled, mut refunded, mut fees) = (0, 0, 0);
     for (i, r) in rows.iter().enumerate() {
         let at = format!("{date} 10:{:02}:00", i % 60);
         let line = match r.refund {
             None => {
                 settled += cents(r.amount);
+                fees += 1;
                 format!(
                     "`{at},`wx01,`{MCH_ID},`0,`,`{},`{},`oUser,`NATIVE,`SUCCESS,`OTHERS,`{},`{},`0.00,`0,`0,`0.00,`0.00,`,`,`T恤, 白色,`,`0.01000,`0.60%,`{},`0.00,`",
                     r.txn, r.payment_no, r.currency, r.amount, r.amount
@@ -215,10 +217,11 @@ fn bill(date: &str, rows: &[Row]) -> Vec<u8> {
     }
     text.push_str("总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额\r\n");
     text.push_str(&format!(
-        "`{},`{},`{},`0.00,`0.00,`{},`{}\r\n",
+        "`{},`{},`{},`0.00,`{},`{},`{}\r\n",
         rows.len(),
         major(settled),
         major(refunded),
+        major(fees),
         major(settled),
         major(refunded)
     ));

@@ -139,6 +139,10 @@ struct WechatBill {
     /// 应结订单金额 and 退款金额, summed in minor units.
     settled: i64,
     refunded: i64,
+    /// 手续费 summed (minor units), and where the summary states its total
+    /// (手续费总金额), once the summary's header is read.
+    fees: i64,
+    fee_total_at: Option<usize>,
     checks: Vec<Check>,
     currencies: LastCurrency,
     /// A line's fields as places in the line (or in `unquoted`), kept from
@@ -222,6 +226,7 @@ impl BillFormat for WechatBill {
         };
         if f.get(0) == "总交易单数" {
             self.progress.in_summary = true;
+            self.fee_total_at = (0..f.len()).find(|&i| f.get(i) == "手续费总金额");
             return Ok(false);
         }
         if self.progress.in_summary {
@@ -237,6 +242,15 @@ impl BillFormat for WechatBill {
                 .push(Check::new("应结订单总金额 (minor)", settled, self.settled));
             self.checks
                 .push(Check::new("退款总金额 (minor)", refunded, self.refunded));
+            // The fees' total, where both the rows and the summary carry
+            // them: a fee column cut or shifted shows here.
+            if let (Some(_), Some(i)) = (at.fee, self.fee_total_at)
+                && i < f.len()
+            {
+                let fees = fee(f.get(i), cny(), "手续费总金额")?.map_or(0, |m| m.minor);
+                self.checks
+                    .push(Check::new("手续费总金额 (minor)", fees, self.fees));
+            }
             self.progress.in_summary = false;
             self.progress.summary = true;
             return Ok(false);
@@ -264,6 +278,9 @@ impl BillFormat for WechatBill {
         };
         // Checked, as the sandbox's: no sum that wraps.
         let settled = add(self.settled, settle.minor)?;
+        if let Some(fee) = fee {
+            self.fees = add(self.fees, fee.minor)?;
+        }
         self.refunded = add(self.refunded, refund_amount.minor)?;
         self.settled = settled;
         self.rows += 1;

@@ -1,0 +1,150 @@
+//! The dashboard's close section: each configured provider's money of the
+//! day (gross, refunds, fees, net, from its latest run's figures) and its
+//! close; and the supervisors' actions on it, handed to reconciliation
+//! (`recon::close`), which records and audits them.
+
+use super::{Desk, invalid, money_text};
+use crate::accounts::internal;
+use crate::recon::{self, ReconError};
+use crate::store::recon_runs;
+use app::console::{CloseInfo, DayClose, DayMoney, ReopenInfo};
+use app::error::AppError;
+use app::types::User;
+
+fn app_error(e: ReconError) -> AppError {
+    match e {
+        ReconError::Invalid(detail) => AppError::Invalid { detail },
+        ReconError::Busy(detail) | ReconError::Refused(detail) => AppError::Refused { detail },
+        ReconError::Store(e) => internal(e),
+    }
+}
+
+impl Desk {
+    /// Each configured provider's day: money and close.
+    pub(super) async fn closes_of_day(&self, day: &str) -> Result<Vec<DayClose>, AppError> {
+        day.parse::<jiff::civil::Date>()
+            .map_err(|_| invalid(format!("{day:?} is not YYYY-MM-DD")))?;
+        let runs = recon_runs::completed_between(&self.engine.db.pool, day, day)
+            .await
+            .map_err(internal)?;
+        let mut out = Vec::new();
+        for provider in self.providers() {
+            // The latest completed run's figures (runs come oldest first).
+            let latest = runs.iter().rev().find(|r| r.provider == provider);
+            let figures: serde_json::Value = latest
+                .and_then(|r| r.figures_json.as_deref())
+                .and_then(|f| serde_json::from_str(f).ok())
+                .unwrap_or_default();
+            let net = &figures["fees_and_net"];
+            let money = net["currencies"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(currency, s)| {
+                            let text = |k: &str| {
+                                money_text(s[k].as_i64(), Some(currency)).unwrap_or_default()
+                            };
+                            DayMoney {
+                                currency: currency.clone(),
+                                gross: text("gross_minor"),
+                                refunds: text("refunds_minor"),
+                                // A statement without a fee column states none.
+                                fees: if s["fees_minor"].as_i64() == Some(0)
+                                    && s["rows_without_fee"].as_i64().unwrap_or(0) > 0
+                                {
+                                    "—".to_owned()
+                                } else {
+                                    text("fees_minor")
+                                },
+                                net: text("net_minor"),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let (close, reopen) = recon::day_close(&self.engine, &provider, day)
+                .await
+                .map_err(internal)?;
+            out.push(DayClose {
+                business_date: day.to_owned(),
+                has_run: latest.is_some(),
+                money,
+                fee_mismatches: net["fee_mismatches"].as_i64().unwrap_or(0),
+                state: close
+                    .as_ref()
+                    .map_or_else(|| "OPEN".to_owned(), |c| c.state.clone()),
+                close: close.map(|c| CloseInfo {
+                    seq: c.seq,
+                    how: c.how,
+                    closed_by: c.closed_by,
+                    reason: c.reason,
+                    closed_at: c.closed_at,
+                    hash: c.hash,
+                    reopened_by: c.reopened_by,
+                    reopened_at: c.reopened_at,
+                }),
+                reopen: reopen.map(|r| ReopenInfo {
+                    proposer_id: r.proposer_id,
+                    proposer: r.proposer_name,
+                    reason: r.reason,
+                    proposed_at: r.proposed_at,
+                }),
+                provider,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A supervisor's action on a day's close.
+    pub(super) async fn act_on_day(
+        &self,
+        actor: &User,
+        action: &str,
+        provider: &str,
+        day: &str,
+        reason: &str,
+    ) -> Result<(), AppError> {
+        let engine = &self.engine;
+        if !engine.providers.names().any(|n| n == provider) {
+            return Err(invalid(format!("provider {provider} is not configured")));
+        }
+        day.parse::<jiff::civil::Date>()
+            .map_err(|_| invalid(format!("{day:?} is not YYYY-MM-DD")))?;
+        let required = |r: &str| {
+            if r.trim().is_empty() {
+                Err(AppError::Required {
+                    field: "reason".into(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        match action {
+            "close" => {
+                required(reason)?;
+                recon::close_by_supervisor(engine, provider, day, &actor.username, reason)
+                    .await
+                    .map(drop)
+            }
+            "propose_reopen" => {
+                required(reason)?;
+                recon::propose_reopen(engine, provider, day, &actor.id, &actor.username, reason)
+                    .await
+                    .map(drop)
+            }
+            "approve_reopen" | "reject_reopen" => {
+                let (_, pending) = recon::day_close(engine, provider, day)
+                    .await
+                    .map_err(internal)?;
+                if pending.is_some_and(|p| p.proposer_id == actor.id) {
+                    return Err(AppError::OwnProposal);
+                }
+                let approve = action == "approve_reopen";
+                recon::decide_reopen(engine, provider, day, &actor.id, &actor.username, approve)
+                    .await
+            }
+            other => return Err(invalid(format!("unknown action {other:?}"))),
+        }
+        .map_err(app_error)
+    }
+}

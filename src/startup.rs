@@ -312,6 +312,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
     Ok(Settings {
         pulls: pulls_of(config, &timezone)?,
+        sla: config.sla.clone(),
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,

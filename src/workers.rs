@@ -32,6 +32,10 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 if let Err(e) = recon::expire_files(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "statement file retention");
                 }
+                // Tickets past their SLA alerted, once each, on the same beat.
+                if let Err(e) = crate::triage::sla::raise_overdue(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "ticket SLA pass");
+                }
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
         });

@@ -69,6 +69,8 @@ pub struct Dashboard {
     pub open_alerts: i64,
     /// Providers whose statement of the day is alerted missing.
     pub missing_statements: Vec<String>,
+    /// Open tickets by age and SLA; the day's new, persisting, resolved.
+    pub ageing: crate::ageing::Ageing,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).

@@ -74,6 +74,16 @@ pub enum Msg {
     TimeUtc,
     ReceivedUtc,
     FoundUtc,
+    // B (issue 27): ticket ageing, SLA, the ticket queue, copying ids.
+    Age,
+    AgeDays,
+    Overdue,
+    SlaDueUtc,
+    Copy,
+    Copied,
+    NextTicket,
+    PreviousTicket,
+    QueueKeys,
 }
 
 impl Msg {
@@ -165,6 +175,19 @@ impl Msg {
             TimeUtc => ("Time (UTC)", "时间（UTC）"),
             ReceivedUtc => ("Received (UTC)", "接收时间（UTC）"),
             FoundUtc => ("Found (UTC)", "发现时间（UTC）"),
+            // B (issue 27): ticket ageing, SLA, the ticket queue, copying ids.
+            Age => ("Age", "账龄"),
+            AgeDays => ("days", "天"),
+            Overdue => ("overdue", "已超时"),
+            SlaDueUtc => ("SLA due (UTC)", "SLA 到期（UTC）"),
+            Copy => ("Copy", "复制"),
+            Copied => ("Copied", "已复制"),
+            NextTicket => ("Next ticket", "下一个工单"),
+            PreviousTicket => ("Previous ticket", "上一个工单"),
+            QueueKeys => (
+                "Keys: j next, k previous, u back to the list",
+                "快捷键：j 下一个，k 上一个，u 返回列表",
+            ),
         }
     }
 }

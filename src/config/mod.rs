@@ -64,6 +64,10 @@ pub struct Config {
     pub statement_missing_hours: i64,
     /// Days a run's statement file is kept (default 400).
     pub statement_keep_days: i64,
+    /// Hours a ticket of each class may stay open before it is overdue
+    /// and alerted once (`RECKON_SLA_HOURS`: `CLASS=HOURS,…`, `*=HOURS`
+    /// for the classes not named, over the defaults).
+    pub sla: crate::domain::Sla,
 }
 
 /// One account's statement day: the zone it is cut in, the hour there it

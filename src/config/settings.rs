@@ -39,10 +39,12 @@ pub(super) struct Layers {
     pull_catch_up_days: Option<Text>,
     statement_missing_hours: Option<Text>,
     statement_keep_days: Option<Text>,
+    // Ticket ageing and SLA (issue 27, helper B).
+    sla_hours: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 21] = [
+pub(super) const VARIABLES: [(&str, &str); 22] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -67,6 +69,7 @@ pub(super) const VARIABLES: [(&str, &str); 21] = [
     ("pull_catch_up_days", "RECKON_PULL_CATCH_UP_DAYS"),
     ("statement_missing_hours", "RECKON_STATEMENT_MISSING_HOURS"),
     ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
+    ("sla_hours", "RECKON_SLA_HOURS"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -283,6 +286,14 @@ pub(super) fn checked(
         "days",
     )?;
 
+    // Ticket ageing and SLA (issue 27, helper B): hours per class.
+    let sla_text = text(layers.sla_hours).unwrap_or_default();
+    let sla = crate::domain::Sla::parse(&sla_text).map_err(|hint| ConfigError::Invalid {
+        key: "RECKON_SLA_HOURS",
+        value: sla_text.clone(),
+        hint,
+    })?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -303,6 +314,7 @@ pub(super) fn checked(
         pull_catch_up_days,
         statement_missing_hours,
         statement_keep_days,
+        sla,
     })
 }
 

@@ -108,7 +108,12 @@ impl Desk {
                 missing_statements.push(name);
             }
         }
+        let ageing = self
+            .ageing_of(&day, provider.as_deref(), range)
+            .await
+            .map_err(internal)?;
         Ok(Dashboard {
+            ageing,
             day,
             provider,
             providers: self.providers(),

@@ -67,6 +67,8 @@ pub struct Settings {
     /// When and how far back each provider's statements are pulled, and
     /// how long their files are kept.
     pub pulls: Pulls,
+    /// Hours a ticket of each class may stay open (the SLA pass reads it).
+    pub sla: crate::domain::Sla,
 }
 
 /// The statement schedule's settings (reconciliation reads them; the
@@ -120,6 +122,7 @@ impl Default for Settings {
             timezone: jiff::tz::TimeZone::UTC,
             calls_per_account: 4,
             pulls: Pulls::default(),
+            sla: Default::default(),
         }
     }
 }

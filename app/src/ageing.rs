@@ -132,7 +132,16 @@ mod tests {
 
     #[test]
     fn days_fall_in_one_bucket_each() {
-        let expect = [(0, "0-1"), (1, "0-1"), (2, "2-7"), (7, "2-7"), (8, "8-30"), (30, "8-30"), (31, "31+"), (400, "31+")];
+        let expect = [
+            (0, "0-1"),
+            (1, "0-1"),
+            (2, "2-7"),
+            (7, "2-7"),
+            (8, "8-30"),
+            (30, "8-30"),
+            (31, "31+"),
+            (400, "31+"),
+        ];
         for (days, bucket) in expect {
             assert_eq!(AgeBucket::of(days).as_str(), bucket, "{days}");
         }
@@ -147,9 +156,20 @@ mod tests {
         // found_between agrees with age_days at the edges.
         for b in AgeBucket::ALL {
             let (after, upto) = b.found_between(now);
-            for found in [now - 40 * DAY_US, now - 31 * DAY_US, now - 8 * DAY_US, now - 8 * DAY_US + 1, now - 2 * DAY_US, now] {
+            for found in [
+                now - 40 * DAY_US,
+                now - 31 * DAY_US,
+                now - 8 * DAY_US,
+                now - 8 * DAY_US + 1,
+                now - 2 * DAY_US,
+                now,
+            ] {
                 let inside = after.is_none_or(|a| found > a) && upto.is_none_or(|u| found <= u);
-                assert_eq!(inside, AgeBucket::of(age_days(found, now)) == b, "{b:?} {found}");
+                assert_eq!(
+                    inside,
+                    AgeBucket::of(age_days(found, now)) == b,
+                    "{b:?} {found}"
+                );
             }
         }
     }

@@ -31,7 +31,11 @@ pub fn short_id(id: &str, head: usize, tail: usize) -> String {
         return id.to_owned();
     }
     let (h, t) = (&chars[..head], &chars[chars.len() - tail..]);
-    format!("{}…{}", h.iter().collect::<String>(), t.iter().collect::<String>())
+    format!(
+        "{}…{}",
+        h.iter().collect::<String>(),
+        t.iter().collect::<String>()
+    )
 }
 
 /// An amount as the server writes it ("1234.50 CNY") split into the
@@ -75,7 +79,10 @@ mod tests {
         );
         assert_eq!(short_id("支付单号一二三四五六七", 2, 2), "支付…六七");
         assert_eq!(amount_parts("66.60 CNY"), ("66.60", "CNY"));
-        assert_eq!(amount_parts("12 (minor units) XYZ1"), ("12 (minor units) XYZ1", ""));
+        assert_eq!(
+            amount_parts("12 (minor units) XYZ1"),
+            ("12 (minor units) XYZ1", "")
+        );
     }
 
     #[test]

@@ -445,5 +445,8 @@ fn sla_hours_are_read_per_class() {
     let e = load(&[("RECKON_SLA_HOURS", "LOCAL_ONLYY=8")])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("RECKON_SLA_HOURS") && e.contains("LOCAL_ONLYY"), "{e}");
+    assert!(
+        e.contains("RECKON_SLA_HOURS") && e.contains("LOCAL_ONLYY"),
+        "{e}"
+    );
 }

@@ -12,8 +12,8 @@ use crate::store::{Db, alerts, callbacks, outbox, payments, proposals, refunds, 
 use app::ageing::AgeBucket;
 use app::error::AppError;
 use app::tickets::{
-    CallbackRef, Neighbours, Note, PAGE_SIZE, Proposal, Side, TicketDetail, TicketFilter, TicketPage,
-    TicketSummary, TimelineItem,
+    CallbackRef, Neighbours, Note, PAGE_SIZE, Proposal, Side, TicketDetail, TicketFilter,
+    TicketPage, TicketSummary, TimelineItem,
 };
 
 /// A ticket as lists show it.
@@ -122,12 +122,7 @@ pub async fn neighbours(
     Ok(Neighbours { previous, next })
 }
 
-pub async fn detail(
-    db: &Db,
-    id: &str,
-    now: i64,
-    sla: &Sla,
-) -> sqlx::Result<Option<TicketDetail>> {
+pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> sqlx::Result<Option<TicketDetail>> {
     let pool = &db.pool;
     let Some(t) = tickets::ticket(pool, id).await? else {
         return Ok(None);

@@ -60,7 +60,9 @@ impl Sla {
                 .parse::<i64>()
                 .ok()
                 .filter(|h| (1..=MAX_SLA_HOURS).contains(h))
-                .ok_or_else(|| format!("{item:?}: hours are a whole number from 1 to {MAX_SLA_HOURS}"))?;
+                .ok_or_else(|| {
+                    format!("{item:?}: hours are a whole number from 1 to {MAX_SLA_HOURS}")
+                })?;
             if class == "*" {
                 sla.others = hours;
             } else {

@@ -22,7 +22,9 @@ pub(super) fn overdue_cut(qb: &mut QueryBuilder<'static, Any>, sla: &Sla, now: i
             .push(" THEN ")
             .push_bind(now - hours * HOUR_US);
     }
-    qb.push(" ELSE ").push_bind(now - others * HOUR_US).push(" END");
+    qb.push(" ELSE ")
+        .push_bind(now - others * HOUR_US)
+        .push(" END");
 }
 
 /// One class's open tickets per age bucket, and those past its SLA.
@@ -43,7 +45,7 @@ pub async fn open_by_class(
     now: i64,
     sla: &Sla,
 ) -> sqlx::Result<Vec<ClassAges>> {
-    let mut qb = QueryBuilder::new("SELECT class");
+    let mut qb: QueryBuilder<'static, Any> = QueryBuilder::new("SELECT class");
     for (bucket, name) in AgeBucket::ALL
         .into_iter()
         .zip(["up_to_1", "up_to_7", "up_to_30", "over_30"])
@@ -99,7 +101,9 @@ pub async fn day_change(
            + (SELECT COUNT(*) FROM discrepancies WHERE closed_at >= $2 AND found_at < $1{p}), \
            (SELECT COUNT(*) FROM discrepancies WHERE closed_at >= $1 AND closed_at < $2{p})"
     );
-    let mut q = sqlx::query_as::<_, (i64, i64, i64)>(&sql).bind(start).bind(end);
+    let mut q = sqlx::query_as::<_, (i64, i64, i64)>(&sql)
+        .bind(start)
+        .bind(end);
     if let Some(p) = provider {
         q = q.bind(p.to_owned());
     }

@@ -578,7 +578,9 @@ pub async fn record_repair(
     if fixed {
         let from = TicketStatus::predecessors(TicketStatus::Closed);
         let close = Move {
-            conclusion: Some("auto-repaired: the provider reported the payment paid and Reckon recorded it"),
+            conclusion: Some(
+                "auto-repaired: the provider reported the payment paid and Reckon recorded it",
+            ),
             ..Move::new(TicketStatus::Closed, &from, now)
         };
         for (id, _) in &touched {
@@ -657,7 +659,7 @@ pub async fn sla_due(
     now: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<SlaDue>> {
-    let mut qb = QueryBuilder::new(
+    let mut qb: QueryBuilder<'static, Any> = QueryBuilder::new(
         "SELECT discrepancy_id, class, severity, provider, payment_no, found_at FROM discrepancies \
          WHERE status <> 'CLOSED' AND sla_alerted_at IS NULL AND found_at <= ",
     );

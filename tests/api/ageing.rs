@@ -29,7 +29,11 @@ async fn desk(b: Backend, sla: &str) -> Desk {
     let olga = crate::helpers::client();
     let res = app
         .app
-        .call_with(&olga, "login", &[("username", "olga"), ("password", PASSWORD)])
+        .call_with(
+            &olga,
+            "login",
+            &[("username", "olga"), ("password", PASSWORD)],
+        )
         .await;
     assert!(res.status().is_success() || res.status().is_redirection());
     Desk { app, token, olga }
@@ -68,7 +72,15 @@ impl Desk {
     /// A provider-only row for payment `no`, at the clock's time.
     fn provider_only(&self, no: &str) -> String {
         let (_, at) = self.app.today();
-        row("payment", &format!("SBX-{no}"), no, ("", ""), "66.60", "CNY", &at)
+        row(
+            "payment",
+            &format!("SBX-{no}"),
+            no,
+            ("", ""),
+            "66.60",
+            "CNY",
+            &at,
+        )
     }
 
     async fn ticket_of(&self, payment_no: &str) -> String {
@@ -125,13 +137,19 @@ async fn ageing_buckets_and_new_persisting_resolved_across_three_days(b: Backend
     let (d1, d2) = (d3 - 2 * DAY, d3 - DAY);
     // Older tickets: 45 days (stays open), 35 days (closed on day 3) and
     // 10 days (stays open).
-    for (no, at) in [("AGE-Z", d3 - 45 * DAY), ("AGE-A", d3 - 35 * DAY), ("AGE-B", d3 - 10 * DAY)] {
+    for (no, at) in [
+        ("AGE-Z", d3 - 45 * DAY),
+        ("AGE-A", d3 - 35 * DAY),
+        ("AGE-B", d3 - 10 * DAY),
+    ] {
         d.app.clock.set(at);
         d.day_at(at, &[d.provider_only(no)]).await;
     }
     // Day 1: two found.
     d.app.clock.set(d1);
-    let day1 = d.day_at(d1, &[d.provider_only("AGE-C"), d.provider_only("AGE-E")]).await;
+    let day1 = d
+        .day_at(d1, &[d.provider_only("AGE-C"), d.provider_only("AGE-E")])
+        .await;
     // Day 2: one of day 1's closed; one provider-only and one amount
     // mismatch found.
     d.close(&d.ticket_of("AGE-C").await, d2).await;
@@ -141,13 +159,19 @@ async fn ageing_buckets_and_new_persisting_resolved_across_three_days(b: Backend
     let day2 = d.day_at(d2, &[d.provider_only("AGE-F"), m_row]).await;
     // Day 3: the 35-day-old one closed; two found.
     d.close(&d.ticket_of("AGE-A").await, d3).await;
-    let day3 = d.day_at(d3, &[d.provider_only("AGE-G"), d.provider_only("AGE-H")]).await;
+    let day3 = d
+        .day_at(d3, &[d.provider_only("AGE-G"), d.provider_only("AGE-H")])
+        .await;
     d.app.clock.set(d3 + HOUR);
 
     let ageing = d.dashboard(&day3).await;
     // Found that day; open at its end though found before; closed that day.
     assert_eq!(change(&ageing["day"]), (day3.clone(), 2, 5, 1), "{ageing}");
-    assert_eq!(change(&ageing["before"]), (day2.clone(), 2, 4, 1), "{ageing}");
+    assert_eq!(
+        change(&ageing["before"]),
+        (day2.clone(), 2, 4, 1),
+        "{ageing}"
+    );
     let earlier = d.dashboard(&day2).await;
     assert_eq!(change(&earlier["day"]), (day2, 2, 4, 1), "{earlier}");
     assert_eq!(change(&earlier["before"]), (day1, 2, 3, 0), "{earlier}");
@@ -184,7 +208,10 @@ async fn ageing_buckets_and_new_persisting_resolved_across_three_days(b: Backend
         .iter()
         .find(|t| t["payment_no"] == "AGE-G")
         .unwrap();
-    assert_eq!((g["age_days"].as_i64(), g["overdue"].as_bool()), (Some(0), Some(false)));
+    assert_eq!(
+        (g["age_days"].as_i64(), g["overdue"].as_bool()),
+        (Some(0), Some(false))
+    );
     // A closed ticket has no age.
     let (_, closed) = d.list(&[("filter[status]", "CLOSED")]).await;
     assert_eq!(closed["total"], 2);
@@ -237,18 +264,20 @@ async fn an_sla_alert_is_raised_once_when_crossed_and_not_before(b: Backend) {
     d.app.clock.set(t + 3 * HOUR);
     let (_, shown) = d.call("tickets/show", &[("id", &x)]).await;
     assert_eq!(shown["summary"]["overdue"], true, "{shown}");
-    assert!(shown["timeline"].to_string().contains("sla overdue"), "{shown}");
+    assert!(
+        shown["timeline"].to_string().contains("sla overdue"),
+        "{shown}"
+    );
 
     // Two passes at once past 48 hours: the mismatch's alert raised once.
     let (a, b2) = tokio::join!(pass(t + 49 * HOUR), pass(t + 49 * HOUR));
     assert_eq!(a.unwrap() + b2.unwrap(), 1);
     assert_eq!(d.app.app.alert_count("sla_overdue").await, 2);
-    let alerted: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM discrepancies WHERE sla_alerted_at IS NOT NULL",
-    )
-    .fetch_one(d.app.pool())
-    .await
-    .unwrap();
+    let alerted: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies WHERE sla_alerted_at IS NOT NULL")
+            .fetch_one(d.app.pool())
+            .await
+            .unwrap();
     assert_eq!(alerted, 2);
     let marked: Option<i64> =
         sqlx::query_scalar("SELECT sla_alerted_at FROM discrepancies WHERE discrepancy_id = $1")

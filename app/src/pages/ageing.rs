@@ -51,7 +51,7 @@ pub fn AgeingSection(a: Ageing, provider: Option<String>, lang: Lang) -> impl In
                 <tr data-class=c.class.clone()>
                     <th><a href=list_of(&provider, &c.class, None)>{c.class.clone()}</a></th>
                     {cells(&c.class, c.buckets)}
-                    <td class="num" class:overdue=c.overdue > 0 data-overdue=c.overdue>{c.overdue}</td>
+                    <td class="num" class:overdue={c.overdue > 0} data-overdue=c.overdue.to_string()>{c.overdue}</td>
                     <td class="num muted">{c.sla_hours} " h"</td>
                 </tr>
             }
@@ -66,7 +66,7 @@ pub fn AgeingSection(a: Ageing, provider: Option<String>, lang: Lang) -> impl In
                 <th>{label}</th>
                 <td class="num today">{now}</td>
                 <td class="num before">{before}</td>
-                <td class="num delta" class:up=delta > 0 class:down=delta < 0>{format!("{sign}{delta}")}</td>
+                <td class="num delta" class:up={delta > 0} class:down={delta < 0}>{format!("{sign}{delta}")}</td>
             </tr>
         }
     };
@@ -86,7 +86,7 @@ pub fn AgeingSection(a: Ageing, provider: Option<String>, lang: Lang) -> impl In
                     <tfoot><tr data-class="">
                         <th>{tr(lang, "All classes", "全部类型")}</th>
                         {cells("", totals)}
-                        <td class="num" class:overdue=overdue > 0 id="ageing-overdue">{overdue}</td>
+                        <td class="num" class:overdue={overdue > 0} id="ageing-overdue">{overdue}</td>
                         <td></td>
                     </tr></tfoot>
                 </table>

@@ -12,7 +12,9 @@ use crate::api::{
 };
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, fix_name, ticket_status, tr};
-use crate::tickets::{ActionResult, FixKind, Neighbours, Proposal, Side, TicketDetail, TicketFilter};
+use crate::tickets::{
+    ActionResult, FixKind, Neighbours, Proposal, Side, TicketDetail, TicketFilter,
+};
 use crate::types::{Lang, Role, User};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -94,10 +96,7 @@ fn TicketBody() -> impl IntoView {
     // The queue the ticket was opened from (the list's filters travel in
     // the address): previous and next in it, by link or by key.
     let filter = query_filter::<TicketFilter>();
-    let neighbours = Resource::new(
-        move || (id(), filter()),
-        |(id, f)| ticket_neighbours(id, f),
-    );
+    let neighbours = Resource::new(move || (id(), filter()), |(id, f)| ticket_neighbours(id, f));
     queue_keys(filter, neighbours);
     view! {
         <Title text=format!("{} · {}", tr(lang, "Ticket", "工单"), Msg::AppName.text(lang))/>
@@ -474,8 +473,10 @@ fn queue_keys(
                 .target()
                 .and_then(|t| t.dyn_into::<leptos::web_sys::HtmlElement>().ok())
                 .is_some_and(|el| {
-                    matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT" | "BUTTON")
-                        || el.is_content_editable()
+                    matches!(
+                        el.tag_name().as_str(),
+                        "INPUT" | "TEXTAREA" | "SELECT" | "BUTTON"
+                    ) || el.is_content_editable()
                 });
             if typing {
                 return;

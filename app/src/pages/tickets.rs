@@ -174,7 +174,7 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
                             <AmountCell amount=t.local_amount.clone()/>
                             <AmountCell amount=t.provider_amount.clone()/>
                             <td>{t.owner.clone().unwrap_or_default()}</td>
-                            <td class="num age" data-age=t.age_days>
+                            <td class="num age" data-age=t.age_days.map(|d| d.to_string())>
                                 {age}
                                 {t.overdue.then(|| view! { " " <span class="badge overdue-badge">{Msg::Overdue.text(lang)}</span> })}
                             </td>

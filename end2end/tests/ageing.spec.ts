@@ -32,7 +32,7 @@ test('the dashboard ages open tickets per class; the list fits 1400 px and a tic
   const at = `${yesterday()}T10:00:00Z`;
   const nos = [1, 2, 3].map((i) => `PAYAGE${i}${t}`);
   const rows = nos.map((no, i) => `payment,SBXAGE${i}${t}0123456789,${no},,,SUCCEEDED,${i + 1}234.50,CNY,${at}`);
-  const total = nos.reduce((sum, _, i) => sum + (i + 1) * 100000 + 123450, 0);
+  const total = nos.reduce((sum, _, i) => sum + i * 100000 + 123450, 0);
   const csv =
     'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
     rows.join('\n') +

@@ -55,7 +55,17 @@ pub fn IdText(
                     copy_to_clipboard(&whole);
                     copied.set(true);
                 }>
-                {move || if copied.get() { "✓" } else { "⧉" }}
+                {move || if copied.get() {
+                    view! { <span class="copied">"✓"</span> }.into_any()
+                } else {
+                    // Two sheets, drawn: no font is needed for the icon.
+                    view! {
+                        <svg viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="1.5">
+                            <rect x="5.5" y="5.5" width="8" height="8" rx="1"/>
+                            <path d="M10.5 3.5v-1a1 1 0 0 0-1-1h-6a1 1 0 0 0-1 1v6a1 1 0 0 0 1 1h1"/>
+                        </svg>
+                    }.into_any()
+                }}
             </button>
         </span>
     }

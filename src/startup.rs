@@ -320,6 +320,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
                 .collect(),
             allow_open: config.close_allow_open,
         },
+        sla: config.sla.clone(),
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,

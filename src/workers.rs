@@ -42,6 +42,10 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 if let Err(e) = recon::close_ready_days(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "closing the days");
                 }
+                // Tickets past their SLA alerted, once each, on the same beat.
+                if let Err(e) = crate::triage::sla::raise_overdue(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "ticket SLA pass");
+                }
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
         });

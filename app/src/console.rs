@@ -73,6 +73,8 @@ pub struct Dashboard {
     pub settled_to_bank: Vec<crate::bank::SettledRow>,
     /// D: each provider's money of the day and whether the day is closed.
     pub closes: Vec<DayClose>,
+    /// Open tickets by age and SLA; the day's new, persisting, resolved.
+    pub ageing: crate::ageing::Ageing,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).

@@ -84,6 +84,16 @@ pub enum Msg {
     Fees,
     Net,
     DayClosed,
+    // B (issue 27): ticket ageing, SLA, the ticket queue, copying ids.
+    Age,
+    AgeDays,
+    Overdue,
+    SlaDueUtc,
+    Copy,
+    Copied,
+    NextTicket,
+    PreviousTicket,
+    QueueKeys,
 }
 
 impl Msg {
@@ -185,6 +195,19 @@ impl Msg {
             Fees => ("Fees", "手续费"),
             Net => ("Net", "净额"),
             DayClosed => ("closed", "已日结"),
+            // B (issue 27): ticket ageing, SLA, the ticket queue, copying ids.
+            Age => ("Age", "账龄"),
+            AgeDays => ("days", "天"),
+            Overdue => ("overdue", "已超时"),
+            SlaDueUtc => ("SLA due (UTC)", "SLA 到期（UTC）"),
+            Copy => ("Copy", "复制"),
+            Copied => ("Copied", "已复制"),
+            NextTicket => ("Next ticket", "下一个工单"),
+            PreviousTicket => ("Previous ticket", "上一个工单"),
+            QueueKeys => (
+                "Keys: j next, k previous, u back to the list",
+                "快捷键：j 下一个，k 上一个，u 返回列表",
+            ),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! and the pages. Compiled twice — with `ssr` into the server, with
 //! `hydrate` into WebAssembly for the browser.
 
+pub mod ageing;
 pub mod api;
 pub mod bank;
 pub mod console;

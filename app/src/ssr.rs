@@ -65,6 +65,12 @@ pub type SharedBackend = Arc<dyn Backend>;
 pub trait Console: Send + Sync + 'static {
     async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError>;
     async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError>;
+    /// The tickets before and after `id` in the queue `filter` lists.
+    async fn ticket_neighbours(
+        &self,
+        id: &str,
+        filter: &TicketFilter,
+    ) -> Result<crate::tickets::Neighbours, AppError>;
     async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError>;
     async fn comment(&self, actor: &User, id: &str, text: &str) -> Result<(), AppError>;
     /// `kind`: text | reference (files come through their own upload route).

@@ -51,6 +51,8 @@ pub struct TicketFilter {
     pub owner: Option<String>,
     /// payment_no, order no or provider transaction id (exact or prefix)
     pub q: Option<String>,
+    /// Open tickets of one age bucket (`0-1`, `2-7`, `8-30`, `31+` days).
+    pub age: Option<String>,
     pub after: Option<String>,
 }
 
@@ -63,6 +65,7 @@ crate::query_filter!(TicketFilter {
     run,
     owner,
     q,
+    age,
     after
 });
 
@@ -107,6 +110,18 @@ pub struct TicketSummary {
     pub local_amount: Option<String>,
     pub provider_amount: Option<String>,
     pub found_at: i64,
+    /// Whole days open (open tickets only).
+    pub age_days: Option<i64>,
+    /// When its class's SLA runs out; `overdue` once it has (open only).
+    pub sla_due_at: Option<i64>,
+    pub overdue: bool,
+}
+
+/// A ticket's place in a filtered queue: the ids before and after it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Neighbours {
+    pub previous: Option<String>,
+    pub next: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

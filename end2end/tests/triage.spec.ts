@@ -75,7 +75,8 @@ for (const lang of ['en', 'zh'] as const) {
     await expect(row).toHaveAttribute('data-class', 'PROVIDER_ONLY');
     if (lang === 'en') await page.screenshot({ path: `${SHOTS}/1-ticket-list.png`, fullPage: true });
     await row.locator('a.open-ticket').click();
-    await expect(page).toHaveURL(/\/tickets\/[0-9a-f-]+$/);
+    // The list's filters travel with the ticket (its queue: previous, next, back).
+    await expect(page).toHaveURL(/\/tickets\/[0-9a-f-]+\?class=PROVIDER_ONLY&q=/);
     await hydrated(page);
     await expect(page.locator('#sides tr[data-field="amount"] .provider-side')).toContainText('66.60 CNY');
     await expect(page.locator('#sides tr[data-field="amount"] .local-side')).toHaveText('—');

@@ -44,10 +44,12 @@ pub(super) struct Layers {
     bank_window_days: Option<Text>,
     // D: closing the day.
     close_allow_open: Option<Text>,
+    // Ticket ageing and SLA (issue 27, helper B).
+    sla_hours: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 23] = [
+pub(super) const VARIABLES: [(&str, &str); 24] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -74,6 +76,7 @@ pub(super) const VARIABLES: [(&str, &str); 23] = [
     ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
     ("bank_window_days", "RECKON_BANK_WINDOW_DAYS"),
     ("close_allow_open", "RECKON_CLOSE_ALLOW_OPEN"),
+    ("sla_hours", "RECKON_SLA_HOURS"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -302,6 +305,14 @@ pub(super) fn checked(
     // still close by itself (NONE: only a day without open tickets).
     let close_allow_open = close_allow_open(text(layers.close_allow_open))?;
 
+    // Ticket ageing and SLA (issue 27, helper B): hours per class.
+    let sla_text = text(layers.sla_hours).unwrap_or_default();
+    let sla = crate::domain::Sla::parse(&sla_text).map_err(|hint| ConfigError::Invalid {
+        key: "RECKON_SLA_HOURS",
+        value: sla_text.clone(),
+        hint,
+    })?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -324,6 +335,7 @@ pub(super) fn checked(
         statement_keep_days,
         bank_window_days,
         close_allow_open,
+        sla,
     })
 }
 

@@ -433,3 +433,20 @@ fn each_kind_has_its_statement_day() {
     assert_eq!(day("sbx"), ("Europe/Berlin".into(), 2));
     assert_eq!(day("late"), ("UTC".into(), 5));
 }
+
+/// Ticket ageing and SLA (issue 27, helper B): hours per class over the
+/// defaults, a typo refused with the variable named.
+#[test]
+fn sla_hours_are_read_per_class() {
+    let c = load(&[("RECKON_SLA_HOURS", "LOCAL_ONLY=8,*=96")]).unwrap();
+    assert_eq!(c.sla.hours("LOCAL_ONLY"), 8);
+    assert_eq!(c.sla.hours("STATUS_LAG"), 96);
+    assert_eq!(load(&[]).unwrap().sla, crate::domain::Sla::default());
+    let e = load(&[("RECKON_SLA_HOURS", "LOCAL_ONLYY=8")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("RECKON_SLA_HOURS") && e.contains("LOCAL_ONLYY"),
+        "{e}"
+    );
+}

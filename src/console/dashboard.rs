@@ -117,7 +117,12 @@ impl Desk {
             .into_iter()
             .filter(|c| provider.as_deref().is_none_or(|p| p == c.provider))
             .collect();
+        let ageing = self
+            .ageing_of(&day, provider.as_deref(), range)
+            .await
+            .map_err(internal)?;
         Ok(Dashboard {
+            ageing,
             day,
             provider,
             providers: self.providers(),

@@ -15,6 +15,7 @@ const EXPORT_CHUNK: i64 = 1000;
 pub async fn export_csv(
     db: &Db,
     f: &TicketFilter,
+    now: i64,
     out: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
 ) -> sqlx::Result<()> {
     let header = "ticket_id,class,severity,status,provider,business_date,payment_no,order_no,provider_txn_id,\
@@ -24,7 +25,7 @@ local_amount,local_status,provider_amount,provider_status,owner,found_at_utc,clo
     }
     let mut after: Option<QueueAfter> = None;
     loop {
-        let chunk = lists::tickets(db, f, after.as_ref(), EXPORT_CHUNK).await?;
+        let chunk = lists::tickets(db, f, after.as_ref(), EXPORT_CHUNK, now).await?;
         let Some(last) = chunk.last() else {
             return Ok(());
         };

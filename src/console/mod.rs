@@ -10,6 +10,7 @@
 mod actions;
 mod bank;
 mod closes;
+mod ageing;
 mod dashboard;
 mod details;
 mod export;
@@ -101,16 +102,28 @@ fn page<T, C>(mut items: Vec<T>, cursor: impl Fn(&T) -> C) -> (Vec<T>, Option<C>
 #[async_trait::async_trait]
 impl Console for Desk {
     async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError> {
-        tickets::list(&self.engine.db, filter)
-            .await
-            .map_err(internal)
+        tickets::list(
+            &self.engine.db,
+            filter,
+            self.now(),
+            &self.engine.settings.sla,
+        )
+        .await
     }
 
     async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError> {
-        tickets::detail(&self.engine.db, id, self.now())
+        tickets::detail(&self.engine.db, id, self.now(), &self.engine.settings.sla)
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)
+    }
+
+    async fn ticket_neighbours(
+        &self,
+        id: &str,
+        filter: &TicketFilter,
+    ) -> Result<app::tickets::Neighbours, AppError> {
+        tickets::neighbours(&self.engine.db, id, filter, self.now()).await
     }
 
     async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError> {

@@ -5,13 +5,15 @@
 
 use super::money_text;
 use crate::accounts::internal;
+use crate::domain::{Sla, TicketStatus};
 use crate::store::lists::{self, QueueAfter};
 use crate::store::tickets::TicketRow;
 use crate::store::{Db, alerts, callbacks, outbox, payments, proposals, refunds, tasks, tickets};
+use app::ageing::AgeBucket;
 use app::error::AppError;
 use app::tickets::{
-    CallbackRef, Note, PAGE_SIZE, Proposal, Side, TicketDetail, TicketFilter, TicketPage,
-    TicketSummary, TimelineItem,
+    CallbackRef, Neighbours, Note, PAGE_SIZE, Proposal, Side, TicketDetail, TicketFilter,
+    TicketPage, TicketSummary, TimelineItem,
 };
 
 /// A ticket as lists show it.
@@ -30,7 +32,22 @@ pub(crate) fn summary(t: &TicketRow) -> TicketSummary {
         local_amount: money_text(t.local_amount_minor, t.local_currency.as_deref()),
         provider_amount: money_text(t.provider_amount_minor, t.provider_currency.as_deref()),
         found_at: t.found_at,
+        age_days: None,
+        sla_due_at: None,
+        overdue: false,
     }
+}
+
+/// A ticket as lists show it, with its age and SLA at `now` when open.
+pub(crate) fn aged_summary(t: &TicketRow, now: i64, sla: &Sla) -> TicketSummary {
+    let mut s = summary(t);
+    if t.status != TicketStatus::Closed.as_str() {
+        let due = sla.due_at(&t.class, t.found_at);
+        s.age_days = Some(app::ageing::age_days(t.found_at, now));
+        s.sla_due_at = Some(due);
+        s.overdue = now >= due;
+    }
+    s
 }
 
 /// Why the ticket was opened: its details' `reason`, or the details.
@@ -41,20 +58,36 @@ pub(crate) fn reason(t: &TicketRow) -> String {
         .unwrap_or_else(|| t.details.clone())
 }
 
-pub async fn list(db: &Db, f: &TicketFilter) -> sqlx::Result<TicketPage> {
+/// An age filter must be one of the buckets: a typo is an error, not an
+/// empty list.
+fn check_age(f: &TicketFilter) -> Result<(), AppError> {
+    match f.age.as_deref() {
+        Some(age) if AgeBucket::parse(age).is_none() => Err(super::invalid(format!(
+            "age {age:?}: expected one of 0-1, 2-7, 8-30, 31+ (days)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+pub async fn list(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> Result<TicketPage, AppError> {
+    check_age(f)?;
+    list_page(db, f, now, sla).await.map_err(internal)
+}
+
+async fn list_page(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> sqlx::Result<TicketPage> {
     let after = f.after.as_deref().and_then(QueueAfter::parse);
-    let mut rows = lists::tickets(db, f, after.as_ref(), PAGE_SIZE + 1).await?;
+    let mut rows = lists::tickets(db, f, after.as_ref(), PAGE_SIZE + 1, now).await?;
     let next = if rows.len() as i64 > PAGE_SIZE {
         rows.truncate(PAGE_SIZE as usize);
         rows.last().map(|r| QueueAfter::of(r).cursor())
     } else {
         None
     };
-    let total = lists::ticket_count(db, f).await?;
-    let by_status = lists::tickets_by(db, f, "status").await?;
-    let by_class = lists::tickets_by(db, f, "class").await?;
+    let total = lists::ticket_count(db, f, now).await?;
+    let by_status = lists::tickets_by(db, f, "status", now).await?;
+    let by_class = lists::tickets_by(db, f, "class", now).await?;
     Ok(TicketPage {
-        items: rows.iter().map(summary).collect(),
+        items: rows.iter().map(|t| aged_summary(t, now, sla)).collect(),
         next,
         total,
         by_status,
@@ -62,7 +95,34 @@ pub async fn list(db: &Db, f: &TicketFilter) -> sqlx::Result<TicketPage> {
     })
 }
 
-pub async fn detail(db: &Db, id: &str, now: i64) -> sqlx::Result<Option<TicketDetail>> {
+/// The tickets before and after `id` in the queue `f` lists. The ticket
+/// itself need not match `f` any more (closed from the queue of open ones):
+/// its place is its (severity, found, id) either way.
+pub async fn neighbours(
+    db: &Db,
+    id: &str,
+    f: &TicketFilter,
+    now: i64,
+) -> Result<Neighbours, AppError> {
+    check_age(f)?;
+    let t = tickets::ticket(&db.pool, id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let at = QueueAfter::of(&t);
+    let next = lists::tickets(db, f, Some(&at), 1, now)
+        .await
+        .map_err(internal)?
+        .into_iter()
+        .next()
+        .map(|t| t.discrepancy_id);
+    let previous = lists::ticket_before(db, f, &at, now)
+        .await
+        .map_err(internal)?;
+    Ok(Neighbours { previous, next })
+}
+
+pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> sqlx::Result<Option<TicketDetail>> {
     let pool = &db.pool;
     let Some(t) = tickets::ticket(pool, id).await? else {
         return Ok(None);
@@ -159,7 +219,7 @@ pub async fn detail(db: &Db, id: &str, now: i64) -> sqlx::Result<Option<TicketDe
         crate::triage::fixes::fixes_for(&t, payment.as_ref())
     };
     Ok(Some(TicketDetail {
-        summary: summary(&t),
+        summary: aged_summary(&t, now, sla),
         reason: reason(&t),
         run_id: t.run_id.clone(),
         statement_file: t.statement_file.clone(),

@@ -6,6 +6,7 @@ mod discrepancy;
 mod ids;
 mod money;
 mod refund;
+mod sla;
 mod status;
 
 pub use discrepancy::{Class, Severity, TicketStatus};
@@ -15,4 +16,5 @@ pub use ids::{
 };
 pub use money::{Currency, Money, MoneyError, trimmed};
 pub use refund::RefundStatus;
+pub use sla::{MAX_SLA_HOURS, Sla};
 pub use status::PaymentStatus;

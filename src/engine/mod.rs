@@ -69,6 +69,8 @@ pub struct Settings {
     pub pulls: Pulls,
     /// D: fees expected and when a day closes by itself.
     pub closing: Closing,
+    /// Hours a ticket of each class may stay open (the SLA pass reads it).
+    pub sla: crate::domain::Sla,
 }
 
 /// What closing a day reads (reconciliation's; the engine only carries
@@ -145,6 +147,7 @@ impl Default for Settings {
             calls_per_account: 4,
             pulls: Pulls::default(),
             closing: Closing::default(),
+            sla: Default::default(),
         }
     }
 }

@@ -98,9 +98,19 @@ impl QueueAfter {
     }
 }
 
-/// The WHERE of a ticket filter (without the cursor), leaving out `skip`.
-fn ticket_conditions(qb: &mut Builder, f: &TicketFilter, skip: Option<&str>, kind: DbKind) {
+/// The WHERE of a ticket filter (without the cursor), leaving out `skip`;
+/// `now` places the age buckets.
+fn ticket_conditions(
+    qb: &mut Builder,
+    f: &TicketFilter,
+    skip: Option<&str>,
+    kind: DbKind,
+    now: i64,
+) {
     qb.push(" WHERE 1 = 1");
+    if let Some(age) = f.age.as_deref() {
+        age_condition(qb, age, now);
+    }
     if skip != Some("status") && f.status.as_deref() == Some("ACTIVE") {
         qb.push(" AND status <> 'CLOSED'");
     }
@@ -156,6 +166,23 @@ fn ticket_conditions(qb: &mut Builder, f: &TicketFilter, skip: Option<&str>, kin
     }
 }
 
+/// Open tickets of one age bucket: a range of `found_at`. A word that is
+/// no bucket matches nothing (the console refuses it before).
+fn age_condition(qb: &mut Builder, age: &str, now: i64) {
+    let Some(bucket) = app::ageing::AgeBucket::parse(age) else {
+        qb.push(" AND 1 = 0");
+        return;
+    };
+    qb.push(" AND status <> 'CLOSED'");
+    let (after, upto) = bucket.found_between(now);
+    if let Some(a) = after {
+        qb.push(" AND found_at > ").push_bind(a);
+    }
+    if let Some(u) = upto {
+        qb.push(" AND found_at <= ").push_bind(u);
+    }
+}
+
 /// The smallest string above every string starting with `prefix` (in
 /// byte order): its last character, incremented.
 pub fn prefix_end(prefix: &str) -> String {
@@ -176,9 +203,10 @@ pub async fn tickets(
     f: &TicketFilter,
     after: Option<&QueueAfter>,
     limit: i64,
+    now: i64,
 ) -> sqlx::Result<Vec<TicketRow>> {
     let mut qb = Builder::new(format!("SELECT {TICKET_COLUMNS} FROM discrepancies"));
-    ticket_conditions(&mut qb, f, None, db.kind);
+    ticket_conditions(&mut qb, f, None, db.kind, now);
     if let Some(a) = after {
         // The first term is implied by the rest; it gives the queue's index
         // its range (the rank bound twice is two values to SQLite).
@@ -203,10 +231,41 @@ pub async fn tickets(
     sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
 }
 
+/// The ticket just before `at` in the filter's queue (most severe, then
+/// oldest first), for the ticket page's "previous": the queue walked
+/// backwards from `at` by the same index, one row.
+pub async fn ticket_before(
+    db: &Db,
+    f: &TicketFilter,
+    at: &QueueAfter,
+    now: i64,
+) -> sqlx::Result<Option<String>> {
+    let mut qb = Builder::new("SELECT discrepancy_id FROM discrepancies");
+    ticket_conditions(&mut qb, f, None, db.kind, now);
+    qb.push(" AND severity_rank >= ")
+        .push_bind(at.rank)
+        .push(" AND (severity_rank > ")
+        .push_bind(at.rank)
+        .push(" OR (severity_rank = ")
+        .push_bind(at.rank)
+        .push(" AND (found_at < ")
+        .push_bind(at.found_at)
+        .push(" OR (found_at = ")
+        .push_bind(at.found_at)
+        .push(" AND discrepancy_id < ")
+        .push_bind(at.id.clone())
+        .push("))))")
+        .push(" ORDER BY severity_rank, found_at DESC, discrepancy_id DESC LIMIT 1");
+    let (sql, args) = finish(&mut qb, db.kind);
+    sqlx::query_scalar_with(&sql, args)
+        .fetch_optional(&db.pool)
+        .await
+}
+
 /// How many tickets the filter matches.
-pub async fn ticket_count(db: &Db, f: &TicketFilter) -> sqlx::Result<i64> {
+pub async fn ticket_count(db: &Db, f: &TicketFilter, now: i64) -> sqlx::Result<i64> {
     let mut qb = Builder::new("SELECT COUNT(*) FROM discrepancies");
-    ticket_conditions(&mut qb, f, None, db.kind);
+    ticket_conditions(&mut qb, f, None, db.kind, now);
     let (sql, args) = finish(&mut qb, db.kind);
     sqlx::query_scalar_with(&sql, args)
         .fetch_one(&db.pool)
@@ -219,10 +278,11 @@ pub async fn tickets_by(
     db: &Db,
     f: &TicketFilter,
     column: &'static str,
+    now: i64,
 ) -> sqlx::Result<Vec<(String, i64)>> {
     debug_assert!(matches!(column, "status" | "class"));
     let mut qb = Builder::new(format!("SELECT {column}, COUNT(*) FROM discrepancies"));
-    ticket_conditions(&mut qb, f, Some(column), db.kind);
+    ticket_conditions(&mut qb, f, Some(column), db.kind, now);
     qb.push(format!(" GROUP BY {column} ORDER BY {column}"));
     let (sql, args) = finish(&mut qb, db.kind);
     sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await

@@ -3,6 +3,7 @@
 //! module. SQL lives here and nowhere else; one text serves both backends.
 
 pub mod adjustments;
+pub mod ageing;
 pub mod alerts;
 pub mod audit;
 pub mod audit_keys;

@@ -578,7 +578,9 @@ pub async fn record_repair(
     if fixed {
         let from = TicketStatus::predecessors(TicketStatus::Closed);
         let close = Move {
-            conclusion: Some("auto-repaired through engine::apply"),
+            conclusion: Some(
+                "auto-repaired: the provider reported the payment paid and Reckon recorded it",
+            ),
             ..Move::new(TicketStatus::Closed, &from, now)
         };
         for (id, _) in &touched {
@@ -630,4 +632,63 @@ pub async fn count_open_of_day_apart(db: &Db, provider: &str, date: &str) -> sql
     .map_err(|e| e.to_string())
     .and_then(|counted| counted)
     .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))
+}
+
+// ---------------------------------------------------------------------------
+// The SLA (issue 27): open tickets past their class's hours, each marked
+// once by the statement that raises its alert.
+// ---------------------------------------------------------------------------
+
+/// An open ticket past its SLA whose alert is not raised yet.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct SlaDue {
+    pub discrepancy_id: String,
+    pub class: String,
+    pub severity: String,
+    pub provider: String,
+    pub payment_no: Option<String>,
+    pub found_at: i64,
+}
+
+/// Up to `limit` open tickets past their SLA at `now` and not alerted,
+/// oldest first: a range of the partial index `discrepancies_sla_due`
+/// (bounded by the shortest SLA), each row then held to its own class's.
+pub async fn sla_due(
+    db: &Db,
+    sla: &crate::domain::Sla,
+    now: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<SlaDue>> {
+    let mut qb: QueryBuilder<'static, Any> = QueryBuilder::new(
+        "SELECT discrepancy_id, class, severity, provider, payment_no, found_at FROM discrepancies \
+         WHERE status <> 'CLOSED' AND sla_alerted_at IS NULL AND found_at <= ",
+    );
+    qb.push_bind(now - sla.shortest_hours() * 3_600_000_000)
+        .push(" AND found_at <=");
+    super::ageing::overdue_cut(&mut qb, sla, now);
+    qb.push(format!(" ORDER BY found_at, discrepancy_id LIMIT {limit}"));
+    let (sql, args) = super::lists::finish(&mut qb, db.kind);
+    sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
+}
+
+/// Marks an open ticket's SLA alert as raised at `now`, its `entry` added
+/// to the ticket's actions; false when it was marked before (by another
+/// instance) or has closed since it was read.
+pub async fn mark_sla_alerted(
+    conn: &mut AnyConnection,
+    id: &str,
+    entry: &serde_json::Value,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(&format!(
+        "UPDATE discrepancies SET sla_alerted_at = $1, actions = {} \
+         WHERE discrepancy_id = $3 AND sla_alerted_at IS NULL AND status <> 'CLOSED'",
+        appended_actions("$2")
+    ))
+    .bind(now)
+    .bind(entry.to_string())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }

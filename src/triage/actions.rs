@@ -309,7 +309,7 @@ async fn record_action(
         let done = json!({ "action": what, "result": result.class, "detail": result.detail, "by": actor.username, "at": now });
         tickets::append_action(&mut tx, id, &done, now).await?;
         let from = TicketStatus::predecessors(Closed);
-        let conclusion = format!("lag resolved through engine::apply ({what})");
+        let conclusion = format!("lag resolved: the payment is recorded as paid ({what})");
         let lag_over = Move {
             conclusion: Some(&conclusion),
             only_if: Some(Only::LagResolved),

@@ -8,6 +8,7 @@
 
 mod actions;
 pub mod fixes;
+pub mod sla;
 
 pub use actions::{add_evidence, add_file, assign, comment, conclude, replay, requery};
 pub use fixes::PROPOSAL_TTL_US;

@@ -113,8 +113,9 @@ pub async fn export(
     filter.after = None;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let db = state.engine.db.clone();
+    let now = state.engine.now();
     tokio::spawn(async move {
-        if let Err(e) = crate::console::export_csv(&db, &filter, tx.clone()).await {
+        if let Err(e) = crate::console::export_csv(&db, &filter, now, tx.clone()).await {
             tracing::error!(error = %e, "ticket export failed midway");
             let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
         }

@@ -78,6 +78,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         statement_keep_days: 400,
         bank_window_days: 3,
         close_allow_open: Some(reckon::domain::Severity::Low),
+        sla: Default::default(),
     }
 }
 

@@ -4,6 +4,7 @@
 mod engine_helpers;
 mod helpers;
 
+mod ageing;
 mod alipay;
 mod auth;
 mod bank;

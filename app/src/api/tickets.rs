@@ -42,6 +42,23 @@ pub async fn show_ticket(id: String) -> Result<TicketDetail, AppError> {
     .await
 }
 
+/// The previous and next ticket of `id` in the queue `filter` lists (its
+/// cursor ignored), for working a queue from the ticket page.
+#[server(endpoint = "tickets/neighbours")]
+pub async fn ticket_neighbours(
+    id: String,
+    filter: TicketFilter,
+) -> Result<crate::tickets::Neighbours, AppError> {
+    respond(async {
+        let desk = console()?;
+        guard(Role::ALL).await?;
+        let mut filter = filter.cleaned();
+        filter.after = None;
+        desk.ticket_neighbours(&id, &filter).await
+    })
+    .await
+}
+
 #[server(endpoint = "tickets/assign")]
 pub async fn assign_ticket(id: String, owner: String) -> Result<(), AppError> {
     respond(async {

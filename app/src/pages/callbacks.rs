@@ -4,6 +4,7 @@
 //! every DEAD callback of a provider in a time range as a job whose
 //! progress the page follows (and that can be left and returned to).
 
+use super::cells::IdText;
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
 use crate::console::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
@@ -164,7 +165,7 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
         .clone()
         .map(|n| format!("/callbacks?{}", f.query_with_after(Some(&n))));
     view! {
-        <table class="grid" id="callbacks">
+        <table class="grid compact" id="callbacks">
             <thead><tr>
                 <th>{Msg::ReceivedUtc.text(lang)}</th>
                 <th>{Msg::Provider.text(lang)}</th>
@@ -173,19 +174,19 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
                 <th>{tr(lang, "Reported", "上报状态")}</th>
                 <th>{Msg::Signature.text(lang)}</th>
                 <th>{Msg::Processing.text(lang)}</th>
-                <th>{tr(lang, "Tries", "次数")}</th>
+                <th class="num">{tr(lang, "Tries", "次数")}</th>
             </tr></thead>
             <tbody>
                 {p.items.into_iter().map(|c| view! {
                     <tr data-callback=c.callback_id.clone() data-status=c.processing_status.clone()>
-                        <td>{utc_minutes(c.received_at)}</td>
+                        <td class="when">{utc_minutes(c.received_at)}</td>
                         <td>{c.provider.clone()}</td>
-                        <td><a class="open-callback" href=format!("/callbacks/{}", c.id)>{c.callback_id.clone()}</a></td>
-                        <td>{c.payment_no.clone().map(|no| view! { <a href=format!("/payments/{no}")>{no.clone()}</a> })}</td>
+                        <td><IdText id=c.callback_id.clone() href=format!("/callbacks/{}", c.id) link_class="open-callback" head=12 lang=lang/></td>
+                        <td>{c.payment_no.clone().map(|no| view! { <IdText id=no.clone() href=format!("/payments/{no}") head=12 lang=lang/> })}</td>
                         <td>{c.callback_status.clone()}</td>
                         <td>{c.verify_result.clone()}</td>
                         <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
-                        <td>{c.retry_count}</td>
+                        <td class="num">{c.retry_count}</td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -259,7 +260,7 @@ fn Detail(
             {(may_replay && d.replayable).then(|| view! {
                 <ActionForm action=replay attr:class="inline" attr:id="replay-form">
                     <input type="hidden" name="id" value=s.id.clone()/>
-                    <button type="submit" id="replay-submit">{tr(lang, "Replay through apply", "经 apply 重放")}</button>
+                    <button type="submit" id="replay-submit">{tr(lang, "Process this callback again", "重新处理此回调")}</button>
                 </ActionForm>
             })}
             {(!d.replayable).then(|| view! {

@@ -1,12 +1,14 @@
 //! The console's pages and the frame around them. Every page renders on the
 //! server (so it reads and its forms post without JavaScript) and hydrates.
 
+mod ageing;
 mod alerts;
 mod approvals;
 mod audit;
 mod bank;
 mod callbacks;
 mod closes;
+pub mod cells;
 mod dashboard;
 mod login;
 mod payments;

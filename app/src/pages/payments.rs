@@ -3,6 +3,7 @@
 //! effects, outbox messages with their deliveries, refunds and the refund
 //! ledger, provider calls, tickets, amount adjustments.
 
+use super::cells::{AmountCell, IdText};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
 use crate::console::{Line, PaymentFilter, PaymentPage, PaymentView};
@@ -91,26 +92,26 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
         .clone()
         .map(|n| format!("/payments?{}", f.query_with_after(Some(&n))));
     view! {
-        <table class="grid" id="payments">
+        <table class="grid compact" id="payments">
             <thead><tr>
                 <th>{Msg::Payment.text(lang)}</th>
                 <th>{Msg::Order.text(lang)}</th>
                 <th>{Msg::Provider.text(lang)}</th>
                 <th>{Msg::TxnId.text(lang)}</th>
-                <th>{Msg::Amount.text(lang)}</th>
+                <th class="amount">{Msg::Amount.text(lang)}</th>
                 <th>{Msg::Status.text(lang)}</th>
                 <th>{tr(lang, "Created (UTC)", "创建时间（UTC）")}</th>
             </tr></thead>
             <tbody>
                 {p.items.into_iter().map(|x| view! {
                     <tr data-payment=x.payment_no.clone() data-status=x.status.clone()>
-                        <td><a class="open-payment" href=format!("/payments/{}", x.payment_no)>{x.payment_no.clone()}</a></td>
-                        <td>{x.order_no.clone()}</td>
+                        <td><IdText id=x.payment_no.clone() href=format!("/payments/{}", x.payment_no) link_class="open-payment" head=12 lang=lang/></td>
+                        <td><IdText id=x.order_no.clone() head=12 lang=lang/></td>
                         <td>{x.provider.clone()}</td>
-                        <td>{x.provider_txn_id.clone().unwrap_or_default()}</td>
-                        <td>{x.amount.clone()}</td>
+                        <td><IdText id=x.provider_txn_id.clone().unwrap_or_default() head=12 lang=lang/></td>
+                        <AmountCell amount=Some(x.amount.clone())/>
                         <td>{x.status.clone()} {x.held.then(|| view! { " " <span class="held">{tr(lang, "held", "冻结")}</span> })}</td>
-                        <td>{utc_minutes(x.created_at)}</td>
+                        <td class="when">{utc_minutes(x.created_at)}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

@@ -7,6 +7,7 @@
 //! failed says why and offers resume; each links to its day's tickets.
 
 use super::callbacks::poll_while;
+use super::cells::IdText;
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{ResumeRun, list_runs};
 use crate::console::{PullSchedule, RunPage, RunSummary};
@@ -96,7 +97,7 @@ fn Runs(
         })}
         {waiting.then(|| view! { <p class="hint" id="run-starting">{tr(lang, "The run is starting…", "对账批次正在启动…")}</p> })}
         {(!p.schedules.is_empty()).then(|| view! { <Schedules schedules=p.schedules.clone() lang=lang/> })}
-        <table class="grid" id="runs">
+        <table class="grid compact" id="runs">
             <thead><tr>
                 <th>{tr(lang, "Run", "批次")}</th>
                 <th>{tr(lang, "Provider / day", "渠道 / 业务日")}</th>
@@ -140,7 +141,7 @@ fn Run(
     let id = r.id.clone();
     view! {
         <tr data-run=r.id.clone() data-status=r.status.clone() class:highlight=highlighted>
-            <td><code>{r.id.clone()}</code></td>
+            <td><IdText id=r.id.clone() lang=lang/></td>
             <td>{r.provider.clone()} " / " <a href=tickets>{r.business_date.clone()}</a></td>
             <td>{r.source.clone()} " "
                 {match (r.file_kept, r.file_name.clone()) {
@@ -151,7 +152,7 @@ fn Run(
                     (false, name) => view! { <span>{name.unwrap_or_default()}</span> }.into_any(),
                 }}
                 {r.bill_type.clone().map(|t| view! { <br/><span class="run-bill-type" title=tr(lang, "Bill type", "账单类型")>{t}</span> })}
-                {r.file_hash.clone().map(|h| view! { <br/><code class="muted run-hash" title=h.clone()>"sha256 " {h.chars().take(12).collect::<String>()} "…"</code> })}
+                {r.file_hash.clone().map(|h| view! { <br/><span class="muted run-hash">"sha256 " <IdText id=h lang=lang/></span> })}
                 {r.cursor.clone().map(|c| view! { <br/><span class="muted">{tr(lang, "cursor", "游标")} " " {c}</span> })}
                 {(!r.checks.is_empty()).then(|| view! {
                     <br/><span class="run-checks">

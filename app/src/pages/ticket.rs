@@ -3,14 +3,18 @@
 //! actions (re-query, replay), and fix proposals. Every form posts without
 //! JavaScript too.
 
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::cells::IdText;
+use super::tickets::{list_href, ticket_href};
+use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{
     AddEvidence, ApproveFix, AssignTicket, CommentTicket, ConcludeTicket, ProposeFix, RejectFix,
-    ReplayForTicket, RequeryTicket, show_ticket,
+    ReplayForTicket, RequeryTicket, show_ticket, ticket_neighbours,
 };
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, fix_name, ticket_status, tr};
-use crate::tickets::{ActionResult, FixKind, Proposal, Side, TicketDetail};
+use crate::tickets::{
+    ActionResult, FixKind, Neighbours, Proposal, Side, TicketDetail, TicketFilter,
+};
 use crate::types::{Lang, Role, User};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -89,9 +93,31 @@ fn TicketBody() -> impl IntoView {
         .find_map(Result::ok)
     };
     let user = StoredValue::new(user);
+    // The queue the ticket was opened from (the list's filters travel in
+    // the address): previous and next in it, by link or by key.
+    let filter = query_filter::<TicketFilter>();
+    let neighbours = Resource::new(move || (id(), filter()), |(id, f)| ticket_neighbours(id, f));
+    queue_keys(filter, neighbours);
     view! {
         <Title text=format!("{} · {}", tr(lang, "Ticket", "工单"), Msg::AppName.text(lang))/>
-        <p><a href="/tickets">{tr(lang, "← All discrepancies", "← 全部差异工单")}</a></p>
+        <nav class="queue" id="queue-nav">
+            <a href=move || list_href(&filter()) id="back-to-list">{tr(lang, "← All discrepancies", "← 全部差异工单")}</a>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let n = neighbours.await.unwrap_or_default();
+                    let f = filter();
+                    let link = |to: Option<String>, id: &'static str, rel: &'static str, label: &'static str| match to {
+                        Some(t) => view! { <a href=ticket_href(&t, &f) id=id rel=rel>{label}</a> }.into_any(),
+                        None => view! { <span class="muted" id=id>{label}</span> }.into_any(),
+                    };
+                    view! {
+                        {link(n.previous, "prev-ticket", "prev", Msg::PreviousTicket.text(lang))}
+                        {link(n.next, "next-ticket", "next", Msg::NextTicket.text(lang))}
+                    }
+                })}
+            </Transition>
+            <span class="hint keys">{Msg::QueueKeys.text(lang)}</span>
+        </nav>
         {move || view! { <ErrorNote err=page_error() lang=lang/> }}
         {move || result().map(|r: ActionResult| view! {
             <p class="result" id="action-result" role="status">
@@ -186,10 +212,21 @@ fn Detail(
                 <dt>{Msg::Payment.text(lang)}</dt><dd>{payment_link}{(!d.local.present).then(|| s.payment_no.clone().unwrap_or_default())}</dd>
                 <dt>{Msg::Order.text(lang)}</dt><dd>{s.order_no.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Run / file / line", "批次 / 文件 / 行号")}</dt>
-                <dd>{d.run_id.clone().unwrap_or_default()} " " <StatementLine run=d.run_id.clone() file=d.statement_file.clone() line=d.line_no lang=lang/></dd>
+                <dd><IdText id=d.run_id.clone().unwrap_or_default() head=36 tail=4 lang=lang/> " " <StatementLine run=d.run_id.clone() file=d.statement_file.clone() line=d.line_no lang=lang/></dd>
                 <dt>{Msg::Owner.text(lang)}</dt><dd id="ticket-owner">{s.owner.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>{Msg::FoundUtc.text(lang)}</dt><dd>{utc_minutes(s.found_at)}</dd>
-                <dt>{Msg::TraceId.text(lang)}</dt><dd>{d.trace_id.clone().unwrap_or_default()}</dd>
+                {s.age_days.map(|days| view! {
+                    <dt>{Msg::Age.text(lang)}</dt>
+                    <dd id="ticket-age">{days} " " {Msg::AgeDays.text(lang)}</dd>
+                })}
+                {s.sla_due_at.map(|due| view! {
+                    <dt>{Msg::SlaDueUtc.text(lang)}</dt>
+                    <dd id="ticket-sla" class:overdue=s.overdue>
+                        {utc_minutes(due)}
+                        {s.overdue.then(|| view! { " " <span class="badge overdue-badge">{Msg::Overdue.text(lang)}</span> })}
+                    </dd>
+                })}
+                <dt>{Msg::TraceId.text(lang)}</dt><dd><IdText id=d.trace_id.clone().unwrap_or_default() head=36 tail=4 lang=lang/></dd>
                 {d.hold_reason.clone().map(|h| view! { <dt>{Msg::Held.text(lang)}</dt><dd class="held">{h}</dd> })}
                 {d.conclusion.clone().map(|c| view! { <dt>{tr(lang, "Conclusion", "结论")}</dt><dd id="ticket-conclusion">{c}</dd> })}
             </dl>
@@ -244,7 +281,9 @@ fn Detail(
 
                 <section class="card" id="low-risk">
                     <h2>{tr(lang, "Low-risk actions", "低风险操作")}</h2>
-                    <p class="hint">{tr(lang, "Each goes through engine::apply and is recorded on the ticket and in the audit log.", "均经由 engine::apply 执行，并记录到工单与审计日志。")}</p>
+                    <p class="hint">{tr(lang,
+                        "These ask the provider again or re-process a stored callback: the payment changes only if the provider's answer is a valid next state. Each is recorded on the ticket and in the audit log.",
+                        "向渠道重新查询，或重新处理已保存的回调：只有渠道的结果是合法的下一状态时，支付单才会变更。每次操作都记录到工单与审计日志。")}</p>
                     {d.local.present.then(|| view! {
                         <ActionForm action=requery attr:class="inline" attr:id="requery-form">
                             <input type="hidden" name="id" value=id5.clone()/>
@@ -413,6 +452,55 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
             })}
         </article>
     }
+}
+
+/// Keys for working a queue: `j`/`n` the next ticket, `k`/`p` the
+/// previous, `u` back to the list — never while typing in a field, nor
+/// with a modifier held (the browser's own shortcuts stay).
+fn queue_keys(
+    filter: impl Fn() -> TicketFilter + Copy + 'static,
+    neighbours: Resource<Result<Neighbours, crate::error::AppError>>,
+) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let navigate = leptos_router::hooks::use_navigate();
+        let handle = window_event_listener(leptos::ev::keydown, move |e| {
+            if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
+                return;
+            }
+            let typing = e
+                .target()
+                .and_then(|t| t.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+                .is_some_and(|el| {
+                    matches!(
+                        el.tag_name().as_str(),
+                        "INPUT" | "TEXTAREA" | "SELECT" | "BUTTON"
+                    ) || el.is_content_editable()
+                });
+            if typing {
+                return;
+            }
+            let f = untrack(filter);
+            let n = neighbours
+                .get_untracked()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let to = match e.key().as_str() {
+                "j" | "n" => n.next.map(|id| ticket_href(&id, &f)),
+                "k" | "p" => n.previous.map(|id| ticket_href(&id, &f)),
+                "u" => Some(list_href(&f)),
+                _ => None,
+            };
+            if let Some(to) = to {
+                e.prevent_default();
+                navigate(&to, Default::default());
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (filter, neighbours);
 }
 
 /// "line N of FILE", linking the run's kept statement file (the evidence

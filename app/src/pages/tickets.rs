@@ -2,10 +2,12 @@
 //! class (each a link to that filter), most severe then oldest first, one
 //! keyset page at a time, and the CSV export of the whole filtered set.
 
+use super::cells::{AmountCell, IdText};
 use super::{ErrorNote, Frame, Viewer, query_filter};
+use crate::ageing::AgeBucket;
 use crate::api::list_tickets;
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
+use crate::format::{utc_minutes, utc_short};
 use crate::i18n::{Msg, ticket_status, tr};
 use crate::tickets::{CLASSES, SEVERITIES, STATUSES, TicketFilter, TicketPage};
 use crate::types::{Lang, Role};
@@ -18,6 +20,17 @@ pub fn TicketsPage() -> impl IntoView {
         <Frame allow=Role::ALL>
             <TicketsBody/>
         </Frame>
+    }
+}
+
+/// A ticket's page, carrying the list's filters (and page) so the page can
+/// walk the same queue and lead back to it.
+pub fn ticket_href(id: &str, f: &TicketFilter) -> String {
+    let q = f.query_with_after(f.after.as_deref());
+    if q.is_empty() {
+        format!("/tickets/{id}")
+    } else {
+        format!("/tickets/{id}?{q}")
     }
 }
 
@@ -90,6 +103,14 @@ fn FilterForm(f: TicketFilter, lang: Lang) -> impl IntoView {
             <label>{tr(lang, "Run", "对账批次")}<input name="run" id="f-run" size="12" value=f.run.clone()/></label>
             <label>{tr(lang, "Owner (- = none)", "负责人（- 表示未分配）")}<input name="owner" id="f-owner" size="10" value=f.owner.clone()/></label>
             <label>{tr(lang, "Payment, order or txn id (or its start)", "支付单号、订单号或渠道流水号（或其开头）")}<input name="q" id="f-q" size="18" value=f.q.clone()/></label>
+            <label>{Msg::Age.text(lang)}
+                <select name="age" id="f-age">
+                    <option value="">{any}</option>
+                    {AgeBucket::ALL.into_iter().map(|b| view! {
+                        <option value=b.as_str() selected=f.age.as_deref() == Some(b.as_str())>{b.label()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
             <button type="submit" id="apply-filters">{Msg::Filter.text(lang)}</button>
             <a href="/tickets">{Msg::Clear.text(lang)}</a>
             <a href=csv id="export-csv" rel="external" download="reckon-tickets.csv">{tr(lang, "Export CSV", "导出 CSV")}</a>
@@ -122,36 +143,42 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
             <p class="by-status">{by_status}</p>
             <p class="by-class">{by_class}</p>
         </section>
-        <table class="grid" id="tickets">
+        <table class="grid compact" id="tickets">
             <thead><tr>
-                <th>{tr(lang, "Severity", "严重程度")}</th>
+                <th>{tr(lang, "Sev.", "级别")}</th>
                 <th>{tr(lang, "Class", "差异类型")}</th>
                 <th>{Msg::Status.text(lang)}</th>
                 <th>{Msg::Provider.text(lang)}</th>
                 <th>{tr(lang, "Day", "业务日")}</th>
                 <th>{Msg::Payment.text(lang)}</th>
                 <th>{Msg::TxnId.text(lang)}</th>
-                <th>{tr(lang, "Reckon", "本地")}</th>
-                <th>{tr(lang, "Statement", "账单")}</th>
+                <th class="amount">{tr(lang, "Reckon", "本地")}</th>
+                <th class="amount">{tr(lang, "Statement", "账单")}</th>
                 <th>{Msg::Owner.text(lang)}</th>
+                <th class="num">{Msg::Age.text(lang)}</th>
                 <th>{Msg::FoundUtc.text(lang)}</th>
             </tr></thead>
             <tbody>
                 {page.items.into_iter().map(|t| {
-                    let href = format!("/tickets/{}", t.id);
+                    let href = ticket_href(&t.id, &f);
+                    let age = t.age_days.map(|d| format!("{d} {}", Msg::AgeDays.text(lang))).unwrap_or_default();
                     view! {
-                        <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase())>
+                        <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase()) class:overdue=t.overdue>
                             <td><span class="badge">{t.severity.clone()}</span></td>
                             <td><a href=href class="open-ticket">{t.class.clone()}</a></td>
                             <td class="status">{ticket_status(&t.status, lang)}</td>
                             <td>{t.provider.clone()}</td>
-                            <td>{t.business_date.clone().unwrap_or_default()}</td>
-                            <td>{t.payment_no.clone().unwrap_or_default()}</td>
-                            <td>{t.provider_txn_id.clone().unwrap_or_default()}</td>
-                            <td>{t.local_amount.clone().unwrap_or_default()}</td>
-                            <td>{t.provider_amount.clone().unwrap_or_default()}</td>
+                            <td class="when">{t.business_date.clone().unwrap_or_default()}</td>
+                            <td><IdText id=t.payment_no.clone().unwrap_or_default() lang=lang/></td>
+                            <td><IdText id=t.provider_txn_id.clone().unwrap_or_default() lang=lang/></td>
+                            <AmountCell amount=t.local_amount.clone()/>
+                            <AmountCell amount=t.provider_amount.clone()/>
                             <td>{t.owner.clone().unwrap_or_default()}</td>
-                            <td>{utc_minutes(t.found_at)}</td>
+                            <td class="num age" data-age=t.age_days.map(|d| d.to_string())>
+                                {age}
+                                {t.overdue.then(|| view! { " " <span class="badge overdue-badge">{Msg::Overdue.text(lang)}</span> })}
+                            </td>
+                            <td class="when" title=utc_minutes(t.found_at)>{utc_short(t.found_at)}</td>
                         </tr>
                     }
                 }).collect_view()}

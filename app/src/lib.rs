@@ -4,6 +4,7 @@
 //! `hydrate` into WebAssembly for the browser.
 
 pub mod api;
+pub mod bulk;
 pub mod console;
 pub mod error;
 pub mod filter;

@@ -6,6 +6,7 @@ pub mod adjustments;
 pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
+pub mod bulk;
 pub mod callbacks;
 pub mod idempotency;
 pub mod lists;

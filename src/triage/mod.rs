@@ -7,6 +7,7 @@
 //! `crate::console`'s.
 
 mod actions;
+pub mod bulk;
 pub mod fixes;
 
 pub use actions::{add_evidence, add_file, assign, comment, conclude, replay, requery};

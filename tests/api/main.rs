@@ -6,6 +6,7 @@ mod helpers;
 
 mod alipay;
 mod auth;
+mod bulk;
 mod cli;
 mod connections;
 mod console;

@@ -141,3 +141,6 @@ pub use tickets::*;
 
 mod console;
 pub use console::*;
+
+mod bulk;
+pub use bulk::*;

@@ -4,6 +4,7 @@
 mod alerts;
 mod approvals;
 mod audit;
+mod bulk;
 mod callbacks;
 mod dashboard;
 mod login;
@@ -108,6 +109,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/tickets") view=tickets::TicketsPage ssr=SsrMode::Async/>
                 <Route path=path!("/tickets/:id") view=ticket::TicketPage ssr=SsrMode::Async/>
                 <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
+                <Route path=path!("/approvals/bulk/:id") view=bulk::BulkProposalPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=audit::AuditPage ssr=SsrMode::Async/>
             </Routes>
         </Router>

@@ -126,7 +126,10 @@ impl Desk {
         Ok(job_of(row, exceptions))
     }
 
-    pub(super) async fn bulk_jobs_of(&self, bulk_id: Option<&str>) -> Result<Vec<BulkJob>, AppError> {
+    pub(super) async fn bulk_jobs_of(
+        &self,
+        bulk_id: Option<&str>,
+    ) -> Result<Vec<BulkJob>, AppError> {
         let rows = bulk::recent_jobs(&self.engine.db.pool, bulk_id)
             .await
             .map_err(internal)?;
@@ -151,9 +154,7 @@ impl Desk {
             .map_err(internal)?;
         let mut jobs = Vec::new();
         for j in bulk::recent_jobs(pool, Some(id)).await.map_err(internal)? {
-            let exceptions = bulk::exceptions(pool, &j.job_id)
-                .await
-                .map_err(internal)?;
+            let exceptions = bulk::exceptions(pool, &j.job_id).await.map_err(internal)?;
             jobs.push(job_of(j, exceptions));
         }
         Ok(BulkDetail {

@@ -23,11 +23,11 @@ use crate::accounts::internal;
 use crate::domain::{Currency, Money};
 use crate::engine::Engine;
 use crate::triage;
+use app::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use app::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
 };
-use app::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use app::error::AppError;
 use app::ssr::Console;
 use app::tickets::{

@@ -12,7 +12,7 @@ use super::{entry, fixes, required};
 use crate::accounts::{TxError, internal, retrying};
 use crate::engine::Engine;
 use crate::store::bulk::{self, NewBulk, NewJob};
-use crate::store::{audit, users};
+use crate::store::{audit, tickets, users};
 use app::bulk::BULK_LIMIT;
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
@@ -36,12 +36,26 @@ static RUNNING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::defaul
 /// What a bulk job does to each item.
 #[derive(Clone, Debug)]
 pub enum BulkAction {
-    Assign { owner: String },
-    Comment { text: String },
-    Close { conclusion: String },
-    Propose { kind: FixKind, reason: String, evidence: String },
-    Approve { comment: String },
-    Reject { comment: String },
+    Assign {
+        owner: String,
+    },
+    Comment {
+        text: String,
+    },
+    Close {
+        conclusion: String,
+    },
+    Propose {
+        kind: FixKind,
+        reason: String,
+        evidence: String,
+    },
+    Approve {
+        comment: String,
+    },
+    Reject {
+        comment: String,
+    },
 }
 
 impl BulkAction {
@@ -280,9 +294,7 @@ pub async fn decide(
     if b.proposer_id == actor.id {
         return Err(AppError::OwnProposal);
     }
-    let items = bulk::pending_items(pool, bulk_id)
-        .await
-        .map_err(internal)?;
+    let items = bulk::pending_items(pool, bulk_id).await.map_err(internal)?;
     if items.is_empty() {
         return Err(AppError::ProposalDecided);
     }
@@ -299,10 +311,7 @@ pub async fn decide(
 /// Asks a running job to stop before its next item: by whoever started
 /// it, or a supervisor.
 pub async fn cancel(engine: &Engine, actor: &User, job_id: &str) -> Result<(), AppError> {
-    let Some(job) = bulk::job(&engine.db.pool, job_id)
-        .await
-        .map_err(internal)?
-    else {
+    let Some(job) = bulk::job(&engine.db.pool, job_id).await.map_err(internal)? else {
         return Err(AppError::NotFound);
     };
     if job.requested_by_id != actor.id && actor.role != Role::Supervisor {
@@ -384,11 +393,10 @@ async fn run(engine: &Engine, id: &str) -> Result<(), AppError> {
         .await
         .map_err(internal)?
         .ok_or(AppError::NotFound)?;
-    let action = BulkAction::from_row(&job.kind, &job.params_json).ok_or_else(|| {
-        AppError::Invalid {
+    let action =
+        BulkAction::from_row(&job.kind, &job.params_json).ok_or_else(|| AppError::Invalid {
             detail: format!("unreadable bulk job {}", job.kind),
-        }
-    })?;
+        })?;
     // The person as they are now: a disabled account or a lost role
     // stops the job.
     let actor = users::by_id(pool, &job.requested_by_id)
@@ -414,12 +422,15 @@ async fn run(engine: &Engine, id: &str) -> Result<(), AppError> {
             match bulk::status(pool, id).await.map_err(internal)?.as_deref() {
                 Some("RUNNING") => {}
                 _ => {
-                    bulk::finish(pool, id, engine.now()).await.map_err(internal)?;
+                    bulk::finish(pool, id, engine.now())
+                        .await
+                        .map_err(internal)?;
                     tracing::info!(job = id, "bulk job cancelled");
                     return Ok(());
                 }
             }
-            let (outcome, detail) = work(engine, &actor, &action, job.bulk_id.as_deref(), &target).await;
+            let (outcome, detail) =
+                work(engine, &actor, &action, job.bulk_id.as_deref(), &target).await;
             retrying(|| async {
                 let mut tx = engine.db.begin_write().await?;
                 bulk::item_worked(&mut tx, id, seq, outcome, &detail, engine.now()).await?;
@@ -430,7 +441,9 @@ async fn run(engine: &Engine, id: &str) -> Result<(), AppError> {
             tokio::time::sleep(ITEM_PAUSE).await;
         }
     }
-    bulk::finish(pool, id, engine.now()).await.map_err(internal)?;
+    bulk::finish(pool, id, engine.now())
+        .await
+        .map_err(internal)?;
     tracing::info!(job = id, kind = job.kind, "bulk job done");
     Ok(())
 }
@@ -459,12 +472,19 @@ async fn work(
             reason,
             evidence,
         } => {
+            // A payment Reckon lacks is backfilled for the order the
+            // statement names, when it names one; one fix cannot name
+            // each ticket's order otherwise.
+            let order_no = match tickets::ticket(&engine.db.pool, target).await {
+                Ok(t) => t.and_then(|t| t.order_no),
+                Err(e) => return ("FAILED", internal(e).to_string()),
+            };
             let fix = FixRequest {
                 ticket_id: target.to_owned(),
                 kind: *kind,
                 reason: reason.clone(),
                 evidence: evidence.clone(),
-                order_no: None,
+                order_no,
                 keep: None,
             };
             fixes::propose_item(engine, actor, &fix, bulk_id)
@@ -480,7 +500,9 @@ async fn work(
     };
     match result {
         Ok(detail) => ("DONE", detail),
-        Err(e @ (AppError::Internal { .. } | AppError::Refused { .. })) => ("FAILED", e.to_string()),
+        Err(e @ (AppError::Internal { .. } | AppError::Refused { .. })) => {
+            ("FAILED", e.to_string())
+        }
         Err(AppError::ProposalStale { reason }) => ("SKIPPED", format!("stale: {reason}")),
         Err(e) => ("SKIPPED", e.to_string()),
     }

@@ -19,7 +19,10 @@ async fn lagging(d: &Desk, prefix: &str, n: usize) -> Vec<String> {
     let mut payments = Vec::new();
     let mut rows = Vec::new();
     for i in 0..n {
-        let p = d.app.payment(&format!("{prefix}-{i:02}"), 5000, "CNY").await;
+        let p = d
+            .app
+            .payment(&format!("{prefix}-{i:02}"), 5000, "CNY")
+            .await;
         rows.push(row(
             "payment",
             &format!("SBX-{prefix}-{i:02}"),
@@ -58,7 +61,10 @@ async fn propose_all(d: &Desk, who: &reqwest::Client, n: i64) -> String {
             "bulk/propose",
             &[
                 ("kind", "BACKFILL"),
-                ("reason", "paid at the provider, callbacks lost in the outage"),
+                (
+                    "reason",
+                    "paid at the provider, callbacks lost in the outage",
+                ),
                 ("evidence", "provider statement of the day"),
                 ("scope", "filter"),
                 ("filter[class]", "STATUS_LAG"),
@@ -101,8 +107,14 @@ async fn a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skip
     for item in items {
         let no = item["payment_no"].as_str().unwrap();
         assert!(item["before"].as_str().unwrap().contains(no), "{item}");
-        assert!(item["before"].as_str().unwrap().contains("CREATED"), "{item}");
-        assert!(item["after"].as_str().unwrap().contains("SUCCEEDED"), "{item}");
+        assert!(
+            item["before"].as_str().unwrap().contains("CREATED"),
+            "{item}"
+        );
+        assert!(
+            item["after"].as_str().unwrap().contains("SUCCEEDED"),
+            "{item}"
+        );
     }
     // The single-proposal queue is not flooded with the items.
     let (_, queue) = d.call(&d.sam, "fixes/list", &[("status", "PENDING")]).await;
@@ -110,9 +122,14 @@ async fn a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skip
 
     // One payment moves before the decision: its callback arrives late.
     let moved = &payments[7];
-    let body = d
-        .app
-        .notice("evt-bulk-7", moved, "SUCCEEDED", "50.00", "CNY", "SBX-BULK-07");
+    let body = d.app.notice(
+        "evt-bulk-7",
+        moved,
+        "SUCCEEDED",
+        "50.00",
+        "CNY",
+        "SBX-BULK-07",
+    );
     assert_eq!(d.app.post_signed("evt-bulk-7", &body).await.status(), 200);
     assert_eq!(d.app.status(moved).await, "SUCCEEDED");
     assert_eq!(d.effects(moved).await, 1);
@@ -120,7 +137,11 @@ async fn a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skip
     // The proposer is a different person from the approver: an operator may
     // not decide at all, and olga's own bulk is never hers to approve.
     let (status, err) = d
-        .call(&d.olga, "bulk/approve", &[("bulk", &bulk), ("comment", "ok")])
+        .call(
+            &d.olga,
+            "bulk/approve",
+            &[("bulk", &bulk), ("comment", "ok")],
+        )
         .await;
     assert_eq!(status, 403, "{err}");
     let start = d.audit_head().await;
@@ -136,8 +157,18 @@ async fn a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skip
     let job = finished(&d, started["job_id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "DONE", "{job}");
     assert_eq!(
-        (&job["done"], &job["skipped"], &job["failed"], &job["pending"]),
-        (&Value::from(19), &Value::from(1), &Value::from(0), &Value::from(0)),
+        (
+            &job["done"],
+            &job["skipped"],
+            &job["failed"],
+            &job["pending"]
+        ),
+        (
+            &Value::from(19),
+            &Value::from(1),
+            &Value::from(0),
+            &Value::from(0)
+        ),
         "{job}"
     );
     // The stale item is reported with why.
@@ -174,7 +205,12 @@ async fn a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skip
     assert_eq!(detail["bulk"]["stale"], 1, "{}", detail["bulk"]);
     // Audited per item, by the approver.
     let actions = d.audit_actions(start).await;
-    let by = |a: &str| actions.iter().filter(|(who, x)| who == "sam" && x == a).count();
+    let by = |a: &str| {
+        actions
+            .iter()
+            .filter(|(who, x)| who == "sam" && x == a)
+            .count()
+    };
     assert_eq!(by("bulk.start"), 1);
     assert_eq!(by("fix.approve"), 19);
     assert_eq!(by("fix.execute"), 19);
@@ -183,7 +219,11 @@ async fn a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skip
 
     // Approving again executes nothing more: only the stale item waits.
     let (status, again) = d
-        .call(&d.sue, "bulk/approve", &[("bulk", &bulk), ("comment", "again")])
+        .call(
+            &d.sue,
+            "bulk/approve",
+            &[("bulk", &bulk), ("comment", "again")],
+        )
         .await;
     assert_eq!(status, 200, "{again}");
     let job = finished(&d, again["job_id"].as_str().unwrap()).await;
@@ -207,26 +247,46 @@ async fn a_bulk_proposal_is_decided_item_by_item(b: Backend) {
         .map(|i| i["id"].as_str().unwrap().to_owned())
         .collect();
     let (status, err) = d
-        .call(&d.sam, "fixes/approve", &[("proposal", &ids[0]), ("comment", "mine")])
+        .call(
+            &d.sam,
+            "fixes/approve",
+            &[("proposal", &ids[0]), ("comment", "mine")],
+        )
         .await;
     assert_eq!((status, err), (403, Value::from("OwnProposal")));
     let (status, err) = d
-        .call(&d.sam, "bulk/approve", &[("bulk", &bulk), ("comment", "mine")])
+        .call(
+            &d.sam,
+            "bulk/approve",
+            &[("bulk", &bulk), ("comment", "mine")],
+        )
         .await;
     assert_eq!((status, err), (403, Value::from("OwnProposal")));
 
     // sue approves the first, rejects the second, leaves the third.
     let (status, done) = d
-        .call(&d.sue, "fixes/approve", &[("proposal", &ids[0]), ("comment", "checked")])
+        .call(
+            &d.sue,
+            "fixes/approve",
+            &[("proposal", &ids[0]), ("comment", "checked")],
+        )
         .await;
     assert_eq!(status, 200, "{done}");
     let (status, _) = d
-        .call(&d.sue, "fixes/reject", &[("proposal", &ids[1]), ("comment", "not this one")])
+        .call(
+            &d.sue,
+            "fixes/reject",
+            &[("proposal", &ids[1]), ("comment", "not this one")],
+        )
         .await;
     assert_eq!(status, 200);
     let detail = show(&d, &bulk).await;
     let b = &detail["bulk"];
-    assert_eq!((&b["executed"], &b["rejected"], &b["pending"]), (&Value::from(1), &Value::from(1), &Value::from(1)), "{b}");
+    assert_eq!(
+        (&b["executed"], &b["rejected"], &b["pending"]),
+        (&Value::from(1), &Value::from(1), &Value::from(1)),
+        "{b}"
+    );
     let item_of = |p: &str| {
         detail["items"]
             .as_array()
@@ -245,7 +305,11 @@ async fn a_bulk_proposal_is_decided_item_by_item(b: Backend) {
 
     // "Approve all" then takes only the one still waiting.
     let (status, started) = d
-        .call(&d.sue, "bulk/approve", &[("bulk", &bulk), ("comment", "the rest")])
+        .call(
+            &d.sue,
+            "bulk/approve",
+            &[("bulk", &bulk), ("comment", "the rest")],
+        )
         .await;
     assert_eq!(status, 200, "{started}");
     assert_eq!(started["total"], 1);
@@ -258,7 +322,11 @@ async fn a_bulk_proposal_is_decided_item_by_item(b: Backend) {
     }
     // Nothing waits any more.
     let (status, err) = d
-        .call(&d.sue, "bulk/approve", &[("bulk", &bulk), ("comment", "again")])
+        .call(
+            &d.sue,
+            "bulk/approve",
+            &[("bulk", &bulk), ("comment", "again")],
+        )
         .await;
     assert_eq!((status, err), (409, Value::from("ProposalDecided")));
 }
@@ -268,7 +336,11 @@ async fn a_bulk_job_cancelled_half_way_keeps_what_it_did_once(b: Backend) {
     let payments = lagging(&d, "STOP", 20).await;
     let bulk = propose_all(&d, &d.olga, 20).await;
     let (status, started) = d
-        .call(&d.sue, "bulk/approve", &[("bulk", &bulk), ("comment", "go")])
+        .call(
+            &d.sue,
+            "bulk/approve",
+            &[("bulk", &bulk), ("comment", "go")],
+        )
         .await;
     assert_eq!(status, 200, "{started}");
     let job_id = started["job_id"].as_str().unwrap().to_owned();
@@ -367,13 +439,21 @@ async fn bulk_assign_comment_and_close_work_every_ticket_of_a_filter(b: Backend)
     let job = run("COMMENT", "checked against the bank").await;
     assert_eq!(job["done"], 5, "{job}");
     let job = run("CLOSE", "test payments of the provider's sandbox").await;
-    assert_eq!((&job["done"], &job["skipped"]), (&Value::from(4), &Value::from(1)), "{job}");
+    assert_eq!(
+        (&job["done"], &job["skipped"]),
+        (&Value::from(4), &Value::from(1)),
+        "{job}"
+    );
     assert_eq!(job["exceptions"][0][0], waiting.as_str());
 
     for t in &only {
         let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", t)]).await;
         assert_eq!(detail["summary"]["owner"], "sam", "{t}");
-        let expected = if t == waiting { "AWAITING_APPROVAL" } else { "CLOSED" };
+        let expected = if t == waiting {
+            "AWAITING_APPROVAL"
+        } else {
+            "CLOSED"
+        };
         assert_eq!(detail["summary"]["status"], expected, "{t}");
         let comments = count(
             &d,
@@ -387,36 +467,85 @@ async fn bulk_assign_comment_and_close_work_every_ticket_of_a_filter(b: Backend)
     assert_eq!(detail["summary"]["status"], "OPEN", "untouched: {other_p}");
     // Audited per ticket, by the person who started it.
     let actions = d.audit_actions(start).await;
-    let by = |a: &str| actions.iter().filter(|(who, x)| who == "olga" && x == a).count();
+    let by = |a: &str| {
+        actions
+            .iter()
+            .filter(|(who, x)| who == "olga" && x == a)
+            .count()
+    };
     assert_eq!(
-        (by("bulk.start"), by("ticket.assign"), by("ticket.comment"), by("ticket.close")),
+        (
+            by("bulk.start"),
+            by("ticket.assign"),
+            by("ticket.comment"),
+            by("ticket.close")
+        ),
         (3, 5, 5, 4)
     );
 
     // Bad input is refused before anything is written.
     let (status, err) = d
-        .call(&d.olga, "bulk/action", &[("action", "ASSIGN"), ("text", "nobody"), ("scope", "filter"), ("filter[class]", "PROVIDER_ONLY")])
+        .call(
+            &d.olga,
+            "bulk/action",
+            &[
+                ("action", "ASSIGN"),
+                ("text", "nobody"),
+                ("scope", "filter"),
+                ("filter[class]", "PROVIDER_ONLY"),
+            ],
+        )
         .await;
     assert_eq!(status, 400, "{err}");
     let (status, err) = d
-        .call(&d.olga, "bulk/action", &[("action", "CLOSE"), ("text", "x"), ("scope", "")])
+        .call(
+            &d.olga,
+            "bulk/action",
+            &[("action", "CLOSE"), ("text", "x"), ("scope", "")],
+        )
         .await;
     assert_eq!(status, 400, "{err}");
     let many: String = (0..1001).map(|i| format!("T{i},")).collect();
     let (status, err) = d
-        .call(&d.olga, "bulk/action", &[("action", "COMMENT"), ("text", "x"), ("scope", "ids"), ("ids", &many)])
+        .call(
+            &d.olga,
+            "bulk/action",
+            &[
+                ("action", "COMMENT"),
+                ("text", "x"),
+                ("scope", "ids"),
+                ("ids", &many),
+            ],
+        )
         .await;
     assert_eq!(status, 400, "{err}");
     assert!(err.to_string().contains("1000"), "{err}");
-    assert_eq!(d.audit_actions(start).await.len(), actions.len(), "nothing written");
+    assert_eq!(
+        d.audit_actions(start).await.len(),
+        actions.len(),
+        "nothing written"
+    );
     // Ticked tickets, by id: an unknown one is skipped and named.
     let ids = format!("{},NO-SUCH-TICKET", other);
     let (status, started) = d
-        .call(&d.olga, "bulk/action", &[("action", "COMMENT"), ("text", "see the bank"), ("scope", "ids"), ("ids", &ids)])
+        .call(
+            &d.olga,
+            "bulk/action",
+            &[
+                ("action", "COMMENT"),
+                ("text", "see the bank"),
+                ("scope", "ids"),
+                ("ids", &ids),
+            ],
+        )
         .await;
     assert_eq!(status, 200, "{started}");
     let job = finished(&d, started["job_id"].as_str().unwrap()).await;
-    assert_eq!((&job["done"], &job["skipped"]), (&Value::from(1), &Value::from(1)), "{job}");
+    assert_eq!(
+        (&job["done"], &job["skipped"]),
+        (&Value::from(1), &Value::from(1)),
+        "{job}"
+    );
     assert_eq!(job["exceptions"][0][0], "NO-SUCH-TICKET");
 }
 

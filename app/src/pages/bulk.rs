@@ -170,7 +170,11 @@ pub fn BulkBar(f: TicketFilter, total: i64, lang: Lang) -> impl IntoView {
 
 /// Recent jobs (or a bulk proposal's), refreshed while one runs.
 #[component]
-fn BulkJobs(versions: Signal<(usize, usize)>, bulk: Option<Vec<BulkJob>>, lang: Lang) -> impl IntoView {
+fn BulkJobs(
+    versions: Signal<(usize, usize)>,
+    bulk: Option<Vec<BulkJob>>,
+    lang: Lang,
+) -> impl IntoView {
     let cancel = ServerAction::<CancelBulkJob>::new();
     let fixed = bulk.clone();
     let jobs = Resource::new(

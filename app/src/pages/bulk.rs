@@ -96,13 +96,16 @@ fn Scope(f: TicketFilter, total: i64, lang: Lang, prefix: &'static str) -> impl 
     let Picked(picked) = expect_context::<Picked>();
     let ids = move || picked.with(|p| p.join(","));
     let ticked = move || picked.with(Vec::len);
+    // Ticks chosen: they are the scope; none: the whole filter.
+    let by_ticks = move || picked.with(|p| !p.is_empty());
+    let by_filter = move || picked.with(Vec::is_empty);
     view! {
         <label>{tr(lang, "Tickets", "工单")}
             <select name="scope" id=format!("{prefix}-scope")>
-                <option value="ids" selected=move || ticked() > 0>
+                <option value="ids" selected=by_ticks>
                     {move || format!("{} ({})", tr(lang, "ticked", "已勾选"), ticked())}
                 </option>
-                <option value="filter" selected=move || ticked() == 0>
+                <option value="filter" selected=by_filter>
                     {format!("{} ({total})", tr(lang, "all matching the filter", "符合筛选条件的全部"))}
                 </option>
             </select>

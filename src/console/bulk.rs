@@ -5,6 +5,7 @@
 
 use super::{Desk, invalid};
 use crate::accounts::internal;
+use crate::engine::Engine;
 use crate::store::bulk::{self, BulkRow, JobRow};
 use crate::store::lists::{self, QueueAfter};
 use crate::store::proposals;
@@ -117,13 +118,7 @@ impl Desk {
     }
 
     pub(super) async fn bulk_job_of(&self, id: &str) -> Result<BulkJob, AppError> {
-        let pool = &self.engine.db.pool;
-        let row = bulk::job(pool, id)
-            .await
-            .map_err(internal)?
-            .ok_or(AppError::NotFound)?;
-        let exceptions = bulk::exceptions(pool, id).await.map_err(internal)?;
-        Ok(job_of(row, exceptions))
+        bulk_job(&self.engine, id).await
     }
 
     pub(super) async fn bulk_jobs_of(
@@ -167,6 +162,17 @@ impl Desk {
     pub(super) async fn bulk_cancel_of(&self, actor: &User, id: &str) -> Result<(), AppError> {
         work::cancel(&self.engine, actor, id).await
     }
+}
+
+/// A job with its progress and the items it skipped or failed.
+pub async fn bulk_job(engine: &Engine, id: &str) -> Result<BulkJob, AppError> {
+    let pool = &engine.db.pool;
+    let row = bulk::job(pool, id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let exceptions = bulk::exceptions(pool, id).await.map_err(internal)?;
+    Ok(job_of(row, exceptions))
 }
 
 fn job_of(r: JobRow, exceptions: Vec<(String, String, String)>) -> BulkJob {

@@ -16,6 +16,7 @@ mod lists;
 pub mod mask;
 mod tickets;
 
+pub use bulk::bulk_job;
 pub use export::export_csv;
 pub use tickets::evidence_file;
 

@@ -8,6 +8,7 @@
 
 pub mod api_error;
 pub mod bearer;
+pub mod bulk;
 pub mod console;
 pub mod health;
 pub mod listener;
@@ -80,6 +81,7 @@ pub fn router(
         .merge(openapi::router())
         .merge(merchant::router())
         .merge(recon::router())
+        .merge(bulk::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

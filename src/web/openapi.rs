@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{merchant, recon};
+use super::{bulk, merchant, recon};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -35,12 +35,14 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::pull,
         recon::resume,
         recon::file,
+        bulk::show_job,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
     tags(
         (name = "merchant", description = "Payments and refunds"),
         (name = "reconciliation", description = "Providers' statements against the ledger"),
+        (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
     )
 )]
 pub struct ApiDoc;

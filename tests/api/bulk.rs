@@ -383,6 +383,20 @@ async fn a_bulk_job_cancelled_half_way_keeps_what_it_did_once(b: Backend) {
     let detail = show(&d, &bulk).await;
     assert_eq!(detail["bulk"]["executed"], done);
     assert_eq!(detail["bulk"]["pending"], pending);
+    // The API reads the same job with a token.
+    let res = crate::helpers::client()
+        .get(format!("{}/api/v1/bulk/jobs/{job_id}", d.app.app.base))
+        .bearer_auth(&d.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let read: Value = res.json().await.unwrap();
+    assert_eq!(read["status"], "CANCELLED");
+    assert_eq!(
+        (&read["done"], &read["pending"]),
+        (&job["done"], &job["pending"])
+    );
     // A cancelled job stays cancelled; the audit log says who stopped it.
     let (status, _) = d.call(&d.sue, "bulk/cancel", &[("id", &job_id)]).await;
     assert_eq!(status, 409);

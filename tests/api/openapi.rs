@@ -21,6 +21,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/recon/pulls"),
     ("post", "/api/v1/recon/runs/{run_id}/resume"),
     ("get", "/api/v1/recon/runs/{run_id}/file"),
+    ("get", "/api/v1/bulk/jobs/{job_id}"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

@@ -50,6 +50,16 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
             }
         });
         let calls = tokio::spawn(engine.clone().call_lane());
+        // Bulk jobs a stopped process left running: resumed once silent.
+        let bulk = engine.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = crate::triage::bulk::resume_jobs(&bulk).await {
+                    tracing::error!(error = %e, "bulk job resume");
+                }
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+        });
         let e = engine.clone();
         let repairs = tokio::spawn(async move {
             let pass = || recon::run_repairs(&e, e.now());

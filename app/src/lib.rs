@@ -6,6 +6,7 @@
 pub mod ageing;
 pub mod api;
 pub mod bank;
+pub mod bulk;
 pub mod console;
 pub mod error;
 pub mod filter;

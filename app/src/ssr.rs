@@ -3,14 +3,15 @@
 //! shaping that lets forms work without JavaScript.
 
 use crate::ERROR_PARAM;
+use crate::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use crate::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
 };
 use crate::error::AppError;
 use crate::tickets::{
-    ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
-    TicketPage,
+    ActionResult, AuditFilter, AuditPage, FixKind, FixRequest, Proposal, TicketDetail,
+    TicketFilter, TicketPage,
 };
 use crate::types::{Lang, Role, SessionInfo, User};
 use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
@@ -140,6 +141,37 @@ pub trait Console: Send + Sync + 'static {
         day: &str,
         reason: &str,
     ) -> Result<(), AppError>;
+    // Bulk work (issue 27 item 3): each item through the single ticket's
+    // own action, in a background job.
+    /// `action`: ASSIGN (text = owner) | COMMENT | CLOSE (text = conclusion).
+    async fn bulk_action(
+        &self,
+        actor: &User,
+        action: &str,
+        text: &str,
+        selection: &Selection,
+    ) -> Result<BulkStarted, AppError>;
+    async fn bulk_propose(
+        &self,
+        actor: &User,
+        kind: FixKind,
+        reason: &str,
+        evidence: &str,
+        selection: &Selection,
+    ) -> Result<BulkStarted, AppError>;
+    /// Every waiting item of a bulk proposal approved (or rejected).
+    async fn bulk_decide(
+        &self,
+        actor: &User,
+        bulk_id: &str,
+        approve: bool,
+        comment: &str,
+    ) -> Result<BulkStarted, AppError>;
+    async fn bulk_cancel(&self, actor: &User, job_id: &str) -> Result<(), AppError>;
+    async fn bulk_job(&self, job_id: &str) -> Result<BulkJob, AppError>;
+    async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
+    async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;
+    async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

@@ -8,9 +8,10 @@
 //! ([`actions`]). It holds no SQL: that is `store`'s.
 
 mod actions;
-mod bank;
-mod closes;
 mod ageing;
+mod bank;
+mod bulk;
+mod closes;
 mod dashboard;
 mod details;
 mod export;
@@ -18,6 +19,7 @@ mod lists;
 pub mod mask;
 mod tickets;
 
+pub use bulk::bulk_job;
 pub use export::export_csv;
 pub use tickets::evidence_file;
 
@@ -25,6 +27,7 @@ use crate::accounts::internal;
 use crate::domain::{Currency, Money};
 use crate::engine::Engine;
 use crate::triage;
+use app::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use app::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
@@ -32,8 +35,8 @@ use app::console::{
 use app::error::AppError;
 use app::ssr::Console;
 use app::tickets::{
-    ActionResult, AuditFilter, AuditPage, FixRequest, Proposal, TicketDetail, TicketFilter,
-    TicketPage,
+    ActionResult, AuditFilter, AuditPage, FixKind, FixRequest, Proposal, TicketDetail,
+    TicketFilter, TicketPage,
 };
 use app::types::User;
 
@@ -272,5 +275,58 @@ impl Console for Desk {
         reason: &str,
     ) -> Result<(), AppError> {
         self.act_on_day(actor, action, provider, day, reason).await
+    }
+
+    // Bulk work (issue 27 item 3).
+    async fn bulk_action(
+        &self,
+        actor: &User,
+        action: &str,
+        text: &str,
+        selection: &Selection,
+    ) -> Result<BulkStarted, AppError> {
+        self.bulk_action_of(actor, action, text, selection).await
+    }
+
+    async fn bulk_propose(
+        &self,
+        actor: &User,
+        kind: FixKind,
+        reason: &str,
+        evidence: &str,
+        selection: &Selection,
+    ) -> Result<BulkStarted, AppError> {
+        self.bulk_propose_of(actor, kind, reason, evidence, selection)
+            .await
+    }
+
+    async fn bulk_decide(
+        &self,
+        actor: &User,
+        bulk_id: &str,
+        approve: bool,
+        comment: &str,
+    ) -> Result<BulkStarted, AppError> {
+        self.bulk_decide_of(actor, bulk_id, approve, comment).await
+    }
+
+    async fn bulk_cancel(&self, actor: &User, job_id: &str) -> Result<(), AppError> {
+        self.bulk_cancel_of(actor, job_id).await
+    }
+
+    async fn bulk_job(&self, job_id: &str) -> Result<BulkJob, AppError> {
+        self.bulk_job_of(job_id).await
+    }
+
+    async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError> {
+        self.bulk_jobs_of(None).await
+    }
+
+    async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError> {
+        self.bulk_proposals_of().await
+    }
+
+    async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError> {
+        self.bulk_detail_of(id).await
     }
 }

@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
 pub mod bank;
+pub mod bulk;
 pub mod callbacks;
 pub mod closes;
 pub mod idempotency;

@@ -49,7 +49,8 @@ fn proposal_of(row: &AnyRow, now: i64) -> sqlx::Result<Proposal> {
     })
 }
 
-/// `PENDING`: the approval queue, oldest first. Otherwise the most recent
+/// `PENDING`: the approval queue, oldest first (a bulk proposal's items
+/// are decided on its own page, not here). Otherwise the most recent
 /// 200 of any state (or every proposal of one ticket).
 pub async fn list<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -66,7 +67,9 @@ pub async fn list<'e>(
             Some(t.to_owned()),
         ),
         (None, "PENDING") => (
-            format!("{base} WHERE p.status = 'PENDING' ORDER BY p.proposed_at LIMIT 500"),
+            format!(
+                "{base} WHERE p.status = 'PENDING' AND p.bulk_id IS NULL ORDER BY p.proposed_at LIMIT 500"
+            ),
             None,
         ),
         (None, _) => (
@@ -81,6 +84,22 @@ pub async fn list<'e>(
     q.try_map(move |row: AnyRow| proposal_of(&row, now))
         .fetch_all(e)
         .await
+}
+
+/// Every item of bulk proposal `bulk_id`, in the order proposed.
+pub async fn of_bulk<'e>(
+    e: impl Executor<'e, Database = Any>,
+    bulk_id: &str,
+    now: i64,
+) -> sqlx::Result<Vec<Proposal>> {
+    sqlx::query(&format!(
+        "SELECT {PROPOSAL_COLUMNS} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id \
+         WHERE p.bulk_id = $1 ORDER BY p.proposed_at, p.proposal_id"
+    ))
+    .bind(bulk_id.to_owned())
+    .try_map(move |row: AnyRow| proposal_of(&row, now))
+    .fetch_all(e)
+    .await
 }
 
 pub async fn get<'e>(
@@ -147,13 +166,15 @@ pub struct NewProposal<'a> {
     pub proposer_name: &'a str,
     pub proposed_at: i64,
     pub expires_at: i64,
+    /// The bulk proposal this is an item of.
+    pub bulk_id: Option<&'a str>,
 }
 
 pub async fn insert(conn: &mut AnyConnection, p: &NewProposal<'_>) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO fix_proposals (proposal_id, discrepancy_id, kind, payment_no, payment_version, before_json, \
-           after_json, reason, evidence, proposer_id, proposer_name, proposed_at, expires_at, status) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'PENDING')",
+           after_json, reason, evidence, proposer_id, proposer_name, proposed_at, expires_at, status, bulk_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'PENDING', $14)",
     )
     .bind(p.id)
     .bind(p.ticket_id)
@@ -168,6 +189,7 @@ pub async fn insert(conn: &mut AnyConnection, p: &NewProposal<'_>) -> sqlx::Resu
     .bind(p.proposer_name)
     .bind(p.proposed_at)
     .bind(p.expires_at)
+    .bind(p.bulk_id)
     .execute(&mut *conn)
     .await?;
     Ok(())

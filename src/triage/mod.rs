@@ -7,6 +7,7 @@
 //! `crate::console`'s.
 
 mod actions;
+pub mod bulk;
 pub mod fixes;
 pub mod sla;
 

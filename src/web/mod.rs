@@ -9,6 +9,7 @@
 pub mod api_error;
 pub mod bank;
 pub mod bearer;
+pub mod bulk;
 pub mod console;
 pub mod health;
 pub mod listener;
@@ -82,6 +83,7 @@ pub fn router(
         .merge(merchant::router())
         .merge(recon::router())
         .merge(bank::router())
+        .merge(bulk::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

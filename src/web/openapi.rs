@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{bank, merchant, recon};
+use super::{bank, bulk, merchant, recon};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -41,6 +41,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         bank::run_match,
         recon::close_report,
         recon::verify_close,
+        bulk::show_job,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
@@ -48,6 +49,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "merchant", description = "Payments and refunds"),
         (name = "reconciliation", description = "Providers' statements against the ledger"),
         (name = "bank", description = "The bank's statements against the providers' payouts"),
+        (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
     )
 )]
 pub struct ApiDoc;

@@ -8,6 +8,7 @@ mod ageing;
 mod alipay;
 mod auth;
 mod bank;
+mod bulk;
 mod cli;
 mod close;
 mod connections;

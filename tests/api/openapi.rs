@@ -27,6 +27,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/bank/match"),
     ("get", "/api/v1/recon/closes/{provider}/{date}"),
     ("post", "/api/v1/recon/closes/verify"),
+    ("get", "/api/v1/bulk/jobs/{job_id}"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

@@ -146,3 +146,5 @@ mod bank;
 pub use bank::*;
 mod closes;
 pub use closes::*;
+mod bulk;
+pub use bulk::*;

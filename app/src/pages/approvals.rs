@@ -66,6 +66,7 @@ fn ApprovalsBody() -> impl IntoView {
                 })
             })}
         </Transition>
+        <super::bulk::BulkProposals lang=lang/>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 recent.await.map(|list| view! {

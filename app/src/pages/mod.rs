@@ -6,9 +6,10 @@ mod alerts;
 mod approvals;
 mod audit;
 mod bank;
+mod bulk;
 mod callbacks;
-mod closes;
 pub mod cells;
+mod closes;
 mod dashboard;
 mod login;
 mod payments;
@@ -112,6 +113,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/tickets") view=tickets::TicketsPage ssr=SsrMode::Async/>
                 <Route path=path!("/tickets/:id") view=ticket::TicketPage ssr=SsrMode::Async/>
                 <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
+                <Route path=path!("/approvals/bulk/:id") view=bulk::BulkProposalPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=audit::AuditPage ssr=SsrMode::Async/>
                 <Route path=path!("/bank") view=bank::BankPage ssr=SsrMode::Async/>
             </Routes>

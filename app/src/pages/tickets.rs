@@ -48,6 +48,7 @@ fn TicketsBody() -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
     let filter = query_filter::<TicketFilter>();
     let page = Resource::new(filter, list_tickets);
+    super::bulk::provide_picked();
     let title = Msg::Discrepancies.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
@@ -137,7 +138,9 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
     });
     let by_status = counts(page.by_status.clone(), "status", &f);
     let by_class = counts(page.by_class.clone(), "class", &f);
+    let on_page: Vec<String> = page.items.iter().map(|t| t.id.clone()).collect();
     view! {
+        <super::bulk::BulkBar f=f.clone() total=page.total lang=lang/>
         <section class="counts">
             <p id="ticket-total">{tr(lang, "Matching tickets:", "符合条件的工单：")} " " <strong>{page.total}</strong></p>
             <p class="by-status">{by_status}</p>
@@ -145,6 +148,7 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
         </section>
         <table class="grid compact" id="tickets">
             <thead><tr>
+                <th><super::bulk::PickPage ids=on_page/></th>
                 <th>{tr(lang, "Sev.", "级别")}</th>
                 <th>{tr(lang, "Class", "差异类型")}</th>
                 <th>{Msg::Status.text(lang)}</th>
@@ -164,6 +168,7 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
                     let age = t.age_days.map(|d| format!("{d} {}", Msg::AgeDays.text(lang))).unwrap_or_default();
                     view! {
                         <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase()) class:overdue=t.overdue>
+                            <td><super::bulk::Pick id=t.id.clone()/></td>
                             <td><span class="badge">{t.severity.clone()}</span></td>
                             <td><a href=href class="open-ticket">{t.class.clone()}</a></td>
                             <td class="status">{ticket_status(&t.status, lang)}</td>

@@ -15,6 +15,7 @@ mod plan;
 mod propose;
 
 pub use propose::propose;
+pub(crate) use propose::propose_item;
 
 use super::{entry, required};
 use crate::accounts::{internal, retrying};

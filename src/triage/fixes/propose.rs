@@ -17,6 +17,17 @@ use serde_json::json;
 
 /// Proposes `fix`; returns the proposal's id.
 pub async fn propose(engine: &Engine, actor: &User, fix: &FixRequest) -> Result<String, AppError> {
+    propose_item(engine, actor, fix, None).await
+}
+
+/// Proposes `fix`, as an item of bulk proposal `bulk` if one is named: the
+/// same plan, checks and proposal row as a single ticket's.
+pub(crate) async fn propose_item(
+    engine: &Engine,
+    actor: &User,
+    fix: &FixRequest,
+    bulk: Option<&str>,
+) -> Result<String, AppError> {
     let reason = required(&fix.reason, "reason")?.to_owned();
     let evidence = required(&fix.evidence, "evidence")?.to_owned();
     retrying(|| async {
@@ -56,6 +67,7 @@ pub async fn propose(engine: &Engine, actor: &User, fix: &FixRequest) -> Result<
                 proposer_name: &actor.username,
                 proposed_at: now,
                 expires_at: now + PROPOSAL_TTL_US,
+                bulk_id: bulk,
             },
         )
         .await?;
@@ -91,6 +103,7 @@ pub async fn propose(engine: &Engine, actor: &User, fix: &FixRequest) -> Result<
                 "reason": reason,
                 "evidence": evidence,
                 "expires_at": now + PROPOSAL_TTL_US,
+                "bulk": bulk,
             }),
         );
         audit::append(&mut tx, &engine.db.audit, &entry, now).await?;

@@ -1,0 +1,509 @@
+//! Bulk work under the same rules as one ticket's: a list of tickets (or
+//! of a bulk proposal's items) fixed when a job starts, then worked in the
+//! background one item at a time, each through the single ticket's own
+//! function — `assign`, `comment`, `conclude`, `propose`, `approve`,
+//! `reject` — so each is its own transaction with its own audit entry, and
+//! every payment move goes through `engine::apply`. Before each item the
+//! job looks whether it was cancelled: what was worked stays worked once,
+//! the rest stays as it was. A job a stopped process left is resumed by
+//! the workers ([`resume_jobs`]).
+
+use super::{entry, fixes, required};
+use crate::accounts::{TxError, internal, retrying};
+use crate::engine::Engine;
+use crate::store::bulk::{self, NewBulk, NewJob};
+use crate::store::{audit, tickets, users};
+use app::bulk::BULK_LIMIT;
+use app::error::AppError;
+use app::tickets::{FixKind, FixRequest};
+use app::types::{Role, User};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+/// A short pause between items: a long job leaves the writer to the day's
+/// webhooks between its transactions (1,000 items: 25 s more).
+const ITEM_PAUSE: Duration = Duration::from_millis(25);
+
+/// A job left RUNNING this long without a step by this process was cut
+/// off (its process stopped); the workers resume it.
+const JOB_SILENT_US: i64 = 120 * 1_000_000;
+
+/// The jobs this process is running, so a resume never runs one twice.
+static RUNNING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+
+/// What a bulk job does to each item.
+#[derive(Clone, Debug)]
+pub enum BulkAction {
+    Assign {
+        owner: String,
+    },
+    Comment {
+        text: String,
+    },
+    Close {
+        conclusion: String,
+    },
+    Propose {
+        kind: FixKind,
+        reason: String,
+        evidence: String,
+    },
+    Approve {
+        comment: String,
+    },
+    Reject {
+        comment: String,
+    },
+}
+
+impl BulkAction {
+    fn kind(&self) -> &'static str {
+        match self {
+            BulkAction::Assign { .. } => "ASSIGN",
+            BulkAction::Comment { .. } => "COMMENT",
+            BulkAction::Close { .. } => "CLOSE",
+            BulkAction::Propose { .. } => "PROPOSE",
+            BulkAction::Approve { .. } => "APPROVE",
+            BulkAction::Reject { .. } => "REJECT",
+        }
+    }
+
+    fn params(&self) -> Value {
+        match self {
+            BulkAction::Assign { owner } => json!({ "owner": owner }),
+            BulkAction::Comment { text } => json!({ "text": text }),
+            BulkAction::Close { conclusion } => json!({ "conclusion": conclusion }),
+            BulkAction::Propose {
+                kind,
+                reason,
+                evidence,
+            } => json!({ "kind": kind, "reason": reason, "evidence": evidence }),
+            BulkAction::Approve { comment } => json!({ "comment": comment }),
+            BulkAction::Reject { comment } => json!({ "comment": comment }),
+        }
+    }
+
+    /// The action back from a job's row (a resume reads it there).
+    fn from_row(kind: &str, params: &str) -> Option<BulkAction> {
+        let p: Value = serde_json::from_str(params).ok()?;
+        let s = |k: &str| p[k].as_str().map(str::to_owned);
+        Some(match kind {
+            "ASSIGN" => BulkAction::Assign { owner: s("owner")? },
+            "COMMENT" => BulkAction::Comment { text: s("text")? },
+            "CLOSE" => BulkAction::Close {
+                conclusion: s("conclusion")?,
+            },
+            "PROPOSE" => BulkAction::Propose {
+                kind: serde_json::from_value(p["kind"].clone()).ok()?,
+                reason: s("reason")?,
+                evidence: s("evidence")?,
+            },
+            "APPROVE" => BulkAction::Approve {
+                comment: s("comment")?,
+            },
+            "REJECT" => BulkAction::Reject {
+                comment: s("comment")?,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The text every item gets, checked once before the job starts.
+    fn check(&self) -> Result<(), AppError> {
+        match self {
+            BulkAction::Assign { owner } => required(owner, "owner").map(drop),
+            BulkAction::Comment { text } => required(text, "comment").map(drop),
+            BulkAction::Close { conclusion } => required(conclusion, "conclusion").map(drop),
+            BulkAction::Propose {
+                reason, evidence, ..
+            } => {
+                required(reason, "reason")?;
+                required(evidence, "evidence").map(drop)
+            }
+            BulkAction::Approve { comment } | BulkAction::Reject { comment } => {
+                required(comment, "comment").map(drop)
+            }
+        }
+    }
+}
+
+/// Over the limit, or nothing: refused before anything is written.
+fn check_size(targets: &[String]) -> Result<(), AppError> {
+    if targets.is_empty() {
+        return Err(AppError::Invalid {
+            detail: "no ticket selected".into(),
+        });
+    }
+    if targets.len() > BULK_LIMIT {
+        return Err(AppError::Invalid {
+            detail: format!(
+                "{} tickets selected; a bulk action takes at most {BULK_LIMIT} — narrow the filter",
+                targets.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase()
+}
+
+/// Writes the job (and, for a proposal, the bulk proposal) with its
+/// audit entry in one transaction, then starts it.
+async fn start(
+    engine: &Engine,
+    actor: &User,
+    action: BulkAction,
+    bulk_id: Option<&str>,
+    targets: &[String],
+    new_bulk: Option<(&str, &str)>,
+) -> Result<String, AppError> {
+    let job = new_id("BULK");
+    let params = action.params().to_string();
+    retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        if let (Some(id), Some((reason, evidence)), BulkAction::Propose { kind, .. }) =
+            (bulk_id, new_bulk, &action)
+        {
+            bulk::insert_bulk(
+                &mut tx,
+                &NewBulk {
+                    bulk_id: id,
+                    kind: kind.as_str(),
+                    reason,
+                    evidence,
+                    proposer_id: &actor.id,
+                    proposer_name: &actor.username,
+                    now,
+                },
+            )
+            .await?;
+        }
+        bulk::insert_job(
+            &mut tx,
+            &NewJob {
+                job_id: &job,
+                kind: action.kind(),
+                bulk_id,
+                params_json: &params,
+                requested_by_id: &actor.id,
+                requested_by: &actor.username,
+                now,
+            },
+            targets,
+        )
+        .await?;
+        let started = entry(
+            actor,
+            "bulk.start",
+            ("bulk_job", &job),
+            None,
+            json!({ "kind": action.kind(), "bulk": bulk_id, "params": action.params(), "items": targets }),
+        );
+        audit::append(&mut tx, &engine.db.audit, &started, now).await?;
+        tx.commit().await?;
+        Ok(())
+    })
+    .await?;
+    spawn(engine, &job);
+    Ok(job)
+}
+
+/// Starts assigning, commenting or closing `tickets`; returns the job.
+pub async fn start_action(
+    engine: &Engine,
+    actor: &User,
+    action: BulkAction,
+    tickets: &[String],
+) -> Result<String, AppError> {
+    if !matches!(
+        action,
+        BulkAction::Assign { .. } | BulkAction::Comment { .. } | BulkAction::Close { .. }
+    ) {
+        return Err(AppError::Invalid {
+            detail: "a bulk action is ASSIGN, COMMENT or CLOSE".into(),
+        });
+    }
+    action.check()?;
+    check_size(tickets)?;
+    if let BulkAction::Assign { owner } = &action {
+        let worker = users::worker(&engine.db.pool, owner.trim())
+            .await
+            .map_err(internal)?;
+        if worker.is_none() {
+            return Err(AppError::Invalid {
+                detail: format!("{} is not an active operator or supervisor", owner.trim()),
+            });
+        }
+    }
+    start(engine, actor, action, None, tickets, None).await
+}
+
+/// Proposes the same fix for every ticket of `tickets`: a bulk proposal,
+/// its items proposed by a job one ticket at a time (a ticket the fix does
+/// not fit is skipped, with why). Returns (bulk proposal, job).
+pub async fn propose(
+    engine: &Engine,
+    actor: &User,
+    kind: FixKind,
+    reason: &str,
+    evidence: &str,
+    tickets: &[String],
+) -> Result<(String, String), AppError> {
+    let action = BulkAction::Propose {
+        kind,
+        reason: reason.trim().to_owned(),
+        evidence: evidence.trim().to_owned(),
+    };
+    action.check()?;
+    check_size(tickets)?;
+    let bulk_id = new_id("BP");
+    let (reason, evidence) = (reason.trim(), evidence.trim());
+    let job = start(
+        engine,
+        actor,
+        action,
+        Some(&bulk_id),
+        tickets,
+        Some((reason, evidence)),
+    )
+    .await?;
+    Ok((bulk_id, job))
+}
+
+/// Approves (or rejects) every waiting item of a bulk proposal, each
+/// through the single proposal's decision; never by its proposer.
+pub async fn decide(
+    engine: &Engine,
+    actor: &User,
+    bulk_id: &str,
+    approve: bool,
+    comment: &str,
+) -> Result<(String, i64), AppError> {
+    let comment = required(comment, "comment")?.to_owned();
+    let pool = &engine.db.pool;
+    let Some(b) = bulk::bulk(pool, bulk_id).await.map_err(internal)? else {
+        return Err(AppError::NotFound);
+    };
+    // Each item's own statement refuses the proposer too; said here at
+    // once rather than as N skipped items.
+    if b.proposer_id == actor.id {
+        return Err(AppError::OwnProposal);
+    }
+    let items = bulk::pending_items(pool, bulk_id).await.map_err(internal)?;
+    if items.is_empty() {
+        return Err(AppError::ProposalDecided);
+    }
+    let action = if approve {
+        BulkAction::Approve { comment }
+    } else {
+        BulkAction::Reject { comment }
+    };
+    let total = items.len() as i64;
+    let job = start(engine, actor, action, Some(bulk_id), &items, None).await?;
+    Ok((job, total))
+}
+
+/// Asks a running job to stop before its next item: by whoever started
+/// it, or a supervisor.
+pub async fn cancel(engine: &Engine, actor: &User, job_id: &str) -> Result<(), AppError> {
+    let Some(job) = bulk::job(&engine.db.pool, job_id).await.map_err(internal)? else {
+        return Err(AppError::NotFound);
+    };
+    if job.requested_by_id != actor.id && actor.role != Role::Supervisor {
+        return Err(AppError::Forbidden);
+    }
+    let asked = retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        if !bulk::request_cancel(&mut *tx, job_id, now).await? {
+            return Ok(false);
+        }
+        let cancelled = entry(
+            actor,
+            "bulk.cancel",
+            ("bulk_job", job_id),
+            Some(json!({ "status": "RUNNING" })),
+            json!({ "status": "CANCELLING" }),
+        );
+        audit::append(&mut tx, &engine.db.audit, &cancelled, now).await?;
+        tx.commit().await?;
+        Ok::<_, TxError>(true)
+    })
+    .await?;
+    if asked {
+        Ok(())
+    } else {
+        Err(AppError::Refused {
+            detail: format!("the job is {}, not running", job.status),
+        })
+    }
+}
+
+/// Runs `job` on its own task, unless this process runs it already.
+fn spawn(engine: &Engine, job: &str) {
+    if !RUNNING
+        .lock()
+        .map(|mut r| r.insert(job.to_owned()))
+        .unwrap_or(false)
+    {
+        return;
+    }
+    let engine = engine.clone();
+    let job = job.to_owned();
+    tokio::spawn(async move {
+        if let Err(e) = run(&engine, &job).await {
+            tracing::error!(job = %job, error = %e, "bulk job failed");
+            let _ = bulk::fail(&engine.db.pool, &job, &e.to_string(), engine.now()).await;
+        }
+        if let Ok(mut r) = RUNNING.lock() {
+            r.remove(&job);
+        }
+    });
+}
+
+/// Resumes the jobs a stopped process left running (or cancelling): the
+/// items it had not worked are worked now, or, if cancelled, left.
+pub async fn resume_jobs(engine: &Engine) -> sqlx::Result<usize> {
+    let now = engine.now();
+    let mut resumed = 0;
+    for id in bulk::unfinished(&engine.db.pool).await? {
+        let Some(job) = bulk::job(&engine.db.pool, &id).await? else {
+            continue;
+        };
+        let ours = RUNNING.lock().map(|r| r.contains(&id)).unwrap_or(true);
+        if !ours && job.updated_at < now - JOB_SILENT_US {
+            tracing::info!(job = %id, "resuming a bulk job a stopped process left");
+            spawn(engine, &id);
+            resumed += 1;
+        }
+    }
+    Ok(resumed)
+}
+
+/// Works the job's pending items in order until none is left or it is
+/// cancelled.
+async fn run(engine: &Engine, id: &str) -> Result<(), AppError> {
+    let pool = &engine.db.pool;
+    let job = bulk::job(pool, id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let action =
+        BulkAction::from_row(&job.kind, &job.params_json).ok_or_else(|| AppError::Invalid {
+            detail: format!("unreadable bulk job {}", job.kind),
+        })?;
+    // The person as they are now: a disabled account or a lost role
+    // stops the job.
+    let actor = users::by_id(pool, &job.requested_by_id)
+        .await
+        .map_err(internal)?
+        .filter(|u| !u.disabled)
+        .ok_or_else(|| AppError::Refused {
+            detail: format!("{} can no longer work tickets", job.requested_by),
+        })?;
+    let allowed = match action {
+        BulkAction::Approve { .. } | BulkAction::Reject { .. } => actor.role == Role::Supervisor,
+        _ => matches!(actor.role, Role::Operator | Role::Supervisor),
+    };
+    if !allowed {
+        return Err(AppError::Forbidden);
+    }
+    loop {
+        let batch = bulk::next_items(pool, id, 100).await.map_err(internal)?;
+        if batch.is_empty() {
+            break;
+        }
+        for (seq, target) in batch {
+            match bulk::status(pool, id).await.map_err(internal)?.as_deref() {
+                Some("RUNNING") => {}
+                _ => {
+                    bulk::finish(pool, id, engine.now())
+                        .await
+                        .map_err(internal)?;
+                    tracing::info!(job = id, "bulk job cancelled");
+                    return Ok(());
+                }
+            }
+            let (outcome, detail) =
+                work(engine, &actor, &action, job.bulk_id.as_deref(), &target).await;
+            retrying(|| async {
+                let mut tx = engine.db.begin_write().await?;
+                bulk::item_worked(&mut tx, id, seq, outcome, &detail, engine.now()).await?;
+                tx.commit().await?;
+                Ok(())
+            })
+            .await?;
+            tokio::time::sleep(ITEM_PAUSE).await;
+        }
+    }
+    bulk::finish(pool, id, engine.now())
+        .await
+        .map_err(internal)?;
+    tracing::info!(job = id, kind = job.kind, "bulk job done");
+    Ok(())
+}
+
+/// One item through the single ticket's function: DONE, SKIPPED (it no
+/// longer fits: closed, decided, stale, not applicable) or FAILED, and why.
+async fn work(
+    engine: &Engine,
+    actor: &User,
+    action: &BulkAction,
+    bulk_id: Option<&str>,
+    target: &str,
+) -> (&'static str, String) {
+    let result = match action {
+        BulkAction::Assign { owner } => super::assign(engine, actor, target, owner)
+            .await
+            .map(|()| format!("assigned to {owner}")),
+        BulkAction::Comment { text } => super::comment(engine, actor, target, text)
+            .await
+            .map(|()| "commented".to_owned()),
+        BulkAction::Close { conclusion } => super::conclude(engine, actor, target, conclusion)
+            .await
+            .map(|()| "closed".to_owned()),
+        BulkAction::Propose {
+            kind,
+            reason,
+            evidence,
+        } => {
+            // A payment Reckon lacks is backfilled for the order the
+            // statement names, when it names one; one fix cannot name
+            // each ticket's order otherwise.
+            let order_no = match tickets::ticket(&engine.db.pool, target).await {
+                Ok(t) => t.and_then(|t| t.order_no),
+                Err(e) => return ("FAILED", internal(e).to_string()),
+            };
+            let fix = FixRequest {
+                ticket_id: target.to_owned(),
+                kind: *kind,
+                reason: reason.clone(),
+                evidence: evidence.clone(),
+                order_no,
+                keep: None,
+            };
+            fixes::propose_item(engine, actor, &fix, bulk_id)
+                .await
+                .map(|p| format!("proposal {p}"))
+        }
+        BulkAction::Approve { comment } => fixes::approve(engine, actor, target, comment)
+            .await
+            .map(|r| r.detail),
+        BulkAction::Reject { comment } => fixes::reject(engine, actor, target, comment)
+            .await
+            .map(|()| "rejected".to_owned()),
+    };
+    match result {
+        Ok(detail) => ("DONE", detail),
+        Err(e @ (AppError::Internal { .. } | AppError::Refused { .. })) => {
+            ("FAILED", e.to_string())
+        }
+        Err(AppError::ProposalStale { reason }) => ("SKIPPED", format!("stale: {reason}")),
+        Err(e) => ("SKIPPED", e.to_string()),
+    }
+}

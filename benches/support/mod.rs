@@ -33,6 +33,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         pull_catch_up_days: 7,
         statement_missing_hours: 6,
         statement_keep_days: 400,
+        cut_window: Default::default(),
     }
 }
 

@@ -64,6 +64,28 @@ pub struct Config {
     pub statement_missing_hours: i64,
     /// Days a run's statement file is kept (default 400).
     pub statement_keep_days: i64,
+    /// The cut window of reconciliation at the day's edge (default 30
+    /// minutes), with per-account overrides.
+    pub cut_window: CutWindow,
+}
+
+/// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to
+/// its business day's cut and missing from the day's statement is expected
+/// in the neighbouring day's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutWindow {
+    pub minutes: i64,
+    /// (account, minutes), over `minutes`.
+    pub per_provider: Vec<(String, i64)>,
+}
+
+impl Default for CutWindow {
+    fn default() -> Self {
+        CutWindow {
+            minutes: 30,
+            per_provider: Vec::new(),
+        }
+    }
 }
 
 /// One account's statement day: the zone it is cut in, the hour there it

@@ -39,10 +39,12 @@ pub(super) struct Layers {
     pull_catch_up_days: Option<Text>,
     statement_missing_hours: Option<Text>,
     statement_keep_days: Option<Text>,
+    // A: the day's edge
+    cut_window_minutes: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 21] = [
+pub(super) const VARIABLES: [(&str, &str); 22] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -67,6 +69,8 @@ pub(super) const VARIABLES: [(&str, &str); 21] = [
     ("pull_catch_up_days", "RECKON_PULL_CATCH_UP_DAYS"),
     ("statement_missing_hours", "RECKON_STATEMENT_MISSING_HOURS"),
     ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
+    // A: the day's edge
+    ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -283,6 +287,9 @@ pub(super) fn checked(
         "days",
     )?;
 
+    // A: the day's edge
+    let cut_window = cut_window(text(layers.cut_window_minutes), &providers)?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -303,7 +310,48 @@ pub(super) fn checked(
         pull_catch_up_days,
         statement_missing_hours,
         statement_keep_days,
+        cut_window,
     })
+}
+
+/// A: `RECKON_CUT_WINDOW_MINUTES` — minutes from 0 (no window) to 360 for
+/// every account, then `NAME=MINUTES` overrides, comma-separated: `30` or
+/// `30,wechat=60`.
+fn cut_window(
+    given: Option<String>,
+    providers: &[ProviderConfig],
+) -> Result<super::CutWindow, ConfigError> {
+    let mut window = super::CutWindow::default();
+    let Some(given) = given else {
+        return Ok(window);
+    };
+    let refused = |hint: String| ConfigError::Invalid {
+        key: "RECKON_CUT_WINDOW_MINUTES",
+        value: given.clone(),
+        hint,
+    };
+    let minutes = |text: &str| {
+        text.trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|m| (0..=360).contains(m))
+            .ok_or_else(|| refused(format!("{text:?}: expected minutes from 0 to 360")))
+    };
+    for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.split_once('=') {
+            None => window.minutes = minutes(item)?,
+            Some((name, m)) => {
+                let name = name.trim();
+                if !providers.iter().any(|p| p.name() == name) {
+                    return Err(refused(format!(
+                        "{name:?} is not a configured provider account"
+                    )));
+                }
+                window.per_provider.push((name.to_owned(), minutes(m)?));
+            }
+        }
+    }
+    Ok(window)
 }
 
 /// `RECKON_PULL_TIMES`: `NAME=ZONE@HOUR`, comma-separated — the zone a

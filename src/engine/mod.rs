@@ -85,6 +85,12 @@ pub struct Pulls {
     pub missing_after_us: i64,
     /// Kept statement files older than this are deleted (days).
     pub keep_files_days: i64,
+    /// A payment or refund finished this close to its business day's cut
+    /// (microseconds) and missing from the day's statement is expected in
+    /// the neighbouring day's: in transit, not yet absent.
+    pub cut_window_us: i64,
+    /// The same, per provider account, over `cut_window_us`.
+    pub cut_windows: std::collections::BTreeMap<String, i64>,
 }
 
 /// Where a provider's statement day is cut, and when it is ready.
@@ -101,6 +107,8 @@ impl Default for Pulls {
             catch_up_days: 7,
             missing_after_us: 6 * 3600 * 1_000_000,
             keep_files_days: 400,
+            cut_window_us: 30 * 60 * 1_000_000,
+            cut_windows: Default::default(),
         }
     }
 }

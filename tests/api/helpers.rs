@@ -76,6 +76,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         pull_catch_up_days: 7,
         statement_missing_hours: 6,
         statement_keep_days: 400,
+        cut_window: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@ mod cli;
 mod connections;
 mod console;
 mod crash;
+mod cutoff;
 mod engine;
 mod lanes;
 mod late_success;

@@ -476,7 +476,10 @@ fn same_classes(duck: &str, reckon: &serde_json::Value) -> bool {
     };
     let mut reckon = reckon.clone();
     if let Some(waiting) = reckon.remove("IN_TRANSIT").and_then(|v| v.as_i64()) {
-        let local = reckon.get("LOCAL_ONLY").and_then(|v| v.as_i64()).unwrap_or(0);
+        let local = reckon
+            .get("LOCAL_ONLY")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
         reckon.insert("LOCAL_ONLY".into(), (local + waiting).into());
     }
     let pairs: Vec<(String, i64)> = duck
@@ -576,9 +579,15 @@ async fn next_day(
         let txn = format!("SBX1{i:09}");
         let minor = 100 + (i as i64 % 9_900);
         let created = start + i as i64 * (86_000_000_000 / n as i64);
-        let at = jiff::Timestamp::from_microsecond(created).unwrap().to_string();
+        let at = jiff::Timestamp::from_microsecond(created)
+            .unwrap()
+            .to_string();
         if c != "PROVIDER_ONLY" {
-            let status = if c == "STATUS_LAG" { "PENDING" } else { "SUCCEEDED" };
+            let status = if c == "STATUS_LAG" {
+                "PENDING"
+            } else {
+                "SUCCEEDED"
+            };
             let paid = (status == "SUCCEEDED").then_some(created + 2_000_000);
             batch.push((no.clone(), txn.clone(), minor, "CNY", status, created, paid));
         }
@@ -611,7 +620,11 @@ async fn next_day(
         .to_string();
     let write = |path: &std::path::Path, first: &[(String, i64)]| {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-        writeln!(f, "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at").unwrap();
+        writeln!(
+            f,
+            "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at"
+        )
+        .unwrap();
         let (mut rows, mut total) = (0i64, 0i64);
         for (line, amount) in first {
             writeln!(f, "{line}{booked}").unwrap();
@@ -722,7 +735,10 @@ async fn two_days(
     // The same findings either way: the crossing payments match, the
     // first day's LOCAL_ONLY near its end wait for the second statement
     // and are LOCAL_ONLY after it.
-    assert_eq!(out[0].tickets, out[1].tickets, "the same tickets either way");
+    assert_eq!(
+        out[0].tickets, out[1].tickets,
+        "the same tickets either way"
+    );
     out
 }
 

@@ -374,7 +374,10 @@ pub(super) async fn settle(
         .collect();
     recon_edges::mark(&mut tx, db, provider, MISSING, &marks, run.run_id, now).await?;
     // The day's own, as classifying decided.
-    for (state, what) in [(IN_TRANSIT, Unlisted::InTransit), (MISSING, Unlisted::Missing)] {
+    for (state, what) in [
+        (IN_TRANSIT, Unlisted::InTransit),
+        (MISSING, Unlisted::Missing),
+    ] {
         let marks: Vec<Mark> = edges
             .decided
             .iter()
@@ -476,7 +479,10 @@ async fn open_missing(
                 hold: Vec::new(),
             }
         };
-        by_day.entry(row.local_date.as_str()).or_default().push(found);
+        by_day
+            .entry(row.local_date.as_str())
+            .or_default()
+            .push(found);
     }
     let mut opened = 0;
     let zone = super::statement_zone(engine, provider);
@@ -504,12 +510,7 @@ mod tests {
     const W: i64 = H / 2;
 
     fn edges(done: (bool, bool)) -> Edges {
-        Edges::new(
-            ("2026-12-01", "2026-12-03"),
-            (START, END),
-            W,
-            done,
-        )
+        Edges::new(("2026-12-01", "2026-12-03"), (START, END), W, done)
     }
 
     #[test]
@@ -520,7 +521,10 @@ mod tests {
         assert_eq!(e.unlisted(PAYMENT, "TAIL", None), Unlisted::InTransit);
         assert_eq!(e.unlisted(PAYMENT, "HEAD", None), Unlisted::InTransit);
         assert_eq!(
-            e.decided.iter().map(|d| d.expected.as_str()).collect::<Vec<_>>(),
+            e.decided
+                .iter()
+                .map(|d| d.expected.as_str())
+                .collect::<Vec<_>>(),
             ["2026-12-03", "2026-12-01"]
         );
     }
@@ -536,7 +540,10 @@ mod tests {
         assert!(e.decided.is_empty());
         // No window: no edge.
         let mut none = Edges::new(("p", "n"), (START, END), 0, (false, false));
-        assert_eq!(none.unlisted(REFUND, "R1", Some(END - 1)), Unlisted::NotNear);
+        assert_eq!(
+            none.unlisted(REFUND, "R1", Some(END - 1)),
+            Unlisted::NotNear
+        );
     }
 
     #[test]

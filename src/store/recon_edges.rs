@@ -23,8 +23,7 @@ pub struct EdgeRow {
     pub arrived_run: Option<String>,
 }
 
-const COLUMNS: &str =
-    "kind, number, local_date, expected_date, state, arrived_date, arrived_run";
+const COLUMNS: &str = "kind, number, local_date, expected_date, state, arrived_date, arrived_run";
 
 /// The edge rows of `provider`'s own records of business day `date`.
 pub async fn of_day<'e>(

@@ -642,7 +642,8 @@ pub async fn open_absent(
 ) -> sqlx::Result<Vec<String>> {
     let mut out = Vec::new();
     for chunk in keys.chunks(super::recon_reads::KEYS_PER_STATEMENT) {
-        let mut q = QueryBuilder::new("SELECT discrepancy_id FROM discrepancies WHERE dedupe_key IN (");
+        let mut q =
+            QueryBuilder::new("SELECT discrepancy_id FROM discrepancies WHERE dedupe_key IN (");
         let mut list = q.separated(", ");
         for key in chunk {
             list.push_bind((*key).to_owned());

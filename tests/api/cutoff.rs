@@ -9,7 +9,7 @@
 //! statement is LOCAL_ONLY at once.
 
 use crate::both_databases;
-use crate::engine_helpers::{EngineApp, spawn_engine_app};
+use crate::engine_helpers::{EngineApp, spawn_engine_app_with};
 use crate::helpers::Backend;
 use crate::recon::{row, statement};
 use serde_json::json;
@@ -32,7 +32,8 @@ fn at(date: &str, time: &str) -> (String, i64) {
 
 impl Edge {
     async fn new(b: Backend) -> Edge {
-        let app = spawn_engine_app(b).await;
+        // The default window, 30 minutes, set as an operator would.
+        let app = spawn_engine_app_with(b, |c| c.cut_window.minutes = 30).await;
         let token = app.token().await;
         let (today, _) = app.today();
         let d1: jiff::civil::Date = today.parse().unwrap();
@@ -181,7 +182,11 @@ async fn the_next_days_run_first_carries_it_and_the_day_then_matches(b: Backend)
         .await;
     assert_eq!(f["edge_arrived"], 1, "{f}");
     let f = e.run(&e.d, &[], 0).await;
-    assert_eq!((f["edge_matched"].as_i64(), f["in_transit"].as_i64()), (Some(1), Some(0)), "{f}");
+    assert_eq!(
+        (f["edge_matched"].as_i64(), f["in_transit"].as_i64()),
+        (Some(1), Some(0)),
+        "{f}"
+    );
     assert_eq!(f["matched"], 1, "{f}");
     assert!(e.tickets().await.is_empty(), "{:?}", e.tickets().await);
     assert!(!e.held(&p).await);
@@ -206,8 +211,18 @@ async fn the_next_statement_without_it_makes_it_local_only_in_either_order(b: Ba
     assert_eq!(f["edge_missing"], 2, "{f}");
     let want = |status: &str| {
         let mut t = vec![
-            ("LOCAL_ONLY".to_owned(), status.to_owned(), e.d.clone(), Some(p.clone())),
-            ("LOCAL_ONLY".to_owned(), "OPEN".to_owned(), e.d.clone(), Some(q.clone())),
+            (
+                "LOCAL_ONLY".to_owned(),
+                status.to_owned(),
+                e.d.clone(),
+                Some(p.clone()),
+            ),
+            (
+                "LOCAL_ONLY".to_owned(),
+                "OPEN".to_owned(),
+                e.d.clone(),
+                Some(q.clone()),
+            ),
         ];
         t.sort();
         t
@@ -239,13 +254,12 @@ async fn the_next_statement_without_it_makes_it_local_only_in_either_order(b: Ba
         .await;
     assert_eq!(f["edge_arrived"], 1, "{f}");
     assert_eq!(e.tickets().await, want("CLOSED"));
-    let conclusion: String = sqlx::query_scalar(
-        "SELECT conclusion FROM discrepancies WHERE payment_no = $1",
-    )
-    .bind(&p)
-    .fetch_one(e.app.pool())
-    .await
-    .unwrap();
+    let conclusion: String =
+        sqlx::query_scalar("SELECT conclusion FROM discrepancies WHERE payment_no = $1")
+            .bind(&p)
+            .fetch_one(e.app.pool())
+            .await
+            .unwrap();
     assert!(conclusion.contains(&e.d1), "{conclusion}");
     assert!(e.held(&p).await, "released only by a person");
     // And D again: P matched through D+1's statement, Q still absent.
@@ -265,7 +279,12 @@ async fn the_next_statement_without_it_makes_it_local_only_in_either_order(b: Ba
     assert_eq!(f["in_transit"], 0, "{f}");
     assert_eq!(
         e.tickets().await,
-        [("LOCAL_ONLY".to_owned(), "OPEN".to_owned(), e.d.clone(), Some(r.clone()))]
+        [(
+            "LOCAL_ONLY".to_owned(),
+            "OPEN".to_owned(),
+            e.d.clone(),
+            Some(r.clone())
+        )]
     );
     assert!(e.held(&r).await);
     assert_eq!(e.app.alert_kinds(&r).await, ["local_only"]);
@@ -344,8 +363,18 @@ async fn a_payment_inside_the_day_missing_is_local_only_at_once(b: Backend) {
     let f = e.run(&e.d, &[], 0).await;
     assert_eq!(f["in_transit"], 0, "{f}");
     let mut want = vec![
-        ("LOCAL_ONLY".to_owned(), "OPEN".to_owned(), e.d.clone(), Some(p.clone())),
-        ("LOCAL_ONLY".to_owned(), "OPEN".to_owned(), e.d.clone(), Some(q.clone())),
+        (
+            "LOCAL_ONLY".to_owned(),
+            "OPEN".to_owned(),
+            e.d.clone(),
+            Some(p.clone()),
+        ),
+        (
+            "LOCAL_ONLY".to_owned(),
+            "OPEN".to_owned(),
+            e.d.clone(),
+            Some(q.clone()),
+        ),
     ];
     want.sort();
     assert_eq!(e.tickets().await, want);
@@ -407,24 +436,43 @@ async fn a_refund_at_the_edge_waits_for_the_next_statement(b: Backend) {
     // Both succeeded just before the cut (the sandbox signs its callbacks
     // with the real time, so they are settled now and dated here).
     let (_, when) = at(&e.d, "23:59:50");
-    sqlx::query("UPDATE refunds SET finished_at = $1 WHERE payment_no = $2 AND status = 'SUCCEEDED'")
-        .bind(when)
-        .bind(&p)
-        .execute(e.app.pool())
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE refunds SET finished_at = $1 WHERE payment_no = $2 AND status = 'SUCCEEDED'",
+    )
+    .bind(when)
+    .bind(&p)
+    .execute(e.app.pool())
+    .await
+    .unwrap();
 
     let f = e.run(&e.d, std::slice::from_ref(&paid_row), 0).await;
     assert_eq!(f["in_transit"], 2, "{f}");
     assert!(e.tickets().await.is_empty(), "{:?}", e.tickets().await);
     let (booked, _) = at(&e.d1, "00:00:04");
-    let refund_row = row("refund", "SBX-E6-P", &p, (&id1, &r1), "25.00", "CNY", &booked);
+    let refund_row = row(
+        "refund",
+        "SBX-E6-P",
+        &p,
+        (&id1, &r1),
+        "25.00",
+        "CNY",
+        &booked,
+    );
     let f = e.run(&e.d1, std::slice::from_ref(&refund_row), 0).await;
-    assert_eq!((f["edge_arrived"].as_i64(), f["edge_missing"].as_i64()), (Some(1), Some(1)), "{f}");
+    assert_eq!(
+        (f["edge_arrived"].as_i64(), f["edge_missing"].as_i64()),
+        (Some(1), Some(1)),
+        "{f}"
+    );
     assert_eq!(f["matched"], 1, "{f}");
     assert_eq!(
         e.tickets().await,
-        [("REFUND_MISMATCH".to_owned(), "OPEN".to_owned(), e.d.clone(), Some(p.clone()))]
+        [(
+            "REFUND_MISMATCH".to_owned(),
+            "OPEN".to_owned(),
+            e.d.clone(),
+            Some(p.clone())
+        )]
     );
     let key: String = sqlx::query_scalar("SELECT dedupe_key FROM discrepancies")
         .fetch_one(e.app.pool())
@@ -433,7 +481,11 @@ async fn a_refund_at_the_edge_waits_for_the_next_statement(b: Backend) {
     assert!(key.ends_with(&r2), "{key}");
     // Re-runs of both days: the same one ticket.
     let f = e.run(&e.d, &[paid_row], 1).await;
-    assert_eq!((f["edge_matched"].as_i64(), f["in_transit"].as_i64()), (Some(1), Some(0)), "{f}");
+    assert_eq!(
+        (f["edge_matched"].as_i64(), f["in_transit"].as_i64()),
+        (Some(1), Some(0)),
+        "{f}"
+    );
     e.run(&e.d1, &[refund_row], 1).await;
     assert_eq!(e.tickets().await.len(), 1);
 }

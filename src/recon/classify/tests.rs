@@ -378,7 +378,14 @@ fn refunds_that_differ_from_the_ledger_either_way_are_refund_mismatches() {
         },
     ];
     let (mut figures, mut found) = (Figures::default(), Vec::new());
-    refunds(&rows, &ledger, day, &mut no_edges(), &mut figures, &mut found);
+    refunds(
+        &rows,
+        &ledger,
+        day,
+        &mut no_edges(),
+        &mut figures,
+        &mut found,
+    );
     let got: Vec<(Class, &str, &str)> = found
         .iter()
         .map(|f| (f.class, f.key.as_str(), f.reason.as_str()))
@@ -426,8 +433,10 @@ fn records_near_the_cut_wait_for_the_neighbouring_statement() {
     let end = T0 + DAY;
     let classify = |next_done: bool, arrived: bool| {
         let mut day = DayPayments::default();
-        day.push("EDGE", Some("T1"), 100, "CNY", "SUCCEEDED").unwrap();
-        day.push("NOON", Some("T2"), 100, "CNY", "SUCCEEDED").unwrap();
+        day.push("EDGE", Some("T1"), 100, "CNY", "SUCCEEDED")
+            .unwrap();
+        day.push("NOON", Some("T2"), 100, "CNY", "SUCCEEDED")
+            .unwrap();
         day.index();
         let m = super::super::matching::Matcher::new(day);
         let mut edges = Edges::new(("p", "n"), (T0, end), DAY / 48, (false, next_done));
@@ -438,7 +447,15 @@ fn records_near_the_cut_wait_for_the_neighbouring_statement() {
         }
         let mut figures = Figures::default();
         let named = Named::of(&m.exceptions);
-        let c = payments(&m.day, &m.exceptions, &named, &ByKey::new(), &ByKey::new(), &mut edges, &mut figures);
+        let c = payments(
+            &m.day,
+            &m.exceptions,
+            &named,
+            &ByKey::new(),
+            &ByKey::new(),
+            &mut edges,
+            &mut figures,
+        );
         let refund = Refund {
             refund_no: "R1".into(),
             payment_no: "P1".into(),
@@ -448,7 +465,14 @@ fn records_near_the_cut_wait_for_the_neighbouring_statement() {
             finished_at: Some(end - 1),
         };
         let mut found = c.found;
-        refunds(&[], &hashbrown::HashMap::new(), vec![refund], &mut edges, &mut figures, &mut found);
+        refunds(
+            &[],
+            &hashbrown::HashMap::new(),
+            vec![refund],
+            &mut edges,
+            &mut figures,
+            &mut found,
+        );
         let keys: Vec<(Class, String)> = found.iter().map(|f| (f.class, f.key.clone())).collect();
         (keys, figures)
     };

@@ -6,6 +6,14 @@
 //! the machines are noisy, so the ratio is reported per round and as the
 //! rounds' median. Writes its figures into BENCHMARKS.md.
 //!
+//! Then the day's edge: a second day of N payments, and the two days
+//! reconciled one after the other twice per round — once as two
+//! independent days (each day's statement carries all its payments; no
+//! cut window: what a run did before it), once with 0.5% of the first
+//! day's payments, paid in its last minutes, booked in the second day's
+//! statement (the default 30-minute window: in transit, then arrived). Both
+//! times and peak RSS are reported, each the median of the rounds.
+//!
 //!     cargo bench --bench recon                       # 1,000,000 rows, 5 rounds
 //!     RECKON_BENCH_ROWS=100000 RECKON_BENCH_ROUNDS=3 cargo bench --bench recon
 //!
@@ -100,6 +108,15 @@ fn main() {
         writeln!(local, "payment_no,provider_txn_id,amount_minor,currency,status").unwrap();
         let (mut rows, mut total) = (0i64, 0i64);
         let mut batch: Vec<Local> = Vec::with_capacity(500);
+        // The day's edge: the last matched payments of the day, 0.5% of
+        // them, are booked by the provider in the next day's statement
+        // (the second day's files; the first day's own is unchanged).
+        let crossing = |i: usize| i >= n - n / 194 && case(i) == "MATCHED";
+        let cross_path = dir.path().join("statement-cross.csv");
+        let mut cross = std::io::BufWriter::new(std::fs::File::create(&cross_path).unwrap());
+        writeln!(cross, "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at").unwrap();
+        let (mut cross_rows, mut cross_total) = (0i64, 0i64);
+        let mut carried: Vec<(String, i64)> = Vec::new();
         for i in 0..n {
             let c = case(i);
             let no = format!("PAY{i:09}");
@@ -123,15 +140,21 @@ fn main() {
                 };
                 let copies = if c == "DUPLICATE" { 2 } else { 1 };
                 for _ in 0..copies {
-                    writeln!(
-                        statement,
+                    let line = format!(
                         "payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},{at}",
                         amount / 100,
                         amount % 100
-                    )
-                    .unwrap();
+                    );
+                    writeln!(statement, "{line}").unwrap();
                     rows += 1;
                     total += amount;
+                    if crossing(i) {
+                        carried.push((format!("payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},", amount / 100, amount % 100), amount));
+                    } else {
+                        writeln!(cross, "{line}").unwrap();
+                        cross_rows += 1;
+                        cross_total += amount;
+                    }
                 }
             }
             if batch.len() == 500 || i + 1 == n {
@@ -140,9 +163,12 @@ fn main() {
             }
         }
         writeln!(statement, "#summary,rows={rows},total_minor={total}").unwrap();
+        writeln!(cross, "#summary,rows={cross_rows},total_minor={cross_total}").unwrap();
         statement.flush().unwrap();
         local.flush().unwrap();
-        drop((statement, local));
+        cross.flush().unwrap();
+        drop((statement, local, cross));
+        let next = next_day(&engine, n, day_start, dir.path(), &carried).await;
         let generated = started.elapsed();
         println!("generated {n} payments and a {rows}-row statement in {generated:.1?}");
 
@@ -251,6 +277,15 @@ fn main() {
             );
             done.push(r);
         }
+        let two = two_days(
+            &config,
+            rounds,
+            (&pristine, &db_path),
+            [(date, &statement_path), (NEXT_DATE, &next.own)],
+            [(date, &cross_path), (NEXT_DATE, &next.cross)],
+            carried.len(),
+        )
+        .await;
         let (floor_secs, repair_secs, tickets) = last.unwrap();
         let r = done.last().unwrap();
         let Round {
@@ -316,6 +351,9 @@ fn main() {
         );
         println!("{report}");
         write_section("## Current: reconciliation", &report);
+        let report = two.report(n, carried.len(), rounds);
+        println!("{report}");
+        write_section("## Current: the day's edge", &report);
     });
     // RECKON_BENCH_KEEP=1 keeps the database and the two CSV files, to
     // look at the queries by hand.
@@ -429,11 +467,21 @@ fn rounds_table(done: &[Round]) -> String {
 }
 
 /// Whether DuckDB's counts per class (Python's `[('CLASS', n), …]`) are
-/// Reckon's (`{"CLASS": n, …}`): the two computed the same thing.
+/// Reckon's (`{"CLASS": n, …}`): the two computed the same thing. The
+/// join knows no cut: what Reckon holds IN_TRANSIT near the day's end
+/// (the next day not reconciled yet) is its LOCAL_ONLY.
 fn same_classes(duck: &str, reckon: &serde_json::Value) -> bool {
     let Some(reckon) = reckon.as_object() else {
         return false;
     };
+    let mut reckon = reckon.clone();
+    if let Some(waiting) = reckon.remove("IN_TRANSIT").and_then(|v| v.as_i64()) {
+        let local = reckon
+            .get("LOCAL_ONLY")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
+        reckon.insert("LOCAL_ONLY".into(), (local + waiting).into());
+    }
     let pairs: Vec<(String, i64)> = duck
         .trim_matches(['[', ']'])
         .split("), (")
@@ -498,4 +546,255 @@ fn duckdb(script: &str) -> Option<(f64, f64, String)> {
         .map(|v| v.parse::<f64>().ok());
     let (wall, cpu) = (t.next()??, t.next()??);
     Some((wall, cpu, lines.next().unwrap_or("").to_owned()))
+}
+
+/// The second business day.
+const NEXT_DATE: &str = "2026-12-01";
+
+/// The second day's statements: its own rows only, and the same with the
+/// first day's crossing rows booked first.
+struct NextDay {
+    own: std::path::PathBuf,
+    cross: std::path::PathBuf,
+}
+
+/// The second day: `n` payments of its own (the same classes), inserted,
+/// and its two statements written. Its payments are made through the day
+/// as the first day's are.
+async fn next_day(
+    engine: &reckon::engine::Engine,
+    n: usize,
+    day_start: jiff::Timestamp,
+    dir: &std::path::Path,
+    carried: &[(String, i64)],
+) -> NextDay {
+    let start = day_start.as_microsecond() + 86_400_000_000;
+    let own = dir.join("statement-next.csv");
+    let cross = dir.join("statement-next-cross.csv");
+    let mut lines: Vec<(String, i64)> = Vec::with_capacity(n);
+    let mut batch: Vec<Local> = Vec::with_capacity(500);
+    for i in 0..n {
+        let c = case(i);
+        let no = format!("PAY1{i:09}");
+        let txn = format!("SBX1{i:09}");
+        let minor = 100 + (i as i64 % 9_900);
+        let created = start + i as i64 * (86_000_000_000 / n as i64);
+        let at = jiff::Timestamp::from_microsecond(created)
+            .unwrap()
+            .to_string();
+        if c != "PROVIDER_ONLY" {
+            let status = if c == "STATUS_LAG" {
+                "PENDING"
+            } else {
+                "SUCCEEDED"
+            };
+            let paid = (status == "SUCCEEDED").then_some(created + 2_000_000);
+            batch.push((no.clone(), txn.clone(), minor, "CNY", status, created, paid));
+        }
+        if c != "LOCAL_ONLY" {
+            let (amount, currency) = match c {
+                "AMOUNT_MISMATCH" => (minor + 1, "CNY"),
+                "CURRENCY_MISMATCH" => (minor, "USD"),
+                _ => (minor, "CNY"),
+            };
+            let copies = if c == "DUPLICATE" { 2 } else { 1 };
+            for _ in 0..copies {
+                lines.push((
+                    format!(
+                        "payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},{at}",
+                        amount / 100,
+                        amount % 100
+                    ),
+                    amount,
+                ));
+            }
+        }
+        if batch.len() == 500 || i + 1 == n {
+            insert_payments(engine, "sandbox", &batch).await;
+            batch.clear();
+        }
+    }
+    // Booked in the first seconds of the second day.
+    let booked = jiff::Timestamp::from_microsecond(start + 3_000_000)
+        .unwrap()
+        .to_string();
+    let write = |path: &std::path::Path, first: &[(String, i64)]| {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+        writeln!(
+            f,
+            "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at"
+        )
+        .unwrap();
+        let (mut rows, mut total) = (0i64, 0i64);
+        for (line, amount) in first {
+            writeln!(f, "{line}{booked}").unwrap();
+            rows += 1;
+            total += amount;
+        }
+        for (line, amount) in &lines {
+            writeln!(f, "{line}").unwrap();
+            rows += 1;
+            total += amount;
+        }
+        writeln!(f, "#summary,rows={rows},total_minor={total}").unwrap();
+        f.flush().unwrap();
+    };
+    write(&own, &[]);
+    write(&cross, carried);
+    NextDay { own, cross }
+}
+
+/// One way of reconciling the two days, per round: both runs' wall and
+/// CPU seconds, the peak RSS over both, the second run's figures.
+#[derive(Default)]
+struct TwoDays {
+    secs: Vec<f64>,
+    cpu: Vec<f64>,
+    rss: Vec<f64>,
+    tickets: i64,
+    figures: Vec<serde_json::Value>,
+}
+
+/// The two days reconciled `rounds` times each way, in turn: as two
+/// independent days (no cut window), and with the crossing rows in the
+/// second day's statement (the default window). Each run on a fresh copy
+/// of the database.
+async fn two_days(
+    config: &reckon::config::Config,
+    rounds: usize,
+    (pristine, db_path): (&std::path::Path, &std::path::Path),
+    independent: [(&str, &std::path::Path); 2],
+    crossing: [(&str, &std::path::Path); 2],
+    crossed: usize,
+) -> [TwoDays; 2] {
+    let mut apart = config.clone();
+    apart.cut_window.minutes = 0;
+    let mut out: [TwoDays; 2] = Default::default();
+    for round in 1..=rounds {
+        for (way, (cfg, days)) in [(&apart, independent), (config, crossing)]
+            .into_iter()
+            .enumerate()
+        {
+            restore(pristine, db_path);
+            let engine = reckon::startup::engine_of(cfg).await.unwrap();
+            // SAFETY: `mi_collect` takes no pointers and has no
+            // preconditions.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
+            let cpu_before = cpu_secs();
+            let started = Instant::now();
+            let mut figures = Vec::new();
+            for (date, path) in days {
+                let run = reckon::recon::import_statement(
+                    &engine,
+                    reckon::recon::Import {
+                        provider: "sandbox",
+                        business_date: date,
+                        source: "import",
+                        file_name: Some("statement.csv"),
+                        input: reckon::recon::Input::File(path.to_path_buf()),
+                        started_by: "bench",
+                        accept_bad_lines: 0,
+                        run_id: None,
+                        hash: None,
+                    },
+                )
+                .await
+                .unwrap();
+                assert_eq!(run.status, "COMPLETED");
+                figures.push(
+                    serde_json::from_str::<serde_json::Value>(run.figures_json.as_deref().unwrap())
+                        .unwrap(),
+                );
+            }
+            let secs = started.elapsed().as_secs_f64();
+            let cpu = cpu_secs() - cpu_before;
+            let rss = peak_rss_mib();
+            let tickets: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies")
+                .fetch_one(&engine.db.pool)
+                .await
+                .unwrap();
+            if way == 1 {
+                // Every crossing payment arrived in the second statement.
+                assert_eq!(figures[1]["edge_arrived"], crossed as i64, "{}", figures[1]);
+            }
+            engine.db.pool.close().await;
+            drop(engine);
+            let t = &mut out[way];
+            t.secs.push(secs);
+            t.cpu.push(cpu);
+            t.rss.push(rss);
+            t.tickets = tickets;
+            t.figures = figures;
+            println!(
+                "two days, round {round} of {rounds}, {}: {secs:.2} s, {rss:.0} MiB, {tickets} tickets",
+                ["independent", "crossing the cut"][way]
+            );
+        }
+    }
+    // The same findings either way: the crossing payments match, the
+    // first day's LOCAL_ONLY near its end wait for the second statement
+    // and are LOCAL_ONLY after it; the second day's near its end wait for
+    // a third.
+    let waiting = out[1].figures[1]["in_transit"].as_i64().unwrap_or(0);
+    assert_eq!(
+        out[0].tickets,
+        out[1].tickets + waiting,
+        "the same tickets either way"
+    );
+    out
+}
+
+trait Report {
+    fn report(&self, n: usize, crossed: usize, rounds: usize) -> String;
+}
+
+impl Report for [TwoDays; 2] {
+    fn report(&self, n: usize, crossed: usize, rounds: usize) -> String {
+        let med = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            median(&v)
+        };
+        let [apart, cross] = self;
+        let (a, c) = (med(&apart.secs), med(&cross.secs));
+        let (ra, rc) = (med(&apart.rss), med(&cross.rss));
+        let first = &cross.figures[0];
+        let mut rows = String::new();
+        for i in 0..apart.secs.len() {
+            rows.push_str(&format!(
+                "| {} | {:.2} s | {:.0} MiB | {:.2} s | {:.0} MiB |\n",
+                i + 1,
+                apart.secs[i],
+                apart.rss[i],
+                cross.secs[i],
+                cross.rss[i]
+            ));
+        }
+        format!(
+            "## Current: the day's edge\n\n\
+             Measured {today}, SQLite, {rounds} rounds in one run: `RECKON_BENCH_ROWS={n} cargo bench --bench recon`. \
+             Two business days of {n} payments each (the classes as above), reconciled one after the other on a \
+             fresh copy of the database: as two independent days (each statement carries all its day's payments, \
+             no cut window), and with {crossed} of the first day's payments (0.5%, paid in its last minutes) booked \
+             in the second day's statement (30-minute window: {in_transit} in transit after the first run — with the \
+             first day's LOCAL_ONLY inside the window — {arrived} arrived in the second).\n\n\
+             | what | independent days | crossing the cut |\n|---|---|---|\n\
+             | both days reconciled (median wall) | **{a:.2} s** | **{c:.2} s** ({pct:+.1}%) |\n\
+             | CPU seconds (median) | {ca:.2} | {cc:.2} |\n\
+             | peak RSS over both runs (median) | {ra:.0} MiB | {rc:.0} MiB |\n\
+             | tickets after both days | {ta} | {tc} (and {waiting} of the second day's LOCAL_ONLY in transit to a third) |\n\n\
+             | round | independent | peak RSS | crossing | peak RSS |\n|---|---|---|---|---|\n{rows}\n\
+             Target: crossing within 10% of two independent days, the same peak RSS.\n",
+            today = jiff::Timestamp::now().strftime("%Y-%m-%d"),
+            in_transit = first["in_transit"],
+            arrived = cross.figures[1]["edge_arrived"],
+            pct = (c / a - 1.0) * 100.0,
+            ca = med(&apart.cpu),
+            cc = med(&cross.cpu),
+            ta = apart.tickets,
+            tc = cross.tickets,
+            waiting = cross.figures[1]["in_transit"],
+        )
+    }
 }

@@ -384,6 +384,13 @@ fn pulls_of(config: &Config, timezone: &jiff::tz::TimeZone) -> anyhow::Result<Pu
         missing_after_us: config.statement_missing_hours * 3600 * 1_000_000,
         keep_files_days: config.statement_keep_days,
         bank_window_days: config.bank_window_days,
+        cut_window_us: config.cut_window.minutes * 60 * 1_000_000,
+        cut_windows: config
+            .cut_window
+            .per_provider
+            .iter()
+            .map(|(name, minutes)| (name.clone(), minutes * 60 * 1_000_000))
+            .collect(),
     })
 }
 

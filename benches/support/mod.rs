@@ -36,6 +36,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         bank_window_days: 3,
         close_allow_open: Some(reckon::domain::Severity::Low),
         sla: Default::default(),
+        cut_window: Default::default(),
     }
 }
 

@@ -75,6 +75,28 @@ pub struct Config {
     /// and alerted once (`RECKON_SLA_HOURS`: `CLASS=HOURS,…`, `*=HOURS`
     /// for the classes not named, over the defaults).
     pub sla: crate::domain::Sla,
+    /// The cut window of reconciliation at the day's edge (default 30
+    /// minutes), with per-account overrides.
+    pub cut_window: CutWindow,
+}
+
+/// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to
+/// its business day's cut and missing from the day's statement is expected
+/// in the neighbouring day's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutWindow {
+    pub minutes: i64,
+    /// (account, minutes), over `minutes`.
+    pub per_provider: Vec<(String, i64)>,
+}
+
+impl Default for CutWindow {
+    fn default() -> Self {
+        CutWindow {
+            minutes: 30,
+            per_provider: Vec::new(),
+        }
+    }
 }
 
 /// One account's statement day: the zone it is cut in, the hour there it

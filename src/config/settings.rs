@@ -46,10 +46,12 @@ pub(super) struct Layers {
     close_allow_open: Option<Text>,
     // Ticket ageing and SLA (issue 27, helper B).
     sla_hours: Option<Text>,
+    // A: the day's edge
+    cut_window_minutes: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 24] = [
+pub(super) const VARIABLES: [(&str, &str); 25] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -77,6 +79,8 @@ pub(super) const VARIABLES: [(&str, &str); 24] = [
     ("bank_window_days", "RECKON_BANK_WINDOW_DAYS"),
     ("close_allow_open", "RECKON_CLOSE_ALLOW_OPEN"),
     ("sla_hours", "RECKON_SLA_HOURS"),
+    // A: the day's edge
+    ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -313,6 +317,9 @@ pub(super) fn checked(
         hint,
     })?;
 
+    // A: the day's edge
+    let cut_window = cut_window(text(layers.cut_window_minutes), &providers)?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -336,6 +343,7 @@ pub(super) fn checked(
         bank_window_days,
         close_allow_open,
         sla,
+        cut_window,
     })
 }
 
@@ -356,6 +364,46 @@ fn close_allow_open(given: Option<String>) -> Result<Option<Severity>, ConfigErr
                 hint: "expected NONE, LOW, MEDIUM, HIGH or CRITICAL: the highest severity of ticket a day may keep open and still close by itself".into(),
             }),
     }
+}
+
+/// A: `RECKON_CUT_WINDOW_MINUTES` — minutes from 0 (no window) to 360 for
+/// every account, then `NAME=MINUTES` overrides, comma-separated: `30` or
+/// `30,wechat=60`.
+fn cut_window(
+    given: Option<String>,
+    providers: &[ProviderConfig],
+) -> Result<super::CutWindow, ConfigError> {
+    let mut window = super::CutWindow::default();
+    let Some(given) = given else {
+        return Ok(window);
+    };
+    let refused = |hint: String| ConfigError::Invalid {
+        key: "RECKON_CUT_WINDOW_MINUTES",
+        value: given.clone(),
+        hint,
+    };
+    let minutes = |text: &str| {
+        text.trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|m| (0..=360).contains(m))
+            .ok_or_else(|| refused(format!("{text:?}: expected minutes from 0 to 360")))
+    };
+    for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.split_once('=') {
+            None => window.minutes = minutes(item)?,
+            Some((name, m)) => {
+                let name = name.trim();
+                if !providers.iter().any(|p| p.name() == name) {
+                    return Err(refused(format!(
+                        "{name:?} is not a configured provider account"
+                    )));
+                }
+                window.per_provider.push((name.to_owned(), minutes(m)?));
+            }
+        }
+    }
+    Ok(window)
 }
 
 /// `RECKON_PULL_TIMES`: `NAME=ZONE@HOUR`, comma-separated — the zone a

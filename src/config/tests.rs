@@ -450,3 +450,44 @@ fn sla_hours_are_read_per_class() {
         "{e}"
     );
 }
+
+/// A: the cut window — 30 minutes unless set, one figure for every account
+/// with per-account overrides, in the engine's settings in microseconds; a
+/// bad value or an unknown account names the key.
+#[test]
+fn the_cut_window_defaults_and_is_set_per_account() {
+    let c = load(&[]).unwrap();
+    assert_eq!(c.cut_window, super::CutWindow::default());
+    assert_eq!(c.cut_window.minutes, 30);
+    let sandbox = [
+        ("RECKON_SANDBOX_URL", "http://127.0.0.1:4000"),
+        (
+            "RECKON_SANDBOX_SECRET",
+            "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+        ),
+    ];
+    let with = |given: &'static str| {
+        let mut vars = sandbox.to_vec();
+        vars.push(("RECKON_CUT_WINDOW_MINUTES", given));
+        load(&vars)
+    };
+    let c = with("10, sandbox=45").unwrap();
+    assert_eq!(c.cut_window.minutes, 10);
+    assert_eq!(c.cut_window.per_provider, [("sandbox".to_owned(), 45)]);
+    let s = crate::startup::settings_of(&c).unwrap();
+    assert_eq!(s.pulls.cut_window_us, 600_000_000);
+    assert_eq!(s.pulls.cut_windows["sandbox"], 2_700_000_000);
+    assert_eq!(with("0").unwrap().cut_window.minutes, 0);
+    for (bad, named) in [
+        ("-1", "from 0 to 360"),
+        ("361", "from 0 to 360"),
+        ("half an hour", "from 0 to 360"),
+        ("stripe=10", "not a configured provider"),
+    ] {
+        let e = with(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("RECKON_CUT_WINDOW_MINUTES") && e.contains(named),
+            "{e}"
+        );
+    }
+}

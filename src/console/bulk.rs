@@ -30,9 +30,10 @@ impl Desk {
                 let mut out = Vec::new();
                 let mut after: Option<QueueAfter> = None;
                 loop {
-                    let chunk = lists::tickets(&self.engine.db, &f, after.as_ref(), CHUNK)
-                        .await
-                        .map_err(internal)?;
+                    let chunk =
+                        lists::tickets(&self.engine.db, &f, after.as_ref(), CHUNK, self.now())
+                            .await
+                            .map_err(internal)?;
                     let full = chunk.len() as i64 == CHUNK;
                     after = chunk.last().map(QueueAfter::of);
                     out.extend(chunk.into_iter().map(|t| t.discrepancy_id));

@@ -110,6 +110,12 @@ pub struct Pulls {
     /// Days either side of a payout's arrival its bank credit may be
     /// booked (the bank side's window).
     pub bank_window_days: i64,
+    /// A payment or refund finished this close to its business day's cut
+    /// (microseconds) and missing from the day's statement is expected in
+    /// the neighbouring day's: in transit, not yet absent.
+    pub cut_window_us: i64,
+    /// The same, per provider account, over `cut_window_us`.
+    pub cut_windows: std::collections::BTreeMap<String, i64>,
 }
 
 /// Where a provider's statement day is cut, and when it is ready.
@@ -127,6 +133,8 @@ impl Default for Pulls {
             missing_after_us: 6 * 3600 * 1_000_000,
             keep_files_days: 400,
             bank_window_days: crate::bank::DEFAULT_WINDOW_DAYS,
+            cut_window_us: 30 * 60 * 1_000_000,
+            cut_windows: Default::default(),
         }
     }
 }

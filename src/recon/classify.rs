@@ -5,6 +5,7 @@
 //! counted.
 
 use super::Figures;
+use super::edge::{Edges, REFUND, Unlisted};
 use super::matching::{ByKey, DayPayments, Pay, paid};
 use crate::domain::{Class, Severity};
 use crate::statement::StatementRow;
@@ -266,13 +267,16 @@ pub(super) struct Classified {
 /// order), then every payment of the day: listed more than once
 /// (DUPLICATE, every row), plainly matched, or not listed at all.
 /// `by_txn` and `by_no` are the payments the exceptions name, as
-/// [`Named`] lists them.
+/// [`Named`] lists them. A paid payment not listed near a cut of the day
+/// is as `edges` decide: matched in a neighbour's statement, in transit
+/// to it, or absent.
 pub(super) fn payments(
     day: &DayPayments,
     exceptions: &[(StatementRow, Option<u32>)],
     named: &Named<'_>,
     by_txn: &ByKey,
     by_no: &ByKey,
+    edges: &mut Edges,
     figures: &mut Figures,
 ) -> Classified {
     // Sized for the exceptions (most of them are tickets): a finding is
@@ -387,7 +391,17 @@ pub(super) fn payments(
         } else if !named.contains(day.no_of(i)) {
             figures.local_without_row += 1;
             let status = day.status_of(i);
-            if paid(status) {
+            let edge = if paid(status) {
+                edges.unlisted(super::edge::PAYMENT, day.no_of(i), None)
+            } else {
+                Unlisted::NotNear
+            };
+            if edge == Unlisted::Arrived {
+                unlisted_matched += 1;
+                figures.edge_matched += 1;
+            } else if edge == Unlisted::InTransit {
+                figures.count_in_transit();
+            } else if paid(status) {
                 figures.count(Class::LocalOnly, 1);
                 let pay = day.pay(i);
                 found.push(Found {
@@ -398,7 +412,14 @@ pub(super) fn payments(
                     order_no: pay.order,
                     txn: pay.txn,
                     line_no: None,
-                    reason: format!("{} here, absent from the provider's statement", pay.status),
+                    reason: if edge == Unlisted::Missing {
+                        format!(
+                            "{} here near the day's cut, absent from the provider's statement and from the neighbouring day's",
+                            pay.status
+                        )
+                    } else {
+                        format!("{} here, absent from the provider's statement", pay.status)
+                    },
                     local: Some((pay.amount, pay.currency, pay.status)),
                     provider_side: None,
                     hold: vec![pay.no],
@@ -438,11 +459,13 @@ fn refund_reason(row: &StatementRow, ledger: Option<&Refund>) -> Option<String> 
 
 /// The statement's refund rows against the refund ledger (`ledger`, by
 /// refund_no), then the day's succeeded refunds (`day`) the statement does
-/// not list: REFUND_MISMATCH both ways.
+/// not list: REFUND_MISMATCH both ways — but for a refund near a cut of
+/// the day, as `edges` decide.
 pub(super) fn refunds(
     rows: &[StatementRow],
     ledger: &hashbrown::HashMap<String, Refund>,
     day: Vec<Refund>,
+    edges: &mut Edges,
     figures: &mut Figures,
     found: &mut Vec<Found>,
 ) {
@@ -482,6 +505,18 @@ pub(super) fn refunds(
             continue;
         }
         figures.local_without_row += 1;
+        match edges.unlisted(REFUND, &r.refund_no, r.finished_at) {
+            Unlisted::Arrived => {
+                figures.count_matched(1);
+                figures.edge_matched += 1;
+                continue;
+            }
+            Unlisted::InTransit => {
+                figures.count_in_transit();
+                continue;
+            }
+            Unlisted::Missing | Unlisted::NotNear => {}
+        }
         figures.count(Class::RefundMismatch, 1);
         found.push(Found {
             class: Class::RefundMismatch,

@@ -112,6 +112,11 @@ pub async fn auto_close(
     if latest.is_none_or(|r| r.rows_read == 0) {
         return Ok(None);
     }
+    // A payment or refund still in transit to the neighbouring statement is
+    // undecided: the day closes once that statement has carried it or not.
+    if crate::store::recon_edges::count_in_transit(pool, provider, date).await? > 0 {
+        return Ok(None);
+    }
     let allowed = engine.settings.closing.allow_open.map_or(0, Severity::rank);
     for (severity, n) in closes::open_by_severity(pool, provider, date).await? {
         let rank = severity

@@ -98,6 +98,7 @@ fn add_found(out: &mut ByKey, key: PaymentKey, provider: &str, p: NamedPayment) 
         status: p.status,
         txn: p.provider_txn_id,
         created: Some(p.created_at),
+        paid: p.paid_at,
     });
 }
 

@@ -37,6 +37,9 @@ pub(super) struct Pay {
     /// Known for payments read from the database (the time window of a
     /// match by payment_no); not needed for the day's own.
     pub created: Option<i64>,
+    /// When it was paid, for payments read from the database (whether it
+    /// is a neighbouring day's, near the cut).
+    pub paid: Option<i64>,
 }
 
 /// A payment of the day: 40 bytes, and its two identifiers in the arena.
@@ -291,6 +294,7 @@ impl DayPayments {
             status: self.names.get(s.status).to_owned(),
             txn: self.txn(i).map(|t| String::from_utf8_lossy(t).into_owned()),
             created: None,
+            paid: None,
         }
     }
 

@@ -22,6 +22,7 @@
 
 mod classify;
 mod close;
+mod edge;
 mod fees;
 mod files;
 mod local;
@@ -38,6 +39,7 @@ pub use close::{
     Verified, auto_close, close_by_supervisor, close_ready_days, day_close, decide_reopen,
     propose_reopen, report as close_report, verify as verify_close,
 };
+pub use edge::cut_window;
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};
@@ -159,6 +161,17 @@ struct Figures {
     /// The day's gross, refunds, fees and net per currency, as the
     /// statement states them, and the fees that were not as expected.
     fees_and_net: fees::FeeFigures,
+    /// The day's payments and refunds near a cut, missing from this
+    /// statement and expected in the neighbouring day's (also pending).
+    in_transit: i64,
+    /// The day's records near a cut a neighbouring statement carried
+    /// (also matched).
+    edge_matched: i64,
+    /// Neighbouring days' records near the cut this statement carried.
+    edge_arrived: i64,
+    /// Neighbouring days' records expected in this statement and absent
+    /// from both: ticketed on their own day by this run.
+    edge_missing: i64,
     /// How long the run's phases took: reading (and matching, as the rows
     /// arrive) the statement from the start of the run, classifying what
     /// did not plainly match, writing what was found.
@@ -173,6 +186,12 @@ impl Figures {
     fn count_matched(&mut self, n: i64) {
         *self.classes.entry(MATCHED).or_default() += n;
         self.matched += n;
+    }
+
+    fn count_in_transit(&mut self) {
+        *self.classes.entry(edge::IN_TRANSIT_FIGURE).or_default() += 1;
+        self.in_transit += 1;
+        self.pending += 1;
     }
 }
 
@@ -345,6 +364,25 @@ pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> sqlx::Result<V
             + figures["local_without_row"].as_i64().unwrap_or(0);
         figures["to_process"] = to_process.into();
         figures["unknown"] = open.into();
+        // In transit as of now: a neighbouring statement may have decided
+        // since the run (each one decided is no longer pending).
+        let stored = figures["in_transit"].as_i64().unwrap_or(0);
+        let now_in_transit =
+            crate::store::recon_edges::count_in_transit(pool, &provider, &date).await?;
+        if stored != now_in_transit {
+            figures["pending"] = (figures["pending"].as_i64().unwrap_or(0) - stored
+                + now_in_transit)
+                .max(0)
+                .into();
+            figures["in_transit"] = now_in_transit.into();
+            if let Some(classes) = figures["classes"].as_object_mut() {
+                if now_in_transit > 0 {
+                    classes.insert(edge::IN_TRANSIT_FIGURE.into(), now_in_transit.into());
+                } else {
+                    classes.remove(edge::IN_TRANSIT_FIGURE);
+                }
+            }
+        }
         days.push(ReconDay {
             business_date: date,
             provider,
@@ -451,15 +489,24 @@ async fn reconcile(
         figures.millis.insert("read_and_match", millis(started));
     }
 
-    // 1. What the database says about the payments the exceptions name.
+    // 1. What the database says about the payments the exceptions name,
+    // and about the day's records near its cuts.
     let named = Named::of(&exceptions);
     let (by_txn, by_no) =
         local::named_payments(engine, provider, &named, &exceptions, early).await?;
+    let mut edges = edge::load(engine, run).await?;
 
     // 2. The payment rows that did not plainly match, and every payment of
     // the day, each in exactly one class.
-    let Classified { mut found, lagging } =
-        classify::payments(&day, &exceptions, &named, &by_txn, &by_no, &mut figures);
+    let Classified { mut found, lagging } = classify::payments(
+        &day,
+        &exceptions,
+        &named,
+        &by_txn,
+        &by_no,
+        &mut edges,
+        &mut figures,
+    );
     debug_assert_eq!(
         figures.statement_rows, payment_rows,
         "every payment row in exactly one class"
@@ -472,7 +519,16 @@ async fn reconcile(
 
     // 3. The refund rows against the refund ledger, both ways.
     let (ledger, day_refunds) = local::refund_ledger(engine, provider, run.range, &refunds).await?;
-    classify::refunds(&refunds, &ledger, day_refunds, &mut figures, &mut found);
+    classify::refunds(
+        &refunds,
+        &ledger,
+        day_refunds,
+        &mut edges,
+        &mut figures,
+        &mut found,
+    );
+    // The neighbours' records near the cut this statement carries.
+    let carried = edge::carried(&edges, &exceptions, &by_txn, &by_no, &refunds, &ledger);
     drop(ledger);
     let (fee_figures, fee_found) = fees.finish();
     figures.fees_and_net = fee_figures;
@@ -494,6 +550,11 @@ async fn reconcile(
             .collect()
     });
     write::write(engine, run, findings, rows, &lagging).await?;
+    // Then the day's edges, which may close or open tickets of the
+    // neighbouring days.
+    let settled = edge::settle(engine, run, &edges, &carried).await?;
+    figures.edge_arrived = settled.arrived;
+    figures.edge_missing = settled.missing;
     if !lagging.is_empty() {
         engine.wake.notify_one();
     }

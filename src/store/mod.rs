@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod payments;
 pub mod pipeline;
 pub mod proposals;
+pub mod recon_edges;
 pub mod recon_reads;
 pub mod recon_runs;
 pub mod refunds;

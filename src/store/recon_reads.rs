@@ -26,7 +26,7 @@ pub const DAY_PAYMENTS: [&str; 2] = [
 
 /// The refunds of one provider that succeeded on one business day, by the
 /// `refunds_day` index.
-pub const DAY_REFUNDS: &str = "SELECT refund_no, payment_no, amount_minor, currency, status FROM refunds \
+pub const DAY_REFUNDS: &str = "SELECT refund_no, payment_no, amount_minor, currency, status, finished_at FROM refunds \
      WHERE provider = $1 AND status = 'SUCCEEDED' AND finished_at >= $2 AND finished_at < $3";
 
 /// How many payments and refunds of one provider a business day has in
@@ -49,6 +49,23 @@ pub async fn count_business_of_day<'e>(
     .bind(start)
     .bind(end)
     .fetch_one(e)
+    .await
+}
+
+/// `provider`'s payments paid in `[from, to)` (a few minutes at a day's
+/// cut, by the `payments_day` index): payment_no and when it was paid.
+pub async fn paid_between<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    (from, to): (i64, i64),
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT payment_no, paid_at FROM payments WHERE provider = $1 AND paid_at >= $2 AND paid_at < $3",
+    )
+    .bind(provider)
+    .bind(from)
+    .bind(to)
+    .fetch_all(e)
     .await
 }
 
@@ -139,10 +156,10 @@ pub struct NamedPayment {
     pub provider_txn_id: Option<String>,
     pub created_at: i64,
     pub provider: String,
+    pub paid_at: Option<i64>,
 }
 
-const NAMED_COLUMNS: &str =
-    "payment_no, order_no, amount_minor, currency, status, provider_txn_id, created_at, provider";
+const NAMED_COLUMNS: &str = "payment_no, order_no, amount_minor, currency, status, provider_txn_id, created_at, provider, paid_at";
 
 /// The payments whose `key` is one of `keys`, on a read-only SQLite
 /// connection, each handed to `each`. Blocking.
@@ -171,6 +188,7 @@ pub fn payments_by_on(
                 provider_txn_id: text(5),
                 created_at: r.int(6).unwrap_or_default(),
                 provider: text(7).unwrap_or_default(),
+                paid_at: r.int(8),
             })
         })?;
     }
@@ -217,6 +235,8 @@ pub struct Refund {
     pub amount_minor: i64,
     pub currency: String,
     pub status: String,
+    /// When it succeeded or failed (the business day of a succeeded one).
+    pub finished_at: Option<i64>,
 }
 
 /// The refunds numbered `nos`, whatever their state.
@@ -228,7 +248,7 @@ pub async fn refunds_by_no(
     let mut out = Vec::new();
     for chunk in nos.chunks(KEYS_PER_STATEMENT) {
         let q = in_list(
-            "refund_no, payment_no, amount_minor, currency, status",
+            "refund_no, payment_no, amount_minor, currency, status, finished_at",
             "refunds",
             "refund_no",
             chunk,

@@ -453,3 +453,19 @@ pub fn staged_rows<'a>(
     .bind(run_id)
     .fetch(pool)
 }
+
+/// Whether `provider`'s business day `date` has a completed run.
+pub async fn has_completed<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+) -> sqlx::Result<bool> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM recon_runs WHERE provider = $1 AND business_date = $2 AND status = 'COMPLETED'",
+    )
+    .bind(provider)
+    .bind(date)
+    .fetch_one(e)
+    .await?;
+    Ok(n > 0)
+}

@@ -692,3 +692,49 @@ pub async fn mark_sla_alerted(
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Of the reconciliation tickets under `keys`, the open ones no statement
+/// row stands behind (a payment or refund absent from its statement):
+/// their ids.
+pub async fn open_absent(
+    conn: &mut AnyConnection,
+    kind: DbKind,
+    keys: &[&str],
+) -> sqlx::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for chunk in keys.chunks(super::recon_reads::KEYS_PER_STATEMENT) {
+        let mut q =
+            QueryBuilder::new("SELECT discrepancy_id FROM discrepancies WHERE dedupe_key IN (");
+        let mut list = q.separated(", ");
+        for key in chunk {
+            list.push_bind((*key).to_owned());
+        }
+        q.push(") AND source = 'recon' AND status <> 'CLOSED' AND provider_status IS NULL");
+        let ids: Vec<(String,)> = super::fetch_all_built(&mut *conn, kind, q).await?;
+        out.extend(ids.into_iter().map(|(id,)| id));
+    }
+    Ok(out)
+}
+
+/// Ticket `id` closed through [`move_ticket`] with `conclusion` and
+/// `entry` on its actions, its waiting proposals superseded; whether it
+/// was closed now.
+pub async fn close_with(
+    conn: &mut AnyConnection,
+    id: &str,
+    entry: &serde_json::Value,
+    conclusion: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let from = TicketStatus::predecessors(TicketStatus::Closed);
+    let close = Move {
+        conclusion: Some(conclusion),
+        ..Move::new(TicketStatus::Closed, &from, now)
+    };
+    if move_ticket(conn, id, &close).await? == 0 {
+        return Ok(false);
+    }
+    append_action(conn, id, entry, now).await?;
+    super::proposals::supersede_pending(conn, id, conclusion).await?;
+    Ok(true)
+}

@@ -79,6 +79,12 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         bank_window_days: 3,
         close_allow_open: Some(reckon::domain::Severity::Low),
         sla: Default::default(),
+        // No cut window unless a test asks for one: the tests' days are
+        // today's, and a payment paid near midnight would wait in transit.
+        cut_window: reckon::config::CutWindow {
+            minutes: 0,
+            per_provider: Vec::new(),
+        },
     }
 }
 

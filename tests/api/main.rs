@@ -14,6 +14,7 @@ mod close;
 mod connections;
 mod console;
 mod crash;
+mod cutoff;
 mod engine;
 mod fees;
 mod lanes;

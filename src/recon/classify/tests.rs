@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::domain::{Currency, Money};
+use crate::recon::edge::{Edges, PAYMENT};
 use crate::statement::RowKind;
 
 const DAY: i64 = 24 * 3600 * 1_000_000;
@@ -41,7 +42,13 @@ fn pay(no: &str, txn: Option<&str>, amount: i64, status: &str) -> Pay {
         status: status.into(),
         txn: txn.map(Into::into),
         created: Some(T0),
+        paid: None,
     }
+}
+
+/// A day with no cut window: nothing is near its edges.
+fn no_edges() -> Edges {
+    Edges::new(("p", "n"), (T0, T0 + DAY), 0, (false, false))
 }
 
 fn ticket(v: Verdict) -> Ticket {
@@ -303,6 +310,7 @@ fn every_row_and_every_payment_of_the_day_lands_in_one_class() {
         &named,
         &ByKey::new(),
         &by_no,
+        &mut no_edges(),
         &mut figures,
     );
     let got: Vec<(Class, &str, Option<i64>, &[String])> = c
@@ -347,6 +355,7 @@ fn refunds_that_differ_from_the_ledger_either_way_are_refund_mismatches() {
         amount_minor: amount,
         currency: "CNY".into(),
         status: status.into(),
+        finished_at: None,
     };
     let mut ledger = hashbrown::HashMap::new();
     ledger.insert("R1".to_string(), entry("SUCCEEDED", 100));
@@ -369,7 +378,14 @@ fn refunds_that_differ_from_the_ledger_either_way_are_refund_mismatches() {
         },
     ];
     let (mut figures, mut found) = (Figures::default(), Vec::new());
-    refunds(&rows, &ledger, day, &mut figures, &mut found);
+    refunds(
+        &rows,
+        &ledger,
+        day,
+        &mut no_edges(),
+        &mut figures,
+        &mut found,
+    );
     let got: Vec<(Class, &str, &str)> = found
         .iter()
         .map(|f| (f.class, f.key.as_str(), f.reason.as_str()))
@@ -406,4 +422,75 @@ fn refunds_that_differ_from_the_ledger_either_way_are_refund_mismatches() {
     assert_eq!((figures.statement_rows, figures.local_without_row), (4, 1));
     assert_eq!(figures.matched, 1);
     assert_eq!(figures.classes.get("REFUND_MISMATCH"), Some(&4));
+}
+
+/// Near the day's end, a paid payment and a succeeded refund the statement
+/// does not list are in transit (pending, no ticket) while the next day is
+/// to come; absent once it came without them; matched once it carried
+/// them. Inside the day, absent at once.
+#[test]
+fn records_near_the_cut_wait_for_the_neighbouring_statement() {
+    let end = T0 + DAY;
+    let classify = |next_done: bool, arrived: bool| {
+        let mut day = DayPayments::default();
+        day.push("EDGE", Some("T1"), 100, "CNY", "SUCCEEDED")
+            .unwrap();
+        day.push("NOON", Some("T2"), 100, "CNY", "SUCCEEDED")
+            .unwrap();
+        day.index();
+        let m = super::super::matching::Matcher::new(day);
+        let mut edges = Edges::new(("p", "n"), (T0, end), DAY / 48, (false, next_done));
+        edges.near_payment("EDGE", end - 2_000_000);
+        if arrived {
+            edges.state(PAYMENT, "EDGE", "ARRIVED");
+            edges.state("refund", "R1", "ARRIVED");
+        }
+        let mut figures = Figures::default();
+        let named = Named::of(&m.exceptions);
+        let c = payments(
+            &m.day,
+            &m.exceptions,
+            &named,
+            &ByKey::new(),
+            &ByKey::new(),
+            &mut edges,
+            &mut figures,
+        );
+        let refund = Refund {
+            refund_no: "R1".into(),
+            payment_no: "P1".into(),
+            amount_minor: 10,
+            currency: "CNY".into(),
+            status: "SUCCEEDED".into(),
+            finished_at: Some(end - 1),
+        };
+        let mut found = c.found;
+        refunds(
+            &[],
+            &hashbrown::HashMap::new(),
+            vec![refund],
+            &mut edges,
+            &mut figures,
+            &mut found,
+        );
+        let keys: Vec<(Class, String)> = found.iter().map(|f| (f.class, f.key.clone())).collect();
+        (keys, figures)
+    };
+    let (keys, f) = classify(false, false);
+    assert_eq!(keys, [(Class::LocalOnly, "NOON".to_string())]);
+    assert_eq!((f.in_transit, f.pending), (2, 2));
+    assert_eq!(f.classes.get("IN_TRANSIT"), Some(&2));
+    let (keys, f) = classify(true, false);
+    assert_eq!(
+        keys,
+        [
+            (Class::LocalOnly, "EDGE".to_string()),
+            (Class::LocalOnly, "NOON".to_string()),
+            (Class::RefundMismatch, "R1".to_string())
+        ]
+    );
+    assert_eq!(f.in_transit, 0);
+    let (keys, f) = classify(true, true);
+    assert_eq!(keys, [(Class::LocalOnly, "NOON".to_string())]);
+    assert_eq!((f.edge_matched, f.matched, f.in_transit), (2, 2, 0));
 }

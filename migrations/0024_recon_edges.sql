@@ -24,3 +24,6 @@ CREATE TABLE recon_edges (
 );
 CREATE INDEX recon_edges_local ON recon_edges (provider, local_date);
 CREATE INDEX recon_edges_expected ON recon_edges (provider, expected_date);
+-- The records still in transit, for the pass that tickets those whose
+-- neighbouring statement is overdue.
+CREATE INDEX recon_edges_in_transit ON recon_edges (provider, expected_date) WHERE state = 'IN_TRANSIT';

@@ -319,6 +319,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
                 .filter_map(|p| Some((p.name().to_owned(), p.fees()?.clone())))
                 .collect(),
             allow_open: config.close_allow_open,
+            auto: config.close_auto,
         },
         sla: config.sla.clone(),
         query_schedule: config.query_schedule.clone(),

@@ -37,6 +37,10 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 if let Err(e) = recon::expire_files(&schedule, schedule.now()).await {
                     tracing::error!(error = %e, "statement file retention");
                 }
+                // Records in transit to a statement now overdue: absent.
+                if let Err(e) = recon::expire_overdue(&schedule, schedule.now()).await {
+                    tracing::error!(error = %e, "records in transit past an overdue statement");
+                }
                 // Days whose last tickets were repaired or concluded since
                 // their run close now.
                 if let Err(e) = recon::close_ready_days(&schedule, schedule.now()).await {

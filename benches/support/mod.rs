@@ -35,6 +35,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         statement_keep_days: 400,
         bank_window_days: 3,
         close_allow_open: Some(reckon::domain::Severity::Low),
+        close_auto: true,
         sla: Default::default(),
         cut_window: Default::default(),
     }

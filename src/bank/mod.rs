@@ -340,6 +340,7 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
     let net_differs = check_nets(engine, now).await?;
     let window = engine.settings.pulls.bank_window_days;
     let mut tx = engine.db.begin_write().await?;
+    store::lock_matching(&mut tx, engine.db.kind).await?;
     let payout_rows = store::open_payouts(&mut *tx).await?;
     let credit_rows = store::open_credits(&mut *tx).await?;
     let date = |s: &str| s.parse::<jiff::civil::Date>().ok();

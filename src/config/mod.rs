@@ -71,6 +71,9 @@ pub struct Config {
     /// still be closed by itself after its run; None: only a day without
     /// open tickets (`RECKON_CLOSE_ALLOW_OPEN`, default LOW).
     pub close_allow_open: Option<crate::domain::Severity>,
+    /// Whether a day closes by itself at all (`RECKON_CLOSE_ALLOW_OPEN=OFF`:
+    /// only supervisors close days).
+    pub close_auto: bool,
     /// Hours a ticket of each class may stay open before it is overdue
     /// and alerted once (`RECKON_SLA_HOURS`: `CLASS=HOURS,…`, `*=HOURS`
     /// for the classes not named, over the defaults).

@@ -307,7 +307,15 @@ pub(super) fn checked(
     )?;
     // D: closing the day — the highest severity a day may keep open and
     // still close by itself (NONE: only a day without open tickets).
-    let close_allow_open = close_allow_open(text(layers.close_allow_open))?;
+    let close_given = text(layers.close_allow_open);
+    let close_auto = !close_given
+        .as_deref()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("OFF"));
+    let close_allow_open = if close_auto {
+        close_allow_open(close_given)?
+    } else {
+        None
+    };
 
     // Ticket ageing and SLA (issue 27, helper B): hours per class.
     let sla_text = text(layers.sla_hours).unwrap_or_default();
@@ -342,6 +350,7 @@ pub(super) fn checked(
         statement_keep_days,
         bank_window_days,
         close_allow_open,
+        close_auto,
         sla,
         cut_window,
     })
@@ -361,7 +370,7 @@ fn close_allow_open(given: Option<String>) -> Result<Option<Severity>, ConfigErr
             .map_err(|_| ConfigError::Invalid {
                 key: "RECKON_CLOSE_ALLOW_OPEN",
                 value: text.clone(),
-                hint: "expected NONE, LOW, MEDIUM, HIGH or CRITICAL: the highest severity of ticket a day may keep open and still close by itself".into(),
+                hint: "expected OFF, NONE, LOW, MEDIUM, HIGH or CRITICAL: the highest severity of ticket a day may keep open and still close by itself".into(),
             }),
     }
 }

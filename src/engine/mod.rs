@@ -80,6 +80,8 @@ pub struct Settings {
 pub struct Closing {
     pub fees: std::collections::BTreeMap<String, crate::providers::fees::FeeExpectation>,
     pub allow_open: Option<crate::domain::Severity>,
+    /// False: days close only by a supervisor.
+    pub auto: bool,
 }
 
 impl Default for Closing {
@@ -87,6 +89,7 @@ impl Default for Closing {
         Closing {
             fees: Default::default(),
             allow_open: Some(crate::domain::Severity::Low),
+            auto: true,
         }
     }
 }

@@ -100,7 +100,7 @@ pub async fn auto_close(
     date: &str,
 ) -> Result<Option<CloseRow>, ReconError> {
     let pool = &engine.db.pool;
-    if closes::closed(pool, provider, date).await?.is_some() {
+    if !engine.settings.closing.auto || closes::closed(pool, provider, date).await?.is_some() {
         return Ok(None);
     }
     // An empty statement is as often a bill not ready as a quiet day: such

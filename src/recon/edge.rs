@@ -321,7 +321,7 @@ pub(super) async fn settle(
             ticketed.push(row);
         }
     }
-    settled.missing = open_missing(engine, run, &ticketed).await?;
+    settled.missing = open_missing(engine, run, &ticketed, false).await?;
 
     let now = engine.now();
     let db = engine.db.kind;
@@ -413,6 +413,7 @@ async fn open_missing(
     engine: &Engine,
     run: &Run<'_>,
     rows: &[&EdgeRow],
+    overdue: bool,
 ) -> Result<i64, ReconError> {
     if rows.is_empty() {
         return Ok(0);
@@ -439,10 +440,19 @@ async fn open_missing(
     let mut by_day: std::collections::BTreeMap<&str, Vec<Found>> = Default::default();
     for row in rows {
         let why = |what: &str| {
-            format!(
-                "{what} near the cut of {}, absent from {provider}'s statements of {} and {date}",
-                row.local_date, row.local_date
-            )
+            if overdue {
+                format!(
+                    "{what} near the cut of {}, absent from {provider}'s statement of {}; the \
+                     statement of {} that might carry it is overdue (past its ready time and the \
+                     missing-statement hours)",
+                    row.local_date, row.local_date, row.expected_date
+                )
+            } else {
+                format!(
+                    "{what} near the cut of {}, absent from {provider}'s statements of {} and {date}",
+                    row.local_date, row.local_date
+                )
+            }
         };
         let found = if row.kind == PAYMENT {
             let Some(p) = pays.get(&row.number).filter(|p| paid(&p.status)) else {
@@ -496,6 +506,84 @@ async fn open_missing(
         };
         let findings = write::Findings::of(found, &pays);
         write::write(engine, &on_day, findings, None, &[]).await?;
+    }
+    Ok(opened)
+}
+
+/// Records in transit to a neighbouring day whose statement is overdue
+/// (its ready time plus the missing-statement hours passed with no
+/// completed run: a day the provider never delivers, or the day before
+/// Reckon's first), or whose neighbour's run completed without deciding
+/// them (it overlapped their own day's run), are absent: ticketed on their own day — LOCAL_ONLY with
+/// hold and alert, a refund REFUND_MISMATCH — and MISSING, so no window
+/// hides a loss for longer than a missing statement would. A statement
+/// that comes later still carries them: its run closes the ticket. How many
+/// were ticketed.
+pub async fn expire_overdue(engine: &Engine, now: i64) -> Result<i64, ReconError> {
+    let pool = &engine.db.pool;
+    let mut opened = 0;
+    let providers: Vec<String> = engine.providers.names().map(str::to_owned).collect();
+    for provider in &providers {
+        let day = super::schedule::statement_day(engine, provider);
+        let mut due: Vec<EdgeRow> = Vec::new();
+        for row in recon_edges::in_transit(pool, provider).await? {
+            let Ok(expected) = row.expected_date.parse::<jiff::civil::Date>() else {
+                continue;
+            };
+            let overdue = super::schedule::ready_at(expected, &day)
+                .is_some_and(|ready| now >= ready + engine.settings.pulls.missing_after_us);
+            // A row still in transit after its neighbour's completed run was
+            // missed by it (the two runs overlapped): absent now as well.
+            if overdue || recon_runs::has_completed(pool, provider, &row.expected_date).await? {
+                due.push(row);
+            }
+        }
+        // Each own day's tickets under its latest completed run, as that
+        // run would have opened them.
+        let mut by_day: std::collections::BTreeMap<String, Vec<&EdgeRow>> = Default::default();
+        for row in &due {
+            by_day.entry(row.local_date.clone()).or_default().push(row);
+        }
+        for (date, rows) in by_day {
+            let Some(last) = recon_runs::completed_between(pool, &date, &date)
+                .await?
+                .into_iter()
+                .rfind(|r| &r.provider == provider)
+            else {
+                continue;
+            };
+            let zone = super::statement_zone(engine, provider);
+            let range = super::day_range(&date, &zone).map_err(ReconError::Invalid)?;
+            let run = Run {
+                run_id: &last.run_id,
+                provider,
+                date: &date,
+                file: None,
+                range,
+            };
+            opened += open_missing(engine, &run, &rows, true).await?;
+            let marks: Vec<Mark> = rows
+                .iter()
+                .map(|r| Mark {
+                    kind: edge_kind(&r.kind),
+                    number: &r.number,
+                    local_date: &r.local_date,
+                    expected_date: &r.expected_date,
+                })
+                .collect();
+            let mut tx = engine.db.begin_write().await?;
+            recon_edges::mark(
+                &mut tx,
+                engine.db.kind,
+                provider,
+                MISSING,
+                &marks,
+                &last.run_id,
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+        }
     }
     Ok(opened)
 }

@@ -39,7 +39,7 @@ pub use close::{
     Verified, auto_close, close_by_supervisor, close_ready_days, day_close, decide_reopen,
     propose_reopen, report as close_report, verify as verify_close,
 };
-pub use edge::cut_window;
+pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};

@@ -241,6 +241,8 @@ async fn resumable(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
 /// [`resume_run`] under a lease its caller holds.
 pub(super) async fn resume_leased(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
     let run = resumable(engine, run_id).await?;
+    // A day closed since the pull failed takes no statement until reopened.
+    super::close::refuse_if_closed(engine, &run.provider, &run.business_date).await?;
     // FAILED, or RUNNING without progress for an hour (its process
     // stopped mid-pull).
     let now = engine.now();

@@ -179,6 +179,19 @@ pub async fn entries_of<'e>(
     .await
 }
 
+/// Serializes matching passes on PostgreSQL, for the rest of `conn`'s
+/// transaction (SQLite's `BEGIN IMMEDIATE` already does): two instances'
+/// passes would otherwise read the same open rows and each settle a payout
+/// with the same credit.
+pub async fn lock_matching(conn: &mut AnyConnection, kind: super::DbKind) -> sqlx::Result<()> {
+    if kind == super::DbKind::Postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock(727461)")
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
 pub async fn set_entry_state<'e>(
     e: impl Executor<'e, Database = Any>,
     entry_id: &str,

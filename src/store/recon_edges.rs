@@ -58,6 +58,21 @@ pub async fn expected_in<'e>(
     .await
 }
 
+/// Every record of `provider` in transit now (the partial index
+/// `recon_edges_in_transit` holds only these).
+pub async fn in_transit<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+) -> sqlx::Result<Vec<EdgeRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM recon_edges WHERE provider = $1 AND state = '{IN_TRANSIT}' \
+         ORDER BY expected_date"
+    ))
+    .bind(provider)
+    .fetch_all(e)
+    .await
+}
+
 /// How many of `provider`'s records of `date` are in transit now.
 pub async fn count_in_transit<'e>(
     e: impl Executor<'e, Database = Any>,

@@ -33,7 +33,12 @@ fn at(date: &str, time: &str) -> (String, i64) {
 impl Edge {
     async fn new(b: Backend) -> Edge {
         // The default window, 30 minutes, set as an operator would.
-        let app = spawn_engine_app_with(b, |c| c.cut_window.minutes = 30).await;
+        // Days re-run here stay open: no close by itself.
+        let app = spawn_engine_app_with(b, |c| {
+            c.cut_window.minutes = 30;
+            c.close_auto = false;
+        })
+        .await;
         let token = app.token().await;
         let (today, _) = app.today();
         let d1: jiff::civil::Date = today.parse().unwrap();
@@ -490,6 +495,70 @@ async fn a_refund_at_the_edge_waits_for_the_next_statement(b: Backend) {
     assert_eq!(e.tickets().await.len(), 1);
 }
 
+/// In transit to a statement that never comes: once that statement is
+/// overdue (its ready time, 02:00 the day after, plus the six
+/// missing-statement hours), the pass makes the payment LOCAL_ONLY with its
+/// hold and alert — once; the late statement that then carries it closes
+/// the ticket.
+async fn in_transit_to_an_overdue_statement_is_local_only(b: Backend) {
+    let e = Edge::new(b).await;
+    let m0 = e.midday(&e.d, "E7-M0").await;
+    let (_, when) = at(&e.d, "23:50:00");
+    let p = e.paid_at("E7-P", 700, "7.00", when).await;
+    let f = e.run(&e.d, std::slice::from_ref(&m0), 0).await;
+    assert_eq!(f["in_transit"], 1, "{f}");
+    let engine = e.app.app_engine();
+    let d2 =
+        e.d1.parse::<jiff::civil::Date>()
+            .unwrap()
+            .tomorrow()
+            .unwrap()
+            .to_string();
+    // Not yet overdue at 07:59 the day after D+1: nothing.
+    let (_, early) = at(&d2, "07:59:00");
+    assert_eq!(
+        reckon::recon::expire_overdue(&engine, early).await.unwrap(),
+        0
+    );
+    assert!(e.tickets().await.is_empty(), "{:?}", e.tickets().await);
+    let (_, late) = at(&d2, "08:00:01");
+    assert_eq!(
+        reckon::recon::expire_overdue(&engine, late).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        e.tickets().await,
+        [(
+            "LOCAL_ONLY".into(),
+            "OPEN".into(),
+            e.d.clone(),
+            Some(p.clone())
+        )]
+    );
+    assert!(e.held(&p).await);
+    assert!(!e.app.alert_kinds(&p).await.is_empty());
+    // Once: the record is MISSING now.
+    assert_eq!(
+        reckon::recon::expire_overdue(&engine, late).await.unwrap(),
+        0
+    );
+    assert_eq!(e.day(&e.d).await["in_transit"], 0);
+    // The late statement carries it after all: the ticket closes.
+    let (booked, _) = at(&e.d1, "00:00:05");
+    let m1 = e.midday(&e.d1, "E7-M1").await;
+    e.run(&e.d1, &[Edge::row_of("E7-P", &p, "7.00", &booked), m1], 0)
+        .await;
+    assert_eq!(
+        e.tickets().await,
+        [(
+            "LOCAL_ONLY".into(),
+            "CLOSED".into(),
+            e.d.clone(),
+            Some(p.clone())
+        )]
+    );
+}
+
 /// The sandbox knows payment `no` as paid (its refunds go through).
 fn app_put(e: &Edge, no: &str, order: &str) {
     e.app.sandbox.put(reckon::providers::sandbox::PaymentData {
@@ -508,4 +577,5 @@ both_databases!(
     paid_after_the_cut_and_booked_before_matches_the_earlier_statement,
     a_payment_inside_the_day_missing_is_local_only_at_once,
     a_refund_at_the_edge_waits_for_the_next_statement,
+    in_transit_to_an_overdue_statement_is_local_only,
 );

@@ -78,6 +78,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         statement_keep_days: 400,
         bank_window_days: 3,
         close_allow_open: Some(reckon::domain::Severity::Low),
+        close_auto: true,
         sla: Default::default(),
         // No cut window unless a test asks for one: the tests' days are
         // today's, and a payment paid near midnight would wait in transit.

@@ -1,5 +1,13 @@
-import { test, expect, Page, APIRequestContext } from '@playwright/test';
+import { test, expect, Locator, Page, APIRequestContext } from '@playwright/test';
 import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+
+/** Opens the ticket a list row links to, by its address: once bulk jobs
+ * exist the tickets page polls them, and a click can race that re-render. */
+async function openTicket(page: Page, link: Locator) {
+  const href = await link.first().getAttribute('href');
+  expect(href).toBeTruthy();
+  await page.goto(href!);
+}
 
 // Users made by .ci/test with the same password: olivia (operator), sam and
 // sue (supervisors). The sandbox provider runs as its own process.
@@ -74,7 +82,7 @@ for (const lang of ['en', 'zh'] as const) {
     await expect(row).toHaveCount(1);
     await expect(row).toHaveAttribute('data-class', 'PROVIDER_ONLY');
     if (lang === 'en') await page.screenshot({ path: `${SHOTS}/1-ticket-list.png`, fullPage: true });
-    await row.locator('a.open-ticket').click();
+    await openTicket(page, row.locator('a.open-ticket'));
     // The list's filters travel with the ticket (its queue: previous, next, back).
     await expect(page).toHaveURL(/\/tickets\/[0-9a-f-]+\?class=PROVIDER_ONLY&q=/);
     await hydrated(page);
@@ -95,7 +103,7 @@ for (const lang of ['en', 'zh'] as const) {
     // Sam (a supervisor) proposes the other ticket's fix himself …
     await signInAs(page, 'sam', lang);
     await page.goto('/tickets?class=PROVIDER_ONLY&q=' + own.no);
-    await page.locator('#tickets a.open-ticket').click();
+    await openTicket(page, page.locator('#tickets a.open-ticket'));
     await hydrated(page);
     await page.fill('#fix-order', `ORDER-OWN-${t}`);
     await page.fill('#fix-reason', 'same cause');
@@ -177,7 +185,7 @@ test('a STATUS_LAG ticket: the callback that came late is replayed from the tick
 
   await signInAs(page, 'olivia', 'en');
   await page.goto(`/tickets?class=STATUS_LAG&q=${no}`);
-  await page.locator('#tickets a.open-ticket').click();
+  await openTicket(page, page.locator('#tickets a.open-ticket'));
   await hydrated(page);
   await expect(page.locator('#ticket')).toHaveAttribute('data-status', 'OPEN');
   const replay = page.locator('#callbacks button.replay-submit').first();
@@ -201,7 +209,7 @@ test.describe('without JavaScript', () => {
     await page.fill('#f-q', row.no);
     await page.click('#apply-filters');
     await expect(page.locator('#tickets tbody tr')).toHaveCount(1);
-    await page.locator('#tickets a.open-ticket').click();
+    await openTicket(page, page.locator('#tickets a.open-ticket'));
     await expect(page.locator('#sides')).toBeVisible();
     await page.fill('#comment-text', 'checked without scripts');
     await page.click('#comment-submit');

@@ -514,8 +514,9 @@ async fn open_missing(
 /// (its ready time plus the missing-statement hours passed with no
 /// completed run: a day the provider never delivers, or the day before
 /// Reckon's first), or whose neighbour's run completed without deciding
-/// them (it overlapped their own day's run), are absent: ticketed on their own day — LOCAL_ONLY with
-/// hold and alert, a refund REFUND_MISMATCH — and MISSING, so no window
+/// them (it overlapped their own day's run), are absent: ticketed on their
+/// own day — LOCAL_ONLY with hold and alert, a refund REFUND_MISMATCH — and
+/// MISSING, so no window
 /// hides a loss for longer than a missing statement would. A statement
 /// that comes later still carries them: its run closes the ticket. How many
 /// were ticketed.

@@ -7,7 +7,7 @@ if (!baseURL) throw new Error('BASE_URL is not set: run the end-to-end tests thr
 
 export default defineConfig({
   testDir: './tests',
-  timeout: 90_000,
+  timeout: 180_000,
   // As nextest in .ci/test: a test that fails is run once more and, if it
   // then passes, reported flaky rather than hiding the run's other results.
   retries: 1,

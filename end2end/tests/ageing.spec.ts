@@ -49,7 +49,7 @@ test('the dashboard ages open tickets per class; the list fits 1400 px and a tic
   await page.click('#u-submit');
   await expect(page).toHaveURL(/\/runs\?run=RUN/);
   const run = new URL(page.url()).searchParams.get('run')!;
-  await expect(page.locator(`#runs tr[data-run="${run}"]`)).toHaveAttribute('data-status', 'COMPLETED', { timeout: 45_000 });
+  await expect(page.locator(`#runs tr[data-run="${run}"]`)).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });
   // One of the three was found ten days ago (past PROVIDER_ONLY's 24 h SLA).
   olderBy(nos[0], 10);
 

@@ -113,7 +113,7 @@ test('a statement uploaded in the console completes with its counts, and the das
   await expect(page).toHaveURL(/\/runs\?run=RUN/);
   const run = new URL(page.url()).searchParams.get('run')!;
   const row = page.locator(`#runs tr[data-run="${run}"]`);
-  await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 45_000 });
+  await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });
   await expect(row.locator('td.rows')).toHaveText('4');
   await expect(row.locator('[data-class="MATCHED"] strong')).toHaveText('1');
   await expect(row.locator('[data-class="PROVIDER_ONLY"] strong')).toHaveText('2');

@@ -256,6 +256,13 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         now: engine.now(),
     };
     recon_runs::start(pool, &new).await?;
+    tracing::info!(
+        run_id,
+        provider = imp.provider,
+        date = imp.business_date,
+        source = imp.source,
+        "statement run started"
+    );
     // A closed day takes no statement: the run says why (the console shows
     // an upload's run, not its answer).
     if let Err(e) = close::refuse_if_closed(engine, imp.provider, imp.business_date).await {
@@ -450,6 +457,8 @@ async fn finish_run(
             return Err(e);
         }
     };
+    // Each phase's time, so a run that took long says where.
+    tracing::info!(run_id, provider = run.provider, date = run.date, millis = ?figures.millis, "statement run completed");
     let figures = serde_json::to_string(&figures).unwrap_or_default();
     recon_runs::complete(pool, run_id, &figures, engine.now()).await?;
     // A day the run leaves without tickets that matter closes now (the

@@ -17,6 +17,7 @@ mod details;
 mod export;
 mod lists;
 pub mod mask;
+pub mod outbox;
 mod tickets;
 
 pub use bulk::bulk_job;

@@ -67,11 +67,10 @@ fn query(engine: &Engine, f: &OutboxFilter) -> Result<OutboxQuery, AppError> {
         .as_deref()
         .map(|t| instant(engine, t, false))
         .transpose()?;
-    let to_at = f
-        .to
-        .as_deref()
-        .map(|t| instant(engine, t, true))
-        .transpose()?;
+    let to_at =
+        f.to.as_deref()
+            .map(|t| instant(engine, t, true))
+            .transpose()?;
     Ok(OutboxQuery {
         event_type: f.event_type.clone(),
         sink: f.sink.clone(),
@@ -133,9 +132,7 @@ pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, 
 
 /// Configured sinks, and any a delivery still names.
 async fn sinks(engine: &Engine) -> Result<Vec<String>, AppError> {
-    let mut all = ops::known_sinks(&engine.db.pool)
-        .await
-        .map_err(internal)?;
+    let mut all = ops::known_sinks(&engine.db.pool).await.map_err(internal)?;
     all.extend(engine.settings.sinks.iter().map(|s| s.name.clone()));
     all.sort();
     all.dedup();
@@ -439,10 +436,7 @@ fn job_view(r: ops::JobRow) -> OutboxJob {
 
 /// Asks a running job to stop before its next chunk; audited.
 pub async fn cancel(engine: &Engine, actor: &str, job_id: &str) -> Result<OutboxJob, AppError> {
-    let Some(row) = ops::job(&engine.db.pool, job_id)
-        .await
-        .map_err(internal)?
-    else {
+    let Some(row) = ops::job(&engine.db.pool, job_id).await.map_err(internal)? else {
         return Err(AppError::NotFound);
     };
     let asked = retrying(|| async {

@@ -357,7 +357,13 @@ impl Console for Desk {
         actor: &User,
         filter: &app::outbox::OutboxFilter,
     ) -> Result<app::outbox::OutboxJob, AppError> {
-        outbox::start_resend(&self.engine, &actor.username, filter).await
+        outbox::start_resend(
+            &self.engine,
+            &actor.username,
+            filter,
+            outbox::Run::Background,
+        )
+        .await
     }
 
     async fn outbox_recover(
@@ -366,7 +372,14 @@ impl Console for Desk {
         sink: &str,
         since: &str,
     ) -> Result<app::outbox::OutboxJob, AppError> {
-        outbox::start_recover(&self.engine, &actor.username, sink, since).await
+        outbox::start_recover(
+            &self.engine,
+            &actor.username,
+            sink,
+            since,
+            outbox::Run::Background,
+        )
+        .await
     }
 
     async fn outbox_jobs(&self) -> Result<Vec<app::outbox::OutboxJob>, AppError> {

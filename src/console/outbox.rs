@@ -307,6 +307,7 @@ pub async fn start_resend(
     engine: &Engine,
     actor: &str,
     filter: &OutboxFilter,
+    run: Run,
 ) -> Result<OutboxJob, AppError> {
     let mut filter = filter.clone();
     filter.after = None;
@@ -318,7 +319,7 @@ pub async fn start_resend(
     let q = query(engine, &filter)?;
     let items = ops::resendable(&engine.db, &q).await.map_err(internal)?;
     let params = serde_json::to_value(&filter).unwrap_or_default();
-    start(engine, actor, "RESEND", params, items).await
+    start(engine, actor, "RESEND", params, items, run).await
 }
 
 /// Starts queuing again every DEAD delivery to `sink` whose last attempt
@@ -328,6 +329,7 @@ pub async fn start_recover(
     actor: &str,
     sink: &str,
     since: &str,
+    run: Run,
 ) -> Result<OutboxJob, AppError> {
     if !configured(engine, sink) {
         return Err(invalid(format!("sink {sink:?} is not configured")));
@@ -342,18 +344,28 @@ pub async fn start_recover(
         "RECOVER",
         json!({ "sink": sink, "since": since }),
         items,
+        run,
     )
     .await
 }
 
-/// Writes the job with its items and its audit entry, then runs it in the
-/// background.
+/// Where a job runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// On its own task; the caller watches its progress.
+    Background,
+    /// In the caller's task, to its end (the command line waits).
+    ToTheEnd,
+}
+
+/// Writes the job with its items and its audit entry, then runs it.
 async fn start(
     engine: &Engine,
     actor: &str,
     kind: &'static str,
     params: serde_json::Value,
     items: Vec<(String, String)>,
+    run: Run,
 ) -> Result<OutboxJob, AppError> {
     let job_id = new_job_id();
     let params_json = params.to_string();
@@ -394,7 +406,10 @@ async fn start(
         Ok::<_, TxError>(())
     })
     .await?;
-    spawn(engine, &job_id);
+    match run {
+        Run::Background => spawn(engine, &job_id),
+        Run::ToTheEnd => return run_to_end(engine, &job_id).await,
+    }
     job(engine, &job_id).await
 }
 
@@ -508,8 +523,8 @@ pub async fn resume_jobs(engine: &Engine) -> sqlx::Result<usize> {
     Ok(resumed)
 }
 
-/// Works a job to its end in this task (the command line waits for it).
-pub async fn run_to_end(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
+/// Works a job to its end in this task.
+async fn run_to_end(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
     if let Err(e) = run(engine, job_id).await {
         let _ = ops::fail_job(&engine.db.pool, job_id, &e.to_string(), engine.now()).await;
         return Err(e);

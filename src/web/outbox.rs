@@ -6,6 +6,7 @@
 
 use super::api_error::ApiError;
 use super::bearer::Bearer;
+use crate::console::outbox::Run;
 use crate::engine::Engine;
 use app::error::AppError;
 use app::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
@@ -141,9 +142,14 @@ pub async fn bulk_resend(
 ) -> Result<(StatusCode, Json<OutboxJob>), ApiError> {
     use app::filter::QueryFilter;
     let Json(filter) = body.map_err(super::merchant::unreadable)?;
-    let job = crate::console::outbox::start_resend(&engine, &actor(&token), &filter.cleaned())
-        .await
-        .map_err(refused)?;
+    let job = crate::console::outbox::start_resend(
+        &engine,
+        &actor(&token),
+        &filter.cleaned(),
+        Run::Background,
+    )
+    .await
+    .map_err(refused)?;
     Ok((StatusCode::ACCEPTED, Json(job)))
 }
 
@@ -177,6 +183,7 @@ pub async fn recover(
         &actor(&token),
         req.sink.trim(),
         req.since.trim(),
+        Run::Background,
     )
     .await
     .map_err(refused)?;

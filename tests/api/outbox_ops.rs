@@ -21,6 +21,7 @@ both_databases!(
     a_long_outage_goes_dead_and_one_recover_delivers_each_once_more,
     a_bulk_resend_cancelled_half_way_keeps_what_it_did,
     resends_are_refused_clearly_and_audited_with_the_actor,
+    the_command_line_recovers_and_resends,
 );
 
 /// A consumer that answers 500 while `down`, 200 after; it records each
@@ -566,5 +567,120 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     assert_eq!(
         count(&app, &format!("SELECT COUNT(*) FROM outbox_attempts WHERE message_id = '{message}' AND origin = 'RESEND' AND error IS NULL")).await,
         2
+    );
+}
+
+/// `reckon outbox …` as a process, with the server's sinks.
+fn reckon(app: &EngineApp, args: &[&str]) -> std::process::Output {
+    let c = &app.app.config;
+    let sinks: Vec<String> = c
+        .outbox_sinks
+        .iter()
+        .map(|(name, url)| format!("{name}={url}"))
+        .collect();
+    std::process::Command::new(env!("CARGO_BIN_EXE_reckon"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &c.database_url)
+        .env("RECKON_DATA_DIR", &c.data_dir)
+        .env("RECKON_OUTBOX_SINKS", sinks.join(","))
+        .output()
+        .unwrap()
+}
+
+async fn the_command_line_recovers_and_resends(b: Backend) {
+    let (app, _receiver) = app_with_receiver(b).await;
+    let engine = app.app_engine();
+    let http = reqwest::Client::new();
+    let p = succeeded(&app, 3).await;
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    let message: String =
+        sqlx::query_scalar("SELECT message_id FROM outbox_events WHERE aggregate_id = $1")
+            .bind(&p)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    // As the relay leaves a delivery at the end of its schedule.
+    sqlx::query("UPDATE outbox_deliveries SET status = 'DEAD', attempts = 12 WHERE sink = 'shop'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+
+    let out = reckon(
+        &app,
+        &[
+            "outbox",
+            "recover",
+            "--sink",
+            "shop",
+            "--since",
+            "2020-01-01T00:00:00Z",
+            "--actor",
+            "carol",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            job["status"].as_str(),
+            job["total"].as_i64(),
+            job["done"].as_i64()
+        ),
+        (Some("DONE"), Some(1), Some(1))
+    );
+    // Pending now: a resend of it has nothing to do, and says so.
+    let out = reckon(
+        &app,
+        &["outbox", "resend", "--message", &message, "--sink", "shop"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already pending"));
+    // By a filter: the other sink's delivered message.
+    let out = reckon(
+        &app,
+        &[
+            "outbox",
+            "resend",
+            "--status",
+            "DELIVERED",
+            "--sink",
+            "ledger",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["done"], 1);
+    let out = reckon(&app, &["outbox", "resend"]);
+    assert_eq!(out.status.code(), Some(2), "nothing named");
+    let actors: Vec<String> = sqlx::query_scalar(
+        "SELECT actor FROM audit_log WHERE action = 'outbox.resend' ORDER BY seq",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(actors, ["carol", "cli"]);
+    // Queued again (due at the process's own clock, not the test's).
+    let queued: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT sink, resent_by, attempts FROM outbox_deliveries WHERE status = 'PENDING' ORDER BY sink",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        queued,
+        [
+            ("ledger".into(), "cli".into(), 0),
+            ("shop".into(), "carol".into(), 0)
+        ]
     );
 }

@@ -311,6 +311,12 @@ pub async fn start_resend(
 ) -> Result<OutboxJob, AppError> {
     let mut filter = filter.clone();
     filter.after = None;
+    // Everything ever sent, again, is never what a person meant.
+    if filter == OutboxFilter::default() {
+        return Err(invalid(
+            "name at least one filter (status, sink, event type, payment or a time range)",
+        ));
+    }
     if let Some(s) = filter.sink.as_deref()
         && !configured(engine, s)
     {

@@ -47,7 +47,9 @@ pub async fn resend_outbox(id: String, sink: Option<String>) -> Result<Resent, A
 }
 
 #[server(endpoint = "outbox/bulk-resend")]
-pub async fn bulk_resend_outbox(filter: OutboxFilter) -> Result<OutboxJob, AppError> {
+pub async fn bulk_resend_outbox(
+    #[server(default)] filter: OutboxFilter,
+) -> Result<OutboxJob, AppError> {
     respond(async {
         let desk = console()?;
         let caller = guard(WORK).await?;

@@ -684,3 +684,82 @@ async fn the_command_line_recovers_and_resends(b: Backend) {
         ]
     );
 }
+
+/// The measure of issue 28: a bulk resend of 10,000 delivered messages to a
+/// local sink — the time to queue them, then the relay's delivery rate.
+/// Prints the figures; asserts only that every one was delivered once more.
+/// `cargo nextest run --test api -E 'test(/measure_bulk_resend/)' --run-ignored only --no-capture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measure, not a test: run by hand"]
+async fn measure_bulk_resend_of_10000() {
+    for b in [Backend::Sqlite, Backend::Postgres] {
+        let (app, receiver) = app_with_receiver(b).await;
+        let engine = app.app_engine();
+        let n = 10_000;
+        let ids: Vec<String> = (0..n).map(|i| format!("msg-measure-{i:05}")).collect();
+        let events: Vec<outbox::NewEvent> = ids
+            .iter()
+            .map(|id| outbox::NewEvent {
+                message_id: id,
+                aggregate_type: "payment",
+                aggregate_id: "PAY-MEASURE",
+                event_type: "payment.succeeded",
+                payload: "{\"type\":\"payment.succeeded\"}",
+                now: engine.now(),
+            })
+            .collect();
+        let mut conn = app.pool().acquire().await.unwrap();
+        outbox::insert_events_many(&mut conn, &events, &["shop".to_owned()])
+            .await
+            .unwrap();
+        drop(conn);
+        sqlx::query("UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = 1")
+            .execute(app.pool())
+            .await
+            .unwrap();
+        let token = app.token().await;
+        let started = std::time::Instant::now();
+        let (status, job) = api(
+            &app,
+            &token,
+            "POST",
+            "/api/v1/outbox/resend",
+            Some(json!({ "sink": "shop", "status": "DELIVERED" })),
+        )
+        .await;
+        assert_eq!(status, 202, "{job}");
+        let accepted = started.elapsed();
+        let mut job = job;
+        while job["status"] == "RUNNING" {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            job = api(
+                &app,
+                &token,
+                "GET",
+                &format!("/api/v1/outbox/jobs/{}", job["job_id"].as_str().unwrap()),
+                None,
+            )
+            .await
+            .1;
+        }
+        let queued = started.elapsed();
+        assert_eq!(job["done"], n);
+        let http = reqwest::Client::new();
+        let relay = std::time::Instant::now();
+        let mut delivered = 0;
+        while delivered < n {
+            delivered += engine.relay_outbox(&http, engine.now()).await.unwrap();
+        }
+        let relayed = relay.elapsed();
+        assert_eq!(receiver.seen().len(), n);
+        println!(
+            "{b:?}: {n} messages — job accepted in {:.2} s, all queued in {:.1} s ({:.0}/s); \
+             relay delivered them in {:.1} s ({:.0}/s)",
+            accepted.as_secs_f64(),
+            queued.as_secs_f64(),
+            n as f64 / queued.as_secs_f64(),
+            relayed.as_secs_f64(),
+            n as f64 / relayed.as_secs_f64()
+        );
+    }
+}

@@ -8,6 +8,7 @@ use crate::startup::{Application, open_database, shutdown_signal};
 use crate::store::audit;
 use crate::telemetry;
 use anyhow::{Context, bail};
+use app::error::AppError;
 use app::types::Role;
 use clap::{Parser, Subcommand};
 use std::io::{IsTerminal, Read};
@@ -60,6 +61,10 @@ enum Command {
     /// Decisions on payments.
     #[command(subcommand)]
     Payment(PaymentCommand),
+    /// Outbox messages: resend one, many by a filter, or recover a sink's
+    /// DEAD deliveries after an outage (the same message id each time).
+    #[command(subcommand)]
+    Outbox(OutboxCommand),
     /// Run the sandbox provider: a fake payment channel with an HTTP API
     /// (create, query, close) that signs and sends webhooks to --notify,
     /// and misbehaves on request (--chaos).
@@ -168,6 +173,45 @@ enum BankCommand {
 }
 
 #[derive(Subcommand, Debug)]
+enum OutboxCommand {
+    /// Queue messages again, due now: one (`--message`, to `--sink` or all
+    /// its sinks), or every delivery a filter matches that is not pending
+    /// (`--status DEAD --sink S …`). Prints what was queued as JSON.
+    Resend {
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long)]
+        sink: Option<String>,
+        /// DELIVERED | DEAD (with no --message).
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        event_type: Option<String>,
+        /// The payment the messages announce.
+        #[arg(long)]
+        payment: Option<String>,
+        /// Created from / to: RFC 3339 or YYYY-MM-DD.
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long)]
+        to: Option<String>,
+        /// Who resends (recorded in the audit log).
+        #[arg(long, default_value = "cli")]
+        actor: String,
+    },
+    /// After a sink's outage: every delivery to it that went DEAD since
+    /// `--since` (RFC 3339 or YYYY-MM-DD) queued again.
+    Recover {
+        #[arg(long)]
+        sink: String,
+        #[arg(long)]
+        since: String,
+        #[arg(long, default_value = "cli")]
+        actor: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum PaymentCommand {
     /// Lift reconciliation's hold on a payment (LOCAL_ONLY, ONE_TO_MANY)
     /// once a person has decided; audited with the note.
@@ -197,6 +241,74 @@ enum AuditCommand {
     /// Make a new audit key that signs from now on; older keys stay to
     /// verify what they signed. Restart the server to use it.
     RotateKey,
+}
+
+/// `reckon outbox …`: the jobs run here, to their end.
+async fn outbox(config: &Config, cmd: OutboxCommand) -> anyhow::Result<ExitCode> {
+    use crate::console::outbox::{self, Run};
+    let engine = crate::startup::engine_of(config).await?;
+    let done = match cmd {
+        OutboxCommand::Resend {
+            message: Some(id),
+            sink,
+            actor,
+            ..
+        } => outbox::resend(&engine, &actor, &id, sink.as_deref())
+            .await
+            .map(|r| serde_json::to_value(r).unwrap_or_default()),
+        OutboxCommand::Resend {
+            message: None,
+            sink,
+            status,
+            event_type,
+            payment,
+            from,
+            to,
+            actor,
+        } => {
+            let filter = app::outbox::OutboxFilter {
+                event_type,
+                sink,
+                status,
+                payment,
+                from,
+                to,
+                after: None,
+            };
+            if filter == app::outbox::OutboxFilter::default() {
+                eprintln!("reckon: error: name --message, or a filter (--status, --sink, …)");
+                return Ok(ExitCode::from(2));
+            }
+            outbox::start_resend(&engine, &actor, &filter, Run::ToTheEnd)
+                .await
+                .map(|j| serde_json::to_value(j).unwrap_or_default())
+        }
+        OutboxCommand::Recover { sink, since, actor } => {
+            outbox::start_recover(&engine, &actor, &sink, &since, Run::ToTheEnd)
+                .await
+                .map(|j| serde_json::to_value(j).unwrap_or_default())
+        }
+    };
+    match done {
+        Ok(v) => {
+            println!("{}", serde_json::to_string_pretty(&v)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ AppError::Internal { .. }) => Err(anyhow::anyhow!("{e}")),
+        Err(e) => {
+            eprintln!("reckon: error: {}", refusal(&e));
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+/// A refusal's own words.
+fn refusal(e: &AppError) -> String {
+    match e {
+        AppError::Invalid { detail } | AppError::Refused { detail } => detail.clone(),
+        AppError::NotFound => "no such message".into(),
+        other => other.to_string(),
+    }
 }
 
 /// A checkpoint given as its line, or as a file holding it.
@@ -365,6 +477,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 Err(e) => return Err(e.into()),
             }
         }
+        Command::Outbox(cmd) => return outbox(&config, cmd).await,
         Command::Audit(AuditCommand::Verify { against }) => {
             let checkpoint = match against.as_deref().map(read_checkpoint).transpose() {
                 Ok(cp) => cp,

@@ -61,6 +61,9 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 if let Err(e) = crate::triage::bulk::resume_jobs(&bulk).await {
                     tracing::error!(error = %e, "bulk job resume");
                 }
+                if let Err(e) = crate::console::outbox::resume_jobs(&bulk).await {
+                    tracing::error!(error = %e, "outbox job resume");
+                }
                 tokio::time::sleep(Duration::from_secs(60)).await;
             }
         });

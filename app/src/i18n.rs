@@ -94,6 +94,11 @@ pub enum Msg {
     NextTicket,
     PreviousTicket,
     QueueKeys,
+    // A (issue 28): the outbox.
+    Outbox,
+    Sink,
+    Resend,
+    Attempts,
 }
 
 impl Msg {
@@ -208,6 +213,11 @@ impl Msg {
                 "Keys: j next, k previous, u back to the list",
                 "快捷键：j 下一个，k 上一个，u 返回列表",
             ),
+            // A (issue 28): the outbox.
+            Outbox => ("Outbox", "消息外发"),
+            Sink => ("Sink", "接收端"),
+            Resend => ("Resend", "重新发送"),
+            Attempts => ("Attempts", "投递次数"),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod filter;
 pub mod format;
 pub mod i18n;
+pub mod outbox;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod ssr;

@@ -172,6 +172,35 @@ pub trait Console: Send + Sync + 'static {
     async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
     async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;
     async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError>;
+    // ---- the outbox (issue 28, A) ----
+    async fn outbox(
+        &self,
+        filter: &crate::outbox::OutboxFilter,
+    ) -> Result<crate::outbox::OutboxPage, AppError>;
+    async fn outbox_message(&self, id: &str) -> Result<crate::outbox::OutboxDetail, AppError>;
+    async fn outbox_resend(
+        &self,
+        actor: &User,
+        id: &str,
+        sink: Option<&str>,
+    ) -> Result<crate::outbox::Resent, AppError>;
+    async fn outbox_bulk_resend(
+        &self,
+        actor: &User,
+        filter: &crate::outbox::OutboxFilter,
+    ) -> Result<crate::outbox::OutboxJob, AppError>;
+    async fn outbox_recover(
+        &self,
+        actor: &User,
+        sink: &str,
+        since: &str,
+    ) -> Result<crate::outbox::OutboxJob, AppError>;
+    async fn outbox_jobs(&self) -> Result<Vec<crate::outbox::OutboxJob>, AppError>;
+    async fn outbox_cancel_job(
+        &self,
+        actor: &User,
+        job_id: &str,
+    ) -> Result<crate::outbox::OutboxJob, AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

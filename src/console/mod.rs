@@ -17,6 +17,7 @@ mod details;
 mod export;
 mod lists;
 pub mod mask;
+pub mod outbox;
 mod tickets;
 
 pub use bulk::bulk_job;
@@ -328,5 +329,68 @@ impl Console for Desk {
 
     async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError> {
         self.bulk_detail_of(id).await
+    }
+
+    // ---- the outbox (issue 28, A) ----
+    async fn outbox(
+        &self,
+        filter: &app::outbox::OutboxFilter,
+    ) -> Result<app::outbox::OutboxPage, AppError> {
+        outbox::list(&self.engine, filter).await
+    }
+
+    async fn outbox_message(&self, id: &str) -> Result<app::outbox::OutboxDetail, AppError> {
+        outbox::message(&self.engine, id).await
+    }
+
+    async fn outbox_resend(
+        &self,
+        actor: &User,
+        id: &str,
+        sink: Option<&str>,
+    ) -> Result<app::outbox::Resent, AppError> {
+        outbox::resend(&self.engine, &actor.username, id, sink).await
+    }
+
+    async fn outbox_bulk_resend(
+        &self,
+        actor: &User,
+        filter: &app::outbox::OutboxFilter,
+    ) -> Result<app::outbox::OutboxJob, AppError> {
+        outbox::start_resend(
+            &self.engine,
+            &actor.username,
+            filter,
+            outbox::Run::Background,
+        )
+        .await
+    }
+
+    async fn outbox_recover(
+        &self,
+        actor: &User,
+        sink: &str,
+        since: &str,
+    ) -> Result<app::outbox::OutboxJob, AppError> {
+        outbox::start_recover(
+            &self.engine,
+            &actor.username,
+            sink,
+            since,
+            outbox::Run::Background,
+        )
+        .await
+    }
+
+    async fn outbox_jobs(&self) -> Result<Vec<app::outbox::OutboxJob>, AppError> {
+        outbox::jobs(&self.engine).await
+    }
+
+    async fn outbox_cancel_job(
+        &self,
+        actor: &User,
+        job_id: &str,
+    ) -> Result<app::outbox::OutboxJob, AppError> {
+        outbox::cancel(&self.engine, &actor.username, job_id).await
     }
 }

@@ -3,7 +3,7 @@
 //! dead-lettered and alerted.
 
 use super::{BATCH, Engine, LEASE_US};
-use crate::store::{alerts, outbox};
+use crate::store::{alerts, outbox, outbox_ops};
 
 impl Engine {
     /// Delivers due outbox messages to their sinks, signed with
@@ -21,21 +21,27 @@ impl Engine {
                 continue;
             };
             let sink = self.settings.sinks.iter().find(|s| s.name == d.sink);
-            let result = match sink {
-                None => Err(format!("sink {} is not configured", d.sink)),
+            let attempt = match sink {
+                None => Attempt::refused(format!("sink {} is not configured", d.sink)),
                 Some(sink) => self.deliver(http, &sink.url, &event).await,
             };
             let now = self.now();
-            match result {
-                Ok(()) => {
-                    outbox::delivered(pool, d, now).await?;
+            // The attempt is logged with the delivery row's update, in one
+            // transaction: the log never shows what the row does not.
+            let mut tx = self.db.begin_write().await?;
+            outbox_ops::record_attempt(&mut tx, &attempt.logged(d, now)).await?;
+            match &attempt.error {
+                None => {
+                    outbox::delivered(&mut *tx, d, now).await?;
+                    tx.commit().await?;
                     self.metrics.outbox("delivered");
                 }
-                Err(error) => {
+                Some(error) => {
                     let attempts = d.attempts + 1;
                     let next = (attempts < self.settings.outbox_max_attempts)
                         .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000));
-                    outbox::attempt_failed(pool, d, &error, next).await?;
+                    outbox::attempt_failed(&mut *tx, d, error, next).await?;
+                    tx.commit().await?;
                     self.metrics
                         .outbox(if next.is_some() { "retry" } else { "dead" });
                     if next.is_none() {
@@ -73,11 +79,12 @@ impl Engine {
         http: &reqwest::Client,
         url: &str,
         event: &outbox::EventRow,
-    ) -> Result<(), String> {
+    ) -> Attempt {
         // Signed as it leaves: a consumer checks the timestamp's tolerance.
         let ts = self.now() / 1_000_000;
         let body = event.payload.as_bytes();
-        let res = http
+        let started = std::time::Instant::now();
+        let sent = http
             .post(url)
             .header("content-type", "application/json")
             .header("webhook-id", &event.message_id)
@@ -90,12 +97,92 @@ impl Engine {
             )
             .body(event.payload.clone())
             .send()
-            .await
-            .map_err(|e| e.without_url().to_string())?;
-        if res.status().is_success() {
-            Ok(())
-        } else {
-            Err(format!("sink answered {}", res.status()))
+            .await;
+        let mut res = match sent {
+            Ok(res) => res,
+            Err(e) => {
+                let mut a = Attempt::refused(e.without_url().to_string());
+                a.latency_us = started.elapsed().as_micros() as i64;
+                return a;
+            }
+        };
+        let status = res.status();
+        // Only the answer's head is kept: read no more than that.
+        let mut head = Vec::new();
+        while head.len() < ANSWER_HEAD
+            && let Ok(Some(chunk)) = res.chunk().await
+        {
+            head.extend_from_slice(&chunk);
         }
+        Attempt {
+            status_code: Some(status.as_u16()),
+            latency_us: started.elapsed().as_micros() as i64,
+            answer_head: answer_head(&head),
+            error: (!status.is_success()).then(|| format!("sink answered {status}")),
+        }
+    }
+}
+
+/// Bytes of a sink's answer kept in the attempts log.
+const ANSWER_HEAD: usize = 256;
+
+/// One delivery attempt's outcome (shared with the sinks and alert
+/// channels): `error: None` means delivered. SMTP has no status code; its
+/// reply goes into `answer_head`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub status_code: Option<u16>,
+    pub latency_us: i64,
+    pub answer_head: String,
+    pub error: Option<String>,
+}
+
+impl Attempt {
+    /// Nothing was sent, or nothing answered.
+    pub fn refused(error: String) -> Attempt {
+        Attempt {
+            status_code: None,
+            latency_us: 0,
+            answer_head: String::new(),
+            error: Some(error),
+        }
+    }
+
+    fn logged<'a>(&'a self, d: &'a outbox::DueDelivery, at: i64) -> outbox_ops::NewAttempt<'a> {
+        outbox_ops::NewAttempt {
+            message_id: &d.message_id,
+            sink: &d.sink,
+            at,
+            status_code: self.status_code.map(i64::from),
+            latency_us: self.latency_us,
+            answer_head: &self.answer_head,
+            error: self.error.as_deref(),
+        }
+    }
+}
+
+/// The first [`ANSWER_HEAD`] bytes as text, cut on a character boundary
+/// (invalid UTF-8 replaced).
+pub fn answer_head(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(ANSWER_HEAD)]);
+    let mut end = text.len().min(ANSWER_HEAD);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_head;
+
+    #[test]
+    fn the_answer_head_is_short_and_whole_characters() {
+        assert_eq!(answer_head(b"ok"), "ok");
+        let long = "\u{00e9}".repeat(300);
+        let head = answer_head(long.as_bytes());
+        assert!(head.len() <= 256);
+        assert_eq!(head, "\u{00e9}".repeat(128));
+        assert_eq!(answer_head(&[0xff, b'a']), "\u{fffd}a");
     }
 }

@@ -15,6 +15,7 @@ pub mod idempotency;
 pub mod lists;
 pub mod nonces;
 pub mod outbox;
+pub mod outbox_ops;
 pub mod payments;
 pub mod pipeline;
 pub mod proposals;

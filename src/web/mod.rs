@@ -15,6 +15,7 @@ pub mod health;
 pub mod listener;
 pub mod merchant;
 pub mod openapi;
+pub mod outbox;
 pub mod recon;
 pub mod sessions;
 pub mod upload;
@@ -84,6 +85,7 @@ pub fn router(
         .merge(recon::router())
         .merge(bank::router())
         .merge(bulk::router())
+        .merge(outbox::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

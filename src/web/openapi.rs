@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{bank, bulk, merchant, recon};
+use super::{bank, bulk, merchant, outbox, recon};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -42,6 +42,13 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::close_report,
         recon::verify_close,
         bulk::show_job,
+        outbox::list,
+        outbox::show,
+        outbox::resend,
+        outbox::bulk_resend,
+        outbox::recover,
+        outbox::show_job,
+        outbox::cancel_job,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
@@ -50,6 +57,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "reconciliation", description = "Providers' statements against the ledger"),
         (name = "bank", description = "The bank's statements against the providers' payouts"),
         (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
+        (name = "outbox", description = "Messages to the sinks: every delivery and attempt, resend, recover"),
     )
 )]
 pub struct ApiDoc;

@@ -21,6 +21,7 @@ mod lanes;
 mod late_success;
 mod openapi;
 mod ops;
+mod outbox_ops;
 mod pipeline;
 mod provider_truth;
 mod pulls;

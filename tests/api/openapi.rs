@@ -28,6 +28,13 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/recon/closes/{provider}/{date}"),
     ("post", "/api/v1/recon/closes/verify"),
     ("get", "/api/v1/bulk/jobs/{job_id}"),
+    ("get", "/api/v1/outbox"),
+    ("get", "/api/v1/outbox/{message_id}"),
+    ("post", "/api/v1/outbox/{message_id}/resend"),
+    ("post", "/api/v1/outbox/resend"),
+    ("post", "/api/v1/outbox/recover"),
+    ("get", "/api/v1/outbox/jobs/{job_id}"),
+    ("post", "/api/v1/outbox/jobs/{job_id}/cancel"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

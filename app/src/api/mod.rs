@@ -148,3 +148,5 @@ mod closes;
 pub use closes::*;
 mod bulk;
 pub use bulk::*;
+mod outbox;
+pub use outbox::*;

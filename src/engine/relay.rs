@@ -23,19 +23,26 @@ impl Engine {
             let sink = self.settings.sinks.iter().find(|s| s.name == d.sink);
             let result = match sink {
                 None => Err(format!("sink {} is not configured", d.sink)),
-                Some(sink) => self.deliver(http, &sink.url, &event).await,
+                Some(sink) => self.deliver(http, sink, &event).await,
             };
             let now = self.now();
             match result {
                 Ok(()) => {
                     outbox::delivered(pool, d, now).await?;
+                    self.sink_delivered(&d.sink, now).await?;
                     self.metrics.outbox("delivered");
                 }
                 Err(error) => {
                     let attempts = d.attempts + 1;
-                    let next = (attempts < self.settings.outbox_max_attempts)
-                        .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000));
+                    // The sink's own schedule; a sink no longer configured
+                    // keeps the old backoff.
+                    let next = match sink {
+                        Some(sink) => sink.next_attempt(attempts, now),
+                        None => (attempts < self.settings.outbox_max_attempts)
+                            .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000)),
+                    };
                     outbox::attempt_failed(pool, d, &error, next).await?;
+                    self.sink_failed(&d.sink, &error, now).await?;
                     self.metrics
                         .outbox(if next.is_some() { "retry" } else { "dead" });
                     if next.is_none() {
@@ -71,22 +78,21 @@ impl Engine {
     async fn deliver(
         &self,
         http: &reqwest::Client,
-        url: &str,
+        sink: &super::Sink,
         event: &outbox::EventRow,
     ) -> Result<(), String> {
         // Signed as it leaves: a consumer checks the timestamp's tolerance.
         let ts = self.now() / 1_000_000;
         let body = event.payload.as_bytes();
         let res = http
-            .post(url)
+            .post(&sink.url)
+            .timeout(sink.timeout)
             .header("content-type", "application/json")
             .header("webhook-id", &event.message_id)
             .header("webhook-timestamp", ts.to_string())
             .header(
                 "webhook-signature",
-                self.settings
-                    .outbox_secret
-                    .sign(&event.message_id, ts, body),
+                sink.signature(&event.message_id, ts, body),
             )
             .body(event.payload.clone())
             .send()

@@ -172,6 +172,16 @@ pub trait Console: Send + Sync + 'static {
     async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
     async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;
     async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError>;
+    // B (issue 28): outbox sinks as endpoints.
+    async fn sinks(&self) -> Result<Vec<crate::sinks::SinkRow>, AppError>;
+    /// Pause (`pause`) or resume a sink, with a reason.
+    async fn set_sink_paused(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+        pause: bool,
+    ) -> Result<(), AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

@@ -17,6 +17,7 @@ mod details;
 mod export;
 mod lists;
 pub mod mask;
+pub mod sinks;
 mod tickets;
 
 pub use bulk::bulk_job;
@@ -328,5 +329,19 @@ impl Console for Desk {
 
     async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError> {
         self.bulk_detail_of(id).await
+    }
+
+    async fn sinks(&self) -> Result<Vec<app::sinks::SinkRow>, AppError> {
+        sinks::list(&self.engine).await
+    }
+
+    async fn set_sink_paused(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+        pause: bool,
+    ) -> Result<(), AppError> {
+        sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
     }
 }

@@ -10,6 +10,7 @@ pub mod api_error;
 pub mod bank;
 pub mod bearer;
 pub mod bulk;
+pub mod sinks;
 pub mod console;
 pub mod health;
 pub mod listener;
@@ -84,6 +85,7 @@ pub fn router(
         .merge(recon::router())
         .merge(bank::router())
         .merge(bulk::router())
+        .merge(sinks::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

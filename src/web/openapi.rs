@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{bank, bulk, merchant, recon};
+use super::{bank, bulk, merchant, recon, sinks};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -42,6 +42,9 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::close_report,
         recon::verify_close,
         bulk::show_job,
+        sinks::list,
+        sinks::pause,
+        sinks::resume,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
@@ -50,6 +53,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "reconciliation", description = "Providers' statements against the ledger"),
         (name = "bank", description = "The bank's statements against the providers' payouts"),
         (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
+        (name = "sinks", description = "Outbox sinks: their state, pause and resume"),
     )
 )]
 pub struct ApiDoc;

@@ -148,3 +148,6 @@ mod closes;
 pub use closes::*;
 mod bulk;
 pub use bulk::*;
+// B (issue 28): outbox sinks.
+mod sinks;
+pub use sinks::*;

@@ -94,6 +94,12 @@ pub enum Msg {
     NextTicket,
     PreviousTicket,
     QueueKeys,
+    // B (issue 28): outbox sinks.
+    Sinks,
+    SinksFailing,
+    SinkPause,
+    SinkResume,
+    SinkReason,
 }
 
 impl Msg {
@@ -208,6 +214,15 @@ impl Msg {
                 "Keys: j next, k previous, u back to the list",
                 "快捷键：j 下一个，k 上一个，u 返回列表",
             ),
+            // B (issue 28): outbox sinks.
+            Sinks => ("Sinks", "推送端点"),
+            SinksFailing => (
+                "Outbox sinks failing: deliveries keep failing",
+                "推送端点持续失败：消息投递一直不成功",
+            ),
+            SinkPause => ("Pause", "暂停"),
+            SinkResume => ("Resume", "恢复"),
+            SinkReason => ("Reason", "原因"),
         }
     }
 }

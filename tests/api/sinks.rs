@@ -406,6 +406,11 @@ async fn a_failing_sink_raises_one_alert_and_shows_failing(b: Backend) {
     let failing = dash["failing_sinks"].as_array().unwrap();
     assert_eq!(failing.len(), 1, "{dash}");
     assert_eq!(failing[0]["name"], "flaky");
+    // And the sinks page, rendered on the server.
+    let page = app.app.get("/sinks").await.text().await.unwrap();
+    assert!(page.contains(r#"data-sink="flaky" data-state="FAILING""#), "{page}");
+    assert!(page.contains(r#"data-sink="fine" data-state="ACTIVE""#), "{page}");
+    assert!(!page.contains("whsec") && !page.contains("MfKQ9r8"), "no secret on the page");
 
     // It recovers: delivered, active again, and a later spell alerts anew.
     rx.fail("flaky", false);

@@ -14,6 +14,7 @@ mod dashboard;
 mod login;
 mod payments;
 mod runs;
+mod sinks;
 mod ticket;
 mod tickets;
 mod users;
@@ -116,6 +117,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/approvals/bulk/:id") view=bulk::BulkProposalPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=audit::AuditPage ssr=SsrMode::Async/>
                 <Route path=path!("/bank") view=bank::BankPage ssr=SsrMode::Async/>
+                <Route path=path!("/sinks") view=sinks::SinksPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -175,6 +177,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
                 <A href="/approvals" attr:id="nav-approvals">{Msg::Approvals.text(lang)}</A>
                 <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
+                <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>

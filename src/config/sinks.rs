@@ -98,7 +98,9 @@ fn name_ok(name: &str) -> bool {
 /// An event-type filter entry: an exact type (`payment.succeeded`), a
 /// prefix (`payment.*`) or `*`.
 fn event_type_ok(t: &str) -> bool {
-    let body = t.strip_suffix(".*").unwrap_or(if t == "*" { "x" } else { t });
+    let body = t
+        .strip_suffix(".*")
+        .unwrap_or(if t == "*" { "x" } else { t });
     !body.is_empty()
         && body
             .bytes()
@@ -115,9 +117,7 @@ fn refused(sink: &str, key: &str, value: String, hint: impl Into<String>) -> Con
 
 fn url_checked(sink: &str, url: &str) -> Result<String, ConfigError> {
     match reqwest::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-            Ok(url.to_owned())
-        }
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(url.to_owned()),
         _ => Err(refused(
             sink,
             "url",
@@ -127,7 +127,11 @@ fn url_checked(sink: &str, url: &str) -> Result<String, ConfigError> {
     }
 }
 
-fn secret_checked(sink: &str, key: &str, text: Option<String>) -> Result<Option<SecretString>, ConfigError> {
+fn secret_checked(
+    sink: &str,
+    key: &str,
+    text: Option<String>,
+) -> Result<Option<SecretString>, ConfigError> {
     let Some(text) = text else { return Ok(None) };
     if !text.starts_with("whsec_") || crate::providers::signing::Secret::parse(&text).is_err() {
         return Err(refused(
@@ -235,8 +239,7 @@ pub(super) fn checked(
         return Err(ConfigError::Invalid {
             key: "RECKON_OUTBOX_SINKS",
             value: name.clone(),
-            hint: "a sink needs a name of letters, digits, '-', '_' and '.' (at most 64)"
-                .into(),
+            hint: "a sink needs a name of letters, digits, '-', '_' and '.' (at most 64)".into(),
         });
     }
     Ok(Sinks {

@@ -549,20 +549,35 @@ fn bad_sink_config_is_refused_naming_the_sink_and_key() {
     };
     let e = refused("colour = \"blue\"", ("", ""));
     assert!(e.contains("unknown field") && e.contains("colour"), "{e}");
-    let e = refused("", ("https://shop.example/hooks/reckon", "shop.example/hooks"));
+    let e = refused(
+        "",
+        ("https://shop.example/hooks/reckon", "shop.example/hooks"),
+    );
     assert!(e.contains("fulfilment.url") && e.contains("http"), "{e}");
-    let e = refused("", ("https://shop.example/hooks/reckon", "ftp://shop.example/x"));
+    let e = refused(
+        "",
+        ("https://shop.example/hooks/reckon", "ftp://shop.example/x"),
+    );
     assert!(e.contains("fulfilment.url"), "{e}");
     let e = refused("", ("timeout = \"5s\"", "timeout = \"5 seconds\""));
     assert!(e.contains("fulfilment.timeout") && e.contains("10s"), "{e}");
     let e = refused("", ("timeout = \"5s\"", "timeout = \"5m\""));
     assert!(e.contains("fulfilment.timeout"), "too long: {e}");
     let e = refused("", ("\"1m\", \"1h\"", "\"1m\", \"1fortnight\""));
-    assert!(e.contains("fulfilment.schedule") && e.contains("1fortnight"), "{e}");
+    assert!(
+        e.contains("fulfilment.schedule") && e.contains("1fortnight"),
+        "{e}"
+    );
     let e = refused("", (SINK_SECRET, "C2FVsBQIhrscChlQIMV+b5sSYspob7oD"));
-    assert!(e.contains("fulfilment.secret") && e.contains("whsec_"), "{e}");
+    assert!(
+        e.contains("fulfilment.secret") && e.contains("whsec_"),
+        "{e}"
+    );
     assert!(!e.contains("C2FVsBQ"), "the secret is not echoed: {e}");
-    let e = refused("", ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not*base64"));
+    let e = refused(
+        "",
+        ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not*base64"),
+    );
     assert!(e.contains("fulfilment.previous_secret"), "{e}");
     let e = refused("", ("\"refund.*\"", "\"refund.*.x y\""));
     assert!(e.contains("fulfilment.event_types"), "{e}");

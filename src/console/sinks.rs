@@ -125,6 +125,13 @@ pub async fn set_paused(
     if !pause {
         engine.wake.outbox.notify_one();
     }
-    tracing::info!(sink = name, by = actor, reason, paused = pause, "outbox sink {}", if pause { "paused" } else { "resumed" });
+    tracing::info!(
+        sink = name,
+        by = actor,
+        reason,
+        paused = pause,
+        "outbox sink {}",
+        if pause { "paused" } else { "resumed" }
+    );
     Ok(())
 }

@@ -108,7 +108,12 @@ fn effect_of(to: PaymentStatus) -> Option<(&'static str, &'static str)> {
 /// One short transaction: the guarded UPDATE, then on one row the effect,
 /// outbox message and history; on none, a classification from the row as
 /// it now is. `sinks` are the outbox delivery targets.
-pub async fn apply(db: &Db, sinks: &[crate::store::sinks::Route], o: &Outcome, now: i64) -> sqlx::Result<Applied> {
+pub async fn apply(
+    db: &Db,
+    sinks: &[crate::store::sinks::Route],
+    o: &Outcome,
+    now: i64,
+) -> sqlx::Result<Applied> {
     let mut tx = db.begin_write().await?;
     let applied = apply_in(&mut tx, db.kind, sinks, o, now).await?;
     tx.commit().await?;

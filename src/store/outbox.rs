@@ -181,7 +181,10 @@ async fn events_chunk(
     }
     q.execute(&mut *conn).await?;
     for sink in sinks {
-        let wanted: Vec<&NewEvent> = events.iter().filter(|ev| sink.wants(ev.event_type)).collect();
+        let wanted: Vec<&NewEvent> = events
+            .iter()
+            .filter(|ev| sink.wants(ev.event_type))
+            .collect();
         if wanted.is_empty() {
             continue;
         }

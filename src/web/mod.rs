@@ -10,7 +10,6 @@ pub mod api_error;
 pub mod bank;
 pub mod bearer;
 pub mod bulk;
-pub mod sinks;
 pub mod console;
 pub mod health;
 pub mod listener;
@@ -18,6 +17,7 @@ pub mod merchant;
 pub mod openapi;
 pub mod recon;
 pub mod sessions;
+pub mod sinks;
 pub mod upload;
 pub mod webhooks;
 

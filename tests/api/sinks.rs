@@ -5,8 +5,8 @@
 //! waiting without spending attempts; a schedule's offsets and DEAD; the
 //! event-type filter; one `sink_failing` alert per failing spell.
 
-use crate::engine_helpers::{EngineApp, serve, spawn_engine_app_with};
 use crate::both_databases;
+use crate::engine_helpers::{EngineApp, serve, spawn_engine_app_with};
 use crate::helpers::Backend;
 use app::types::Role;
 use axum::Router;
@@ -61,7 +61,12 @@ impl Receivers {
         let mut types: Vec<String> = self
             .got(sink)
             .iter()
-            .map(|g| serde_json::from_str::<Value>(&g.body).unwrap()["type"].as_str().unwrap().to_owned())
+            .map(|g| {
+                serde_json::from_str::<Value>(&g.body).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect();
         types.sort();
         types
@@ -215,10 +220,19 @@ async fn signatures_during_a_rotation_verify_with_either_secret(b: Backend) {
     assert_eq!(got.len(), 1);
     let g = &got[0];
     assert_eq!(g.signature.split(' ').count(), 2, "{}", g.signature);
-    assert!(verifies_with(NEW_SECRET, g), "a receiver holding only the new secret");
-    assert!(verifies_with(OLD_SECRET, g), "a receiver holding only the old secret");
+    assert!(
+        verifies_with(NEW_SECRET, g),
+        "a receiver holding only the new secret"
+    );
+    assert!(
+        verifies_with(OLD_SECRET, g),
+        "a receiver holding only the old secret"
+    );
     let stranger = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
-    assert!(!verifies_with(stranger, g), "another secret does not verify");
+    assert!(
+        !verifies_with(stranger, g),
+        "another secret does not verify"
+    );
     let mut tampered = g.clone();
     tampered.body.push(' ');
     assert!(!verifies_with(NEW_SECRET, &tampered) && !verifies_with(OLD_SECRET, &tampered));
@@ -227,7 +241,10 @@ async fn signatures_during_a_rotation_verify_with_either_secret(b: Backend) {
     let got = rx.got("settled");
     assert_eq!(got[0].signature.split(' ').count(), 1);
     assert!(verifies_with(NEW_SECRET, &got[0]) && !verifies_with(OLD_SECRET, &got[0]));
-    assert_eq!(got[0].id, g.id, "one message, one webhook-id, to every sink");
+    assert_eq!(
+        got[0].id, g.id,
+        "one message, one webhook-id, to every sink"
+    );
 }
 
 async fn a_paused_sink_delivers_everything_after_resume(b: Backend) {
@@ -239,18 +256,31 @@ async fn a_paused_sink_delivers_everything_after_resume(b: Backend) {
     .await;
     let token = app.token().await;
     let path = "/api/v1/sinks/orders/pause";
-    assert_eq!(api_post(&app, &token, path, json!({ "reason": "  " })).await.0, 400);
     assert_eq!(
-        api_post(&app, &token, "/api/v1/sinks/nowhere/pause", json!({ "reason": "x" })).await.0,
+        api_post(&app, &token, path, json!({ "reason": "  " }))
+            .await
+            .0,
+        400
+    );
+    assert_eq!(
+        api_post(
+            &app,
+            &token,
+            "/api/v1/sinks/nowhere/pause",
+            json!({ "reason": "x" })
+        )
+        .await
+        .0,
         404
     );
-    let (status, view) =
-        api_post(&app, &token, path, json!({ "reason": "shop migrating" })).await;
+    let (status, view) = api_post(&app, &token, path, json!({ "reason": "shop migrating" })).await;
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["state"], "PAUSED");
     assert_eq!(view["pause_reason"], "shop migrating");
     assert_eq!(
-        api_post(&app, &token, path, json!({ "reason": "again" })).await.0,
+        api_post(&app, &token, path, json!({ "reason": "again" }))
+            .await
+            .0,
         400,
         "already paused"
     );
@@ -273,11 +303,26 @@ async fn a_paused_sink_delivers_everything_after_resume(b: Backend) {
     assert_eq!(listed[0]["pending"], 3);
 
     // Resumed from the console by an operator, with a reason.
-    app.app.add_user("olivia", Role::Operator, "correct horse battery").await;
-    assert_eq!(app.app.login("olivia", "correct horse battery").await.status(), 200);
+    app.app
+        .add_user("olivia", Role::Operator, "correct horse battery")
+        .await;
+    assert_eq!(
+        app.app
+            .login("olivia", "correct horse battery")
+            .await
+            .status(),
+        200
+    );
     let res = app
         .app
-        .call("sinks/pause", &[("name", "orders"), ("reason", "migration done"), ("pause", "false")])
+        .call(
+            "sinks/pause",
+            &[
+                ("name", "orders"),
+                ("reason", "migration done"),
+                ("pause", "false"),
+            ],
+        )
         .await;
     assert_eq!(res.status(), 200);
     assert_eq!(relay(&app).await, 3);
@@ -324,11 +369,12 @@ async fn the_schedule_retries_at_its_offsets_then_dead(b: Backend) {
     app.clock.advance_secs(86_400);
     assert_eq!(relay(&app).await, 0, "DEAD after the last step");
     assert_eq!(rx.got("slow").len(), 4);
-    let (status, attempts): (String, i64) =
-        sqlx::query_as("SELECT status, CAST(attempts AS BIGINT) FROM outbox_deliveries WHERE sink = 'slow'")
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+    let (status, attempts): (String, i64) = sqlx::query_as(
+        "SELECT status, CAST(attempts AS BIGINT) FROM outbox_deliveries WHERE sink = 'slow'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
     assert_eq!((status.as_str(), attempts), ("DEAD", 4));
     assert_eq!(app.app.alert_count("outbox_dead").await, 1);
 }
@@ -353,11 +399,21 @@ async fn each_sink_gets_only_its_event_types(b: Backend) {
     assert_eq!(relay(&app).await, 6);
     assert_eq!(rx.event_types("paid"), ["payment.succeeded"]);
     assert_eq!(rx.event_types("failures"), ["payment.failed"]);
-    assert_eq!(rx.event_types("payments"), ["payment.failed", "payment.succeeded"]);
-    assert_eq!(rx.event_types("everything"), ["payment.failed", "payment.succeeded"]);
+    assert_eq!(
+        rx.event_types("payments"),
+        ["payment.failed", "payment.succeeded"]
+    );
+    assert_eq!(
+        rx.event_types("everything"),
+        ["payment.failed", "payment.succeeded"]
+    );
     assert!(rx.got("refunds").is_empty());
     let rows = "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = $1";
-    assert_eq!(scalar(&app, rows, "refunds").await, 0, "no row for a sink that wants none");
+    assert_eq!(
+        scalar(&app, rows, "refunds").await,
+        0,
+        "no row for a sink that wants none"
+    );
     assert_eq!(scalar(&app, rows, "paid").await, 1);
 }
 
@@ -378,7 +434,11 @@ async fn a_failing_sink_raises_one_alert_and_shows_failing(b: Backend) {
     settle(&app, "FAIL-1", "SUCCEEDED").await;
     settle(&app, "FAIL-2", "SUCCEEDED").await;
     assert_eq!(relay(&app).await, 4, "two messages to two sinks");
-    assert_eq!(app.app.alert_count("sink_failing").await, 0, "two failures: not yet");
+    assert_eq!(
+        app.app.alert_count("sink_failing").await,
+        0,
+        "two failures: not yet"
+    );
     let listed = sinks_api(&app, &token).await;
     assert_eq!(listed[0]["state"], "ACTIVE");
     assert_eq!(listed[0]["consecutive_failures"], 2);
@@ -386,7 +446,11 @@ async fn a_failing_sink_raises_one_alert_and_shows_failing(b: Backend) {
         app.clock.advance_secs(10);
         assert_eq!(relay(&app).await, 2);
     }
-    assert_eq!(app.app.alert_count("sink_failing").await, 1, "once per failing spell");
+    assert_eq!(
+        app.app.alert_count("sink_failing").await,
+        1,
+        "once per failing spell"
+    );
 
     let listed = sinks_api(&app, &token).await;
     let flaky = &listed[0];
@@ -395,22 +459,42 @@ async fn a_failing_sink_raises_one_alert_and_shows_failing(b: Backend) {
     assert_eq!(flaky["retrying"], 2);
     assert_eq!(flaky["consecutive_failures"], 10);
     assert!(flaky["last_failure_at"].is_i64() && flaky["last_success_at"].is_null());
-    assert!(flaky.to_string().find("whsec").is_none(), "no secret shown: {flaky}");
+    assert!(
+        flaky.to_string().find("whsec").is_none(),
+        "no secret shown: {flaky}"
+    );
     assert_eq!(listed[1]["state"], "ACTIVE");
     assert!(listed[1]["last_success_at"].is_i64());
 
     // The dashboard shows it.
-    app.app.add_user("vera", Role::Supervisor, "correct horse battery").await;
-    assert_eq!(app.app.login("vera", "correct horse battery").await.status(), 200);
+    app.app
+        .add_user("vera", Role::Supervisor, "correct horse battery")
+        .await;
+    assert_eq!(
+        app.app
+            .login("vera", "correct horse battery")
+            .await
+            .status(),
+        200
+    );
     let dash: Value = app.app.call("dashboard", &[]).await.json().await.unwrap();
     let failing = dash["failing_sinks"].as_array().unwrap();
     assert_eq!(failing.len(), 1, "{dash}");
     assert_eq!(failing[0]["name"], "flaky");
     // And the sinks page, rendered on the server.
     let page = app.app.get("/sinks").await.text().await.unwrap();
-    assert!(page.contains(r#"data-sink="flaky" data-state="FAILING""#), "{page}");
-    assert!(page.contains(r#"data-sink="fine" data-state="ACTIVE""#), "{page}");
-    assert!(!page.contains("whsec") && !page.contains("MfKQ9r8"), "no secret on the page");
+    assert!(
+        page.contains(r#"data-sink="flaky" data-state="FAILING""#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"data-sink="fine" data-state="ACTIVE""#),
+        "{page}"
+    );
+    assert!(
+        !page.contains("whsec") && !page.contains("MfKQ9r8"),
+        "no secret on the page"
+    );
 
     // It recovers: delivered, active again, and a later spell alerts anew.
     rx.fail("flaky", false);

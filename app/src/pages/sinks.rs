@@ -84,7 +84,11 @@ fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>)
     let paused = s.state == "PAUSED";
     let name = s.name.clone();
     let pause_note = s.paused_by.clone().map(|by| {
-        format!("{by}: {} ({})", s.pause_reason.clone().unwrap_or_default(), when(s.paused_at))
+        format!(
+            "{by}: {} ({})",
+            s.pause_reason.clone().unwrap_or_default(),
+            when(s.paused_at)
+        )
     });
     view! {
         <tr data-sink=s.name.clone() data-state=s.state.clone() class=format!("sink-{}", s.state.to_lowercase())>

@@ -28,6 +28,10 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/recon/closes/{provider}/{date}"),
     ("post", "/api/v1/recon/closes/verify"),
     ("get", "/api/v1/bulk/jobs/{job_id}"),
+    // B (issue 28): outbox sinks.
+    ("get", "/api/v1/sinks"),
+    ("post", "/api/v1/sinks/{name}/pause"),
+    ("post", "/api/v1/sinks/{name}/resume"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

@@ -308,6 +308,11 @@ pub fn providers_of(config: &Config) -> anyhow::Result<Vec<Arc<dyn Provider>>> {
 
 /// The engine's settings from the configuration.
 pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
+    let outbox_secret = match &config.outbox_secret {
+        Some(s) => Secret::parse(s.expose_secret())
+            .map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?,
+        None => Secret::random(),
+    };
     let timezone = jiff::tz::TimeZone::get(&config.timezone)
         .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
     Ok(Settings {
@@ -333,21 +338,58 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
             .filter(|p| p.query_on_unverified())
             .map(|p| p.name().to_owned())
             .collect(),
-        sinks: config
-            .outbox_sinks
-            .iter()
-            .map(|(name, url)| Sink {
-                name: name.clone(),
-                url: url.clone(),
-            })
-            .collect(),
-        outbox_secret: match &config.outbox_secret {
-            Some(s) => Secret::parse(s.expose_secret())
-                .map_err(|e| anyhow::anyhow!("RECKON_OUTBOX_SECRET: {e}"))?,
-            None => Secret::random(),
+        sinks: sinks_of(config, &outbox_secret)?,
+        outbox_secret,
+        outbox_max_attempts: config.sinks.max_attempts.unwrap_or(12),
+        sink_failing: crate::engine::sinks::Failing {
+            attempts: config.sinks.failing_attempts,
+            after_us: config.sinks.failing_minutes * 60_000_000,
         },
         ..Settings::default()
     })
+}
+
+/// B (issue 28): the file's `[[sinks]]`, then `RECKON_OUTBOX_SINKS`'s —
+/// those signed with `RECKON_OUTBOX_SECRET`, every event type, on the
+/// default schedule unless `RECKON_OUTBOX_MAX_ATTEMPTS` keeps the old one.
+fn sinks_of(config: &Config, outbox_secret: &Secret) -> anyhow::Result<Vec<Sink>> {
+    let parse = |name: &str, s: &secrecy::SecretString| {
+        Secret::parse(s.expose_secret()).map_err(|e| anyhow::anyhow!("sink {name}: {e}"))
+    };
+    let mut sinks = Vec::new();
+    for s in &config.sinks.named {
+        let mut secrets = vec![match &s.secret {
+            Some(secret) => parse(&s.name, secret)?,
+            None => outbox_secret.clone(),
+        }];
+        if let Some(previous) = &s.previous_secret {
+            secrets.push(parse(&s.name, previous)?);
+        }
+        sinks.push(Sink {
+            name: s.name.clone(),
+            url: s.url.clone(),
+            event_types: s.event_types.clone(),
+            secrets,
+            timeout: s.timeout,
+            schedule: s.schedule.clone(),
+        });
+    }
+    let schedule = match config.sinks.max_attempts {
+        Some(n) => crate::config::legacy_schedule(n),
+        None => crate::config::parse_schedule(crate::config::DEFAULT_SINK_SCHEDULE)
+            .expect("the default schedule parses"),
+    };
+    for (name, url) in &config.outbox_sinks {
+        sinks.push(Sink {
+            name: name.clone(),
+            url: url.clone(),
+            event_types: Vec::new(),
+            secrets: vec![outbox_secret.clone()],
+            timeout: crate::config::DEFAULT_SINK_TIMEOUT,
+            schedule: schedule.clone(),
+        });
+    }
+    Ok(sinks)
 }
 
 /// Each account's statement day and ready hour — its kind's default

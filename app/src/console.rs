@@ -75,6 +75,8 @@ pub struct Dashboard {
     pub closes: Vec<DayClose>,
     /// Open tickets by age and SLA; the day's new, persisting, resolved.
     pub ageing: crate::ageing::Ageing,
+    /// B (issue 28): outbox sinks whose deliveries keep failing.
+    pub failing_sinks: Vec<crate::sinks::SinkRow>,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).

@@ -99,6 +99,12 @@ pub enum Msg {
     Sink,
     Resend,
     Attempts,
+    // B (issue 28): outbox sinks.
+    Sinks,
+    SinksFailing,
+    SinkPause,
+    SinkResume,
+    SinkReason,
 }
 
 impl Msg {
@@ -215,9 +221,18 @@ impl Msg {
             ),
             // A (issue 28): the outbox.
             Outbox => ("Outbox", "消息外发"),
-            Sink => ("Sink", "接收端"),
+            Sink => ("Sink", "推送端点"),
             Resend => ("Resend", "重新发送"),
             Attempts => ("Attempts", "投递次数"),
+            // B (issue 28): outbox sinks.
+            Sinks => ("Sinks", "推送端点"),
+            SinksFailing => (
+                "Outbox sinks failing: deliveries keep failing",
+                "推送端点持续失败：消息投递一直不成功",
+            ),
+            SinkPause => ("Pause", "暂停"),
+            SinkResume => ("Resume", "恢复"),
+            SinkReason => ("Reason", "原因"),
         }
     }
 }

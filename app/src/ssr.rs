@@ -201,6 +201,16 @@ pub trait Console: Send + Sync + 'static {
         actor: &User,
         job_id: &str,
     ) -> Result<crate::outbox::OutboxJob, AppError>;
+    // B (issue 28): outbox sinks as endpoints.
+    async fn sinks(&self) -> Result<Vec<crate::sinks::SinkRow>, AppError>;
+    /// Pause (`pause`) or resume a sink, with a reason.
+    async fn set_sink_paused(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+        pause: bool,
+    ) -> Result<(), AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 pub use crate::providers::ProviderConfig;
 
 mod settings;
+mod sinks;
+
+pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
@@ -81,6 +84,9 @@ pub struct Config {
     /// The cut window of reconciliation at the day's edge (default 30
     /// minutes), with per-account overrides.
     pub cut_window: CutWindow,
+    /// B (issue 28): the file's named sinks, the env sinks' attempts, and
+    /// when a sink counts as failing.
+    pub sinks: Sinks,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

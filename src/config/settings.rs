@@ -48,10 +48,16 @@ pub(super) struct Layers {
     sla_hours: Option<Text>,
     // A: the day's edge
     cut_window_minutes: Option<Text>,
+    // B (issue 28): sinks as endpoints.
+    #[serde(default)]
+    sinks: Vec<super::sinks::SinkSection>,
+    outbox_max_attempts: Option<Text>,
+    sink_failing_attempts: Option<Text>,
+    sink_failing_minutes: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 25] = [
+pub(super) const VARIABLES: [(&str, &str); 28] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -81,6 +87,10 @@ pub(super) const VARIABLES: [(&str, &str); 25] = [
     ("sla_hours", "RECKON_SLA_HOURS"),
     // A: the day's edge
     ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
+    // B (issue 28): sinks as endpoints.
+    ("outbox_max_attempts", "RECKON_OUTBOX_MAX_ATTEMPTS"),
+    ("sink_failing_attempts", "RECKON_SINK_FAILING_ATTEMPTS"),
+    ("sink_failing_minutes", "RECKON_SINK_FAILING_MINUTES"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -328,6 +338,37 @@ pub(super) fn checked(
     // A: the day's edge
     let cut_window = cut_window(text(layers.cut_window_minutes), &providers)?;
 
+    // B (issue 28): the file's [[sinks]] beside RECKON_OUTBOX_SINKS's.
+    let outbox_max_attempts = match layers.outbox_max_attempts {
+        Some(given) => Some(number(
+            "RECKON_OUTBOX_MAX_ATTEMPTS",
+            Some(given),
+            12,
+            50,
+            "attempts",
+        )?),
+        None => None,
+    };
+    let sinks = super::sinks::checked(
+        layers.sinks,
+        &outbox_sinks,
+        outbox_max_attempts,
+        number(
+            "RECKON_SINK_FAILING_ATTEMPTS",
+            layers.sink_failing_attempts,
+            5,
+            1000,
+            "attempts",
+        )?,
+        number(
+            "RECKON_SINK_FAILING_MINUTES",
+            layers.sink_failing_minutes,
+            30,
+            7 * 24 * 60,
+            "minutes",
+        )?,
+    )?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -353,6 +394,7 @@ pub(super) fn checked(
         close_auto,
         sla,
         cut_window,
+        sinks,
     })
 }
 

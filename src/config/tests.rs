@@ -491,3 +491,127 @@ fn the_cut_window_defaults_and_is_set_per_account() {
         );
     }
 }
+
+// ---- B (issue 28): sinks as endpoints ---------------------------------------
+
+const SINK_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+
+fn sinks_file(extra: &str) -> String {
+    format!(
+        r#"
+[[sinks]]
+name = "fulfilment"
+url = "https://shop.example/hooks/reckon"
+event_types = ["payment.succeeded", "refund.*"]
+secret = "{SINK_SECRET}"
+previous_secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+timeout = "5s"
+schedule = ["10s", "1m", "1h"]
+{extra}
+"#
+    )
+}
+
+#[test]
+fn named_sinks_are_read_with_their_defaults() {
+    let c = Config::from_toml(
+        &format!(
+            "{}\n[[sinks]]\nname = \"ledger\"\nurl = \"http://127.0.0.1:9000/in\"\n",
+            sinks_file("")
+        ),
+        |_| None,
+    )
+    .unwrap();
+    let [f, l] = &c.sinks.named[..] else {
+        panic!("two sinks: {:?}", c.sinks.named)
+    };
+    assert_eq!(f.name, "fulfilment");
+    assert_eq!(f.event_types, ["payment.succeeded", "refund.*"]);
+    assert_eq!(f.secret.as_ref().unwrap().expose_secret(), SINK_SECRET);
+    assert!(f.previous_secret.is_some());
+    assert_eq!(f.timeout, std::time::Duration::from_secs(5));
+    assert_eq!(f.schedule, [10_000_000, 60_000_000, 3_600_000_000]);
+    // The defaults: every event, the outbox secret, 10 s, Svix-like schedule.
+    assert!(l.event_types.is_empty() && l.secret.is_none());
+    assert_eq!(l.timeout, DEFAULT_SINK_TIMEOUT);
+    assert_eq!(l.schedule.len(), 7);
+    assert_eq!(l.schedule.iter().sum::<i64>() / 3_600_000_000, 27);
+    assert!(!format!("{c:?}").contains("C2FVsBQ"), "secrets never print");
+    assert_eq!((c.sinks.failing_attempts, c.sinks.failing_minutes), (5, 30));
+    assert_eq!(c.sinks.max_attempts, None);
+}
+
+#[test]
+fn bad_sink_config_is_refused_naming_the_sink_and_key() {
+    let refused = |extra: &str, replace: (&str, &str)| {
+        let text = sinks_file(extra).replace(replace.0, replace.1);
+        Config::from_toml(&text, |_| None).unwrap_err().to_string()
+    };
+    let e = refused("colour = \"blue\"", ("", ""));
+    assert!(e.contains("unknown field") && e.contains("colour"), "{e}");
+    let e = refused(
+        "",
+        ("https://shop.example/hooks/reckon", "shop.example/hooks"),
+    );
+    assert!(e.contains("fulfilment.url") && e.contains("http"), "{e}");
+    let e = refused(
+        "",
+        ("https://shop.example/hooks/reckon", "ftp://shop.example/x"),
+    );
+    assert!(e.contains("fulfilment.url"), "{e}");
+    let e = refused("", ("timeout = \"5s\"", "timeout = \"5 seconds\""));
+    assert!(e.contains("fulfilment.timeout") && e.contains("10s"), "{e}");
+    let e = refused("", ("timeout = \"5s\"", "timeout = \"5m\""));
+    assert!(e.contains("fulfilment.timeout"), "too long: {e}");
+    let e = refused("", ("\"1m\", \"1h\"", "\"1m\", \"1fortnight\""));
+    assert!(
+        e.contains("fulfilment.schedule") && e.contains("1fortnight"),
+        "{e}"
+    );
+    let e = refused("", (SINK_SECRET, "C2FVsBQIhrscChlQIMV+b5sSYspob7oD"));
+    assert!(
+        e.contains("fulfilment.secret") && e.contains("whsec_"),
+        "{e}"
+    );
+    assert!(!e.contains("C2FVsBQ"), "the secret is not echoed: {e}");
+    let e = refused(
+        "",
+        ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not*base64"),
+    );
+    assert!(e.contains("fulfilment.previous_secret"), "{e}");
+    let e = refused("", ("\"refund.*\"", "\"refund.*.x y\""));
+    assert!(e.contains("fulfilment.event_types"), "{e}");
+    let e = refused("", ("name = \"fulfilment\"", "name = \"a/b\""));
+    assert!(e.contains("name"), "{e}");
+    // The same name twice, in the file or beside RECKON_OUTBOX_SINKS.
+    let twice = format!("{}{}", sinks_file(""), sinks_file(""));
+    let e = Config::from_toml(&twice, |_| None).unwrap_err().to_string();
+    assert!(e.contains("two sinks"), "{e}");
+    let e = Config::from_toml(&sinks_file(""), |k| {
+        (k == "RECKON_OUTBOX_SINKS").then(|| "fulfilment=http://127.0.0.1:9/x".to_owned())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("two sinks"), "{e}");
+}
+
+#[test]
+fn env_sinks_keep_working_with_the_old_attempts_when_asked() {
+    let c = load(&[
+        ("RECKON_OUTBOX_SINKS", "fulfilment=http://127.0.0.1:9000/a"),
+        ("RECKON_OUTBOX_MAX_ATTEMPTS", "4"),
+        ("RECKON_SINK_FAILING_ATTEMPTS", "8"),
+        ("RECKON_SINK_FAILING_MINUTES", "60"),
+    ])
+    .unwrap();
+    assert_eq!(c.outbox_sinks.len(), 1);
+    assert_eq!(c.sinks.max_attempts, Some(4));
+    assert_eq!((c.sinks.failing_attempts, c.sinks.failing_minutes), (8, 60));
+    // 4 attempts: 3 delays of the old doubling backoff.
+    assert_eq!(legacy_schedule(4), [20_000_000, 40_000_000, 80_000_000]);
+    assert_eq!(legacy_schedule(12).last(), Some(&3_600_000_000));
+    let e = load(&[("RECKON_OUTBOX_MAX_ATTEMPTS", "0")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RECKON_OUTBOX_MAX_ATTEMPTS"), "{e}");
+}

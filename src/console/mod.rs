@@ -18,6 +18,7 @@ mod export;
 mod lists;
 pub mod mask;
 pub mod outbox;
+pub mod sinks;
 mod tickets;
 
 pub use bulk::bulk_job;
@@ -392,5 +393,19 @@ impl Console for Desk {
         job_id: &str,
     ) -> Result<app::outbox::OutboxJob, AppError> {
         outbox::cancel(&self.engine, &actor.username, job_id).await
+    }
+
+    async fn sinks(&self) -> Result<Vec<app::sinks::SinkRow>, AppError> {
+        sinks::list(&self.engine).await
+    }
+
+    async fn set_sink_paused(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+        pause: bool,
+    ) -> Result<(), AppError> {
+        sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
     }
 }

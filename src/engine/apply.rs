@@ -108,7 +108,12 @@ fn effect_of(to: PaymentStatus) -> Option<(&'static str, &'static str)> {
 /// One short transaction: the guarded UPDATE, then on one row the effect,
 /// outbox message and history; on none, a classification from the row as
 /// it now is. `sinks` are the outbox delivery targets.
-pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Result<Applied> {
+pub async fn apply(
+    db: &Db,
+    sinks: &[crate::store::sinks::Route],
+    o: &Outcome,
+    now: i64,
+) -> sqlx::Result<Applied> {
     let mut tx = db.begin_write().await?;
     let applied = apply_in(&mut tx, db.kind, sinks, o, now).await?;
     tx.commit().await?;
@@ -121,7 +126,7 @@ pub async fn apply(db: &Db, sinks: &[String], o: &Outcome, now: i64) -> sqlx::Re
 pub async fn apply_in(
     conn: &mut AnyConnection,
     kind: DbKind,
-    sinks: &[String],
+    sinks: &[crate::store::sinks::Route],
     o: &Outcome,
     now: i64,
 ) -> sqlx::Result<Applied> {
@@ -272,7 +277,7 @@ fn event_json(o: &Outcome, event: &str, order_no: &str, version: i64, now: i64) 
 /// payments. On error nothing is classified and the caller rolls back.
 pub async fn apply_many(
     conn: &mut AnyConnection,
-    sinks: &[String],
+    sinks: &[crate::store::sinks::Route],
     outcomes: &[&Outcome],
     now: i64,
 ) -> sqlx::Result<Vec<Option<Applied>>> {
@@ -329,7 +334,7 @@ fn move_of(o: &Outcome) -> payments::Move<'_> {
 /// history row — multi-row statements, in the caller's transaction.
 async fn finish_moves(
     conn: &mut AnyConnection,
-    sinks: &[String],
+    sinks: &[crate::store::sinks::Route],
     moved: &[(&Outcome, PaymentStatus, &str, i64)],
     now: i64,
 ) -> sqlx::Result<()> {

@@ -15,6 +15,7 @@ mod refunds;
 mod relay;
 mod replay;
 mod retries;
+pub mod sinks;
 
 pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -33,10 +34,19 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 /// An outbox destination: deliveries are recorded by name, sent to its URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Sink {
     pub name: String,
     pub url: String,
+    /// Exact event types or prefixes (`payment.*`) it wants; empty: all.
+    pub event_types: Vec<String>,
+    /// Signing secrets, the current one first; two during a rotation, and
+    /// then every message carries both signatures.
+    pub secrets: Vec<Secret>,
+    /// How long its answer is awaited.
+    pub timeout: std::time::Duration,
+    /// Delays after each failed attempt (microseconds); past the last, DEAD.
+    pub schedule: Vec<i64>,
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +81,8 @@ pub struct Settings {
     pub closing: Closing,
     /// Hours a ticket of each class may stay open (the SLA pass reads it).
     pub sla: crate::domain::Sla,
+    /// B (issue 28): when a sink's failures raise `sink_failing`.
+    pub sink_failing: sinks::Failing,
 }
 
 /// What closing a day reads (reconciliation's; the engine only carries
@@ -159,6 +171,7 @@ impl Default for Settings {
             pulls: Pulls::default(),
             closing: Closing::default(),
             sla: Default::default(),
+            sink_failing: Default::default(),
         }
     }
 }
@@ -196,7 +209,8 @@ pub struct Engine {
     pub metrics: Metrics,
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
-    sink_names: Arc<Vec<String>>,
+    /// Each sink's name and the event types it wants.
+    sink_names: Arc<Vec<crate::store::sinks::Route>>,
     /// Wakes the workers' lanes when new work was just written.
     pub(crate) wake: Arc<Wake>,
     /// Free call slots per provider account.
@@ -218,7 +232,7 @@ impl Engine {
     ) -> Engine {
         let (ingest, rx) = ingest::channel();
         let engine = Engine {
-            sink_names: Arc::new(settings.sinks.iter().map(|s| s.name.clone()).collect()),
+            sink_names: Arc::new(settings.sinks.iter().map(Sink::route).collect()),
             db,
             providers,
             metrics,
@@ -267,8 +281,9 @@ impl Engine {
         self.clock.now_micros()
     }
 
-    /// The outbox sinks every new message is delivered to.
-    pub fn sink_names(&self) -> Arc<Vec<String>> {
+    /// The outbox sinks a new message is delivered to, each with the
+    /// event types it wants.
+    pub fn sink_names(&self) -> Arc<Vec<crate::store::sinks::Route>> {
         self.sink_names.clone()
     }
 

@@ -108,7 +108,7 @@ pub(super) fn decode<T: std::str::FromStr<Err = String>>(s: &str) -> sqlx::Resul
 #[tracing::instrument(skip_all, fields(refund_no = ?o.refund_no.as_ref().map(|r| r.as_str()), target = %o.target, source = o.source.as_str(), trace_id = %o.trace_id))]
 pub async fn apply_refund_in(
     conn: &mut AnyConnection,
-    sinks: &[String],
+    sinks: &[crate::store::sinks::Route],
     o: &RefundOutcome,
     now: i64,
 ) -> sqlx::Result<RefundApplied> {

@@ -23,7 +23,7 @@ impl Engine {
             let sink = self.settings.sinks.iter().find(|s| s.name == d.sink);
             let attempt = match sink {
                 None => Attempt::refused(format!("sink {} is not configured", d.sink)),
-                Some(sink) => self.deliver(http, &sink.url, &event).await,
+                Some(sink) => self.deliver(http, sink, &event).await,
             };
             let now = self.now();
             // The attempt is logged with the delivery row's update, in one
@@ -34,14 +34,21 @@ impl Engine {
                 None => {
                     outbox::delivered(&mut *tx, d, now).await?;
                     tx.commit().await?;
+                    self.sink_delivered(&d.sink, now).await?;
                     self.metrics.outbox("delivered");
                 }
                 Some(error) => {
                     let attempts = d.attempts + 1;
-                    let next = (attempts < self.settings.outbox_max_attempts)
-                        .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000));
+                    // The sink's own schedule; a sink no longer configured
+                    // keeps the old backoff.
+                    let next = match sink {
+                        Some(sink) => sink.next_attempt(attempts, now),
+                        None => (attempts < self.settings.outbox_max_attempts)
+                            .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000)),
+                    };
                     outbox::attempt_failed(&mut *tx, d, error, next).await?;
                     tx.commit().await?;
+                    self.sink_failed(&d.sink, error, now).await?;
                     self.metrics
                         .outbox(if next.is_some() { "retry" } else { "dead" });
                     if next.is_none() {
@@ -77,7 +84,7 @@ impl Engine {
     async fn deliver(
         &self,
         http: &reqwest::Client,
-        url: &str,
+        sink: &super::Sink,
         event: &outbox::EventRow,
     ) -> Attempt {
         // Signed as it leaves: a consumer checks the timestamp's tolerance.
@@ -85,15 +92,14 @@ impl Engine {
         let body = event.payload.as_bytes();
         let started = std::time::Instant::now();
         let sent = http
-            .post(url)
+            .post(&sink.url)
+            .timeout(sink.timeout)
             .header("content-type", "application/json")
             .header("webhook-id", &event.message_id)
             .header("webhook-timestamp", ts.to_string())
             .header(
                 "webhook-signature",
-                self.settings
-                    .outbox_secret
-                    .sign(&event.message_id, ts, body),
+                sink.signature(&event.message_id, ts, body),
             )
             .body(event.payload.clone())
             .send()

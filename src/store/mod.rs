@@ -26,6 +26,7 @@ pub mod refunds;
 pub mod refused;
 pub mod replay_jobs;
 pub mod scan;
+pub mod sinks;
 pub mod statement_files;
 pub mod statement_pulls;
 pub mod tasks;

@@ -19,6 +19,7 @@ pub struct DueDelivery {
     pub attempts: i64,
 }
 
+/// Due deliveries leased; a paused sink's wait (issue 28: no attempt spent).
 pub async fn lease_due<'e>(
     e: impl Executor<'e, Database = Any>,
     now: i64,
@@ -32,6 +33,7 @@ pub async fn lease_due<'e>(
              WHERE status = 'PENDING' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
                AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payment_holds h ON h.payment_no = ev.aggregate_id \
                  WHERE ev.message_id = outbox_deliveries.message_id) \
+               AND NOT EXISTS (SELECT 1 FROM sink_state ss WHERE ss.sink = outbox_deliveries.sink AND ss.paused_at IS NOT NULL) \
              ORDER BY next_attempt_at LIMIT $3{skip_locked}) \
          RETURNING message_id, sink, attempts"
     );
@@ -43,7 +45,8 @@ pub async fn lease_due<'e>(
         .await
 }
 
-/// True when a delivery is due, unleased and not held: a read, so the
+/// True when a delivery is due, unleased, not held and its sink not
+/// paused: a read, so the
 /// relay with nothing to send never waits for SQLite's write lock.
 pub async fn any_due<'e>(e: impl Executor<'e, Database = Any>, now: i64) -> sqlx::Result<bool> {
     let found: Option<i64> = sqlx::query_scalar(
@@ -51,6 +54,7 @@ pub async fn any_due<'e>(e: impl Executor<'e, Database = Any>, now: i64) -> sqlx
          WHERE status = 'PENDING' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) \
            AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payment_holds h ON h.payment_no = ev.aggregate_id \
              WHERE ev.message_id = outbox_deliveries.message_id) \
+           AND NOT EXISTS (SELECT 1 FROM sink_state ss WHERE ss.sink = outbox_deliveries.sink AND ss.paused_at IS NOT NULL) \
          LIMIT 1",
     )
     .bind(now)
@@ -141,11 +145,12 @@ pub async fn oldest_pending<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::R
     .await
 }
 
-/// Many events in one statement, each with a delivery row per sink.
+/// Many events in one statement, each with a delivery row per sink that
+/// wants its event type.
 pub async fn insert_events_many(
     conn: &mut sqlx::AnyConnection,
     events: &[NewEvent<'_>],
-    sinks: &[String],
+    sinks: &[super::sinks::Route],
 ) -> sqlx::Result<()> {
     for chunk in events.chunks(crate::store::ROWS_PER_STATEMENT) {
         events_chunk(&mut *conn, chunk, sinks).await?;
@@ -156,7 +161,7 @@ pub async fn insert_events_many(
 async fn events_chunk(
     conn: &mut sqlx::AnyConnection,
     events: &[NewEvent<'_>],
-    sinks: &[String],
+    sinks: &[super::sinks::Route],
 ) -> sqlx::Result<()> {
     let sql = format!(
         "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
@@ -176,13 +181,20 @@ async fn events_chunk(
     }
     q.execute(&mut *conn).await?;
     for sink in sinks {
+        let wanted: Vec<&NewEvent> = events
+            .iter()
+            .filter(|ev| sink.wants(ev.event_type))
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
         let sql = format!(
             "INSERT INTO outbox_deliveries (message_id, sink, next_attempt_at, status, attempts) VALUES {}",
-            crate::store::Marks::for_conn(conn).rows(events.len(), 3, ", 'PENDING', 0")
+            crate::store::Marks::for_conn(conn).rows(wanted.len(), 3, ", 'PENDING', 0")
         );
         let mut q = sqlx::query(&sql);
-        for ev in events {
-            q = q.bind(ev.message_id).bind(sink.as_str()).bind(ev.now);
+        for ev in wanted {
+            q = q.bind(ev.message_id).bind(sink.name.as_str()).bind(ev.now);
         }
         q.execute(&mut *conn).await?;
     }

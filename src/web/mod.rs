@@ -18,6 +18,7 @@ pub mod openapi;
 pub mod outbox;
 pub mod recon;
 pub mod sessions;
+pub mod sinks;
 pub mod upload;
 pub mod webhooks;
 
@@ -86,6 +87,7 @@ pub fn router(
         .merge(bank::router())
         .merge(bulk::router())
         .merge(outbox::router())
+        .merge(sinks::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

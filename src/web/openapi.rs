@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{bank, bulk, merchant, outbox, recon};
+use super::{bank, bulk, merchant, outbox, recon, sinks};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -49,6 +49,9 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         outbox::recover,
         outbox::show_job,
         outbox::cancel_job,
+        sinks::list,
+        sinks::pause,
+        sinks::resume,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
@@ -58,6 +61,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "bank", description = "The bank's statements against the providers' payouts"),
         (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
         (name = "outbox", description = "Messages to the sinks: every delivery and attempt, resend, recover"),
+        (name = "sinks", description = "Outbox sinks: their state, pause and resume"),
     )
 )]
 pub struct ApiDoc;

@@ -28,6 +28,7 @@ mod pulls;
 mod recon;
 mod refunds;
 mod schedule;
+mod sinks;
 mod standard;
 mod stripe;
 mod stripe_pull;

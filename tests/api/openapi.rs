@@ -35,6 +35,10 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/outbox/recover"),
     ("get", "/api/v1/outbox/jobs/{job_id}"),
     ("post", "/api/v1/outbox/jobs/{job_id}/cancel"),
+    // B (issue 28): outbox sinks.
+    ("get", "/api/v1/sinks"),
+    ("post", "/api/v1/sinks/{name}/pause"),
+    ("post", "/api/v1/sinks/{name}/resume"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

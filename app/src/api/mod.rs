@@ -150,3 +150,6 @@ mod bulk;
 pub use bulk::*;
 mod outbox;
 pub use outbox::*;
+// B (issue 28): outbox sinks.
+mod sinks;
+pub use sinks::*;

@@ -111,6 +111,7 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
                 {d.missing_statements.join(", ")} " " <a href="/runs">{tr(lang, "pull schedule →", "拉取计划 →")}</a>
             </p>
         })}
+        <super::sinks::FailingSinks sinks=d.failing_sinks.clone() lang=lang/>
         <super::ageing::AgeingSection a=d.ageing.clone() provider=d.provider.clone() lang=lang/>
         <section class="card">
             <h2>{tr(lang, "By class", "按差异类型")}</h2>

@@ -15,6 +15,7 @@ mod login;
 mod outbox;
 mod payments;
 mod runs;
+mod sinks;
 mod ticket;
 mod tickets;
 mod users;
@@ -119,6 +120,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/bank") view=bank::BankPage ssr=SsrMode::Async/>
                 <Route path=path!("/outbox") view=outbox::OutboxPage ssr=SsrMode::Async/>
                 <Route path=path!("/outbox/:id") view=outbox::OutboxMessagePage ssr=SsrMode::Async/>
+                <Route path=path!("/sinks") view=sinks::SinksPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -179,6 +181,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <A href="/approvals" attr:id="nav-approvals">{Msg::Approvals.text(lang)}</A>
                 <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
                 <A href="/outbox" attr:id="nav-outbox">{Msg::Outbox.text(lang)}</A>
+                <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>

@@ -27,7 +27,7 @@ struct Fix<'a> {
     version: Option<i64>,
     before: Value,
     after: Value,
-    sinks: Arc<Vec<String>>,
+    sinks: Arc<Vec<crate::store::sinks::Route>>,
     evidence: String,
     trace_id: String,
     now: i64,

@@ -1,0 +1,87 @@
+//! Sinks as endpoints, the relay's side: which event types a sink wants,
+//! its signatures (both secrets during a rotation), its retry schedule, and
+//! its run of failures — one `sink_failing` alert per failing spell, over
+//! when it delivers again. Pausing is the console's (`console::sinks`);
+//! the relay only finds a paused sink's deliveries not leased.
+
+use super::{Engine, Sink};
+use crate::store::{alerts, sinks};
+
+/// When a sink's failures make it failing: this many attempts failed in a
+/// row, or failures going on this long (microseconds) without a delivery.
+#[derive(Clone, Copy, Debug)]
+pub struct Failing {
+    pub attempts: i64,
+    pub after_us: i64,
+}
+
+impl Default for Failing {
+    fn default() -> Self {
+        Failing {
+            attempts: 5,
+            after_us: 30 * 60 * 1_000_000,
+        }
+    }
+}
+
+impl Sink {
+    pub fn route(&self) -> sinks::Route {
+        sinks::Route {
+            name: self.name.clone(),
+            event_types: self.event_types.clone(),
+        }
+    }
+
+    /// When to try again after `attempts` attempts in all have failed:
+    /// the schedule's step for that attempt, or None (DEAD) past its end.
+    pub fn next_attempt(&self, attempts: i64, now: i64) -> Option<i64> {
+        let step = usize::try_from(attempts.checked_sub(1)?).ok()?;
+        self.schedule.get(step).map(|delay| now + delay)
+    }
+
+    /// `webhook-signature`: one `v1,…` entry per secret, space-separated,
+    /// so a receiver holding either secret of a rotation verifies.
+    pub fn signature(&self, id: &str, ts: i64, body: &[u8]) -> String {
+        self.secrets
+            .iter()
+            .map(|s| s.sign(id, ts, body))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl Engine {
+    /// A delivery reached `sink`: its failing spell, if any, ends.
+    pub(super) async fn sink_delivered(&self, sink: &str, now: i64) -> sqlx::Result<()> {
+        sinks::succeeded(&self.db.pool, sink, now).await
+    }
+
+    /// A failed attempt counted; the spell's first time past the rule
+    /// raises one `sink_failing` alert.
+    pub(super) async fn sink_failed(&self, sink: &str, error: &str, now: i64) -> sqlx::Result<()> {
+        let pool = &self.db.pool;
+        let (in_a_row, since) = sinks::failed(pool, sink, error, now).await?;
+        let rule = self.settings.sink_failing;
+        if (in_a_row >= rule.attempts || now - since >= rule.after_us)
+            && sinks::mark_failing(pool, sink, now).await?
+        {
+            alerts::raise_alert(
+                pool,
+                &alerts::NewAlert {
+                    dedupe_key: &format!("sink_failing:{sink}:{since}"),
+                    kind: "sink_failing",
+                    severity: "high",
+                    payment_no: None,
+                    message: &format!(
+                        "outbox sink {sink} is failing: {in_a_row} attempts failed in a row since {}; last: {error}",
+                        jiff::Timestamp::from_microsecond(since).unwrap_or_default()
+                    ),
+                    trace_id: None,
+                    now,
+                },
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! Outbox sinks through the API (Bearer API token; issue 28, helper B):
+//! each sink's state and deliveries by state, and pausing or resuming one
+//! with a reason — audited with the token's name, as the console audits a
+//! person's.
+
+use super::api_error::ApiError;
+use super::bearer::Bearer;
+use crate::engine::Engine;
+use app::error::AppError;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+pub fn router() -> Router<super::AppState> {
+    Router::new()
+        .route("/api/v1/sinks", get(list))
+        .route("/api/v1/sinks/{name}/pause", post(pause))
+        .route("/api/v1/sinks/{name}/resume", post(resume))
+}
+
+/// A configured outbox sink. Its secrets are never shown.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct SinkView {
+    #[schema(example = "fulfilment")]
+    pub name: String,
+    /// The URL without user, password or query.
+    pub url: String,
+    /// Exact event types or prefixes (`payment.*`); empty: every event.
+    pub event_types: Vec<String>,
+    /// Retry delays after each failed attempt; past the last, DEAD.
+    #[schema(example = json!(["5s", "5m", "30m", "2h", "5h", "10h", "10h"]))]
+    pub schedule: Vec<String>,
+    pub timeout_secs: u64,
+    /// ACTIVE | PAUSED | FAILING
+    pub state: String,
+    pub paused_at: Option<i64>,
+    pub paused_by: Option<String>,
+    pub pause_reason: Option<String>,
+    /// Deliveries waiting for their first attempt.
+    pub pending: i64,
+    /// Deliveries that failed and wait for their next attempt.
+    pub retrying: i64,
+    pub dead: i64,
+    /// Attempts failed in a row since the last delivery.
+    pub consecutive_failures: i64,
+    /// Microseconds since the epoch, UTC.
+    pub failing_since: Option<i64>,
+    pub last_success_at: Option<i64>,
+    pub last_failure_at: Option<i64>,
+    pub last_error: Option<String>,
+}
+
+/// Why a sink is paused or resumed.
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRequest {
+    #[schema(example = "fulfilment is migrating its database until 18:00")]
+    pub reason: String,
+}
+
+fn api_error(e: AppError, name: &str) -> ApiError {
+    match e {
+        AppError::NotFound => ApiError::new(StatusCode::NOT_FOUND, format!("no sink {name}")),
+        AppError::Required { .. } | AppError::Invalid { .. } => {
+            ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
+        }
+        e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn sink_views(engine: &Engine) -> Result<Vec<SinkView>, ApiError> {
+    let rows = crate::console::sinks::list(engine)
+        .await
+        .map_err(|e| api_error(e, ""))?;
+    Ok(rows
+        .into_iter()
+        .map(|s| SinkView {
+            name: s.name,
+            url: s.url,
+            event_types: s.event_types,
+            schedule: s.schedule,
+            timeout_secs: s.timeout_secs,
+            state: s.state,
+            paused_at: s.paused_at,
+            paused_by: s.paused_by,
+            pause_reason: s.pause_reason,
+            pending: s.pending,
+            retrying: s.retrying,
+            dead: s.dead,
+            consecutive_failures: s.consecutive_failures,
+            failing_since: s.failing_since,
+            last_success_at: s.last_success_at,
+            last_failure_at: s.last_failure_at,
+            last_error: s.last_error,
+        })
+        .collect())
+}
+
+/// `GET /api/v1/sinks`.
+#[utoipa::path(get, path = "/api/v1/sinks", tag = "sinks",
+    responses((status = 200, description = "Every configured sink with its state and deliveries by state", body = Vec<SinkView>)))]
+pub async fn list(
+    State(engine): State<Engine>,
+    _token: Bearer,
+) -> Result<Json<Vec<SinkView>>, ApiError> {
+    Ok(Json(sink_views(&engine).await?))
+}
+
+async fn set(
+    engine: &Engine,
+    actor: &str,
+    name: &str,
+    body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
+    pause: bool,
+) -> Result<Json<SinkView>, ApiError> {
+    let Json(req) = body.map_err(super::merchant::unreadable)?;
+    crate::console::sinks::set_paused(engine, actor, name, &req.reason, pause)
+        .await
+        .map_err(|e| api_error(e, name))?;
+    let view = sink_views(engine)
+        .await?
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, format!("no sink {name}")))?;
+    Ok(Json(view))
+}
+
+/// `POST /api/v1/sinks/{name}/pause`: its deliveries wait, no attempt
+/// spent, until it is resumed.
+#[utoipa::path(post, path = "/api/v1/sinks/{name}/pause", tag = "sinks",
+    params(("name" = String, Path, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")),
+    request_body = PauseRequest,
+    responses(
+        (status = 200, description = "The sink, paused", body = SinkView),
+        (status = 400, description = "No reason, or the sink is already paused", body = ApiError),
+        (status = 404, description = "No such sink", body = ApiError),
+    ))]
+pub async fn pause(
+    State(engine): State<Engine>,
+    Bearer(actor): Bearer,
+    Path(name): Path<String>,
+    body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<SinkView>, ApiError> {
+    set(&engine, &actor, &name, body, true).await
+}
+
+/// `POST /api/v1/sinks/{name}/resume`: its waiting deliveries go out.
+#[utoipa::path(post, path = "/api/v1/sinks/{name}/resume", tag = "sinks",
+    params(("name" = String, Path, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")),
+    request_body = PauseRequest,
+    responses(
+        (status = 200, description = "The sink, active again", body = SinkView),
+        (status = 400, description = "No reason, or the sink is not paused", body = ApiError),
+        (status = 404, description = "No such sink", body = ApiError),
+    ))]
+pub async fn resume(
+    State(engine): State<Engine>,
+    Bearer(actor): Bearer,
+    Path(name): Path<String>,
+    body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<SinkView>, ApiError> {
+    set(&engine, &actor, &name, body, false).await
+}

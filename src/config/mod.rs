@@ -81,6 +81,8 @@ pub struct Config {
     /// The cut window of reconciliation at the day's edge (default 30
     /// minutes), with per-account overrides.
     pub cut_window: CutWindow,
+    /// C: alert channels (`[[alert_channels]]` in the file), checked.
+    pub alert_channels: Vec<crate::alerting::Channel>,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

@@ -48,6 +48,9 @@ pub(super) struct Layers {
     sla_hours: Option<Text>,
     // A: the day's edge
     cut_window_minutes: Option<Text>,
+    // C: alert channels, file only (each with its secrets).
+    #[serde(default)]
+    alert_channels: Vec<crate::alerting::ChannelToml>,
 }
 
 /// The environment variable of each file key.
@@ -328,6 +331,25 @@ pub(super) fn checked(
     // A: the day's edge
     let cut_window = cut_window(text(layers.cut_window_minutes), &providers)?;
 
+    // C: alert channels, each checked; a name is a sink's, so unique.
+    let mut alert_channels: Vec<crate::alerting::Channel> = Vec::new();
+    for raw in &layers.alert_channels {
+        let refused = |hint: String| ConfigError::Invalid {
+            key: "alert_channels",
+            value: raw.name.clone(),
+            hint,
+        };
+        let channel = raw.check(&timezone).map_err(refused)?;
+        if alert_channels.iter().any(|c| c.name == channel.name)
+            || outbox_sinks.iter().any(|(sink, _)| *sink == channel.name)
+        {
+            return Err(refused(
+                "a channel's name must differ from every other channel's and outbox sink's".into(),
+            ));
+        }
+        alert_channels.push(channel);
+    }
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -353,6 +375,7 @@ pub(super) fn checked(
         close_auto,
         sla,
         cut_window,
+        alert_channels,
     })
 }
 

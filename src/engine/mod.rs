@@ -22,6 +22,7 @@ pub use intake::{Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, RefusedKind};
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
+pub use relay::Attempt;
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use retries::headers_from_json;
 
@@ -71,6 +72,15 @@ pub struct Settings {
     pub closing: Closing,
     /// Hours a ticket of each class may stay open (the SLA pass reads it).
     pub sla: crate::domain::Sla,
+    /// C: alert channels, sinks of the alerts' messages only.
+    pub channels: Vec<crate::alerting::Channel>,
+}
+
+impl Settings {
+    /// C: the alert channel a delivery's sink names, if it is one.
+    pub fn channel(&self, sink: &str) -> Option<&crate::alerting::Channel> {
+        self.channels.iter().find(|c| c.name == sink)
+    }
 }
 
 /// What closing a day reads (reconciliation's; the engine only carries
@@ -159,6 +169,7 @@ impl Default for Settings {
             pulls: Pulls::default(),
             closing: Closing::default(),
             sla: Default::default(),
+            channels: Vec::new(),
         }
     }
 }

@@ -22,7 +22,16 @@ impl Engine {
             };
             let sink = self.settings.sinks.iter().find(|s| s.name == d.sink);
             let result = match sink {
-                None => Err(format!("sink {} is not configured", d.sink)),
+                None => match self.settings.channel(&d.sink) {
+                    // C: an alert channel's message, rendered for its kind.
+                    Some(channel) => {
+                        crate::alerting::deliver(http, channel, &event, self.now() / 1_000_000)
+                            .await
+                            .error
+                            .map_or(Ok(()), Err)
+                    }
+                    None => Err(format!("sink {} is not configured", d.sink)),
+                },
                 Some(sink) => self.deliver(http, &sink.url, &event).await,
             };
             let now = self.now();
@@ -98,4 +107,15 @@ impl Engine {
             Err(format!("sink answered {}", res.status()))
         }
     }
+}
+
+/// One delivery attempt's outcome (the shared contract of issue 28):
+/// `error: None` means delivered. SMTP has no status code; the server's
+/// reply goes into `answer_head`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attempt {
+    pub status_code: Option<u16>,
+    pub latency_us: i64,
+    pub answer_head: String,
+    pub error: Option<String>,
 }

@@ -196,6 +196,7 @@ mod tests {
     fn alert(i: i64, severity: &str) -> RoutedAlert {
         RoutedAlert {
             alert_id: format!("a{i}"),
+            dedupe_key: format!("k{i}"),
             kind: "sla_overdue".into(),
             severity: severity.into(),
             payment_no: (i == 0).then(|| "P-1".into()),

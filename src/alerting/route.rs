@@ -78,7 +78,7 @@ async fn route_one(
     let mut written = 0;
     for channel in channels
         .iter()
-        .filter(|c| c.routing.matches(&alert.kind, &alert.severity))
+        .filter(|c| c.routing.matches(&alert.kind, &alert.severity) && !about_itself(c, alert))
     {
         let at_once = is_critical(&alert.severity)
             || (!quiet(channel, now)
@@ -142,6 +142,17 @@ async fn send_due_digests(engine: &Engine, channels: &[Channel], now: i64) -> sq
         written += 1;
     }
     Ok(written)
+}
+
+/// A channel's own message dead-lettered (the relay's `outbox_dead` key
+/// ends with the sink): announced on the other channels only, since on
+/// this one it would die again and raise another, without end.
+fn about_itself(channel: &Channel, alert: &RoutedAlert) -> bool {
+    alert.kind == "outbox_dead"
+        && alert
+            .dedupe_key
+            .strip_suffix(&channel.name)
+            .is_some_and(|rest| rest.ends_with(':'))
 }
 
 fn quiet(channel: &Channel, now: i64) -> bool {

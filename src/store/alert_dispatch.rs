@@ -10,6 +10,7 @@ use sqlx::{Any, Executor};
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct RoutedAlert {
     pub alert_id: String,
+    pub dedupe_key: String,
     pub kind: String,
     pub severity: String,
     pub payment_no: Option<String>,
@@ -46,7 +47,7 @@ pub async fn lease_unrouted<'e>(
          WHERE alert_id IN (SELECT alert_id FROM alerts WHERE routed_at IS NULL \
              AND (route_lease_until IS NULL OR route_lease_until <= $2) \
              ORDER BY created_at, alert_id LIMIT $3{skip_locked}) \
-         RETURNING alert_id, kind, severity, payment_no, message, created_at"
+         RETURNING alert_id, dedupe_key, kind, severity, payment_no, message, created_at"
     );
     let mut rows: Vec<RoutedAlert> = sqlx::query_as(&sql)
         .bind(lease_until)
@@ -205,7 +206,7 @@ pub async fn claim_held(
     .execute(&mut *conn)
     .await?;
     sqlx::query_as(
-        "SELECT a.alert_id, a.kind, a.severity, a.payment_no, a.message, a.created_at \
+        "SELECT a.alert_id, a.dedupe_key, a.kind, a.severity, a.payment_no, a.message, a.created_at \
          FROM alert_routes r JOIN alerts a ON a.alert_id = r.alert_id \
          WHERE r.message_id = $1 AND r.channel = $2 ORDER BY a.created_at, a.alert_id",
     )

@@ -562,9 +562,46 @@ async fn quiet_hours_hold_a_high_alert_until_they_end_and_a_critical_one_goes_at
     );
 }
 
+async fn a_channels_own_dead_message_is_told_on_the_other_channels_only(b: Backend) {
+    let (hook, hook_url) = Receiver::start().await;
+    let (slack, slack_url) = Receiver::start().await;
+    let channels = format!(
+        "[[alert_channels]]\nname = \"ops-hook\"\nkind = \"webhook\"\nurl = \"{hook_url}/a\"\nsecret = \"{WHSEC}\"\n\n\
+         [[alert_channels]]\nname = \"ops-slack\"\nkind = \"slack\"\nurl = \"{slack_url}/s\"\n"
+    );
+    let app = AlertApp::start(b, &channels, at("2026-12-02T10:00:00Z")).await;
+    hook.fail_next(1000);
+    app.raise(
+        "missing:1",
+        "statement_missing",
+        "high",
+        "statement missing",
+    )
+    .await;
+    assert_eq!(app.route().await, 2);
+    // The webhook channel down through its whole schedule: DEAD.
+    for _ in 0..20 {
+        app.relay().await;
+        app.clock.advance_secs(2 * 3600);
+    }
+    assert_eq!(hook.seen().len(), 12);
+    assert_eq!(app.app.alert_count("outbox_dead").await, 1);
+    // Told on Slack; not on the dead channel, where it would die again.
+    assert_eq!(app.route().await, 1);
+    assert_eq!(app.relay().await, 1);
+    let told = slack.seen().last().unwrap().body.clone();
+    assert!(
+        told.contains("outbox_dead") && told.contains("ops-hook"),
+        "{told}"
+    );
+    assert_eq!(hook.seen().len(), 12);
+    assert_eq!(app.relay().await, 0);
+}
+
 crate::both_databases!(
     an_alert_reaches_a_webhook_a_slack_receiver_and_an_smtp_server,
     thirty_alerts_of_a_kind_in_the_window_make_one_digest_after_the_first,
     a_failing_channel_is_retried_and_gets_the_message_once_more_with_the_same_id,
     quiet_hours_hold_a_high_alert_until_they_end_and_a_critical_one_goes_at_once,
+    a_channels_own_dead_message_is_told_on_the_other_channels_only,
 );

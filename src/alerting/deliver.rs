@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 /// Bytes of a receiver's answer kept with the attempt.
 const ANSWER_HEAD: usize = 256;
 
-/// An SMTP conversation's limit (each step of it, as lettre counts).
-const SMTP_TIMEOUT: Duration = Duration::from_secs(20);
+/// An SMTP conversation's limit per step, as lettre counts it: the relay's
+/// HTTP timeout, so one slow server holds a batch no longer than a sink.
+const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Sends `event` (a channel message) to `channel`, at `now_secs` for the
 /// webhook signature's timestamp.

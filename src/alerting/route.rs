@@ -9,7 +9,8 @@
 //! message per window, and a quiet kind's next alert again goes at once.
 //! In a channel's quiet hours alerts below critical are held, and go as
 //! one digest per kind when they end. A critical alert is never held: it
-//! goes at once, alone, and leaves the window as it was.
+//! goes at once and leaves the window as it was — with the other critical
+//! alerts of its kind routed in the same lease, if any, as one message.
 
 use super::config::{Channel, is_critical};
 use super::render::{EVENT_TYPE, Notification};
@@ -17,8 +18,9 @@ use crate::engine::Engine;
 use crate::store::alert_dispatch::{self as dispatch, RoutedAlert};
 use crate::store::outbox;
 
-/// Alerts routed per lease; the rest wait for the next lease of the pass.
-const ALERTS_PER_LEASE: i64 = 200;
+/// Alerts routed per lease (one transaction); the rest wait for the next
+/// lease of the pass.
+const ALERTS_PER_LEASE: i64 = 1000;
 
 /// Longer than a lease's routing takes, so it lapses only when its holder
 /// died.
@@ -50,9 +52,7 @@ pub async fn route_alerts(engine: &Engine, now: i64) -> sqlx::Result<usize> {
         if leased.is_empty() {
             break;
         }
-        for alert in &leased {
-            written += route_one(engine, channels, alert, now).await?;
-        }
+        written += route_lease(engine, channels, &leased, now).await?;
     }
     written += send_due_digests(engine, channels, now).await?;
     if written > 0 {
@@ -62,26 +62,38 @@ pub async fn route_alerts(engine: &Engine, now: i64) -> sqlx::Result<usize> {
     Ok(written)
 }
 
-/// One alert to every channel it matches, in one transaction with its
-/// routed mark: routed once, with all its messages or none.
-async fn route_one(
+/// A lease's alerts to every channel each matches, in one transaction
+/// with their routed marks: routed once, with all their messages or none.
+/// The critical alerts of one kind in the lease go at once as one message
+/// per channel, so a run that raises thousands is a few messages, not
+/// thousands, and none waits.
+async fn route_lease(
     engine: &Engine,
     channels: &[Channel],
-    alert: &RoutedAlert,
+    leased: &[RoutedAlert],
     now: i64,
 ) -> sqlx::Result<usize> {
     let mut tx = engine.db.begin_write().await?;
-    if !dispatch::mark_routed(&mut tx, &alert.alert_id, now).await? {
-        // Another instance routed it after our lease lapsed.
-        return Ok(0);
-    }
     let mut written = 0;
-    for channel in channels
-        .iter()
-        .filter(|c| c.routing.matches(&alert.kind, &alert.severity) && !about_itself(c, alert))
-    {
-        let at_once = is_critical(&alert.severity)
-            || (!quiet(channel, now)
+    let mut critical: std::collections::BTreeMap<(&str, &str), Vec<&RoutedAlert>> =
+        Default::default();
+    for alert in leased {
+        if !dispatch::mark_routed(&mut tx, &alert.alert_id, now).await? {
+            // Another instance routed it after our lease lapsed.
+            continue;
+        }
+        for channel in channels
+            .iter()
+            .filter(|c| c.routing.matches(&alert.kind, &alert.severity) && !about_itself(c, alert))
+        {
+            if is_critical(&alert.severity) {
+                critical
+                    .entry((channel.name.as_str(), alert.kind.as_str()))
+                    .or_default()
+                    .push(alert);
+                continue;
+            }
+            let at_once = !quiet(channel, now)
                 && dispatch::open_window(
                     &mut tx,
                     &channel.name,
@@ -89,23 +101,35 @@ async fn route_one(
                     now,
                     now + channel.routing.group_us,
                 )
-                .await?);
-        if at_once {
-            let message_id = new_message_id();
-            write_message(
-                &mut tx,
-                channel,
-                &message_id,
-                std::slice::from_ref(alert),
-                false,
-                now,
-            )
-            .await?;
-            dispatch::insert_route(&mut tx, alert, &channel.name, Some(&message_id), now).await?;
-            written += 1;
-        } else {
-            dispatch::insert_route(&mut tx, alert, &channel.name, None, now).await?;
+                .await?;
+            let message_id = at_once.then(new_message_id);
+            if let Some(id) = &message_id {
+                write_message(
+                    &mut tx,
+                    channel,
+                    id,
+                    std::slice::from_ref(alert),
+                    false,
+                    now,
+                )
+                .await?;
+                written += 1;
+            }
+            dispatch::insert_route(&mut tx, alert, &channel.name, message_id.as_deref(), now)
+                .await?;
         }
+    }
+    for ((name, _), alerts) in critical {
+        let Some(channel) = channels.iter().find(|c| c.name == name) else {
+            continue;
+        };
+        let message_id = new_message_id();
+        let owned: Vec<RoutedAlert> = alerts.iter().map(|a| (*a).clone()).collect();
+        write_message(&mut tx, channel, &message_id, &owned, owned.len() > 1, now).await?;
+        for alert in alerts {
+            dispatch::insert_route(&mut tx, alert, name, Some(&message_id), now).await?;
+        }
+        written += 1;
     }
     tx.commit().await?;
     Ok(written)

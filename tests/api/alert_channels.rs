@@ -531,16 +531,27 @@ async fn quiet_hours_hold_a_high_alert_until_they_end_and_a_critical_one_goes_at
     let app = AlertApp::start(b, &channels, at("2026-12-02T22:30:00Z")).await;
     app.raise("sla:1", "sla_overdue", "high", "ticket T-1 is past its SLA")
         .await;
-    app.raise(
-        "conflict:1",
-        "callback_conflict",
-        "critical",
-        "callback evt_9 conflicts",
-    )
-    .await;
-    assert_eq!(app.route().await, 1, "the critical alert goes at once");
+    for i in 0..3 {
+        let key = format!("conflict:{i}");
+        app.raise(
+            &key,
+            "callback_conflict",
+            "critical",
+            &format!("callback evt_{i} conflicts"),
+        )
+        .await;
+    }
+    assert_eq!(
+        app.route().await,
+        1,
+        "the critical alerts go at once, as one message"
+    );
     assert_eq!(app.relay().await, 1);
-    assert_eq!(hook.seen()[0].json()["kind"], "callback_conflict");
+    let critical = hook.seen()[0].json();
+    assert_eq!(
+        (critical["kind"].as_str(), critical["count"].as_u64()),
+        (Some("callback_conflict"), Some(3))
+    );
     // 06:59 in Berlin: still quiet.
     app.clock.set(at("2026-12-03T05:59:00Z"));
     assert_eq!(app.route().await, 0);

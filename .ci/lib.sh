@@ -111,3 +111,18 @@ ensure_schemathesis() {
   fi
   SCHEMATHESIS="$venv/bin/st"
 }
+
+# aiosmtpd (PyPI, pinned in .ci/alerts-requirements.txt) in its own
+# virtualenv under target/; exports RECKON_TEST_AIOSMTPD, the Python that
+# has it, for the alert-channel tests' local SMTP server.
+ensure_aiosmtpd() {
+  local venv="$ROOT/target/aiosmtpd" want
+  want="$(awk -F'==' '$1 == "aiosmtpd" { print $2 }' "$ROOT/.ci/alerts-requirements.txt")"
+  if [[ "$("$venv/bin/python" -c 'import aiosmtpd; print(aiosmtpd.__version__)' 2>/dev/null)" != "$want" ]]; then
+    say "installing aiosmtpd $want into target/aiosmtpd"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q -r "$ROOT/.ci/alerts-requirements.txt"
+  fi
+  export RECKON_TEST_AIOSMTPD="$venv/bin/python"
+}

@@ -2,6 +2,7 @@
 //! them. `cli` is the entry point, `startup::Application` the server.
 
 pub mod accounts;
+pub mod alerting;
 pub mod auth;
 pub mod bank;
 pub mod cli;

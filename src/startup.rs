@@ -327,6 +327,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
             auto: config.close_auto,
         },
         sla: config.sla.clone(),
+        channels: config.alert_channels.clone(),
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,

@@ -54,6 +54,17 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
             }
         });
         let calls = tokio::spawn(engine.clone().call_lane());
+        // C: alerts routed to their channels and due digests written for
+        // the relay; every 15 s, so a critical alert waits on no pull.
+        let alerting = engine.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = crate::alerting::route_alerts(&alerting, alerting.now()).await {
+                    tracing::error!(error = %e, "alert channel routing");
+                }
+                tokio::time::sleep(Duration::from_secs(15)).await;
+            }
+        });
         // Bulk jobs a stopped process left running: resumed once silent.
         let bulk = engine.clone();
         tokio::spawn(async move {

@@ -39,6 +39,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         sla: Default::default(),
         cut_window: Default::default(),
         sinks: Default::default(),
+        alert_channels: Vec::new(),
     }
 }
 

@@ -87,6 +87,8 @@ pub struct Config {
     /// B (issue 28): the file's named sinks, the env sinks' attempts, and
     /// when a sink counts as failing.
     pub sinks: Sinks,
+    /// C: alert channels (`[[alert_channels]]` in the file), checked.
+    pub alert_channels: Vec<crate::alerting::Channel>,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

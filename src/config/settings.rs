@@ -54,6 +54,9 @@ pub(super) struct Layers {
     outbox_max_attempts: Option<Text>,
     sink_failing_attempts: Option<Text>,
     sink_failing_minutes: Option<Text>,
+    // C: alert channels, file only (each with its secrets).
+    #[serde(default)]
+    alert_channels: Vec<crate::alerting::ChannelToml>,
 }
 
 /// The environment variable of each file key.
@@ -368,6 +371,25 @@ pub(super) fn checked(
             "minutes",
         )?,
     )?;
+    // C: alert channels, each checked; a name is a sink's, so unique.
+    let mut alert_channels: Vec<crate::alerting::Channel> = Vec::new();
+    for raw in &layers.alert_channels {
+        let refused = |hint: String| ConfigError::Invalid {
+            key: "alert_channels",
+            value: raw.name.clone(),
+            hint,
+        };
+        let channel = raw.check(&timezone).map_err(refused)?;
+        if alert_channels.iter().any(|c| c.name == channel.name)
+            || outbox_sinks.iter().any(|(sink, _)| *sink == channel.name)
+            || sinks.named.iter().any(|sink| sink.name == channel.name)
+        {
+            return Err(refused(
+                "a channel's name must differ from every other channel's and outbox sink's".into(),
+            ));
+        }
+        alert_channels.push(channel);
+    }
 
     Ok(Config {
         listen,
@@ -395,6 +417,7 @@ pub(super) fn checked(
         sla,
         cut_window,
         sinks,
+        alert_channels,
     })
 }
 

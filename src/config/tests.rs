@@ -614,4 +614,27 @@ fn env_sinks_keep_working_with_the_old_attempts_when_asked() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("RECKON_OUTBOX_MAX_ATTEMPTS"), "{e}");
+/// C: alert channels from the file, checked; a channel named like an
+/// outbox sink or another channel is refused with the name.
+#[test]
+fn alert_channels_are_checked_and_their_names_unique_among_sinks() {
+    let channel = |name: &str| {
+        format!(
+            "[[alert_channels]]\nname = \"{name}\"\nkind = \"slack\"\nurl = \"https://hooks.example/T/B/x\"\n"
+        )
+    };
+    let env =
+        |k: &str| (k == "RECKON_OUTBOX_SINKS").then(|| "fulfilment=http://127.0.0.1:9/e".into());
+    let ok = Config::from_toml(&(channel("ops") + &channel("finance")), env).unwrap();
+    let names: Vec<&str> = ok.alert_channels.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["ops", "finance"]);
+    for file in [channel("fulfilment"), channel("ops") + &channel("ops")] {
+        let refused = Config::from_toml(&file, env).unwrap_err().to_string();
+        assert!(
+            refused.contains("alert_channels") && refused.contains("must differ"),
+            "{refused}"
+        );
+    }
+    let unknown = Config::from_toml(&(channel("ops") + "colour = \"red\"\n"), env).unwrap_err();
+    assert!(unknown.to_string().contains("colour"), "{unknown}");
 }

@@ -23,6 +23,7 @@ pub use intake::{Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, RefusedKind};
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
+pub use relay::Attempt;
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use retries::headers_from_json;
 
@@ -83,6 +84,15 @@ pub struct Settings {
     pub sla: crate::domain::Sla,
     /// B (issue 28): when a sink's failures raise `sink_failing`.
     pub sink_failing: sinks::Failing,
+    /// C: alert channels, sinks of the alerts' messages only.
+    pub channels: Vec<crate::alerting::Channel>,
+}
+
+impl Settings {
+    /// C: the alert channel a delivery's sink names, if it is one.
+    pub fn channel(&self, sink: &str) -> Option<&crate::alerting::Channel> {
+        self.channels.iter().find(|c| c.name == sink)
+    }
 }
 
 /// What closing a day reads (reconciliation's; the engine only carries
@@ -172,6 +182,7 @@ impl Default for Settings {
             closing: Closing::default(),
             sla: Default::default(),
             sink_failing: Default::default(),
+            channels: Vec::new(),
         }
     }
 }

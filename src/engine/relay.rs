@@ -22,7 +22,14 @@ impl Engine {
             };
             let sink = self.settings.sinks.iter().find(|s| s.name == d.sink);
             let attempt = match sink {
-                None => Attempt::refused(format!("sink {} is not configured", d.sink)),
+                None => match self.settings.channel(&d.sink) {
+                    // An alert channel's message, rendered for its kind.
+                    Some(channel) => {
+                        crate::alerting::deliver(http, channel, &event, self.now() / 1_000_000)
+                            .await
+                    }
+                    None => Attempt::refused(format!("sink {} is not configured", d.sink)),
+                },
                 Some(sink) => self.deliver(http, sink, &event).await,
             };
             let now = self.now();
@@ -135,7 +142,7 @@ const ANSWER_HEAD: usize = 256;
 /// One delivery attempt's outcome (shared with the sinks and alert
 /// channels): `error: None` means delivered. SMTP has no status code; its
 /// reply goes into `answer_head`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Attempt {
     pub status_code: Option<u16>,
     pub latency_us: i64,

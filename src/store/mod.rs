@@ -4,6 +4,7 @@
 
 pub mod adjustments;
 pub mod ageing;
+pub mod alert_dispatch;
 pub mod alerts;
 pub mod audit;
 pub mod audit_keys;

@@ -87,6 +87,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
             per_provider: Vec::new(),
         },
         sinks: Default::default(),
+        alert_channels: Vec::new(),
     }
 }
 

@@ -5,6 +5,7 @@ mod engine_helpers;
 mod helpers;
 
 mod ageing;
+mod alert_channels;
 mod alipay;
 mod auth;
 mod bank;

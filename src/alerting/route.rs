@@ -213,7 +213,10 @@ async fn write_message(
             payload: &payload,
             now,
         }],
-        std::slice::from_ref(&channel.name),
+        &[crate::store::sinks::Route {
+            name: channel.name.clone(),
+            event_types: Vec::new(),
+        }],
     )
     .await
 }

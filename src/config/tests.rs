@@ -614,6 +614,8 @@ fn env_sinks_keep_working_with_the_old_attempts_when_asked() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("RECKON_OUTBOX_MAX_ATTEMPTS"), "{e}");
+}
+
 /// C: alert channels from the file, checked; a channel named like an
 /// outbox sink or another channel is refused with the name.
 #[test]

@@ -134,6 +134,7 @@ pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, 
 async fn sinks(engine: &Engine) -> Result<Vec<String>, AppError> {
     let mut all = ops::known_sinks(&engine.db.pool).await.map_err(internal)?;
     all.extend(engine.settings.sinks.iter().map(|s| s.name.clone()));
+    all.extend(engine.settings.channels.iter().map(|c| c.name.clone()));
     all.sort();
     all.dedup();
     Ok(all)
@@ -217,9 +218,10 @@ async fn requeue_audited(
     .await
 }
 
-/// Whether the relay can deliver to `sink` (it is configured).
+/// Whether the relay can deliver to `sink` (a configured sink or alert
+/// channel).
 fn configured(engine: &Engine, sink: &str) -> bool {
-    engine.settings.sinks.iter().any(|s| s.name == sink)
+    engine.settings.sinks.iter().any(|s| s.name == sink) || engine.settings.channel(sink).is_some()
 }
 
 /// Queues one message again, to `sink` or to every sink it was meant

@@ -322,6 +322,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
             auto: config.close_auto,
         },
         sla: config.sla.clone(),
+        refused_spike: config.refused_spike,
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,

@@ -81,6 +81,8 @@ pub struct Config {
     /// The cut window of reconciliation at the day's edge (default 30
     /// minutes), with per-account overrides.
     pub cut_window: CutWindow,
+    /// D (issue 28): the threshold of the refused-webhooks spike alert.
+    pub refused_spike: crate::engine::RefusedSpike,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

@@ -48,10 +48,12 @@ pub(super) struct Layers {
     sla_hours: Option<Text>,
     // A: the day's edge
     cut_window_minutes: Option<Text>,
+    // D (issue 28): refused webhooks spiking
+    refused_spike: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 25] = [
+pub(super) const VARIABLES: [(&str, &str); 26] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -81,6 +83,8 @@ pub(super) const VARIABLES: [(&str, &str); 25] = [
     ("sla_hours", "RECKON_SLA_HOURS"),
     // A: the day's edge
     ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
+    // D (issue 28): refused webhooks spiking
+    ("refused_spike", "RECKON_REFUSED_SPIKE"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -328,6 +332,10 @@ pub(super) fn checked(
     // A: the day's edge
     let cut_window = cut_window(text(layers.cut_window_minutes), &providers)?;
 
+    // D (issue 28): more than N verification failures of one provider in
+    // M minutes raise webhooks_refused_spike (`N/M`, default 20/5).
+    let refused_spike = refused_spike(text(layers.refused_spike))?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -353,6 +361,29 @@ pub(super) fn checked(
         close_auto,
         sla,
         cut_window,
+        refused_spike,
+    })
+}
+
+/// D (issue 28): `RECKON_REFUSED_SPIKE`, `N/M` — more than N verification
+/// failures of one provider in M minutes (1 to 1440) raise an alert.
+fn refused_spike(given: Option<String>) -> Result<crate::engine::RefusedSpike, ConfigError> {
+    let Some(text) = given else {
+        return Ok(crate::engine::RefusedSpike::default());
+    };
+    let parsed = text.trim().split_once('/').and_then(|(n, m)| {
+        let n: i64 = n.trim().parse().ok()?;
+        let m: i64 = m.trim().trim_end_matches('m').parse().ok()?;
+        ((1..=1_000_000).contains(&n) && (1..=1440).contains(&m)).then_some((n, m))
+    });
+    let (failures, minutes) = parsed.ok_or_else(|| ConfigError::Invalid {
+        key: "RECKON_REFUSED_SPIKE",
+        value: text.clone(),
+        hint: "expected N/M: more than N signature failures in M minutes, e.g. 20/5".into(),
+    })?;
+    Ok(crate::engine::RefusedSpike {
+        failures,
+        window_us: minutes * 60_000_000,
     })
 }
 

@@ -36,6 +36,7 @@ impl Engine {
         provider: &Arc<dyn Provider>,
         headers: &HeaderMap,
         body: &[u8],
+        source: Option<&str>,
     ) -> Reply {
         let started = Instant::now();
         let trace_id = uuid::Uuid::new_v4().simple().to_string();
@@ -44,7 +45,9 @@ impl Engine {
         let now = self.now();
 
         // Signed and fresh, then not a replay of a request already received.
-        let verified = match provider.verify(headers, body, now / 1_000_000) {
+        let verify = provider.verify(headers, body, now / 1_000_000);
+        let verify_failed = verify.is_err();
+        let verified = match verify {
             Ok(()) => match self.replayed(provider.as_ref(), headers, now).await {
                 Some(replay) => Err(replay),
                 None => Ok(()),
@@ -65,6 +68,12 @@ impl Engine {
                     _ => None,
                 })
                 .flatten();
+            let diagnosis = if verify_failed {
+                self.diagnose(provider.as_ref(), headers, body, &e, now)
+                    .await
+            } else {
+                None
+            };
             let refusal = Refusal {
                 provider: provider.as_ref(),
                 kind: "unverified",
@@ -74,6 +83,9 @@ impl Engine {
                 body_len: body.len() as i64,
                 claimed_payment: claimed.as_deref(),
                 trace_id: &trace_id,
+                source,
+                diagnosis,
+                verify_failed,
             };
             self.refuse(&refusal).await;
             return provider.answer(&Answer::Unverified(e));
@@ -106,6 +118,9 @@ impl Engine {
                     body_len: body.len() as i64,
                     claimed_payment: None,
                     trace_id: &trace_id,
+                    source,
+                    diagnosis: None,
+                    verify_failed: false,
                 };
                 self.refuse(&refusal).await;
                 return provider.answer(&Answer::Malformed(e));
@@ -213,6 +228,10 @@ impl Engine {
     pub async fn refuse(&self, r: &Refusal<'_>) {
         self.metrics.refused(r.kind);
         let now = self.now();
+        // Counted before the rate bound: a flood is what the count is for.
+        if r.verify_failed {
+            self.count_failure(r.provider.name().as_str(), now).await;
+        }
         let admitted = {
             let mut gate = self.refused_gate.lock().unwrap_or_else(|e| e.into_inner());
             let minute = now.div_euclid(60_000_000);
@@ -239,6 +258,8 @@ impl Engine {
                 payment_no: r.claimed_payment,
                 trace_id: r.trace_id,
                 now,
+                source_addr: r.source,
+                diagnosis: r.diagnosis.as_ref().map(|d| (d.kind, d.detail.as_str())),
             },
         )
         .await;
@@ -462,6 +483,13 @@ pub struct Refusal<'a> {
     pub body_len: i64,
     pub claimed_payment: Option<&'a str>,
     pub trace_id: &'a str,
+    /// The peer address the server saw.
+    pub source: Option<&'a str>,
+    /// Its likely cause, when the failure tells one.
+    pub diagnosis: Option<crate::providers::Diagnosis>,
+    /// Its signature (or signed time, or key) did not verify: counted
+    /// towards the provider's spike alert.
+    pub verify_failed: bool,
 }
 
 /// 2^n minutes after the n-th failure, at most 64 minutes.

@@ -11,6 +11,7 @@ mod ingest;
 mod intake;
 mod merchant;
 mod refund_requests;
+mod refused;
 mod refunds;
 mod relay;
 mod replay;
@@ -20,6 +21,7 @@ pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::{Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, RefusedKind};
+pub use refused::WEBHOOKS_REFUSED_SPIKE;
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
 pub use replay::{ActionError, ActionOutcome, describe};
@@ -71,6 +73,25 @@ pub struct Settings {
     pub closing: Closing,
     /// Hours a ticket of each class may stay open (the SLA pass reads it).
     pub sla: crate::domain::Sla,
+    /// D: more than this many verification failures of one provider in
+    /// the window raise `webhooks_refused_spike`.
+    pub refused_spike: RefusedSpike,
+}
+
+/// `RECKON_REFUSED_SPIKE`: `N/M`, more than N failures in M minutes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedSpike {
+    pub failures: i64,
+    pub window_us: i64,
+}
+
+impl Default for RefusedSpike {
+    fn default() -> Self {
+        RefusedSpike {
+            failures: 20,
+            window_us: 5 * 60_000_000,
+        }
+    }
 }
 
 /// What closing a day reads (reconciliation's; the engine only carries
@@ -159,6 +180,7 @@ impl Default for Settings {
             pulls: Pulls::default(),
             closing: Closing::default(),
             sla: Default::default(),
+            refused_spike: RefusedSpike::default(),
         }
     }
 }

@@ -75,6 +75,8 @@ pub struct Dashboard {
     pub closes: Vec<DayClose>,
     /// Open tickets by age and SLA; the day's new, persisting, resolved.
     pub ageing: crate::ageing::Ageing,
+    /// D (issue 28): refused webhooks kept in the last 24 hours.
+    pub refused_24h: i64,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).

@@ -94,6 +94,11 @@ pub enum Msg {
     NextTicket,
     PreviousTicket,
     QueueKeys,
+    // D (issue 28): refused webhooks.
+    RefusedWebhooks,
+    Diagnosis,
+    SourceAddress,
+    Reason,
 }
 
 impl Msg {
@@ -208,6 +213,11 @@ impl Msg {
                 "Keys: j next, k previous, u back to the list",
                 "快捷键：j 下一个，k 上一个，u 返回列表",
             ),
+            // D (issue 28): refused webhooks.
+            RefusedWebhooks => ("Refused webhooks", "被拒回调"),
+            Diagnosis => ("Diagnosis", "诊断"),
+            SourceAddress => ("Source address", "来源地址"),
+            Reason => ("Reason", "原因"),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod filter;
 pub mod format;
 pub mod i18n;
 pub mod pages;
+pub mod refused;
 #[cfg(feature = "ssr")]
 pub mod ssr;
 pub mod tickets;

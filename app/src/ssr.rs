@@ -172,6 +172,12 @@ pub trait Console: Send + Sync + 'static {
     async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
     async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;
     async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError>;
+    // D (issue 28): refused webhooks.
+    async fn refused(
+        &self,
+        filter: &crate::refused::RefusedFilter,
+    ) -> Result<crate::refused::RefusedPage, AppError>;
+    async fn refused_one(&self, id: &str) -> Result<crate::refused::RefusedDetail, AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

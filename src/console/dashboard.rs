@@ -121,7 +121,9 @@ impl Desk {
             .ageing_of(&day, provider.as_deref(), range)
             .await
             .map_err(internal)?;
+        let refused_24h = self.refused_last_day().await?;
         Ok(Dashboard {
+            refused_24h,
             ageing,
             day,
             provider,

@@ -17,6 +17,7 @@ mod details;
 mod export;
 mod lists;
 pub mod mask;
+mod refused;
 mod tickets;
 
 pub use bulk::bulk_job;
@@ -241,6 +242,17 @@ impl Console for Desk {
 
     async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError> {
         actions::resume(&self.engine, actor, id).await
+    }
+
+    async fn refused(
+        &self,
+        filter: &app::refused::RefusedFilter,
+    ) -> Result<app::refused::RefusedPage, AppError> {
+        self.refused_page(filter).await
+    }
+
+    async fn refused_one(&self, id: &str) -> Result<app::refused::RefusedDetail, AppError> {
+        self.refused_detail(id).await
     }
 
     async fn bank(&self) -> Result<app::bank::BankView, AppError> {

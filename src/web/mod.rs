@@ -16,6 +16,7 @@ pub mod listener;
 pub mod merchant;
 pub mod openapi;
 pub mod recon;
+pub mod refused;
 pub mod sessions;
 pub mod upload;
 pub mod webhooks;
@@ -84,6 +85,7 @@ pub fn router(
         .merge(recon::router())
         .merge(bank::router())
         .merge(bulk::router())
+        .merge(refused::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

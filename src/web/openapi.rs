@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{bank, bulk, merchant, recon};
+use super::{bank, bulk, merchant, recon, refused};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -42,6 +42,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::close_report,
         recon::verify_close,
         bulk::show_job,
+        refused::list,
+        refused::show,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
@@ -50,6 +52,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "reconciliation", description = "Providers' statements against the ledger"),
         (name = "bank", description = "The bank's statements against the providers' payouts"),
         (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
+        (name = "webhooks", description = "Providers' webhooks Reckon refused, with a diagnosis where the failure tells one"),
     )
 )]
 pub struct ApiDoc;

@@ -148,3 +148,6 @@ mod closes;
 pub use closes::*;
 mod bulk;
 pub use bulk::*;
+// D (issue 28): refused webhooks.
+mod refused;
+pub use refused::*;

@@ -13,6 +13,7 @@ mod closes;
 mod dashboard;
 mod login;
 mod payments;
+mod refused;
 mod runs;
 mod ticket;
 mod tickets;
@@ -116,6 +117,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/approvals/bulk/:id") view=bulk::BulkProposalPage ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=audit::AuditPage ssr=SsrMode::Async/>
                 <Route path=path!("/bank") view=bank::BankPage ssr=SsrMode::Async/>
+                <Route path=path!("/refused") view=refused::RefusedListPage ssr=SsrMode::Async/>
+                <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -175,6 +178,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
                 <A href="/approvals" attr:id="nav-approvals">{Msg::Approvals.text(lang)}</A>
                 <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
+                <A href="/refused" attr:id="nav-refused">{Msg::RefusedWebhooks.text(lang)}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>

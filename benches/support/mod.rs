@@ -38,6 +38,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         close_auto: true,
         sla: Default::default(),
         cut_window: Default::default(),
+        refused_spike: Default::default(),
     }
 }
 

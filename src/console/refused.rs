@@ -36,10 +36,7 @@ impl Desk {
         let to = f.to.as_deref().map(|d| self.range(d)).transpose()?;
         let received = match (from, to) {
             (None, None) => None,
-            (from, to) => Some((
-                from.map_or(i64::MIN, |r| r.0),
-                to.map_or(i64::MAX, |r| r.1),
-            )),
+            (from, to) => Some((from.map_or(i64::MIN, |r| r.0), to.map_or(i64::MAX, |r| r.1))),
         };
         let query = store::Query {
             provider: f.provider.as_deref(),

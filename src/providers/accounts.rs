@@ -113,9 +113,7 @@ pub fn build(
                 .iter()
                 .map(|s| Secret::parse(s.expose_secret()).map_err(named))
                 .collect::<Result<Vec<_>, _>>()?;
-            Arc::new(
-                StandardWebhooks::new(name, secrets, c.mapping.clone()).with_retired(retired),
-            )
+            Arc::new(StandardWebhooks::new(name, secrets, c.mapping.clone()).with_retired(retired))
         }
         ProviderConfig::Stripe(c) => {
             let secrets = std::iter::once(&c.secret)

@@ -10,7 +10,9 @@
 //! sender's refund id, `payment_txn_id` the refunded transaction.
 
 use super::signing::Secret;
-use super::{Answer, Diagnosis, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError};
+use super::{
+    Answer, Diagnosis, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError,
+};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,

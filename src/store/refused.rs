@@ -170,7 +170,10 @@ pub async fn hourly<'e>(
 }
 
 /// Rows kept since `since`, all providers.
-pub async fn count_since<'e>(e: impl Executor<'e, Database = Any>, since: i64) -> sqlx::Result<i64> {
+pub async fn count_since<'e>(
+    e: impl Executor<'e, Database = Any>,
+    since: i64,
+) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT COUNT(*) FROM refused_callbacks WHERE received_at >= $1")
         .bind(since)
         .fetch_one(e)
@@ -208,7 +211,10 @@ pub async fn tally<'e>(
 }
 
 /// Tally buckets older than `before` deleted.
-pub async fn prune_tally<'e>(e: impl Executor<'e, Database = Any>, before: i64) -> sqlx::Result<u64> {
+pub async fn prune_tally<'e>(
+    e: impl Executor<'e, Database = Any>,
+    before: i64,
+) -> sqlx::Result<u64> {
     let done = sqlx::query("DELETE FROM refused_tally WHERE bucket < $1")
         .bind(before.div_euclid(BUCKET_US))
         .execute(e)

@@ -26,6 +26,7 @@ mod provider_truth;
 mod pulls;
 mod recon;
 mod refunds;
+mod refused;
 mod schedule;
 mod standard;
 mod stripe;

@@ -33,8 +33,8 @@ pub mod statement;
 pub use config::StripeConfig;
 
 use super::{
-    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
+    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,
+    ProviderView, RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,

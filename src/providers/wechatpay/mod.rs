@@ -38,8 +38,8 @@ pub use config::WechatPayConfig;
 
 use super::wire::header;
 use super::{
-    Answer, CallError, Diagnosis, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, Reply, StatementFile, VerifyError,
+    Answer, CallError, Diagnosis, Notification, PaymentNotice, Provider, ProviderView,
+    RefundNotice, RefundRequest, RefundView, Reply, StatementFile, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,

@@ -32,6 +32,15 @@ fn summary(r: Listed) -> RefusedSummary {
 
 impl Desk {
     pub async fn refused_page(&self, f: &RefusedFilter) -> Result<RefusedPage, AppError> {
+        use app::filter::QueryFilter;
+        // PostgreSQL's text cannot hold a NUL: such a filter names nothing
+        // and is refused rather than failing the query.
+        if RefusedFilter::KEYS
+            .iter()
+            .any(|k| f.get(k).is_some_and(|v| v.contains('\0')))
+        {
+            return Err(super::invalid("a filter may not contain NUL"));
+        }
         let from = f.from.as_deref().map(|d| self.range(d)).transpose()?;
         let to = f.to.as_deref().map(|d| self.range(d)).transpose()?;
         let received = match (from, to) {
@@ -78,6 +87,9 @@ impl Desk {
     }
 
     pub async fn refused_detail(&self, id: &str) -> Result<RefusedDetail, AppError> {
+        if id.contains('\0') {
+            return Err(AppError::NotFound);
+        }
         let d = store::detail(&self.engine.db.pool, id)
             .await
             .map_err(internal)?

@@ -68,12 +68,6 @@ impl Engine {
                     _ => None,
                 })
                 .flatten();
-            let diagnosis = if verify_failed {
-                self.diagnose(provider.as_ref(), headers, body, &e, now)
-                    .await
-            } else {
-                None
-            };
             let refusal = Refusal {
                 provider: provider.as_ref(),
                 kind: "unverified",
@@ -84,8 +78,7 @@ impl Engine {
                 claimed_payment: claimed.as_deref(),
                 trace_id: &trace_id,
                 source,
-                diagnosis,
-                verify_failed,
+                verify_error: verify_failed.then_some(&e),
             };
             self.refuse(&refusal).await;
             return provider.answer(&Answer::Unverified(e));
@@ -119,8 +112,7 @@ impl Engine {
                     claimed_payment: None,
                     trace_id: &trace_id,
                     source,
-                    diagnosis: None,
-                    verify_failed: false,
+                    verify_error: None,
                 };
                 self.refuse(&refusal).await;
                 return provider.answer(&Answer::Malformed(e));
@@ -229,7 +221,7 @@ impl Engine {
         self.metrics.refused(r.kind);
         let now = self.now();
         // Counted before the rate bound: a flood is what the count is for.
-        if r.verify_failed {
+        if r.verify_error.is_some() {
             self.count_failure(r.provider.name().as_str(), now).await;
         }
         let admitted = {
@@ -245,6 +237,12 @@ impl Engine {
             return;
         };
         let name = r.provider.name().as_str();
+        // Diagnosed only when kept: the comparison with stored callbacks
+        // reads the database, which a flood must not multiply.
+        let diagnosis = match r.verify_error {
+            Some(e) => self.diagnose(r.provider, r.headers, r.body, e, now).await,
+            None => None,
+        };
         let stored = refused::insert(
             &self.db.pool,
             &refused::Refused {
@@ -259,7 +257,7 @@ impl Engine {
                 trace_id: r.trace_id,
                 now,
                 source_addr: r.source,
-                diagnosis: r.diagnosis.as_ref().map(|d| (d.kind, d.detail.as_str())),
+                diagnosis: diagnosis.as_ref().map(|d| (d.kind, d.detail.as_str())),
             },
         )
         .await;
@@ -485,11 +483,10 @@ pub struct Refusal<'a> {
     pub trace_id: &'a str,
     /// The peer address the server saw.
     pub source: Option<&'a str>,
-    /// Its likely cause, when the failure tells one.
-    pub diagnosis: Option<crate::providers::Diagnosis>,
-    /// Its signature (or signed time, or key) did not verify: counted
-    /// towards the provider's spike alert.
-    pub verify_failed: bool,
+    /// Why the provider's verification failed, when it did (not for a
+    /// replayed nonce): counted towards the provider's spike alert and
+    /// diagnosed.
+    pub verify_error: Option<&'a VerifyError>,
 }
 
 /// 2^n minutes after the n-th failure, at most 64 minutes.

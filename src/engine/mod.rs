@@ -227,6 +227,8 @@ pub struct Engine {
     ingest: tokio::sync::mpsc::Sender<ingest::Job>,
     /// Refusals stored in the current minute: (minute, count).
     refused_gate: Arc<std::sync::Mutex<(i64, u32)>>,
+    /// D: verification failures counted here before they are written.
+    refused_tally: Arc<refused::Tallies>,
 }
 
 impl Engine {
@@ -250,6 +252,7 @@ impl Engine {
             wake: Arc::default(),
             ingest,
             refused_gate: Arc::default(),
+            refused_tally: Arc::default(),
         };
         // The writer's own copy holds no sender of its queue, so the writer
         // stops once every other copy of the engine is gone.

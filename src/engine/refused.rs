@@ -92,21 +92,61 @@ impl Engine {
 
     /// Counts a verification failure of `provider`; past the threshold,
     /// raises the spike alert once for the spell. Never fails the answer.
+    ///
+    /// A flood of bad signatures must not become a flood of writes: failures
+    /// are added up here and written at most once a second per provider —
+    /// at once only when they may just have crossed the threshold and this
+    /// instance has not alerted the spell yet.
     pub(super) async fn count_failure(&self, provider: &str, now: i64) {
-        if let Err(e) = self.count_failure_in(provider, now).await {
-            tracing::warn!(error = %e, "refused webhook not counted");
+        let spike = self.settings.refused_spike;
+        let add = {
+            let mut tallies = self
+                .refused_tally
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let t = tallies.entry(provider.to_owned()).or_default();
+            t.unflushed += 1;
+            let may_cross = t.last_count + t.unflushed > spike.failures && now >= t.alerted_until;
+            if !may_cross && now - t.flushed_at < FLUSH_US {
+                return;
+            }
+            t.flushed_at = now;
+            std::mem::take(&mut t.unflushed)
+        };
+        match self.flush_failures(provider, add, now).await {
+            Ok((count, alerted)) => {
+                let mut tallies = self
+                    .refused_tally
+                    .0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let t = tallies.entry(provider.to_owned()).or_default();
+                t.last_count = count;
+                if alerted {
+                    t.alerted_until = now + spike.window_us;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "refused webhooks not counted"),
         }
     }
 
-    async fn count_failure_in(&self, provider: &str, now: i64) -> sqlx::Result<()> {
+    /// Adds `add` failures at `now`: the window's count, and whether it is
+    /// over the threshold (the spell's alert raised, or raised before).
+    async fn flush_failures(
+        &self,
+        provider: &str,
+        add: i64,
+        now: i64,
+    ) -> sqlx::Result<(i64, bool)> {
         let spike = self.settings.refused_spike;
         let mut conn = self.db.pool.acquire().await?;
-        let count = refused::tally(&mut conn, provider, now, spike.window_us).await?;
+        let count = refused::tally(&mut conn, provider, add, now, spike.window_us).await?;
         if rand::random::<u8>() == 0 {
             refused::prune_tally(&mut *conn, now - 86_400_000_000).await?;
         }
         if count <= spike.failures {
-            return Ok(());
+            return Ok((count, false));
         }
         let start = refused::spell(&mut *conn, provider, now, spike.window_us).await?;
         let minutes = spike.window_us / 60_000_000;
@@ -129,6 +169,22 @@ impl Engine {
             },
         )
         .await?;
-        Ok(())
+        Ok((count, true))
     }
+}
+
+/// How often a provider's failures counted in memory are written.
+const FLUSH_US: i64 = 1_000_000;
+
+/// Per provider: failures not written yet, when they last were, the
+/// window's count then, and until when this instance knows the spell alerted.
+#[derive(Default)]
+pub(super) struct Tallies(std::sync::Mutex<std::collections::HashMap<String, Tally>>);
+
+#[derive(Default)]
+struct Tally {
+    unflushed: i64,
+    flushed_at: i64,
+    last_count: i64,
+    alerted_until: i64,
 }

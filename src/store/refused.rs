@@ -183,20 +183,22 @@ pub async fn count_since<'e>(
 /// The width of a tally bucket (microseconds).
 pub const BUCKET_US: i64 = 10_000_000;
 
-/// Counts one verification failure of `provider` at `now` and answers how
-/// many there were in the `window_us` before it (to a bucket's width).
-pub async fn tally<'e>(
+/// Counts `add` verification failures of `provider` at `now` and answers
+/// how many there were in the `window_us` before it (to a bucket's width).
+pub async fn tally(
     conn: &mut sqlx::AnyConnection,
     provider: &str,
+    add: i64,
     now: i64,
     window_us: i64,
 ) -> sqlx::Result<i64> {
     sqlx::query(
-        "INSERT INTO refused_tally (provider, bucket, failures) VALUES ($1, $2, 1) \
-         ON CONFLICT (provider, bucket) DO UPDATE SET failures = refused_tally.failures + 1",
+        "INSERT INTO refused_tally (provider, bucket, failures) VALUES ($1, $2, $3) \
+         ON CONFLICT (provider, bucket) DO UPDATE SET failures = refused_tally.failures + $3",
     )
     .bind(provider)
     .bind(now.div_euclid(BUCKET_US))
+    .bind(add)
     .execute(&mut *conn)
     .await?;
     let since = (now - window_us).div_euclid(BUCKET_US);

@@ -98,8 +98,7 @@ pub async fn receive(
         claimed_payment: None,
         trace_id: &trace_id,
         source: source.as_deref(),
-        diagnosis: None,
-        verify_failed: false,
+        verify_error: None,
     };
     if !provider.accepts(content_type) {
         let reason = format!("content type {content_type:?} is not one this provider sends");

@@ -28,6 +28,9 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/recon/closes/{provider}/{date}"),
     ("post", "/api/v1/recon/closes/verify"),
     ("get", "/api/v1/bulk/jobs/{job_id}"),
+    // D (issue 28): refused webhooks.
+    ("get", "/api/v1/refused"),
+    ("get", "/api/v1/refused/{id}"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

@@ -169,6 +169,22 @@ async fn stripe_refusals_are_diagnosed_by_their_cause(b: Backend) {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+    // A NUL names nothing, on PostgreSQL too: 404 and 400, never a 500.
+    for (path, status) in [
+        ("refused/X%00Y", 404),
+        ("refused?provider=a%00b", 400),
+        ("refused?from=yesterday", 400),
+    ] {
+        let res = s
+            .app
+            .client
+            .get(format!("{}/api/v1/{path}", s.app.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), status, "{path}");
+    }
 }
 
 async fn a_wechat_notification_naming_an_unknown_serial_is_diagnosed(b: Backend) {
@@ -201,6 +217,69 @@ async fn a_wechat_notification_naming_an_unknown_serial_is_diagnosed(b: Backend)
     .unwrap();
     assert!(skew.contains("600 s ahead of"), "{skew}");
     assert_eq!(w.app.payment_state(&p).await.0, "CREATED");
+}
+
+/// A Standard Webhooks sender: ten minutes off, then a retired secret.
+async fn standard_webhooks_refusals_are_diagnosed(b: Backend) {
+    use reckon::providers::standard::StandardConfig;
+    let retired = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let clock = Arc::new(reckon::engine::ManualClock::default());
+    let app = crate::helpers::spawn_app_with(
+        b,
+        |c| {
+            c.providers = vec![ProviderConfig::StandardWebhooks(StandardConfig {
+                name: "acme".into(),
+                secret: crate::standard::SECRET.into(),
+                retired_secrets: vec![retired.into()],
+                ..StandardConfig::default()
+            })];
+        },
+        reckon::startup::Options {
+            demo: false,
+            clock: clock.clone(),
+            workers: false,
+            ..reckon::startup::Options::default()
+        },
+    )
+    .await;
+    let now = app.engine.now() / 1_000_000;
+    let body = crate::standard::body("ACME-RF", "paid");
+    let secret = crate::standard::SECRET;
+    let sign = crate::standard::sign;
+    let post = crate::standard::post;
+    assert_eq!(
+        post(
+            &app,
+            "msg_1",
+            now + 900,
+            &body,
+            &sign(secret, "msg_1", now + 900, &body)
+        )
+        .await,
+        400
+    );
+    clock.advance_secs(1);
+    assert_eq!(
+        post(
+            &app,
+            "msg_2",
+            now,
+            &body,
+            &sign(retired, "msg_2", now, &body)
+        )
+        .await,
+        400
+    );
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT diagnosis, diagnosis_detail FROM refused_callbacks ORDER BY received_at, id",
+    )
+    .fetch_all(&app.accounts.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].0, "timestamp_skew");
+    assert!(rows[0].1.contains("900 s ahead of"), "{}", rows[0].1);
+    assert_eq!(rows[1].0, "retired_secret");
 }
 
 async fn twenty_one_bad_signatures_in_five_minutes_raise_one_spike_alert(b: Backend) {
@@ -326,6 +405,7 @@ async fn a_failing_scheduled_pull_is_alerted_once_per_provider_and_day(b: Backen
 both_databases!(
     stripe_refusals_are_diagnosed_by_their_cause,
     a_wechat_notification_naming_an_unknown_serial_is_diagnosed,
+    standard_webhooks_refusals_are_diagnosed,
     twenty_one_bad_signatures_in_five_minutes_raise_one_spike_alert,
     a_failing_scheduled_pull_is_alerted_once_per_provider_and_day,
 );

@@ -13,7 +13,9 @@ use crate::ssr::{console, guard, respond};
 use crate::types::Role;
 
 #[server(endpoint = "refused/list")]
-pub async fn list_refused(filter: RefusedFilter) -> Result<RefusedPage, AppError> {
+pub async fn list_refused(
+    #[server(default)] filter: RefusedFilter,
+) -> Result<RefusedPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;

@@ -10,8 +10,8 @@ pub use config::SandboxConfig;
 
 use super::signing::Secret;
 use super::{
-    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
+    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,
+    ProviderView, RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,

@@ -256,7 +256,7 @@ async fn standard_webhooks_refusals_are_diagnosed(b: Backend) {
             &sign(secret, "msg_1", now + 900, &body)
         )
         .await,
-        400
+        401
     );
     clock.advance_secs(1);
     assert_eq!(
@@ -268,7 +268,7 @@ async fn standard_webhooks_refusals_are_diagnosed(b: Backend) {
             &sign(retired, "msg_2", now, &body)
         )
         .await,
-        400
+        401
     );
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SELECT diagnosis, diagnosis_detail FROM refused_callbacks ORDER BY received_at, id",

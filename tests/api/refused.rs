@@ -321,6 +321,36 @@ async fn twenty_one_bad_signatures_in_five_minutes_raise_one_spike_alert(b: Back
     assert_eq!(s.app.alert_count("webhooks_refused_spike").await, 2);
 }
 
+/// Past the rate bound (600 rows a minute) refusals are no longer kept,
+/// but every failure is still counted towards the spike.
+async fn failures_past_the_rate_bound_are_still_counted(b: Backend) {
+    let s = spawn_stripe_app_with(b, |_| {}).await;
+    // Early in a minute: the bound counts per minute of the engine's clock.
+    let minute = s.app.engine.now().div_euclid(60_000_000) * 60_000_000;
+    s.clock.set(minute + 10_000_000);
+    let body = stripe_event("evt_flood", "FLOOD-1", 100);
+    let bad = sign("whsec_not_ours", s.now(), &body);
+    for _ in 0..610 {
+        assert_eq!(s.post(&body, &bad).await.status(), 400);
+    }
+    // Counted in memory while the spell is alerted; written within a second.
+    s.clock.advance_secs(1);
+    assert_eq!(s.post(&body, &bad).await.status(), 400);
+    let pool = &s.app.accounts.db.pool;
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refused_callbacks")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, 600);
+    let counted: i64 =
+        sqlx::query_scalar("SELECT CAST(SUM(failures) AS BIGINT) FROM refused_tally")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(counted, 611);
+    assert_eq!(s.app.alert_count("webhooks_refused_spike").await, 1);
+}
+
 /// In front of the sandbox's statements: answers "not ready" or an error.
 async fn failing_statement(
     State(status): State<Arc<AtomicU16>>,
@@ -407,5 +437,6 @@ both_databases!(
     a_wechat_notification_naming_an_unknown_serial_is_diagnosed,
     standard_webhooks_refusals_are_diagnosed,
     twenty_one_bad_signatures_in_five_minutes_raise_one_spike_alert,
+    failures_past_the_rate_bound_are_still_counted,
     a_failing_scheduled_pull_is_alerted_once_per_provider_and_day,
 );

@@ -485,3 +485,23 @@ impl Providers {
         self.0.keys().map(String::as_str)
     }
 }
+
+#[cfg(test)]
+mod diagnosis_tests {
+    use super::Diagnosis;
+
+    /// At the tolerance a signed time is fresh; one second past it, the
+    /// skew is named with its size and direction.
+    #[test]
+    fn skew_is_named_past_the_tolerance_only() {
+        assert_eq!(Diagnosis::skew("t=", 1_000 - 300, 1_000, 300), None);
+        assert_eq!(Diagnosis::skew("t=", 1_000 + 300, 1_000, 300), None);
+        let behind = Diagnosis::skew("t=", 1_000 - 301, 1_000, 300).unwrap();
+        assert_eq!(behind.kind, "timestamp_skew");
+        assert!(behind.detail.contains("301 s behind"), "{}", behind.detail);
+        let ahead = Diagnosis::skew("t=", 1_000 + 600, 1_000, 300).unwrap();
+        assert!(ahead.detail.contains("600 s ahead of"), "{}", ahead.detail);
+        // A timestamp near i64::MIN does not overflow.
+        assert!(Diagnosis::skew("t=", i64::MIN, 1_000, 300).is_some());
+    }
+}

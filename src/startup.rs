@@ -328,6 +328,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         },
         sla: config.sla.clone(),
         channels: config.alert_channels.clone(),
+        refused_spike: config.refused_spike,
         query_schedule: config.query_schedule.clone(),
         refused_keep: config.refused_keep,
         callback_max_tries: config.callback_max_tries,

@@ -77,6 +77,8 @@ pub struct Dashboard {
     pub ageing: crate::ageing::Ageing,
     /// B (issue 28): outbox sinks whose deliveries keep failing.
     pub failing_sinks: Vec<crate::sinks::SinkRow>,
+    /// D (issue 28): refused webhooks kept in the last 24 hours.
+    pub refused_24h: i64,
 }
 
 /// Callback search; `after` is the keyset cursor (`received_at.id`).

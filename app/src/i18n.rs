@@ -105,6 +105,11 @@ pub enum Msg {
     SinkPause,
     SinkResume,
     SinkReason,
+    // D (issue 28): refused webhooks.
+    RefusedWebhooks,
+    Diagnosis,
+    SourceAddress,
+    Reason,
 }
 
 impl Msg {
@@ -233,6 +238,11 @@ impl Msg {
             SinkPause => ("Pause", "暂停"),
             SinkResume => ("Resume", "恢复"),
             SinkReason => ("Reason", "原因"),
+            // D (issue 28): refused webhooks.
+            RefusedWebhooks => ("Refused webhooks", "被拒回调"),
+            Diagnosis => ("Diagnosis", "诊断"),
+            SourceAddress => ("Source address", "来源地址"),
+            Reason => ("Reason", "原因"),
         }
     }
 }

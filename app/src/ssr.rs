@@ -211,6 +211,12 @@ pub trait Console: Send + Sync + 'static {
         reason: &str,
         pause: bool,
     ) -> Result<(), AppError>;
+    // D (issue 28): refused webhooks.
+    async fn refused(
+        &self,
+        filter: &crate::refused::RefusedFilter,
+    ) -> Result<crate::refused::RefusedPage, AppError>;
+    async fn refused_one(&self, id: &str) -> Result<crate::refused::RefusedDetail, AppError>;
 }
 
 pub type SharedConsole = Arc<dyn Console>;

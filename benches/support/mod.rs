@@ -40,6 +40,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         cut_window: Default::default(),
         sinks: Default::default(),
         alert_channels: Vec::new(),
+        refused_spike: Default::default(),
     }
 }
 

@@ -89,6 +89,8 @@ pub struct Config {
     pub sinks: Sinks,
     /// C: alert channels (`[[alert_channels]]` in the file), checked.
     pub alert_channels: Vec<crate::alerting::Channel>,
+    /// D (issue 28): the threshold of the refused-webhooks spike alert.
+    pub refused_spike: crate::engine::RefusedSpike,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

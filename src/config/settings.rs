@@ -57,10 +57,12 @@ pub(super) struct Layers {
     // C: alert channels, file only (each with its secrets).
     #[serde(default)]
     alert_channels: Vec<crate::alerting::ChannelToml>,
+    // D (issue 28): refused webhooks spiking
+    refused_spike: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 28] = [
+pub(super) const VARIABLES: [(&str, &str); 29] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -94,6 +96,8 @@ pub(super) const VARIABLES: [(&str, &str); 28] = [
     ("outbox_max_attempts", "RECKON_OUTBOX_MAX_ATTEMPTS"),
     ("sink_failing_attempts", "RECKON_SINK_FAILING_ATTEMPTS"),
     ("sink_failing_minutes", "RECKON_SINK_FAILING_MINUTES"),
+    // D (issue 28): refused webhooks spiking
+    ("refused_spike", "RECKON_REFUSED_SPIKE"),
 ];
 
 /// A setting as text, as the environment gives every one: a file's
@@ -390,6 +394,9 @@ pub(super) fn checked(
         }
         alert_channels.push(channel);
     }
+    // D (issue 28): more than N verification failures of one provider in
+    // M minutes raise webhooks_refused_spike (`N/M`, default 20/5).
+    let refused_spike = refused_spike(text(layers.refused_spike))?;
 
     Ok(Config {
         listen,
@@ -418,6 +425,29 @@ pub(super) fn checked(
         cut_window,
         sinks,
         alert_channels,
+        refused_spike,
+    })
+}
+
+/// D (issue 28): `RECKON_REFUSED_SPIKE`, `N/M` — more than N verification
+/// failures of one provider in M minutes (1 to 1440) raise an alert.
+fn refused_spike(given: Option<String>) -> Result<crate::engine::RefusedSpike, ConfigError> {
+    let Some(text) = given else {
+        return Ok(crate::engine::RefusedSpike::default());
+    };
+    let parsed = text.trim().split_once('/').and_then(|(n, m)| {
+        let n: i64 = n.trim().parse().ok()?;
+        let m: i64 = m.trim().trim_end_matches('m').parse().ok()?;
+        ((1..=1_000_000).contains(&n) && (1..=1440).contains(&m)).then_some((n, m))
+    });
+    let (failures, minutes) = parsed.ok_or_else(|| ConfigError::Invalid {
+        key: "RECKON_REFUSED_SPIKE",
+        value: text.clone(),
+        hint: "expected N/M: more than N signature failures in M minutes, e.g. 20/5".into(),
+    })?;
+    Ok(crate::engine::RefusedSpike {
+        failures,
+        window_us: minutes * 60_000_000,
     })
 }
 

@@ -639,4 +639,20 @@ fn alert_channels_are_checked_and_their_names_unique_among_sinks() {
     }
     let unknown = Config::from_toml(&(channel("ops") + "colour = \"red\"\n"), env).unwrap_err();
     assert!(unknown.to_string().contains("colour"), "{unknown}");
+/// D (issue 28): the spike threshold as N/M minutes; a bad one named.
+#[test]
+fn the_refused_spike_threshold_reads_n_per_m_minutes() {
+    let c = Config::from_toml("", |_| None).unwrap();
+    assert_eq!(c.refused_spike, crate::engine::RefusedSpike::default());
+    let c = Config::from_toml("refused_spike = \"50/10\"\n", |_| None).unwrap();
+    assert_eq!(
+        (c.refused_spike.failures, c.refused_spike.window_us),
+        (50, 600_000_000)
+    );
+    for bad in ["50", "0/5", "20/0", "x/5"] {
+        let e = Config::from_toml(&format!("refused_spike = \"{bad}\"\n"), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RECKON_REFUSED_SPIKE"), "{bad}: {e}");
+    }
 }

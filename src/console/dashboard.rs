@@ -129,6 +129,9 @@ impl Desk {
             .collect();
         Ok(Dashboard {
             failing_sinks,
+        let refused_24h = self.refused_last_day().await?;
+        Ok(Dashboard {
+            refused_24h,
             ageing,
             day,
             provider,

@@ -19,6 +19,7 @@ mod lists;
 pub mod mask;
 pub mod outbox;
 pub mod sinks;
+mod refused;
 mod tickets;
 
 pub use bulk::bulk_job;
@@ -243,6 +244,17 @@ impl Console for Desk {
 
     async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError> {
         actions::resume(&self.engine, actor, id).await
+    }
+
+    async fn refused(
+        &self,
+        filter: &app::refused::RefusedFilter,
+    ) -> Result<app::refused::RefusedPage, AppError> {
+        self.refused_page(filter).await
+    }
+
+    async fn refused_one(&self, id: &str) -> Result<app::refused::RefusedDetail, AppError> {
+        self.refused_detail(id).await
     }
 
     async fn bank(&self) -> Result<app::bank::BankView, AppError> {

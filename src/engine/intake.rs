@@ -36,6 +36,7 @@ impl Engine {
         provider: &Arc<dyn Provider>,
         headers: &HeaderMap,
         body: &[u8],
+        source: Option<&str>,
     ) -> Reply {
         let started = Instant::now();
         let trace_id = uuid::Uuid::new_v4().simple().to_string();
@@ -44,7 +45,9 @@ impl Engine {
         let now = self.now();
 
         // Signed and fresh, then not a replay of a request already received.
-        let verified = match provider.verify(headers, body, now / 1_000_000) {
+        let verify = provider.verify(headers, body, now / 1_000_000);
+        let verify_failed = verify.is_err();
+        let verified = match verify {
             Ok(()) => match self.replayed(provider.as_ref(), headers, now).await {
                 Some(replay) => Err(replay),
                 None => Ok(()),
@@ -74,6 +77,8 @@ impl Engine {
                 body_len: body.len() as i64,
                 claimed_payment: claimed.as_deref(),
                 trace_id: &trace_id,
+                source,
+                verify_error: verify_failed.then_some(&e),
             };
             self.refuse(&refusal).await;
             return provider.answer(&Answer::Unverified(e));
@@ -106,6 +111,8 @@ impl Engine {
                     body_len: body.len() as i64,
                     claimed_payment: None,
                     trace_id: &trace_id,
+                    source,
+                    verify_error: None,
                 };
                 self.refuse(&refusal).await;
                 return provider.answer(&Answer::Malformed(e));
@@ -213,6 +220,10 @@ impl Engine {
     pub async fn refuse(&self, r: &Refusal<'_>) {
         self.metrics.refused(r.kind);
         let now = self.now();
+        // Counted before the rate bound: a flood is what the count is for.
+        if r.verify_error.is_some() {
+            self.count_failure(r.provider.name().as_str(), now).await;
+        }
         let admitted = {
             let mut gate = self.refused_gate.lock().unwrap_or_else(|e| e.into_inner());
             let minute = now.div_euclid(60_000_000);
@@ -226,6 +237,12 @@ impl Engine {
             return;
         };
         let name = r.provider.name().as_str();
+        // Diagnosed only when kept: the comparison with stored callbacks
+        // reads the database, which a flood must not multiply.
+        let diagnosis = match r.verify_error {
+            Some(e) => self.diagnose(r.provider, r.headers, r.body, e, now).await,
+            None => None,
+        };
         let stored = refused::insert(
             &self.db.pool,
             &refused::Refused {
@@ -239,6 +256,8 @@ impl Engine {
                 payment_no: r.claimed_payment,
                 trace_id: r.trace_id,
                 now,
+                source_addr: r.source,
+                diagnosis: diagnosis.as_ref().map(|d| (d.kind, d.detail.as_str())),
             },
         )
         .await;
@@ -462,6 +481,12 @@ pub struct Refusal<'a> {
     pub body_len: i64,
     pub claimed_payment: Option<&'a str>,
     pub trace_id: &'a str,
+    /// The peer address the server saw.
+    pub source: Option<&'a str>,
+    /// Why the provider's verification failed, when it did (not for a
+    /// replayed nonce): counted towards the provider's spike alert and
+    /// diagnosed.
+    pub verify_error: Option<&'a VerifyError>,
 }
 
 /// 2^n minutes after the n-th failure, at most 64 minutes.

@@ -12,6 +12,7 @@ mod intake;
 mod merchant;
 mod refund_requests;
 mod refunds;
+mod refused;
 mod relay;
 mod replay;
 mod retries;
@@ -24,6 +25,7 @@ pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, Refused
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
 pub use relay::Attempt;
+pub use refused::WEBHOOKS_REFUSED_SPIKE;
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use retries::headers_from_json;
 
@@ -86,12 +88,31 @@ pub struct Settings {
     pub sink_failing: sinks::Failing,
     /// C: alert channels, sinks of the alerts' messages only.
     pub channels: Vec<crate::alerting::Channel>,
+    /// D: more than this many verification failures of one provider in
+    /// the window raise `webhooks_refused_spike`.
+    pub refused_spike: RefusedSpike,
 }
 
 impl Settings {
     /// C: the alert channel a delivery's sink names, if it is one.
     pub fn channel(&self, sink: &str) -> Option<&crate::alerting::Channel> {
         self.channels.iter().find(|c| c.name == sink)
+    }
+}
+
+/// `RECKON_REFUSED_SPIKE`: `N/M`, more than N failures in M minutes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedSpike {
+    pub failures: i64,
+    pub window_us: i64,
+}
+
+impl Default for RefusedSpike {
+    fn default() -> Self {
+        RefusedSpike {
+            failures: 20,
+            window_us: 5 * 60_000_000,
+        }
     }
 }
 
@@ -183,6 +204,7 @@ impl Default for Settings {
             sla: Default::default(),
             sink_failing: Default::default(),
             channels: Vec::new(),
+            refused_spike: RefusedSpike::default(),
         }
     }
 }
@@ -230,6 +252,8 @@ pub struct Engine {
     ingest: tokio::sync::mpsc::Sender<ingest::Job>,
     /// Refusals stored in the current minute: (minute, count).
     refused_gate: Arc<std::sync::Mutex<(i64, u32)>>,
+    /// D: verification failures counted here before they are written.
+    refused_tally: Arc<refused::Tallies>,
 }
 
 impl Engine {
@@ -253,6 +277,7 @@ impl Engine {
             wake: Arc::default(),
             ingest,
             refused_gate: Arc::default(),
+            refused_tally: Arc::default(),
         };
         // The writer's own copy holds no sender of its queue, so the writer
         // stops once every other copy of the engine is gone.

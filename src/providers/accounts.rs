@@ -108,7 +108,12 @@ pub fn build(
                 .secrets()
                 .map(|s| Secret::parse(s.expose_secret()).map_err(named))
                 .collect::<Result<Vec<_>, _>>()?;
-            Arc::new(StandardWebhooks::new(name, secrets, c.mapping.clone()))
+            let retired = c
+                .retired_secrets
+                .iter()
+                .map(|s| Secret::parse(s.expose_secret()).map_err(named))
+                .collect::<Result<Vec<_>, _>>()?;
+            Arc::new(StandardWebhooks::new(name, secrets, c.mapping.clone()).with_retired(retired))
         }
         ProviderConfig::Stripe(c) => {
             let secrets = std::iter::once(&c.secret)
@@ -122,6 +127,12 @@ pub fn build(
                     secrets,
                     c.api_key.expose_secret().to_owned(),
                     wire::timeout(c.timeout_ms),
+                )
+                .with_retired_secrets(
+                    c.retired_secrets
+                        .iter()
+                        .map(|s| s.expose_secret().to_owned())
+                        .collect(),
                 )
                 .with_day_zone(day_zone.clone()),
             )

@@ -42,6 +42,35 @@ pub enum VerifyError {
     BadSignature,
 }
 
+/// What a refused webhook's failure probably means, for people: a kind the
+/// console filters by and a sentence that names the cause and the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnosis {
+    /// timestamp_skew | unknown_serial | retired_secret | body_changed |
+    /// body_seen_verified
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+impl Diagnosis {
+    /// A signed time `signed` (seconds) more than `tolerance` from the
+    /// receipt's `now`: by how much, and which way.
+    pub fn skew(header: &str, signed: i64, now: i64, tolerance: i64) -> Option<Diagnosis> {
+        let off = signed.saturating_sub(now);
+        if off.unsigned_abs() <= tolerance.unsigned_abs() {
+            return None;
+        }
+        let way = if off < 0 { "behind" } else { "ahead of" };
+        Some(Diagnosis {
+            kind: "timestamp_skew",
+            detail: format!(
+                "timestamp skew: {header} is {} s {way} the time Reckon received it (tolerance                  {tolerance} s): a clock off on one side, or a request held up or replayed",
+                off.unsigned_abs()
+            ),
+        })
+    }
+}
+
 /// A verified notification, read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notification {
@@ -336,6 +365,13 @@ pub trait Provider: Send + Sync + 'static {
     }
     /// Reads a verified body.
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String>;
+    /// Why a webhook that failed [`Provider::verify`] probably failed, when
+    /// its headers tell: a signed time off by more than the tolerance, a key
+    /// the provider names that is not configured, a retired secret. Never a
+    /// reason to accept it.
+    fn diagnose(&self, _headers: &HeaderMap, _body: &[u8], _now_secs: i64) -> Option<Diagnosis> {
+        None
+    }
     fn answer(&self, answer: &Answer) -> Reply;
     /// The calls below default to "not available", for adapters that only
     /// receive notifications (so far); a status query then finds nothing
@@ -447,5 +483,25 @@ impl Providers {
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod diagnosis_tests {
+    use super::Diagnosis;
+
+    /// At the tolerance a signed time is fresh; one second past it, the
+    /// skew is named with its size and direction.
+    #[test]
+    fn skew_is_named_past_the_tolerance_only() {
+        assert_eq!(Diagnosis::skew("t=", 1_000 - 300, 1_000, 300), None);
+        assert_eq!(Diagnosis::skew("t=", 1_000 + 300, 1_000, 300), None);
+        let behind = Diagnosis::skew("t=", 1_000 - 301, 1_000, 300).unwrap();
+        assert_eq!(behind.kind, "timestamp_skew");
+        assert!(behind.detail.contains("301 s behind"), "{}", behind.detail);
+        let ahead = Diagnosis::skew("t=", 1_000 + 600, 1_000, 300).unwrap();
+        assert!(ahead.detail.contains("600 s ahead of"), "{}", ahead.detail);
+        // A timestamp near i64::MIN does not overflow.
+        assert!(Diagnosis::skew("t=", i64::MIN, 1_000, 300).is_some());
     }
 }

@@ -10,7 +10,9 @@
 //! sender's refund id, `payment_txn_id` the refunded transaction.
 
 use super::signing::Secret;
-use super::{Answer, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError};
+use super::{
+    Answer, Diagnosis, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError,
+};
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
     ProviderTxnId, RefundNo, RefundStatus,
@@ -159,6 +161,10 @@ pub struct StandardConfig {
     /// Older secrets still accepted while rotating.
     #[serde(default)]
     pub previous_secrets: Vec<SecretString>,
+    /// Secrets no longer accepted, kept only to diagnose a sender still
+    /// signing with one (a rotation done on one side only).
+    #[serde(default)]
+    pub retired_secrets: Vec<SecretString>,
     #[serde(default)]
     pub mapping: Mapping,
     /// As for every kind: a webhook that fails verification but names a
@@ -190,6 +196,8 @@ impl StandardConfig {
 pub struct StandardWebhooks {
     name: ProviderName,
     secrets: Vec<Secret>,
+    /// For diagnosing refusals only.
+    retired: Vec<Secret>,
     mapping: Mapping,
 }
 
@@ -198,8 +206,14 @@ impl StandardWebhooks {
         StandardWebhooks {
             name,
             secrets,
+            retired: Vec::new(),
             mapping,
         }
+    }
+
+    /// Retired secrets, for diagnosing refusals only.
+    pub fn with_retired(self, retired: Vec<Secret>) -> StandardWebhooks {
+        StandardWebhooks { retired, ..self }
     }
 }
 
@@ -235,6 +249,29 @@ impl Provider for StandardWebhooks {
             }
         }
         Err(last)
+    }
+
+    /// `webhook-timestamp` off by more than the tolerance, or a signature
+    /// only a retired secret made.
+    fn diagnose(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Option<Diagnosis> {
+        let ts: i64 = super::wire::header(headers, "webhook-timestamp")
+            .ok()?
+            .parse()
+            .ok()?;
+        if let Some(skew) = Diagnosis::skew("webhook-timestamp", ts, now_secs, TOLERANCE_SECS) {
+            return Some(skew);
+        }
+        let n = self.retired.iter().position(|secret| {
+            super::signing::verify_headers(secret, headers, body, now_secs, TOLERANCE_SECS).is_ok()
+        })?;
+        Some(Diagnosis {
+            kind: "retired_secret",
+            detail: format!(
+                "signed with a retired secret only (retired_secrets[{n}]): the sender still \
+                 signs with the old secret — rotated on one side only. Roll it at the sender, or \
+                 accept the old one again (previous_secrets) until it has"
+            ),
+        })
     }
 
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {

@@ -206,6 +206,7 @@ async fn pull_day(
                 tracing::info!(provider, date, %error, "statement not ready; asked again later");
             } else {
                 tracing::warn!(provider, date, %error, "scheduled statement pull failed; resumed later");
+                alert_pull_failed(engine, provider, date, &error, now).await?;
             }
             (Some(error), false, now + backoff(tries, not_ready))
         }
@@ -492,6 +493,43 @@ async fn alert_if_missing(
         &alerts::NewAlert {
             dedupe_key: &missing_key(provider, &date.to_string()),
             kind: STATEMENT_MISSING,
+            severity: "high",
+            payment_no: None,
+            message: &message,
+            trace_id: None,
+            now,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// The alert kind of a scheduled pull that failed (not "not ready yet").
+pub const STATEMENT_PULL_FAILED: &str = "statement_pull_failed";
+
+/// One alert per provider and statement day whose scheduled pull failed for
+/// a reason other than the bill not being ready yet (the provider refusing,
+/// erring or unreachable, a bill that does not read): its retries go on with
+/// backoff and never end by themselves, so the first real failure is the
+/// moment a person should know.
+async fn alert_pull_failed(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+    error: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    let error: String = error.chars().take(300).collect();
+    let message = format!(
+        "the scheduled pull of the {provider} statement of {date} failed: {error}. It is tried \
+         again with backoff; see the runs page, then pull it (`reckon recon pull --provider \
+         {provider} --date {date}`) or upload the bill"
+    );
+    alerts::raise_alert(
+        &engine.db.pool,
+        &alerts::NewAlert {
+            dedupe_key: &format!("{STATEMENT_PULL_FAILED}:{provider}:{date}"),
+            kind: STATEMENT_PULL_FAILED,
             severity: "high",
             payment_no: None,
             message: &message,

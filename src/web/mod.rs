@@ -17,6 +17,7 @@ pub mod merchant;
 pub mod openapi;
 pub mod outbox;
 pub mod recon;
+pub mod refused;
 pub mod sessions;
 pub mod sinks;
 pub mod upload;
@@ -88,6 +89,7 @@ pub fn router(
         .merge(bulk::router())
         .merge(outbox::router())
         .merge(sinks::router())
+        .merge(refused::router())
         .merge(console::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())

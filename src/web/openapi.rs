@@ -5,7 +5,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
-use super::{bank, bulk, merchant, outbox, recon, sinks};
+use super::{bank, bulk, merchant, outbox, recon, refused, sinks};
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -52,6 +52,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         sinks::list,
         sinks::pause,
         sinks::resume,
+        refused::list,
+        refused::show,
     ),
     components(schemas(ApiError)),
     modifiers(&Shared),
@@ -62,6 +64,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
         (name = "outbox", description = "Messages to the sinks: every delivery and attempt, resend, recover"),
         (name = "sinks", description = "Outbox sinks: their state, pause and resume"),
+        (name = "webhooks", description = "Providers' webhooks Reckon refused, with a diagnosis where the failure tells one"),
     )
 )]
 pub struct ApiDoc;

@@ -6,10 +6,12 @@ use crate::engine::{Engine, Refusal};
 use crate::providers::{Answer, Reply};
 use axum::Json;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
+use std::net::SocketAddr;
 
 /// Largest webhook body read.
 pub const WEBHOOK_LIMIT: usize = 64 * 1024;
@@ -68,6 +70,10 @@ pub async fn receive(
     req: Request,
 ) -> Response {
     let (parts, body) = req.into_parts();
+    let source = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_string());
     let Some(provider) = engine.providers.get(&name).cloned() else {
         drain(body).await;
         return refuse(StatusCode::NOT_FOUND, "unknown provider");
@@ -91,6 +97,8 @@ pub async fn receive(
         body_len: declared.unwrap_or(-1),
         claimed_payment: None,
         trace_id: &trace_id,
+        source: source.as_deref(),
+        verify_error: None,
     };
     if !provider.accepts(content_type) {
         let reason = format!("content type {content_type:?} is not one this provider sends");
@@ -112,7 +120,11 @@ pub async fn receive(
         }
         Err(e) => return send(provider.answer(&Answer::Malformed(format!("body not read: {e}")))),
     };
-    send(engine.receive(&provider, &headers, &body).await)
+    send(
+        engine
+            .receive(&provider, &headers, &body, source.as_deref())
+            .await,
+    )
 }
 
 /// The providers' route.

@@ -28,6 +28,7 @@ mod provider_truth;
 mod pulls;
 mod recon;
 mod refunds;
+mod refused;
 mod schedule;
 mod sinks;
 mod standard;

@@ -39,6 +39,9 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/sinks"),
     ("post", "/api/v1/sinks/{name}/pause"),
     ("post", "/api/v1/sinks/{name}/resume"),
+    // D (issue 28): refused webhooks.
+    ("get", "/api/v1/refused"),
+    ("get", "/api/v1/refused/{id}"),
 ];
 
 /// An `Error`: JSON with a non-empty `error` and only documented fields.

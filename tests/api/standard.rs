@@ -14,7 +14,7 @@ use reckon::startup::Options;
 use sha2::Sha256;
 use std::sync::Arc;
 
-const SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+pub(crate) const SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 const OLD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 async fn spawn(b: Backend) -> TestApp {
@@ -62,7 +62,7 @@ async fn payment(app: &TestApp, order: &str) -> String {
     p
 }
 
-fn body(payment_no: &str, state: &str) -> String {
+pub(crate) fn body(payment_no: &str, state: &str) -> String {
     serde_json::json!({
         "type": "order.updated",
         "order": { "reference": payment_no, "charge_id": format!("ch_{payment_no}"), "state": state,
@@ -72,7 +72,7 @@ fn body(payment_no: &str, state: &str) -> String {
 }
 
 /// The specification's scheme, written out independently of the adapter.
-fn sign(secret: &str, id: &str, ts: i64, body: &str) -> String {
+pub(crate) fn sign(secret: &str, id: &str, ts: i64, body: &str) -> String {
     let key = base64::engine::general_purpose::STANDARD
         .decode(secret.trim_start_matches("whsec_"))
         .unwrap();
@@ -109,7 +109,7 @@ fn official_signature(secret: &str, id: &str, ts: i64, payload: &str) -> String 
     String::from_utf8(out.stdout).unwrap()
 }
 
-async fn post(app: &TestApp, id: &str, ts: i64, body: &str, signature: &str) -> u16 {
+pub(crate) async fn post(app: &TestApp, id: &str, ts: i64, body: &str, signature: &str) -> u16 {
     app.client
         .post(format!("{}/webhooks/acme", app.base))
         .header("content-type", "application/json")

@@ -153,3 +153,6 @@ pub use outbox::*;
 // B (issue 28): outbox sinks.
 mod sinks;
 pub use sinks::*;
+// D (issue 28): refused webhooks.
+mod refused;
+pub use refused::*;

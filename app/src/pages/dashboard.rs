@@ -127,6 +127,7 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
             <Trend points=d.trend.clone() lang=lang/>
         </section>
         <super::bank::SettledToBank rows=d.settled_to_bank.clone() lang=lang/>
+        <super::refused::RefusedOnDashboard count=d.refused_24h lang=lang/>
         <section class="card" id="callback-figures">
             <h2>{tr(lang, "Callbacks of the day", "当日回调")}</h2>
             <dl class="facts">

@@ -14,6 +14,7 @@ mod dashboard;
 mod login;
 mod outbox;
 mod payments;
+mod refused;
 mod runs;
 mod sinks;
 mod ticket;
@@ -121,6 +122,8 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/outbox") view=outbox::OutboxPage ssr=SsrMode::Async/>
                 <Route path=path!("/outbox/:id") view=outbox::OutboxMessagePage ssr=SsrMode::Async/>
                 <Route path=path!("/sinks") view=sinks::SinksPage ssr=SsrMode::Async/>
+                <Route path=path!("/refused") view=refused::RefusedListPage ssr=SsrMode::Async/>
+                <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -182,6 +185,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
                 <A href="/outbox" attr:id="nav-outbox">{Msg::Outbox.text(lang)}</A>
                 <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
+                <A href="/refused" attr:id="nav-refused">{Msg::RefusedWebhooks.text(lang)}</A>
                 {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                 {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
             </nav>

@@ -10,8 +10,8 @@ pub use config::SandboxConfig;
 
 use super::signing::Secret;
 use super::{
-    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
+    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,
+    ProviderView, RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -182,6 +182,15 @@ impl Provider for Sandbox {
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
         super::signing::verify_headers(&self.secret, headers, body, now_secs, TOLERANCE_SECS)
+    }
+
+    /// Standard Webhooks' `webhook-timestamp` off by more than the tolerance.
+    fn diagnose(&self, headers: &HeaderMap, _body: &[u8], now_secs: i64) -> Option<Diagnosis> {
+        let ts: i64 = super::wire::header(headers, "webhook-timestamp")
+            .ok()?
+            .parse()
+            .ok()?;
+        Diagnosis::skew("webhook-timestamp", ts, now_secs, TOLERANCE_SECS)
     }
 
     fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {

@@ -16,6 +16,11 @@ pub struct StripeConfig {
     /// Older secrets still accepted while rotating.
     #[serde(default)]
     pub previous_secrets: Vec<SecretString>,
+    /// Secrets no longer accepted, kept only so a webhook refused because
+    /// the sender still signs with one is diagnosed as such (a rotation done
+    /// on one side only). Never used to accept.
+    #[serde(default)]
+    pub retired_secrets: Vec<SecretString>,
     /// The API key (`sk_…`) for creates, status queries and refunds.
     #[serde(default)]
     pub api_key: SecretString,

@@ -33,8 +33,8 @@ pub mod statement;
 pub use config::StripeConfig;
 
 use super::{
-    Answer, CallError, CreateRequest, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
+    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,
+    ProviderView, RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -53,6 +53,9 @@ pub struct Stripe {
     base_url: String,
     /// Endpoint secrets, newest first; any may sign.
     secrets: Vec<String>,
+    /// Secrets no longer accepted, only to tell a sender still signing with
+    /// one (a rotation done on one side only).
+    retired: Vec<String>,
     api_key: String,
     http: reqwest::Client,
     /// Where a business day starts and ends for the statement pull.
@@ -186,10 +189,16 @@ impl Stripe {
             name,
             base_url: base_url.trim_end_matches('/').to_owned(),
             secrets,
+            retired: Vec::new(),
             api_key,
             http: super::wire::client(timeout),
             day_zone: jiff::tz::TimeZone::UTC,
         }
+    }
+
+    /// Retired endpoint secrets, for diagnosing refusals only.
+    pub fn with_retired_secrets(self, retired: Vec<String>) -> Stripe {
+        Stripe { retired, ..self }
     }
 
     /// Statements pulled for business days cut in `zone` (UTC otherwise).
@@ -226,6 +235,20 @@ fn parse_signature_header(header: &str) -> Result<(String, Vec<String>), VerifyE
     Ok((t, v1))
 }
 
+/// Whether one of `signatures` (hex) is `secret`'s HMAC of `"{t}.{body}"`.
+fn signed_with(secret: &str, t: &str, signatures: &[String], body: &[u8]) -> bool {
+    signatures.iter().any(|sig| {
+        let Ok(expected) = hex::decode(sig) else {
+            return false;
+        };
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
+        mac.update(t.as_bytes());
+        mac.update(b".");
+        mac.update(body);
+        mac.verify_slice(&expected).is_ok()
+    })
+}
+
 #[async_trait::async_trait]
 impl Provider for Stripe {
     fn name(&self) -> &ProviderName {
@@ -260,24 +283,41 @@ impl Provider for Stripe {
                 tolerance_secs: TOLERANCE_SECS,
             });
         }
-        let matches = self.secrets.iter().any(|secret| {
-            signatures.iter().any(|sig| {
-                let Ok(expected) = hex::decode(sig) else {
-                    return false;
-                };
-                let mut mac =
-                    Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
-                mac.update(t.as_bytes());
-                mac.update(b".");
-                mac.update(body);
-                mac.verify_slice(&expected).is_ok()
-            })
-        });
-        if matches {
+        if self
+            .secrets
+            .iter()
+            .any(|secret| signed_with(secret, &t, &signatures, body))
+        {
             Ok(())
         } else {
             Err(VerifyError::BadSignature)
         }
+    }
+
+    /// `t=` off by more than the tolerance, or a `v1=` that only a retired
+    /// secret made.
+    fn diagnose(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Option<Diagnosis> {
+        let header = headers.get("stripe-signature")?.to_str().ok()?;
+        let (t, signatures) = parse_signature_header(header).ok()?;
+        if let Some(skew) = Diagnosis::skew("t=", t.parse().ok()?, now_secs, TOLERANCE_SECS) {
+            return Some(skew);
+        }
+        let current = self
+            .secrets
+            .iter()
+            .any(|secret| signed_with(secret, &t, &signatures, body));
+        let n = self
+            .retired
+            .iter()
+            .position(|secret| signed_with(secret, &t, &signatures, body))?;
+        (!current).then(|| Diagnosis {
+            kind: "retired_secret",
+            detail: format!(
+                "signed with a retired endpoint secret only (retired_secrets[{n}]): the sender \
+                 still signs with the old secret — rotated on one side only. Roll the endpoint \
+                 secret at Stripe, or accept the old one again (previous_secrets) until it has"
+            ),
+        })
     }
 
     fn parse(&self, _headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {

@@ -38,8 +38,8 @@ pub use config::WechatPayConfig;
 
 use super::wire::header;
 use super::{
-    Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, Reply, StatementFile, VerifyError,
+    Answer, CallError, Diagnosis, Notification, PaymentNotice, Provider, ProviderView,
+    RefundNotice, RefundRequest, RefundView, Reply, StatementFile, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -319,6 +319,37 @@ impl Provider for WechatPay {
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
         self.verify_signed(headers, body, now_secs).map(|_| ())
+    }
+
+    /// `Wechatpay-Timestamp` off by more than the tolerance, or a
+    /// `Wechatpay-Serial` naming a platform certificate or public key id
+    /// that is not configured (WeChat Pay switched keys).
+    fn diagnose(&self, headers: &HeaderMap, _body: &[u8], now_secs: i64) -> Option<Diagnosis> {
+        if let Some(ts) = header(headers, "wechatpay-timestamp")
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok())
+            && let Some(skew) = Diagnosis::skew("Wechatpay-Timestamp", ts, now_secs, TOLERANCE_SECS)
+        {
+            return Some(skew);
+        }
+        let serial = header(headers, "wechatpay-serial").ok()?;
+        if self.platform_keys.contains_key(serial) {
+            return None;
+        }
+        let known = self
+            .platform_keys
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(Diagnosis {
+            kind: "unknown_serial",
+            detail: format!(
+                "unknown platform serial: Wechatpay-Serial {serial} is not among the configured \
+                 platform certificates or public key ids ({known}): WeChat Pay signs with a new \
+                 key — add it to platform_keys"
+            ),
+        })
     }
 
     /// Signed and fresh, a nonce seen before inside the window is a

@@ -1,0 +1,111 @@
+//! Refused webhooks as the console shows them (issue 28, D): the list with
+//! its filters and counts per reason per hour over the last 24 hours, one
+//! with its headers masked (signatures and secrets shortened), and the
+//! dashboard's count.
+
+use super::{Desk, mask, page};
+use crate::accounts::internal;
+use crate::store::lists::After;
+use crate::store::refused::{self as store, Listed};
+use app::error::AppError;
+use app::refused::{HourCount, RefusedDetail, RefusedFilter, RefusedPage, RefusedSummary};
+use app::tickets::PAGE_SIZE;
+use std::collections::BTreeMap;
+
+const DAY_US: i64 = 86_400_000_000;
+
+fn summary(r: Listed) -> RefusedSummary {
+    RefusedSummary {
+        id: r.id,
+        provider: r.provider,
+        kind: r.kind,
+        reason: r.reason,
+        source_addr: r.source_addr,
+        diagnosis: r.diagnosis,
+        diagnosis_detail: r.diagnosis_detail,
+        payment_no: r.payment_no,
+        body_len: r.body_len,
+        trace_id: r.trace_id,
+        received_at: r.received_at,
+    }
+}
+
+impl Desk {
+    pub async fn refused_page(&self, f: &RefusedFilter) -> Result<RefusedPage, AppError> {
+        use app::filter::QueryFilter;
+        // PostgreSQL's text cannot hold a NUL: such a filter names nothing
+        // and is refused rather than failing the query.
+        if RefusedFilter::KEYS
+            .iter()
+            .any(|k| f.get(k).is_some_and(|v| v.contains('\0')))
+        {
+            return Err(super::invalid("a filter may not contain NUL"));
+        }
+        let from = f.from.as_deref().map(|d| self.range(d)).transpose()?;
+        let to = f.to.as_deref().map(|d| self.range(d)).transpose()?;
+        let received = match (from, to) {
+            (None, None) => None,
+            (from, to) => Some((from.map_or(i64::MIN, |r| r.0), to.map_or(i64::MAX, |r| r.1))),
+        };
+        let query = store::Query {
+            provider: f.provider.as_deref(),
+            kind: f.kind.as_deref(),
+            diagnosis: f.diagnosis.as_deref(),
+            received,
+            after: After::parse(f.after.as_deref()),
+        };
+        let db = &self.engine.db;
+        let rows = store::list(db, &query, PAGE_SIZE + 1)
+            .await
+            .map_err(internal)?;
+        let items = rows.into_iter().map(summary).collect();
+        let (items, next) = page(items, |r: &RefusedSummary| {
+            format!("{}.{}", r.received_at, r.id)
+        });
+        // Per hour and reason: the diagnosis where there is one, else the kind.
+        let mut hours: BTreeMap<(i64, String), i64> = BTreeMap::new();
+        for (hour, kind, diagnosis, n) in store::hourly(&db.pool, self.now() - DAY_US)
+            .await
+            .map_err(internal)?
+        {
+            *hours.entry((hour, diagnosis.unwrap_or(kind))).or_default() += n;
+        }
+        let mut hourly: Vec<HourCount> = hours
+            .into_iter()
+            .map(|((hour, reason), count)| HourCount {
+                hour,
+                reason,
+                count,
+            })
+            .collect();
+        hourly.sort_by(|a, b| b.hour.cmp(&a.hour).then_with(|| a.reason.cmp(&b.reason)));
+        Ok(RefusedPage {
+            items,
+            next,
+            hourly,
+        })
+    }
+
+    pub async fn refused_detail(&self, id: &str) -> Result<RefusedDetail, AppError> {
+        if id.contains('\0') {
+            return Err(AppError::NotFound);
+        }
+        let d = store::detail(&self.engine.db.pool, id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        Ok(RefusedDetail {
+            headers: mask::headers(&d.headers_json),
+            body: mask::payload(&d.body_excerpt),
+            body_hash: d.listed.body_hash.clone(),
+            summary: summary(d.listed),
+        })
+    }
+
+    /// Refused webhooks kept in the 24 hours before now.
+    pub(super) async fn refused_last_day(&self) -> Result<i64, AppError> {
+        store::count_since(&self.engine.db.pool, self.now() - DAY_US)
+            .await
+            .map_err(internal)
+    }
+}

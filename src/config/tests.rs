@@ -639,6 +639,8 @@ fn alert_channels_are_checked_and_their_names_unique_among_sinks() {
     }
     let unknown = Config::from_toml(&(channel("ops") + "colour = \"red\"\n"), env).unwrap_err();
     assert!(unknown.to_string().contains("colour"), "{unknown}");
+}
+
 /// D (issue 28): the spike threshold as N/M minutes; a bad one named.
 #[test]
 fn the_refused_spike_threshold_reads_n_per_m_minutes() {

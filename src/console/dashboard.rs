@@ -127,10 +127,9 @@ impl Desk {
             .into_iter()
             .filter(|s| s.is_failing())
             .collect();
-        Ok(Dashboard {
-            failing_sinks,
         let refused_24h = self.refused_last_day().await?;
         Ok(Dashboard {
+            failing_sinks,
             refused_24h,
             ageing,
             day,

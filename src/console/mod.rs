@@ -18,8 +18,8 @@ mod export;
 mod lists;
 pub mod mask;
 pub mod outbox;
-pub mod sinks;
 mod refused;
+pub mod sinks;
 mod tickets;
 
 pub use bulk::bulk_job;

@@ -24,8 +24,8 @@ pub use intake::{Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, RefusedKind};
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
-pub use relay::Attempt;
 pub use refused::WEBHOOKS_REFUSED_SPIKE;
+pub use relay::Attempt;
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use retries::headers_from_json;
 

@@ -46,8 +46,8 @@ pub async fn lease_due<'e>(
 }
 
 /// True when a delivery is due, unleased, not held and its sink not
-/// paused: a read, so the
-/// relay with nothing to send never waits for SQLite's write lock.
+/// paused: a read, so the relay with nothing to send never waits for
+/// SQLite's write lock.
 pub async fn any_due<'e>(e: impl Executor<'e, Database = Any>, now: i64) -> sqlx::Result<bool> {
     let found: Option<i64> = sqlx::query_scalar(
         "SELECT 1 FROM outbox_deliveries \

@@ -20,5 +20,5 @@ CREATE TABLE sink_state (
     last_error           TEXT NULL
 );
 
--- The sinks page counts each sink's deliveries by status.
-CREATE INDEX outbox_deliveries_sink ON outbox_deliveries (sink, status);
+-- The sinks page counts each sink's deliveries by status on
+-- outbox_deliveries_sink (sink, status), made by 0029.

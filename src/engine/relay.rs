@@ -41,7 +41,11 @@ impl Engine {
                 None => {
                     outbox::delivered(&mut *tx, d, now).await?;
                     tx.commit().await?;
-                    self.sink_delivered(&d.sink, now).await?;
+                    // An alert channel's failing is told by `outbox_dead`
+                    // on the other channels, not as a failing sink.
+                    if sink.is_some() {
+                        self.sink_delivered(&d.sink, now).await?;
+                    }
                     self.metrics.outbox("delivered");
                 }
                 Some(error) => {
@@ -55,7 +59,9 @@ impl Engine {
                     };
                     outbox::attempt_failed(&mut *tx, d, error, next).await?;
                     tx.commit().await?;
-                    self.sink_failed(&d.sink, error, now).await?;
+                    if sink.is_some() {
+                        self.sink_failed(&d.sink, error, now).await?;
+                    }
                     self.metrics
                         .outbox(if next.is_some() { "retry" } else { "dead" });
                     if next.is_none() {

@@ -39,7 +39,10 @@ pub async fn route_alerts(engine: &Engine, now: i64) -> sqlx::Result<usize> {
         }
         return Ok(0);
     }
-    let mut written = 0;
+    // Due digests first: a new alert of a kind whose window just ended
+    // then joins the window the digest opens, instead of reopening it and
+    // leaving the held ones waiting another window.
+    let mut written = send_due_digests(engine, channels, now).await?;
     while dispatch::any_unrouted(pool, now).await? {
         let leased = dispatch::lease_unrouted(
             pool,
@@ -54,7 +57,6 @@ pub async fn route_alerts(engine: &Engine, now: i64) -> sqlx::Result<usize> {
         }
         written += route_lease(engine, channels, &leased, now).await?;
     }
-    written += send_due_digests(engine, channels, now).await?;
     if written > 0 {
         tracing::info!(messages = written, "alert channel messages written");
         engine.wake.notify_one();

@@ -188,6 +188,13 @@ async fn requeue_audited(
     retrying(|| async {
         let now = engine.now();
         let mut tx = engine.db.begin_write().await?;
+        if let Some((job_id, seq)) = job
+            && !ops::claim_item(&mut tx, job_id, seq).await?
+        {
+            // Another runner of this job queued it: nothing more here.
+            tx.rollback().await?;
+            return Ok(false);
+        }
         let before = ops::delivery_status(&mut *tx, message_id, sink).await?;
         let queued = ops::requeue(&mut tx, message_id, sink, actor, now).await?;
         if queued {

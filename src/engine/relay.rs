@@ -39,8 +39,13 @@ impl Engine {
             outbox_ops::record_attempt(&mut tx, &attempt.logged(d, now)).await?;
             match &attempt.error {
                 None => {
-                    outbox::delivered(&mut *tx, d, now).await?;
+                    let current = outbox::delivered(&mut *tx, d, now).await?;
                     tx.commit().await?;
+                    if !current {
+                        // Resent or leased again meanwhile: the row's
+                        // newer state stands (the attempt stays logged).
+                        continue;
+                    }
                     // An alert channel's failing is told by `outbox_dead`
                     // on the other channels, not as a failing sink.
                     if sink.is_some() {
@@ -57,8 +62,11 @@ impl Engine {
                         None => (attempts < self.settings.outbox_max_attempts)
                             .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000)),
                     };
-                    outbox::attempt_failed(&mut *tx, d, error, next).await?;
+                    let current = outbox::attempt_failed(&mut *tx, d, error, next).await?;
                     tx.commit().await?;
+                    if !current {
+                        continue;
+                    }
                     if sink.is_some() {
                         self.sink_failed(&d.sink, error, now).await?;
                     }

@@ -17,6 +17,10 @@ pub struct DueDelivery {
     pub message_id: String,
     pub sink: String,
     pub attempts: i64,
+    /// The lease this pass holds: its outcome is written only while the
+    /// row still carries it (not after a resend, nor another instance's
+    /// lease once this one ran out).
+    pub lease_until: i64,
 }
 
 /// Due deliveries leased; a paused sink's wait (issue 28: no attempt spent).
@@ -35,7 +39,7 @@ pub async fn lease_due<'e>(
                  WHERE ev.message_id = outbox_deliveries.message_id) \
                AND NOT EXISTS (SELECT 1 FROM sink_state ss WHERE ss.sink = outbox_deliveries.sink AND ss.paused_at IS NOT NULL) \
              ORDER BY next_attempt_at LIMIT $3{skip_locked}) \
-         RETURNING message_id, sink, attempts"
+         RETURNING message_id, sink, attempts, lease_until"
     );
     sqlx::query_as(&sql)
         .bind(lease_until)
@@ -97,42 +101,48 @@ pub async fn events_of<'e>(
     .await
 }
 
+/// A delivered attempt, written only under the pass's own lease; false
+/// when the row has moved on meanwhile.
 pub async fn delivered<'e>(
     e: impl Executor<'e, Database = Any>,
     d: &DueDelivery,
     now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
         "UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = attempts + 1, published_at = $1, \
-           lease_until = NULL, last_error = NULL WHERE message_id = $2 AND sink = $3",
+           lease_until = NULL, last_error = NULL WHERE message_id = $2 AND sink = $3 AND lease_until = $4",
     )
     .bind(now)
     .bind(&d.message_id)
     .bind(&d.sink)
+    .bind(d.lease_until)
     .execute(e)
     .await?;
-    Ok(())
+    Ok(done.rows_affected() == 1)
 }
 
-/// A failed attempt: retried at `next_at`, or dead-lettered when `None`.
+/// A failed attempt: retried at `next_at`, or dead-lettered when `None`;
+/// written only under the pass's own lease (false when the row has moved
+/// on: a resend's fresh start is never undone by a late failure).
 pub async fn attempt_failed<'e>(
     e: impl Executor<'e, Database = Any>,
     d: &DueDelivery,
     error: &str,
     next_at: Option<i64>,
-) -> sqlx::Result<()> {
-    sqlx::query(
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
         "UPDATE outbox_deliveries SET status = $1, attempts = attempts + 1, next_attempt_at = COALESCE($2, next_attempt_at), \
-           lease_until = NULL, last_error = $3 WHERE message_id = $4 AND sink = $5",
+           lease_until = NULL, last_error = $3 WHERE message_id = $4 AND sink = $5 AND lease_until = $6",
     )
     .bind(if next_at.is_some() { "PENDING" } else { "DEAD" })
     .bind(next_at)
     .bind(error)
     .bind(&d.message_id)
     .bind(&d.sink)
+    .bind(d.lease_until)
     .execute(e)
     .await?;
-    Ok(())
+    Ok(done.rows_affected() == 1)
 }
 
 /// Age of the oldest undelivered message, for the lag gauge.

@@ -382,6 +382,24 @@ pub async fn next_items<'e>(
 
 /// An item worked: DONE (queued again) or SKIPPED (already pending),
 /// counted with the item's own row so a retried transaction counts once.
+/// Takes a job's item for this transaction before its delivery is
+/// queued: false when another runner of the job (a second instance that
+/// resumed it too) worked it already. PostgreSQL's row lock makes the
+/// second claim wait for the first's commit and then find it taken.
+pub async fn claim_item(conn: &mut AnyConnection, job_id: &str, seq: i64) -> sqlx::Result<bool> {
+    let n = sqlx::query(
+        "UPDATE outbox_job_items SET status = 'CLAIMED' WHERE job_id = $1 AND seq = $2 AND status = 'PENDING'",
+    )
+    .bind(job_id)
+    .bind(seq)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// A claimed item's outcome, counted on its job (same transaction as the
+/// claim: CLAIMED is never seen outside it).
 pub async fn item_worked(
     conn: &mut AnyConnection,
     job_id: &str,
@@ -391,7 +409,7 @@ pub async fn item_worked(
 ) -> sqlx::Result<()> {
     let status = if queued { "DONE" } else { "SKIPPED" };
     let n = sqlx::query(
-        "UPDATE outbox_job_items SET status = $1 WHERE job_id = $2 AND seq = $3 AND status = 'PENDING'",
+        "UPDATE outbox_job_items SET status = $1 WHERE job_id = $2 AND seq = $3 AND status = 'CLAIMED'",
     )
     .bind(status)
     .bind(job_id)

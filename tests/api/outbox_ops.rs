@@ -22,6 +22,7 @@ both_databases!(
     a_bulk_resend_cancelled_half_way_keeps_what_it_did,
     resends_are_refused_clearly_and_audited_with_the_actor,
     the_command_line_recovers_and_resends,
+    a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend,
 );
 
 /// A consumer that answers 500 while `down`, 200 after; it records each
@@ -763,6 +764,56 @@ async fn measure_bulk_resend_of_10000() {
             n as f64 / relayed.as_secs_f64()
         );
     }
+}
+
+/// Two instances: the first's lease lapses mid-send, the second leases the
+/// delivery and dead-letters it, an operator resends it; the first's late
+/// failure must not put it back to DEAD.
+async fn a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend(b: Backend) {
+    let (app, _receiver) = app_with_receiver(b).await;
+    let engine = app.app_engine();
+    succeeded(&app, 0).await;
+    let now = engine.now();
+    let first = lease_shop(app.pool(), now).await;
+    // The first lease lapses; the second instance takes the row and its
+    // failure is the last of the schedule.
+    let second = lease_shop(app.pool(), now + 31_000_000).await;
+    assert_ne!(first.lease_until, second.lease_until);
+    assert!(
+        outbox::attempt_failed(app.pool(), &second, "sink answered 500", None)
+            .await
+            .unwrap()
+    );
+    reckon::console::outbox::resend(&engine, "olivia", &first.message_id, Some("shop"))
+        .await
+        .unwrap();
+    // The first instance's late outcomes find the row moved on.
+    assert!(
+        !outbox::attempt_failed(app.pool(), &first, "sink answered 500", None)
+            .await
+            .unwrap()
+    );
+    assert!(!outbox::delivered(app.pool(), &first, now).await.unwrap());
+    let (status, attempts): (String, i64) = sqlx::query_as(
+        "SELECT status, attempts FROM outbox_deliveries WHERE message_id = $1 AND sink = 'shop'",
+    )
+    .bind(&first.message_id)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        (status.as_str(), attempts),
+        ("PENDING", 0),
+        "the resend stands"
+    );
+}
+
+/// The `shop` delivery a relay pass at `now` leases (30 s).
+async fn lease_shop(pool: &sqlx::AnyPool, now: i64) -> outbox::DueDelivery {
+    let due = outbox::lease_due(pool, now, now + 30_000_000, 10, "")
+        .await
+        .unwrap();
+    due.into_iter().find(|d| d.sink == "shop").unwrap()
 }
 
 /// The test's one sink, taking every event type.

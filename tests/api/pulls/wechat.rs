@@ -253,9 +253,12 @@ impl Wechat {
         (p, format!("4200{id}"))
     }
 
+    /// The provider's day now: China's, whatever the hour in UTC (between
+    /// 16:00 and 24:00 UTC the dates differ).
     fn today(&self) -> String {
         jiff::Timestamp::from_microsecond(self.app.engine.now())
             .unwrap()
+            .to_zoned(jiff::tz::TimeZone::get("Asia/Shanghai").unwrap())
             .strftime("%Y-%m-%d")
             .to_string()
     }

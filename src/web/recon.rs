@@ -94,6 +94,7 @@ fn form_refused(e: FormError) -> ApiError {
     responses(
         (status = 201, description = "The run, completed or failed (a refused statement)", body = RunRow),
         (status = 400, description = "An unreadable form, a missing or unknown field, an unknown provider or day", body = ApiError),
+        (status = 409, description = "The day is closed (named, with its close); the run is FAILED saying so", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
     ))]
 pub async fn upload(
@@ -162,7 +163,7 @@ pub struct PullRequest {
     responses(
         (status = 201, description = "The run of the statement fetched from the provider", body = RunRow),
         (status = 400, description = "Invalid body, an unknown provider or day", body = ApiError),
-        (status = 409, description = "Another pull of the day holds its lease (named); no run was started", body = ApiError),
+        (status = 409, description = "Another pull of the day holds its lease (named; no run was started), or the day is closed (a FAILED run says so)", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
     ))]
 pub async fn pull(
@@ -182,7 +183,7 @@ pub async fn pull(
     responses(
         (status = 200, description = "The run, resumed to its end", body = RunRow),
         (status = 400, description = "No such run, or it cannot be resumed", body = ApiError),
-        (status = 409, description = "Another pull of the day holds its lease (named); the run was not touched", body = ApiError),
+        (status = 409, description = "Another pull of the day holds its lease (named), or the day is closed; the run was not touched", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
     ))]
 pub async fn resume(

@@ -55,8 +55,8 @@ impl Engine {
                 }
                 Some(error) => {
                     let attempts = d.attempts + 1;
-                    // The sink's own schedule; a sink no longer configured
-                    // keeps the old backoff.
+                    // The sink's own schedule; an alert channel, or a sink
+                    // no longer configured, keeps the doubling backoff.
                     let next = match sink {
                         Some(sink) => sink.next_attempt(attempts, now),
                         None => (attempts < self.settings.outbox_max_attempts)

@@ -283,7 +283,20 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         known_hash: imp.hash,
         told: Default::default(),
     };
-    read_into(engine, &into, how).await
+    let read = read_into(engine, &into, how).await;
+    if let Err(ReconError::Store(e)) = &read {
+        // A storage error part-way (a lock not had in time) leaves no run
+        // RUNNING for an hour: it says why, and the file can be sent again.
+        tracing::warn!(run_id, error = %e, "statement run stopped by a storage error");
+        let _ = recon_runs::fail_if_running(
+            pool,
+            &run_id,
+            &format!("storage error: {e}"),
+            engine.now(),
+        )
+        .await;
+    }
+    read
 }
 
 /// The started run a statement file is read into.

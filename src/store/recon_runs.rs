@@ -252,6 +252,26 @@ pub async fn complete<'e>(
     Ok(())
 }
 
+/// `fail`, only for a run still RUNNING: a storage error part-way says
+/// why on the run, and never turns a run that completed into a failure.
+pub async fn fail_if_running<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    error: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2, phase = 'done', updated_at = $2 \
+         WHERE run_id = $3 AND status = 'RUNNING'",
+    )
+    .bind(error)
+    .bind(now)
+    .bind(run_id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
 pub async fn fail<'e>(
     e: impl Executor<'e, Database = Any>,
     run_id: &str,

@@ -41,6 +41,14 @@ fn refused(e: AppError) -> ApiError {
     ApiError::new(status, message)
 }
 
+/// `refused`, with a 404 that names what is missing.
+fn refused_or_missing(e: AppError, missing: impl FnOnce() -> String) -> ApiError {
+    match e {
+        AppError::NotFound => ApiError::new(StatusCode::NOT_FOUND, missing()),
+        e => refused(e),
+    }
+}
+
 /// `GET /api/v1/outbox`: newest first, 50 a page.
 #[utoipa::path(get, path = "/api/v1/outbox", tag = "outbox",
     params(OutboxFilter),
@@ -75,12 +83,7 @@ pub async fn show(
     crate::console::outbox::message(&engine, &message_id)
         .await
         .map(Json)
-        .map_err(|e| match e {
-            AppError::NotFound => {
-                ApiError::new(StatusCode::NOT_FOUND, format!("no message {message_id}"))
-            }
-            e => refused(e),
-        })
+        .map_err(|e| refused_or_missing(e, || format!("no message {message_id}")))
 }
 
 #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
@@ -118,12 +121,7 @@ pub async fn resend(
     crate::console::outbox::resend(&engine, &actor(&token), &message_id, sink)
         .await
         .map(Json)
-        .map_err(|e| match e {
-            AppError::NotFound => {
-                ApiError::new(StatusCode::NOT_FOUND, format!("no message {message_id}"))
-            }
-            e => refused(e),
-        })
+        .map_err(|e| refused_or_missing(e, || format!("no message {message_id}")))
 }
 
 /// `POST /api/v1/outbox/resend` with the list's filter: every delivery it
@@ -205,12 +203,7 @@ pub async fn show_job(
     crate::console::outbox::job(&engine, &job_id)
         .await
         .map(Json)
-        .map_err(|e| match e {
-            AppError::NotFound => {
-                ApiError::new(StatusCode::NOT_FOUND, format!("no outbox job {job_id}"))
-            }
-            e => refused(e),
-        })
+        .map_err(|e| refused_or_missing(e, || format!("no outbox job {job_id}")))
 }
 
 /// `POST /api/v1/outbox/jobs/{job_id}/cancel`: stops before its next
@@ -230,10 +223,5 @@ pub async fn cancel_job(
     crate::console::outbox::cancel(&engine, &actor(&token), &job_id)
         .await
         .map(Json)
-        .map_err(|e| match e {
-            AppError::NotFound => {
-                ApiError::new(StatusCode::NOT_FOUND, format!("no outbox job {job_id}"))
-            }
-            e => refused(e),
-        })
+        .map_err(|e| refused_or_missing(e, || format!("no outbox job {job_id}")))
 }

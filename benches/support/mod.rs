@@ -1,12 +1,15 @@
 //! What the benchmarks share: peak memory and writing their section of
 //! BENCHMARKS.md.
 
+pub mod postgres;
+
 use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
 use reckon::providers::sandbox::SandboxConfig;
 use reckon::providers::signing::Secret;
 
 /// A server configuration on a SQLite file in `dir`, with one sandbox
 /// provider account whose API address nothing listens on.
+#[allow(dead_code)] // the intake bench starts `reckon serve` instead
 pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
     Config {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -45,6 +48,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
 }
 
 /// The process's peak resident set (VmHWM), MiB.
+#[allow(dead_code)] // the intake bench reads its server's
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

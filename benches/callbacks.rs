@@ -125,7 +125,11 @@ impl Server {
         )
         .unwrap();
         let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_reckon"))
+        // RECKON_BENCH_SERVER=PATH runs another build (two builds compared
+        // in turn, in one run of the machine).
+        let bin = std::env::var("RECKON_BENCH_SERVER")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_reckon").to_owned());
+        let child = Command::new(bin)
             .arg("serve")
             .env("RECKON_CONFIG", &config)
             .env("RECKON_LOG_FORMAT", "json")
@@ -284,6 +288,16 @@ async fn intake(
     let rss = servers.iter().map(Server::peak_rss_mib).fold(0.0, f64::max);
     for s in servers {
         s.stop();
+    }
+    // RECKON_BENCH_LOGS=DIR keeps the servers' logs (with RUST_LOG=debug
+    // they time each batch the writer commits).
+    if let Ok(keep) = std::env::var("RECKON_BENCH_LOGS") {
+        for k in 0..instances {
+            let _ = std::fs::copy(
+                dir.join(format!("serve{k}.log")),
+                Path::new(&keep).join(format!("serve{k}-{conns}-{}.log", now_micros())),
+            );
+        }
     }
     let (effects, stored) = counts(url).await;
     assert_eq!(

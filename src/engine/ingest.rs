@@ -10,12 +10,17 @@ use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
 use crate::store::{alerts, callbacks};
+use crate::store::DbKind;
 use sqlx::pool::PoolConnection;
+use std::sync::Arc;
 use sqlx::{Any, AnyConnection, Connection};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// At most this many callbacks per commit.
 const MAX_BATCH: usize = 256;
+
+/// Intake writers on PostgreSQL, each holding one connection of the pool.
+pub(super) const POSTGRES_WRITERS: usize = 4;
 
 /// A verified callback, owned, ready to store.
 pub(super) struct Incoming {
@@ -71,21 +76,41 @@ impl Engine {
             .map_err(|_| "the intake writer dropped the callback".to_string())?
     }
 
-    /// The writer: forever, take what is queued (up to `MAX_BATCH`) and
-    /// write it in one transaction.
-    pub(super) async fn write_batches(self, mut rx: mpsc::Receiver<Job>) {
+    /// A writer: forever, take what is queued (up to `MAX_BATCH`) and
+    /// write it in one transaction. On PostgreSQL several writers share the
+    /// queue, each on its own connection, so one batch is gathered and
+    /// written while another commits. On SQLite (one writer) the commit
+    /// does not wait for the disk: the batch goes to [`answer_when_durable`],
+    /// which answers it after the log is synced, while the writer goes on
+    /// with the next batch.
+    pub(super) async fn write_batches(self, rx: Arc<Mutex<mpsc::Receiver<Job>>>) {
+        let syncer = match (self.db.kind, &self.db.sqlite_path) {
+            (DbKind::Sqlite, Some(path)) => {
+                let (tx, committed) = mpsc::unbounded_channel();
+                tokio::spawn(answer_when_durable(wal_of(path), committed));
+                Some(tx)
+            }
+            _ => None,
+        };
         // The writer keeps its connection between batches (no pool
-        // hand-over and health check per batch); a failed batch drops it,
+        // hand-over and health check per batch); a failed batch closes it,
         // in case the connection itself is what broke.
         let mut conn: Option<PoolConnection<Any>> = None;
-        while let Some(first) = rx.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
+        loop {
+            let mut batch = {
+                let mut rx = rx.lock().await;
+                let Some(first) = rx.recv().await else {
+                    break;
+                };
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
                 }
-            }
+                batch
+            };
             // One lock order for every writer: fewer deadlocks on PostgreSQL.
             batch.sort_by(|a, b| {
                 a.incoming
@@ -96,7 +121,18 @@ impl Engine {
             let incoming: Vec<&Incoming> = batch.iter().map(|j| &j.incoming).collect();
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
-            let written = self.write_batch(&mut conn, &incoming).await;
+            let mut written = self.write_batch(&mut conn, &incoming, syncer.is_some()).await;
+            // Two writers' batches that name one payment can deadlock on
+            // PostgreSQL; the one it cancels is written again.
+            for _ in 0..2 {
+                match &written {
+                    Err(e) if retryable(e) => {
+                        tracing::warn!(error = %e, "intake batch written again");
+                        written = self.write_batch(&mut conn, &incoming, syncer.is_some()).await;
+                    }
+                    _ => break,
+                }
+            }
             tracing::debug!(
                 size = incoming.len(),
                 micros = started.elapsed().as_micros() as u64,
@@ -104,12 +140,30 @@ impl Engine {
             );
             match written {
                 Ok(results) => {
-                    for (job, result) in batch.into_iter().zip(results) {
-                        let _ = job.reply.send(result);
+                    let answers: Vec<_> = batch
+                        .into_iter()
+                        .map(|job| job.reply)
+                        .zip(results)
+                        .collect();
+                    match &syncer {
+                        Some(syncer) => {
+                            if let Err(unsent) = syncer.send(answers) {
+                                for (reply, _) in unsent.0 {
+                                    let _ = reply.send(Err("the intake syncer has stopped".into()));
+                                }
+                            }
+                        }
+                        None => {
+                            for (reply, result) in answers {
+                                let _ = reply.send(result);
+                            }
+                        }
                     }
                 }
                 Err(e) => {
-                    conn = None;
+                    if let Some(c) = conn.take() {
+                        let _ = c.close().await;
+                    }
                     tracing::error!(error = %e, size = batch.len(), "intake batch failed; nothing stored");
                     for job in batch {
                         let _ = job.reply.send(Err(format!("not stored: {e}")));
@@ -117,19 +171,38 @@ impl Engine {
                 }
             }
         }
+        // Never handed back to the pool: on SQLite it commits without
+        // waiting for the disk.
+        if let Some(c) = conn.take() {
+            let _ = c.close().await;
+        }
     }
 
     async fn write_batch(
         &self,
         conn: &mut Option<PoolConnection<Any>>,
         batch: &[&Incoming],
+        synced_after: bool,
     ) -> sqlx::Result<Vec<Result<Ingested, String>>> {
         let now = self.now();
         let conn = match conn {
             Some(c) => c,
-            None => conn.insert(self.db.pool.acquire().await?),
+            None => {
+                let mut c = self.db.pool.acquire().await?;
+                if synced_after {
+                    // This connection's commits write the log and return;
+                    // `answer_when_durable` syncs it before any answer.
+                    sqlx::Executor::execute(&mut *c, "PRAGMA synchronous = NORMAL").await?;
+                    // A batch's savepoint journals every page it changes:
+                    // in memory, not spilled to a temporary file past 64 KiB.
+                    sqlx::Executor::execute(&mut *c, "PRAGMA temp_store = MEMORY").await?;
+                }
+                conn.insert(c)
+            }
         };
+        let t0 = std::time::Instant::now();
         let mut tx = self.db.begin_write_on(conn).await?;
+        let began = t0.elapsed();
         let mut results: Vec<Option<Result<Ingested, String>>> =
             (0..batch.len()).map(|_| None).collect();
 
@@ -181,7 +254,15 @@ impl Engine {
                 }
             }
         }
+        let written = t0.elapsed();
         tx.commit().await?;
+        tracing::debug!(
+            size = batch.len(),
+            begin_us = began.as_micros() as u64,
+            statements_us = (written - began).as_micros() as u64,
+            commit_us = (t0.elapsed() - written).as_micros() as u64,
+            "intake batch phases"
+        );
         Ok(results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err("not processed".into())))
@@ -460,4 +541,48 @@ fn new_row(c: &Incoming, now: i64) -> callbacks::NewCallback<'_> {
         received_at: now,
         facts: &c.facts,
     }
+}
+
+/// SQLite's write-ahead log beside the database file `db`.
+fn wal_of(db: &std::path::Path) -> std::path::PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-wal");
+    p.into()
+}
+
+/// A batch's answers, sent once it is durable.
+type Answers = Vec<(oneshot::Sender<Result<Ingested, String>>, Result<Ingested, String>)>;
+
+/// Answers committed batches once the write-ahead log holding them is on
+/// disk: one `fdatasync` for every batch committed while the one before
+/// ran. A commit is in the log before the writer hands its batch here, so
+/// a sync that starts afterwards covers it; this is the sync `synchronous
+/// = FULL` makes inside the commit, moved off the writer's path.
+async fn answer_when_durable(wal: std::path::PathBuf, mut committed: mpsc::UnboundedReceiver<Answers>) {
+    while let Some(first) = committed.recv().await {
+        let mut ready = vec![first];
+        while let Ok(more) = committed.try_recv() {
+            ready.push(more);
+        }
+        let path = wal.clone();
+        let synced = tokio::task::spawn_blocking(move || std::fs::File::open(&path)?.sync_data())
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r);
+        if let Err(e) = &synced {
+            tracing::error!(error = %e, "the write-ahead log could not be synced; callbacks answered \"try again\"");
+        }
+        for (reply, result) in ready.into_iter().flatten() {
+            let _ = reply.send(match &synced {
+                Ok(()) => result,
+                Err(e) => Err(format!("stored, but not confirmed on disk: {e}")),
+            });
+        }
+    }
+}
+
+/// A batch the database cancelled for a conflict with another writer
+/// (PostgreSQL's deadlock or serialization failure): written again.
+fn retryable(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40P01" | "40001")))
 }

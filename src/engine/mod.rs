@@ -266,6 +266,7 @@ impl Engine {
         settings: Settings,
     ) -> Engine {
         let (ingest, rx) = ingest::channel();
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let engine = Engine {
             sink_names: Arc::new(settings.sinks.iter().map(Sink::route).collect()),
             db,
@@ -306,8 +307,12 @@ impl Engine {
                     tracing::error!(error = %e, "intake writer thread could not start");
                 }
             }
+            // PostgreSQL commits batches side by side: a few writers, each
+            // on its own connection of the pool.
             DbKind::Postgres => {
-                tokio::spawn(writer.write_batches(rx));
+                for _ in 0..ingest::POSTGRES_WRITERS {
+                    tokio::spawn(writer.clone().write_batches(rx.clone()));
+                }
             }
         }
         engine

@@ -273,7 +273,7 @@ pub async fn insert_many_applied(
     rows: &[NewCallback<'_>],
 ) -> sqlx::Result<Vec<String>> {
     let mut ids = Vec::with_capacity(rows.len());
-    for chunk in rows.chunks(crate::store::ROWS_PER_STATEMENT) {
+    for chunk in crate::store::cached_chunks(rows, crate::store::ROWS_PER_STATEMENT) {
         let mut marks = crate::store::Marks::for_conn(conn);
         let sql = format!(
             "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \

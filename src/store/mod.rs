@@ -331,6 +331,26 @@ fn one_line(text: &str) -> String {
 /// intake batch (PostgreSQL takes 65,535 parameters, SQLite 32,766).
 pub const ROWS_PER_STATEMENT: usize = 256;
 
+/// `rows` in multi-row statements a connection's statement cache keeps:
+/// chunks of at most `max` rows, each a power of two (85 rows: 64, 16, 4,
+/// 1). A batch's own size in one statement would be a new text, prepared
+/// anew, for nearly every batch; each row costs SQLite several
+/// microseconds to prepare, more than to run.
+pub fn cached_chunks<T>(rows: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let len = rest.len().min(max);
+        // The largest power of two not above `len`.
+        let take = 1usize << (usize::BITS - 1 - len.leading_zeros());
+        let (chunk, tail) = rest.split_at(take);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
 /// The placeholders of one statement, numbered in the order they appear
 /// in its text. PostgreSQL gets `$1, $2, …`; SQLite gets anonymous `?`:
 /// sqlx finds each *named* SQLite parameter by walking the statement's
@@ -523,5 +543,23 @@ mod marks_tests {
         };
         assert_eq!(lite.rows(2, 2, ""), "(?, ?), (?, ?)");
         assert_eq!(lite.mark(), "?");
+    }
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::cached_chunks;
+
+    #[test]
+    fn cached_chunks_are_powers_of_two_up_to_the_max() {
+        let rows: Vec<u32> = (0..85).collect();
+        let sizes: Vec<usize> = cached_chunks(&rows, 256).map(<[u32]>::len).collect();
+        assert_eq!(sizes, [64, 16, 4, 1]);
+        let rows: Vec<u32> = (0..300).collect();
+        let chunks: Vec<&[u32]> = cached_chunks(&rows, 128).collect();
+        let sizes: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, [128, 128, 32, 8, 4]);
+        assert_eq!(chunks.concat(), rows);
+        assert_eq!(cached_chunks::<u32>(&[], 256).count(), 0);
     }
 }

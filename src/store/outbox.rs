@@ -162,7 +162,7 @@ pub async fn insert_events_many(
     events: &[NewEvent<'_>],
     sinks: &[super::sinks::Route],
 ) -> sqlx::Result<()> {
-    for chunk in events.chunks(crate::store::ROWS_PER_STATEMENT) {
+    for chunk in crate::store::cached_chunks(events, crate::store::ROWS_PER_STATEMENT) {
         events_chunk(&mut *conn, chunk, sinks).await?;
     }
     Ok(())

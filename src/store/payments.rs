@@ -319,7 +319,7 @@ pub async fn guarded_move_many(
     if predecessors.is_empty() {
         return Ok(moved);
     }
-    for chunk in moves.chunks(MOVES_PER_STATEMENT) {
+    for chunk in crate::store::cached_chunks(moves, MOVES_PER_STATEMENT) {
         moved.extend(move_chunk(&mut *conn, target, chunk, predecessors, now).await?);
     }
     Ok(moved)
@@ -399,7 +399,7 @@ pub async fn insert_effects(
     effects: &[(&str, &str)],
     now: i64,
 ) -> sqlx::Result<()> {
-    for chunk in effects.chunks(crate::store::ROWS_PER_STATEMENT) {
+    for chunk in crate::store::cached_chunks(effects, crate::store::ROWS_PER_STATEMENT) {
         effects_chunk(&mut *conn, chunk, now).await?;
     }
     Ok(())
@@ -433,7 +433,7 @@ pub async fn insert_history_many(
     conn: &mut sqlx::AnyConnection,
     entries: &[HistoryEntry<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in entries.chunks(crate::store::ROWS_PER_STATEMENT) {
+    for chunk in crate::store::cached_chunks(entries, crate::store::ROWS_PER_STATEMENT) {
         history_chunk(&mut *conn, chunk).await?;
     }
     Ok(())

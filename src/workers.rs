@@ -22,7 +22,7 @@ pub const BEAT: Duration = Duration::from_secs(60);
 /// A job's lease lasts a beat: the instance that ran it keeps it until its
 /// next beat (so the job runs once per beat across instances), and a
 /// stopped instance's lapses by then.
-pub const JOB_LEASE_US: i64 = 60_000_000;
+pub const JOB_LEASE_US: i64 = BEAT.as_micros() as i64;
 /// A job's lease is renewed this often while its pass runs, so a long
 /// pass keeps it.
 const RENEW_EVERY: Duration = Duration::from_secs(20);

@@ -4,14 +4,76 @@
 //! daily statement pulls and the statement files' retention to
 //! reconciliation. Each lane leases its due rows
 //! (so two instances on one PostgreSQL never take the same row) and reads
-//! the clock per task. Tests call each lane's pass directly with a moved
-//! clock.
+//! the clock per task. The passes of the 60 s beats run once across
+//! instances: each under its job's lease (`store::leader`), held for a
+//! beat by the instance that ran it. Tests call each lane's pass, or a
+//! beat, directly with a moved clock.
 
 use crate::engine::{self, Engine};
 use crate::recon;
+use crate::store::leader;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
+
+/// How often the scheduled jobs' beats come.
+pub const BEAT: Duration = Duration::from_secs(60);
+/// A job's lease lasts a beat: the instance that ran it keeps it until its
+/// next beat (so the job runs once per beat across instances), and a
+/// stopped instance's lapses by then.
+pub const JOB_LEASE_US: i64 = BEAT.as_micros() as i64;
+/// A job's lease is renewed this often while its pass runs, so a long
+/// pass keeps it.
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// The scheduled jobs, by the name of their lease.
+pub mod jobs {
+    pub const STATEMENT_PULLS: &str = "statement_pulls";
+    pub const BANK_MATCHING: &str = "bank_matching";
+    pub const FILE_RETENTION: &str = "statement_file_retention";
+    pub const OVERDUE_EDGES: &str = "overdue_edges";
+    pub const DAY_CLOSES: &str = "day_closes";
+    pub const SLA_OVERDUE: &str = "sla_overdue";
+    pub const BULK_RESUME: &str = "bulk_job_resume";
+    pub const OUTBOX_RESUME: &str = "outbox_job_resume";
+    /// The statement beat's jobs, in the order they run.
+    pub const STATEMENT_BEAT: [&str; 6] = [
+        STATEMENT_PULLS,
+        BANK_MATCHING,
+        FILE_RETENTION,
+        OVERDUE_EDGES,
+        DAY_CLOSES,
+        SLA_OVERDUE,
+    ];
+    pub const RESUME_BEAT: [&str; 2] = [BULK_RESUME, OUTBOX_RESUME];
+}
+
+/// One instance of Reckon as its job leases name it.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    name: Arc<str>,
+}
+
+impl Instance {
+    /// A name of its own: the process id, for a person reading the table,
+    /// and a UUID, since two instances may share a process id (containers).
+    pub fn new() -> Instance {
+        Instance {
+            name: format!("pid {} ({})", std::process::id(), uuid::Uuid::now_v7()).into(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Instance::new()
+    }
+}
 
 /// Runs every lane until the process stops, each on its own task.
 pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
@@ -21,36 +83,15 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
             .timeout(Duration::from_secs(10))
             .build()
             .expect("an HTTP client");
+        // This process's name on the job leases its beats take.
+        let me = Instance::new();
         // The statement schedule: a long pull holds up nothing else.
         let schedule = engine.clone();
+        let beat = me.clone();
         let pulls = tokio::spawn(async move {
             loop {
-                if let Err(e) = recon::scheduled_pulls(&schedule, schedule.now()).await {
-                    tracing::error!(error = %e, "statement pull schedule");
-                }
-                // Payouts against the bank, on the same beat: a payout or
-                // credit past its window becomes a ticket without an import.
-                if let Err(e) = crate::bank::match_payouts(&schedule, schedule.now()).await {
-                    tracing::error!(error = %e, "bank matching");
-                }
-                // The statement files' retention, on the same beat.
-                if let Err(e) = recon::expire_files(&schedule, schedule.now()).await {
-                    tracing::error!(error = %e, "statement file retention");
-                }
-                // Records in transit to a statement now overdue: absent.
-                if let Err(e) = recon::expire_overdue(&schedule, schedule.now()).await {
-                    tracing::error!(error = %e, "records in transit past an overdue statement");
-                }
-                // Days whose last tickets were repaired or concluded since
-                // their run close now.
-                if let Err(e) = recon::close_ready_days(&schedule, schedule.now()).await {
-                    tracing::error!(error = %e, "closing the days");
-                }
-                // Tickets past their SLA alerted, once each, on the same beat.
-                if let Err(e) = crate::triage::sla::raise_overdue(&schedule, schedule.now()).await {
-                    tracing::error!(error = %e, "ticket SLA pass");
-                }
-                tokio::time::sleep(Duration::from_secs(60)).await;
+                statement_beat(&schedule, &beat).await;
+                tokio::time::sleep(BEAT).await;
             }
         });
         let calls = tokio::spawn(engine.clone().call_lane());
@@ -65,17 +106,13 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
                 tokio::time::sleep(Duration::from_secs(15)).await;
             }
         });
-        // Bulk jobs a stopped process left running: resumed once silent.
-        let bulk = engine.clone();
+        // Bulk and outbox jobs a stopped process left running: resumed
+        // once silent.
+        let resumes = engine.clone();
         tokio::spawn(async move {
             loop {
-                if let Err(e) = crate::triage::bulk::resume_jobs(&bulk).await {
-                    tracing::error!(error = %e, "bulk job resume");
-                }
-                if let Err(e) = crate::console::outbox::resume_jobs(&bulk).await {
-                    tracing::error!(error = %e, "outbox job resume");
-                }
-                tokio::time::sleep(Duration::from_secs(60)).await;
+                resume_beat(&resumes, &me).await;
+                tokio::time::sleep(BEAT).await;
             }
         });
         let e = engine.clone();
@@ -138,5 +175,127 @@ where
             _ = wake.notified() => {},
             _ = tokio::time::sleep(Duration::from_millis(500)) => {},
         }
+    }
+}
+
+/// The statement schedule's beat: the daily pulls, bank matching, the
+/// statement files' retention, records in transit past an overdue
+/// statement, the day closes and the SLA pass, each under its job's lease
+/// (at the engine's clock when it starts). Returns the jobs this instance
+/// ran; the others were held by another instance.
+pub async fn statement_beat(engine: &Engine, me: &Instance) -> Vec<&'static str> {
+    let e = engine;
+    let mut beat = Beat::new(e, me);
+    beat.job(jobs::STATEMENT_PULLS, |now| recon::scheduled_pulls(e, now))
+        .await;
+    // Payouts against the bank: a payout or credit past its window becomes
+    // a ticket without an import.
+    beat.job(jobs::BANK_MATCHING, |now| {
+        crate::bank::match_payouts(e, now)
+    })
+    .await;
+    beat.job(jobs::FILE_RETENTION, |now| recon::expire_files(e, now))
+        .await;
+    // Records in transit to a statement now overdue: absent.
+    beat.job(jobs::OVERDUE_EDGES, |now| recon::expire_overdue(e, now))
+        .await;
+    // Days whose last tickets were repaired or concluded since their run.
+    beat.job(jobs::DAY_CLOSES, |now| recon::close_ready_days(e, now))
+        .await;
+    beat.job(jobs::SLA_OVERDUE, |now| {
+        crate::triage::sla::raise_overdue(e, now)
+    })
+    .await;
+    beat.ran
+}
+
+/// The resume beat: bulk and outbox jobs a stopped process left running,
+/// resumed by one instance. Returns the jobs this instance ran.
+pub async fn resume_beat(engine: &Engine, me: &Instance) -> Vec<&'static str> {
+    let e = engine;
+    let mut beat = Beat::new(e, me);
+    beat.job(jobs::BULK_RESUME, |_| crate::triage::bulk::resume_jobs(e))
+        .await;
+    beat.job(jobs::OUTBOX_RESUME, |_| {
+        crate::console::outbox::resume_jobs(e)
+    })
+    .await;
+    beat.ran
+}
+
+/// One instance's beat: the jobs it ran.
+struct Beat<'a> {
+    engine: &'a Engine,
+    me: &'a Instance,
+    ran: Vec<&'static str>,
+}
+
+impl<'a> Beat<'a> {
+    fn new(engine: &'a Engine, me: &'a Instance) -> Beat<'a> {
+        Beat {
+            engine,
+            me,
+            ran: Vec::new(),
+        }
+    }
+
+    /// Runs `pass` at the engine's clock if this instance takes `job`'s
+    /// lease (free, lapsed or its own), renewing it while the pass runs
+    /// and keeping it afterwards until it lapses a beat on; skips it when
+    /// another instance holds it. A row lease per job, not a PostgreSQL
+    /// advisory lock: it holds for the beat, not only while the pass runs,
+    /// needs no connection kept for the pass, and works the same on SQLite.
+    async fn job<F, Fut, T, E>(&mut self, job: &'static str, pass: F)
+    where
+        F: FnOnce(i64) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: std::fmt::Display,
+    {
+        let (engine, me) = (self.engine, self.me);
+        let now = engine.now();
+        match leader::take(&engine.db.pool, job, me.name(), now, now + JOB_LEASE_US).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::error!(error = %e, job, "job lease not taken");
+                return;
+            }
+        }
+        let _renewal = Renewal::start(engine, me, job);
+        if let Err(e) = pass(now).await {
+            tracing::error!(error = %e, job, "scheduled job failed");
+        }
+        self.ran.push(job);
+    }
+}
+
+/// Renews a job's lease while its pass runs; stops when dropped.
+struct Renewal(tokio::task::JoinHandle<()>);
+
+impl Renewal {
+    fn start(engine: &Engine, me: &Instance, job: &'static str) -> Renewal {
+        let (engine, me) = (engine.clone(), me.clone());
+        Renewal(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                let until = engine.now() + JOB_LEASE_US;
+                match leader::extend(&engine.db.pool, job, me.name(), until).await {
+                    Ok(true) => {}
+                    // Lapsed and taken elsewhere: the pass's own keys keep
+                    // its effects single; the lease is not taken back.
+                    Ok(false) => {
+                        tracing::warn!(job, "job lease lost while its pass ran");
+                        return;
+                    }
+                    Err(e) => tracing::warn!(error = %e, job, "job lease not renewed"),
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Renewal {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

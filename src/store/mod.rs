@@ -13,6 +13,7 @@ pub mod bulk;
 pub mod callbacks;
 pub mod closes;
 pub mod idempotency;
+pub mod leader;
 pub mod lists;
 pub mod nonces;
 pub mod outbox;

@@ -182,6 +182,14 @@ impl TestApp {
         base
     }
 
+    /// The same, for a test that drives the second instance's engine
+    /// itself (its workers, like this one's, as the options say).
+    pub async fn second_engine(&self) -> reckon::engine::Engine {
+        let (_, _, engine, server) = launch(&self.config, &self.options).await;
+        drop(server);
+        engine
+    }
+
     pub fn origin(&self) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert("origin", HeaderValue::from_str(&self.base).unwrap());

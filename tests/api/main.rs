@@ -29,6 +29,7 @@ mod pulls;
 mod recon;
 mod refunds;
 mod refused;
+mod run_once;
 mod schedule;
 mod sinks;
 mod standard;

@@ -368,12 +368,11 @@ fn raw_sqlite(path: &Path, n: usize, batch: usize) -> f64 {
                      VALUES (?1, ?2, ?3, 'SUCCEEDED', 'callback', ?4, ?5, ?6)",
                 )
                 .unwrap();
-            for k in i..(i + batch).min(n) {
+            for (k, b) in bodies.iter().enumerate().take((i + batch).min(n)).skip(i) {
                 let id = uuid::Uuid::now_v7().to_string();
                 let trace = uuid::Uuid::new_v4().simple().to_string();
                 let no = payment_no(k);
                 let txn = format!("TXNB{k:08}");
-                let b = &bodies[k];
                 let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b.as_bytes()));
                 let facts = format!("payment|{no}|{txn}|SUCCEEDED|19900|CNY|-");
                 cb.execute(rusqlite::params![

@@ -9,11 +9,11 @@
 use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
-use crate::store::{alerts, callbacks};
 use crate::store::DbKind;
+use crate::store::{alerts, callbacks};
 use sqlx::pool::PoolConnection;
-use std::sync::Arc;
 use sqlx::{Any, AnyConnection, Connection};
+use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// At most this many callbacks per commit.
@@ -121,14 +121,18 @@ impl Engine {
             let incoming: Vec<&Incoming> = batch.iter().map(|j| &j.incoming).collect();
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
-            let mut written = self.write_batch(&mut conn, &incoming, syncer.is_some()).await;
+            let mut written = self
+                .write_batch(&mut conn, &incoming, syncer.is_some())
+                .await;
             // Two writers' batches that name one payment can deadlock on
             // PostgreSQL; the one it cancels is written again.
             for _ in 0..2 {
                 match &written {
                     Err(e) if retryable(e) => {
                         tracing::warn!(error = %e, "intake batch written again");
-                        written = self.write_batch(&mut conn, &incoming, syncer.is_some()).await;
+                        written = self
+                            .write_batch(&mut conn, &incoming, syncer.is_some())
+                            .await;
                     }
                     _ => break,
                 }
@@ -551,14 +555,20 @@ fn wal_of(db: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// A batch's answers, sent once it is durable.
-type Answers = Vec<(oneshot::Sender<Result<Ingested, String>>, Result<Ingested, String>)>;
+type Answers = Vec<(
+    oneshot::Sender<Result<Ingested, String>>,
+    Result<Ingested, String>,
+)>;
 
 /// Answers committed batches once the write-ahead log holding them is on
 /// disk: one `fdatasync` for every batch committed while the one before
 /// ran. A commit is in the log before the writer hands its batch here, so
 /// a sync that starts afterwards covers it; this is the sync `synchronous
 /// = FULL` makes inside the commit, moved off the writer's path.
-async fn answer_when_durable(wal: std::path::PathBuf, mut committed: mpsc::UnboundedReceiver<Answers>) {
+async fn answer_when_durable(
+    wal: std::path::PathBuf,
+    mut committed: mpsc::UnboundedReceiver<Answers>,
+) {
     while let Some(first) = committed.recv().await {
         let mut ready = vec![first];
         while let Ok(more) = committed.try_recv() {
@@ -585,4 +595,36 @@ async fn answer_when_durable(wal: std::path::PathBuf, mut committed: mpsc::Unbou
 /// (PostgreSQL's deadlock or serialization failure): written again.
 fn retryable(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40P01" | "40001")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Ingested, answer_when_durable};
+    use tokio::sync::{mpsc, oneshot};
+
+    /// A batch is answered as written once its log is synced, and "not
+    /// confirmed" when the sync fails: never a 2xx for an unsynced write.
+    #[tokio::test]
+    async fn batches_are_answered_after_the_log_syncs_and_refused_when_it_cannot() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("reckon.db-wal");
+        std::fs::write(&wal, b"frames").unwrap();
+        for (path, synced) in [(wal, true), (dir.path().join("gone-wal"), false)] {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let syncer = tokio::spawn(answer_when_durable(path, rx));
+            let (reply, answer) = oneshot::channel();
+            let (reply2, answer2) = oneshot::channel();
+            tx.send(vec![(reply, Ok(Ingested::Duplicate))]).unwrap();
+            tx.send(vec![(reply2, Err("not stored: busy".into()))])
+                .unwrap();
+            let first = answer.await.unwrap();
+            assert_eq!(first.is_ok(), synced, "{first:?}");
+            if !synced {
+                assert!(first.unwrap_err().contains("not confirmed on disk"));
+            }
+            assert!(answer2.await.unwrap().is_err());
+            drop(tx);
+            syncer.await.unwrap();
+        }
+    }
 }

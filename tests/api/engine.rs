@@ -536,6 +536,31 @@ async fn a_burst_of_mixed_callbacks_is_grouped_and_each_is_right(b: Backend) {
         "callbacks shared commits ({commits} for {})",
         sends.len()
     );
+    // Only the intake writer's own connection leaves the sync to its
+    // syncer: every connection of the pool still commits durably.
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        let mut conn = app.pool().acquire().await.unwrap();
+        let durable = match b {
+            Backend::Sqlite => {
+                let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .unwrap();
+                level == 2
+            }
+            Backend::Postgres => {
+                let setting: String = sqlx::query_scalar("SHOW synchronous_commit")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .unwrap();
+                setting == "on"
+            }
+        };
+        assert!(durable, "a pool connection commits without syncing");
+        held.push(conn);
+    }
+    drop(held);
 
     // A second burst: every first notification sent again (stored before,
     // so each batch that takes one finds it already there) mixed with the

@@ -19,6 +19,9 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 /// At most this many callbacks per commit.
 const MAX_BATCH: usize = 256;
 
+/// Committed batches waiting for the log's sync at most (SQLite).
+const UNSYNCED_BATCHES: usize = 8;
+
 /// Intake writers on PostgreSQL, each holding one connection of the pool.
 pub(super) const POSTGRES_WRITERS: usize = 4;
 
@@ -84,13 +87,19 @@ impl Engine {
     /// which answers it after the log is synced, while the writer goes on
     /// with the next batch.
     pub(super) async fn write_batches(self, rx: Arc<Mutex<mpsc::Receiver<Job>>>) {
-        let syncer = match (self.db.kind, &self.db.sqlite_path) {
-            (DbKind::Sqlite, Some(path)) => {
-                let (tx, committed) = mpsc::unbounded_channel();
-                tokio::spawn(answer_when_durable(wal_of(path), committed));
-                Some(tx)
-            }
-            _ => None,
+        let syncer = match self.db.kind {
+            DbKind::Sqlite => match main_file(&self.db).await {
+                Some(path) => {
+                    // Bounded: during a slow sync the writer waits, rather
+                    // than making ever more commits visible before durable.
+                    let (tx, committed) = mpsc::channel(UNSYNCED_BATCHES);
+                    tokio::spawn(answer_when_durable(wal_of(&path), committed));
+                    Some(tx)
+                }
+                // In memory, or the file unknown: every commit syncs itself.
+                None => None,
+            },
+            DbKind::Postgres => None,
         };
         // The writer keeps its connection between batches (no pool
         // hand-over and health check per batch); a failed batch closes it,
@@ -151,7 +160,7 @@ impl Engine {
                         .collect();
                     match &syncer {
                         Some(syncer) => {
-                            if let Err(unsent) = syncer.send(answers) {
+                            if let Err(unsent) = syncer.send(answers).await {
                                 for (reply, _) in unsent.0 {
                                     let _ = reply.send(Err("the intake syncer has stopped".into()));
                                 }
@@ -193,6 +202,9 @@ impl Engine {
             Some(c) => c,
             None => {
                 let mut c = self.db.pool.acquire().await?;
+                // Whatever happens to it (an error below, a panic), it is
+                // closed, never handed back to the pool with its settings.
+                c.close_on_drop();
                 if synced_after {
                     // This connection's commits write the log and return;
                     // `answer_when_durable` syncs it before any answer.
@@ -251,6 +263,9 @@ impl Engine {
                     sp.commit().await?;
                     results[i] = Some(Ok(done));
                 }
+                // Deadlocked with another writer: the whole batch is
+                // rolled back and written again (see `write_batches`).
+                Err(e) if retryable(&e) => return Err(e),
                 Err(e) => {
                     sp.rollback().await?;
                     tracing::error!(error = %e, trace_id = %incoming.trace_id, "callback not stored");
@@ -547,6 +562,20 @@ fn new_row(c: &Incoming, now: i64) -> callbacks::NewCallback<'_> {
     }
 }
 
+/// The database's main file as SQLite opened it (symlinks and URL
+/// escapes resolved); `None` in memory.
+async fn main_file(db: &crate::store::Db) -> Option<std::path::PathBuf> {
+    let rows: Vec<(i64, String, String)> = sqlx::query_as("PRAGMA database_list")
+        .fetch_all(&db.pool)
+        .await
+        .ok()?;
+    rows.into_iter()
+        .find(|(_, name, _)| name == "main")
+        .map(|(_, _, file)| file)
+        .filter(|file| !file.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
 /// SQLite's write-ahead log beside the database file `db`.
 fn wal_of(db: &std::path::Path) -> std::path::PathBuf {
     let mut p = db.as_os_str().to_owned();
@@ -565,27 +594,36 @@ type Answers = Vec<(
 /// ran. A commit is in the log before the writer hands its batch here, so
 /// a sync that starts afterwards covers it; this is the sync `synchronous
 /// = FULL` makes inside the commit, moved off the writer's path.
-async fn answer_when_durable(
-    wal: std::path::PathBuf,
-    mut committed: mpsc::UnboundedReceiver<Answers>,
-) {
+async fn answer_when_durable(wal: std::path::PathBuf, mut committed: mpsc::Receiver<Answers>) {
+    // A failed sync is final: Linux may have dropped the pages it could
+    // not write and a later sync then succeeds without them, so no answer
+    // after it may say "stored" until a restart (as PostgreSQL panics).
+    let mut broken: Option<String> = None;
     while let Some(first) = committed.recv().await {
         let mut ready = vec![first];
         while let Ok(more) = committed.try_recv() {
             ready.push(more);
         }
-        let path = wal.clone();
-        let synced = tokio::task::spawn_blocking(move || std::fs::File::open(&path)?.sync_data())
+        if broken.is_none() {
+            let path = wal.clone();
+            let synced = tokio::task::spawn_blocking(move || {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)?
+                    .sync_data()
+            })
             .await
             .map_err(std::io::Error::other)
             .and_then(|r| r);
-        if let Err(e) = &synced {
-            tracing::error!(error = %e, "the write-ahead log could not be synced; callbacks answered \"try again\"");
+            if let Err(e) = synced {
+                tracing::error!(error = %e, "the write-ahead log could not be synced: callbacks are answered \"try again\" until Reckon is restarted");
+                broken = Some(e.to_string());
+            }
         }
         for (reply, result) in ready.into_iter().flatten() {
-            let _ = reply.send(match &synced {
-                Ok(()) => result,
-                Err(e) => Err(format!("stored, but not confirmed on disk: {e}")),
+            let _ = reply.send(match &broken {
+                None => result,
+                Some(e) => Err(format!("stored, but not confirmed on disk: {e}")),
             });
         }
     }
@@ -610,12 +648,15 @@ mod tests {
         let wal = dir.path().join("reckon.db-wal");
         std::fs::write(&wal, b"frames").unwrap();
         for (path, synced) in [(wal, true), (dir.path().join("gone-wal"), false)] {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = mpsc::channel(8);
             let syncer = tokio::spawn(answer_when_durable(path, rx));
             let (reply, answer) = oneshot::channel();
             let (reply2, answer2) = oneshot::channel();
-            tx.send(vec![(reply, Ok(Ingested::Duplicate))]).unwrap();
+            tx.send(vec![(reply, Ok(Ingested::Duplicate))])
+                .await
+                .unwrap();
             tx.send(vec![(reply2, Err("not stored: busy".into()))])
+                .await
                 .unwrap();
             let first = answer.await.unwrap();
             assert_eq!(first.is_ok(), synced, "{first:?}");

@@ -338,6 +338,7 @@ pub const ROWS_PER_STATEMENT: usize = 256;
 /// anew, for nearly every batch; each row costs SQLite several
 /// microseconds to prepare, more than to run.
 pub fn cached_chunks<T>(rows: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+    debug_assert!(max > 0);
     let mut rest = rows;
     std::iter::from_fn(move || {
         if rest.is_empty() {

@@ -458,7 +458,7 @@ async fn seed_day(engine: &reckon::engine::Engine, n: usize, day: &str, start: j
 async fn drop_indexes(engine: &reckon::engine::Engine) -> Vec<String> {
     let pool = &engine.db.pool;
     let sql = if engine.db.kind == reckon::store::DbKind::Postgres {
-        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'payments' \
+        "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'payments' \
          AND indexname NOT IN (SELECT conname FROM pg_constraint)"
     } else {
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'payments' AND sql IS NOT NULL"
@@ -723,7 +723,8 @@ fn duck_script(statement: &std::path::Path, payments: &std::path::Path) -> Strin
     format!(
         "import duckdb, time\n\
          t, c = time.time(), time.process_time()\n\
-         con = duckdb.connect(config={{'enable_progress_bar': False}})\n\
+         con = duckdb.connect()\n\
+         con.execute('SET enable_progress_bar = false')\n\
          r = con.execute(\"\"\"\n\
          WITH s AS (SELECT * FROM read_csv('{s}', comment='#', header=true, all_varchar=true)),\n\
               p AS (SELECT * FROM read_csv('{p}', header=true, all_varchar=true)),\n\

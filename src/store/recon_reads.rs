@@ -459,6 +459,16 @@ pub async fn verified_callbacks(
 mod tests {
     use super::*;
 
+    fn text(b: &mut Vec<u8>, t: Option<&str>) {
+        match t {
+            Some(t) => {
+                b.extend_from_slice(&(t.len() as i32).to_be_bytes());
+                b.extend_from_slice(t.as_bytes());
+            }
+            None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+
     /// A binary COPY of `rows` as PostgreSQL sends it: header (with an
     /// extension area), rows, trailer.
     fn copy_of(rows: &[(&str, Option<&str>, i64, &str, &str)]) -> Vec<u8> {
@@ -468,19 +478,12 @@ mod tests {
         b.extend_from_slice(b"ext");
         for (no, txn, amount, currency, status) in rows {
             b.extend_from_slice(&5i16.to_be_bytes());
-            let mut text = |t: Option<&str>| match t {
-                Some(t) => {
-                    b.extend_from_slice(&(t.len() as i32).to_be_bytes());
-                    b.extend_from_slice(t.as_bytes());
-                }
-                None => b.extend_from_slice(&(-1i32).to_be_bytes()),
-            };
-            text(Some(no));
-            text(*txn);
+            text(&mut b, Some(no));
+            text(&mut b, *txn);
             b.extend_from_slice(&8i32.to_be_bytes());
             b.extend_from_slice(&amount.to_be_bytes());
-            text(Some(currency));
-            text(Some(status));
+            text(&mut b, Some(currency));
+            text(&mut b, Some(status));
         }
         b.extend_from_slice(&(-1i16).to_be_bytes());
         b

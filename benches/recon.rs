@@ -93,7 +93,9 @@ fn main() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let server = on_pg.then(pg::Postgres::start);
+    let server = on_pg.then(|| {
+        support::postgres::Postgres::start().expect("PostgreSQL 15 (/usr/lib/postgresql/15/bin)")
+    });
     let mut config = config(dir.path(), &Secret::random());
     let backend = if on_pg { "PostgreSQL" } else { "SQLite" };
     let date = "2026-11-30";
@@ -101,8 +103,7 @@ fn main() {
     rt.block_on(async {
         reckon::telemetry::init(LogFormat::Pretty);
         if let Some(pg) = &server {
-            pg.create("pristine").await;
-            config.database_url = pg.url("pristine").into();
+            config.database_url = pg.create("pristine", None).await.into();
         }
         let engine = reckon::startup::engine_of(&config).await.unwrap();
 
@@ -209,8 +210,7 @@ fn main() {
             let mut config = config.clone();
             match &server {
                 Some(pg) => {
-                    pg.copy("pristine", "round").await;
-                    config.database_url = pg.url("round").into();
+                    config.database_url = pg.create("round", Some("pristine")).await.into();
                 }
                 None => restore(&pristine, &db_path),
             }
@@ -375,7 +375,7 @@ fn main() {
             lag = figures["classes"]["STATUS_LAG"],
             matched = figures["matched"],
             rss_mb = rss * 1.048_576,
-            fsync = if on_pg { " 15 (fsync on, shared_buffers 128 MB)" } else { "" },
+            fsync = if on_pg { " 15 (`benches/support/postgres.rs`: fsync and synchronous_commit on)" } else { "" },
             server_rss = if on_pg { ", not the PostgreSQL server's" } else { "" },
         );
         println!("{report}");
@@ -1007,121 +1007,5 @@ impl Report for [TwoDays; 2] {
             tc = cross.tickets,
             waiting = cross.in_transit,
         )
-    }
-}
-
-/// A throwaway PostgreSQL 15 for the bench, with fsync on (as in
-/// production): initdb'd in a fresh directory under /tmp, started as the
-/// `postgres` user when run as root, on a free port; stopped and removed
-/// when dropped. (The shape the lead's `support/postgres.rs` has.)
-mod pg {
-    use std::process::Command;
-
-    const BIN: &str = "/usr/lib/postgresql/15/bin";
-
-    pub struct Postgres {
-        dir: std::path::PathBuf,
-        port: u16,
-    }
-
-    fn as_pg(program: &str) -> Command {
-        // SAFETY: `geteuid` takes nothing and cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--", &format!("{BIN}/{program}")]);
-            c
-        } else {
-            Command::new(format!("{BIN}/{program}"))
-        }
-    }
-
-    fn ran(c: &mut Command) {
-        let out = c
-            .output()
-            .expect("PostgreSQL 15's binaries (apt-get install postgresql-15)");
-        assert!(
-            out.status.success(),
-            "{c:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    impl Postgres {
-        pub fn start() -> Postgres {
-            let dir = tempfile::Builder::new()
-                .prefix("reckon-pg.")
-                .tempdir_in("/tmp")
-                .unwrap()
-                .keep();
-            // SAFETY: as above.
-            if unsafe { libc::geteuid() } == 0 {
-                ran(Command::new("chown").arg("postgres:postgres").arg(&dir));
-            }
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let data = dir.join("data");
-            ran(as_pg("initdb").arg("-D").arg(&data).args([
-                "-U",
-                "reckon",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-            ]));
-            ran(as_pg("pg_ctl")
-                .arg("-D")
-                .arg(&data)
-                .arg("-l")
-                .arg(dir.join("server.log"))
-                .args(["-w", "-t", "60", "-o"])
-                .arg(format!(
-                    "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=on",
-                    dir.display()
-                ))
-                .arg("start"));
-            Postgres { dir, port }
-        }
-
-        pub fn url(&self, database: &str) -> String {
-            format!("postgres://reckon@127.0.0.1:{}/{database}", self.port)
-        }
-
-        async fn admin(&self, sql: &str) {
-            use sqlx::Connection;
-            let mut conn = sqlx::postgres::PgConnection::connect(&self.url("postgres"))
-                .await
-                .unwrap();
-            sqlx::Executor::execute(&mut conn, sql).await.unwrap();
-            conn.close().await.unwrap();
-        }
-
-        pub async fn create(&self, database: &str) {
-            self.admin(&format!("CREATE DATABASE {database}")).await;
-        }
-
-        /// `to` made afresh as a copy of `from` (which nothing may be
-        /// connected to), file by file: WAL_LOG, the default, would write
-        /// the whole database into the log.
-        pub async fn copy(&self, from: &str, to: &str) {
-            self.admin(&format!("DROP DATABASE IF EXISTS {to} WITH (FORCE)"))
-                .await;
-            self.admin(&format!(
-                "CREATE DATABASE {to} TEMPLATE {from} STRATEGY = FILE_COPY"
-            ))
-            .await;
-        }
-    }
-
-    impl Drop for Postgres {
-        fn drop(&mut self) {
-            let _ = as_pg("pg_ctl")
-                .arg("-D")
-                .arg(self.dir.join("data"))
-                .args(["-m", "immediate", "stop"])
-                .output();
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
     }
 }

@@ -279,10 +279,12 @@ pub(super) fn payments(
     edges: &mut Edges,
     figures: &mut Figures,
 ) -> Classified {
-    // Sized for the exceptions (most of them are tickets): a finding is
-    // some 300 bytes, and each doubling of tens of thousands of them moved
-    // them all into fresh pages.
-    let mut found: Vec<Found> = Vec::with_capacity(exceptions.len());
+    // Sized for every finding there can be (the exceptions, the payments
+    // named more than once, those named by none): a finding is some 300
+    // bytes, and a doubling of hundreds of thousands of them held both
+    // copies at the run's peak.
+    let most = exceptions.len() + day.indexes().filter(|&i| day.rows(i) != 1).count();
+    let mut found: Vec<Found> = Vec::with_capacity(most);
     let mut lagging: Vec<String> = Vec::new();
     // A row of a transaction listed more than once among the day's
     // payments is left for its payment's DUPLICATE ticket below.
@@ -291,7 +293,7 @@ pub(super) fn payments(
         let ours;
         let (t, copies) = match slot {
             Some(i) if day.rows(*i) > 1 => {
-                if row.line_no == day.last_line(*i) {
+                if Some(row.line_no) == day.last_line(*i) {
                     last_duplicate.insert(*i, row);
                 }
                 continue;
@@ -378,7 +380,7 @@ pub(super) fn payments(
                 payment_no: Some(pay.no),
                 order_no: None,
                 txn: pay.txn,
-                line_no: Some(day.last_line(i)),
+                line_no: day.last_line(i),
                 local: None,
                 provider_side: Some(side),
                 reason: format!("transaction {txn} appears {rows} times in the statement"),

@@ -10,13 +10,12 @@ use crate::engine::Engine;
 use crate::statement::StatementRow;
 use crate::store::recon_reads::{self, NamedPayment, PaymentKey, Refund};
 use crate::store::scan::ReadOnly;
-use futures_util::TryStreamExt;
 
 /// The business day's local payments of `provider`: paid that day, or
 /// created that day and not paid. On SQLite read through a read-only
 /// connection of their own ([`crate::store::scan`]: sqlx copies every value
 /// of a million rows on its way from SQLite's thread, many times slower);
-/// on PostgreSQL streamed.
+/// on PostgreSQL by binary `COPY`. Either way in two halves at once.
 pub(super) async fn day_payments(
     engine: &Engine,
     provider: &str,
@@ -66,14 +65,44 @@ pub(super) async fn day_payments(
         .await
         .map_err(joined)?;
     }
-    let mut day = DayPayments::default();
-    let mut rows = recon_reads::day_payments(&engine.db.pool, provider, (start, end));
-    while let Some((no, txn, amount, currency, status)) = rows.try_next().await? {
-        day.push(&no, txn.as_deref(), amount, &currency, &status)
-            .map_err(bad)?;
-    }
-    day.index();
-    Ok(day)
+    // PostgreSQL: the two halves by binary COPY, each on a connection
+    // (and a server process) of its own.
+    let joined = |e: tokio::task::JoinError| bad(e.to_string());
+    let middle = start + (end - start) / 2;
+    let part = |from: i64, to: i64| {
+        let (pool, provider) = (engine.db.pool.clone(), provider.to_owned());
+        tokio::spawn(async move {
+            let mut day = DayPayments::default();
+            let mut refused = None;
+            recon_reads::day_payments_copy(&pool, &provider, (from, to), |p| {
+                if refused.is_none()
+                    && let Err(e) = day.push(
+                        p.payment_no,
+                        p.provider_txn_id,
+                        p.amount_minor,
+                        p.currency,
+                        p.status,
+                    )
+                {
+                    refused = Some(e);
+                }
+            })
+            .await?;
+            match refused {
+                Some(e) => Err(bad(e)),
+                None => Ok(day),
+            }
+        })
+    };
+    let (head, tail) = tokio::join!(part(start, middle), part(middle, end));
+    let (mut day, tail) = (head.map_err(joined)??, tail.map_err(joined)??);
+    tokio::task::spawn_blocking(move || {
+        day.append(tail).map_err(bad)?;
+        day.index();
+        Ok(day)
+    })
+    .await
+    .map_err(joined)?
 }
 
 /// A read-only connection's error, as a storage error.

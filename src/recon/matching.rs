@@ -3,13 +3,13 @@
 //!
 //! A payment row whose transaction id names one of the day's payments, with
 //! the same payment_no (or none), amount and currency, paid on both sides,
-//! is only counted: nothing about it is kept but the count on its payment
-//! (a second row for the same transaction makes both DUPLICATE). Every
-//! other row is an *exception*, kept whole and classified at the end, with
-//! what the database says about the payments it names. Memory is the day's
-//! payments (about 70 bytes each: 40 for the payment, its two identifiers,
-//! 5 in the hash table) plus the exceptions — it does not grow with the
-//! rows that match.
+//! is only counted: nothing about it is kept but a mark on its payment
+//! (a second row for the same transaction makes both DUPLICATE: those
+//! counts and lines are kept aside). Every other row is an *exception*,
+//! kept whole and classified at the end, with what the database says about
+//! the payments it names. Memory is the day's payments (24 bytes each, its
+//! two identifiers, 12 in the hash table) plus the exceptions — it does not
+//! grow with the rows that match.
 
 mod index;
 
@@ -42,43 +42,60 @@ pub(super) struct Pay {
     pub paid: Option<i64>,
 }
 
-/// A payment of the day: 40 bytes, and its two identifiers in the arena.
+/// A payment of the day: 24 bytes, and its two identifiers in the arena.
+/// How many statement rows named it is a mark (none, one, more); the
+/// payments named more than once (DUPLICATE, rare) keep their count and
+/// last line in [`DayPayments::many`].
 struct Slot {
+    amount: i64,
     /// payment_no, then the transaction id, in the arena.
     at: u32,
     no_len: u16,
     txn_len: u16,
-    currency: u16,
-    status: u16,
+    currency: u8,
+    status: u8,
     flags: u8,
-    rows: u32,
-    amount: i64,
-    /// The line of the last statement row found for it.
-    last_line: i64,
 }
 
 const HAS_TXN: u8 = 1;
 /// A row found for it did not plainly match: it is among the exceptions.
 const EXCEPTION: u8 = 2;
+/// One statement row named it.
+const SEEN: u8 = 4;
+/// More than one did: see [`DayPayments::many`].
+const MANY: u8 = 8;
+
+/// A payment more than one statement row named: how many, and the line of
+/// the last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Many {
+    rows: u32,
+    last_line: i64,
+}
 
 /// The few distinct currencies and statuses, numbered.
 #[derive(Default)]
 struct Names(Vec<String>);
 
 impl Names {
-    fn id(&mut self, name: &str) -> u16 {
+    /// A name's number; a day with more than 256 distinct currencies or
+    /// statuses is not a day of payments.
+    fn id(&mut self, name: &str) -> Result<u8, String> {
         match self.0.iter().position(|n| n == name) {
-            Some(i) => i as u16,
+            Some(i) => Ok(i as u8),
+            None if self.0.len() > usize::from(u8::MAX) => Err(format!(
+                "more than 256 distinct currencies or statuses (at {name:?})"
+            )),
             None => {
                 self.0.push(name.to_owned());
-                (self.0.len() - 1) as u16
+                Ok((self.0.len() - 1) as u8)
             }
         }
     }
-    fn find(&self, name: &str) -> Option<u16> {
-        self.0.iter().position(|n| n == name).map(|i| i as u16)
+    fn find(&self, name: &str) -> Option<u8> {
+        self.0.iter().position(|n| n == name).map(|i| i as u8)
     }
-    fn get(&self, id: u16) -> &str {
+    fn get(&self, id: u8) -> &str {
         &self.0[usize::from(id)]
     }
 }
@@ -100,6 +117,8 @@ pub(super) struct DayPayments {
     by_txn: TxnIndex,
     hasher: hashbrown::DefaultHashBuilder,
     names: Names,
+    /// The payments more than one row named.
+    many: hashbrown::HashMap<u32, Many>,
     /// Tests: every transaction id hashes alike.
     #[cfg(test)]
     all_clash: bool,
@@ -144,7 +163,7 @@ impl DayPayments {
         self.len = index
             .checked_add(1)
             .ok_or_else(|| "more than 4 billion payments in one business day".to_string())?;
-        let (currency, status) = (self.names.id(currency), self.names.id(status));
+        let (currency, status) = (self.names.id(currency)?, self.names.id(status)?);
         self.push_slot(Slot {
             at,
             no_len: no.len() as u16,
@@ -152,9 +171,7 @@ impl DayPayments {
             currency,
             status,
             flags: if txn.is_some() { HAS_TXN } else { 0 },
-            rows: 0,
             amount,
-            last_line: 0,
         });
         Ok(())
     }
@@ -180,7 +197,13 @@ impl DayPayments {
             .checked_add(other.len)
             .ok_or_else(|| "more than 4 billion payments in one business day".to_string())?;
         let shift = (self.arena.len() * ARENA_BLOCK) as u32;
-        let names: Vec<u16> = other.names.0.iter().map(|n| self.names.id(n)).collect();
+        debug_assert!(self.many.is_empty() && other.many.is_empty());
+        let names = other
+            .names
+            .0
+            .iter()
+            .map(|n| self.names.id(n))
+            .collect::<Result<Vec<u8>, String>>()?;
         self.arena.extend(other.arena);
         for block in other.slots {
             for mut slot in block {
@@ -299,11 +322,34 @@ impl DayPayments {
     }
 
     pub fn rows(&self, i: u32) -> u32 {
-        self.slot(i).rows
+        let flags = self.slot(i).flags;
+        if flags & MANY != 0 {
+            self.many.get(&i).map_or(0, |m| m.rows)
+        } else {
+            u32::from(flags & SEEN != 0)
+        }
     }
 
-    pub fn last_line(&self, i: u32) -> i64 {
-        self.slot(i).last_line
+    /// The line of the last row that named payment `i`, if more than one
+    /// did (only a DUPLICATE's ticket needs it).
+    pub fn last_line(&self, i: u32) -> Option<i64> {
+        self.many.get(&i).map(|m| m.last_line)
+    }
+
+    /// One more statement row (at `line`) named payment `i`.
+    fn named_by(&mut self, i: u32, line: i64) {
+        let slot = self.slot_mut(i);
+        if slot.flags & (SEEN | MANY) == 0 {
+            slot.flags |= SEEN;
+            return;
+        }
+        slot.flags |= MANY;
+        let m = self.many.entry(i).or_insert(Many {
+            rows: 1,
+            last_line: 0,
+        });
+        m.rows = m.rows.saturating_add(1);
+        m.last_line = line;
     }
 
     pub fn had_exception(&self, i: u32) -> bool {
@@ -348,7 +394,7 @@ pub(super) struct Matcher {
     /// The day's gross, refunds, fees and net, and the fees checked, as
     /// every row goes by.
     pub fees: super::fees::DayFees,
-    succeeded: Option<u16>,
+    succeeded: Option<u8>,
 }
 
 /// The payments the first `looked_up` exceptions name: by the transaction
@@ -475,11 +521,9 @@ impl Matcher {
             && row.money.currency.code() == day.names.get(slot.currency)
             && row.status == "SUCCEEDED"
             && (Some(slot.status) == self.succeeded || paid(day.names.get(slot.status)));
-        let slot = self.day.slot_mut(i);
-        slot.rows = slot.rows.saturating_add(1);
-        slot.last_line = row.line_no;
+        self.day.named_by(i, row.line_no);
         if !plain {
-            slot.flags |= EXCEPTION;
+            self.day.slot_mut(i).flags |= EXCEPTION;
             self.exceptions.push((row.owned(), Some(i)));
         }
     }

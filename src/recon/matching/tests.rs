@@ -89,8 +89,26 @@ fn plain_rows_are_counted_and_the_rest_kept() {
         vec![1, 1, 0, 2]
     );
     assert!(!m.day.had_exception(0) && m.day.had_exception(3));
-    assert_eq!(m.day.last_line(3), 5);
+    assert_eq!(m.day.last_line(3), Some(5));
+    assert_eq!(m.day.last_line(0), None);
     assert_eq!(m.day.pay(1).status, "PENDING");
+}
+
+#[test]
+fn a_payment_named_by_many_rows_keeps_their_count_and_last_line() {
+    let mut day = DayPayments::default();
+    day.push("P1", Some("T1"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.push("P2", Some("T2"), 200, "CNY", "SUCCEEDED").unwrap();
+    day.index();
+    let mut m = Matcher::new(day);
+    for line in [2, 5, 9] {
+        m.feed(row(line, "T1", Some("P1"), 100, "CNY").borrowed());
+    }
+    m.feed(row(11, "T2", Some("P2"), 200, "CNY").borrowed());
+    assert_eq!((m.day.rows(0), m.day.last_line(0)), (3, Some(9)));
+    assert_eq!((m.day.rows(1), m.day.last_line(1)), (1, None));
+    assert!(m.exceptions.is_empty());
+    assert_eq!(m.day.many.len(), 1, "only the payment named more than once");
 }
 
 #[test]
@@ -164,10 +182,10 @@ fn a_chunk_is_matched_as_its_rows_one_by_one() {
         assert!(one.exceptions.iter().any(|(_, s)| s.is_some()));
         assert!(one.exceptions.iter().any(|(_, s)| s.is_none()));
         for i in one.day.indexes() {
-            let (a, b) = (one.day.slot(i), chunked.day.slot(i));
+            let (a, b) = (&one.day, &chunked.day);
             assert_eq!(
-                (a.rows, a.last_line, a.flags),
-                (b.rows, b.last_line, b.flags),
+                (a.rows(i), a.last_line(i), a.slot(i).flags),
+                (b.rows(i), b.last_line(i), b.slot(i).flags),
                 "payment {i}"
             );
         }

@@ -36,17 +36,7 @@ pub(super) async fn day_payments(
                 let mut refused = None;
                 let db = ReadOnly::open(&path).map_err(store)?;
                 recon_reads::day_payments_on(&db, &provider, (from, to), |p| {
-                    if refused.is_none()
-                        && let Err(e) = day.push(
-                            p.payment_no,
-                            p.provider_txn_id,
-                            p.amount_minor,
-                            p.currency,
-                            p.status,
-                        )
-                    {
-                        refused = Some(e);
-                    }
+                    add(&mut day, &mut refused, p)
                 })
                 .map_err(store)?;
                 match refused {
@@ -75,17 +65,7 @@ pub(super) async fn day_payments(
             let mut day = DayPayments::default();
             let mut refused = None;
             recon_reads::day_payments_copy(&pool, &provider, (from, to), |p| {
-                if refused.is_none()
-                    && let Err(e) = day.push(
-                        p.payment_no,
-                        p.provider_txn_id,
-                        p.amount_minor,
-                        p.currency,
-                        p.status,
-                    )
-                {
-                    refused = Some(e);
-                }
+                add(&mut day, &mut refused, p)
             })
             .await?;
             match refused {
@@ -103,6 +83,22 @@ pub(super) async fn day_payments(
     })
     .await
     .map_err(joined)?
+}
+
+/// One of the day's payments into `day`; after the first it refuses, the
+/// rest are skipped and `refused` says why.
+fn add(day: &mut DayPayments, refused: &mut Option<String>, p: recon_reads::DayPayment<'_>) {
+    if refused.is_none()
+        && let Err(e) = day.push(
+            p.payment_no,
+            p.provider_txn_id,
+            p.amount_minor,
+            p.currency,
+            p.status,
+        )
+    {
+        *refused = Some(e);
+    }
 }
 
 /// A read-only connection's error, as a storage error.

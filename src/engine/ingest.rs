@@ -93,7 +93,7 @@ impl Engine {
                     // Bounded: during a slow sync the writer waits, rather
                     // than making ever more commits visible before durable.
                     let (tx, committed) = mpsc::channel(UNSYNCED_BATCHES);
-                    tokio::spawn(answer_when_durable(wal_of(&path), committed));
+                    tokio::spawn(answer_when_durable(crate::store::wal_of(&path), committed));
                     Some(tx)
                 }
                 // In memory, or the file unknown: every commit syncs itself.
@@ -576,13 +576,6 @@ async fn main_file(db: &crate::store::Db) -> Option<std::path::PathBuf> {
         .map(std::path::PathBuf::from)
 }
 
-/// SQLite's write-ahead log beside the database file `db`.
-fn wal_of(db: &std::path::Path) -> std::path::PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push("-wal");
-    p.into()
-}
-
 /// A batch's answers, sent once it is durable.
 type Answers = Vec<(
     oneshot::Sender<Result<Ingested, String>>,
@@ -604,21 +597,11 @@ async fn answer_when_durable(wal: std::path::PathBuf, mut committed: mpsc::Recei
         while let Ok(more) = committed.try_recv() {
             ready.push(more);
         }
-        if broken.is_none() {
-            let path = wal.clone();
-            let synced = tokio::task::spawn_blocking(move || {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)?
-                    .sync_data()
-            })
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r);
-            if let Err(e) = synced {
-                tracing::error!(error = %e, "the write-ahead log could not be synced: callbacks are answered \"try again\" until Reckon is restarted");
-                broken = Some(e.to_string());
-            }
+        if broken.is_none()
+            && let Err(e) = crate::store::sync_wal(wal.clone()).await
+        {
+            tracing::error!(error = %e, "the write-ahead log could not be synced: callbacks are answered \"try again\" until Reckon is restarted");
+            broken = Some(e.to_string());
         }
         for (reply, result) in ready.into_iter().flatten() {
             let _ = reply.send(match &broken {

@@ -332,6 +332,28 @@ fn one_line(text: &str) -> String {
 /// intake batch (PostgreSQL takes 65,535 parameters, SQLite 32,766).
 pub const ROWS_PER_STATEMENT: usize = 256;
 
+/// SQLite's write-ahead log beside the database file `db`.
+pub fn wal_of(db: &std::path::Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-wal");
+    p.into()
+}
+
+/// Waits, off the async threads, until `wal` is on disk (`fdatasync`): the
+/// sync a `synchronous = FULL` commit makes, for connections that commit
+/// with NORMAL and sync the log themselves. Opened for writing, which some
+/// systems require of a file they sync.
+pub async fn sync_wal(wal: PathBuf) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&wal)?
+            .sync_data()
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
 /// `rows` in multi-row statements a connection's statement cache keeps:
 /// chunks of at most `max` rows, each a power of two (85 rows: 64, 16, 4,
 /// 1). A batch's own size in one statement would be a new text, prepared

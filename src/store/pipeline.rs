@@ -93,9 +93,7 @@ impl Pipeline {
                 conn.settings = true;
                 sqlx::Executor::execute(&mut *conn.conn, "PRAGMA temp_store = MEMORY").await?;
                 sqlx::Executor::execute(&mut *conn.conn, "PRAGMA synchronous = NORMAL").await?;
-                let mut wal = path.clone().into_os_string();
-                wal.push("-wal");
-                Some(std::path::PathBuf::from(wal))
+                Some(super::wal_of(path))
             }
             _ => None,
         };
@@ -165,16 +163,10 @@ impl Pipeline {
 /// `synchronous = FULL` does. (Had a checkpoint emptied it meanwhile, the
 /// pages are in the database file, which the checkpoint synced first.)
 async fn sync(wal: std::path::PathBuf) -> sqlx::Result<()> {
-    tokio::task::spawn_blocking(
-        move || match std::fs::OpenOptions::new().write(true).open(&wal) {
-            Ok(file) => file.sync_data(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e),
-        },
-    )
-    .await
-    .map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))?
-    .map_err(sqlx::Error::Io)
+    match super::sync_wal(wal).await {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other.map_err(sqlx::Error::Io),
+    }
 }
 
 /// The pipeline's connection, whether a transaction is open on it, and

@@ -7,6 +7,7 @@
 use crate::both_databases;
 use crate::engine_helpers::{EngineApp, spawn_engine_app_with};
 use crate::helpers::Backend;
+use crate::schedule::at;
 use reckon::engine::Engine;
 use reckon::providers::sandbox::PaymentData;
 use reckon::store::leader;
@@ -56,15 +57,6 @@ fn today() -> jiff::civil::Date {
     jiff::Timestamp::now()
         .to_zoned(jiff::tz::TimeZone::UTC)
         .date()
-}
-
-/// `date` at `hour`:00 UTC, microseconds.
-fn at(date: jiff::civil::Date, hour: i8) -> i64 {
-    date.at(hour, 0, 0, 0)
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .unwrap()
-        .timestamp()
-        .as_microsecond()
 }
 
 impl Two {

@@ -86,7 +86,7 @@ async fn gated_app(b: Backend, catch_up_days: i64) -> (EngineApp, Gate) {
 }
 
 /// `date` at `hour`:00 UTC, microseconds.
-fn at(date: jiff::civil::Date, hour: i8) -> i64 {
+pub(crate) fn at(date: jiff::civil::Date, hour: i8) -> i64 {
     date.at(hour, 0, 0, 0)
         .to_zoned(jiff::tz::TimeZone::UTC)
         .unwrap()

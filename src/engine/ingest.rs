@@ -88,7 +88,7 @@ impl Engine {
     /// with the next batch.
     pub(super) async fn write_batches(self, rx: Arc<Mutex<mpsc::Receiver<Job>>>) {
         let syncer = match self.db.kind {
-            DbKind::Sqlite => match main_file(&self.db).await {
+            DbKind::Sqlite => match crate::store::main_file(&self.db).await {
                 Some(path) => {
                     // Bounded: during a slow sync the writer waits, rather
                     // than making ever more commits visible before durable.
@@ -206,12 +206,8 @@ impl Engine {
                 // closed, never handed back to the pool with its settings.
                 c.close_on_drop();
                 if synced_after {
-                    // This connection's commits write the log and return;
-                    // `answer_when_durable` syncs it before any answer.
-                    sqlx::Executor::execute(&mut *c, "PRAGMA synchronous = NORMAL").await?;
-                    // A batch's savepoint journals every page it changes:
-                    // in memory, not spilled to a temporary file past 64 KiB.
-                    sqlx::Executor::execute(&mut *c, "PRAGMA temp_store = MEMORY").await?;
+                    // `answer_when_durable` syncs the log before any answer.
+                    crate::store::sync_log_yourself(&mut c).await?;
                 }
                 conn.insert(c)
             }
@@ -560,20 +556,6 @@ fn new_row(c: &Incoming, now: i64) -> callbacks::NewCallback<'_> {
         received_at: now,
         facts: &c.facts,
     }
-}
-
-/// The database's main file as SQLite opened it (symlinks and URL
-/// escapes resolved); `None` in memory.
-async fn main_file(db: &crate::store::Db) -> Option<std::path::PathBuf> {
-    let rows: Vec<(i64, String, String)> = sqlx::query_as("PRAGMA database_list")
-        .fetch_all(&db.pool)
-        .await
-        .ok()?;
-    rows.into_iter()
-        .find(|(_, name, _)| name == "main")
-        .map(|(_, _, file)| file)
-        .filter(|file| !file.is_empty())
-        .map(std::path::PathBuf::from)
 }
 
 /// A batch's answers, sent once it is durable.

@@ -332,6 +332,30 @@ fn one_line(text: &str) -> String {
 /// intake batch (PostgreSQL takes 65,535 parameters, SQLite 32,766).
 pub const ROWS_PER_STATEMENT: usize = 256;
 
+/// The SQLite database's main file as SQLite opened it (symlinks and URL
+/// escapes resolved); `None` in memory or when it cannot say.
+pub async fn main_file(db: &Db) -> Option<PathBuf> {
+    let rows: Vec<(i64, String, String)> = sqlx::query_as("PRAGMA database_list")
+        .fetch_all(&db.pool)
+        .await
+        .ok()?;
+    rows.into_iter()
+        .find(|(_, name, _)| name == "main")
+        .map(|(_, _, file)| file)
+        .filter(|file| !file.is_empty())
+        .map(PathBuf::from)
+}
+
+/// A SQLite connection whose commits write the log and return, the caller
+/// syncing it ([`sync_wal`]) before it tells anyone; a savepoint's journal
+/// of every page it changes kept in memory, not spilled to a temporary file
+/// past 64 KiB. Such a connection must never go back to the pool.
+pub async fn sync_log_yourself(conn: &mut sqlx::AnyConnection) -> sqlx::Result<()> {
+    conn.execute("PRAGMA synchronous = NORMAL").await?;
+    conn.execute("PRAGMA temp_store = MEMORY").await?;
+    Ok(())
+}
+
 /// SQLite's write-ahead log beside the database file `db`.
 pub fn wal_of(db: &std::path::Path) -> PathBuf {
     let mut p = db.as_os_str().to_owned();

@@ -5,6 +5,7 @@
 use crate::domain::{
     Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, Severity,
 };
+use crate::store::batch::Statements;
 use crate::store::{self, Db, DbKind, alerts, outbox, payments, tickets};
 use serde::Serialize;
 use serde_json::json;
@@ -276,7 +277,7 @@ fn event_json(o: &Outcome, event: &str, order_no: &str, version: i64, now: i64) 
 /// [`apply_in`] for each, which classifies it. Outcomes must name distinct
 /// payments. On error nothing is classified and the caller rolls back.
 pub async fn apply_many(
-    conn: &mut AnyConnection,
+    conn: &mut impl Statements,
     sinks: &[crate::store::sinks::Route],
     outcomes: &[&Outcome],
     now: i64,
@@ -333,7 +334,7 @@ fn move_of(o: &Outcome) -> payments::Move<'_> {
 /// payment and type), its outbox message with a delivery per sink, and its
 /// history row — multi-row statements, in the caller's transaction.
 async fn finish_moves(
-    conn: &mut AnyConnection,
+    conn: &mut impl Statements,
     sinks: &[crate::store::sinks::Route],
     moved: &[(&Outcome, PaymentStatus, &str, i64)],
     now: i64,

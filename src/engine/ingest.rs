@@ -5,14 +5,21 @@
 //! them all. A 2xx still means "durable": nobody is answered before the
 //! commit. With `synchronous=FULL` every commit waits for the disk;
 //! batching turns one fsync per callback into one per batch.
+//!
+//! On SQLite with a file, the batch's common case (the first callback of
+//! each payment, which moves it) is written through the writer's own
+//! connection ([`Direct`]), the same statements as on the pool's; what is
+//! left follows on the pool's connection.
 
 use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
 use crate::store::DbKind;
+use crate::store::batch::{Direct, Statements};
 use crate::store::{alerts, callbacks};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection};
+use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -86,25 +93,31 @@ impl Engine {
     /// does not wait for the disk: the batch goes to [`answer_when_durable`],
     /// which answers it after the log is synced, while the writer goes on
     /// with the next batch.
-    pub(super) async fn write_batches(self, rx: Arc<Mutex<mpsc::Receiver<Job>>>) {
-        let syncer = match self.db.kind {
-            DbKind::Sqlite => match crate::store::main_file(&self.db).await {
-                Some(path) => {
-                    // Bounded: during a slow sync the writer waits, rather
-                    // than making ever more commits visible before durable.
-                    let (tx, committed) = mpsc::channel(UNSYNCED_BATCHES);
-                    tokio::spawn(answer_when_durable(crate::store::wal_of(&path), committed));
-                    Some(tx)
-                }
-                // In memory, or the file unknown: every commit syncs itself.
-                None => None,
-            },
+    ///
+    /// `answers` runs the syncer: not the writer's own thread, which its
+    /// statements on the direct connection keep busy without a pause.
+    pub(super) async fn write_batches(
+        self,
+        rx: Arc<Mutex<mpsc::Receiver<Job>>>,
+        answers: tokio::runtime::Handle,
+    ) {
+        let file = match self.db.kind {
+            DbKind::Sqlite => crate::store::main_file(&self.db).await,
             DbKind::Postgres => None,
         };
-        // The writer keeps its connection between batches (no pool
+        // In memory, or the file unknown: every commit syncs itself.
+        let syncer = file.as_ref().map(|path| {
+            // Bounded: during a slow sync the writer waits, rather than
+            // making ever more commits visible before durable.
+            let (tx, committed) = mpsc::channel(UNSYNCED_BATCHES);
+            answers.spawn(answer_when_durable(crate::store::wal_of(path), committed));
+            tx
+        });
+        // The writer keeps its connections between batches (no pool
         // hand-over and health check per batch); a failed batch closes it,
         // in case the connection itself is what broke.
         let mut conn: Option<PoolConnection<Any>> = None;
+        let mut direct: Option<Direct> = None;
         loop {
             let mut batch = {
                 let mut rx = rx.lock().await;
@@ -131,7 +144,12 @@ impl Engine {
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
             let mut written = self
-                .write_batch(&mut conn, &incoming, syncer.is_some())
+                .write_batch(
+                    &mut conn,
+                    file.as_deref().map(|f| (&mut direct, f)),
+                    &incoming,
+                    syncer.is_some(),
+                )
                 .await;
             // Two writers' batches that name one payment can deadlock on
             // PostgreSQL; the one it cancels is written again.
@@ -140,7 +158,12 @@ impl Engine {
                     Err(e) if retryable(e) => {
                         tracing::warn!(error = %e, "intake batch written again");
                         written = self
-                            .write_batch(&mut conn, &incoming, syncer.is_some())
+                            .write_batch(
+                                &mut conn,
+                                file.as_deref().map(|f| (&mut direct, f)),
+                                &incoming,
+                                syncer.is_some(),
+                            )
                             .await;
                     }
                     _ => break,
@@ -191,13 +214,88 @@ impl Engine {
         }
     }
 
+    /// Writes one batch; every callback gets its result. On SQLite with a
+    /// file (`direct` is then `Some`), the common case is written on the
+    /// writer's own connection first and committed, and only what is left
+    /// goes through the pool's connection, in a second transaction; the
+    /// batch is answered after both (and the sync).
     async fn write_batch(
         &self,
         conn: &mut Option<PoolConnection<Any>>,
+        direct: Option<(&mut Option<Direct>, &Path)>,
         batch: &[&Incoming],
         synced_after: bool,
     ) -> sqlx::Result<Vec<Result<Ingested, String>>> {
         let now = self.now();
+        let t0 = std::time::Instant::now();
+        let mut results: Vec<Option<Result<Ingested, String>>> =
+            (0..batch.len()).map(|_| None).collect();
+        let fast = fast_of(batch);
+        let Some((direct, path)) = direct else {
+            self.write_on_pool(conn, batch, Some(&fast), &mut results, now, synced_after)
+                .await?;
+            return Ok(finished(results));
+        };
+        if !fast.is_empty() {
+            let sinks = &self.sink_names;
+            let written = match direct {
+                Some(d) => Ok(d),
+                None => Direct::open(path).map(|d| direct.insert(d)),
+            }
+            .and_then(|d| d.write(async |c| ingest_many(c, sinks, batch, &fast, now).await));
+            match written {
+                Ok(moved) => {
+                    for (i, applied) in moved {
+                        results[i] = Some(Ok(Ingested::New(applied)));
+                    }
+                }
+                Err(e) => {
+                    // Reopened for the next batch, in case the connection
+                    // is what broke.
+                    *direct = None;
+                    tracing::warn!(error = %e, "batched intake fell back to one by one");
+                }
+            }
+        }
+        let direct_us = t0.elapsed().as_micros() as u64;
+        if results.iter().any(Option::is_none) {
+            // What the writer's own connection committed stays answered as
+            // such whatever happens here.
+            if let Err(e) = self
+                .write_on_pool(conn, batch, None, &mut results, now, synced_after)
+                .await
+            {
+                if let Some(c) = conn.take() {
+                    let _ = c.close().await;
+                }
+                tracing::error!(error = %e, "the rest of an intake batch failed; that rest is not stored");
+                for r in results.iter_mut().filter(|r| r.is_none()) {
+                    *r = Some(Err(format!("not stored: {e}")));
+                }
+            }
+        }
+        tracing::debug!(
+            size = batch.len(),
+            fast = fast.len(),
+            direct_us,
+            total_us = t0.elapsed().as_micros() as u64,
+            "intake batch phases"
+        );
+        Ok(finished(results))
+    }
+
+    /// The callbacks of the batch still without a result, in one
+    /// transaction on the pool's connection: `fast` ones first in a few
+    /// multi-row statements, the rest one by one, each in its own savepoint.
+    async fn write_on_pool(
+        &self,
+        conn: &mut Option<PoolConnection<Any>>,
+        batch: &[&Incoming],
+        fast: Option<&[usize]>,
+        results: &mut [Option<Result<Ingested, String>>],
+        now: i64,
+        synced_after: bool,
+    ) -> sqlx::Result<()> {
         let conn = match conn {
             Some(c) => c,
             None => {
@@ -215,30 +313,14 @@ impl Engine {
         let t0 = std::time::Instant::now();
         let mut tx = self.db.begin_write_on(conn).await?;
         let began = t0.elapsed();
-        let mut results: Vec<Option<Result<Ingested, String>>> =
-            (0..batch.len()).map(|_| None).collect();
 
-        // The common case for the whole batch in a few multi-row statements:
-        // the first callback of each payment (and of each callback id).
-        let mut seen_payments = std::collections::HashSet::new();
-        let mut seen_ids = std::collections::HashSet::new();
-        let fast: Vec<usize> = (0..batch.len())
-            .filter(|&i| {
-                let c = batch[i];
-                // A declined attempt also writes the payment's timeline:
-                // one by one.
-                c.declined.is_none()
-                    && seen_payments.insert(c.outcome.payment_no.as_str())
-                    && seen_ids.insert((c.provider.as_str(), c.callback_id.as_str()))
-            })
-            .collect();
-        if fast.len() > 1 {
+        if let Some(fast) = fast.filter(|f| f.len() > 1) {
             let mut sp = Connection::begin(&mut *tx).await?;
-            match self.ingest_many(&mut sp, batch, &fast, now).await {
-                Ok(done) => {
+            match ingest_many(&mut *sp, &self.sink_names, batch, fast, now).await {
+                Ok(moved) => {
                     sp.commit().await?;
-                    for (i, r) in done {
-                        results[i] = Some(Ok(r));
+                    for (i, applied) in moved {
+                        results[i] = Some(Ok(Ingested::New(applied)));
                     }
                 }
                 Err(e) => {
@@ -248,7 +330,6 @@ impl Engine {
             }
         }
 
-        // Everything else one by one, each in its own savepoint.
         for (i, incoming) in batch.iter().enumerate() {
             if results[i].is_some() {
                 continue;
@@ -276,56 +357,9 @@ impl Engine {
             begin_us = began.as_micros() as u64,
             statements_us = (written - began).as_micros() as u64,
             commit_us = (t0.elapsed() - written).as_micros() as u64,
-            "intake batch phases"
+            "intake batch phases on the pool"
         );
-        Ok(results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err("not processed".into())))
-            .collect())
-    }
-
-    /// Stores the `fast` callbacks of the batch and applies them together.
-    /// Ones already stored are left to the one-by-one path (it classifies
-    /// duplicates and conflicts); ones stored now that did not move are
-    /// classified here by `apply_in`.
-    async fn ingest_many(
-        &self,
-        conn: &mut AnyConnection,
-        batch: &[&Incoming],
-        fast: &[usize],
-        now: i64,
-    ) -> sqlx::Result<Vec<(usize, Ingested)>> {
-        let rows: Vec<callbacks::NewCallback> =
-            fast.iter().map(|&i| new_row(batch[i], now)).collect();
-        let stored: std::collections::HashSet<String> =
-            callbacks::insert_many_applied(&mut *conn, &rows)
-                .await?
-                .into_iter()
-                .collect();
-        let stored: Vec<usize> = fast
-            .iter()
-            .copied()
-            .filter(|&i| stored.contains(&batch[i].id))
-            .collect();
-        let outcomes: Vec<&Outcome> = stored.iter().map(|&i| &batch[i].outcome).collect();
-        let applied = apply_many(&mut *conn, &self.sink_names, &outcomes, now).await?;
-        let mut done = Vec::with_capacity(stored.len());
-        for (&i, applied) in stored.iter().zip(applied) {
-            let c = batch[i];
-            let applied = match applied {
-                // Stored as applied: nothing more to write.
-                Some(moved) => moved,
-                None => {
-                    let applied =
-                        apply_in(&mut *conn, self.db.kind, &self.sink_names, &c.outcome, now)
-                            .await?;
-                    self.record(&mut *conn, c, &applied, now).await?;
-                    applied
-                }
-            };
-            done.push((i, Ingested::New(applied)));
-        }
-        Ok(done)
+        Ok(())
     }
 
     /// The processing result on the callback row.
@@ -412,6 +446,64 @@ impl Engine {
         callbacks::succeeded(&mut *conn, &first.id, applied.class(), now).await?;
         Ok(Ingested::New(applied))
     }
+}
+
+/// The callbacks the multi-row statements can take: the first of each
+/// payment (and of each callback id) in the batch. A declined attempt also
+/// writes the payment's timeline: one by one.
+fn fast_of(batch: &[&Incoming]) -> Vec<usize> {
+    let mut seen_payments = std::collections::HashSet::new();
+    let mut seen_ids = std::collections::HashSet::new();
+    (0..batch.len())
+        .filter(|&i| {
+            let c = batch[i];
+            c.declined.is_none()
+                && seen_payments.insert(c.outcome.payment_no.as_str())
+                && seen_ids.insert((c.provider.as_str(), c.callback_id.as_str()))
+        })
+        .collect()
+}
+
+fn finished(results: Vec<Option<Result<Ingested, String>>>) -> Vec<Result<Ingested, String>> {
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("not processed".into())))
+        .collect()
+}
+
+/// Stores the `fast` callbacks of the batch and applies them together;
+/// returns those that moved. Ones already stored are left to the one-by-one
+/// path (it classifies duplicates and conflicts), and so are ones stored
+/// here that did not move: taken back, to be stored and classified there.
+async fn ingest_many(
+    conn: &mut impl Statements,
+    sinks: &[crate::store::sinks::Route],
+    batch: &[&Incoming],
+    fast: &[usize],
+    now: i64,
+) -> sqlx::Result<Vec<(usize, Applied)>> {
+    let rows: Vec<callbacks::NewCallback> = fast.iter().map(|&i| new_row(batch[i], now)).collect();
+    let stored: std::collections::HashSet<String> = callbacks::insert_many_applied(conn, &rows)
+        .await?
+        .into_iter()
+        .collect();
+    let stored: Vec<usize> = fast
+        .iter()
+        .copied()
+        .filter(|&i| stored.contains(&batch[i].id))
+        .collect();
+    let outcomes: Vec<&Outcome> = stored.iter().map(|&i| &batch[i].outcome).collect();
+    let applied = apply_many(conn, sinks, &outcomes, now).await?;
+    let mut moved = Vec::with_capacity(stored.len());
+    let mut back = Vec::new();
+    for (&i, applied) in stored.iter().zip(applied) {
+        match applied {
+            Some(applied) => moved.push((i, applied)),
+            None => back.push(batch[i].id.as_str()),
+        }
+    }
+    callbacks::take_back(conn, &back).await?;
+    Ok(moved)
 }
 
 /// A payment's status once `applied`, when it says.

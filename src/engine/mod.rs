@@ -286,11 +286,11 @@ impl Engine {
             ingest: ingest::channel().0,
             ..engine.clone()
         };
+        let answers = tokio::runtime::Handle::current();
         match writer.db.kind {
-            // On SQLite the writer is the bottleneck and waits on sqlx's
-            // worker thread once per statement: on a thread of its own it
-            // is woken at once instead of queueing behind every HTTP task
-            // on the shared runtime.
+            // On SQLite the writer is the bottleneck: on a thread of its
+            // own, its statements on its own connection (and its waits on
+            // sqlx's worker thread for the rest) queue behind no HTTP task.
             DbKind::Sqlite => {
                 let spawned = std::thread::Builder::new()
                     .name("reckon-intake".into())
@@ -299,7 +299,7 @@ impl Engine {
                             .enable_all()
                             .build()
                         {
-                            Ok(rt) => rt.block_on(writer.write_batches(rx)),
+                            Ok(rt) => rt.block_on(writer.write_batches(rx, answers)),
                             Err(e) => tracing::error!(error = %e, "intake writer could not start"),
                         }
                     });
@@ -311,7 +311,7 @@ impl Engine {
             // on its own connection of the pool.
             DbKind::Postgres => {
                 for _ in 0..ingest::POSTGRES_WRITERS {
-                    tokio::spawn(writer.clone().write_batches(rx.clone()));
+                    tokio::spawn(writer.clone().write_batches(rx.clone(), answers.clone()));
                 }
             }
         }

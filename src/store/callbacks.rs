@@ -1,6 +1,7 @@
 //! The `payment_callbacks` table: every verified notification, raw, kept
 //! before anything acts on it.
 
+use crate::store::batch::{Arg, Cell, Statements};
 use sqlx::{Any, Executor};
 
 pub struct NewCallback<'a> {
@@ -264,29 +265,47 @@ pub async fn retry_count<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> 
 
 /// Many callbacks, already in their final state — processed, outcome
 /// `applied` — for the group commit, which applies them in the same
-/// transaction (and rewrites the state of any that did not simply move;
+/// transaction (any that did not simply move is taken back, [`take_back`];
 /// if applying fails, the insert rolls back with it). Returns the ids
 /// actually inserted: the others were already stored under their
 /// (provider, callback_id).
 pub async fn insert_many_applied(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     rows: &[NewCallback<'_>],
 ) -> sqlx::Result<Vec<String>> {
     let mut ids = Vec::with_capacity(rows.len());
     for chunk in crate::store::cached_chunks(rows, crate::store::ROWS_PER_STATEMENT) {
-        let mut marks = crate::store::Marks::for_conn(conn);
         let sql = format!(
             "INSERT INTO payment_callbacks (id, callback_id, provider, payment_no, provider_txn_id, callback_status, \
                headers_json, payload, payload_hash, verify_result, trace_id, received_at, facts, processed_at, \
                processing_status, outcome, retry_count) \
              VALUES {} ON CONFLICT (provider, callback_id) DO NOTHING",
-            marks.rows(chunk.len(), 14, ", 'SUCCESS', 'applied', 0")
+            crate::store::Marks::for_kind(conn.kind()).rows(
+                chunk.len(),
+                14,
+                ", 'SUCCESS', 'applied', 0"
+            )
         );
-        let mut q = sqlx::query(&sql);
+        let mut args: Vec<Arg> = Vec::with_capacity(chunk.len() * 14);
         for c in chunk {
-            q = bind_new(q, c).bind(c.received_at);
+            args.extend::<[Arg; 14]>([
+                c.id.into(),
+                c.callback_id.into(),
+                c.provider.into(),
+                c.payment_no.into(),
+                c.provider_txn_id.into(),
+                c.callback_status.into(),
+                c.headers_json.into(),
+                c.payload.into(),
+                c.payload_hash.into(),
+                c.verify_result.into(),
+                c.trace_id.into(),
+                c.received_at.into(),
+                c.facts.into(),
+                c.received_at.into(),
+            ]);
         }
-        let inserted = q.execute(&mut *conn).await?.rows_affected() as usize;
+        let inserted = conn.execute(&sql, &args).await? as usize;
         if inserted == chunk.len() {
             ids.extend(chunk.iter().map(|c| c.id.to_owned()));
             continue;
@@ -294,19 +313,31 @@ pub async fn insert_many_applied(
         // Some were stored before: which of ours are there now? (Rare: a
         // provider's resend that arrived in the same batch as its twin was
         // already left to the one-by-one path.)
-        let mut marks = crate::store::Marks::for_conn(conn);
-        let list: Vec<String> = chunk.iter().map(|_| marks.mark()).collect();
         let sql = format!(
             "SELECT id FROM payment_callbacks WHERE id IN ({})",
-            list.join(", ")
+            crate::store::Marks::for_kind(conn.kind()).list(chunk.len())
         );
-        let mut q = sqlx::query_scalar(&sql);
-        for c in chunk {
-            q = q.bind(c.id);
+        let args: Vec<Arg> = chunk.iter().map(|c| c.id.into()).collect();
+        for row in conn.fetch(&sql, &args).await? {
+            ids.extend(row.into_iter().next().map(Cell::text).transpose()?);
         }
-        ids.extend(q.fetch_all(&mut *conn).await?);
     }
     Ok(ids)
+}
+
+/// Takes back callbacks stored in this transaction by
+/// [`insert_many_applied`] that did not apply as stored there, for the
+/// one-by-one path to store and classify.
+pub async fn take_back(conn: &mut impl Statements, ids: &[&str]) -> sqlx::Result<()> {
+    for chunk in crate::store::cached_chunks(ids, crate::store::ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "DELETE FROM payment_callbacks WHERE id IN ({})",
+            crate::store::Marks::for_kind(conn.kind()).list(chunk.len())
+        );
+        let args: Vec<Arg> = chunk.iter().map(|&id| id.into()).collect();
+        conn.execute(&sql, &args).await?;
+    }
+    Ok(())
 }
 
 // ---- Triage and the console (issue 25, r25-triage) --------------------------

@@ -9,6 +9,7 @@ pub mod alerts;
 pub mod audit;
 pub mod audit_keys;
 pub mod bank;
+pub mod batch;
 pub mod bulk;
 pub mod callbacks;
 pub mod closes;
@@ -433,6 +434,11 @@ impl Marks {
         } else {
             format!("${}", self.n)
         }
+    }
+
+    /// `…, …`: `n` placeholders, for an `IN (…)` list.
+    pub fn list(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.mark()).collect::<Vec<_>>().join(", ")
     }
 
     /// `(…), (…)`: `rows` rows of `cols` placeholders each; `tail`

@@ -1,6 +1,7 @@
 //! The `outbox_events` and `outbox_deliveries` tables: messages written in
 //! the same transaction as the change they announce, delivered later.
 
+use crate::store::batch::{Arg, Statements};
 use sqlx::{Any, Executor};
 
 pub struct NewEvent<'a> {
@@ -158,7 +159,7 @@ pub async fn oldest_pending<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::R
 /// Many events in one statement, each with a delivery row per sink that
 /// wants its event type.
 pub async fn insert_events_many(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     events: &[NewEvent<'_>],
     sinks: &[super::sinks::Route],
 ) -> sqlx::Result<()> {
@@ -169,27 +170,28 @@ pub async fn insert_events_many(
 }
 
 async fn events_chunk(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     events: &[NewEvent<'_>],
     sinks: &[super::sinks::Route],
 ) -> sqlx::Result<()> {
     let sql = format!(
         "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
          VALUES {}",
-        crate::store::Marks::for_conn(conn).rows(events.len(), 7, "")
+        crate::store::Marks::for_kind(conn.kind()).rows(events.len(), 7, "")
     );
-    let mut q = sqlx::query(&sql);
+    let mut args: Vec<Arg> = Vec::with_capacity(events.len() * 7);
     for ev in events {
-        q = q
-            .bind(ev.message_id)
-            .bind(ev.aggregate_type)
-            .bind(ev.aggregate_id)
-            .bind(ev.event_type)
-            .bind(ev.payload)
-            .bind(ev.now)
-            .bind(ev.now);
+        args.extend::<[Arg; 7]>([
+            ev.message_id.into(),
+            ev.aggregate_type.into(),
+            ev.aggregate_id.into(),
+            ev.event_type.into(),
+            ev.payload.into(),
+            ev.now.into(),
+            ev.now.into(),
+        ]);
     }
-    q.execute(&mut *conn).await?;
+    conn.execute(&sql, &args).await?;
     for sink in sinks {
         let wanted: Vec<&NewEvent> = events
             .iter()
@@ -200,13 +202,17 @@ async fn events_chunk(
         }
         let sql = format!(
             "INSERT INTO outbox_deliveries (message_id, sink, next_attempt_at, status, attempts) VALUES {}",
-            crate::store::Marks::for_conn(conn).rows(wanted.len(), 3, ", 'PENDING', 0")
+            crate::store::Marks::for_kind(conn.kind()).rows(wanted.len(), 3, ", 'PENDING', 0")
         );
-        let mut q = sqlx::query(&sql);
+        let mut args: Vec<Arg> = Vec::with_capacity(wanted.len() * 3);
         for ev in wanted {
-            q = q.bind(ev.message_id).bind(sink.name.as_str()).bind(ev.now);
+            args.extend::<[Arg; 3]>([
+                ev.message_id.into(),
+                sink.name.as_str().into(),
+                ev.now.into(),
+            ]);
         }
-        q.execute(&mut *conn).await?;
+        conn.execute(&sql, &args).await?;
     }
     Ok(())
 }

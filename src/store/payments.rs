@@ -1,6 +1,7 @@
 //! The `payments`, `payment_effects` and `payment_status_history` tables.
 
 use crate::domain::PaymentStatus;
+use crate::store::batch::{Arg, Cell, Statements};
 use sqlx::{Any, Executor};
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -309,7 +310,7 @@ pub struct MovedRow {
 /// statistics it would scan every CREATED payment per batch — so it walks
 /// the batch and looks payments up by key.)
 pub async fn guarded_move_many(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     target: PaymentStatus,
     moves: &[Move<'_>],
     predecessors: &[PaymentStatus],
@@ -332,7 +333,7 @@ pub async fn guarded_move_many(
 const MOVES_PER_STATEMENT: usize = 128;
 
 async fn move_chunk(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     target: PaymentStatus,
     moves: &[Move<'_>],
     predecessors: &[PaymentStatus],
@@ -344,7 +345,7 @@ async fn move_chunk(
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut marks = crate::store::Marks::for_conn(conn);
+    let mut marks = crate::store::Marks::for_kind(conn.kind());
     let rows: Vec<String> = (0..moves.len())
         .map(|_| {
             format!(
@@ -377,93 +378,94 @@ async fn move_chunk(
         rows.join(", "),
         target.as_str(),
     );
-    let mut q = sqlx::query_as(&sql);
+    let mut args: Vec<Arg> = Vec::with_capacity(moves.len() * 5 + 2);
     for m in moves {
-        q = q
-            .bind(m.payment_no)
-            .bind(m.provider)
-            .bind(m.provider_txn_id)
-            .bind(m.amount_minor)
-            .bind(m.currency);
+        args.extend::<[Arg; 5]>([
+            m.payment_no.into(),
+            m.provider.into(),
+            m.provider_txn_id.into(),
+            m.amount_minor.into(),
+            m.currency.into(),
+        ]);
     }
-    q = q.bind(now);
+    args.push(now.into());
     if target == PaymentStatus::Succeeded {
-        q = q.bind(now);
+        args.push(now.into());
     }
-    q.fetch_all(&mut *conn).await
+    conn.fetch(&sql, &args)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let [payment_no, prev_status, order_no, version] = <[Cell; 4]>::try_from(row)
+                .map_err(|_| sqlx::Error::Decode("a moved row has four columns".into()))?;
+            Ok(MovedRow {
+                payment_no: payment_no.text()?,
+                prev_status: prev_status.text()?,
+                order_no: order_no.text()?,
+                version: version.int()?,
+            })
+        })
+        .collect()
 }
 
 /// Many effects: (payment_no, effect_type).
 pub async fn insert_effects(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     effects: &[(&str, &str)],
     now: i64,
 ) -> sqlx::Result<()> {
     for chunk in crate::store::cached_chunks(effects, crate::store::ROWS_PER_STATEMENT) {
-        effects_chunk(&mut *conn, chunk, now).await?;
+        let sql = format!(
+            "INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES {}",
+            crate::store::Marks::for_kind(conn.kind()).rows(chunk.len(), 4, "")
+        );
+        let ids: Vec<String> = chunk
+            .iter()
+            .map(|_| uuid::Uuid::now_v7().to_string())
+            .collect();
+        let mut args: Vec<Arg> = Vec::with_capacity(chunk.len() * 4);
+        for ((payment_no, effect_type), id) in chunk.iter().zip(&ids) {
+            args.extend::<[Arg; 4]>([
+                id.as_str().into(),
+                (*payment_no).into(),
+                (*effect_type).into(),
+                now.into(),
+            ]);
+        }
+        conn.execute(&sql, &args).await?;
     }
-    Ok(())
-}
-
-async fn effects_chunk(
-    conn: &mut sqlx::AnyConnection,
-    effects: &[(&str, &str)],
-    now: i64,
-) -> sqlx::Result<()> {
-    if effects.is_empty() {
-        return Ok(());
-    }
-    let sql = format!(
-        "INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES {}",
-        crate::store::Marks::for_conn(conn).rows(effects.len(), 4, "")
-    );
-    let mut q = sqlx::query(&sql);
-    for (payment_no, effect_type) in effects {
-        q = q
-            .bind(uuid::Uuid::now_v7().to_string())
-            .bind(*payment_no)
-            .bind(*effect_type)
-            .bind(now);
-    }
-    q.execute(&mut *conn).await?;
     Ok(())
 }
 
 pub async fn insert_history_many(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut impl Statements,
     entries: &[HistoryEntry<'_>],
 ) -> sqlx::Result<()> {
     for chunk in crate::store::cached_chunks(entries, crate::store::ROWS_PER_STATEMENT) {
-        history_chunk(&mut *conn, chunk).await?;
+        let sql = format!(
+            "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
+             VALUES {}",
+            crate::store::Marks::for_kind(conn.kind()).rows(chunk.len(), 8, "")
+        );
+        let ids: Vec<String> = chunk
+            .iter()
+            .map(|_| uuid::Uuid::now_v7().to_string())
+            .collect();
+        let mut args: Vec<Arg> = Vec::with_capacity(chunk.len() * 8);
+        for (h, id) in chunk.iter().zip(&ids) {
+            args.extend::<[Arg; 8]>([
+                id.as_str().into(),
+                h.payment_no.into(),
+                h.from.into(),
+                h.to.into(),
+                h.source.into(),
+                h.evidence.into(),
+                h.trace_id.into(),
+                h.at.into(),
+            ]);
+        }
+        conn.execute(&sql, &args).await?;
     }
-    Ok(())
-}
-
-async fn history_chunk(
-    conn: &mut sqlx::AnyConnection,
-    entries: &[HistoryEntry<'_>],
-) -> sqlx::Result<()> {
-    if entries.is_empty() {
-        return Ok(());
-    }
-    let sql = format!(
-        "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
-         VALUES {}",
-        crate::store::Marks::for_conn(conn).rows(entries.len(), 8, "")
-    );
-    let mut q = sqlx::query(&sql);
-    for h in entries {
-        q = q
-            .bind(uuid::Uuid::now_v7().to_string())
-            .bind(h.payment_no)
-            .bind(h.from)
-            .bind(h.to)
-            .bind(h.source)
-            .bind(h.evidence)
-            .bind(h.trace_id)
-            .bind(h.at);
-    }
-    q.execute(&mut *conn).await?;
     Ok(())
 }
 

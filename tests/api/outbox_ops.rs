@@ -326,7 +326,7 @@ async fn a_bulk_resend_cancelled_half_way_keeps_what_it_did(b: Backend) {
         })
         .collect();
     let mut conn = app.pool().acquire().await.unwrap();
-    outbox::insert_events_many(&mut conn, &events, &shop())
+    outbox::insert_events_many(&mut *conn, &events, &shop())
         .await
         .unwrap();
     drop(conn);
@@ -435,7 +435,7 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     // A message written when only `shop` was a sink.
     let mut conn = app.pool().acquire().await.unwrap();
     outbox::insert_events_many(
-        &mut conn,
+        &mut *conn,
         &[outbox::NewEvent {
             message_id: "msg-shop-only",
             aggregate_type: "payment",
@@ -711,7 +711,7 @@ async fn measure_bulk_resend_of_10000() {
             })
             .collect();
         let mut conn = app.pool().acquire().await.unwrap();
-        outbox::insert_events_many(&mut conn, &events, &shop())
+        outbox::insert_events_many(&mut *conn, &events, &shop())
             .await
             .unwrap();
         drop(conn);

@@ -1,0 +1,338 @@
+//! Where a group commit's multi-row statements run: sqlx's `Any` connection
+//! (both databases), or on SQLite the intake writer's own connection
+//! ([`Direct`], rusqlite on the writer's thread). One SQL text serves both;
+//! the store functions that take `impl Statements` are written once.
+//!
+//! Why a second connection at all: through `Any` each statement crosses to
+//! sqlx's SQLite worker thread and back (its rows one by one), and its
+//! arguments and rows are converted twice; the single writer spent 100–150 µs
+//! a callback on that, where the same statements take a third of it on the
+//! connection itself (BENCHMARKS.md, decisions).
+
+use super::DbKind;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use std::future::Future;
+use std::path::Path;
+use std::time::Duration;
+
+/// One statement argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    Text(Option<&'a str>),
+    Int(i64),
+    Blob(&'a [u8]),
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(Some(v))
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Arg::Text(v)
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Arg<'a> {
+    fn from(v: &'a [u8]) -> Self {
+        Arg::Blob(v)
+    }
+}
+
+/// One value of a returned row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Text(String),
+}
+
+impl Cell {
+    pub fn text(self) -> sqlx::Result<String> {
+        match self {
+            Cell::Text(t) => Ok(t),
+            other => Err(sqlx::Error::Decode(
+                format!("expected text, got {other:?}").into(),
+            )),
+        }
+    }
+
+    pub fn int(self) -> sqlx::Result<i64> {
+        match self {
+            Cell::Int(i) => Ok(i),
+            other => Err(sqlx::Error::Decode(
+                format!("expected an integer, got {other:?}").into(),
+            )),
+        }
+    }
+}
+
+/// A connection the multi-row statements run on.
+pub trait Statements {
+    fn kind(&self) -> DbKind;
+
+    /// Runs a statement; the rows it changed.
+    fn execute(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> impl Future<Output = sqlx::Result<u64>> + Send;
+
+    /// Runs a statement; every row it returned.
+    fn fetch(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> impl Future<Output = sqlx::Result<Vec<Vec<Cell>>>> + Send;
+}
+
+fn bind_all<'q>(
+    sql: &'q str,
+    args: &[Arg<'q>],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut q = sqlx::query(sql);
+    for a in args {
+        q = match *a {
+            Arg::Text(t) => q.bind(t),
+            Arg::Int(i) => q.bind(i),
+            Arg::Blob(b) => q.bind(b),
+        };
+    }
+    q
+}
+
+impl Statements for sqlx::AnyConnection {
+    fn kind(&self) -> DbKind {
+        DbKind::of(self)
+    }
+
+    async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> sqlx::Result<u64> {
+        Ok(bind_all(sql, args).execute(self).await?.rows_affected())
+    }
+
+    async fn fetch(&mut self, sql: &str, args: &[Arg<'_>]) -> sqlx::Result<Vec<Vec<Cell>>> {
+        use sqlx::{Row, ValueRef as _};
+        let rows = bind_all(sql, args).fetch_all(self).await?;
+        rows.iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| {
+                        if row.try_get_raw(i)?.is_null() {
+                            return Ok(Cell::Null);
+                        }
+                        // The statements here return integers and text only.
+                        match row.try_get::<i64, _>(i) {
+                            Ok(v) => Ok(Cell::Int(v)),
+                            Err(_) => row.try_get::<String, _>(i).map(Cell::Text),
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// The intake writer's own SQLite connection: the pool's settings, commits
+/// that leave the log's sync to the caller (as `sync_log_yourself`), and a
+/// statement cache large enough for every chunk size of every statement.
+pub struct Direct {
+    conn: rusqlite::Connection,
+}
+
+fn sqlite_error(e: rusqlite::Error) -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::other(e))
+}
+
+impl Direct {
+    /// Opens the database file (which must exist, migrated).
+    pub fn open(path: &Path) -> sqlx::Result<Direct> {
+        use rusqlite::OpenFlags;
+        let conn = rusqlite::Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sqlite_error)?;
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(sqlite_error)?;
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; \
+             PRAGMA wal_autocheckpoint = 0; PRAGMA synchronous = NORMAL; \
+             PRAGMA temp_store = MEMORY;",
+        )
+        .map_err(sqlite_error)?;
+        conn.set_prepared_statement_cache_capacity(256);
+        Ok(Direct { conn })
+    }
+
+    /// Runs `work` in one write transaction and commits it (the log not yet
+    /// synced: the caller syncs it before telling anyone). On an error,
+    /// nothing of it stays.
+    pub fn write<T>(
+        &mut self,
+        work: impl AsyncFnOnce(&mut Direct) -> sqlx::Result<T>,
+    ) -> sqlx::Result<T> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sqlite_error)?;
+        let done = match at_once(work(self)) {
+            Some(done) => done,
+            None => Err(sqlx::Error::Protocol(
+                "a statement on the direct connection waited".into(),
+            )),
+        };
+        let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let t = std::time::Instant::now();
+        let ended = self.conn.execute_batch(end);
+        tracing::debug!(commit_us = t.elapsed().as_micros() as u64, "direct commit");
+        if let Err(e) = ended {
+            // A failed COMMIT leaves the transaction open: end it.
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(sqlite_error(e));
+        }
+        done
+    }
+
+    fn run<T>(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+        then: impl FnOnce(&mut rusqlite::CachedStatement<'_>) -> rusqlite::Result<T>,
+    ) -> sqlx::Result<T> {
+        let mut stmt = self.conn.prepare_cached(sql).map_err(sqlite_error)?;
+        for (i, a) in args.iter().enumerate() {
+            stmt.raw_bind_parameter(i + 1, a).map_err(sqlite_error)?;
+        }
+        then(&mut stmt).map_err(sqlite_error)
+    }
+}
+
+impl rusqlite::ToSql for Arg<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match *self {
+            Arg::Text(Some(t)) => ValueRef::Text(t.as_bytes()),
+            Arg::Text(None) => ValueRef::Null,
+            Arg::Int(i) => ValueRef::Integer(i),
+            Arg::Blob(b) => ValueRef::Blob(b),
+        }))
+    }
+}
+
+impl Statements for Direct {
+    fn kind(&self) -> DbKind {
+        DbKind::Sqlite
+    }
+
+    async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> sqlx::Result<u64> {
+        self.run(sql, args, |stmt| stmt.raw_execute().map(|n| n as u64))
+    }
+
+    async fn fetch(&mut self, sql: &str, args: &[Arg<'_>]) -> sqlx::Result<Vec<Vec<Cell>>> {
+        self.run(sql, args, |stmt| {
+            let cols = stmt.column_count();
+            let mut rows = stmt.raw_query();
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                let mut cells = Vec::with_capacity(cols);
+                for i in 0..cols {
+                    cells.push(match row.get_ref(i)? {
+                        ValueRef::Null => Cell::Null,
+                        ValueRef::Integer(v) => Cell::Int(v),
+                        ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+                        other => {
+                            return Err(rusqlite::Error::InvalidColumnType(
+                                i,
+                                format!("{:?}", other.data_type()),
+                                other.data_type(),
+                            ));
+                        }
+                    });
+                }
+                out.push(cells);
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// Runs `f` to its end in one poll, if it gets there: [`Direct`]'s
+/// statements never wait, so work written against [`Statements`] does.
+fn at_once<F: Future>(f: F) -> Option<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(f).poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Arg, Cell, Direct, Statements};
+
+    /// The same statement text returns the same rows on both connections,
+    /// and a failed piece of work leaves nothing behind.
+    #[tokio::test]
+    async fn both_connections_run_one_text_and_a_failed_write_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let url = format!("sqlite://{}?mode=rwc", path.display());
+        sqlx::any::install_default_drivers();
+        let mut any = <sqlx::AnyConnection as sqlx::Connection>::connect(&url)
+            .await
+            .unwrap();
+        any.execute(
+            "CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, b BLOB)",
+            &[],
+        )
+        .await
+        .unwrap();
+        let mut direct = Direct::open(&path).unwrap();
+        let n = direct
+            .write(async |d| {
+                d.execute(
+                    "INSERT INTO t (k, n, b) VALUES (?, ?, ?), (?, ?, ?)",
+                    &[
+                        Arg::from("a"),
+                        Arg::Int(1),
+                        Arg::Blob(b"x"),
+                        Arg::Text(Some("b")),
+                        Arg::Int(2),
+                        Arg::Blob(b""),
+                    ],
+                )
+                .await
+            })
+            .unwrap();
+        assert_eq!(n, 2);
+        let failed = direct.write(async |d| {
+            d.execute(
+                "INSERT INTO t (k, n) VALUES (?, ?)",
+                &["c".into(), 3.into()],
+            )
+            .await?;
+            d.execute(
+                "INSERT INTO t (k, n) VALUES (?, ?)",
+                &["a".into(), 4.into()],
+            )
+            .await
+        });
+        assert!(failed.is_err(), "a duplicate key must fail the write");
+        let sql = "SELECT k, n FROM t WHERE n >= ? ORDER BY k";
+        let want = vec![
+            vec![Cell::Text("a".into()), Cell::Int(1)],
+            vec![Cell::Text("b".into()), Cell::Int(2)],
+        ];
+        assert_eq!(any.fetch(sql, &[Arg::Int(0)]).await.unwrap(), want);
+        let read = direct
+            .write(async |d| d.fetch(sql, &[Arg::Int(0)]).await)
+            .unwrap();
+        assert_eq!(read, want);
+    }
+}

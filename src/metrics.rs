@@ -46,6 +46,7 @@ struct Inner {
     refused: Family<ReasonLabel, Counter>,
     refunds: Family<OutcomeLabel, Counter>,
     batch_size: Histogram,
+    batch_writes: Family<OutcomeLabel, Counter>,
     applied: Family<ClassLabel, Counter>,
     replays: Family<ClassLabel, Counter>,
     outbox: Family<OutcomeLabel, Counter>,
@@ -119,6 +120,12 @@ impl Metrics {
             "Callbacks written per group commit",
             batch_size.clone(),
         );
+        let batch_writes = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "callback_batch_writes",
+            "Group commits' multi-row parts by where they were written: direct (SQLite's writer connection), pool, or fell_back (failed and written one by one)",
+            batch_writes.clone(),
+        );
         let replays = Family::<ClassLabel, Counter>::default();
         registry.register(
             "callback_replay",
@@ -171,6 +178,7 @@ impl Metrics {
             refused,
             refunds,
             batch_size,
+            batch_writes,
             applied,
             replays,
             outbox,
@@ -207,6 +215,14 @@ impl Metrics {
 
     pub fn batch(&self, size: usize) {
         self.0.batch_size.observe(size as f64);
+    }
+
+    /// direct, pool or fell_back.
+    pub fn batch_written(&self, outcome: &'static str) {
+        self.0
+            .batch_writes
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
     }
 
     pub fn applied(&self, class: &'static str) {

@@ -245,11 +245,13 @@ impl Engine {
             .and_then(|d| d.write(async |c| ingest_many(c, sinks, batch, &fast, now).await));
             match written {
                 Ok(moved) => {
+                    self.metrics.batch_written("direct");
                     for (i, applied) in moved {
                         results[i] = Some(Ok(Ingested::New(applied)));
                     }
                 }
                 Err(e) => {
+                    self.metrics.batch_written("fell_back");
                     // Reopened for the next batch, in case the connection
                     // is what broke.
                     *direct = None;
@@ -319,12 +321,14 @@ impl Engine {
             match ingest_many(&mut *sp, &self.sink_names, batch, fast, now).await {
                 Ok(moved) => {
                     sp.commit().await?;
+                    self.metrics.batch_written("pool");
                     for (i, applied) in moved {
                         results[i] = Some(Ok(Ingested::New(applied)));
                     }
                 }
                 Err(e) => {
                     sp.rollback().await?;
+                    self.metrics.batch_written("fell_back");
                     tracing::warn!(error = %e, "batched intake fell back to one by one");
                 }
             }

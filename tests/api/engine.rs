@@ -536,6 +536,22 @@ async fn a_burst_of_mixed_callbacks_is_grouped_and_each_is_right(b: Backend) {
         "callbacks shared commits ({commits} for {})",
         sends.len()
     );
+    // The common case went in multi-row statements, never failing over: on
+    // SQLite through the writer's own connection, on PostgreSQL the pool's
+    // (the lying amounts and ghosts were taken back and went one by one).
+    let written = |outcome: &str| -> f64 {
+        let line = format!("callback_batch_writes_total{{outcome=\"{outcome}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .map_or(0.0, |n| n.parse().unwrap())
+    };
+    let (direct, pooled) = (written("direct"), written("pool"));
+    match b {
+        Backend::Sqlite => assert!(direct > 0.0 && pooled == 0.0, "{direct} {pooled}"),
+        Backend::Postgres => assert!(direct == 0.0 && pooled > 0.0, "{direct} {pooled}"),
+    }
+    assert_eq!(written("fell_back"), 0.0, "{metrics}");
     // Only the intake writer's own connection leaves the sync to its
     // syncer: every connection of the pool still commits durably.
     let mut held = Vec::new();

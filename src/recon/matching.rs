@@ -246,6 +246,19 @@ impl DayPayments {
         self.by_txn = by_txn;
     }
 
+    /// Whether a statement row listed payment `no` of transaction `txn`
+    /// (by the index: a payment without a transaction id, or whose id the
+    /// day holds for another, no row named).
+    pub fn listed(&self, no: &str, txn: Option<&str>) -> bool {
+        txn.and_then(|t| self.find_txn(t))
+            .is_some_and(|i| self.no(i) == no.as_bytes() && self.rows(i) > 0)
+    }
+
+    /// The index by transaction id, once no row is matched any more.
+    pub fn drop_index(&mut self) {
+        self.by_txn = TxnIndex::default();
+    }
+
     fn hash(&self, txn: &[u8]) -> u64 {
         #[cfg(test)]
         if self.all_clash {

@@ -294,3 +294,24 @@ fn transaction_ids_whose_hashes_clash_are_still_told_apart() {
     assert_eq!(day.find_txn("T3"), Some(2));
     assert_eq!(day.find_txn("T9"), None);
 }
+
+/// What the edges of a day keep of the payments near its cuts: only those
+/// no row listed — told by the day's index, payment_no and all.
+#[test]
+fn a_payment_is_listed_only_if_a_row_named_it() {
+    let mut day = DayPayments::default();
+    day.push("P1", Some("T1"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.push("P2", Some("T2"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.push("P3", None, 100, "CNY", "SUCCEEDED").unwrap();
+    // A second payment of transaction T1: the first keeps it.
+    day.push("P4", Some("T1"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.index();
+    let mut m = Matcher::new(day);
+    m.feed(row(2, "T1", Some("P1"), 100, "CNY").borrowed());
+    let day = &m.day;
+    assert!(day.listed("P1", Some("T1")));
+    assert!(!day.listed("P2", Some("T2")), "no row named it");
+    assert!(!day.listed("P3", None), "without a transaction id");
+    assert!(!day.listed("P4", Some("T1")), "its transaction is P1's");
+    assert!(!day.listed("P9", Some("T9")), "not among the day's");
+}

@@ -127,35 +127,22 @@ fn main() {
         let mut carried: Vec<(String, i64)> = Vec::new();
         for i in 0..n {
             let c = case(i);
-            let (no, txn, minor, created) = payment(i, "", day_start, n);
+            let (no, txn, minor, _) = payment(i, "", day_start, n);
             if c != "PROVIDER_ONLY" {
                 let status = if c == "STATUS_LAG" { "PENDING" } else { "SUCCEEDED" };
                 writeln!(local, "{no},{txn},{minor},CNY,{status}").unwrap();
             }
-            if c != "LOCAL_ONLY" {
-                let at = jiff::Timestamp::from_microsecond(created).unwrap().to_string();
-                let (amount, currency) = match c {
-                    "AMOUNT_MISMATCH" => (minor + 1, "CNY"),
-                    "CURRENCY_MISMATCH" => (minor, "USD"),
-                    _ => (minor, "CNY"),
-                };
-                let copies = if c == "DUPLICATE" { 2 } else { 1 };
-                for _ in 0..copies {
-                    let line = format!(
-                        "payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},{at}",
-                        amount / 100,
-                        amount % 100
-                    );
-                    writeln!(statement, "{line}").unwrap();
-                    rows += 1;
-                    total += amount;
-                    if crossing(i) {
-                        carried.push((format!("payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},", amount / 100, amount % 100), amount));
-                    } else if edge {
-                        writeln!(cross, "{line}").unwrap();
-                        cross_rows += 1;
-                        cross_total += amount;
-                    }
+            let listed = listed(i, "", day_start, n);
+            for _ in 0..listed.copies {
+                writeln!(statement, "{}{}", listed.line, listed.at).unwrap();
+                rows += 1;
+                total += listed.amount;
+                if crossing(i) {
+                    carried.push((listed.line.clone(), listed.amount));
+                } else if edge {
+                    writeln!(cross, "{}{}", listed.line, listed.at).unwrap();
+                    cross_rows += 1;
+                    cross_total += listed.amount;
                 }
             }
         }
@@ -406,6 +393,44 @@ fn payment(i: usize, day: &str, start: jiff::Timestamp, n: usize) -> (String, St
         100 + (i as i64 % 9_900),
         start.as_microsecond() + i as i64 * (86_000_000_000 / n as i64),
     )
+}
+
+/// Payment `i` of a day as the provider's statement lists it: its line up
+/// to the time, the time, its amount, and how many times it is listed
+/// (not at all for a LOCAL_ONLY, twice for a DUPLICATE). Both days' statements
+/// are written from it; the rows crossing the cut keep the line and take
+/// the next day's time.
+struct Listed {
+    line: String,
+    at: String,
+    amount: i64,
+    copies: usize,
+}
+
+fn listed(i: usize, day: &str, start: jiff::Timestamp, n: usize) -> Listed {
+    let c = case(i);
+    let (no, txn, minor, created) = payment(i, day, start, n);
+    let (amount, currency) = match c {
+        "AMOUNT_MISMATCH" => (minor + 1, "CNY"),
+        "CURRENCY_MISMATCH" => (minor, "USD"),
+        _ => (minor, "CNY"),
+    };
+    Listed {
+        line: format!(
+            "payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},",
+            amount / 100,
+            amount % 100
+        ),
+        at: jiff::Timestamp::from_microsecond(created)
+            .unwrap()
+            .to_string(),
+        amount,
+        copies: match c {
+            "LOCAL_ONLY" => 0,
+            "DUPLICATE" => 2,
+            _ => 1,
+        },
+    }
 }
 
 /// The command that reproduces a run.
@@ -813,30 +838,11 @@ async fn next_day(
             total += amount;
         }
         for i in 0..n {
-            let c = case(i);
-            if c == "LOCAL_ONLY" {
-                continue;
-            }
-            let (no, txn, minor, created) = payment(i, "1", start, n);
-            let at = jiff::Timestamp::from_microsecond(created)
-                .unwrap()
-                .to_string();
-            let (amount, currency) = match c {
-                "AMOUNT_MISMATCH" => (minor + 1, "CNY"),
-                "CURRENCY_MISMATCH" => (minor, "USD"),
-                _ => (minor, "CNY"),
-            };
-            let copies = if c == "DUPLICATE" { 2 } else { 1 };
-            for _ in 0..copies {
-                writeln!(
-                    f,
-                    "payment,{txn},{no},,,SUCCEEDED,{}.{:02},{currency},{at}",
-                    amount / 100,
-                    amount % 100
-                )
-                .unwrap();
+            let listed = listed(i, "1", start, n);
+            for _ in 0..listed.copies {
+                writeln!(f, "{}{}", listed.line, listed.at).unwrap();
                 rows += 1;
-                total += amount;
+                total += listed.amount;
             }
         }
         writeln!(f, "#summary,rows={rows},total_minor={total}").unwrap();

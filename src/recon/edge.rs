@@ -8,12 +8,12 @@
 //! REFUND_MISMATCH) with its hold and alert as any other. Either day's run
 //! may come first, and each may be run again: every decision is an upsert
 //! of `recon_edges`, keyed by the record, and tickets keep their dedupe
-//! keys. Only the records near the cut are read: the window's payments
-//! (by the `payments_day` index), the day's edge rows, and the payments the
-//! statement's exceptions already named.
+//! keys. Only the records near the cut are read: the window's payments no
+//! statement row listed (by the `payments_day` index), the day's edge rows,
+//! and the payments the statement's exceptions already named.
 
 use super::classify::Found;
-use super::matching::{ByKey, paid};
+use super::matching::{ByKey, DayPayments, paid};
 use super::{ReconError, Run, local, write};
 use crate::domain::{Class, Severity};
 use crate::engine::Engine;
@@ -192,8 +192,13 @@ fn neighbours(date: &str) -> Result<(String, String), ReconError> {
     ))
 }
 
-/// Reads what a run of `run` needs of its day's edges.
-pub(super) async fn load(engine: &Engine, run: &Run<'_>) -> Result<Edges, ReconError> {
+/// Reads what a run of `run` needs of its day's edges; `day` (the day's
+/// payments, matched) is lent to tell which of them no row listed.
+pub(super) async fn load(
+    engine: &Engine,
+    run: &Run<'_>,
+    day: DayPayments,
+) -> Result<(Edges, DayPayments), ReconError> {
     let pool = &engine.db.pool;
     let (prev, next) = neighbours(run.date)?;
     let window = cut_window(engine, run.provider);
@@ -203,20 +208,19 @@ pub(super) async fn load(engine: &Engine, run: &Run<'_>) -> Result<Edges, ReconE
     );
     let mut edges = Edges::new((&prev, &next), run.range, window, done);
     if window <= 0 {
-        return Ok(edges);
+        return Ok((edges, day));
     }
     let (start, end) = run.range;
     let head = (start, (start + window).min(end));
     let tail = ((end - window).max(head.1), end);
-    for part in [head, tail] {
-        for (no, at) in recon_reads::paid_between(pool, run.provider, part).await? {
-            edges.near_payment(&no, at);
-        }
+    let (day, near) = local::unlisted_near(engine, run.provider, [head, tail], day).await?;
+    for (no, at) in near {
+        edges.near_payment(&no, at);
     }
     for row in recon_edges::of_day(pool, run.provider, run.date).await? {
         edges.state(&row.kind, &row.number, &row.state);
     }
-    Ok(edges)
+    Ok((edges, day))
 }
 
 /// A neighbour's record this run's statement carried.

@@ -246,6 +246,19 @@ impl DayPayments {
         self.by_txn = by_txn;
     }
 
+    /// Whether a statement row listed payment `no` of transaction `txn`
+    /// (by the index: a payment without a transaction id, or whose id the
+    /// day holds for another, no row named).
+    pub fn listed(&self, no: &str, txn: Option<&str>) -> bool {
+        txn.and_then(|t| self.find_txn(t))
+            .is_some_and(|i| self.no(i) == no.as_bytes() && self.rows(i) > 0)
+    }
+
+    /// The index by transaction id, once no row is matched any more.
+    pub fn drop_index(&mut self) {
+        self.by_txn = TxnIndex::default();
+    }
+
     fn hash(&self, txn: &[u8]) -> u64 {
         #[cfg(test)]
         if self.all_clash {
@@ -395,6 +408,8 @@ pub(super) struct Matcher {
     /// every row goes by.
     pub fees: super::fees::DayFees,
     succeeded: Option<u8>,
+    /// The fewest exceptions refused ([`EXCEPTIONS_FLOOR`]; tests lower it).
+    floor: usize,
 }
 
 /// The payments the first `looked_up` exceptions name: by the transaction
@@ -406,22 +421,37 @@ pub(super) struct Early {
     pub by_no: ByKey,
 }
 
-/// Rows that do not plainly match, at most: each is held until the end
-/// (about 200 bytes, and a ticket's worth more when classified). A
-/// statement beyond this is refused — almost surely another day's or
-/// another provider's file, whose tickets would bury the triage queue.
-pub(super) const MAX_EXCEPTIONS: usize = 200_000;
+/// Rows that do not plainly match, at most: one in [`EXCEPTIONS_SHARE`]
+/// of the day's rows (its payments, or the statement's rows read so far if
+/// more), and never fewer than [`EXCEPTIONS_FLOOR`]. A statement beyond
+/// this is refused — almost surely another day's or another provider's
+/// file (nearly all of its rows would be exceptions), whose tickets would
+/// bury the triage queue. A real day, even a bad one, stays at a few
+/// percent; each exception is held until the end (some 200 bytes, and a
+/// ticket's worth more when classified: at one in 20 that is under the
+/// day's own 60 bytes a payment).
+pub(super) const EXCEPTIONS_FLOOR: usize = 200_000;
+pub(super) const EXCEPTIONS_SHARE: usize = 20;
+
+/// The most exceptions a day of `rows` rows may have (see
+/// [`EXCEPTIONS_FLOOR`]), never fewer than `floor`.
+pub(super) fn exception_limit(floor: usize, rows: usize) -> usize {
+    floor.max(rows / EXCEPTIONS_SHARE)
+}
 
 impl Matcher {
     /// Refuses the statement once more rows fail to match plainly than
-    /// [`MAX_EXCEPTIONS`].
+    /// [`exception_limit`] allows.
     pub fn within_bounds(&self) -> Result<(), super::ReconError> {
         let n = self.exceptions.len() + self.refunds.len();
-        if n > MAX_EXCEPTIONS {
+        let read = self.payment_rows as usize + self.refunds.len();
+        let limit = exception_limit(self.floor, self.day.len().max(read));
+        if n > limit {
             return Err(super::ReconError::Refused(format!(
-                "more than {MAX_EXCEPTIONS} of the statement's rows do not match a payment of this day \
-                 plainly ({n} by row {}): is it this provider's statement of this day? No ticket was written",
-                self.payment_rows + self.refunds.len() as i64
+                "more than {limit} of the statement's rows (1 in {EXCEPTIONS_SHARE} of the day's, at least \
+                 {floor}) do not match a payment of this day plainly ({n} by row {read}): is it this \
+                 provider's statement of this day? No ticket was written",
+                floor = self.floor,
             )));
         }
         Ok(())
@@ -437,6 +467,7 @@ impl Matcher {
             started: None,
             early: Early::default(),
             fees: Default::default(),
+            floor: EXCEPTIONS_FLOOR,
         }
     }
 

@@ -516,7 +516,11 @@ async fn reconcile(
     let named = Named::of(&exceptions);
     let (by_txn, by_no) =
         local::named_payments(engine, provider, &named, &exceptions, early).await?;
-    let mut edges = edge::load(engine, run).await?;
+    let (mut edges, mut day) = edge::load(engine, run, day).await?;
+    // Classifying reads the day's payments by their place: their index by
+    // transaction id (12 bytes a payment) goes before the run's peak.
+    day.drop_index();
+    crate::release_freed_memory();
 
     // 2. The payment rows that did not plainly match, and every payment of
     // the day, each in exactly one class.

@@ -51,21 +51,42 @@ pub async fn count_business_of_day<'e>(
     .await
 }
 
-/// `provider`'s payments paid in `[from, to)` (a few minutes at a day's
-/// cut, by the `payments_day` index): payment_no and when it was paid.
+/// `provider`'s payments paid in `[from, to)` (minutes at a day's cut, by
+/// the `payments_day` index): payment_no, transaction id, when it was paid.
+const PAID_BETWEEN: &str = "SELECT payment_no, provider_txn_id, paid_at FROM payments \
+     WHERE provider = $1 AND paid_at >= $2 AND paid_at < $3";
+
+/// [`PAID_BETWEEN`] through the pool.
 pub async fn paid_between<'e>(
     e: impl Executor<'e, Database = Any>,
     provider: &str,
     (from, to): (i64, i64),
-) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
-        "SELECT payment_no, paid_at FROM payments WHERE provider = $1 AND paid_at >= $2 AND paid_at < $3",
-    )
-    .bind(provider)
-    .bind(from)
-    .bind(to)
-    .fetch_all(e)
-    .await
+) -> sqlx::Result<Vec<(String, Option<String>, i64)>> {
+    sqlx::query_as(PAID_BETWEEN)
+        .bind(provider)
+        .bind(from)
+        .bind(to)
+        .fetch_all(e)
+        .await
+}
+
+/// [`PAID_BETWEEN`] on a read-only SQLite connection, each row handed to
+/// `each` (payment_no, transaction id, paid at). Blocking.
+pub fn paid_between_on(
+    conn: &ReadOnly,
+    provider: &str,
+    (from, to): (i64, i64),
+    mut each: impl FnMut(&str, Option<&str>, i64),
+) -> Result<(), String> {
+    let binds = [Bind::Text(provider), Bind::Int(from), Bind::Int(to)];
+    conn.each_row(PAID_BETWEEN, &binds, |r| {
+        each(
+            r.text(0).unwrap_or_default(),
+            r.text(1),
+            r.int(2).unwrap_or_default(),
+        )
+    })?;
+    Ok(())
 }
 
 /// Keys looked up per `IN (…)` list.

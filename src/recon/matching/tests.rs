@@ -114,13 +114,89 @@ fn a_payment_named_by_many_rows_keeps_their_count_and_last_line() {
 #[test]
 fn a_statement_that_mostly_does_not_match_is_refused_before_memory_runs_out() {
     let mut m = Matcher::new(DayPayments::default());
-    for i in 0..MAX_EXCEPTIONS as i64 {
+    for i in 0..EXCEPTIONS_FLOOR as i64 {
         m.feed(row(i + 2, &format!("T{i}"), None, 100, "CNY").borrowed());
     }
     assert!(m.within_bounds().is_ok());
-    m.feed(row(MAX_EXCEPTIONS as i64 + 2, "T-last", None, 100, "CNY").borrowed());
+    m.feed(row(EXCEPTIONS_FLOOR as i64 + 2, "T-last", None, 100, "CNY").borrowed());
     let e = m.within_bounds().unwrap_err().to_string();
-    assert!(e.contains("do not match") && e.contains("200001"), "{e}");
+    assert!(
+        e.contains("more than 200000") && e.contains("do not match") && e.contains("200001"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_exceptions_allowed_grow_with_the_day() {
+    assert_eq!(exception_limit(EXCEPTIONS_FLOOR, 0), 200_000);
+    assert_eq!(exception_limit(EXCEPTIONS_FLOOR, 1_000_000), 200_000);
+    assert_eq!(exception_limit(EXCEPTIONS_FLOOR, 4_000_000), 200_000);
+    assert_eq!(exception_limit(EXCEPTIONS_FLOOR, 5_000_000), 250_000);
+    // A day of ten million with 2% not matching runs (its 5% is 500,000).
+    assert_eq!(exception_limit(EXCEPTIONS_FLOOR, 10_000_000), 500_000);
+    assert!(exception_limit(EXCEPTIONS_FLOOR, 10_000_000) > 200_000 * 2);
+}
+
+/// A day of `n` payments P<i> / T<i> of 100 CNY, paid, indexed.
+fn day_of(n: usize) -> DayPayments {
+    let mut day = DayPayments::default();
+    for i in 0..n {
+        day.push(
+            &format!("P{i}"),
+            Some(&format!("T{i}")),
+            100,
+            "CNY",
+            "SUCCEEDED",
+        )
+        .unwrap();
+    }
+    day.index();
+    day
+}
+
+/// The rule at a small scale (a floor of 1,000 instead of 200,000): a day
+/// of 40,000 payments may have 2,000 exceptions — above the floor, which
+/// alone refused such a day — and a statement of another day is refused
+/// once past them.
+#[test]
+fn a_day_above_the_floor_runs_and_another_days_statement_is_still_refused() {
+    let floor = 1_000;
+    let mut m = Matcher::new(day_of(40_000));
+    m.floor = floor;
+    // 1,900 rows of the day's 40,000 state another amount: exceptions.
+    for i in 0..40_000i64 {
+        let minor = if i % 20 == 0 && i < 38_000 { 101 } else { 100 };
+        m.feed(
+            row(
+                i + 2,
+                &format!("T{i}"),
+                Some(&format!("P{i}")),
+                minor,
+                "CNY",
+            )
+            .borrowed(),
+        );
+        m.within_bounds().unwrap();
+    }
+    assert_eq!(m.exceptions.len(), 1_900);
+    assert!(m.exceptions.len() > floor);
+    // Another day's statement: none of its rows is a payment of this day.
+    let mut m = Matcher::new(day_of(40_000));
+    m.floor = floor;
+    let mut refused = None;
+    for i in 0..40_000i64 {
+        m.feed(row(i + 2, &format!("OTHER{i}"), None, 100, "CNY").borrowed());
+        if let Err(e) = m.within_bounds() {
+            refused = Some((i, e.to_string()));
+            break;
+        }
+    }
+    let (at, e) = refused.expect("refused");
+    assert_eq!(at, 2_000, "refused at the 2,001st exception: {e}");
+    assert!(
+        e.contains("more than 2000") && e.contains("No ticket was written"),
+        "{e}"
+    );
 }
 
 /// Matching a chunk at once (fetching ahead) is matching its rows one
@@ -217,4 +293,25 @@ fn transaction_ids_whose_hashes_clash_are_still_told_apart() {
     assert_eq!(day.find_txn("T2"), Some(1));
     assert_eq!(day.find_txn("T3"), Some(2));
     assert_eq!(day.find_txn("T9"), None);
+}
+
+/// What the edges of a day keep of the payments near its cuts: only those
+/// no row listed — told by the day's index, payment_no and all.
+#[test]
+fn a_payment_is_listed_only_if_a_row_named_it() {
+    let mut day = DayPayments::default();
+    day.push("P1", Some("T1"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.push("P2", Some("T2"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.push("P3", None, 100, "CNY", "SUCCEEDED").unwrap();
+    // A second payment of transaction T1: the first keeps it.
+    day.push("P4", Some("T1"), 100, "CNY", "SUCCEEDED").unwrap();
+    day.index();
+    let mut m = Matcher::new(day);
+    m.feed(row(2, "T1", Some("P1"), 100, "CNY").borrowed());
+    let day = &m.day;
+    assert!(day.listed("P1", Some("T1")));
+    assert!(!day.listed("P2", Some("T2")), "no row named it");
+    assert!(!day.listed("P3", None), "without a transaction id");
+    assert!(!day.listed("P4", Some("T1")), "its transaction is P1's");
+    assert!(!day.listed("P9", Some("T9")), "not among the day's");
 }

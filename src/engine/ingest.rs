@@ -19,7 +19,6 @@ use crate::store::batch::{Direct, Statements};
 use crate::store::{alerts, callbacks};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection};
-use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -117,7 +116,7 @@ impl Engine {
         // hand-over and health check per batch); a failed batch closes it,
         // in case the connection itself is what broke.
         let mut conn: Option<PoolConnection<Any>> = None;
-        let mut direct: Option<Direct> = None;
+        let mut direct = file.as_deref().map(Direct::new);
         loop {
             let mut batch = {
                 let mut rx = rx.lock().await;
@@ -144,12 +143,7 @@ impl Engine {
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
             let mut written = self
-                .write_batch(
-                    &mut conn,
-                    file.as_deref().map(|f| (&mut direct, f)),
-                    &incoming,
-                    syncer.is_some(),
-                )
+                .write_batch(&mut conn, direct.as_mut(), &incoming)
                 .await;
             // Two writers' batches that name one payment can deadlock on
             // PostgreSQL; the one it cancels is written again.
@@ -158,12 +152,7 @@ impl Engine {
                     Err(e) if retryable(e) => {
                         tracing::warn!(error = %e, "intake batch written again");
                         written = self
-                            .write_batch(
-                                &mut conn,
-                                file.as_deref().map(|f| (&mut direct, f)),
-                                &incoming,
-                                syncer.is_some(),
-                            )
+                            .write_batch(&mut conn, direct.as_mut(), &incoming)
                             .await;
                     }
                     _ => break,
@@ -215,35 +204,29 @@ impl Engine {
     }
 
     /// Writes one batch; every callback gets its result. On SQLite with a
-    /// file (`direct` is then `Some`), the common case is written on the
-    /// writer's own connection first and committed, and only what is left
-    /// goes through the pool's connection, in a second transaction; the
-    /// batch is answered after both (and the sync).
+    /// file (`direct` is then `Some`, and the syncer answers), the common
+    /// case is written on the writer's own connection first and committed,
+    /// and only what is left goes through the pool's connection, in a second
+    /// transaction; the batch is answered after both (and the sync).
     async fn write_batch(
         &self,
         conn: &mut Option<PoolConnection<Any>>,
-        direct: Option<(&mut Option<Direct>, &Path)>,
+        direct: Option<&mut Direct>,
         batch: &[&Incoming],
-        synced_after: bool,
     ) -> sqlx::Result<Vec<Result<Ingested, String>>> {
         let now = self.now();
         let t0 = std::time::Instant::now();
         let mut results: Vec<Option<Result<Ingested, String>>> =
             (0..batch.len()).map(|_| None).collect();
         let fast = fast_of(batch);
-        let Some((direct, path)) = direct else {
-            self.write_on_pool(conn, batch, Some(&fast), &mut results, now, synced_after)
+        let Some(direct) = direct else {
+            self.write_on_pool(conn, batch, Some(&fast), &mut results, now, false)
                 .await?;
             return Ok(finished(results));
         };
         if !fast.is_empty() {
             let sinks = &self.sink_names;
-            let written = match direct {
-                Some(d) => Ok(d),
-                None => Direct::open(path).map(|d| direct.insert(d)),
-            }
-            .and_then(|d| d.write(async |c| ingest_many(c, sinks, batch, &fast, now).await));
-            match written {
+            match direct.write(async |c| ingest_many(c, sinks, batch, &fast, now).await) {
                 Ok(moved) => {
                     self.metrics.batch_written("direct");
                     for (i, applied) in moved {
@@ -252,9 +235,6 @@ impl Engine {
                 }
                 Err(e) => {
                     self.metrics.batch_written("fell_back");
-                    // Reopened for the next batch, in case the connection
-                    // is what broke.
-                    *direct = None;
                     tracing::warn!(error = %e, "batched intake fell back to one by one");
                 }
             }
@@ -264,7 +244,7 @@ impl Engine {
             // What the writer's own connection committed stays answered as
             // such whatever happens here.
             if let Err(e) = self
-                .write_on_pool(conn, batch, None, &mut results, now, synced_after)
+                .write_on_pool(conn, batch, None, &mut results, now, true)
                 .await
             {
                 if let Some(c) = conn.take() {
@@ -289,6 +269,7 @@ impl Engine {
     /// The callbacks of the batch still without a result, in one
     /// transaction on the pool's connection: `fast` ones first in a few
     /// multi-row statements, the rest one by one, each in its own savepoint.
+    /// `synced_after`: the syncer syncs the log after the commit.
     async fn write_on_pool(
         &self,
         conn: &mut Option<PoolConnection<Any>>,

@@ -12,8 +12,7 @@
 use super::DbKind;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use std::future::Future;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 /// One statement argument.
 #[derive(Clone, Copy, Debug)]
@@ -143,7 +142,15 @@ impl Statements for sqlx::AnyConnection {
 /// The intake writer's own SQLite connection: the pool's settings, commits
 /// that leave the log's sync to the caller (as `sync_log_yourself`), and a
 /// statement cache large enough for every chunk size of every statement.
+/// Opened at the first write, and again after a write that failed, in case
+/// the connection is what broke.
 pub struct Direct {
+    path: PathBuf,
+    open: Option<DirectTx>,
+}
+
+/// [`Direct`]'s connection, inside one of its write transactions.
+pub struct DirectTx {
     conn: rusqlite::Connection,
 }
 
@@ -152,24 +159,29 @@ fn sqlite_error(e: rusqlite::Error) -> sqlx::Error {
 }
 
 impl Direct {
-    /// Opens the database file (which must exist, migrated).
-    pub fn open(path: &Path) -> sqlx::Result<Direct> {
+    /// For the database file at `path` (which must exist, migrated).
+    pub fn new(path: &Path) -> Direct {
+        Direct {
+            path: path.to_owned(),
+            open: None,
+        }
+    }
+
+    fn connect(path: &Path) -> sqlx::Result<DirectTx> {
         use rusqlite::OpenFlags;
         let conn = rusqlite::Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sqlite_error)?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(sqlite_error)?;
-        conn.execute_batch(
-            "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; \
-             PRAGMA wal_autocheckpoint = 0; PRAGMA synchronous = NORMAL; \
-             PRAGMA temp_store = MEMORY;",
-        )
-        .map_err(sqlite_error)?;
+        for pragma in super::SQLITE_SETTINGS
+            .iter()
+            .chain(&super::SYNC_LOG_YOURSELF)
+        {
+            conn.execute_batch(pragma).map_err(sqlite_error)?;
+        }
         conn.set_prepared_statement_cache_capacity(256);
-        Ok(Direct { conn })
+        Ok(DirectTx { conn })
     }
 
     /// Runs `work` in one write transaction and commits it (the log not yet
@@ -177,7 +189,24 @@ impl Direct {
     /// nothing of it stays.
     pub fn write<T>(
         &mut self,
-        work: impl AsyncFnOnce(&mut Direct) -> sqlx::Result<T>,
+        work: impl AsyncFnOnce(&mut DirectTx) -> sqlx::Result<T>,
+    ) -> sqlx::Result<T> {
+        let tx = match &mut self.open {
+            Some(tx) => tx,
+            None => self.open.insert(Direct::connect(&self.path)?),
+        };
+        let written = tx.write(work);
+        if written.is_err() {
+            self.open = None;
+        }
+        written
+    }
+}
+
+impl DirectTx {
+    fn write<T>(
+        &mut self,
+        work: impl AsyncFnOnce(&mut DirectTx) -> sqlx::Result<T>,
     ) -> sqlx::Result<T> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")
@@ -225,7 +254,7 @@ impl rusqlite::ToSql for Arg<'_> {
     }
 }
 
-impl Statements for Direct {
+impl Statements for DirectTx {
     fn kind(&self) -> DbKind {
         DbKind::Sqlite
     }
@@ -293,7 +322,7 @@ mod tests {
         )
         .await
         .unwrap();
-        let mut direct = Direct::open(&path).unwrap();
+        let mut direct = Direct::new(&path);
         let n = direct
             .write(async |d| {
                 d.execute(

@@ -83,6 +83,19 @@ pub struct Db {
     pub audit: std::sync::Arc<audit_keys::Keys>,
 }
 
+/// Every SQLite connection's settings: WAL for concurrent readers, FULL so
+/// a commit survives power loss, a wait instead of SQLITE_BUSY, and a 64 MiB
+/// page cache so a group commit's batch does not spill mid-transaction.
+/// Checkpoints are the checkpointer's, not a commit's.
+pub(crate) const SQLITE_SETTINGS: [&str; 6] = [
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = FULL",
+    "PRAGMA busy_timeout = 5000",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA cache_size = -65536",
+    "PRAGMA wal_autocheckpoint = 0",
+];
+
 /// How often SQLite's write-ahead log is copied back into the database.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
@@ -170,19 +183,7 @@ impl Db {
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if kind == DbKind::Sqlite {
-                        // WAL for concurrent readers, FULL so a commit survives
-                        // power loss, a wait instead of SQLITE_BUSY, and a 64 MiB
-                        // page cache so a group commit's batch does not spill
-                        // mid-transaction.
-                        // Checkpoints are the checkpointer's, not a commit's.
-                        for pragma in [
-                            "PRAGMA journal_mode = WAL",
-                            "PRAGMA synchronous = FULL",
-                            "PRAGMA busy_timeout = 5000",
-                            "PRAGMA foreign_keys = ON",
-                            "PRAGMA cache_size = -65536",
-                            "PRAGMA wal_autocheckpoint = 0",
-                        ] {
+                        for pragma in SQLITE_SETTINGS {
                             conn.execute(pragma).await?;
                         }
                     }
@@ -350,12 +351,17 @@ pub async fn main_file(db: &Db) -> Option<PathBuf> {
 /// A SQLite connection whose commits write the log and return, the caller
 /// syncing it ([`sync_wal`]) before it tells anyone; a savepoint's journal
 /// of every page it changes kept in memory, not spilled to a temporary file
-/// past 64 KiB. Such a connection must never go back to the pool.
+/// past 64 KiB. Such a connection must never go back to the pool so.
 pub async fn sync_log_yourself(conn: &mut sqlx::AnyConnection) -> sqlx::Result<()> {
-    conn.execute("PRAGMA synchronous = NORMAL").await?;
-    conn.execute("PRAGMA temp_store = MEMORY").await?;
+    for pragma in SYNC_LOG_YOURSELF {
+        conn.execute(pragma).await?;
+    }
     Ok(())
 }
+
+/// The settings of [`sync_log_yourself`], over [`SQLITE_SETTINGS`].
+pub(crate) const SYNC_LOG_YOURSELF: [&str; 2] =
+    ["PRAGMA synchronous = NORMAL", "PRAGMA temp_store = MEMORY"];
 
 /// SQLite's write-ahead log beside the database file `db`.
 pub fn wal_of(db: &std::path::Path) -> PathBuf {

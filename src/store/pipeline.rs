@@ -91,8 +91,7 @@ impl Pipeline {
         let wal = match (db.kind, &db.sqlite_path) {
             (super::DbKind::Sqlite, Some(path)) => {
                 conn.settings = true;
-                sqlx::Executor::execute(&mut *conn.conn, "PRAGMA temp_store = MEMORY").await?;
-                sqlx::Executor::execute(&mut *conn.conn, "PRAGMA synchronous = NORMAL").await?;
+                super::sync_log_yourself(&mut conn.conn).await?;
                 Some(super::wal_of(path))
             }
             _ => None,

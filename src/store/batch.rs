@@ -5,9 +5,8 @@
 //!
 //! Why a second connection at all: through `Any` each statement crosses to
 //! sqlx's SQLite worker thread and back (its rows one by one), and its
-//! arguments and rows are converted twice; the single writer spent 100–150 µs
-//! a callback on that, where the same statements take a third of it on the
-//! connection itself (BENCHMARKS.md, decisions).
+//! arguments and rows are converted twice: about half the single writer's
+//! statement time went to that (BENCHMARKS.md, decisions).
 
 use super::DbKind;
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -93,19 +92,21 @@ pub trait Statements {
     ) -> impl Future<Output = sqlx::Result<Vec<Vec<Cell>>>> + Send;
 }
 
-fn bind_all<'q>(
-    sql: &'q str,
-    args: &[Arg<'q>],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    let mut q = sqlx::query(sql);
-    for a in args {
-        q = match *a {
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+impl<'q> Arg<'q> {
+    /// Binds the value to sqlx's query, as its next parameter.
+    pub fn bind(self, q: AnyQuery<'q>) -> AnyQuery<'q> {
+        match self {
             Arg::Text(t) => q.bind(t),
             Arg::Int(i) => q.bind(i),
             Arg::Blob(b) => q.bind(b),
-        };
+        }
     }
-    q
+}
+
+fn bind_all<'q>(sql: &'q str, args: &[Arg<'q>]) -> AnyQuery<'q> {
+    args.iter().fold(sqlx::query(sql), |q, a| a.bind(q))
 }
 
 impl Statements for sqlx::AnyConnection {

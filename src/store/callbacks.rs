@@ -43,29 +43,29 @@ pub async fn insert_refund_callback<'e>(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'PROCESSING', 0, $14) \
          ON CONFLICT (provider, callback_id) DO NOTHING",
     );
-    let done = bind_new(insert, c).bind(refund_no).execute(e).await?;
+    let insert = new_values(c).into_iter().fold(insert, |q, v| v.bind(q));
+    let done = insert.bind(refund_no).execute(e).await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// The thirteen values of a new callback, in column order (id …
 /// received_at, facts).
-fn bind_new<'q>(
-    q: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
-    c: &NewCallback<'q>,
-) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
-    q.bind(c.id)
-        .bind(c.callback_id)
-        .bind(c.provider)
-        .bind(c.payment_no)
-        .bind(c.provider_txn_id)
-        .bind(c.callback_status)
-        .bind(c.headers_json)
-        .bind(c.payload)
-        .bind(c.payload_hash)
-        .bind(c.verify_result)
-        .bind(c.trace_id)
-        .bind(c.received_at)
-        .bind(c.facts)
+fn new_values<'a>(c: &NewCallback<'a>) -> [Arg<'a>; 13] {
+    [
+        c.id.into(),
+        c.callback_id.into(),
+        c.provider.into(),
+        c.payment_no.into(),
+        c.provider_txn_id.into(),
+        c.callback_status.into(),
+        c.headers_json.into(),
+        c.payload.into(),
+        c.payload_hash.into(),
+        c.verify_result.into(),
+        c.trace_id.into(),
+        c.received_at.into(),
+        c.facts.into(),
+    ]
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -288,22 +288,9 @@ pub async fn insert_many_applied(
         );
         let mut args: Vec<Arg> = Vec::with_capacity(chunk.len() * 14);
         for c in chunk {
-            args.extend::<[Arg; 14]>([
-                c.id.into(),
-                c.callback_id.into(),
-                c.provider.into(),
-                c.payment_no.into(),
-                c.provider_txn_id.into(),
-                c.callback_status.into(),
-                c.headers_json.into(),
-                c.payload.into(),
-                c.payload_hash.into(),
-                c.verify_result.into(),
-                c.trace_id.into(),
-                c.received_at.into(),
-                c.facts.into(),
-                c.received_at.into(),
-            ]);
+            args.extend(new_values(c));
+            // processed_at
+            args.push(c.received_at.into());
         }
         let inserted = conn.execute(&sql, &args).await? as usize;
         if inserted == chunk.len() {

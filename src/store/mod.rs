@@ -105,7 +105,9 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// then also wrote every page of the log into the database and synced it —
 /// a stall for a reconciliation's last commit, and for any callback that
 /// drew it. A passive checkpoint waits for no one: readers
-/// and the writer go on meanwhile. Dropped with the last `Db` handle.
+/// and the writer go on meanwhile. It never catches up with a writer that
+/// never pauses, so the intake writer checkpoints its own log past a limit
+/// (`batch::DIRECT_CHECKPOINT_PAGES`). Dropped with the last `Db` handle.
 #[derive(Debug)]
 struct Checkpointer {
     stop: tokio::sync::watch::Sender<bool>,

@@ -153,11 +153,7 @@ impl Server {
 
     /// CPU seconds the process has used (user + system).
     fn cpu_secs(&self) -> f64 {
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / ticks
+        support::cpu_secs_of(self.child.id()).unwrap()
     }
 
     fn peak_rss_mib(&self) -> f64 {
@@ -208,13 +204,24 @@ struct Load {
     p99_ms: f64,
     /// CPU the server processes used, in cores, while the load ran.
     server_cores: f64,
+    /// CPU this process (the load) used meanwhile, in cores.
+    load_cores: f64,
+    /// CPU PostgreSQL's processes used meanwhile, in cores.
+    db_cores: Option<f64>,
 }
 
 /// Sends every request once over `conns` connections, spread over the
 /// servers in turn; every answer must be 200.
-async fn drive(servers: &[Server], conns: usize, ts: i64, requests: Arc<Vec<Signed>>) -> Load {
+async fn drive(
+    servers: &[Server],
+    pg: Option<&Postgres>,
+    conns: usize,
+    ts: i64,
+    requests: Arc<Vec<Signed>>,
+) -> Load {
     let next = Arc::new(AtomicUsize::new(0));
     let cpu_before: f64 = servers.iter().map(Server::cpu_secs).sum();
+    let (load_before, db_before) = (support::cpu_secs(), pg.map(Postgres::cpu_secs));
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(conns);
     for c in 0..conns {
@@ -260,6 +267,7 @@ async fn drive(servers: &[Server], conns: usize, ts: i64, requests: Arc<Vec<Sign
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu_after: f64 = servers.iter().map(Server::cpu_secs).sum();
+    let (load_after, db_after) = (support::cpu_secs(), pg.map(Postgres::cpu_secs));
     latencies.sort();
     let n = latencies.len();
     Load {
@@ -267,6 +275,8 @@ async fn drive(servers: &[Server], conns: usize, ts: i64, requests: Arc<Vec<Sign
         p50_ms: latencies[n / 2].as_secs_f64() * 1e3,
         p99_ms: latencies[n * 99 / 100].as_secs_f64() * 1e3,
         server_cores: (cpu_after - cpu_before) / elapsed,
+        load_cores: (load_after - load_before) / elapsed,
+        db_cores: db_after.zip(db_before).map(|(a, b)| (a - b) / elapsed),
     }
 }
 
@@ -275,6 +285,7 @@ async fn drive(servers: &[Server], conns: usize, ts: i64, requests: Arc<Vec<Sign
 async fn intake(
     dir: &Path,
     url: &str,
+    pg: Option<&Postgres>,
     n: usize,
     conns: usize,
     instances: usize,
@@ -284,7 +295,7 @@ async fn intake(
         .map(|k| Server::start(dir, &format!("serve{k}"), url, secret))
         .collect();
     let (ts, requests) = signed(secret, n);
-    let load = drive(&servers, conns, ts, requests).await;
+    let load = drive(&servers, pg, conns, ts, requests).await;
     let rss = servers.iter().map(Server::peak_rss_mib).fold(0.0, f64::max);
     for s in servers {
         s.stop();
@@ -511,6 +522,8 @@ struct Row {
     p50: f64,
     p99: f64,
     cores: f64,
+    load: f64,
+    db: Option<f64>,
     rss: f64,
 }
 
@@ -521,22 +534,37 @@ fn row(what: String, loads: Vec<(Load, f64)>) -> Row {
         p50: med(loads.iter().map(|l| l.0.p50_ms).collect()),
         p99: med(loads.iter().map(|l| l.0.p99_ms).collect()),
         cores: med(loads.iter().map(|l| l.0.server_cores).collect()),
+        load: med(loads.iter().map(|l| l.0.load_cores).collect()),
+        db: loads[0]
+            .0
+            .db_cores
+            .map(|_| med(loads.iter().filter_map(|l| l.0.db_cores).collect())),
         rss: med(loads.iter().map(|l| l.1).collect()),
     }
 }
 
 fn table(rows: &[Row], refs: &[(String, f64)], compare: &[(usize, usize)]) -> String {
-    let mut t = String::from(
-        "| what | callbacks/s | p50 | p99 | server CPU | server peak RSS |\n|---|---|---|---|---|---|\n",
+    // The CPU columns show where the machine's cores went while the load ran.
+    let pg = rows.iter().any(|r| r.db.is_some());
+    let (db_head, db_rule) = if pg {
+        (" PostgreSQL CPU |", "---|")
+    } else {
+        ("", "")
+    };
+    let mut t = format!(
+        "| what | callbacks/s | p50 | p99 | server CPU | load CPU |{db_head} server peak RSS |\n\
+         |---|---|---|---|---|---|{db_rule}---|\n"
     );
     for r in rows {
+        let db = r.db.map_or(String::new(), |c| format!(" {c:.2} cores |"));
         t += &format!(
-            "| {} | **{:.0}** | {:.1} ms | {:.1} ms | {:.2} cores | {:.0} MiB |\n",
-            r.what, r.per_sec, r.p50, r.p99, r.cores, r.rss
+            "| {} | **{:.0}** | {:.1} ms | {:.1} ms | {:.2} cores | {:.2} cores |{db} {:.0} MiB |\n",
+            r.what, r.per_sec, r.p50, r.p99, r.cores, r.load, r.rss
         );
     }
     for (what, v) in refs {
-        t += &format!("| {what} | {v:.0} | | | | |\n");
+        let empty = if pg { " |" } else { "" };
+        t += &format!("| {what} | {v:.0} | | | | |{empty} |\n");
     }
     t += "\n| ratio | |\n|---|---|\n";
     for &(r, f) in compare {
@@ -572,10 +600,10 @@ fn main() {
                     let dir = tempfile::tempdir().unwrap();
                     let url = sqlite_url(&dir.path().join("reckon.db"));
                     prepare(&url, n).await;
-                    let (load, rss) = intake(dir.path(), &url, n, conns, 1, &secret).await;
+                    let (load, rss) = intake(dir.path(), &url, None, n, conns, 1, &secret).await;
                     println!(
-                        "round {round}: SQLite, {conns} connections: {:.0}/s, p99 {:.1} ms, server {:.2} cores",
-                        load.per_sec, load.p99_ms, load.server_cores
+                        "round {round}: SQLite, {conns} connections: {:.0}/s, p99 {:.1} ms, server {:.2} cores, load {:.2} cores",
+                        load.per_sec, load.p99_ms, load.server_cores, load.load_cores
                     );
                     loads[k].push((load, rss));
                 }
@@ -626,10 +654,10 @@ fn main() {
             for round in 0..rounds {
                 for (instances, into) in [(1, &mut one), (2, &mut two)] {
                     let url = pg.create("intake", Some("seeded")).await;
-                    let (load, rss) = intake(dir.path(), &url, n, conns, instances, &secret).await;
+                    let (load, rss) = intake(dir.path(), &url, Some(&pg), n, conns, instances, &secret).await;
                     println!(
-                        "round {round}: PostgreSQL, {instances} instance(s), {conns} connections: {:.0}/s, p99 {:.1} ms, servers {:.2} cores",
-                        load.per_sec, load.p99_ms, load.server_cores
+                        "round {round}: PostgreSQL, {instances} instance(s), {conns} connections: {:.0}/s, p99 {:.1} ms, servers {:.2} cores, PostgreSQL {:.2} cores, load {:.2} cores",
+                        load.per_sec, load.p99_ms, load.server_cores, load.db_cores.unwrap_or(0.0), load.load_cores
                     );
                     into.push((load, rss));
                 }

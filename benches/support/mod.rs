@@ -62,21 +62,34 @@ pub fn peak_rss_mib() -> f64 {
 }
 
 /// CPU time the process has used so far (user + system, every thread),
-/// seconds: from `/proc/self/stat`, in the kernel's clock ticks.
-#[allow(dead_code)] // only the reconciliation bench counts it
+/// seconds.
+#[allow(dead_code)] // the reconciliation and intake benches only
 pub fn cpu_secs() -> f64 {
+    cpu_secs_of("self").unwrap_or(0.0)
+}
+
+/// CPU time process `pid` has used so far (user + system, every thread),
+/// seconds: from `/proc/PID/stat`, in the kernel's clock ticks; `None` once
+/// it is gone.
+#[allow(dead_code)] // the reconciliation and intake benches only
+pub fn cpu_secs_of(pid: impl std::fmt::Display) -> Option<f64> {
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            // Fields after the command's closing parenthesis: utime and
-            // stime are the 12th and 13th of those.
-            let rest = &s[s.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            Some(f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?)
-        })
-        .map(|t| t / ticks)
-        .unwrap_or(0.0)
+    let f = stat_fields(pid)?;
+    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / ticks)
+}
+
+/// The parent of process `pid`.
+#[allow(dead_code)] // the intake bench only
+pub fn parent_of(pid: impl std::fmt::Display) -> Option<u32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// The fields of `/proc/PID/stat` after the command's closing parenthesis
+/// (state, parent, …; utime and stime are the 12th and 13th).
+fn stat_fields(pid: impl std::fmt::Display) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
 /// Replaces (or appends) one `## ` section of BENCHMARKS.md.

@@ -108,6 +108,28 @@ impl Postgres {
         self.url(name)
     }
 
+    /// CPU seconds the cluster's processes have used (user + system): the
+    /// postmaster and its children now running (a backend that ended is
+    /// not counted, so read it around work whose connections stay open).
+    pub fn cpu_secs(&self) -> f64 {
+        let pid_file = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).unwrap();
+        let postmaster: u32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        let mut total = super::cpu_secs_of(postmaster).unwrap_or(0.0);
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if super::parent_of(pid) == Some(postmaster) {
+                total += super::cpu_secs_of(pid).unwrap_or(0.0);
+            }
+        }
+        total
+    }
+
     /// The cluster's directory (its `server.log` is there).
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -316,11 +316,11 @@ fn at_once<F: Future>(f: F) -> Option<F::Output> {
 #[cfg(test)]
 mod tests {
     use super::{Arg, Cell, Direct, Statements};
+    use std::path::PathBuf;
 
-    /// The same statement text returns the same rows on both connections,
-    /// and a failed piece of work leaves nothing behind.
-    #[tokio::test]
-    async fn both_connections_run_one_text_and_a_failed_write_leaves_nothing() {
+    /// A SQLite file in a directory of its own, with `table` made through
+    /// an `Any` connection, which stays open.
+    async fn file_with(table: &str) -> (tempfile::TempDir, PathBuf, sqlx::AnyConnection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
         let url = format!("sqlite://{}?mode=rwc", path.display());
@@ -328,12 +328,16 @@ mod tests {
         let mut any = <sqlx::AnyConnection as sqlx::Connection>::connect(&url)
             .await
             .unwrap();
-        any.execute(
-            "CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, b BLOB)",
-            &[],
-        )
-        .await
-        .unwrap();
+        any.execute(table, &[]).await.unwrap();
+        (dir, path, any)
+    }
+
+    /// The same statement text returns the same rows on both connections,
+    /// and a failed piece of work leaves nothing behind.
+    #[tokio::test]
+    async fn both_connections_run_one_text_and_a_failed_write_leaves_nothing() {
+        let (_dir, path, mut any) =
+            file_with("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, b BLOB)").await;
         let mut direct = Direct::new(&path);
         let n = direct
             .write(async |d| {
@@ -382,16 +386,7 @@ mod tests {
     /// written, and every row is still there.
     #[tokio::test]
     async fn the_log_starts_over_under_a_steady_stream_of_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.db");
-        let url = format!("sqlite://{}?mode=rwc", path.display());
-        sqlx::any::install_default_drivers();
-        let mut any = <sqlx::AnyConnection as sqlx::Connection>::connect(&url)
-            .await
-            .unwrap();
-        any.execute("CREATE TABLE t (k TEXT PRIMARY KEY, b BLOB)", &[])
-            .await
-            .unwrap();
+        let (_dir, path, mut any) = file_with("CREATE TABLE t (k TEXT PRIMARY KEY, b BLOB)").await;
         let wal = super::super::wal_of(&path);
         let blob = vec![7u8; 3000];
         let (writes, rows) = (3_000u32, 4u32);

@@ -156,10 +156,10 @@ pub struct DirectTx {
 }
 
 /// The writer checkpoints the log itself once it passes this many pages
-/// (16 MiB), right after a commit, so its next transaction can start the log
-/// over. Under a steady stream of batches the background checkpoint never
-/// catches up with the last commit, and the log only grew (400 MB for
-/// 20,000 callbacks: without bound under a sustained load).
+/// (about 16 MB), right after a commit, so its next transaction can start
+/// the log over: under a steady stream of batches the background checkpoint
+/// never catches up with the last commit, and the log grew without bound.
+/// The commit that does it takes some milliseconds more (BENCHMARKS).
 pub(crate) const DIRECT_CHECKPOINT_PAGES: u64 = 4000;
 
 fn sqlite_error(e: rusqlite::Error) -> sqlx::Error {

@@ -183,8 +183,8 @@ impl Db {
             })
             .acquire_timeout(Duration::from_secs(5))
             // An embedded SQLite connection cannot have been closed by a
-            // server: testing it at each acquire was a round trip to its
-            // worker thread (2.6% of the server's CPU under callbacks).
+            // server: testing it at each acquire is a round trip to its
+            // worker thread for nothing.
             .test_before_acquire(kind == DbKind::Postgres)
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {

@@ -92,6 +92,27 @@ pub trait Statements {
     ) -> impl Future<Output = sqlx::Result<Vec<Vec<Cell>>>> + Send;
 }
 
+/// `{head} VALUES (…), (…)` for `rows`: each row's `values`, then the SQL
+/// `constants` (`, 'PENDING', 0`, or nothing), in chunks the statement cache
+/// keeps ([`super::cached_chunks`]).
+pub async fn insert_rows<T, const N: usize>(
+    conn: &mut impl Statements,
+    head: &str,
+    constants: &str,
+    rows: &[T],
+    values: impl Fn(&T) -> [Arg<'_>; N],
+) -> sqlx::Result<()> {
+    for chunk in super::cached_chunks(rows, super::ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "{head} VALUES {}",
+            super::Marks::for_kind(conn.kind()).rows(chunk.len(), N, constants)
+        );
+        let args: Vec<Arg> = chunk.iter().flat_map(&values).collect();
+        conn.execute(&sql, &args).await?;
+    }
+    Ok(())
+}
+
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 impl<'q> Arg<'q> {

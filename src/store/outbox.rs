@@ -1,7 +1,7 @@
 //! The `outbox_events` and `outbox_deliveries` tables: messages written in
 //! the same transaction as the change they announce, delivered later.
 
-use crate::store::batch::{Arg, Statements};
+use crate::store::batch::{Statements, insert_rows};
 use sqlx::{Any, Executor};
 
 pub struct NewEvent<'a> {
@@ -156,63 +156,50 @@ pub async fn oldest_pending<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::R
     .await
 }
 
-/// Many events in one statement, each with a delivery row per sink that
-/// wants its event type.
+/// Many events, each with a delivery row per sink that wants its event
+/// type, by multi-row statements.
 pub async fn insert_events_many(
     conn: &mut impl Statements,
     events: &[NewEvent<'_>],
     sinks: &[super::sinks::Route],
 ) -> sqlx::Result<()> {
-    for chunk in crate::store::cached_chunks(events, crate::store::ROWS_PER_STATEMENT) {
-        events_chunk(&mut *conn, chunk, sinks).await?;
-    }
-    Ok(())
-}
-
-async fn events_chunk(
-    conn: &mut impl Statements,
-    events: &[NewEvent<'_>],
-    sinks: &[super::sinks::Route],
-) -> sqlx::Result<()> {
-    let sql = format!(
-        "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) \
-         VALUES {}",
-        crate::store::Marks::for_kind(conn.kind()).rows(events.len(), 7, "")
-    );
-    let mut args: Vec<Arg> = Vec::with_capacity(events.len() * 7);
-    for ev in events {
-        args.extend::<[Arg; 7]>([
-            ev.message_id.into(),
-            ev.aggregate_type.into(),
-            ev.aggregate_id.into(),
-            ev.event_type.into(),
-            ev.payload.into(),
-            ev.now.into(),
-            ev.now.into(),
-        ]);
-    }
-    conn.execute(&sql, &args).await?;
+    insert_rows(
+        &mut *conn,
+        "INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at)",
+        "",
+        events,
+        |ev| {
+            [
+                ev.message_id.into(),
+                ev.aggregate_type.into(),
+                ev.aggregate_id.into(),
+                ev.event_type.into(),
+                ev.payload.into(),
+                ev.now.into(),
+                ev.now.into(),
+            ]
+        },
+    )
+    .await?;
     for sink in sinks {
         let wanted: Vec<&NewEvent> = events
             .iter()
             .filter(|ev| sink.wants(ev.event_type))
             .collect();
-        if wanted.is_empty() {
-            continue;
-        }
-        let sql = format!(
-            "INSERT INTO outbox_deliveries (message_id, sink, next_attempt_at, status, attempts) VALUES {}",
-            crate::store::Marks::for_kind(conn.kind()).rows(wanted.len(), 3, ", 'PENDING', 0")
-        );
-        let mut args: Vec<Arg> = Vec::with_capacity(wanted.len() * 3);
-        for ev in wanted {
-            args.extend::<[Arg; 3]>([
-                ev.message_id.into(),
-                sink.name.as_str().into(),
-                ev.now.into(),
-            ]);
-        }
-        conn.execute(&sql, &args).await?;
+        insert_rows(
+            &mut *conn,
+            "INSERT INTO outbox_deliveries (message_id, sink, next_attempt_at, status, attempts)",
+            ", 'PENDING', 0",
+            &wanted,
+            |ev| {
+                [
+                    ev.message_id.into(),
+                    sink.name.as_str().into(),
+                    ev.now.into(),
+                ]
+            },
+        )
+        .await?;
     }
     Ok(())
 }

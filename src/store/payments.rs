@@ -1,7 +1,7 @@
 //! The `payments`, `payment_effects` and `payment_status_history` tables.
 
 use crate::domain::PaymentStatus;
-use crate::store::batch::{Arg, Cell, Statements};
+use crate::store::batch::{Arg, Cell, Statements, insert_rows};
 use sqlx::{Any, Executor};
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
@@ -414,46 +414,44 @@ pub async fn insert_effects(
     effects: &[(&str, &str)],
     now: i64,
 ) -> sqlx::Result<()> {
-    for chunk in crate::store::cached_chunks(effects, crate::store::ROWS_PER_STATEMENT) {
-        let sql = format!(
-            "INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at) VALUES {}",
-            crate::store::Marks::for_kind(conn.kind()).rows(chunk.len(), 4, "")
-        );
-        let ids: Vec<String> = chunk
-            .iter()
-            .map(|_| uuid::Uuid::now_v7().to_string())
-            .collect();
-        let mut args: Vec<Arg> = Vec::with_capacity(chunk.len() * 4);
-        for ((payment_no, effect_type), id) in chunk.iter().zip(&ids) {
-            args.extend::<[Arg; 4]>([
+    let rows: Vec<(String, &str, &str)> = effects
+        .iter()
+        .map(|&(payment_no, effect_type)| {
+            (uuid::Uuid::now_v7().to_string(), payment_no, effect_type)
+        })
+        .collect();
+    insert_rows(
+        conn,
+        "INSERT INTO payment_effects (effect_id, payment_no, effect_type, created_at)",
+        "",
+        &rows,
+        |(id, payment_no, effect_type)| {
+            [
                 id.as_str().into(),
                 (*payment_no).into(),
                 (*effect_type).into(),
                 now.into(),
-            ]);
-        }
-        conn.execute(&sql, &args).await?;
-    }
-    Ok(())
+            ]
+        },
+    )
+    .await
 }
 
 pub async fn insert_history_many(
     conn: &mut impl Statements,
     entries: &[HistoryEntry<'_>],
 ) -> sqlx::Result<()> {
-    for chunk in crate::store::cached_chunks(entries, crate::store::ROWS_PER_STATEMENT) {
-        let sql = format!(
-            "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at) \
-             VALUES {}",
-            crate::store::Marks::for_kind(conn.kind()).rows(chunk.len(), 8, "")
-        );
-        let ids: Vec<String> = chunk
-            .iter()
-            .map(|_| uuid::Uuid::now_v7().to_string())
-            .collect();
-        let mut args: Vec<Arg> = Vec::with_capacity(chunk.len() * 8);
-        for (h, id) in chunk.iter().zip(&ids) {
-            args.extend::<[Arg; 8]>([
+    let rows: Vec<(String, &HistoryEntry)> = entries
+        .iter()
+        .map(|h| (uuid::Uuid::now_v7().to_string(), h))
+        .collect();
+    insert_rows(
+        conn,
+        "INSERT INTO payment_status_history (id, payment_no, from_status, to_status, source, evidence_ref, trace_id, at)",
+        "",
+        &rows,
+        |(id, h)| {
+            [
                 id.as_str().into(),
                 h.payment_no.into(),
                 h.from.into(),
@@ -462,11 +460,10 @@ pub async fn insert_history_many(
                 h.evidence.into(),
                 h.trace_id.into(),
                 h.at.into(),
-            ]);
-        }
-        conn.execute(&sql, &args).await?;
-    }
-    Ok(())
+            ]
+        },
+    )
+    .await
 }
 
 // ---- Triage and the console (issue 25, r25-triage) --------------------------

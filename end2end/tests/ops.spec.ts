@@ -111,6 +111,9 @@ test('a statement uploaded in the console completes with its counts, and the das
   await page.setInputFiles('#u-file', { name: `sandbox-${t}.csv`, mimeType: 'text/csv', buffer: Buffer.from(csv) });
   await page.click('#u-submit');
   await expect(page).toHaveURL(/\/runs\?run=RUN/);
+  // The upload's redirect is a full page load: the page follows the run
+  // only once hydrated.
+  await hydrated(page);
   const run = new URL(page.url()).searchParams.get('run')!;
   const row = page.locator(`#runs tr[data-run="${run}"]`);
   await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });

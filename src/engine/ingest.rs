@@ -31,6 +31,22 @@ const UNSYNCED_BATCHES: usize = 8;
 /// Intake writers on PostgreSQL, each holding one connection of the pool.
 pub(super) const POSTGRES_WRITERS: usize = 4;
 
+/// A writer's hold on the queue while its batch is written.
+type Turn<'a> = Option<tokio::sync::MutexGuard<'a, mpsc::Receiver<Job>>>;
+
+/// What a transaction on the pool's connection writes of a batch.
+enum OnPool<'f, 't, 'q> {
+    /// All of it (PostgreSQL): `fast` by multi-row statements first; the
+    /// writer's `turn` is let go before the commit.
+    Whole {
+        fast: &'f [usize],
+        turn: &'t mut Turn<'q>,
+    },
+    /// What the direct connection left (SQLite); the syncer syncs the log
+    /// after the commit.
+    Rest,
+}
+
 /// A verified callback, owned, ready to store.
 pub(super) struct Incoming {
     pub id: String,
@@ -87,8 +103,10 @@ impl Engine {
 
     /// A writer: forever, take what is queued (up to `MAX_BATCH`) and
     /// write it in one transaction. On PostgreSQL several writers share the
-    /// queue, each on its own connection, so one batch is gathered and
-    /// written while another commits. On SQLite (one writer) the commit
+    /// queue, each on its own connection: one writes its batch's statements
+    /// while the next batch gathers, and earlier ones commit. (Writers that
+    /// each took the queue as soon as it was free wrote batches of 3 or 4 and
+    /// spent the database's CPU on round trips.) On SQLite (one writer) the commit
     /// does not wait for the disk: the batch goes to [`answer_when_durable`],
     /// which answers it after the log is synced, while the writer goes on
     /// with the next batch.
@@ -118,20 +136,21 @@ impl Engine {
         let mut conn: Option<PoolConnection<Any>> = None;
         let mut direct = file.as_deref().map(Direct::new);
         loop {
-            let mut batch = {
-                let mut rx = rx.lock().await;
-                let Some(first) = rx.recv().await else {
-                    break;
-                };
-                let mut batch = vec![first];
-                while batch.len() < MAX_BATCH {
-                    match rx.try_recv() {
-                        Ok(job) => batch.push(job),
-                        Err(_) => break,
-                    }
-                }
-                batch
+            let mut queue = rx.lock().await;
+            let Some(first) = queue.recv().await else {
+                break;
             };
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
+            }
+            // The queue stays this writer's until its batch's statements are
+            // written: the next batch gathers meanwhile, and is taken whole
+            // while this one commits (see `write_on_pool`).
+            let mut turn = Some(queue);
             // One lock order for every writer: fewer deadlocks on PostgreSQL.
             batch.sort_by(|a, b| {
                 a.incoming
@@ -143,8 +162,9 @@ impl Engine {
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
             let mut written = self
-                .write_batch(&mut conn, direct.as_mut(), &incoming)
+                .write_batch(&mut conn, direct.as_mut(), &incoming, &mut turn)
                 .await;
+            drop(turn);
             // Two writers' batches that name one payment can deadlock on
             // PostgreSQL; the one it cancels is written again.
             for _ in 0..2 {
@@ -152,7 +172,7 @@ impl Engine {
                     Err(e) if retryable(e) => {
                         tracing::warn!(error = %e, "intake batch written again");
                         written = self
-                            .write_batch(&mut conn, direct.as_mut(), &incoming)
+                            .write_batch(&mut conn, direct.as_mut(), &incoming, &mut None)
                             .await;
                     }
                     _ => break,
@@ -213,6 +233,7 @@ impl Engine {
         conn: &mut Option<PoolConnection<Any>>,
         direct: Option<&mut Direct>,
         batch: &[&Incoming],
+        turn: &mut Turn<'_>,
     ) -> sqlx::Result<Vec<Result<Ingested, String>>> {
         let now = self.now();
         let t0 = std::time::Instant::now();
@@ -220,7 +241,8 @@ impl Engine {
             (0..batch.len()).map(|_| None).collect();
         let fast = fast_of(batch);
         let Some(direct) = direct else {
-            self.write_on_pool(conn, batch, Some(&fast), &mut results, now, false)
+            let whole = OnPool::Whole { fast: &fast, turn };
+            self.write_on_pool(conn, batch, whole, &mut results, now)
                 .await?;
             return Ok(finished(results));
         };
@@ -244,7 +266,7 @@ impl Engine {
             // What the writer's own connection committed stays answered as
             // such whatever happens here.
             if let Err(e) = self
-                .write_on_pool(conn, batch, None, &mut results, now, true)
+                .write_on_pool(conn, batch, OnPool::Rest, &mut results, now)
                 .await
             {
                 if let Some(c) = conn.take() {
@@ -267,18 +289,21 @@ impl Engine {
     }
 
     /// The callbacks of the batch still without a result, in one
-    /// transaction on the pool's connection: `fast` ones first in a few
-    /// multi-row statements, the rest one by one, each in its own savepoint.
-    /// `synced_after`: the syncer syncs the log after the commit.
+    /// transaction on the pool's connection: on [`OnPool::Whole`] the `fast`
+    /// ones first in a few multi-row statements, then the rest one by one,
+    /// each in its own savepoint.
     async fn write_on_pool(
         &self,
         conn: &mut Option<PoolConnection<Any>>,
         batch: &[&Incoming],
-        fast: Option<&[usize]>,
+        part: OnPool<'_, '_, '_>,
         results: &mut [Option<Result<Ingested, String>>],
         now: i64,
-        synced_after: bool,
     ) -> sqlx::Result<()> {
+        let (fast, turn, synced_after) = match part {
+            OnPool::Whole { fast, turn } => (Some(fast), Some(turn), false),
+            OnPool::Rest => (None, None, true),
+        };
         let conn = match conn {
             Some(c) => c,
             None => {
@@ -336,6 +361,8 @@ impl Engine {
             }
         }
         let written = t0.elapsed();
+        // The next writer takes what queued meanwhile while this one commits.
+        drop(turn.and_then(Option::take));
         tx.commit().await?;
         tracing::debug!(
             size = batch.len(),

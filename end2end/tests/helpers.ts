@@ -16,6 +16,20 @@ export async function signIn(page: Page, username: string, password: string, opt
   await page.click('#sign-in');
 }
 
+/**
+ * After a statement upload: the runs page it redirected to, followed until
+ * the run completes. The redirect is a full page load, and the page polls
+ * the run only once hydrated. Returns the run's id.
+ */
+export async function uploadedRunCompletes(page: Page) {
+  await expect(page).toHaveURL(/\/runs\?run=RUN/);
+  await hydrated(page);
+  const run = new URL(page.url()).searchParams.get('run')!;
+  const row = page.locator(`#runs tr[data-run="${run}"]`);
+  await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });
+  return run;
+}
+
 export function unique(prefix: string) {
   return `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`;
 }

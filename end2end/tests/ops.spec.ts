@@ -1,6 +1,6 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
-import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, uploadedRunCompletes } from './helpers';
 
 // The server runs with RECKON_CALLBACK_MAX_TRIES=1 (a callback that fails
 // once is DEAD) and the sandbox provider as its own process.
@@ -110,13 +110,8 @@ test('a statement uploaded in the console completes with its counts, and the das
   await page.fill('#u-day', yesterday());
   await page.setInputFiles('#u-file', { name: `sandbox-${t}.csv`, mimeType: 'text/csv', buffer: Buffer.from(csv) });
   await page.click('#u-submit');
-  await expect(page).toHaveURL(/\/runs\?run=RUN/);
-  // The upload's redirect is a full page load: the page follows the run
-  // only once hydrated.
-  await hydrated(page);
-  const run = new URL(page.url()).searchParams.get('run')!;
+  const run = await uploadedRunCompletes(page);
   const row = page.locator(`#runs tr[data-run="${run}"]`);
-  await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });
   await expect(row.locator('td.rows')).toHaveText('4');
   await expect(row.locator('[data-class="MATCHED"] strong')).toHaveText('1');
   await expect(row.locator('[data-class="PROVIDER_ONLY"] strong')).toHaveText('2');

@@ -3,8 +3,8 @@
 //! PENDING, attempts 0, due now; the message id kept), and the
 //! `outbox_jobs` / `outbox_job_items` tables of bulk resends and recovers.
 
+use super::Db;
 use super::lists::{After, finish};
-use super::{Db, Marks};
 use sqlx::{Any, AnyConnection, Executor, QueryBuilder};
 
 /// Attempts kept per (message, sink): the relay's whole schedule (12) and
@@ -295,19 +295,22 @@ pub async fn insert_job(
     .bind(j.now)
     .execute(&mut *conn)
     .await?;
-    for (n, chunk) in items.chunks(super::ROWS_PER_STATEMENT).enumerate() {
-        let sql = format!(
-            "INSERT INTO outbox_job_items (job_id, seq, message_id, sink, status) VALUES {}",
-            Marks::for_conn(conn).rows(chunk.len(), 4, ", 'PENDING'")
-        );
-        let mut q = sqlx::query(&sql);
-        for (i, (message_id, sink)) in chunk.iter().enumerate() {
-            let seq = (n * super::ROWS_PER_STATEMENT + i) as i64;
-            q = q.bind(j.job_id).bind(seq).bind(message_id).bind(sink);
-        }
-        q.execute(&mut *conn).await?;
-    }
-    Ok(())
+    let numbered: Vec<(i64, &(String, String))> = (0..).zip(items).collect();
+    super::batch::insert_rows(
+        conn,
+        "INSERT INTO outbox_job_items (job_id, seq, message_id, sink, status)",
+        ", 'PENDING'",
+        &numbered,
+        |(seq, (message_id, sink))| {
+            [
+                j.job_id.into(),
+                (*seq).into(),
+                message_id.as_str().into(),
+                sink.as_str().into(),
+            ]
+        },
+    )
+    .await
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]

@@ -43,25 +43,27 @@ pub async fn schedule_many(
     run_at: i64,
     now: i64,
 ) -> sqlx::Result<()> {
-    for chunk in payment_nos.chunks(crate::store::ROWS_PER_STATEMENT) {
-        let sql = format!(
-            "INSERT INTO provider_tasks (task_id, kind, payment_no, next_run_at, created_at, updated_at, status, attempts) \
-             VALUES {}",
-            crate::store::Marks::for_conn(conn).rows(chunk.len(), 6, ", 'PENDING', 0")
-        );
-        let mut q = sqlx::query(&sql);
-        for payment_no in chunk {
-            q = q
-                .bind(uuid::Uuid::now_v7().to_string())
-                .bind(kind)
-                .bind(*payment_no)
-                .bind(run_at)
-                .bind(now)
-                .bind(now);
-        }
-        q.execute(&mut *conn).await?;
-    }
-    Ok(())
+    let tasks: Vec<(String, &str)> = payment_nos
+        .iter()
+        .map(|&no| (uuid::Uuid::now_v7().to_string(), no))
+        .collect();
+    super::batch::insert_rows(
+        conn,
+        "INSERT INTO provider_tasks (task_id, kind, payment_no, next_run_at, created_at, updated_at, status, attempts)",
+        ", 'PENDING', 0",
+        &tasks,
+        |(id, no)| {
+            [
+                id.as_str().into(),
+                kind.into(),
+                (*no).into(),
+                run_at.into(),
+                now.into(),
+                now.into(),
+            ]
+        },
+    )
+    .await
 }
 
 /// A refund task: `refund_no` names the refund.

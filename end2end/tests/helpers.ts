@@ -17,6 +17,16 @@ export async function signIn(page: Page, username: string, password: string, opt
 }
 
 /**
+ * Switches the console's language with the header's switch and waits until
+ * the page is in `to`: a navigation started before the switch answered
+ * would cancel it (and leave the language for the tests after).
+ */
+export async function switchLanguage(page: Page, to: 'zh-CN' | 'en') {
+  await page.click('#lang-switch');
+  await expect(page.locator('html')).toHaveAttribute('lang', to);
+}
+
+/**
  * After a statement upload: the runs page it redirected to, followed until
  * the run completes. The redirect is a full page load, and the page polls
  * the run only once hydrated. Returns the run's id.

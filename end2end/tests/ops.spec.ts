@@ -1,6 +1,6 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
-import { ADMIN_PASSWORD, hydrated, signIn, uploadedRunCompletes } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, switchLanguage, uploadedRunCompletes } from './helpers';
 
 // The server runs with RECKON_CALLBACK_MAX_TRIES=1 (a callback that fails
 // once is DEAD) and the sandbox provider as its own process.
@@ -218,7 +218,7 @@ test.describe('without JavaScript', () => {
 
     // 中文: the same pages in the other language.
     await page.goto('/');
-    await page.click('#lang-switch');
+    await switchLanguage(page, 'zh-CN');
     await page.goto('/');
     await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
     await expect(page.locator('h1')).toContainText('总览');
@@ -227,6 +227,6 @@ test.describe('without JavaScript', () => {
     await expect(page.locator('h1')).toHaveText('回调');
     await page.goto('/runs');
     await expect(page.locator('h1')).toHaveText('对账批次');
-    await page.click('#lang-switch');
+    await switchLanguage(page, 'en');
   });
 });

@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { ADMIN_PASSWORD, signIn } from './helpers';
+import { ADMIN_PASSWORD, signIn, switchLanguage } from './helpers';
 
 // A webhook signed ten minutes ago reaches the sandbox account's route:
 // refused, kept with its diagnosis, and shown on the refused webhooks page
@@ -44,7 +44,7 @@ test.describe('refused webhooks', () => {
 
     // 中文
     await page.goto('/');
-    await page.click('#lang-switch');
+    await switchLanguage(page, 'zh-CN');
     try {
       await page.goto('/refused');
       await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
@@ -54,7 +54,7 @@ test.describe('refused webhooks', () => {
       await expect(page.locator('#nav-refused')).toHaveText('被拒回调');
     } finally {
       await page.goto('/');
-      await page.click('#lang-switch');
+      await switchLanguage(page, 'en');
     }
   });
 });

@@ -89,6 +89,7 @@ pub async fn history(engine: Engine, sandbox: SandboxServer) -> anyhow::Result<(
                     source: Source::Callback,
                     evidence: "demo history".into(),
                     trace_id: format!("hist{n}"),
+                    paid_at: None,
                 };
                 past.apply(&outcome).await?;
             } else if i % 24 == 5 {

@@ -50,6 +50,11 @@ pub struct Outcome {
     /// What proves it: a callback row id, a query task id, a proposal id.
     pub evidence: String,
     pub trace_id: String,
+    /// When the money was taken, if a move to SUCCEEDED is not to take the
+    /// time it happens: a manual fix records the provider's own time (its
+    /// statement's), so the payment belongs to the business day whose
+    /// statement lists it. Every other source says `None`.
+    pub paid_at: Option<i64>,
 }
 
 /// What `apply` did.
@@ -286,8 +291,10 @@ pub async fn apply_many(
     let mut moved_rows = Vec::new();
     for target in PaymentStatus::ALL {
         let predecessors = PaymentStatus::apply_predecessors(target);
+        // An outcome with a time of its own is left to `apply_in`: the
+        // batch's statement stamps the moment of the move.
         let idxs: Vec<usize> = (0..outcomes.len())
-            .filter(|&i| outcomes[i].target == target)
+            .filter(|&i| outcomes[i].target == target && outcomes[i].paid_at.is_none())
             .collect();
         if idxs.is_empty() || predecessors.is_empty() {
             continue;
@@ -327,6 +334,7 @@ fn move_of(o: &Outcome) -> payments::Move<'_> {
         target: o.target,
         amount_minor: o.money.minor,
         currency: o.money.currency.code(),
+        paid_at: o.paid_at,
     }
 }
 

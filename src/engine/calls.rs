@@ -245,6 +245,7 @@ impl Engine {
             source,
             evidence: task.task_id.clone(),
             trace_id: trace_id.clone(),
+            paid_at: None,
         };
 
         if task.kind == tasks::CREATE {

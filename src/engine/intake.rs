@@ -512,6 +512,7 @@ pub fn notice_outcome(
         source: Source::Callback,
         evidence: evidence.to_owned(),
         trace_id: trace_id.to_owned(),
+        paid_at: None,
     }
 }
 
@@ -533,6 +534,7 @@ pub fn view_outcome(
         source,
         evidence: evidence.to_owned(),
         trace_id: uuid::Uuid::new_v4().simple().to_string(),
+        paid_at: None,
     }
 }
 

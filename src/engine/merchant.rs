@@ -377,6 +377,7 @@ impl Engine {
             source: Source::Merchant,
             evidence: "merchant close".into(),
             trace_id: uuid::Uuid::new_v4().simple().to_string(),
+            paid_at: None,
         };
         Ok(self.apply(&outcome).await?)
     }

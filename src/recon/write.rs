@@ -285,14 +285,15 @@ async fn send_batch(
     }
     // What some findings do besides their ticket: holds (one statement
     // per reason and chunk) and a critical alert for each LOCAL_ONLY.
-    let mut holds: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut holds: Vec<(String, String, Vec<String>)> = Vec::new();
     let mut alerts: Vec<(String, Option<String>, String)> = Vec::new();
     for (key, f) in &keyed {
         if !f.hold.is_empty() {
-            holds
-                .entry(format!("{} in {provider}'s statement of {date}", f.class))
-                .or_default()
-                .extend(f.hold.iter().cloned());
+            holds.push((
+                key.clone(),
+                format!("{} in {provider}'s statement of {date}", f.class),
+                f.hold.clone(),
+            ));
         }
         if f.class == Class::LocalOnly {
             alerts.push((
@@ -310,11 +311,26 @@ async fn send_batch(
         return Ok(());
     }
     let alerts_logged = alerts_logged.clone();
+    let kind = engine.db.kind;
     pipe.send(op(move |conn| {
         Box::pin(async move {
-            for (reason, payment_nos) in &holds {
-                let nos: Vec<&str> = payment_nos.iter().map(String::as_str).collect();
-                payments::hold_many(conn, &nos, reason, now).await?;
+            // A cause whose ticket is closed was decided: a re-run finding
+            // it again (the same statement run twice, a corrected one) holds
+            // nothing a person released. Its alert, raised once per key,
+            // is not raised again either.
+            let keys: Vec<&str> = holds.iter().map(|(key, _, _)| key.as_str()).collect();
+            let decided = tickets::closed_among(conn, kind, &keys).await?;
+            let mut by_reason: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for (key, reason, payment_nos) in &holds {
+                if !decided.contains(key) {
+                    by_reason
+                        .entry(reason)
+                        .or_default()
+                        .extend(payment_nos.iter().map(String::as_str));
+                }
+            }
+            for (reason, nos) in &by_reason {
+                payments::hold_many(conn, nos, reason, now).await?;
             }
             let alerts: Vec<alerts::NewAlert> = alerts
                 .iter()

@@ -134,11 +134,15 @@ pub struct Move<'a> {
     pub target: PaymentStatus,
     pub amount_minor: i64,
     pub currency: &'a str,
+    /// When it was paid, if not now (only [`guarded_move`] reads it).
+    pub paid_at: Option<i64>,
 }
 
 /// The one statement that changes a payment's status: it succeeds only from
 /// an allowed predecessor and only when provider, amount, currency and
 /// transaction id agree; it binds the transaction id when none was known.
+/// A move to SUCCEEDED stamps `paid_at` once: the move's own time if given
+/// (`m.paid_at`), else now.
 pub async fn guarded_move<'e>(
     e: impl Executor<'e, Database = Any>,
     m: &Move<'_>,
@@ -154,7 +158,7 @@ pub async fn guarded_move<'e>(
     let sql = format!(
         "UPDATE payments SET prev_status = status, status = $1, \
            provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3, \
-           paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(paid_at, $3) ELSE paid_at END \
+           paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(paid_at, $8, $3) ELSE paid_at END \
          WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
            AND amount_minor = $6 AND currency = $7 \
            AND {NOT_HELD} \
@@ -169,6 +173,7 @@ pub async fn guarded_move<'e>(
         .bind(m.provider)
         .bind(m.amount_minor)
         .bind(m.currency)
+        .bind(m.paid_at)
         .fetch_optional(e)
         .await
 }

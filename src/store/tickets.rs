@@ -716,6 +716,31 @@ pub async fn open_absent(
     Ok(out)
 }
 
+/// Which of `keys` are CLOSED tickets: causes decided already (by two
+/// people's fix, a conclusion, a neighbouring statement), which a re-run
+/// finding them again neither reopens nor holds a payment for.
+pub async fn closed_among(
+    conn: &mut AnyConnection,
+    kind: DbKind,
+    keys: &[&str],
+) -> sqlx::Result<hashbrown::HashSet<String>> {
+    let mut out = hashbrown::HashSet::new();
+    for chunk in keys.chunks(super::recon_reads::KEYS_PER_STATEMENT) {
+        let mut q = QueryBuilder::new("SELECT dedupe_key FROM discrepancies WHERE dedupe_key IN (");
+        let mut list = q.separated(", ");
+        for key in chunk {
+            list.push_bind((*key).to_owned());
+        }
+        q.push(format!(
+            ") AND status = '{}'",
+            TicketStatus::Closed.as_str()
+        ));
+        let keys: Vec<(String,)> = super::fetch_all_built(&mut *conn, kind, q).await?;
+        out.extend(keys.into_iter().map(|(key,)| key));
+    }
+    Ok(out)
+}
+
 /// Ticket `id` closed through [`move_ticket`] with `conclusion` and
 /// `entry` on its actions, its waiting proposals superseded; whether it
 /// was closed now.

@@ -11,7 +11,7 @@
 use crate::both_databases;
 use crate::engine_helpers::{EngineApp, spawn_engine_app_with};
 use crate::helpers::Backend;
-use crate::recon::{row, statement};
+use crate::recon::row;
 use serde_json::json;
 
 /// Two business days at the cut (UTC, the test server's zone): `d` is
@@ -24,7 +24,7 @@ struct Edge {
 }
 
 /// A payment's time as a statement writes it and as the clock takes it.
-fn at(date: &str, time: &str) -> (String, i64) {
+pub(crate) fn at(date: &str, time: &str) -> (String, i64) {
     let text = format!("{date}T{time}Z");
     let ts: jiff::Timestamp = text.parse().unwrap();
     (text, ts.as_microsecond())
@@ -58,15 +58,12 @@ impl Edge {
             .await
     }
 
-    /// A statement of `date` with `rows` (and `variant` blank lines at its
-    /// end: the same rows, another file — a re-run, not the run already
-    /// made), run; its figures.
+    /// A statement of `date` with `rows` run (`variant`: see
+    /// `reconcile_day`); its figures.
     async fn run(&self, date: &str, rows: &[String], variant: usize) -> serde_json::Value {
-        let file = statement(rows) + &"\n".repeat(variant);
-        let (status, run) = self.app.upload(&self.token, date, &file).await;
-        assert_eq!(status, 201, "{run}");
-        assert_eq!(run["status"], "COMPLETED", "{run}");
-        serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap()
+        self.app
+            .reconcile_day(&self.token, date, rows, variant)
+            .await
     }
 
     /// The statement row of payment `no` (made for order `order`).

@@ -98,6 +98,7 @@ async fn a_callback_and_a_status_query_racing_make_one_effect(b: Backend) {
             source: Source::Query,
             evidence: format!("race-{i}"),
             trace_id: format!("race-{i}"),
+            paid_at: None,
         };
         let engine = app.app_engine();
         let (res, applied) = tokio::join!(app.post_signed(&id, &body), engine.apply(&query));

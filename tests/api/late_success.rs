@@ -18,7 +18,12 @@ impl Desk {
     /// `first` (FAILED or CLOSED), then hears succeeded — `redeliveries`
     /// times, each with a callback id of its own. The payment and the id of
     /// the first success's callback row.
-    async fn paid_after(&self, order: &str, first: &str, redeliveries: usize) -> (String, String) {
+    pub(crate) async fn paid_after(
+        &self,
+        order: &str,
+        first: &str,
+        redeliveries: usize,
+    ) -> (String, String) {
         let app = &self.app;
         let p = app.payment(order, 8800, "CNY").await;
         app.sandbox_knows(&p, "SUCCEEDED", "88.00", "CNY");
@@ -48,7 +53,7 @@ impl Desk {
         (p, first_ok)
     }
 
-    async fn effect_count(&self, payment_no: &str, effect: &str) -> i64 {
+    pub(crate) async fn effect_count(&self, payment_no: &str, effect: &str) -> i64 {
         sqlx::query_scalar(
             "SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1 AND effect_type = $2",
         )
@@ -89,7 +94,7 @@ impl Desk {
     }
 
     /// The payment's open PAID_AFTER_CLOSE tickets, by id.
-    async fn late_tickets(&self, payment_no: &str) -> Vec<String> {
+    pub(crate) async fn late_tickets(&self, payment_no: &str) -> Vec<String> {
         sqlx::query_scalar(
             "SELECT discrepancy_id FROM discrepancies WHERE class = 'PAID_AFTER_CLOSE' \
                AND payment_no = $1 AND status <> 'CLOSED' ORDER BY found_at",
@@ -171,6 +176,7 @@ async fn a_late_success_after_failed_or_closed_opens_one_high_ticket(b: Backend)
                 source,
                 evidence: format!("{source:?}"),
                 trace_id: "late".into(),
+                paid_at: None,
             };
             assert_eq!(
                 engine.apply(&o).await.unwrap(),

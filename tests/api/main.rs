@@ -18,6 +18,7 @@ mod crash;
 mod cutoff;
 mod engine;
 mod fees;
+mod fix_journeys;
 mod lanes;
 mod late_success;
 mod openapi;

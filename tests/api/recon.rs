@@ -78,6 +78,23 @@ impl EngineApp {
         answer
     }
 
+    /// Reconciles `date` against a statement of `rows` (and `variant`
+    /// blank lines at its end: the same rows, another file — a re-run, not
+    /// the run already made); the run's figures.
+    pub(crate) async fn reconcile_day(
+        &self,
+        token: &str,
+        date: &str,
+        rows: &[String],
+        variant: usize,
+    ) -> serde_json::Value {
+        let file = statement(rows) + &"\n".repeat(variant);
+        let (status, run) = self.upload(token, date, &file).await;
+        assert_eq!(status, 201, "{run}");
+        assert_eq!(run["status"], "COMPLETED", "{run}");
+        serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap()
+    }
+
     pub(crate) async fn upload_only(
         &self,
         token: &str,

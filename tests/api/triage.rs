@@ -3,7 +3,7 @@
 //! tickets come from a real reconciliation of the sandbox's statement.
 
 use crate::both_databases;
-use crate::engine_helpers::{EngineApp, spawn_engine_app};
+use crate::engine_helpers::{EngineApp, spawn_engine_app_with};
 use crate::helpers::Backend;
 use crate::recon::{row, statement};
 use app::types::Role;
@@ -21,7 +21,15 @@ pub(crate) struct Desk {
 }
 
 pub(crate) async fn desk(b: Backend) -> Desk {
-    let app = spawn_engine_app(b).await;
+    desk_with(b, |_| {}).await
+}
+
+/// The same, with the configuration adjusted first.
+pub(crate) async fn desk_with(
+    b: Backend,
+    adjust: impl FnOnce(&mut reckon::config::Config),
+) -> Desk {
+    let app = spawn_engine_app_with(b, adjust).await;
     let token = app.token().await;
     let mut clients = Vec::new();
     for (name, role) in [

@@ -6,11 +6,13 @@
 
 use super::{NotExecuted, changed_since, entry, hold_seen};
 use crate::domain::TicketStatus::{self, Closed};
-use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId};
+use crate::domain::{
+    Class, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+};
 use crate::engine::{Applied, Engine, Outcome, Source, apply_in, describe, refund_late_success_in};
 use crate::store::adjustments::{self, NewAdjustment};
 use crate::store::payments::{self, PaymentBrief};
-use crate::store::tickets::{self, Move, insert_note, move_ticket};
+use crate::store::tickets::{self, Move, Only, insert_note, move_ticket};
 use crate::store::{audit, outbox, proposals};
 use app::tickets::{ActionResult, FixKind, Proposal};
 use app::types::User;
@@ -61,7 +63,13 @@ impl Fix<'_> {
             source: Source::ManualFix,
             evidence: self.evidence.clone(),
             trace_id: self.trace_id.clone(),
+            paid_at: None,
         })
+    }
+
+    /// When the proposal says the money was taken (`None`: now).
+    fn paid_at(&self) -> Option<i64> {
+        self.after["paid_at"].as_i64()
     }
 
     /// `o` through `apply`; the fix fails unless the payment moved.
@@ -123,6 +131,7 @@ pub(super) async fn execute(
         FixKind::AcceptPayment => accept_payment(tx, &mut fix).await?,
         FixKind::RefundPayment => refund_payment(tx, &mut fix).await?,
     }
+    lags_over(tx, &mut fix).await?;
     let summary = fix.done.join("; ");
     proposals::set_result(tx, &p.id, &summary).await?;
     let executed = entry(
@@ -170,6 +179,62 @@ pub(super) async fn execute(
     })
 }
 
+/// The payment's other STATUS_LAG tickets, once the fix left it paid: the
+/// provider said paid and now Reckon says so too — closed as a replay or a
+/// re-query closes them, their waiting proposals superseded.
+async fn lags_over(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let Some(no) = fix.p.payment_no.as_deref() else {
+        return Ok(());
+    };
+    let (p, now) = (fix.p, fix.now);
+    let conclusion = format!(
+        "lag resolved: the payment is recorded as paid ({} of proposal {} on ticket {})",
+        p.kind, p.id, p.ticket_id
+    );
+    let from = TicketStatus::predecessors(Closed);
+    for other in tickets::of_payment(&mut *tx, no).await? {
+        if other.discrepancy_id == p.ticket_id
+            || other.class != Class::StatusLag.as_str()
+            || other.status == Closed.as_str()
+        {
+            continue;
+        }
+        let over = Move {
+            conclusion: Some(&conclusion),
+            only_if: Some(Only::LagResolved),
+            ..Move::new(Closed, &from, now)
+        };
+        if move_ticket(tx, &other.discrepancy_id, &over).await? == 0 {
+            continue;
+        }
+        let id = other.discrepancy_id.as_str();
+        proposals::supersede_pending(tx, id, "the lag was resolved by another ticket's fix")
+            .await?;
+        insert_note(
+            tx,
+            id,
+            "conclusion",
+            &conclusion,
+            None,
+            &fix.actor.username,
+            now,
+        )
+        .await?;
+        let closed = entry(
+            fix.actor,
+            "ticket.close",
+            ("ticket", id),
+            Some(json!({ "status": other.status })),
+            json!({ "status": Closed.as_str(), "conclusion": conclusion }),
+        );
+        audit::append(tx, &fix.engine.db.audit, &closed, now).await?;
+        fix.done.push(format!(
+            "STATUS_LAG ticket {id} closed: the payment is paid"
+        ));
+    }
+    Ok(())
+}
+
 /// The payment as it was proposed, or refuse: a conditional statement that
 /// also locks the row (PostgreSQL) for the rest of the transaction. Its
 /// version and its hold (a row of its own, which does not move the
@@ -213,6 +278,7 @@ async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotEx
     let ticket = tickets::ticket(&mut *tx, &p.ticket_id)
         .await?
         .ok_or_else(|| NotExecuted::Failed("ticket vanished".into()))?;
+    let paid_at = fix.paid_at();
     if fix.version.is_none() {
         let order_no = after["order_no"].as_str().unwrap_or_default().to_owned();
         let (attempt_no, _) = payments::attempts_of(&mut *tx, &order_no).await?;
@@ -227,7 +293,9 @@ async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotEx
                 currency: &currency,
                 description: Some("backfilled from the provider's statement"),
                 created_by: &format!("fix:{}", p.id),
-                now: fix.now,
+                // Made as of when it was paid, not after: the day it was
+                // paid on is the day it belongs to.
+                now: paid_at.map_or(fix.now, |at| at.min(fix.now)),
             },
         )
         .await?;
@@ -238,6 +306,7 @@ async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotEx
     let b = brief(tx, &no).await?;
     let with_txn = |mut o: Outcome| {
         o.provider_txn_id = txn.as_deref().and_then(|t| ProviderTxnId::parse(t).ok());
+        o.paid_at = paid_at;
         o
     };
     if b.status == "FAILED" {
@@ -278,7 +347,8 @@ async fn accept_amount(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), 
         accepted - b.amount_minor
     ));
     if fix.after["status"] == "SUCCEEDED" && matches!(b.status.as_str(), "CREATED" | "PENDING") {
-        let o = fix.outcome(&b, PaymentStatus::Succeeded, accepted)?;
+        let mut o = fix.outcome(&b, PaymentStatus::Succeeded, accepted)?;
+        o.paid_at = fix.paid_at();
         let moved = fix.apply(tx, &o).await?;
         fix.done.push(moved);
     }
@@ -347,6 +417,7 @@ async fn accept_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(),
     if let Some(txn) = fix.after["provider_txn_id"].as_str() {
         o.provider_txn_id = ProviderTxnId::parse(txn).ok();
     }
+    o.paid_at = fix.paid_at();
     let moved = fix.apply(tx, &o).await?;
     fix.done.push(moved);
     Ok(())

@@ -51,7 +51,10 @@ pub(crate) fn fixes_for(t: &TicketRow, payment: Option<&PaymentBrief>) -> Vec<Fi
         payment.is_none_or(|p| matches!(p.status.as_str(), "CREATED" | "PENDING" | "FAILED"));
     match t.ticket_class() {
         Some(Class::ProviderOnly | Class::StatusLag)
-            if provider_paid && local_unpaid && t.payment_no.is_some() =>
+            if provider_paid
+                && local_unpaid
+                && t.payment_no.is_some()
+                && plan::unusable_ids(t).is_none() =>
         {
             out.push(FixKind::Backfill)
         }

@@ -4,6 +4,7 @@
 
 use super::{brief_json, fixes_for, not_applicable};
 use crate::accounts::TxError;
+use crate::domain::{Class, OrderNo, PaymentNo, ProviderTxnId};
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, TicketRow};
 use app::error::AppError;
@@ -44,11 +45,89 @@ async fn involved(conn: &mut AnyConnection, t: &TicketRow) -> sqlx::Result<Vec<P
     Ok(out)
 }
 
+/// Why the statement's ids cannot name a payment Reckon would create or
+/// bind, if they cannot: checked as the merchant's ids are, so a backfill
+/// never writes a payment under an id no other way in would take.
+pub(super) fn unusable_ids(t: &TicketRow) -> Option<String> {
+    if let Some(no) = &t.payment_no
+        && let Err(e) = PaymentNo::parse(no)
+    {
+        return Some(format!("the statement's payment_no cannot be used: {e}"));
+    }
+    if let Some(txn) = &t.provider_txn_id
+        && let Err(e) = ProviderTxnId::parse(txn)
+    {
+        return Some(format!(
+            "the statement's transaction id cannot be used: {e}"
+        ));
+    }
+    None
+}
+
+/// The moment a payment paid by a fix was paid, from what `t` says of the
+/// statement: the row's own time (as its run kept it in `recon_rows`),
+/// within the ticket's business day. `None`: nothing known, paid now.
+async fn statement_paid_at(
+    conn: &mut AnyConnection,
+    t: &TicketRow,
+    now: i64,
+) -> sqlx::Result<Option<i64>> {
+    let occurred = match (&t.run_id, t.line_no) {
+        (Some(run), Some(line)) => tickets::statement_line(&mut *conn, run, line)
+            .await?
+            .and_then(|(_, _, at)| at),
+        _ => None,
+    };
+    Ok(paid_within(occurred, t.range_start.zip(t.range_end), now))
+}
+
+/// The row's time `occurred` (or, without one, the middle of the day) kept
+/// inside the business day `[start, end)` whose statement lists the row —
+/// a row booked past the cut still belongs to the day that lists it: there
+/// the next run looks for it — and never later than `now`.
+pub(super) fn paid_within(occurred: Option<i64>, day: Option<(i64, i64)>, now: i64) -> Option<i64> {
+    let Some((start, end)) = day.filter(|(start, end)| start < end) else {
+        return occurred.map(|at| at.min(now));
+    };
+    let at = occurred.unwrap_or(start + (end - start) / 2).min(now);
+    Some(at.clamp(start, end - 1))
+}
+
+/// When the money of a late success was taken: as a statement listed the
+/// payment paid (a STATUS_LAG ticket of its run), else when the provider's
+/// success first reached Reckon (its first PAID_AFTER_CLOSE ticket).
+async fn late_success_paid_at(
+    conn: &mut AnyConnection,
+    payment_no: &str,
+    now: i64,
+) -> sqlx::Result<Option<i64>> {
+    let all = tickets::of_payment(&mut *conn, payment_no).await?;
+    for lag in all.iter().filter(|o| o.class == Class::StatusLag.as_str()) {
+        if let Some(t) = tickets::ticket(&mut *conn, &lag.discrepancy_id).await?
+            && t.line_no.is_some()
+            && let Some(at) = statement_paid_at(conn, &t, now).await?
+        {
+            return Ok(Some(at));
+        }
+    }
+    Ok(all
+        .iter()
+        .filter(|o| o.class == Class::PaidAfterClose.as_str())
+        .map(|o| o.found_at.min(now))
+        .min())
+}
+
 pub(super) async fn plan(
     conn: &mut AnyConnection,
     t: &TicketRow,
     fix: &FixRequest,
+    now: i64,
 ) -> Result<Plan, TxError> {
+    if fix.kind == FixKind::Backfill
+        && let Some(why) = unusable_ids(t)
+    {
+        return Err(TxError::App(not_applicable(why)));
+    }
     let payment = match t.payment_no.as_deref() {
         Some(no) => payments::brief(&mut *conn, no).await?,
         None => None,
@@ -82,9 +161,15 @@ pub(super) async fn plan(
             };
             let order_no = match &payment {
                 Some(p) => p.order_no.clone(),
-                None => fix.order_no.clone().ok_or_else(|| AppError::Required {
-                    field: "order_no".into(),
-                })?,
+                None => {
+                    let given = fix.order_no.as_deref().ok_or_else(|| AppError::Required {
+                        field: "order_no".into(),
+                    })?;
+                    let order = OrderNo::parse(given).map_err(|e| AppError::Invalid {
+                        detail: e.to_string(),
+                    })?;
+                    String::from(order)
+                }
             };
             if payment.is_none()
                 && let Some(paid) = payments::paid_of_order(&mut *conn, &order_no).await?
@@ -93,6 +178,11 @@ pub(super) async fn plan(
                     "order {order_no} is already paid by {paid}"
                 ))));
             }
+            // Paid when the statement says, and never before Reckon had
+            // the payment; a payment created now is made as of then.
+            let paid_at = statement_paid_at(conn, t, now)
+                .await?
+                .map(|at| payment.as_ref().map_or(at, |p| at.max(p.created_at)));
             plan(json!({
                 "payment_no": t.payment_no,
                 "order_no": order_no,
@@ -101,6 +191,7 @@ pub(super) async fn plan(
                 "amount_minor": minor,
                 "currency": currency,
                 "provider_txn_id": t.provider_txn_id,
+                "paid_at": paid_at,
             }))
         }
         FixKind::ClosePayment => plan(json!({ "status": "CLOSED", "hold_reason": null })),
@@ -116,11 +207,19 @@ pub(super) async fn plan(
             }
             let pay = t.provider_status.as_deref() == Some("SUCCEEDED")
                 && matches!(p.status.as_str(), "CREATED" | "PENDING");
+            let paid_at = if pay {
+                statement_paid_at(conn, t, now)
+                    .await?
+                    .map(|at| at.max(p.created_at))
+            } else {
+                None
+            };
             plan(json!({
                 "amount_minor": accepted,
                 "difference_minor": accepted - p.amount_minor,
                 "currency": p.currency,
                 "status": if pay { "SUCCEEDED" } else { p.status.as_str() },
+                "paid_at": paid_at,
             }))
         }
         FixKind::Merge => merge(conn, t, fix).await?,
@@ -142,10 +241,14 @@ pub(super) async fn plan(
                         p.order_no
                     ))));
                 }
+                let paid_at = late_success_paid_at(conn, &p.payment_no, now)
+                    .await?
+                    .map(|at| at.max(p.created_at));
                 plan(json!({
                     "status": "SUCCEEDED",
                     "provider_txn_id": txn,
                     "effect": "ORDER_PAID",
+                    "paid_at": paid_at,
                 }))
             } else {
                 plan(json!({
@@ -211,4 +314,28 @@ async fn merge(conn: &mut AnyConnection, t: &TicketRow, fix: &FixRequest) -> Res
             "holds_released": true,
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paid_within;
+
+    const H: i64 = 3600 * 1_000_000;
+
+    #[test]
+    fn a_fix_pays_within_the_day_whose_statement_lists_the_row() {
+        let day = Some((100 * H, 124 * H));
+        let later = 200 * H;
+        assert_eq!(paid_within(Some(110 * H), day, later), Some(110 * H));
+        // No time on the row: the middle of the day.
+        assert_eq!(paid_within(None, day, later), Some(112 * H));
+        // Booked across a cut: kept inside the day that lists it.
+        assert_eq!(paid_within(Some(99 * H), day, later), Some(100 * H));
+        assert_eq!(paid_within(Some(130 * H), day, later), Some(124 * H - 1));
+        // Never later than now.
+        assert_eq!(paid_within(None, day, 105 * H), Some(105 * H));
+        // No business day known: the row's time, or nothing (paid now).
+        assert_eq!(paid_within(Some(7), None, later), Some(7));
+        assert_eq!(paid_within(None, None, later), None);
+    }
 }

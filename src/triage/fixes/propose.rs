@@ -46,7 +46,7 @@ pub(crate) async fn propose_item(
             }
             _ => {}
         }
-        let plan = plan(&mut tx, &t, fix).await?;
+        let plan = plan(&mut tx, &t, fix, now).await?;
         let why = "superseded by a newer proposal";
         proposals::supersede_pending(&mut tx, &t.discrepancy_id, why).await?;
         let id = uuid::Uuid::now_v7().to_string();

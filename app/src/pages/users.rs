@@ -1,7 +1,7 @@
 //! Users (admins only): list, create, change role, reset password, disable.
 //! The server enforces the role and writes every change to the audit log.
 
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{CreateUser, ResetPassword, SetDisabled, SetRole, list_users};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, role_name};
@@ -75,7 +75,7 @@ fn UsersBody() -> impl IntoView {
 
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
-                users.await.map(|list| view! {
+                shown(users.await.map(|list| view! {
                     <table class="grid" id="users">
                         <thead>
                             <tr>
@@ -93,7 +93,7 @@ fn UsersBody() -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
-                })
+                }), lang)
             })}
         </Transition>
     }

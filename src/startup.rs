@@ -131,10 +131,16 @@ impl Application {
             options.clock.clone(),
             settings,
         );
+        // The page names its assets by their fingerprint, so browsers may
+        // cache them for good (`web::assets`).
+        let pkg = match web::assets::fingerprint(&config.site_dir) {
+            Some(fingerprint) => format!("pkg/{fingerprint}"),
+            None => "pkg".to_owned(),
+        };
         let leptos_options = LeptosOptions::builder()
             .output_name("reckon")
             .site_root(config.site_dir.display().to_string())
-            .site_pkg_dir("pkg")
+            .site_pkg_dir(pkg)
             .env(Env::PROD)
             .site_addr(config.listen)
             .build();

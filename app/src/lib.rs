@@ -26,6 +26,9 @@ pub use pages::{App, shell};
 /// Query parameter carrying a server function's error back to a page after a
 /// plain (no-JavaScript) form post.
 pub const ERROR_PARAM: &str = "err";
+/// Beside [`ERROR_PARAM`]: the server's seal on it, without which a page
+/// shows no error from its address.
+pub const ERROR_SEAL: &str = "errseal";
 
 /// Sets the HTTP status of the page being rendered on the server; nothing in
 /// the browser.

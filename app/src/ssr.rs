@@ -2,7 +2,6 @@
 //! access guard every server function goes through, and the response
 //! shaping that lets forms work without JavaScript.
 
-use crate::ERROR_PARAM;
 use crate::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use crate::console::{
     AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
@@ -14,6 +13,7 @@ use crate::tickets::{
     TicketFilter, TicketPage,
 };
 use crate::types::{Lang, Role, SessionInfo, User};
+use crate::{ERROR_PARAM, ERROR_SEAL};
 use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
 use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
@@ -370,6 +370,40 @@ fn shape<T>(result: Result<T, AppError>) -> Result<T, AppError> {
     result
 }
 
+/// The key of the seals on errors in addresses: random per process, so a
+/// redirect read by another instance (or after a restart) shows no error
+/// rather than one nobody can vouch for.
+fn seal_key() -> &'static [u8; 32] {
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    KEY.get_or_init(rand::random)
+}
+
+fn sealer() -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    hmac::Hmac::<sha2::Sha256>::new_from_slice(seal_key()).expect("any key length")
+}
+
+/// `err` and `errseal` for an address: the error as JSON, and this
+/// server's seal on it.
+pub fn error_pairs(err: &AppError) -> Option<[(&'static str, String); 2]> {
+    use hmac::Mac;
+    let json = serde_json::to_string(err).ok()?;
+    let mut mac = sealer();
+    mac.update(json.as_bytes());
+    let seal = hex::encode(mac.finalize().into_bytes());
+    Some([(ERROR_PARAM, json), (ERROR_SEAL, seal)])
+}
+
+/// The error of an address, if this server sealed it.
+pub fn opened_error(json: &str, seal: &str) -> Option<AppError> {
+    use hmac::Mac;
+    let seal = hex::decode(seal).ok()?;
+    let mut mac = sealer();
+    mac.update(json.as_bytes());
+    mac.verify_slice(&seal).ok()?;
+    serde_json::from_str(json).ok()
+}
+
 /// Path and query of the Referer (never another host), with any previous
 /// `err` replaced by this one. A path that starts `//` or `/\` would be
 /// read by a browser as another host (`//evil.example/…`): its leading
@@ -389,15 +423,13 @@ fn back_to_referer(parts: &Parts, err: Option<&AppError>) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());
     if let Some(q) = referer.as_ref().and_then(|u| u.query()) {
         for (k, v) in form_urlencoded::parse(q.as_bytes()) {
-            if k != ERROR_PARAM {
+            if k != ERROR_PARAM && k != ERROR_SEAL {
                 query.append_pair(&k, &v);
             }
         }
     }
-    if let Some(err) = err
-        && let Ok(json) = serde_json::to_string(err)
-    {
-        query.append_pair(ERROR_PARAM, &json);
+    if let Some(pairs) = err.and_then(error_pairs) {
+        query.extend_pairs(pairs);
     }
     let query = query.finish();
     if query.is_empty() {
@@ -416,7 +448,21 @@ pub fn internal(detail: &str) -> AppError {
 
 #[cfg(test)]
 mod tests {
-    use super::with_owners;
+    use super::{error_pairs, opened_error, with_owners};
+    use crate::error::AppError;
+
+    #[test]
+    fn an_error_opens_only_under_its_own_seal() {
+        let err = AppError::Invalid {
+            detail: "not a day".into(),
+        };
+        let [(_, json), (_, seal)] = error_pairs(&err).unwrap();
+        assert_eq!(opened_error(&json, &seal), Some(err));
+        let other = json.replace("not a day", "call 555 0100");
+        assert_eq!(opened_error(&other, &seal), None);
+        assert_eq!(opened_error(&json, &seal[..62]), None);
+        assert_eq!(opened_error(&json, "not hex"), None);
+    }
     use leptos::prelude::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};

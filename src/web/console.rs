@@ -9,7 +9,6 @@ use super::sessions::Store;
 use super::upload::{self, FormError};
 use super::{AppState, same_origin};
 use crate::accounts::internal;
-use app::ERROR_PARAM;
 use app::error::AppError;
 use app::filter::QueryFilter;
 use app::tickets::{EVIDENCE_FILE_LIMIT, TicketFilter};
@@ -140,10 +139,9 @@ pub async fn export(
 /// Back to the ticket page, with the error in the address if there was one.
 fn back(ticket: &str, err: Option<&AppError>) -> Response {
     let mut to = format!("/tickets/{}", app::tickets::encode(ticket));
-    if let Some(err) = err
-        && let Ok(json) = serde_json::to_string(err)
-    {
-        to.push_str(&format!("?{ERROR_PARAM}={}", app::tickets::encode(&json)));
+    if let Some(pairs) = err.and_then(app::ssr::error_pairs) {
+        to.push('?');
+        to.push_str(&sealed_query(pairs));
     }
     Redirect::to(&to).into_response()
 }
@@ -255,13 +253,18 @@ fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
     if let Some(run) = run {
         to.push_str(&format!("?run={}", app::tickets::encode(run)));
     }
-    if let Some(err) = err
-        && let Ok(json) = serde_json::to_string(err)
-    {
-        to.push_str(if run.is_some() { "&" } else { "?" });
-        to.push_str(&format!("{ERROR_PARAM}={}", app::tickets::encode(&json)));
+    if let Some(pairs) = err.and_then(app::ssr::error_pairs) {
+        to.push(if run.is_some() { '&' } else { '?' });
+        to.push_str(&sealed_query(pairs));
     }
     Redirect::to(&to).into_response()
+}
+
+/// The sealed error's pairs as a query string.
+fn sealed_query(pairs: [(&str, String); 2]) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 /// `POST /runs/upload`, multipart: `provider`, `business_date`, `file`,

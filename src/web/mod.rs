@@ -7,6 +7,7 @@
 //! ([`api_error`]).
 
 pub mod api_error;
+pub mod assets;
 pub mod bank;
 pub mod bearer;
 pub mod bulk;
@@ -30,13 +31,14 @@ use app::ssr::{SharedBackend, SharedConsole};
 use app::{App, shell};
 use axum::Router;
 use axum::extract::{FromRef, Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::sync::Arc;
+use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_sessions::cookie::SameSite;
@@ -101,14 +103,26 @@ pub fn router(
         .layer(middleware::from_fn(unreadable_arguments_are_400))
         .layer(session_layer.clone())
         .layer(middleware::from_fn(same_origin))
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT));
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        // Here as well as outermost: an error is made uniform before it is
+        // compressed, as the outer layer could not read it after.
+        .layer(middleware::from_fn(api_error::uniform))
+        .layer(middleware::from_fn(console_headers))
+        .layer(CompressionLayer::new());
     // Providers' webhooks come from servers, not browsers: no session,
     // cookies or origin check on the hottest route; the handler itself
     // reads at most `WEBHOOK_LIMIT`.
     let provider_hooks = webhooks::router();
 
+    let site = std::path::PathBuf::from(state.leptos_options.site_root.as_ref());
+    let assets = match state.leptos_options.site_pkg_dir.strip_prefix("pkg/") {
+        Some(fingerprint) => assets::router(&site, fingerprint),
+        None => Router::new(),
+    };
+
     timed_and_counted(console, &state.metrics)
         .with_state(state.clone())
+        .merge(assets)
         .merge(extra)
         .merge(timed_and_counted(provider_hooks, &state.metrics).with_state(state.clone()))
         .merge(console::upload_router(state.clone(), session_layer))
@@ -143,6 +157,51 @@ async fn unreadable_arguments_are_400(req: Request, next: Next) -> Response {
         parts.status = StatusCode::BAD_REQUEST;
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// Every console answer: not sniffed, framed or referred beyond this origin;
+/// pages and their data (amounts, ids) kept by no browser or proxy, static
+/// files revalidated; an answer without a policy of its own (the pages set
+/// theirs, with the script nonce) gets one that allows nothing.
+async fn console_headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let static_file = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| {
+            [
+                "text/css",
+                "text/javascript",
+                "application/javascript",
+                "application/wasm",
+                "image/",
+                "font/",
+            ]
+            .iter()
+            .any(|s| t.starts_with(s))
+        });
+    let h = res.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static(if static_file {
+            "no-cache"
+        } else {
+            "no-store"
+        }));
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'; base-uri 'none'",
+        ));
+    res
 }
 
 /// Cookie-authenticated state changes must come from this console's own

@@ -192,6 +192,29 @@ async fn a_plain_form_post_comes_back_with_the_error_in_the_address(b: Backend) 
         page.contains("Wrong username or password."),
         "error shown on the page"
     );
+    // Words in an address that this server did not seal are not shown: no
+    // seal, a made-up one, or a real seal on other words.
+    let seal = form_urlencoded::parse(location.split_once('?').unwrap().1.as_bytes())
+        .find(|(k, _)| k == "errseal")
+        .map(|(_, v)| v.into_owned())
+        .expect("the error is sealed");
+    let forged =
+        form_urlencoded::byte_serialize(br#"{"Refused":{"detail":"locked: call +1 555 0100"}}"#)
+            .collect::<String>();
+    for query in [
+        format!("err={forged}"),
+        format!("err={forged}&errseal={}", "0".repeat(64)),
+        format!("err={forged}&errseal={seal}"),
+    ] {
+        let page = app
+            .get(&format!("/login?{query}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(!page.contains("555 0100"), "{query}");
+        assert!(!page.contains("role=\"alert\""), "{query}");
+    }
 
     // A Referer whose path reads as another host to a browser: the
     // redirect stays on this console.

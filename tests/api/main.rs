@@ -7,6 +7,7 @@ mod helpers;
 mod ageing;
 mod alert_channels;
 mod alipay;
+mod assets;
 mod auth;
 mod bank;
 mod bulk;

@@ -33,7 +33,9 @@ pub async fn load_dashboard(
 }
 
 #[server(endpoint = "callbacks/list")]
-pub async fn list_callbacks(filter: CallbackFilter) -> Result<CallbackPage, AppError> {
+pub async fn list_callbacks(
+    #[server(default)] filter: CallbackFilter,
+) -> Result<CallbackPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;
@@ -84,7 +86,9 @@ pub async fn replay_jobs() -> Result<Vec<ReplayJob>, AppError> {
 }
 
 #[server(endpoint = "payments/list")]
-pub async fn list_payments(filter: PaymentFilter) -> Result<PaymentPage, AppError> {
+pub async fn list_payments(
+    #[server(default)] filter: PaymentFilter,
+) -> Result<PaymentPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;

@@ -15,7 +15,7 @@ use crate::filter::QueryFilter;
 use crate::ssr::{console, guard, respond};
 
 #[server(endpoint = "outbox/list")]
-pub async fn list_outbox(filter: OutboxFilter) -> Result<OutboxPage, AppError> {
+pub async fn list_outbox(#[server(default)] filter: OutboxFilter) -> Result<OutboxPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;

@@ -23,7 +23,7 @@ pub const DECIDE: &[Role] = &[Role::Supervisor];
 pub const AUDIT: &[Role] = &[Role::Supervisor, Role::Admin];
 
 #[server(endpoint = "tickets/list")]
-pub async fn list_tickets(filter: TicketFilter) -> Result<TicketPage, AppError> {
+pub async fn list_tickets(#[server(default)] filter: TicketFilter) -> Result<TicketPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;
@@ -177,7 +177,7 @@ pub async fn reject_fix(proposal: String, comment: String) -> Result<(), AppErro
 }
 
 #[server(endpoint = "audit/list")]
-pub async fn list_audit(filter: AuditFilter) -> Result<AuditPage, AppError> {
+pub async fn list_audit(#[server(default)] filter: AuditFilter) -> Result<AuditPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(AUDIT).await?;

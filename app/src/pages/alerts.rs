@@ -1,7 +1,7 @@
 //! Alerts: the open ones oldest first, each acknowledged with a comment
 //! (audited); then the most recent acknowledged ones.
 
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{AcknowledgeAlert, list_alerts};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
@@ -33,7 +33,7 @@ fn AlertsBody() -> impl IntoView {
         {move || view! { <ErrorNote err=err() lang=lang/> }}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
-                open.await.map(|list| view! {
+                shown(open.await.map(|list| view! {
                     <section id="open">
                         <h2>{tr(lang, "Open, oldest first", "未处理（最早的在前）")} " (" {list.len()} ")"</h2>
                         {list.into_iter().map(|a| {
@@ -54,12 +54,12 @@ fn AlertsBody() -> impl IntoView {
                             }
                         }).collect_view()}
                     </section>
-                })
+                }), lang)
             })}
         </Transition>
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
-                all.await.map(|list| view! {
+                shown(all.await.map(|list| view! {
                     <section class="card" id="acknowledged">
                         <h2>{tr(lang, "Acknowledged", "已确认")}</h2>
                         <table class="grid">
@@ -75,7 +75,7 @@ fn AlertsBody() -> impl IntoView {
                             </tbody>
                         </table>
                     </section>
-                })
+                }), lang)
             })}
         </Transition>
     }

@@ -4,7 +4,7 @@
 //! the most recent decisions.
 
 use super::ticket::{Decide, ProposalCard};
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{ApproveFix, RejectFix, list_proposals};
 use crate::i18n::{Msg, tr};
 use crate::tickets::ActionResult;
@@ -57,19 +57,19 @@ fn ApprovalsBody() -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 let viewer = user.get_value();
-                queue.await.map(|list| view! {
+                shown(queue.await.map(|list| view! {
                     <section id="queue">
                         <h2>{tr(lang, "Waiting", "待审批")} " (" <span id="queue-count">{list.len()}</span> ")"</h2>
                         {list.is_empty().then(|| view! { <p class="hint">{tr(lang, "Nothing waits for a decision.", "暂无待审批的提议。")}</p> })}
                         {list.into_iter().map(|p| view! { <ProposalCard p=p lang=lang viewer=viewer.clone() decide=decide/> }).collect_view()}
                     </section>
-                })
+                }), lang)
             })}
         </Transition>
         <super::bulk::BulkProposals lang=lang/>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
-                recent.await.map(|list| view! {
+                shown(recent.await.map(|list| view! {
                     <section id="decided" class="card">
                         <h2>{tr(lang, "Recent proposals", "近期提议")}</h2>
                         <table class="grid">
@@ -93,7 +93,7 @@ fn ApprovalsBody() -> impl IntoView {
                             </tbody>
                         </table>
                     </section>
-                })
+                }), lang)
             })}
         </Transition>
     }

@@ -2,7 +2,7 @@
 //! time, one keyset page at a time. Each entry shows the start of its hash;
 //! `reckon audit verify` walks the chain.
 
-use super::{Frame, Viewer};
+use super::{Frame, Viewer, shown};
 use crate::api::list_audit;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
@@ -68,7 +68,7 @@ fn AuditBody() -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 let f = filter();
-                page.await.map(|p| {
+                shown(page.await.map(|p| {
                     let next = p.next.map(|n| href(&f, Some(n)));
                     view! {
                         <table class="grid" id="audit">
@@ -99,7 +99,7 @@ fn AuditBody() -> impl IntoView {
                         </table>
                         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
                     }
-                })
+                }), lang)
             })}
         </Transition>
     }

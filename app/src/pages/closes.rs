@@ -4,7 +4,7 @@
 //! download — with a supervisor's close (with a reason) and the two-person
 //! reopening (one proposes, another approves or rejects).
 
-use super::{ErrorNote, Viewer, action_error};
+use super::{ErrorNote, Viewer, action_error, shown};
 use crate::api::{ActOnDay, day_closes};
 use crate::console::DayClose;
 use crate::format::utc_minutes;
@@ -42,7 +42,7 @@ pub fn DayCloses(day: String, initial: Vec<DayClose>, lang: Lang) -> impl IntoVi
                 {move || {
                     let me = me.clone();
                     Suspend::new(async move {
-                        closes.await.map(|list| view! {
+                        shown(closes.await.map(|list| view! {
                             <table class="grid" id="close-table">
                                 <thead><tr>
                                     <th>{Msg::Provider.text(lang)}</th>
@@ -56,7 +56,7 @@ pub fn DayCloses(day: String, initial: Vec<DayClose>, lang: Lang) -> impl IntoVi
                                     {list.into_iter().map(|c| view! { <CloseRow c=c lang=lang supervisor=supervisor me=me.clone() act=act/> }).collect_view()}
                                 </tbody>
                             </table>
-                        })
+                        }), lang)
                     })
                 }}
             </Transition>

@@ -29,12 +29,15 @@ use crate::ssr_status;
 use crate::types::{Lang, Role, SessionInfo, User};
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
-use leptos_meta::{Html, MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{Html, MetaTags, Title, provide_meta_context};
 use leptos_router::components::{A, Redirect, Route, Router, Routes};
 use leptos_router::hooks::use_query_map;
 use leptos_router::{SsrMode, path};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    content_security_policy();
+    let css = format!("/{}/reckon.css", options.site_pkg_dir);
     view! {
         <!DOCTYPE html>
         <html>
@@ -43,6 +46,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
+                <link rel="stylesheet" id="leptos" href=css/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <MetaTags/>
             </head>
@@ -50,6 +54,28 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <App/>
             </body>
         </html>
+    }
+}
+
+/// A page runs only its own scripts: those of this origin and the inline
+/// ones that carry this answer's nonce (the hydration and the resources
+/// rendered with the page); it may not be framed, nor post elsewhere.
+#[cfg(feature = "ssr")]
+fn content_security_policy() {
+    use axum::http::{HeaderValue, header};
+    let (Some(nonce), Some(res)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) else {
+        return;
+    };
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    );
+    if let Ok(v) = HeaderValue::from_str(&policy) {
+        res.insert_header(header::CONTENT_SECURITY_POLICY, v);
     }
 }
 
@@ -100,7 +126,6 @@ pub fn App() -> impl IntoView {
     });
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/reckon.css"/>
         <Title text="Reckon"/>
         <Router>
             <Routes fallback=|| view! { <NotFound/> }>
@@ -222,6 +247,15 @@ pub fn ErrorNote(err: Option<AppError>, lang: Lang) -> impl IntoView {
     })
 }
 
+/// A loaded part of a page, or what went wrong in its place: an error left
+/// as a plain `Err` renders nothing, a blank page with no word why.
+pub fn shown<V: IntoView + 'static>(loaded: Result<V, AppError>, lang: Lang) -> AnyView {
+    match loaded {
+        Ok(v) => v.into_any(),
+        Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+    }
+}
+
 /// A list's filter, as the address carries it.
 pub fn query_filter<F: QueryFilter + 'static>() -> impl Fn() -> F + Copy {
     let query = use_query_map();
@@ -235,14 +269,33 @@ pub fn query_filter<F: QueryFilter + 'static>() -> impl Fn() -> F + Copy {
     }
 }
 
-/// The error a plain form post left in the address (`?err=`).
+/// The error a plain form post left in the address (`?err=`), shown only
+/// under this server's seal: a link carrying someone else's words shows
+/// nothing. The server opens the seal; the page hydrates with its verdict,
+/// and an address reached in the browser shows no error from it.
 pub fn url_error() -> impl Fn() -> Option<AppError> + Copy {
     let query = use_query_map();
+    let raw = move || query.with(|q| q.get(crate::ERROR_PARAM));
+    let opened = SharedValue::new(move || {
+        #[cfg(feature = "ssr")]
+        {
+            query.with_untracked(|q| {
+                let (json, seal) = (q.get(crate::ERROR_PARAM)?, q.get(crate::ERROR_SEAL)?);
+                crate::ssr::opened_error(&json, &seal).map(|e| (json, e))
+            })
+        }
+        #[cfg(not(feature = "ssr"))]
+        None::<(String, AppError)>
+    })
+    .into_inner();
+    let opened = StoredValue::new(opened);
     move || {
-        query
-            .read()
-            .get(crate::ERROR_PARAM)
-            .and_then(|s| serde_json::from_str::<AppError>(&s).ok())
+        let raw = raw()?;
+        opened.with_value(|o| {
+            o.as_ref()
+                .filter(|(json, _)| *json == raw)
+                .map(|(_, e)| e.clone())
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! resuming it with a reason (operators and supervisors; audited). Also
 //! the dashboard's section of failing sinks.
 
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{PauseSink, list_sinks};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
@@ -50,7 +50,7 @@ fn SinksBody() -> impl IntoView {
         {move || view! { <ErrorNote err=err() lang=lang/> }}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
-                sinks.await.map(|list| view! {
+                shown(sinks.await.map(|list| view! {
                     <table class="grid" id="sinks">
                         <thead><tr>
                             <th>{tr(lang, "Sink", "端点")}</th>
@@ -68,7 +68,7 @@ fn SinksBody() -> impl IntoView {
                             {list.into_iter().map(|s| view! { <SinkLine s=s lang=lang may_act=may_act act=act/> }).collect_view()}
                         </tbody>
                     </table>
-                })
+                }), lang)
             })}
         </Transition>
     }

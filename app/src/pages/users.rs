@@ -1,7 +1,7 @@
 //! Users (admins only): list, create, change role, reset password, disable.
 //! The server enforces the role and writes every change to the audit log.
 
-use super::{ErrorNote, Frame, Viewer, action_error, url_error};
+use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{CreateUser, ResetPassword, SetDisabled, SetRole, list_users};
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, role_name};
@@ -63,7 +63,7 @@ fn UsersBody() -> impl IntoView {
                 </label>
                 <label>
                     {Msg::Role.text(lang)}
-                    <RoleSelect id="new-role" selected=Role::Operator lang=lang/>
+                    <RoleSelect id="new-role" selected=Role::Operator lang=lang label=None/>
                 </label>
                 <label>
                     {Msg::Password.text(lang)}
@@ -75,7 +75,7 @@ fn UsersBody() -> impl IntoView {
 
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
-                users.await.map(|list| view! {
+                shown(users.await.map(|list| view! {
                     <table class="grid" id="users">
                         <thead>
                             <tr>
@@ -93,7 +93,7 @@ fn UsersBody() -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
-                })
+                }), lang)
             })}
         </Transition>
     }
@@ -109,6 +109,10 @@ fn UserRow(
     disable: ServerAction<SetDisabled>,
 ) -> impl IntoView {
     let (id_role, id_reset, id_disable) = (user.id.clone(), user.id.clone(), user.id.clone());
+    let role_label = match lang {
+        Lang::En => format!("Role of {}", user.username),
+        Lang::Zh => format!("{} 的角色", user.username),
+    };
     view! {
         <tr data-user=user.username.clone() class:disabled=user.disabled>
             <td>
@@ -118,7 +122,7 @@ fn UserRow(
             <td>
                 <ActionForm action=set_role attr:class="inline">
                     <input type="hidden" name="user_id" value=id_role/>
-                    <RoleSelect id="" selected=user.role lang=lang/>
+                    <RoleSelect id="" selected=user.role lang=lang label=Some(role_label)/>
                     <button type="submit" class="role-submit">{Msg::ChangeRole.text(lang)}</button>
                 </ActionForm>
             </td>
@@ -146,9 +150,16 @@ fn UserRow(
 }
 
 #[component]
-fn RoleSelect(id: &'static str, selected: Role, lang: Lang) -> impl IntoView {
+/// `label`: the select's name for a screen reader where no visible label
+/// names it (a row of the users table).
+fn RoleSelect(
+    id: &'static str,
+    selected: Role,
+    lang: Lang,
+    label: Option<String>,
+) -> impl IntoView {
     view! {
-        <select name="role" id=(!id.is_empty()).then_some(id)>
+        <select name="role" id=(!id.is_empty()).then_some(id) aria-label=label>
             {Role::ALL.iter().map(|r| view! {
                 <option value=r.as_str() selected=*r == selected>{role_name(*r, lang)}</option>
             }).collect_view()}

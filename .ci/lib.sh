@@ -41,25 +41,12 @@ ensure_rust_tools() {
   fi
 }
 
-# The npm binaryen package's wasm-opt (Binaryen compiled to WebAssembly, run
-# by node): Debian's binaryen is too old for the features rustc emits and
-# breaks hydration. Pinned; installed under target/tools.
-BINARYEN_VERSION=132.0.0
-ensure_wasm_opt() {
-  local tools="$ROOT/target/tools"
-  WASM_OPT="$tools/node_modules/.bin/wasm-opt"
-  if [[ "$("$WASM_OPT" --version 2>/dev/null | awk '{print $3}')" != "$BINARYEN_VERSION" ]]; then
-    say "installing binaryen $BINARYEN_VERSION (wasm-opt) into target/tools"
-    mkdir -p "$tools"
-    npm install --no-audit --no-fund --no-save --prefix "$tools" "binaryen@$BINARYEN_VERSION" >/dev/null
-  fi
-}
-
 # build_site debug|release: the WebAssembly bundle and assets into
 # target/site, then the server binary into target/<profile>/reckon. The
-# release bundle has no names (a third of its size were debug names) and is
-# shrunk by wasm-opt; both are written with brotli and gzip copies beside
-# each file, which the server sends to browsers that take them.
+# release bundle has no names (two thirds of its size were names); both are
+# written with brotli and gzip copies beside each file, which the server
+# sends to browsers that take them. (wasm-opt was measured and left out:
+# BENCHMARKS.md, Decisions.)
 build_site() {
   local profile="$1" wasm_profile cargo_flag
   if [[ "$profile" == release ]]; then
@@ -83,15 +70,6 @@ build_site() {
   rm -rf "$site.tmp" && mkdir -p "$site.tmp/pkg"
   wasm-bindgen --target web --no-typescript "${bindgen_flags[@]}" --out-dir "$site.tmp/pkg" --out-name reckon \
     "target/wasm32-unknown-unknown/$wasm_profile/app.wasm"
-  if [[ "$wasm_profile" == wasm-release ]]; then
-    ensure_wasm_opt
-    say "wasm-opt -Oz"
-    # The features rustc's wasm32 target enables by default, no others.
-    "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-      --enable-reference-types --enable-multivalue --enable-mutable-globals \
-      -o "$site.tmp/pkg/reckon_bg.opt.wasm" "$site.tmp/pkg/reckon_bg.wasm"
-    mv "$site.tmp/pkg/reckon_bg.opt.wasm" "$site.tmp/pkg/reckon_bg.wasm"
-  fi
   cp style/main.css "$site.tmp/pkg/reckon.css"
   cp -r public/. "$site.tmp/"
   for f in "$site.tmp"/pkg/*.{js,wasm,css}; do

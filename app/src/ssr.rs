@@ -394,6 +394,17 @@ pub fn error_pairs(err: &AppError) -> Option<[(&'static str, String); 2]> {
     Some([(ERROR_PARAM, json), (ERROR_SEAL, seal)])
 }
 
+/// [`error_pairs`] as a query string (without `?`).
+pub fn error_query(err: &AppError) -> String {
+    error_pairs(err)
+        .map(|pairs| {
+            form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(pairs)
+                .finish()
+        })
+        .unwrap_or_default()
+}
+
 /// The error of an address, if this server sealed it.
 pub fn opened_error(json: &str, seal: &str) -> Option<AppError> {
     use hmac::Mac;

@@ -22,6 +22,9 @@ test('admin creates an operator, who sees no Users link and is refused at /users
   await expect(row).toBeVisible();
   await expect(row.locator('select[name="role"]')).toHaveValue('operator');
   expect(await page.evaluate(() => (window as any).__noReload)).toBe(true);
+  // Disable is offered on others' rows, never on one's own.
+  await expect(row.locator('.disable-submit')).toBeVisible();
+  await expect(page.locator('tr[data-user="admin"] .disable-submit')).toHaveCount(0);
 
   // A refused change shows the server's reason.
   await page.fill('#new-username', operator);

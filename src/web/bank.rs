@@ -10,6 +10,7 @@ use crate::engine::Engine;
 use crate::store::bank::{PayoutRow, StatementRow};
 use axum::extract::{DefaultBodyLimit, Multipart, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -83,9 +84,43 @@ pub async fn upload(
     Bearer(actor): Bearer,
     mut form: Multipart,
 ) -> Result<(StatusCode, Json<Imported>), ApiError> {
-    let unreadable = |e: axum::extract::multipart::MultipartError| {
-        ApiError::new(StatusCode::BAD_REQUEST, format!("unreadable form: {e}"))
+    let form = read_form(&mut form)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+    let imported = bank::import(&engine, form.import(&actor)).await?;
+    let status = if imported.duplicate {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
     };
+    Ok((status, Json(imported)))
+}
+
+/// A bank statement upload's fields, read the same for the API and the
+/// console.
+struct BankForm {
+    file: axum::body::Bytes,
+    name: Option<String>,
+    format: Option<String>,
+    columns: Option<String>,
+}
+
+impl BankForm {
+    fn import<'a>(&'a self, actor: &'a str) -> BankImport<'a> {
+        BankImport {
+            bytes: &self.file,
+            file_name: self.name.as_deref(),
+            format: self.format.as_deref().filter(|f| !f.trim().is_empty()),
+            csv_columns: self.columns.as_deref().filter(|c| !c.trim().is_empty()),
+            actor,
+        }
+    }
+}
+
+/// `file`, optionally `format` and `csv_columns`; any other field, or no
+/// file, is refused with the reason.
+async fn read_form(form: &mut Multipart) -> Result<BankForm, String> {
+    let unreadable = |e: axum::extract::multipart::MultipartError| format!("unreadable form: {e}");
     let (mut file, mut name, mut format, mut columns) = (None, None, None, None);
     while let Some(field) = form.next_field().await.map_err(unreadable)? {
         match field.name().unwrap_or("") {
@@ -95,34 +130,63 @@ pub async fn upload(
             }
             "format" => format = Some(field.text().await.map_err(unreadable)?),
             "csv_columns" => columns = Some(field.text().await.map_err(unreadable)?),
-            other => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("unknown field {other:?}"),
-                ));
-            }
+            other => return Err(format!("unknown field {other:?}")),
         }
     }
-    let Some(file) = file else {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "file is required"));
+    match file {
+        Some(file) if !file.is_empty() => Ok(BankForm {
+            file,
+            name,
+            format,
+            columns,
+        }),
+        Some(_) => Err("the statement file is empty".into()),
+        None => Err("file is required".into()),
+    }
+}
+
+/// The console's upload: `POST /bank/upload` from the bank page, the same
+/// fields as the API; an operator's or supervisor's session. Back to the
+/// bank page with the statement, or with the reason it was refused.
+pub fn console_upload_router(
+    state: AppState,
+    sessions: tower_sessions::SessionManagerLayer<super::sessions::Store>,
+) -> Router {
+    Router::new()
+        .route("/bank/upload", post(console_upload))
+        .layer(sessions)
+        .layer(axum::middleware::from_fn(super::same_origin))
+        .layer(DefaultBodyLimit::max(UPLOAD_LIMIT))
+        .layer(RequestBodyLimitLayer::new(UPLOAD_LIMIT + 64 * 1024))
+        .with_state(state)
+}
+
+async fn console_upload(
+    State(state): State<AppState>,
+    super::console::Signed(user): super::console::Signed,
+    mut form: Multipart,
+) -> axum::response::Response {
+    use app::error::AppError;
+    let back =
+        |query: String| axum::response::Redirect::to(&format!("/bank?{query}")).into_response();
+    let refused = |err: AppError| back(app::ssr::error_query(&err));
+    if !app::api::WORK.contains(&user.role) {
+        return refused(AppError::Forbidden);
+    }
+    let form = match read_form(&mut form).await {
+        Ok(form) => form,
+        Err(detail) => return refused(AppError::Invalid { detail }),
     };
-    let imported = bank::import(
-        &engine,
-        BankImport {
-            bytes: &file,
-            file_name: name.as_deref(),
-            format: format.as_deref(),
-            csv_columns: columns.as_deref(),
-            actor: &actor,
-        },
-    )
-    .await?;
-    let status = if imported.duplicate {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    Ok((status, Json(imported)))
+    match bank::import(&state.engine, form.import(&user.username)).await {
+        Ok(imported) => back(
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair("statement", &imported.statement.statement_id)
+                .append_pair("duplicate", if imported.duplicate { "1" } else { "0" })
+                .finish(),
+        ),
+        Err(BankError::Refused(detail)) => refused(AppError::Invalid { detail }),
+        Err(BankError::Store(e)) => refused(app::ssr::internal(&e.to_string())),
+    }
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]

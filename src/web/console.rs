@@ -139,9 +139,9 @@ pub async fn export(
 /// Back to the ticket page, with the error in the address if there was one.
 fn back(ticket: &str, err: Option<&AppError>) -> Response {
     let mut to = format!("/tickets/{}", app::tickets::encode(ticket));
-    if let Some(pairs) = err.and_then(app::ssr::error_pairs) {
+    if let Some(err) = err {
         to.push('?');
-        to.push_str(&sealed_query(pairs));
+        to.push_str(&app::ssr::error_query(err));
     }
     Redirect::to(&to).into_response()
 }
@@ -253,18 +253,11 @@ fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
     if let Some(run) = run {
         to.push_str(&format!("?run={}", app::tickets::encode(run)));
     }
-    if let Some(pairs) = err.and_then(app::ssr::error_pairs) {
+    if let Some(err) = err {
         to.push(if run.is_some() { '&' } else { '?' });
-        to.push_str(&sealed_query(pairs));
+        to.push_str(&app::ssr::error_query(err));
     }
     Redirect::to(&to).into_response()
-}
-
-/// The sealed error's pairs as a query string.
-fn sealed_query(pairs: [(&str, String); 2]) -> String {
-    form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(pairs)
-        .finish()
 }
 
 /// `POST /runs/upload`, multipart: `provider`, `business_date`, `file`,

@@ -125,8 +125,9 @@ pub fn router(
         .merge(assets)
         .merge(extra)
         .merge(timed_and_counted(provider_hooks, &state.metrics).with_state(state.clone()))
-        .merge(console::upload_router(state.clone(), session_layer))
+        .merge(console::upload_router(state.clone(), session_layer.clone()))
         .merge(bank::upload_router(state.clone()))
+        .merge(bank::console_upload_router(state.clone(), session_layer))
         .merge(recon::upload_router(state))
         // Outermost, so the answers of every layer above and of the
         // fallback (404, 405) reach it.

@@ -6,6 +6,7 @@
 use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};
 use crate::stripe::{StripeApp, spawn_stripe_app_with};
+use app::types::Role;
 use reckon::startup::Options;
 use serde_json::{Value, json};
 
@@ -442,7 +443,106 @@ async fn a_bank_csv_imported_by_the_cli_matches_through_its_column_mapping(b: Ba
     );
 }
 
+/// The bank page's form: an operator imports the same CSV with its column
+/// mapping; a statement without it, an empty file and a viewer without the
+/// role are refused with the reason on the page; the same file again says
+/// so.
+async fn a_bank_statement_is_imported_from_the_bank_page(b: Backend) {
+    let app = spawn_app_with(
+        b,
+        |_| {},
+        Options {
+            workers: false,
+            ..Options::default()
+        },
+    )
+    .await;
+    let password = "correct horse battery";
+    let mut clients = Vec::new();
+    for (name, role) in [("olga", Role::Operator), ("ada", Role::Admin)] {
+        app.add_user(name, role, password).await;
+        let client = crate::helpers::client();
+        let res = app
+            .call_with(
+                &client,
+                "login",
+                &[("username", name), ("password", password)],
+            )
+            .await;
+        assert!(res.status().is_success() || res.status().is_redirection());
+        clients.push(client);
+    }
+    let (olga, ada) = (&clients[0], &clients[1]);
+    let mapping = "date=Buchungstag;amount=Betrag;currency=Waehrung;reference=Verwendungszweck;counterparty=Auftraggeber;direction=Soll/Haben";
+    let post = |who: &reqwest::Client, bytes: Vec<u8>, columns: &str| {
+        let form = reqwest::multipart::Form::new()
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(bytes).file_name("umsaetze.csv"),
+            )
+            .text("format", "")
+            .text("csv_columns", columns.to_owned());
+        who.post(format!("{}/bank/upload", app.base))
+            .headers(app.origin())
+            .multipart(form)
+            .send()
+    };
+    let location = |res: reqwest::Response| {
+        assert_eq!(res.status(), 303);
+        res.headers()["location"].to_str().unwrap().to_owned()
+    };
+    let csv = fixture("bank_statement.csv");
+
+    // Refused, each with its reason shown on the bank page, nothing stored.
+    let to = location(post(olga, csv.clone(), "").await.unwrap());
+    assert!(
+        to.starts_with("/bank?err=") && to.contains("errseal="),
+        "{to}"
+    );
+    let page = olga
+        .get(format!("{}{to}", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("no column"), "the reason is on the page");
+    let to = location(post(olga, Vec::new(), mapping).await.unwrap());
+    assert!(to.contains("empty"), "{to}");
+    let to = location(post(ada, csv.clone(), mapping).await.unwrap());
+    assert!(to.contains("Forbidden"), "{to}");
+    assert_eq!(count(&app, "bank_statements").await, 0);
+
+    // Imported, then the same file again: nothing changes.
+    let to = location(post(olga, csv.clone(), mapping).await.unwrap());
+    assert!(
+        to.starts_with("/bank?statement=") && to.ends_with("&duplicate=0"),
+        "{to}"
+    );
+    let page = olga
+        .get(format!("{}{to}", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("id=\"bank-imported\""), "{page}");
+    assert!(page.contains("umsaetze.csv"));
+    let again = location(post(olga, csv, mapping).await.unwrap());
+    assert!(again.ends_with("&duplicate=1"), "{again}");
+    assert_eq!(count(&app, "bank_statements").await, 1);
+    assert_eq!(count(&app, "bank_entries").await, 6);
+    let imported_by: String = sqlx::query_scalar("SELECT imported_by FROM bank_statements")
+        .fetch_one(&app.accounts.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(imported_by, "olga");
+}
+
 both_databases!(
+    a_bank_statement_is_imported_from_the_bank_page,
     a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome,
     a_malformed_bank_statement_is_refused_and_nothing_is_stored,
     a_bank_csv_imported_by_the_cli_matches_through_its_column_mapping,

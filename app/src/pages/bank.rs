@@ -3,7 +3,7 @@
 //! lists the imported bank statements and the payouts with their match
 //! state, each mismatch a ticket in the discrepancy list.
 
-use super::{ErrorNote, Frame};
+use super::{ErrorNote, Frame, url_error};
 use crate::api::load_bank;
 use crate::bank::SettledRow;
 use crate::format::utc_minutes;
@@ -11,6 +11,7 @@ use crate::i18n::{Msg, tr};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 
 /// The dashboard's "settled to bank" for its day.
 #[component]
@@ -66,15 +67,48 @@ fn state_text(state: &str, lang: Lang) -> &'static str {
 
 #[component]
 fn BankBody() -> impl IntoView {
-    let lang = expect_context::<super::Viewer>().lang;
+    let super::Viewer { lang, user } = expect_context::<super::Viewer>();
     let data = Resource::new(|| (), |_| load_bank());
     let title = Msg::Bank.text(lang);
+    let may_work = matches!(user.role, Role::Operator | Role::Supervisor);
+    let err = url_error();
+    let query = use_query_map();
+    let imported = move || {
+        let q = query.read();
+        q.get("statement")
+            .map(|id| (id, q.get("duplicate").as_deref() == Some("1")))
+    };
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>
         <p class="hint">{tr(lang,
-            "Bank statements are imported with `reckon bank import FILE` or POST /api/v1/bank/statements (camt.053 or CSV); each provider payout is matched to a bank credit. Differences open tickets; no money moves.",
-            "银行对账单通过 `reckon bank import FILE` 或 POST /api/v1/bank/statements 导入（camt.053 或 CSV）；每笔渠道结算款与银行入账匹配，差异生成工单，不会自动动账。")}</p>
+            "Bank statements (camt.053 or CSV) are imported here, with `reckon bank import FILE` or POST /api/v1/bank/statements; each provider payout is matched to a bank credit. Differences open tickets; no money moves.",
+            "银行对账单（camt.053 或 CSV）可在此导入，也可用 `reckon bank import FILE` 或 POST /api/v1/bank/statements；每笔渠道结算款与银行入账匹配，差异生成工单，不会自动动账。")}</p>
+        {move || view! { <ErrorNote err=err() lang=lang/> }}
+        {move || imported().map(|(id, duplicate)| view! {
+            <p class="notice" id="bank-imported" data-statement=id.clone()>
+                {if duplicate {
+                    tr(lang, "This file was imported before: nothing changed.", "此文件此前已导入：未做任何更改。")
+                } else {
+                    tr(lang, "Statement imported and matched; it is listed below.", "对账单已导入并完成匹配，见下表。")
+                }}
+            </p>
+        })}
+        {may_work.then(|| view! {
+            <form method="post" enctype="multipart/form-data" action="/bank/upload" class="row card" id="bank-upload-form">
+                <label>{tr(lang, "Bank statement file", "银行对账单文件")}<input type="file" name="file" id="b-file" required/></label>
+                <label>{tr(lang, "Format", "格式")}
+                    <select name="format" id="b-format">
+                        <option value="">{tr(lang, "by its content", "按内容识别")}</option>
+                        <option value="camt053">"camt.053"</option>
+                        <option value="csv">"CSV"</option>
+                    </select>
+                </label>
+                <label>{tr(lang, "CSV columns (field=Header;…, optional)", "CSV 列映射（字段=表头;…，可选）")}
+                    <input name="csv_columns" id="b-columns" size="28" placeholder="date=Buchungstag;amount=Betrag"/></label>
+                <button type="submit" id="b-submit">{tr(lang, "Import and match", "导入并匹配")}</button>
+            </form>
+        })}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 match data.await {

@@ -137,13 +137,16 @@ fn UserRow(
                         placeholder=Msg::NewPassword.text(lang)/>
                     <button type="submit" class="reset-submit">{Msg::ResetPassword.text(lang)}</button>
                 </ActionForm>
-                <ActionForm action=disable attr:class="inline">
-                    <input type="hidden" name="user_id" value=id_disable/>
-                    <input type="hidden" name="disabled" value=(!user.disabled).to_string()/>
-                    <button type="submit" class="disable-submit">
-                        {if user.disabled { Msg::Enable.text(lang) } else { Msg::Disable.text(lang) }}
-                    </button>
-                </ActionForm>
+                // No one may disable themselves (the server refuses it too).
+                {(!is_me).then(|| view! {
+                    <ActionForm action=disable attr:class="inline">
+                        <input type="hidden" name="user_id" value=id_disable/>
+                        <input type="hidden" name="disabled" value=(!user.disabled).to_string()/>
+                        <button type="submit" class="disable-submit">
+                            {if user.disabled { Msg::Enable.text(lang) } else { Msg::Disable.text(lang) }}
+                        </button>
+                    </ActionForm>
+                })}
             </td>
         </tr>
     }

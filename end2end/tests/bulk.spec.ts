@@ -80,7 +80,7 @@ async function listOf(page: Page, prefix: string, n: number) {
       await page.goto(`/tickets?q=${prefix}`);
       await hydrated(page);
       return page.locator('#tickets tbody tr').count();
-    })
+    }, { timeout: 30_000 })
     .toBe(n);
 }
 

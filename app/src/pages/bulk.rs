@@ -219,7 +219,10 @@ pub fn BulkBar(f: TicketFilter, total: i64, lang: Lang) -> impl IntoView {
     Effect::new(move |_| {
         act.version().get();
         propose.version().get();
-        chosen.all.set(false);
+        // Written only when set: a write while the page hydrates redraws it.
+        if chosen.all.get_untracked() {
+            chosen.all.set(false);
+        }
     });
     let versions = move || {
         (
@@ -316,40 +319,61 @@ fn BulkJobs(
     undo: Option<ServerAction<UndoBulkClose>>,
 ) -> impl IntoView {
     let cancel = ServerAction::<CancelBulkJob>::new();
-    let fixed = bulk.clone();
-    let jobs = Resource::new(
-        move || (versions.get(), cancel.version().get()),
-        move |_| {
-            let fixed = fixed.clone();
-            async move {
-                match fixed {
-                    Some(list) => Ok(list),
-                    None => list_bulk_jobs().await,
-                }
-            }
-        },
-    );
-    let running = Signal::derive(move || {
-        jobs.get()
-            .and_then(Result::ok)
-            .is_some_and(|j| j.iter().any(BulkJob::running))
-    });
-    poll_while(running, move || jobs.refetch());
     let err = action_error(cancel, || None);
+    let list = match bulk {
+        // A bulk proposal's jobs come with its page, which polls them.
+        Some(list) => view! { <JobList list=list lang=lang cancel=cancel undo=undo/> }.into_any(),
+        None => {
+            // Fetched in the browser once the page has hydrated, into a
+            // plain signal: a resource read inside the list's suspense
+            // made the page hydrate twice now and then.
+            let jobs = RwSignal::new(None::<Vec<BulkJob>>);
+            let fetch = move || {
+                leptos::task::spawn_local(async move {
+                    if let Ok(list) = list_bulk_jobs().await {
+                        jobs.set(Some(list));
+                    }
+                })
+            };
+            Effect::new(move |_| {
+                let _ = (versions.get(), cancel.version().get());
+                fetch();
+            });
+            let running = Signal::derive(move || {
+                jobs.with(|j| j.as_ref().is_some_and(|j| j.iter().any(BulkJob::running)))
+            });
+            poll_while(running, fetch);
+            view! {
+                {move || jobs.get().map(|list| view! {
+                    <JobList list=list lang=lang cancel=cancel undo=undo/>
+                })}
+            }
+            .into_any()
+        }
+    };
     view! {
         {move || view! { <ErrorNote err=err() lang=lang/> }}
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                jobs.await.ok().filter(|j| !j.is_empty()).map(|list| view! {
-                    <div id="bulk-jobs">
-                        <h3>{tr(lang, "Bulk jobs", "批量任务")}</h3>
-                        {list.iter().any(BulkJob::running).then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
-                        {list.into_iter().map(|j| view! { <JobRow j=j lang=lang cancel=cancel undo=undo/> }).collect_view()}
-                    </div>
-                })
-            })}
-        </Transition>
+        {list}
     }
+}
+
+/// The jobs, newest first; nothing when there is none.
+#[component]
+fn JobList(
+    list: Vec<BulkJob>,
+    lang: Lang,
+    cancel: ServerAction<CancelBulkJob>,
+    undo: Option<ServerAction<UndoBulkClose>>,
+) -> impl IntoView {
+    (!list.is_empty()).then(|| {
+        view! {
+            <div id="bulk-jobs">
+                <h3>{tr(lang, "Bulk jobs", "批量任务")}</h3>
+                {list.iter().any(BulkJob::running).then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
+                {list.into_iter().map(|j| view! { <JobRow j=j lang=lang cancel=cancel undo=undo/> }).collect_view()}
+            </div>
+        }
+    })
 }
 
 #[component]

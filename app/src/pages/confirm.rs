@@ -28,9 +28,10 @@ pub fn ConfirmSubmit(
     disabled: Signal<bool>,
 ) -> impl IntoView {
     let asking = RwSignal::new(false);
-    // Whatever made the question moot (a choice cleared) closes it.
+    // Whatever made the question moot (a choice cleared) closes it. Set
+    // only when open: a write while the page hydrates would redraw it.
     Effect::new(move |_| {
-        if disabled.get() {
+        if disabled.get() && asking.get_untracked() {
             asking.set(false);
         }
     });

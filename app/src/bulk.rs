@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// a request to narrow the filter.
 pub const BULK_LIMIT: usize = 1000;
 
+/// How long after a bulk close ends its undo is offered: the tickets it
+/// closed reopened, as one more job.
+pub const UNDO_MINUTES: i64 = 10;
+
 /// What a bulk action works on. `scope` is `ids` (the ticked tickets,
 /// `ids` separated by commas, spaces or lines) or `filter` (every ticket
 /// the filter matches, on every page) — said explicitly, so an empty
@@ -51,7 +55,8 @@ pub struct BulkStarted {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkJob {
     pub id: String,
-    /// ASSIGN | COMMENT | CLOSE | PROPOSE | APPROVE | REJECT
+    /// ASSIGN | COMMENT | CLOSE | PROPOSE | APPROVE | REJECT | REOPEN (a
+    /// close undone)
     pub kind: String,
     pub bulk_id: Option<String>,
     pub requested_by: String,
@@ -68,6 +73,10 @@ pub struct BulkJob {
     pub finished_at: Option<i64>,
     /// Items skipped or failed: (ticket or proposal, SKIPPED | FAILED, why).
     pub exceptions: Vec<(String, String, String)>,
+    /// A close job that may still be undone: until when (UTC microseconds).
+    pub undo_until: Option<i64>,
+    /// A close job undone: the job reopening its tickets.
+    pub undone_by: Option<String>,
 }
 
 impl BulkJob {

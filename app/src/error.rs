@@ -55,6 +55,8 @@ pub enum AppError {
     NotReplayable,
     #[error("the engine refused: {detail}")]
     Refused { detail: String },
+    #[error("undo is offered for {minutes} minutes after a bulk close ends; that time has passed")]
+    UndoExpired { minutes: u64 },
     #[error("the provider could not be asked: {detail}")]
     ProviderUnavailable { detail: String },
     #[error("internal error (trace {trace_id})")]
@@ -96,7 +98,8 @@ impl AppError {
             | AppError::TicketClosed
             | AppError::AlreadyProposed
             | AppError::NotReplayable
-            | AppError::Refused { .. } => 409,
+            | AppError::Refused { .. }
+            | AppError::UndoExpired { .. } => 409,
             AppError::NotFound => 404,
             AppError::Internal { .. } => 500,
         }

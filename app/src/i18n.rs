@@ -110,6 +110,9 @@ pub enum Msg {
     Diagnosis,
     SourceAddress,
     Reason,
+    // Asking before a consequential submit (bulk work, decisions, a close).
+    Confirm,
+    Cancel,
 }
 
 impl Msg {
@@ -243,6 +246,8 @@ impl Msg {
             Diagnosis => ("Diagnosis", "诊断"),
             SourceAddress => ("Source address", "来源地址"),
             Reason => ("Reason", "原因"),
+            Confirm => ("Confirm", "确认"),
+            Cancel => ("Cancel", "取消"),
         }
     }
 }
@@ -340,6 +345,12 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         (AppError::NotReplayable, Lang::Zh) => "只有验签通过的回调才能重放。".into(),
         (AppError::Refused { detail }, Lang::En) => format!("Refused: {detail}"),
         (AppError::Refused { detail }, Lang::Zh) => format!("已拒绝：{detail}"),
+        (AppError::UndoExpired { minutes }, Lang::En) => format!(
+            "Undo is offered for {minutes} minutes after a bulk close ends; that time has passed and the tickets stay closed."
+        ),
+        (AppError::UndoExpired { minutes }, Lang::Zh) => {
+            format!("批量关闭结束后 {minutes} 分钟内可撤销；该时限已过，工单保持关闭。")
+        }
         (AppError::ProviderUnavailable { detail }, Lang::En) => {
             format!("The provider could not be asked: {detail}")
         }

@@ -168,6 +168,8 @@ pub trait Console: Send + Sync + 'static {
         comment: &str,
     ) -> Result<BulkStarted, AppError>;
     async fn bulk_cancel(&self, actor: &User, job_id: &str) -> Result<(), AppError>;
+    /// A bulk close undone within its window: its tickets reopened by a job.
+    async fn bulk_undo(&self, actor: &User, job_id: &str) -> Result<BulkStarted, AppError>;
     async fn bulk_job(&self, job_id: &str) -> Result<BulkJob, AppError>;
     async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
     async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;

@@ -47,7 +47,14 @@ test('a supervisor closes a day on the dashboard and sees it closed, with its si
   await expect(row).toHaveAttribute('data-state', 'OPEN');
   await expect(row.locator('td.num').first()).toContainText('12.34 CNY');
   await row.locator('.close-day .close-reason').fill('the unknown payment is a test charge');
+  // Asked first, naming the day: Cancel leaves it open.
   await row.locator('.close-day .close-submit').click();
+  await expect(row.locator('.close-day .confirm-question')).toContainText(day);
+  await row.locator('.close-day .confirm-no').click();
+  await expect(row.locator('.close-day .confirm-question')).toHaveCount(0);
+  await expect(row).toHaveAttribute('data-state', 'OPEN');
+  await row.locator('.close-day .close-submit').click();
+  await row.locator('.close-day .confirm-yes').click();
   await expect(row).toHaveAttribute('data-state', 'CLOSED');
   await expect(row.locator('.close-by')).toContainText('sam');
   await expect(row.locator('.close-hash')).toHaveText(/^[0-9a-f]{12}$/);

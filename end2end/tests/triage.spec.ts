@@ -123,7 +123,14 @@ for (const lang of ['en', 'zh'] as const) {
     await expect(hers.locator('.proposer')).toHaveText('olivia');
     if (lang === 'en') await page.screenshot({ path: `${SHOTS}/3-approvals.png`, fullPage: true });
     await hers.locator('.approve-comment').fill('matches the provider record');
+    // Asked in the page, in the page's language, before anything is sent.
     await hers.locator('.approve-submit').click();
+    await expect(hers.locator('.confirm-question')).toContainText(lang === 'en' ? 'Approve and execute' : '批准并立即执行');
+    await hers.locator('.confirm-no').click();
+    await expect(hers.locator('.confirm-question')).toHaveCount(0);
+    await expect(hers).toHaveCount(1);
+    await hers.locator('.approve-submit').click();
+    await hers.locator('.confirm-yes').click();
     await expect(page.locator('#action-result')).toBeVisible();
     await expect(page.locator(`article.proposal:has-text("${lost.no}")`)).toHaveCount(0);
 

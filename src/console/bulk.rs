@@ -1,7 +1,7 @@
 //! Bulk work as the console asks for it: a selection (ticked tickets, or
 //! every ticket the list's filters match) resolved to ticket ids, capped,
 //! and handed to triage's bulk jobs; the bulk proposals and jobs read back
-//! with their progress.
+//! with their progress and, for a bulk close, until when it may be undone.
 
 use super::{Desk, invalid};
 use crate::accounts::internal;
@@ -129,7 +129,11 @@ impl Desk {
         let rows = bulk::recent_jobs(&self.engine.db.pool, bulk_id)
             .await
             .map_err(internal)?;
-        Ok(rows.into_iter().map(|r| job_of(r, Vec::new())).collect())
+        let now = self.now();
+        Ok(rows
+            .into_iter()
+            .map(|r| job_of(r, Vec::new(), now))
+            .collect())
     }
 
     pub(super) async fn bulk_proposals_of(&self) -> Result<Vec<BulkProposal>, AppError> {
@@ -151,7 +155,7 @@ impl Desk {
         let mut jobs = Vec::new();
         for j in bulk::recent_jobs(pool, Some(id)).await.map_err(internal)? {
             let exceptions = bulk::exceptions(pool, &j.job_id).await.map_err(internal)?;
-            jobs.push(job_of(j, exceptions));
+            jobs.push(job_of(j, exceptions, self.now()));
         }
         Ok(BulkDetail {
             bulk: proposal_of(row)?,
@@ -163,6 +167,19 @@ impl Desk {
     pub(super) async fn bulk_cancel_of(&self, actor: &User, id: &str) -> Result<(), AppError> {
         work::cancel(&self.engine, actor, id).await
     }
+
+    pub(super) async fn bulk_undo_of(
+        &self,
+        actor: &User,
+        id: &str,
+    ) -> Result<BulkStarted, AppError> {
+        let (job_id, total) = work::undo(&self.engine, actor, id).await?;
+        Ok(BulkStarted {
+            job_id,
+            bulk_id: None,
+            total,
+        })
+    }
 }
 
 /// A job with its progress and the items it skipped or failed.
@@ -173,10 +190,13 @@ pub async fn bulk_job(engine: &Engine, id: &str) -> Result<BulkJob, AppError> {
         .map_err(internal)?
         .ok_or(AppError::NotFound)?;
     let exceptions = bulk::exceptions(pool, id).await.map_err(internal)?;
-    Ok(job_of(row, exceptions))
+    Ok(job_of(row, exceptions, engine.now()))
 }
 
-fn job_of(r: JobRow, exceptions: Vec<(String, String, String)>) -> BulkJob {
+/// A job as the console shows it at `now`: its undo offered only while
+/// its window is open.
+fn job_of(r: JobRow, exceptions: Vec<(String, String, String)>, now: i64) -> BulkJob {
+    let undo_until = work::undo_until(&r).filter(|until| now <= *until);
     BulkJob {
         pending: (r.total - r.done - r.skipped - r.failed).max(0),
         id: r.job_id,
@@ -192,6 +212,8 @@ fn job_of(r: JobRow, exceptions: Vec<(String, String, String)>) -> BulkJob {
         started_at: r.started_at,
         finished_at: r.finished_at,
         exceptions,
+        undo_until,
+        undone_by: r.undone_by,
     }
 }
 

@@ -328,6 +328,10 @@ impl Console for Desk {
         self.bulk_cancel_of(actor, job_id).await
     }
 
+    async fn bulk_undo(&self, actor: &User, job_id: &str) -> Result<BulkStarted, AppError> {
+        self.bulk_undo_of(actor, job_id).await
+    }
+
     async fn bulk_job(&self, job_id: &str) -> Result<BulkJob, AppError> {
         self.bulk_job_of(job_id).await
     }

@@ -105,13 +105,17 @@ impl TicketStatus {
     /// an open ticket takes it IN_PROGRESS; a proposal waits for approval;
     /// an approval executed, a conclusion or an automatic repair closes it;
     /// a rejected, failed or superseded proposal hands it back. CLOSED is
-    /// final: a cause that comes back opens a new ticket.
+    /// final — a cause that comes back opens a new ticket — but for one
+    /// move: a close by conclusion alone (no money moved) undone shortly
+    /// after goes back IN_PROGRESS, someone's work again. Which closes may
+    /// be undone, by whom and until when is triage's (a bulk close's undo).
     pub const fn may_go_to(self, to: TicketStatus) -> bool {
         matches!(
             (self, to),
             (Open, InProgress | AwaitingApproval | Closed)
                 | (InProgress, AwaitingApproval | Closed)
                 | (AwaitingApproval, InProgress | Closed)
+                | (Closed, InProgress)
         )
     }
 
@@ -172,6 +176,7 @@ mod tests {
             (InProgress, Closed),
             (AwaitingApproval, InProgress),
             (AwaitingApproval, Closed),
+            (Closed, InProgress),
         ];
         for from in TicketStatus::ALL {
             for to in TicketStatus::ALL {
@@ -187,6 +192,11 @@ mod tests {
             [Open, InProgress, AwaitingApproval]
         );
         assert!(TicketStatus::predecessors(Open).is_empty());
+        // Reopened, a ticket is worked on; it is never new again.
+        assert_eq!(
+            TicketStatus::predecessors(InProgress),
+            [Open, AwaitingApproval, Closed]
+        );
         assert!(Severity::Critical.rank() > Severity::High.rank());
     }
 }

@@ -199,10 +199,12 @@ pub struct JobRow {
     pub started_at: i64,
     pub updated_at: i64,
     pub finished_at: Option<i64>,
+    /// A close job undone: the job that reopened its tickets.
+    pub undone_by: Option<String>,
 }
 
 const JOB_COLUMNS: &str = "job_id, kind, bulk_id, params_json, requested_by_id, requested_by, status, total, done, \
-     skipped, failed, error, started_at, updated_at, finished_at";
+     skipped, failed, error, started_at, updated_at, finished_at, undone_by";
 
 pub async fn job<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -298,6 +300,40 @@ pub async fn item_worked(
         .await?;
     }
     Ok(())
+}
+
+/// The items a job did (DONE), in order: what an undo takes back.
+pub async fn done_targets<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT target_id FROM bulk_job_items WHERE job_id = $1 AND status = 'DONE' ORDER BY seq",
+    )
+    .bind(id)
+    .fetch_all(e)
+    .await
+}
+
+/// Marks an ended close job undone by `by`; false when it was undone
+/// already (or is not an ended close job), so one undo wins.
+pub async fn mark_undone(
+    conn: &mut AnyConnection,
+    id: &str,
+    by: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    Ok(sqlx::query(
+        "UPDATE bulk_jobs SET undone_by = $1, updated_at = $2 \
+         WHERE job_id = $3 AND kind = 'CLOSE' AND undone_by IS NULL AND status IN ('DONE', 'CANCELLED', 'FAILED')",
+    )
+    .bind(by)
+    .bind(now)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1)
 }
 
 /// The items worked but not done (skipped or failed), with why — what a

@@ -283,6 +283,11 @@ pub async fn move_ticket(conn: &mut AnyConnection, id: &str, m: &Move<'_>) -> sq
         n += 1;
         sets.push_str(&format!(", conclusion = ${n}, closed_at = $1"));
     }
+    // Reopened, a ticket is no longer concluded: its conclusion stays in
+    // its notes and the audit log, and the day's closed count drops it.
+    if m.from.contains(&TicketStatus::Closed) {
+        sets.push_str(", conclusion = NULL, closed_at = NULL");
+    }
     let only = match m.only_if {
         None => String::new(),
         Some(Only::LagResolved) => format!(

@@ -1,8 +1,9 @@
 //! A person's actions on one ticket: assign it, comment, attach evidence
 //! (text, a reference or a small file), conclude it, re-query its payment
-//! at the provider or replay one of its stored callbacks. Working on an
-//! OPEN ticket takes it IN_PROGRESS; each action is one transaction with
-//! its note and audit entry.
+//! at the provider or replay one of its stored callbacks; reopen a ticket a
+//! bulk close closed, when that close is undone. Working on an OPEN ticket
+//! takes it IN_PROGRESS; each action is one transaction with its note and
+//! audit entry.
 
 use super::{action_error, entry, required};
 use crate::accounts::{TxError, internal, retrying};
@@ -229,6 +230,61 @@ pub async fn conclude(
         audit::append(&mut tx, &engine.db.audit, &entry, now).await?;
         tx.commit().await?;
         Ok(())
+    })
+    .await
+}
+
+/// Whether an undo reopened a ticket, or why not.
+pub enum Reopened {
+    Yes,
+    /// Left as it is: no longer closed, or closed since by something else.
+    No(String),
+}
+
+/// Reopens a ticket bulk close `job` closed with `conclusion`: back
+/// IN_PROGRESS (the state machine's one move out of CLOSED), its
+/// conclusion cleared, a note and a `ticket.reopen` audit entry. A ticket
+/// no longer closed with that conclusion is left as it is. Proposals the
+/// close superseded stay superseded: a fix is proposed afresh.
+pub async fn reopen(
+    engine: &Engine,
+    actor: &User,
+    id: &str,
+    job: &str,
+    conclusion: &str,
+) -> Result<Reopened, AppError> {
+    retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        let Some(t) = tickets::ticket(&mut *tx, id).await? else {
+            return Err(TxError::App(AppError::NotFound));
+        };
+        if t.ticket_status() != Some(Closed) {
+            return Ok(Reopened::No(format!(
+                "no longer closed (it is {})",
+                t.status
+            )));
+        }
+        if t.conclusion.as_deref() != Some(conclusion) {
+            return Ok(Reopened::No(
+                "closed since with another conclusion".to_owned(),
+            ));
+        }
+        if move_ticket(&mut tx, id, &Move::new(InProgress, &[Closed], now)).await? == 0 {
+            return Ok(Reopened::No("no longer closed".to_owned()));
+        }
+        let body = format!("reopened: bulk close {job} undone");
+        insert_note(&mut tx, id, "reopen", &body, None, &actor.username, now).await?;
+        let entry = entry(
+            actor,
+            "ticket.reopen",
+            ("ticket", id),
+            Some(json!({ "status": Closed.as_str(), "conclusion": conclusion })),
+            json!({ "status": InProgress.as_str(), "undoes": job }),
+        );
+        audit::append(&mut tx, &engine.db.audit, &entry, now).await?;
+        tx.commit().await?;
+        Ok(Reopened::Yes)
     })
     .await
 }

@@ -6,14 +6,16 @@
 //! every payment move goes through `engine::apply`. Before each item the
 //! job looks whether it was cancelled: what was worked stays worked once,
 //! the rest stays as it was. A job a stopped process left is resumed by
-//! the workers ([`resume_jobs`]).
+//! the workers ([`resume_jobs`]). A bulk close may be undone for
+//! [`UNDO_MINUTES`] after it ends ([`undo`]): a job reopening exactly the
+//! tickets it closed.
 
-use super::{entry, fixes, required};
+use super::{Reopened, entry, fixes, required};
 use crate::accounts::{TxError, internal, retrying};
 use crate::engine::Engine;
 use crate::store::bulk::{self, NewBulk, NewJob};
 use crate::store::{audit, tickets, users};
-use app::bulk::BULK_LIMIT;
+use app::bulk::{BULK_LIMIT, UNDO_MINUTES};
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
 use app::types::{Role, User};
@@ -29,6 +31,9 @@ const ITEM_PAUSE: Duration = Duration::from_millis(25);
 /// A job left RUNNING this long without a step by this process was cut
 /// off (its process stopped); the workers resume it.
 const JOB_SILENT_US: i64 = 120 * 1_000_000;
+
+/// How long after a bulk close ends it may be undone.
+pub const UNDO_WINDOW_US: i64 = UNDO_MINUTES * 60 * 1_000_000;
 
 /// The jobs this process is running, so a resume never runs one twice.
 static RUNNING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
@@ -56,6 +61,12 @@ pub enum BulkAction {
     Reject {
         comment: String,
     },
+    /// A bulk close undone: each ticket it closed with `conclusion`
+    /// reopened.
+    Reopen {
+        undoes: String,
+        conclusion: String,
+    },
 }
 
 impl BulkAction {
@@ -67,6 +78,7 @@ impl BulkAction {
             BulkAction::Propose { .. } => "PROPOSE",
             BulkAction::Approve { .. } => "APPROVE",
             BulkAction::Reject { .. } => "REJECT",
+            BulkAction::Reopen { .. } => "REOPEN",
         }
     }
 
@@ -82,6 +94,9 @@ impl BulkAction {
             } => json!({ "kind": kind, "reason": reason, "evidence": evidence }),
             BulkAction::Approve { comment } => json!({ "comment": comment }),
             BulkAction::Reject { comment } => json!({ "comment": comment }),
+            BulkAction::Reopen { undoes, conclusion } => {
+                json!({ "undoes": undoes, "conclusion": conclusion })
+            }
         }
     }
 
@@ -106,6 +121,10 @@ impl BulkAction {
             "REJECT" => BulkAction::Reject {
                 comment: s("comment")?,
             },
+            "REOPEN" => BulkAction::Reopen {
+                undoes: s("undoes")?,
+                conclusion: s("conclusion")?,
+            },
             _ => return None,
         })
     }
@@ -125,6 +144,7 @@ impl BulkAction {
             BulkAction::Approve { comment } | BulkAction::Reject { comment } => {
                 required(comment, "comment").map(drop)
             }
+            BulkAction::Reopen { .. } => Ok(()),
         }
     }
 }
@@ -182,6 +202,22 @@ async fn start(
                 },
             )
             .await?;
+        }
+        if let BulkAction::Reopen { undoes, .. } = &action {
+            // One undo per close, whoever asks first.
+            if !bulk::mark_undone(&mut tx, undoes, &job, now).await? {
+                return Err(TxError::App(AppError::Refused {
+                    detail: format!("bulk close {undoes} was undone already"),
+                }));
+            }
+            let undone = entry(
+                actor,
+                "bulk.undo",
+                ("bulk_job", undoes),
+                Some(json!({ "undone_by": null })),
+                json!({ "undone_by": job, "items": targets }),
+            );
+            audit::append(&mut tx, &engine.db.audit, &undone, now).await?;
         }
         bulk::insert_job(
             &mut tx,
@@ -306,6 +342,68 @@ pub async fn decide(
     let total = items.len() as i64;
     let job = start(engine, actor, action, Some(bulk_id), &items, None).await?;
     Ok((job, total))
+}
+
+/// Until when a job may be undone: a bulk close that ended, closed at
+/// least one ticket and was not undone, for [`UNDO_WINDOW_US`] after.
+pub fn undo_until(job: &bulk::JobRow) -> Option<i64> {
+    let ended = job.finished_at?;
+    (job.kind == "CLOSE" && job.undone_by.is_none() && job.done > 0)
+        .then_some(ended + UNDO_WINDOW_US)
+}
+
+/// Undoes a bulk close within its window: a job reopening exactly the
+/// tickets it closed (each still closed with its conclusion), by whoever
+/// started it or a supervisor. Returns (job, tickets).
+pub async fn undo(engine: &Engine, actor: &User, job_id: &str) -> Result<(String, i64), AppError> {
+    let pool = &engine.db.pool;
+    let Some(job) = bulk::job(pool, job_id).await.map_err(internal)? else {
+        return Err(AppError::NotFound);
+    };
+    if job.requested_by_id != actor.id && actor.role != Role::Supervisor {
+        return Err(AppError::Forbidden);
+    }
+    if job.kind != "CLOSE" {
+        return Err(AppError::Invalid {
+            detail: format!("only a bulk close can be undone, not a {}", job.kind),
+        });
+    }
+    if let Some(by) = &job.undone_by {
+        return Err(AppError::Refused {
+            detail: format!("bulk close {job_id} was undone already, by job {by}"),
+        });
+    }
+    if job.finished_at.is_none() {
+        return Err(AppError::Refused {
+            detail: format!(
+                "the job is {}: cancel it or let it end, then undo",
+                job.status
+            ),
+        });
+    }
+    let Some(until) = undo_until(&job) else {
+        return Err(AppError::Refused {
+            detail: "the job closed no ticket".into(),
+        });
+    };
+    if engine.now() > until {
+        return Err(AppError::UndoExpired {
+            minutes: UNDO_MINUTES as u64,
+        });
+    }
+    let action = match BulkAction::from_row(&job.kind, &job.params_json) {
+        Some(BulkAction::Close { conclusion }) => BulkAction::Reopen {
+            undoes: job_id.to_owned(),
+            conclusion,
+        },
+        _ => {
+            return Err(internal(format!("unreadable bulk close {job_id}")));
+        }
+    };
+    let tickets = bulk::done_targets(pool, job_id).await.map_err(internal)?;
+    let total = tickets.len() as i64;
+    let reopening = start(engine, actor, action, None, &tickets, None).await?;
+    Ok((reopening, total))
 }
 
 /// Asks a running job to stop before its next item: by whoever started
@@ -497,6 +595,13 @@ async fn work(
         BulkAction::Reject { comment } => fixes::reject(engine, actor, target, comment)
             .await
             .map(|()| "rejected".to_owned()),
+        BulkAction::Reopen { undoes, conclusion } => {
+            match super::reopen(engine, actor, target, undoes, conclusion).await {
+                Ok(Reopened::Yes) => Ok("reopened".to_owned()),
+                Ok(Reopened::No(why)) => return ("SKIPPED", why),
+                Err(e) => Err(e),
+            }
+        }
     };
     match result {
         Ok(detail) => ("DONE", detail),

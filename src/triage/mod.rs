@@ -11,7 +11,9 @@ pub mod bulk;
 pub mod fixes;
 pub mod sla;
 
-pub use actions::{add_evidence, add_file, assign, comment, conclude, replay, requery};
+pub use actions::{
+    Reopened, add_evidence, add_file, assign, comment, conclude, reopen, replay, requery,
+};
 pub use fixes::PROPOSAL_TTL_US;
 
 use crate::accounts::internal;

@@ -1,12 +1,14 @@
 //! Bulk work through the console's server functions over real HTTP with
 //! real sessions, on SQLite and PostgreSQL: a bulk proposal of backfills
 //! decided by a second supervisor (whole or item by item), a job cancelled
-//! half-way, and bulk assign / comment / close by the list's filter.
+//! half-way, bulk assign / comment / close by the list's filter, and a bulk
+//! close undone within its window (and refused after it).
 
 use crate::both_databases;
 use crate::helpers::Backend;
 use crate::recon::row;
 use crate::triage::{Desk, desk};
+use app::types::Role;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -563,9 +565,251 @@ async fn bulk_assign_comment_and_close_work_every_ticket_of_a_filter(b: Backend)
     assert_eq!(job["exceptions"][0][0], "NO-SUCH-TICKET");
 }
 
+/// `n` PROVIDER_ONLY tickets of transactions `SBX-{prefix}-i`, in order.
+async fn provider_only(d: &Desk, prefix: &str, n: usize) -> Vec<String> {
+    let (_, at) = d.app.today();
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            row(
+                "payment",
+                &format!("SBX-{prefix}-{i}"),
+                &format!("PAY{prefix}{i}"),
+                ("", ""),
+                "12.00",
+                "CNY",
+                &at,
+            )
+        })
+        .collect();
+    let tickets = d.reconcile(&rows, "PROVIDER_ONLY").await;
+    assert_eq!(tickets.len(), n);
+    tickets
+}
+
+/// `who` closes the tickets `ids` with one conclusion; the ended job.
+async fn bulk_close(d: &Desk, who: &reqwest::Client, ids: &[String], conclusion: &str) -> Value {
+    let ids = ids.join(",");
+    let (status, started) = d
+        .call(
+            who,
+            "bulk/action",
+            &[
+                ("action", "CLOSE"),
+                ("text", conclusion),
+                ("scope", "ids"),
+                ("ids", &ids),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    finished(d, started["job_id"].as_str().unwrap()).await
+}
+
+/// A ticket's status, conclusion and close time.
+async fn ticket_state(d: &Desk, id: &str) -> (String, Option<String>, Option<i64>) {
+    sqlx::query_as(
+        "SELECT status, conclusion, closed_at FROM discrepancies WHERE discrepancy_id = $1",
+    )
+    .bind(id)
+    .fetch_one(d.app.pool())
+    .await
+    .unwrap()
+}
+
+async fn a_bulk_close_undone_in_its_window_reopens_only_the_tickets_it_closed(b: Backend) {
+    let d = desk(b).await;
+    let t = provider_only(&d, "UNDO", 5).await;
+    // One awaits a decision (the close skips it); one was closed by hand
+    // before (the close skips it too). Neither is the undo's to reopen.
+    let waiting = &t[2];
+    d.propose_backfill(&d.olga, waiting, "ORDER-UNDO-WAIT")
+        .await;
+    let by_hand = &t[4];
+    let (status, err) = d
+        .call(
+            &d.sam,
+            "tickets/conclude",
+            &[
+                ("id", by_hand),
+                ("conclusion", "duplicate of another ticket"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{err}");
+    // Nothing ticked: refused, nothing written.
+    let start = d.audit_head().await;
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "bulk/action",
+            &[
+                ("action", "CLOSE"),
+                ("text", "x"),
+                ("scope", "ids"),
+                ("ids", ""),
+            ],
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(d.audit_actions(start).await.is_empty(), "nothing written");
+
+    let conclusion = "sandbox test charges";
+    let job = bulk_close(&d, &d.olga, &t, conclusion).await;
+    assert_eq!(
+        (&job["done"], &job["skipped"]),
+        (&Value::from(3), &Value::from(2)),
+        "{job}"
+    );
+    let close_job = job["id"].as_str().unwrap().to_owned();
+    let ended = job["finished_at"].as_i64().unwrap();
+    assert_eq!(job["undo_until"], ended + 10 * 60 * 1_000_000, "{job}");
+    let closed = [&t[0], &t[1], &t[3]];
+    for id in closed {
+        assert_eq!(ticket_state(&d, id).await.0, "CLOSED", "{id}");
+    }
+
+    // Nine minutes on, olga (who started it) undoes it.
+    d.app.clock.advance_secs(9 * 60);
+    let start = d.audit_head().await;
+    let (status, started) = d.call(&d.olga, "bulk/undo", &[("id", &close_job)]).await;
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(started["total"], 3, "{started}");
+    let reopening = finished(&d, started["job_id"].as_str().unwrap()).await;
+    assert_eq!(reopening["kind"], "REOPEN", "{reopening}");
+    assert_eq!(
+        (
+            &reopening["done"],
+            &reopening["skipped"],
+            &reopening["failed"]
+        ),
+        (&Value::from(3), &Value::from(0), &Value::from(0)),
+        "{reopening}"
+    );
+    for id in closed {
+        assert_eq!(
+            ticket_state(&d, id).await,
+            ("IN_PROGRESS".to_owned(), None, None),
+            "{id}"
+        );
+        let notes = count(
+            &d,
+            "SELECT COUNT(*) FROM ticket_notes WHERE discrepancy_id = $1 AND kind = 'reopen'",
+            id,
+        )
+        .await;
+        assert_eq!(notes, 1, "{id}");
+    }
+    assert_eq!(ticket_state(&d, waiting).await.0, "AWAITING_APPROVAL");
+    let (status, kept, closed_at) = ticket_state(&d, by_hand).await;
+    assert_eq!(
+        (status.as_str(), kept.as_deref()),
+        ("CLOSED", Some("duplicate of another ticket"))
+    );
+    assert!(closed_at.is_some());
+    // Audited: the undo on the close job, the reopening job, each ticket.
+    let actions = d.audit_actions(start).await;
+    let by = |a: &str| {
+        actions
+            .iter()
+            .filter(|(who, x)| who == "olga" && x == a)
+            .count()
+    };
+    assert_eq!(
+        (by("bulk.undo"), by("bulk.start"), by("ticket.reopen")),
+        (1, 1, 3),
+        "{actions:?}"
+    );
+    assert_eq!(actions.len(), 5, "{actions:?}");
+    let (_, job) = d.call(&d.olga, "bulk/job", &[("id", &close_job)]).await;
+    assert_eq!(job["undone_by"], reopening["id"], "{job}");
+    assert_eq!(job["undo_until"], Value::Null, "{job}");
+
+    // Once only: a second undo is refused and writes nothing.
+    let start = d.audit_head().await;
+    let (status, err) = d.call(&d.sam, "bulk/undo", &[("id", &close_job)]).await;
+    assert_eq!(status, 409, "{err}");
+    assert!(d.audit_actions(start).await.is_empty());
+    // Reopened tickets are worked again: closing them again is allowed.
+    let again = bulk_close(&d, &d.olga, &[t[0].clone()], "closed after all").await;
+    assert_eq!(again["done"], 1, "{again}");
+}
+
+async fn a_bulk_close_is_not_undone_after_its_window_nor_by_another_operator(b: Backend) {
+    let d = desk(b).await;
+    let t = provider_only(&d, "LATE", 2).await;
+    let job = bulk_close(&d, &d.olga, &t, "test payments").await;
+    assert_eq!(job["done"], 2, "{job}");
+    let close_job = job["id"].as_str().unwrap().to_owned();
+
+    // Neither another operator nor a comment job's undo.
+    d.app
+        .app
+        .add_user("otto", Role::Operator, "correct horse battery")
+        .await;
+    let otto = crate::helpers::client();
+    let res = d
+        .app
+        .app
+        .call_with(
+            &otto,
+            "login",
+            &[("username", "otto"), ("password", "correct horse battery")],
+        )
+        .await;
+    assert!(res.status().is_success() || res.status().is_redirection());
+    let (status, _) = d.call(&otto, "bulk/undo", &[("id", &close_job)]).await;
+    assert_eq!(status, 403);
+    let ids = t.join(",");
+    let (status, started) = d
+        .call(
+            &d.olga,
+            "bulk/action",
+            &[
+                ("action", "COMMENT"),
+                ("text", "checked"),
+                ("scope", "ids"),
+                ("ids", &ids),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    let comment_job = finished(&d, started["job_id"].as_str().unwrap()).await;
+    assert_eq!(comment_job["undo_until"], Value::Null);
+    let (status, err) = d
+        .call(
+            &d.olga,
+            "bulk/undo",
+            &[("id", comment_job["id"].as_str().unwrap())],
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+
+    // Ten minutes and a second after it ended: too late, nothing written.
+    d.app.clock.advance_secs(10 * 60 + 1);
+    let (_, job) = d.call(&d.olga, "bulk/job", &[("id", &close_job)]).await;
+    assert_eq!(job["undo_until"], Value::Null, "no longer offered: {job}");
+    let start = d.audit_head().await;
+    let (status, err) = d.call(&d.sam, "bulk/undo", &[("id", &close_job)]).await;
+    assert_eq!(
+        (status, &err),
+        (
+            409,
+            &serde_json::json!({ "UndoExpired": { "minutes": 10 } })
+        )
+    );
+    assert!(d.audit_actions(start).await.is_empty(), "nothing written");
+    for id in &t {
+        assert_eq!(ticket_state(&d, id).await.0, "CLOSED", "{id}");
+    }
+    let (_, job) = d.call(&d.olga, "bulk/job", &[("id", &close_job)]).await;
+    assert_eq!(job["undone_by"], Value::Null, "{job}");
+}
+
 both_databases!(
     a_bulk_backfill_is_approved_by_another_supervisor_and_a_stale_item_skipped,
     a_bulk_proposal_is_decided_item_by_item,
     a_bulk_job_cancelled_half_way_keeps_what_it_did_once,
     bulk_assign_comment_and_close_work_every_ticket_of_a_filter,
+    a_bulk_close_undone_in_its_window_reopens_only_the_tickets_it_closed,
+    a_bulk_close_is_not_undone_after_its_window_nor_by_another_operator,
 );

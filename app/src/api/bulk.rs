@@ -1,7 +1,8 @@
 //! Server functions of bulk work. Starting a bulk action or proposal needs
 //! the role one ticket's action needs (operators and supervisors); deciding
-//! a bulk proposal, a supervisor who did not propose it. Each starts a
-//! background job and answers at once with the job to watch.
+//! a bulk proposal, a supervisor who did not propose it; undoing a bulk
+//! close, whoever started it or a supervisor. Each starts a background job
+//! and answers at once with the job to watch.
 
 use crate::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted};
 use crate::error::AppError;
@@ -138,6 +139,18 @@ pub async fn cancel_bulk_job(id: String) -> Result<(), AppError> {
         let desk = console()?;
         let caller = guard(WORK).await?;
         desk.bulk_cancel(&caller.user, &id).await
+    })
+    .await
+}
+
+/// Reopens the tickets a bulk close closed, within its undo window
+/// (`UNDO_MINUTES` after it ended).
+#[server(endpoint = "bulk/undo")]
+pub async fn undo_bulk_close(id: String) -> Result<BulkStarted, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.bulk_undo(&caller.user, &id).await
     })
     .await
 }

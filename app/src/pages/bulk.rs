@@ -1,18 +1,21 @@
 //! Bulk work in the console: the tick boxes and the bulk bar of the
 //! tickets list (assign, comment, close with one conclusion, or propose one
-//! fix for the ticked tickets or for every ticket the filter matches), a
+//! fix for the ticked tickets — or for every ticket the filter matches,
+//! when chosen by hand — each asked in the page with its count first), a
 //! bulk proposal's page in the approvals area (each item with its own
 //! before and after, approved or rejected one by one or all at once, never
-//! by its proposer), and the jobs with their progress and a cancel.
+//! by its proposer), and the jobs with their progress, a cancel and a bulk
+//! close's undo.
 
 use super::callbacks::poll_while;
+use super::confirm::ConfirmSubmit;
 use super::ticket::{Decide, ProposalCard};
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{
     ApproveFix, BulkAction, BulkApprove, BulkPropose, BulkReject, CancelBulkJob, RejectFix,
-    list_bulk_jobs, list_bulk_proposals, show_bulk_proposal,
+    UndoBulkClose, list_bulk_jobs, list_bulk_proposals, show_bulk_proposal,
 };
-use crate::bulk::{BULK_LIMIT, BulkJob, BulkProposal};
+use crate::bulk::{BULK_LIMIT, BulkJob, BulkProposal, UNDO_MINUTES};
 use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
@@ -90,28 +93,103 @@ fn filter_fields(f: &TicketFilter) -> impl IntoView + use<> {
         .collect_view()
 }
 
-/// The scope and the selection, shared by both bulk forms.
+/// What the bulk bar works on: the ticked tickets, unless the whole filter
+/// was chosen by hand — never the filter by default.
+#[derive(Clone, Copy)]
+struct Chosen {
+    picked: RwSignal<Vec<String>>,
+    all: RwSignal<bool>,
+    total: i64,
+}
+
+impl Chosen {
+    fn count(self) -> i64 {
+        if self.all.get() {
+            self.total
+        } else {
+            self.picked.with(Vec::len) as i64
+        }
+    }
+
+    /// "12 tickets", or "all 117 tickets matching the filter": what a
+    /// question names.
+    fn phrase(self, lang: Lang) -> String {
+        let n = self.count();
+        match (lang, self.all.get()) {
+            (Lang::En, true) => format!("all {n} tickets matching the filter"),
+            (Lang::En, false) if n == 1 => "1 ticket".to_owned(),
+            (Lang::En, false) => format!("{n} tickets"),
+            (Lang::Zh, true) => format!("符合筛选条件的全部 {n} 张工单"),
+            (Lang::Zh, false) => format!("{n} 张工单"),
+        }
+    }
+}
+
+/// The selection as a bulk form sends it: scope, ticked ids, the filter.
 #[component]
-fn Scope(f: TicketFilter, total: i64, lang: Lang, prefix: &'static str) -> impl IntoView {
-    let Picked(picked) = expect_context::<Picked>();
-    let ids = move || picked.with(|p| p.join(","));
-    let ticked = move || picked.with(Vec::len);
-    // Ticks chosen: they are the scope; none: the whole filter.
-    let by_ticks = move || picked.with(|p| !p.is_empty());
-    let by_filter = move || picked.with(Vec::is_empty);
+fn Selected(f: TicketFilter, chosen: Chosen) -> impl IntoView {
+    let scope = move || if chosen.all.get() { "filter" } else { "ids" };
+    let ids = move || chosen.picked.with(|p| p.join(","));
     view! {
-        <label>{tr(lang, "Tickets", "工单")}
-            <select name="scope" id=format!("{prefix}-scope")>
-                <option value="ids" selected=by_ticks>
-                    {move || format!("{} ({})", tr(lang, "ticked", "已勾选"), ticked())}
-                </option>
-                <option value="filter" selected=by_filter>
-                    {format!("{} ({total})", tr(lang, "all matching the filter", "符合筛选条件的全部"))}
-                </option>
-            </select>
-        </label>
-        <input type="hidden" name="ids" prop:value=ids/>
+        <input type="hidden" name="scope" value=scope/>
+        <input type="hidden" name="ids" value=ids/>
         {filter_fields(&f)}
+    }
+}
+
+/// The choice of tickets, shared by both bulk forms: the ticked ones (the
+/// default), or every ticket the filter matches when chosen explicitly.
+#[component]
+fn ScopeChoice(chosen: Chosen, lang: Lang) -> impl IntoView {
+    let total = chosen.total;
+    let over = total as usize > BULK_LIMIT;
+    let ticked = move || chosen.picked.with(Vec::len);
+    let all_label = match lang {
+        Lang::En => format!("all {total} matching the filter"),
+        Lang::Zh => format!("符合筛选条件的全部 {total} 张"),
+    };
+    view! {
+        <fieldset id="bulk-scope">
+            <legend>{tr(lang, "Tickets", "工单")}</legend>
+            <label><input type="radio" name="bulk-scope" id="scope-ticked" value="ids"
+                prop:checked=move || !chosen.all.get()
+                on:change=move |_| chosen.all.set(false)/>
+                " " {tr(lang, "ticked", "已勾选")} " (" <span id="ticked-count">{ticked}</span> ")"</label>
+            <label><input type="radio" name="bulk-scope" id="scope-all" value="filter"
+                disabled=total == 0 || over
+                prop:checked=move || chosen.all.get()
+                on:change=move |_| chosen.all.set(true)/>
+                " " {all_label}
+                {over.then(|| view! { " " <span class="hint">{format!("({} {BULK_LIMIT}{})",
+                    tr(lang, "more than", "超过"), tr(lang, ": narrow the filter", " 张：请缩小筛选范围"))}</span> })}
+            </label>
+            <span id="bulk-count" data-count=move || chosen.count()>
+                {move || match lang {
+                    Lang::En => format!("Works on {}.", chosen.phrase(lang)),
+                    Lang::Zh => format!("将处理{}。", chosen.phrase(lang)),
+                }}
+            </span>
+        </fieldset>
+        {move || (chosen.count() == 0).then(|| view! {
+            <p class="hint" id="bulk-none" role="status">
+                {tr(lang, "Nothing chosen: tick tickets in the list, or choose all matching the filter. Nothing is sent until you do.",
+                    "尚未选择：请在列表中勾选工单，或选择符合筛选条件的全部工单。选择之前不会提交任何操作。")}
+            </p>
+        })}
+    }
+}
+
+/// The question a bulk action asks before it starts.
+fn action_question(lang: Lang, action: &str, text: &str, tickets: &str) -> String {
+    match (lang, action) {
+        (Lang::En, "ASSIGN") => format!("Assign {tickets} to {text}?"),
+        (Lang::En, "COMMENT") => format!("Add this comment to {tickets}?"),
+        (Lang::En, _) => format!(
+            "Close {tickets} with this conclusion? Undo is offered for {UNDO_MINUTES} minutes after."
+        ),
+        (Lang::Zh, "ASSIGN") => format!("将{tickets}分配给 {text}？"),
+        (Lang::Zh, "COMMENT") => format!("为{tickets}添加此备注？"),
+        (Lang::Zh, _) => format!("以此结论关闭{tickets}？之后 {UNDO_MINUTES} 分钟内可撤销。"),
     }
 }
 
@@ -124,10 +202,50 @@ pub fn BulkBar(f: TicketFilter, total: i64, lang: Lang) -> impl IntoView {
     }
     let act = ServerAction::<BulkAction>::new();
     let propose = ServerAction::<BulkPropose>::new();
+    let undo = ServerAction::<UndoBulkClose>::new();
     let from_url = url_error();
-    let err = move || action_error(act, from_url)().or_else(action_error(propose, || None));
+    let err = move || {
+        action_error(act, from_url)()
+            .or_else(action_error(propose, || None))
+            .or_else(action_error(undo, || None))
+    };
     let Picked(picked) = expect_context::<Picked>();
-    let versions = move || (act.version().get(), propose.version().get());
+    let chosen = Chosen {
+        picked,
+        all: RwSignal::new(false),
+        total,
+    };
+    // Once a bulk has gone, the whole filter must be chosen again.
+    Effect::new(move |_| {
+        act.version().get();
+        propose.version().get();
+        // Written only when set: a write while the page hydrates redraws it.
+        if chosen.all.get_untracked() {
+            chosen.all.set(false);
+        }
+    });
+    let versions = move || {
+        (
+            act.version().get() + undo.version().get(),
+            propose.version().get(),
+        )
+    };
+    let none = Signal::derive(move || chosen.count() == 0);
+    let action = RwSignal::new("ASSIGN".to_owned());
+    let text = RwSignal::new(String::new());
+    let kind = RwSignal::new(FixKind::ALL[0].as_str().to_owned());
+    let act_question = Signal::derive(move || {
+        action_question(lang, &action.get(), text.get().trim(), &chosen.phrase(lang))
+    });
+    let propose_question = Signal::derive(move || {
+        let (k, tickets) = (kind.get(), chosen.phrase(lang));
+        match lang {
+            Lang::En => {
+                format!("Propose {k} for {tickets}? Each is decided by a second supervisor.")
+            }
+            Lang::Zh => format!("为{tickets}提议 {k}？每项均须由另一位主管审批。"),
+        }
+    });
     let f2 = f.clone();
     view! {
         <section class="card" id="bulk-bar">
@@ -137,35 +255,55 @@ pub fn BulkBar(f: TicketFilter, total: i64, lang: Lang) -> impl IntoView {
                 tr(lang, "tickets at a time.", "张工单。"))}
                 " " <button type="button" id="bulk-clear" on:click=move |_| picked.set(Vec::new())>{tr(lang, "Clear ticks", "清除勾选")}</button>
             </p>
+            <ScopeChoice chosen=chosen lang=lang/>
             {move || view! { <ErrorNote err=err() lang=lang/> }}
             <ActionForm action=act attr:class="row" attr:id="bulk-action-form">
-                <Scope f=f.clone() total=total lang=lang prefix="ba"/>
+                <Selected f=f.clone() chosen=chosen/>
                 <label>{Msg::Actions.text(lang)}
-                    <select name="action" id="bulk-action">
+                    <select name="action" id="bulk-action" on:change=move |ev| action.set(event_target_value(&ev))>
                         <option value="ASSIGN">{tr(lang, "Assign to", "分配给")}</option>
                         <option value="COMMENT">{tr(lang, "Comment", "添加备注")}</option>
                         <option value="CLOSE">{tr(lang, "Close with one conclusion (no money changes)", "以同一结论关闭（不涉及资金变更）")}</option>
                     </select>
                 </label>
-                <label class="wide">{tr(lang, "Owner, comment or conclusion", "负责人、备注或结论")}<input name="text" id="bulk-text" required/></label>
-                <button type="submit" id="bulk-action-submit">{tr(lang, "Start", "开始")}</button>
+                <label class="wide">{tr(lang, "Owner, comment or conclusion", "负责人、备注或结论")}
+                    <input name="text" id="bulk-text" required on:input=move |ev| text.set(event_target_value(&ev))/></label>
+                <ConfirmSubmit label=tr(lang, "Start", "开始").to_owned() question=act_question lang=lang
+                    id="bulk-action-submit" disabled=none/>
             </ActionForm>
             <ActionForm action=propose attr:class="row" attr:id="bulk-propose-form">
-                <Scope f=f2 total=total lang=lang prefix="bp"/>
+                <Selected f=f2 chosen=chosen/>
                 <label>{Msg::Fix.text(lang)}
-                    <select name="kind" id="bulk-kind">
+                    <select name="kind" id="bulk-kind" on:change=move |ev| kind.set(event_target_value(&ev))>
                         {FixKind::ALL.iter().map(|k| view! { <option value=k.as_str()>{k.as_str()}</option> }).collect_view()}
                     </select>
                 </label>
                 <label class="wide">{tr(lang, "Reason", "原因")}<input name="reason" id="bulk-reason" required/></label>
                 <label class="wide">{tr(lang, "Evidence", "证据")}<input name="evidence" id="bulk-evidence" required/></label>
-                <button type="submit" id="bulk-propose-submit">{tr(lang, "Propose the same fix for all", "为全部提议同一修复")}</button>
+                <ConfirmSubmit label=tr(lang, "Propose the same fix for all", "为全部提议同一修复").to_owned()
+                    question=propose_question lang=lang id="bulk-propose-submit" disabled=none/>
             </ActionForm>
+            {move || act.value().get().and_then(Result::ok).map(|s| view! {
+                <p class="result" role="status" id="bulk-started" data-job=s.job_id.clone()>
+                    {match lang {
+                        Lang::En => format!("Started on {} tickets: job {}.", s.total, s.job_id),
+                        Lang::Zh => format!("已开始处理 {} 张工单：任务 {}。", s.total, s.job_id),
+                    }}
+                </p>
+            })}
+            {move || undo.value().get().and_then(Result::ok).map(|s| view! {
+                <p class="result" role="status" id="bulk-undone" data-job=s.job_id.clone()>
+                    {match lang {
+                        Lang::En => format!("Undoing: {} tickets are being reopened by job {}.", s.total, s.job_id),
+                        Lang::Zh => format!("正在撤销：任务 {} 正在重新打开 {} 张工单。", s.job_id, s.total),
+                    }}
+                </p>
+            })}
             {move || propose.value().get().and_then(Result::ok).and_then(|s| s.bulk_id).map(|id| view! {
                 <p class="result" role="status">{tr(lang, "Bulk proposal made; a second supervisor decides it:", "批量提议已创建，须由另一位主管审批：")} " "
                     <a id="bulk-proposal-link" href=format!("/approvals/bulk/{id}")>{id.clone()}</a></p>
             })}
-            <BulkJobs versions=Signal::derive(versions) bulk=None lang=lang/>
+            <BulkJobs versions=Signal::derive(versions) bulk=None lang=lang undo=Some(undo)/>
         </section>
     }
     .into_any()
@@ -177,50 +315,102 @@ fn BulkJobs(
     versions: Signal<(usize, usize)>,
     bulk: Option<Vec<BulkJob>>,
     lang: Lang,
+    /// Offers a bulk close's undo (the tickets list's jobs).
+    undo: Option<ServerAction<UndoBulkClose>>,
 ) -> impl IntoView {
     let cancel = ServerAction::<CancelBulkJob>::new();
-    let fixed = bulk.clone();
-    let jobs = Resource::new(
-        move || (versions.get(), cancel.version().get()),
-        move |_| {
-            let fixed = fixed.clone();
-            async move {
-                match fixed {
-                    Some(list) => Ok(list),
-                    None => list_bulk_jobs().await,
-                }
-            }
-        },
-    );
-    let running = Signal::derive(move || {
-        jobs.get()
-            .and_then(Result::ok)
-            .is_some_and(|j| j.iter().any(BulkJob::running))
-    });
-    poll_while(running, move || jobs.refetch());
     let err = action_error(cancel, || None);
+    let list = match bulk {
+        // A bulk proposal's jobs come with its page, which polls them.
+        Some(list) => view! { <JobList list=list lang=lang cancel=cancel undo=undo/> }.into_any(),
+        None => {
+            // Fetched in the browser once the page has hydrated, into a
+            // plain signal: a resource read inside the list's suspense
+            // made the page hydrate twice now and then.
+            let jobs = RwSignal::new(None::<Vec<BulkJob>>);
+            let fetch = move || {
+                leptos::task::spawn_local(async move {
+                    if let Ok(list) = list_bulk_jobs().await {
+                        jobs.set(Some(list));
+                    }
+                })
+            };
+            Effect::new(move |_| {
+                let _ = (versions.get(), cancel.version().get());
+                fetch();
+            });
+            let running = Signal::derive(move || {
+                jobs.with(|j| j.as_ref().is_some_and(|j| j.iter().any(BulkJob::running)))
+            });
+            poll_while(running, fetch);
+            view! {
+                {move || jobs.get().map(|list| view! {
+                    <JobList list=list lang=lang cancel=cancel undo=undo/>
+                })}
+            }
+            .into_any()
+        }
+    };
     view! {
         {move || view! { <ErrorNote err=err() lang=lang/> }}
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                jobs.await.ok().filter(|j| !j.is_empty()).map(|list| view! {
-                    <div id="bulk-jobs">
-                        <h3>{tr(lang, "Bulk jobs", "批量任务")}</h3>
-                        {list.iter().any(BulkJob::running).then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
-                        {list.into_iter().map(|j| view! { <JobRow j=j lang=lang cancel=cancel/> }).collect_view()}
-                    </div>
-                })
-            })}
-        </Transition>
+        {list}
     }
 }
 
+/// The jobs, newest first; nothing when there is none.
 #[component]
-fn JobRow(j: BulkJob, lang: Lang, cancel: ServerAction<CancelBulkJob>) -> impl IntoView {
+fn JobList(
+    list: Vec<BulkJob>,
+    lang: Lang,
+    cancel: ServerAction<CancelBulkJob>,
+    undo: Option<ServerAction<UndoBulkClose>>,
+) -> impl IntoView {
+    (!list.is_empty()).then(|| {
+        view! {
+            <div id="bulk-jobs">
+                <h3>{tr(lang, "Bulk jobs", "批量任务")}</h3>
+                {list.iter().any(BulkJob::running).then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
+                {list.into_iter().map(|j| view! { <JobRow j=j lang=lang cancel=cancel undo=undo/> }).collect_view()}
+            </div>
+        }
+    })
+}
+
+#[component]
+fn JobRow(
+    j: BulkJob,
+    lang: Lang,
+    cancel: ServerAction<CancelBulkJob>,
+    undo: Option<ServerAction<UndoBulkClose>>,
+) -> impl IntoView {
     let worked = j.done + j.skipped + j.failed;
     let id = j.id.clone();
+    let undo_id = j.id.clone();
+    let undo_form = undo.zip(j.undo_until).map(|(undo, until)| {
+        let label = match lang {
+            Lang::En => format!("Undo: reopen the {} tickets this job closed", j.done),
+            Lang::Zh => format!("撤销：重新打开本任务关闭的 {} 张工单", j.done),
+        };
+        let offered = match lang {
+            Lang::En => format!(
+                "offered until {} UTC ({UNDO_MINUTES} minutes after the job ended)",
+                utc_minutes(until)
+            ),
+            Lang::Zh => format!(
+                "可撤销至 {}（UTC，任务结束后 {UNDO_MINUTES} 分钟内）",
+                utc_minutes(until)
+            ),
+        };
+        view! {
+            <ActionForm action=undo attr:class="row undo-job">
+                <input type="hidden" name="id" value=undo_id/>
+                <button type="submit" class="undo-submit">{label}</button>
+                <span class="hint undo-until">{offered}</span>
+            </ActionForm>
+        }
+    });
     view! {
-        <div class="job" data-job=j.id.clone() data-status=j.status.clone()>
+        <div class="job" data-job=j.id.clone() data-status=j.status.clone() data-kind=j.kind.clone()>
             <strong>{j.kind.clone()}</strong> " · " {j.requested_by.clone()} " · " {utc_minutes(j.started_at)} " · "
             <span class="job-status">{j.status.clone()}</span>
             {j.bulk_id.clone().map(|b| view! { " · " <a href=format!("/approvals/bulk/{b}")>{b.clone()}</a> })}
@@ -243,6 +433,10 @@ fn JobRow(j: BulkJob, lang: Lang, cancel: ServerAction<CancelBulkJob>) -> impl I
                         <li>{target.clone()} " — " {status.clone()} ": " {why.clone()}</li>
                     }).collect_view()}
                 </ul>
+            })}
+            {undo_form}
+            {j.undone_by.clone().map(|by| view! {
+                <p class="hint undone">{tr(lang, "Undone: its tickets are reopened by job", "已撤销：其工单由任务重新打开：")} " " {by}</p>
             })}
             {(j.status == "RUNNING").then(|| view! {
                 <ActionForm action=cancel attr:class="row cancel-job">
@@ -353,6 +547,15 @@ fn BulkProposalBody() -> impl IntoView {
                         let own = b.proposer_id == viewer.id;
                         let may_decide = !own && viewer.role == Role::Supervisor && b.pending + b.stale > 0;
                         let (id_a, id_r) = (b.id.clone(), b.id.clone());
+                        let (waiting, fix) = (b.pending + b.stale, b.kind.as_str());
+                        let approve_all = match lang {
+                            Lang::En => format!("Approve and execute {fix} for all {waiting} waiting items? Each executes in turn (a stale one is skipped)."),
+                            Lang::Zh => format!("批准并执行全部 {waiting} 项待审批的 {fix}？将逐项执行（已失效的项会跳过）。"),
+                        };
+                        let reject_all = match lang {
+                            Lang::En => format!("Reject all {waiting} waiting items of this {fix}? Their tickets go back to their owners."),
+                            Lang::Zh => format!("驳回此 {fix} 全部 {waiting} 项待审批项？相应工单退回处理。"),
+                        };
                         let jobs = d.jobs.clone();
                         view! {
                             <section class="card" id="bulk-summary" data-bulk=b.id.clone()>
@@ -373,16 +576,18 @@ fn BulkProposalBody() -> impl IntoView {
                                         <ActionForm action=all attr:class="row" attr:id="bulk-approve-form">
                                             <input type="hidden" name="bulk" value=id_a/>
                                             <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" id="bulk-approve-comment" required/></label>
-                                            <button type="submit" id="bulk-approve-submit">{tr(lang, "Approve all waiting items and execute each", "批准全部待审批项并逐一执行")}</button>
+                                            <ConfirmSubmit label=tr(lang, "Approve all waiting items and execute each", "批准全部待审批项并逐一执行").to_owned()
+                                                question=approve_all lang=lang id="bulk-approve-submit"/>
                                         </ActionForm>
                                         <ActionForm action=none attr:class="row" attr:id="bulk-reject-form">
                                             <input type="hidden" name="bulk" value=id_r/>
                                             <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" id="bulk-reject-comment" required/></label>
-                                            <button type="submit" class="danger" id="bulk-reject-submit">{tr(lang, "Reject all waiting items", "驳回全部待审批项")}</button>
+                                            <ConfirmSubmit label=tr(lang, "Reject all waiting items", "驳回全部待审批项").to_owned()
+                                                question=reject_all lang=lang class="danger" id="bulk-reject-submit"/>
                                         </ActionForm>
                                     </div>
                                 })}
-                                <BulkJobs versions=Signal::derive(|| (0, 0)) bulk=Some(jobs) lang=lang/>
+                                <BulkJobs versions=Signal::derive(|| (0, 0)) bulk=Some(jobs) lang=lang undo=None/>
                             </section>
                             <section id="bulk-items">
                                 <h2>{tr(lang, "Items", "明细")}</h2>

@@ -1,9 +1,11 @@
 //! The dashboard's "Closing the day" section: per provider, the day's
 //! money as its statement states it (gross, refunds, fees, net) and its
 //! close — by whom and when, the record's hash, the signed report to
-//! download — with a supervisor's close (with a reason) and the two-person
-//! reopening (one proposes, another approves or rejects).
+//! download — with a supervisor's close (with a reason, asked in the page
+//! before it is sent) and the two-person reopening (one proposes, another
+//! approves or rejects).
 
+use super::confirm::ConfirmSubmit;
 use super::{ErrorNote, Viewer, action_error, shown};
 use crate::api::{ActOnDay, day_closes};
 use crate::console::DayClose;
@@ -93,8 +95,26 @@ fn CloseRow(
         "REOPENED" => tr(lang, "reopened", "已重开"),
         _ => tr(lang, "open", "未日结"),
     };
+    // Closing signs the day's figures and refuses its statements until a
+    // reopening: asked in the page first.
+    let close_question = match lang {
+        Lang::En => format!(
+            "Close {provider}'s day {day}? Its figures are signed now, and statements for it are refused until two supervisors reopen it."
+        ),
+        Lang::Zh => format!(
+            "对 {provider} 的 {day} 执行日结？当日数据将立即签名，重开（须两位主管）之前不再接收该日账单。"
+        ),
+    };
     let form = |what: &'static str, label: &'static str, with_reason: bool, class: &'static str| {
         let (provider, day) = (provider.clone(), day.clone());
+        let submit = if what == "close" {
+            view! {
+                <ConfirmSubmit label=label.to_owned() question=close_question.clone() lang=lang class="close-submit"/>
+            }
+            .into_any()
+        } else {
+            view! { <button type="submit" class="close-submit">{label}</button> }.into_any()
+        };
         view! {
             <ActionForm action=act attr:class=format!("row close-form {class}")>
                 <input type="hidden" name="what" value=what/>
@@ -103,7 +123,7 @@ fn CloseRow(
                 {with_reason.then(|| view! {
                     <input name="reason" class="close-reason" required placeholder=tr(lang, "reason", "原因")/>
                 })}
-                <button type="submit" class="close-submit">{label}</button>
+                {submit}
             </ActionForm>
         }
     };

@@ -10,6 +10,7 @@ mod bulk;
 mod callbacks;
 pub mod cells;
 mod closes;
+mod confirm;
 mod dashboard;
 mod login;
 mod outbox;

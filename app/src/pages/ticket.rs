@@ -1,9 +1,11 @@
 //! One ticket: both sides with the differing fields marked, the payment's
 //! timeline, the work (assign, comment, evidence, conclude), the low-risk
 //! actions (re-query, replay), and fix proposals. Every form posts without
-//! JavaScript too.
+//! JavaScript too, but a proposal's approval or rejection: that is asked
+//! first in the page, which takes the page's script.
 
 use super::cells::IdText;
+use super::confirm::ConfirmSubmit;
 use super::tickets::{list_href, ticket_href};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{
@@ -413,6 +415,20 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
         p.status.clone()
     };
     let (id_a, id_r) = (p.id.clone(), p.id.clone());
+    let (fix, payment) = (
+        fix_name(p.kind, lang),
+        p.payment_no.clone().unwrap_or_default(),
+    );
+    let approve_q = match lang {
+        Lang::En => format!("Approve and execute {fix} for {payment} now?"),
+        Lang::Zh => format!("批准并立即执行 {payment} 的{fix}？"),
+    };
+    let reject_q = match lang {
+        Lang::En => format!(
+            "Reject {fix} for {payment}? Nothing is executed; the ticket goes back to its owner."
+        ),
+        Lang::Zh => format!("驳回 {payment} 的{fix}？不执行任何操作，工单退回处理。"),
+    };
     view! {
         <article class="card proposal" data-proposal=p.id.clone() data-status=p.status.clone() data-ticket=p.ticket_id.clone()>
             <h3>
@@ -441,12 +457,14 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
                     <ActionForm action=decide.approve attr:class="row approve-form">
                         <input type="hidden" name="proposal" value=id_a/>
                         <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="approve-comment" required/></label>
-                        <button type="submit" class="approve-submit">{tr(lang, "Approve and execute", "批准并执行")}</button>
+                        <ConfirmSubmit label=tr(lang, "Approve and execute", "批准并执行").to_owned()
+                            question=approve_q lang=lang class="approve-submit"/>
                     </ActionForm>
                     <ActionForm action=decide.reject attr:class="row reject-form">
                         <input type="hidden" name="proposal" value=id_r/>
                         <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="reject-comment" required/></label>
-                        <button type="submit" class="reject-submit danger">{tr(lang, "Reject", "驳回")}</button>
+                        <ConfirmSubmit label=tr(lang, "Reject", "驳回").to_owned()
+                            question=reject_q lang=lang class="reject-submit danger"/>
                     </ActionForm>
                 </div>
             })}

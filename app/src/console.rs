@@ -264,9 +264,16 @@ pub struct RunSummary {
 /// A figure the statement states about itself, and what was read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryCheck {
+    /// The figure as the statement names it (`total_minor`).
     pub what: String,
+    /// Its name for a person (`total`).
+    pub label: String,
     pub stated: i64,
     pub read: i64,
+    /// Both figures as a person reads them: amounts in major units with
+    /// their currency (`99,898.84 CNY`), counts as they are.
+    pub stated_text: String,
+    pub read_text: String,
     /// They agree, or the difference was accepted (skipped lines).
     pub holds: bool,
 }

@@ -366,6 +366,15 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
     }
 }
 
+/// A header naming the zone its times are in: `Received (Asia/Shanghai)`,
+/// `接收时间（Asia/Shanghai）`.
+pub fn in_zone(lang: Lang, en: &str, zh: &str, zone: &crate::format::Zone) -> String {
+    match lang {
+        Lang::En => format!("{en} ({})", zone.name()),
+        Lang::Zh => format!("{zh}（{}）", zone.name()),
+    }
+}
+
 /// A string of a page that has its own words: both languages at the call
 /// site (the signature makes a missing translation a compile error).
 pub fn tr(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {

@@ -14,6 +14,7 @@ pub mod format;
 pub mod i18n;
 pub mod outbox;
 pub mod pages;
+pub mod readable;
 pub mod refused;
 pub mod sinks;
 #[cfg(feature = "ssr")]

@@ -64,6 +64,8 @@ pub type SharedBackend = Arc<dyn Backend>;
 /// writes its audit entry in the same transaction.
 #[async_trait::async_trait]
 pub trait Console: Send + Sync + 'static {
+    /// The business time zone, as pages show times in it.
+    fn zone(&self) -> crate::format::Zone;
     async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError>;
     async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError>;
     /// The tickets before and after `id` in the queue `filter` lists.
@@ -301,10 +303,12 @@ pub async fn session_info() -> Result<SessionInfo, AppError> {
     let user = signed_in(&backend, &session).await?;
     let lang = request_lang(&session, user.as_ref()).await;
     let needs_first_admin = user.is_none() && !backend.has_users().await?;
+    let zone = console().map(|c| c.zone()).unwrap_or_default();
     Ok(SessionInfo {
         user,
         lang,
         needs_first_admin,
+        zone,
     })
 }
 

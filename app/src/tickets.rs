@@ -331,6 +331,8 @@ pub struct AuditEntry {
     pub before: Option<String>,
     pub after: Option<String>,
     pub hash: String,
+    /// The console page of the entry's object, where it has one.
+    pub link: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -137,6 +137,9 @@ pub struct SessionInfo {
     /// True while the database holds no user at all: the login page then
     /// says which command creates the first admin.
     pub needs_first_admin: bool,
+    /// The business time zone: times are shown in it.
+    #[serde(default)]
+    pub zone: crate::format::Zone,
 }
 
 impl SessionInfo {

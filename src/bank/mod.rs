@@ -509,12 +509,9 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
     Ok(figures)
 }
 
-/// `9048.00 EUR`, for a person reading a ticket.
+/// `9,048.00 EUR`, for a person reading a ticket.
 fn shown(minor: i64, currency: &str) -> String {
-    match crate::domain::Currency::parse(currency) {
-        Ok(c) => format!("{} {currency}", Money::new(minor, c).major_string()),
-        Err(_) => format!("{minor} (minor units) {currency}"),
-    }
+    app::format::money(minor, currency)
 }
 
 /// A payout's ticket: the provider's side is the payout, the other side

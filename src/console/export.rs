@@ -2,6 +2,7 @@
 //! oldest first, streamed in keyset chunks so no connection is held while
 //! the client reads, each cell safe to open in a spreadsheet.
 
+use super::money_plain;
 use super::tickets::{reason, summary};
 use crate::store::Db;
 use crate::store::lists::{self, QueueAfter};
@@ -54,9 +55,9 @@ fn csv_line(t: &TicketRow) -> String {
         s.payment_no.unwrap_or_default(),
         s.order_no.unwrap_or_default(),
         s.provider_txn_id.unwrap_or_default(),
-        s.local_amount.unwrap_or_default(),
+        money_plain(t.local_amount_minor, t.local_currency.as_deref()).unwrap_or_default(),
         t.local_status.clone().unwrap_or_default(),
-        s.provider_amount.unwrap_or_default(),
+        money_plain(t.provider_amount_minor, t.provider_currency.as_deref()).unwrap_or_default(),
         t.provider_status.clone().unwrap_or_default(),
         s.owner.unwrap_or_default(),
         app::format::utc_minutes(t.found_at),

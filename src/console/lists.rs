@@ -5,6 +5,7 @@
 
 use super::{Desk, invalid, money_text, page};
 use crate::accounts::internal;
+use crate::statement::Check;
 use crate::store::lists::{self as store_lists, After, AuditQuery, CallbackQuery, PaymentQuery};
 use crate::store::payments::PaymentBrief;
 use crate::store::{Db, callbacks};
@@ -180,10 +181,19 @@ fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
                 c["stated"].as_i64().unwrap_or(0),
                 c["read"].as_i64().unwrap_or(0),
             );
+            let what = c["what"].as_str().unwrap_or_default();
+            let currency = c["currency"].as_str();
+            let shown = |figure: i64| match currency {
+                Some(code) => app::format::money(figure, code),
+                None => figure.to_string(),
+            };
             SummaryCheck {
-                what: c["what"].as_str().unwrap_or_default().to_owned(),
+                what: what.to_owned(),
+                label: Check::label(what).to_owned(),
                 stated,
                 read,
+                stated_text: shown(stated),
+                read_text: shown(read),
                 holds: stated == read || !c["waived"].is_null(),
             }
         })
@@ -246,9 +256,10 @@ pub(super) async fn audit(db: &Db, f: &AuditFilter) -> sqlx::Result<AuditPage> {
         before: f.before,
     };
     let rows = store_lists::audit(db, &query, PAGE_SIZE + 1).await?;
-    let items: Vec<AuditEntry> = rows
-        .into_iter()
-        .map(|e| AuditEntry {
+    let mut items: Vec<AuditEntry> = Vec::with_capacity(rows.len());
+    for e in rows {
+        let link = object_link(db, &e.object_type, &e.object_id).await?;
+        items.push(AuditEntry {
             seq: e.seq,
             at: e.at,
             actor: e.actor,
@@ -258,10 +269,33 @@ pub(super) async fn audit(db: &Db, f: &AuditFilter) -> sqlx::Result<AuditPage> {
             before: e.before_json,
             after: e.after_json,
             hash: e.hash,
-        })
-        .collect();
+            link,
+        });
+    }
     let (items, next) = page(items, |e: &AuditEntry| e.seq);
     Ok(AuditPage { items, next })
+}
+
+/// The console page of an audit entry's object, where it has one: a
+/// proposal's is its ticket's.
+async fn object_link(db: &Db, object_type: &str, id: &str) -> sqlx::Result<Option<String>> {
+    let id_part = app::tickets::encode(id);
+    Ok(match object_type {
+        "ticket" => Some(format!("/tickets/{id_part}")),
+        "payment" => Some(format!("/payments/{id_part}")),
+        "callback" => Some(format!("/callbacks/{id_part}")),
+        "run" => Some(format!("/runs?run={id_part}")),
+        "outbox_message" => Some(format!("/outbox/{id_part}")),
+        "user" | "api_token" => Some("/users".to_owned()),
+        "alert" => Some("/alerts".to_owned()),
+        "sink" => Some("/sinks".to_owned()),
+        "proposal" => match crate::store::proposals::ticket_of(&db.pool, id).await {
+            Ok(ticket) => Some(format!("/tickets/{}", app::tickets::encode(&ticket))),
+            Err(sqlx::Error::RowNotFound) => None,
+            Err(e) => return Err(e),
+        },
+        _ => None,
+    })
 }
 
 /// An amount typed in major units (`66.6`, `66.60`, `66`) as minor units

@@ -82,12 +82,23 @@ pub(crate) fn invalid(detail: impl Into<String>) -> AppError {
     }
 }
 
-/// "12.34 CNY" for minor units of a known currency, else the raw figures.
+/// "1,234.56 CNY" for minor units of a known currency, else the raw figures.
 pub(crate) fn money_text(minor: Option<i64>, currency: Option<&str>) -> Option<String> {
     let minor = minor?;
     let currency = currency.unwrap_or("");
     Some(match Currency::parse(currency) {
-        Ok(c) => format!("{} {}", Money::new(minor, c).major_string(), c.code()),
+        Ok(c) => Money::new(minor, c).shown(),
+        Err(_) => format!("{minor} (minor units) {currency}"),
+    })
+}
+
+/// "1234.56 CNY": [`money_text`] without the grouping, for a file a
+/// program reads (the CSV export).
+pub(crate) fn money_plain(minor: Option<i64>, currency: Option<&str>) -> Option<String> {
+    let minor = minor?;
+    let currency = currency.unwrap_or("");
+    Some(match Currency::parse(currency) {
+        Ok(c) => Money::new(minor, c).to_string(),
         Err(_) => format!("{minor} (minor units) {currency}"),
     })
 }
@@ -105,8 +116,43 @@ fn page<T, C>(mut items: Vec<T>, cursor: impl Fn(&T) -> C) -> (Vec<T>, Option<C>
     }
 }
 
+/// Years of offsets a page gets around now: the times the console shows.
+const ZONE_YEARS_BACK: i64 = 10;
+const ZONE_YEARS_AHEAD: i64 = 5;
+
+/// `tz` as the browser gets it: its name and its offsets from some years
+/// before `now` to some after (a fixed zone: one offset).
+pub(crate) fn zone_of(tz: &jiff::tz::TimeZone, now: i64) -> app::format::Zone {
+    const YEAR_US: i64 = 366 * 86_400 * 1_000_000;
+    let at = |micros: i64| {
+        jiff::Timestamp::from_microsecond(micros).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    };
+    let (from, to) = (
+        at(now.saturating_sub(ZONE_YEARS_BACK * YEAR_US)),
+        at(now.saturating_add(ZONE_YEARS_AHEAD * YEAR_US)),
+    );
+    let mut offsets = vec![(from.as_microsecond(), tz.to_offset(from).seconds())];
+    offsets.extend(
+        tz.following(from)
+            .take_while(|t| t.timestamp() <= to)
+            .map(|t| (t.timestamp().as_microsecond(), t.offset().seconds())),
+    );
+    let name = match tz.iana_name() {
+        Some(name) => name.to_owned(),
+        None => match tz.to_offset(from).seconds() {
+            0 => String::new(),
+            _ => format!("UTC{}", tz.to_offset(from)),
+        },
+    };
+    app::format::Zone { name, offsets }
+}
+
 #[async_trait::async_trait]
 impl Console for Desk {
+    fn zone(&self) -> app::format::Zone {
+        zone_of(self.tz(), self.now())
+    }
+
     async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError> {
         tickets::list(
             &self.engine.db,
@@ -423,5 +469,27 @@ impl Console for Desk {
         pause: bool,
     ) -> Result<(), AppError> {
         sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zone_of;
+
+    #[test]
+    fn a_zone_reaches_the_browser_as_its_offsets() {
+        // 2026-12-04 09:05 UTC
+        let now = 1_796_375_130_000_000;
+        let shanghai = zone_of(&jiff::tz::TimeZone::get("Asia/Shanghai").unwrap(), now);
+        assert_eq!(shanghai.named(now), "2026-12-04 17:05 Asia/Shanghai");
+        assert_eq!(shanghai.offsets.len(), 1, "no changes in those years");
+        let london = zone_of(&jiff::tz::TimeZone::get("Europe/London").unwrap(), now);
+        assert_eq!(london.named(now), "2026-12-04 09:05 Europe/London");
+        // 2026-07-01 12:00 UTC: summer time.
+        assert_eq!(london.minutes(1_782_907_200_000_000), "2026-07-01 13:00");
+        let utc = zone_of(&jiff::tz::TimeZone::UTC, now);
+        assert_eq!(utc.named(now), "2026-12-04 09:05 UTC");
+        let fixed = zone_of(&jiff::tz::TimeZone::fixed(jiff::tz::offset(8)), now);
+        assert_eq!(fixed.named(now), "2026-12-04 17:05 UTC+08");
     }
 }

@@ -238,6 +238,12 @@ impl Money {
         )
     }
 
+    /// 9989884 CNY → `"99,898.84 CNY"`: for a person to read (a ticket's
+    /// reason, a run's checks), never for a wire or a file.
+    pub fn shown(&self) -> String {
+        app::format::money(self.minor, self.currency.code())
+    }
+
     pub fn positive(self) -> Result<Money, MoneyError> {
         if self.minor > 0 {
             Ok(self)
@@ -335,6 +341,8 @@ mod tests {
         assert_eq!(Money::new(-5, cur("USD")).major_string(), "-0.05");
         assert_eq!(Money::new(1234, cur("BHD")).major_string(), "1.234");
         assert_eq!(Money::new(1000, cur("JPY")).to_string(), "1000 JPY");
+        assert_eq!(Money::new(9_989_884, cur("CNY")).shown(), "99,898.84 CNY");
+        assert_eq!(Money::new(-1_234_567, cur("KWD")).shown(), "-1,234.567 KWD");
     }
 
     #[test]
@@ -352,5 +360,7 @@ mod tests {
             assert_eq!(cur(&code.to_lowercase()).code(), *code);
             assert!(code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase()));
         }
+        // The console formats money by its own table: the same one.
+        assert_eq!(CURRENCIES, app::format::CURRENCY_EXPONENTS);
     }
 }

@@ -212,7 +212,11 @@ pub(super) fn verdict(
         (
             Class::AmountMismatch,
             Severity::High,
-            format!("statement {amount}, local {} (minor units)", pay.amount),
+            format!(
+                "statement {}, local {}",
+                row.money.shown(),
+                app::format::money(pay.amount, &pay.currency)
+            ),
             false,
         )
     } else if status != "SUCCEEDED" {
@@ -448,8 +452,9 @@ fn refund_reason(row: &StatementRow, ledger: Option<&Refund>) -> Option<String> 
     match ledger {
         None => Some("a refund in the statement Reckon did not request".to_string()),
         Some(f) if f.currency != currency || f.amount_minor != amount => Some(format!(
-            "statement {amount} {currency}, ledger {} {}",
-            f.amount_minor, f.currency
+            "statement {}, ledger {}",
+            row.money.shown(),
+            app::format::money(f.amount_minor, &f.currency)
         )),
         Some(f) if f.status == "SUCCEEDED" => None,
         Some(f) => Some(format!(

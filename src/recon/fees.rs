@@ -154,7 +154,7 @@ impl DayFees {
             .mismatches
             .into_iter()
             .map(|m| {
-                let money = |minor: i64| Money::new(minor, m.money.currency);
+                let money = |minor: i64| Money::new(minor, m.money.currency).shown();
                 let key = m
                     .txn
                     .clone()
@@ -181,7 +181,7 @@ impl DayFees {
                     reason: format!(
                         "the statement's fee is {} where {rate} of {} is {} (tolerance {}): check the rate agreed with the provider, then conclude",
                         money(m.charged),
-                        m.money,
+                        m.money.shown(),
                         money(m.expected),
                         money(self.expect.map_or(0, |e| e.tolerance)),
                     ),

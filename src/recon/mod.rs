@@ -436,7 +436,9 @@ async fn finish_run(
         .map(|c| {
             format!(
                 "{}: the statement says {}, {} read",
-                c.what, c.stated, c.read
+                statement::Check::label(&c.what),
+                c.shown(c.stated),
+                c.shown(c.read)
             )
         })
         .collect();

@@ -358,13 +358,22 @@ pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRo
         }
     };
     let (count, total) = recon_runs::staged_totals(pool, run_id).await?;
+    // The pages' totals are of amounts: in the rows' currency, if one.
+    let currency = match recon_runs::staged_currencies(pool, run_id)
+        .await?
+        .as_slice()
+    {
+        [one] => crate::domain::Currency::parse(one).ok(),
+        _ => None,
+    };
     let checks: Vec<statement::Check> = summary
         .into_iter()
-        .map(|(what, stated)| statement::Check {
-            read: if what == "rows" { count } else { total },
-            what,
-            stated,
-            waived: None,
+        .map(|(what, stated)| {
+            if what == "rows" {
+                statement::Check::new(&what, stated, count)
+            } else {
+                statement::Check::money(&what, stated, total, currency)
+            }
         })
         .collect();
     if checks.is_empty() {

@@ -26,6 +26,28 @@ impl LastCurrency {
     }
 }
 
+/// The one currency a statement's rows are in, if they are all in one:
+/// the currency of its totals.
+#[derive(Default)]
+pub struct SoleCurrency {
+    first: Option<Currency>,
+    mixed: bool,
+}
+
+impl SoleCurrency {
+    pub fn saw(&mut self, currency: Currency) {
+        match self.first {
+            None => self.first = Some(currency),
+            Some(first) if first != currency => self.mixed = true,
+            Some(_) => {}
+        }
+    }
+
+    pub fn get(&self) -> Option<Currency> {
+        self.first.filter(|_| !self.mixed)
+    }
+}
+
 /// An amount in major units; a leading minus is dropped (a refund row's
 /// amount is what was given back).
 pub fn money(text: &str, currency: Currency) -> Result<Money, String> {

@@ -18,7 +18,7 @@ mod row;
 pub mod time;
 
 pub use chunk::Chunk;
-pub use field::{LastCurrency, add, cny, fee, money, present};
+pub use field::{LastCurrency, SoleCurrency, add, cny, fee, money, present};
 pub use reader::{Pause, Reader, read, read_with};
 pub use row::{RowKind, RowRef, StatementRow};
 
@@ -32,6 +32,10 @@ pub struct Check {
     /// accepted skipping malformed lines, whose amounts are unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waived: Option<String>,
+    /// The figures are minor units of this currency (a total of amounts
+    /// all in it); none for a count, or a total over several currencies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<crate::domain::Currency>,
 }
 
 impl Check {
@@ -41,6 +45,35 @@ impl Check {
             stated,
             read,
             waived: None,
+            currency: None,
+        }
+    }
+
+    /// A total of amounts, in minor units of `currency` when all were in it.
+    pub fn money(
+        what: &str,
+        stated: i64,
+        read: i64,
+        currency: Option<crate::domain::Currency>,
+    ) -> Check {
+        Check {
+            currency,
+            ..Check::new(what, stated, read)
+        }
+    }
+
+    /// The figure's name as a person reads it: `total`, not the file's
+    /// `total_minor` (the unit shows in the figure itself).
+    pub fn label(what: &str) -> &str {
+        what.strip_suffix("_minor").unwrap_or(what)
+    }
+
+    /// A figure as a person reads it: an amount in major units with its
+    /// currency, a count as it is.
+    pub fn shown(&self, figure: i64) -> String {
+        match self.currency {
+            Some(c) => crate::domain::Money::new(figure, c).shown(),
+            None => figure.to_string(),
         }
     }
 }

@@ -445,6 +445,20 @@ pub async fn staged_totals<'e>(
     .await
 }
 
+/// The currencies of a run's staged rows, at most two (one is the
+/// currency of the statement's totals; two say there is none).
+pub async fn staged_currencies<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT currency FROM recon_rows WHERE run_id = $1 ORDER BY currency LIMIT 2",
+    )
+    .bind(run_id)
+    .fetch_all(e)
+    .await
+}
+
 /// A staged row as read back.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Staged {

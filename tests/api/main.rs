@@ -22,6 +22,7 @@ mod fees;
 mod fix_journeys;
 mod lanes;
 mod late_success;
+mod money;
 mod openapi;
 mod ops;
 mod outbox_ops;

@@ -490,6 +490,14 @@ async fn broken_or_incomplete_statements_are_refused_with_the_reason(b: Backend)
             .contains("rows: the statement says 2, 1 read"),
         "{answer}"
     );
+    // The total is money: in major units, with its currency.
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("total: the statement says 20.00 CNY, 10.00 CNY read"),
+        "{answer}"
+    );
     let runs: Vec<String> = sqlx::query_scalar("SELECT status FROM recon_runs ORDER BY started_at")
         .fetch_all(app.pool())
         .await

@@ -1,11 +1,14 @@
 //! The audit log: newest first, filtered by actor, action, object and
-//! time, one keyset page at a time. Each entry shows the start of its hash;
-//! `reckon audit verify` walks the chain.
+//! time, one keyset page at a time. Each entry's time is in the business
+//! zone, its object links to its page where it has one, its before and
+//! after read with amounts in major units; it shows the start of its hash
+//! (`reckon audit verify` walks the chain).
 
+use super::cells::use_zone;
 use super::{Frame, Viewer, shown};
 use crate::api::list_audit;
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, tr};
+use crate::i18n::{Msg, in_zone, tr};
+use crate::readable::readable_json;
 use crate::tickets::{AuditFilter, encode};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
@@ -57,6 +60,7 @@ fn AuditBody() -> impl IntoView {
         }
     };
     let page = Resource::new(filter, list_audit);
+    let zone = StoredValue::new(use_zone());
     let title = tr(lang, "Audit log", "审计日志");
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
@@ -68,13 +72,14 @@ fn AuditBody() -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 let f = filter();
+                let zone = zone.get_value();
                 shown(page.await.map(|p| {
                     let next = p.next.map(|n| href(&f, Some(n)));
                     view! {
                         <table class="grid" id="audit">
                             <thead><tr>
                                 <th>"#"</th>
-                                <th>{Msg::TimeUtc.text(lang)}</th>
+                                <th>{in_zone(lang, "Time", "时间", &zone)}</th>
                                 <th>{tr(lang, "Actor", "操作人")}</th>
                                 <th>{tr(lang, "Action", "动作")}</th>
                                 <th>{tr(lang, "Object", "对象")}</th>
@@ -83,17 +88,24 @@ fn AuditBody() -> impl IntoView {
                                 <th>{tr(lang, "Hash", "哈希")}</th>
                             </tr></thead>
                             <tbody>
-                                {p.items.into_iter().map(|e| view! {
-                                    <tr data-action=e.action.clone() data-seq=e.seq>
-                                        <td>{e.seq}</td>
-                                        <td>{utc_minutes(e.at)}</td>
-                                        <td class="actor">{e.actor.clone()}</td>
-                                        <td class="action">{e.action.clone()}</td>
-                                        <td>{e.object_type.clone()} ":" {e.object_id.clone()}</td>
-                                        <td><code class="json">{e.before.clone().unwrap_or_default()}</code></td>
-                                        <td><code class="json">{e.after.clone().unwrap_or_default()}</code></td>
-                                        <td><code>{e.hash.chars().take(12).collect::<String>()}</code></td>
-                                    </tr>
+                                {p.items.into_iter().map(|e| {
+                                    let object = format!("{}:{}", e.object_type, e.object_id);
+                                    let json = |text: Option<String>| text.map(|t| readable_json(&t, &zone)).unwrap_or_default();
+                                    view! {
+                                        <tr data-action=e.action.clone() data-seq=e.seq>
+                                            <td>{e.seq}</td>
+                                            <td class="when" title=format!("{} UTC", crate::format::utc_minutes(e.at))>{zone.minutes(e.at)}</td>
+                                            <td class="actor">{e.actor.clone()}</td>
+                                            <td class="action">{e.action.clone()}</td>
+                                            <td class="object">{match e.link {
+                                                Some(href) => view! { <a href=href class="object-link">{object}</a> }.into_any(),
+                                                None => view! { <span>{object}</span> }.into_any(),
+                                            }}</td>
+                                            <td><pre class="json">{json(e.before)}</pre></td>
+                                            <td><pre class="json">{json(e.after)}</pre></td>
+                                            <td><code>{e.hash.chars().take(12).collect::<String>()}</code></td>
+                                        </tr>
+                                    }
                                 }).collect_view()}
                             </tbody>
                         </table>

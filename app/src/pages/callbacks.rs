@@ -4,13 +4,13 @@
 //! every DEAD callback of a provider in a time range as a job whose
 //! progress the page follows (and that can be left and returned to).
 
-use super::cells::IdText;
+use super::cells::{IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
 use crate::console::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, tr};
+use crate::format::facts_text;
+use crate::i18n::{Msg, in_zone, tr};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -137,6 +137,7 @@ fn CallbacksBody() -> impl IntoView {
 
 #[component]
 fn Job(j: ReplayJob, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     let summary = j
         .classes
         .iter()
@@ -146,7 +147,7 @@ fn Job(j: ReplayJob, lang: Lang) -> impl IntoView {
     view! {
         <div class="job" data-job=j.id.clone() data-status=j.status.clone()>
             <strong>{j.provider.clone()}</strong> " "
-            {utc_minutes(j.from_at)} " – " {utc_minutes(j.to_at)} " · " {j.requested_by.clone()} " · "
+            {zone.minutes(j.from_at)} " – " {zone.named(j.to_at)} " · " {j.requested_by.clone()} " · "
             <span class="job-status">{j.status.clone()}</span>
             <div class="progress-row">
                 <progress max=j.total.max(1) value=j.done></progress>
@@ -160,6 +161,7 @@ fn Job(j: ReplayJob, lang: Lang) -> impl IntoView {
 
 #[component]
 fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     let next = p
         .next
         .clone()
@@ -167,7 +169,7 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
     view! {
         <table class="grid compact" id="callbacks">
             <thead><tr>
-                <th>{Msg::ReceivedUtc.text(lang)}</th>
+                <th>{in_zone(lang, "Received", "接收时间", &zone)}</th>
                 <th>{Msg::Provider.text(lang)}</th>
                 <th>{tr(lang, "Callback id", "回调编号")}</th>
                 <th>{Msg::Payment.text(lang)}</th>
@@ -179,7 +181,7 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
             <tbody>
                 {p.items.into_iter().map(|c| view! {
                     <tr data-callback=c.callback_id.clone() data-status=c.processing_status.clone()>
-                        <td class="when">{utc_minutes(c.received_at)}</td>
+                        <td class="when"><When at=c.received_at zone=zone.clone()/></td>
                         <td>{c.provider.clone()}</td>
                         <td><IdText id=c.callback_id.clone() href=format!("/callbacks/{}", c.id) link_class="open-callback" head=12 lang=lang/></td>
                         <td>{c.payment_no.clone().map(|no| view! { <IdText id=no.clone() href=format!("/payments/{no}") head=12 lang=lang/> })}</td>
@@ -235,6 +237,8 @@ fn Detail(
     may_replay: bool,
 ) -> impl IntoView {
     let s = d.summary.clone();
+    let zone = use_zone();
+    let facts = d.facts.clone().unwrap_or_default();
     view! {
         <section class="card" id="callback" data-status=s.processing_status.clone() data-verify=s.verify_result.clone()>
             <h1>{Msg::Callback.text(lang)} " " {s.callback_id.clone()}</h1>
@@ -249,11 +253,11 @@ fn Detail(
                 <dt>{Msg::Processing.text(lang)}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Tries", "处理次数")}</dt><dd>{s.retry_count}</dd>
                 <dt>{tr(lang, "Redeliveries", "重复投递")}</dt><dd id="duplicates">{s.duplicates}</dd>
-                <dt>{tr(lang, "Facts", "业务事实")}</dt><dd><code id="facts">{d.facts.clone().unwrap_or_default()}</code></dd>
+                <dt>{tr(lang, "Facts", "业务事实")}</dt><dd><span id="facts" title=facts.clone()>{facts_text(&facts)}</span></dd>
                 <dt>{tr(lang, "Error", "错误")}</dt><dd>{d.error_message.clone().unwrap_or_default()}</dd>
-                <dt>{tr(lang, "Received / processed (UTC)", "接收 / 处理（UTC）")}</dt>
-                <dd>{utc_minutes(s.received_at)} " / " {d.processed_at.map(utc_minutes).unwrap_or_default()}
-                    {d.next_retry_at.map(|n| format!(" · next try {}", utc_minutes(n)))}</dd>
+                <dt>{in_zone(lang, "Received / processed", "接收 / 处理", &zone)}</dt>
+                <dd>{zone.minutes(s.received_at)} " / " {d.processed_at.map(|at| zone.minutes(at)).unwrap_or_default()}
+                    {d.next_retry_at.map(|n| format!(" · {} {}", tr(lang, "next try", "下次尝试"), zone.minutes(n)))}</dd>
                 <dt>{Msg::TraceId.text(lang)}</dt><dd>{s.trace_id.clone()}</dd>
                 <dt>"SHA-256"</dt><dd><code>{d.payload_hash.clone()}</code></dd>
             </dl>

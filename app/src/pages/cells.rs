@@ -2,10 +2,33 @@
 //! shortened (the whole id in its title) with a button copying it, and an
 //! amount right-aligned with its currency beside it.
 
-use crate::format::{amount_parts, short_id};
+use crate::format::{Zone, amount_parts, short_id};
 use crate::i18n::Msg;
 use crate::types::Lang;
 use leptos::prelude::*;
+
+/// The business time zone the session came with (the frame loaded the
+/// session before the page's body): times are shown in it.
+pub fn use_zone() -> Zone {
+    use_context::<super::Ctx>()
+        .and_then(|ctx| ctx.info.get_untracked())
+        .and_then(Result::ok)
+        .map(|info| info.zone)
+        .unwrap_or_default()
+}
+
+/// A time in the business zone, `YYYY-MM-DD HH:MM` (the header names the
+/// zone), with the instant in UTC for a machine and in the title.
+#[component]
+pub fn When(at: i64, zone: Zone, #[prop(optional)] short: bool) -> impl IntoView {
+    let local = if short {
+        zone.short(at)
+    } else {
+        zone.minutes(at)
+    };
+    let utc = crate::format::utc_minutes(at);
+    view! { <time datetime=format!("{}Z", utc.replace(' ', "T")) title=format!("{utc} UTC")>{local}</time> }
+}
 
 /// Writes `text` to the clipboard (in the browser; nothing on the server).
 fn copy_to_clipboard(text: &str) {

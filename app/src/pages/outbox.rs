@@ -5,15 +5,14 @@
 //! after an outage (operators and supervisors), as jobs the page follows.
 
 use super::callbacks::poll_while;
-use super::cells::IdText;
+use super::cells::{IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{
     BulkResendOutbox, CancelOutboxJob, RecoverOutbox, ResendOutbox, list_outbox, outbox_jobs,
     show_outbox,
 };
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, tr};
+use crate::i18n::{Msg, in_zone, tr};
 use crate::outbox::{
     DELIVERY_STATUSES, OutboxDelivery, OutboxDetail, OutboxFilter, OutboxJob, OutboxPage,
 };
@@ -194,6 +193,7 @@ fn Job(
 
 #[component]
 fn List(p: OutboxPage, f: OutboxFilter, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     let next = p
         .next
         .clone()
@@ -201,7 +201,7 @@ fn List(p: OutboxPage, f: OutboxFilter, lang: Lang) -> impl IntoView {
     view! {
         <table class="grid compact" id="outbox">
             <thead><tr>
-                <th>{tr(lang, "Created (UTC)", "创建时间（UTC）")}</th>
+                <th>{in_zone(lang, "Created", "创建时间", &zone)}</th>
                 <th>{tr(lang, "Message", "消息")}</th>
                 <th>{tr(lang, "Event type", "事件类型")}</th>
                 <th>{Msg::Payment.text(lang)}</th>
@@ -214,7 +214,7 @@ fn List(p: OutboxPage, f: OutboxFilter, lang: Lang) -> impl IntoView {
                 {p.items.into_iter().map(|m| {
                     let rows = m.deliveries.len().max(1);
                     let head = view! {
-                        <td class="when" rowspan=rows>{utc_minutes(m.created_at)}</td>
+                        <td class="when" rowspan=rows><When at=m.created_at zone=zone.clone()/></td>
                         <td rowspan=rows><IdText id=m.message_id.clone() href=format!("/outbox/{}", m.message_id) link_class="open-message" head=12 lang=lang/></td>
                         <td rowspan=rows>{m.event_type.clone()}</td>
                         <td rowspan=rows><IdText id=m.payment_no.clone() href=format!("/payments/{}", m.payment_no) head=12 lang=lang/></td>
@@ -288,6 +288,8 @@ fn Detail(
 ) -> impl IntoView {
     let m = d.message.clone();
     let id = m.message_id.clone();
+    let zone = use_zone();
+    let amount = payload_amount(&d.payload);
     let all_id = id.clone();
     view! {
         <section class="card" id="message" data-message=id.clone()>
@@ -296,7 +298,8 @@ fn Detail(
                 <dt>{tr(lang, "Event type", "事件类型")}</dt><dd id="event-type">{m.event_type.clone()}</dd>
                 <dt>{Msg::Payment.text(lang)}</dt>
                 <dd><a id="message-payment" href=format!("/payments/{}", m.payment_no)>{m.payment_no.clone()}</a></dd>
-                <dt>{tr(lang, "Created (UTC)", "创建时间（UTC）")}</dt><dd>{utc_minutes(m.created_at)}</dd>
+                {amount.map(|a| view! { <dt>{Msg::Amount.text(lang)}</dt><dd id="message-amount">{a}</dd> })}
+                <dt>{tr(lang, "Created", "创建时间")}</dt><dd>{zone.named(m.created_at)}</dd>
                 <dt>"webhook-id"</dt><dd>{tr(lang, "the message id, the same on every attempt and resend", "即消息编号，每次投递和重发都相同")}</dd>
             </dl>
             <table class="grid" id="deliveries">
@@ -304,7 +307,7 @@ fn Detail(
                     <th>{Msg::Sink.text(lang)}</th>
                     <th>{Msg::Status.text(lang)}</th>
                     <th class="num">{Msg::Attempts.text(lang)}</th>
-                    <th>{tr(lang, "Delivered / next try (UTC)", "送达 / 下次尝试（UTC）")}</th>
+                    <th>{in_zone(lang, "Delivered / next try", "送达 / 下次尝试", &zone)}</th>
                     <th>{tr(lang, "Last error", "最近错误")}</th>
                     <th>{tr(lang, "Resent by", "重发人")}</th>
                     <th></th>
@@ -313,12 +316,12 @@ fn Detail(
                     {m.deliveries.clone().into_iter().map(|dl| {
                         let (id, dl_sink) = (id.clone(), dl.sink.clone());
                         let when = match (dl.published_at, dl.status.as_str()) {
-                            (Some(p), "DELIVERED") => utc_minutes(p),
-                            (_, "PENDING") => utc_minutes(dl.next_attempt_at),
+                            (Some(p), "DELIVERED") => zone.minutes(p),
+                            (_, "PENDING") => zone.minutes(dl.next_attempt_at),
                             _ => String::new(),
                         };
                         let resent = dl.resent_by.clone().map(|by| format!(
-                            "{by} {}", dl.resent_at.map(utc_minutes).unwrap_or_default()
+                            "{by} {}", dl.resent_at.map(|at| zone.minutes(at)).unwrap_or_default()
                         ));
                         view! {
                             <tr data-sink=dl.sink.clone() data-status=dl.status.clone()>
@@ -351,7 +354,7 @@ fn Detail(
             <h2>{tr(lang, "Attempts", "投递记录")}</h2>
             <table class="grid compact" id="attempts">
                 <thead><tr>
-                    <th>{Msg::TimeUtc.text(lang)}</th>
+                    <th>{in_zone(lang, "Time", "时间", &zone)}</th>
                     <th>{Msg::Sink.text(lang)}</th>
                     <th class="num">"HTTP"</th>
                     <th class="num">{tr(lang, "Latency (ms)", "耗时（毫秒）")}</th>
@@ -362,7 +365,7 @@ fn Detail(
                 <tbody>
                     {d.attempts.iter().map(|a| view! {
                         <tr class="attempt" data-sink=a.sink.clone() data-code=a.status_code.map(|c| c.to_string()).unwrap_or_default()>
-                            <td class="when">{utc_minutes(a.at)}</td>
+                            <td class="when"><When at=a.at zone=zone.clone()/></td>
                             <td>{a.sink.clone()}</td>
                             <td class="num">{a.status_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into())}</td>
                             <td class="num">{format!("{:.1}", a.latency_us as f64 / 1000.0)}</td>
@@ -377,4 +380,13 @@ fn Detail(
             <pre id="payload">{d.payload.clone()}</pre>
         </section>
     }
+}
+
+/// The amount a message announces (`amount_minor` and `currency` of its
+/// payload), as a person reads it.
+fn payload_amount(payload: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(payload).ok()?;
+    let minor = v.get("amount_minor")?.as_i64()?;
+    let currency = v.get("currency")?.as_str()?;
+    Some(crate::format::money(minor, currency))
 }

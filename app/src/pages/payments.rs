@@ -3,13 +3,12 @@
 //! effects, outbox messages with their deliveries, refunds and the refund
 //! ledger, provider calls, tickets, amount adjustments.
 
-use super::cells::{AmountCell, IdText};
+use super::cells::{AmountCell, IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
 use crate::console::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, tr};
+use crate::i18n::{Msg, in_zone, tr};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -87,6 +86,7 @@ fn PaymentsBody() -> impl IntoView {
 
 #[component]
 fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     let next = p
         .next
         .clone()
@@ -100,7 +100,7 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
                 <th>{Msg::TxnId.text(lang)}</th>
                 <th class="amount">{Msg::Amount.text(lang)}</th>
                 <th>{Msg::Status.text(lang)}</th>
-                <th>{tr(lang, "Created (UTC)", "创建时间（UTC）")}</th>
+                <th>{in_zone(lang, "Created", "创建时间", &zone)}</th>
             </tr></thead>
             <tbody>
                 {p.items.into_iter().map(|x| view! {
@@ -111,7 +111,7 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
                         <td><IdText id=x.provider_txn_id.clone().unwrap_or_default() head=12 lang=lang/></td>
                         <AmountCell amount=Some(x.amount.clone())/>
                         <td>{x.status.clone()} {x.held.then(|| view! { " " <span class="held">{tr(lang, "held", "冻结")}</span> })}</td>
-                        <td class="when">{utc_minutes(x.created_at)}</td>
+                        <td class="when"><When at=x.created_at zone=zone.clone()/></td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -142,6 +142,7 @@ fn PaymentBody() -> impl IntoView {
 
 #[component]
 fn Lines(id: &'static str, title: &'static str, lines: Vec<Line>) -> impl IntoView {
+    let zone = use_zone();
     view! {
         <section class="card" id=id>
             <h2>{title} " (" {lines.len()} ")"</h2>
@@ -149,7 +150,7 @@ fn Lines(id: &'static str, title: &'static str, lines: Vec<Line>) -> impl IntoVi
                 <tbody>
                     {lines.into_iter().map(|l| view! {
                         <tr>
-                            <td class="when">{utc_minutes(l.at)}</td>
+                            <td class="when"><When at=l.at zone=zone.clone()/></td>
                             <td class="what">{match l.link {
                                 Some(href) => view! { <a href=href>{l.what.clone()}</a> }.into_any(),
                                 None => view! { <span>{l.what.clone()}</span> }.into_any(),
@@ -166,6 +167,7 @@ fn Lines(id: &'static str, title: &'static str, lines: Vec<Line>) -> impl IntoVi
 #[component]
 fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
     let s = v.summary.clone();
+    let zone = use_zone();
     view! {
         <section class="card" id="payment" data-status=s.status.clone()>
             <h1>{s.payment_no.clone()} " · " <span id="payment-status">{s.status.clone()}</span></h1>
@@ -175,8 +177,8 @@ fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
                 <dt>{Msg::TxnId.text(lang)}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
                 <dt>{Msg::Amount.text(lang)}</dt><dd id="payment-amount">{s.amount.clone()}</dd>
                 <dt>{tr(lang, "Refunded", "已退款")}</dt><dd>{v.refunded.clone()}</dd>
-                <dt>{tr(lang, "Created / paid (UTC)", "创建 / 支付（UTC）")}</dt>
-                <dd>{utc_minutes(s.created_at)} " / " {s.paid_at.map(utc_minutes).unwrap_or_default()}</dd>
+                <dt>{in_zone(lang, "Created / paid", "创建 / 支付", &zone)}</dt>
+                <dd>{zone.minutes(s.created_at)} " / " {s.paid_at.map(|at| zone.minutes(at)).unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Version", "版本")}</dt><dd>{v.version}</dd>
                 {v.hold_reason.clone().map(|h| view! { <dt>{Msg::Held.text(lang)}</dt><dd class="held">{h}</dd> })}
             </dl>
@@ -188,7 +190,7 @@ fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
                 <tbody>
                     {v.callbacks.iter().map(|c| view! {
                         <tr data-status=c.processing_status.clone()>
-                            <td class="when">{utc_minutes(c.received_at)}</td>
+                            <td class="when"><When at=c.received_at zone=zone.clone()/></td>
                             <td><a href=format!("/callbacks/{}", c.id)>{c.callback_id.clone()}</a></td>
                             <td>{c.callback_status.clone()}</td>
                             <td>{c.verify_result.clone()}</td>

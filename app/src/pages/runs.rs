@@ -7,12 +7,11 @@
 //! failed says why and offers resume; each links to its day's tickets.
 
 use super::callbacks::poll_while;
-use super::cells::IdText;
+use super::cells::{IdText, use_zone};
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{ResumeRun, list_runs};
 use crate::console::{PullSchedule, RunPage, RunSummary};
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, tr};
+use crate::i18n::{Msg, in_zone, tr};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -79,6 +78,7 @@ fn Runs(
         .is_some_and(|w| !p.items.iter().any(|r| &r.id == w));
     let busy = waiting || p.items.iter().any(|r| r.status == "RUNNING");
     let next = p.next.clone().map(|n| format!("/runs?after={n}"));
+    let zone = use_zone();
     view! {
         {busy.then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
         {may_work.then(|| view! {
@@ -105,7 +105,7 @@ fn Runs(
                 <th>{Msg::Status.text(lang)}</th>
                 <th>{tr(lang, "Rows", "行数")}</th>
                 <th>{tr(lang, "By class", "按类型")}</th>
-                <th>{tr(lang, "Started (UTC) / took", "开始（UTC）/ 耗时")}</th>
+                <th>{in_zone(lang, "Started / took", "开始 / 耗时", &zone)}</th>
             </tr></thead>
             <tbody>
                 {p.items.into_iter().map(|r| {
@@ -130,6 +130,7 @@ fn Run(
         .finished_at
         .map(|f| format!("{:.1} s", (f - r.started_at) as f64 / 1_000_000.0))
         .unwrap_or_default();
+    let zone = use_zone();
     // Reading, then matching, then done: a bar a person can follow.
     let step = match (r.status.as_str(), r.phase.as_deref()) {
         ("RUNNING", Some("matching")) => 2,
@@ -157,8 +158,9 @@ fn Run(
                 {(!r.checks.is_empty()).then(|| view! {
                     <br/><span class="run-checks">
                         {r.checks.iter().map(|c| view! {
-                            <span class="count" class:error=!c.holds data-check=c.what.clone()>
-                                {c.what.clone()} " " {c.stated} {if c.holds { " = " } else { " ≠ " }} {c.read}
+                            <span class="count" class:error=!c.holds data-check=c.what.clone()
+                                title=format!("{}: {} / {}", c.what, c.stated, c.read)>
+                                {c.label.clone()} " " {c.stated_text.clone()} {if c.holds { " = " } else { " ≠ " }} {c.read_text.clone()}
                             </span> " "
                         }).collect_view()}
                     </span>
@@ -183,7 +185,7 @@ fn Run(
             <td class="classes">
                 {r.classes.iter().map(|(k, v)| view! { <span class="count" data-class=k.clone()>{k.clone()} " " <strong>{*v}</strong></span> " " }).collect_view()}
             </td>
-            <td>{utc_minutes(r.started_at)} " · " {took} " · " {r.started_by.clone()}</td>
+            <td>{zone.minutes(r.started_at)} " · " {took} " · " {r.started_by.clone()}</td>
         </tr>
     }
 }
@@ -192,13 +194,14 @@ fn Run(
 /// pull, the next, and the days still missing.
 #[component]
 fn Schedules(schedules: Vec<PullSchedule>, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     view! {
         <table class="grid" id="pull-schedules">
             <thead><tr>
                 <th>{Msg::Provider.text(lang)}</th>
                 <th>{tr(lang, "Day cut / ready from", "日切时区 / 就绪时间")}</th>
-                <th>{tr(lang, "Last pull (UTC)", "上次拉取（UTC）")}</th>
-                <th>{tr(lang, "Next pull (UTC)", "下次拉取（UTC）")}</th>
+                <th>{in_zone(lang, "Last pull", "上次拉取", &zone)}</th>
+                <th>{in_zone(lang, "Next pull", "下次拉取", &zone)}</th>
                 <th>{tr(lang, "Days missing", "缺失的业务日")}</th>
             </tr></thead>
             <tbody>
@@ -206,10 +209,10 @@ fn Schedules(schedules: Vec<PullSchedule>, lang: Lang) -> impl IntoView {
                     <tr data-provider=s.provider.clone()>
                         <td>{s.provider.clone()}</td>
                         <td>{s.zone.clone()} " " {format!("{:02}:00", s.ready_hour)}</td>
-                        <td>{s.last_at.map(utc_minutes).unwrap_or_else(|| "—".into())}
+                        <td>{s.last_at.map(|at| zone.minutes(at)).unwrap_or_else(|| "—".into())}
                             {s.last_run.clone().map(|r| view! { " " <code>{r}</code> })}
                             {s.last_error.clone().map(|e| view! { <p class="error">{e}</p> })}</td>
-                        <td>{s.next_at.map(utc_minutes).unwrap_or_else(|| "—".into())}</td>
+                        <td>{s.next_at.map(|at| zone.minutes(at)).unwrap_or_else(|| "—".into())}</td>
                         <td class="missing-days">{if s.missing.is_empty() { "—".to_owned() } else { s.missing.join(", ") }}</td>
                     </tr>
                 }).collect_view()}

@@ -4,7 +4,7 @@
 //! JavaScript too, but a proposal's approval or rejection: that is asked
 //! first in the page, which takes the page's script.
 
-use super::cells::IdText;
+use super::cells::{IdText, use_zone};
 use super::confirm::ConfirmSubmit;
 use super::tickets::{list_href, ticket_href};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
@@ -14,6 +14,7 @@ use crate::api::{
 };
 use crate::format::utc_minutes;
 use crate::i18n::{Msg, fix_name, ticket_status, tr};
+use crate::readable::{proposal_rows, proposal_sentence};
 use crate::tickets::{
     ActionResult, FixKind, Neighbours, Proposal, Side, TicketDetail, TicketFilter,
 };
@@ -429,23 +430,46 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
         ),
         Lang::Zh => format!("驳回 {payment} 的{fix}？不执行任何操作，工单退回处理。"),
     };
+    let zone = use_zone();
+    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+    let (before, after) = (json(&p.before), json(&p.after));
+    let sentence = proposal_sentence(p.kind, p.payment_no.as_deref(), &before, &after, lang);
+    let rows = proposal_rows(&before, &after, &zone, lang);
     view! {
         <article class="card proposal" data-proposal=p.id.clone() data-status=p.status.clone() data-ticket=p.ticket_id.clone()>
             <h3>
                 {fix_name(p.kind, lang)} " · " <span class="proposal-state">{state}</span>
             </h3>
+            <p class="proposal-sentence">{sentence}</p>
             <p>
                 <a href=format!("/tickets/{}", p.ticket_id)>{p.ticket_class.clone()}</a> " · "
                 {p.payment_no.clone().unwrap_or_default()} " · "
                 {tr(lang, "proposed by", "提议人")} " " <strong class="proposer">{p.proposer.clone()}</strong> " "
-                {utc_minutes(p.proposed_at)} " · " {tr(lang, "expires", "到期")} " " {utc_minutes(p.expires_at)}
+                {zone.named(p.proposed_at)} " · " {tr(lang, "expires", "到期")} " " {zone.named(p.expires_at)}
             </p>
             <p><strong>{tr(lang, "Reason:", "原因：")}</strong> " " {p.reason.clone()}</p>
             <p><strong>{tr(lang, "Evidence:", "证据：")}</strong> " " {p.evidence.clone()}</p>
-            <div class="before-after">
+            <table class="grid proposal-fields">
+                <thead><tr>
+                    <th>{tr(lang, "Field", "字段")}</th>
+                    <th>{Msg::Before.text(lang)} " → " {Msg::After.text(lang)}</th>
+                    <th class="amount">{tr(lang, "Difference", "差额")}</th>
+                </tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|r| view! {
+                        <tr data-field=r.key.clone() class:changed=r.changed>
+                            <th>{r.label}</th>
+                            <td><span class="before">{r.before}</span> " → " <span class="after">{r.after}</span></td>
+                            <td class="amount difference">{r.difference}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <details class="before-after">
+                <summary>{tr(lang, "As recorded (JSON)", "原始记录（JSON）")}</summary>
                 <div><h4>{Msg::Before.text(lang)}</h4><pre>{p.before.clone()}</pre></div>
                 <div><h4>{Msg::After.text(lang)}</h4><pre>{p.after.clone()}</pre></div>
-            </div>
+            </details>
             {p.stale_reason.clone().map(|r| view! { <p class="error">{tr(lang, "Stale:", "已失效：")} " " {r}</p> })}
             {p.decided_by.clone().map(|by| view! {
                 <p class="decision">{Msg::DecidedBy.text(lang)} " " {by} ": " {p.decision_comment.clone().unwrap_or_default()}

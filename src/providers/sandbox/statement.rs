@@ -8,8 +8,8 @@ use crate::domain::trimmed;
 use crate::statement::csv::{CsvFields, separators};
 use crate::statement::time::{LastDay, utc_micros};
 use crate::statement::{
-    BillFormat, Check, Chunk, Format, LastCurrency, Progress, RowKind, RowRef, StatementRow, add,
-    money, present,
+    BillFormat, Check, Chunk, Format, LastCurrency, Progress, RowKind, RowRef, SoleCurrency,
+    StatementRow, add, money, present,
 };
 
 /// The sandbox's statement format.
@@ -26,6 +26,8 @@ struct SandboxBill {
     total: i64,
     checks: Vec<Check>,
     currency: LastCurrency,
+    /// The currency of the summary's total, when the rows have one.
+    sole: SoleCurrency,
     days: LastDay,
     csv: CsvFields,
 }
@@ -106,8 +108,12 @@ impl BillFormat for SandboxBill {
                 return Err("the summary needs rows= and total_minor=".into());
             };
             self.checks.push(Check::new("rows", rows, self.rows));
-            self.checks
-                .push(Check::new("total_minor", total, self.total));
+            self.checks.push(Check::money(
+                "total_minor",
+                total,
+                self.total,
+                self.sole.get(),
+            ));
             self.progress.summary = true;
             return Ok(false);
         }
@@ -155,6 +161,7 @@ impl BillFormat for SandboxBill {
         // Checked: a sum past i64 panicked with overflow checks and wrapped
         // without (where it could agree with a stated total).
         self.total = add(self.total, row.money.minor)?;
+        self.sole.saw(row.money.currency);
         out.push(row);
         self.rows += 1;
         Ok(true)

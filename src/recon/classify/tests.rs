@@ -200,7 +200,7 @@ fn amounts_and_currencies_that_differ_are_mismatches_currency_first() {
         (t.class, t.severity),
         (Class::AmountMismatch, Severity::High)
     );
-    assert_eq!(t.reason, "statement 101, local 100 (minor units)");
+    assert_eq!(t.reason, "statement 1.01 CNY, local 1.00 CNY");
     assert_eq!(t.local, Some((100, "CNY".into(), "SUCCEEDED".into())));
     assert!(!t.repairable);
     let r = row(2, Some("T1"), None, 101, "USD");
@@ -396,7 +396,7 @@ fn refunds_that_differ_from_the_ledger_either_way_are_refund_mismatches() {
             (
                 Class::RefundMismatch,
                 "R2",
-                "statement 90 CNY, ledger 100 CNY"
+                "statement 0.90 CNY, ledger 1.00 CNY"
             ),
             (
                 Class::RefundMismatch,

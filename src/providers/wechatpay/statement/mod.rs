@@ -238,10 +238,18 @@ impl BillFormat for WechatBill {
             let refunded = money(f.get(2), cny())?.minor;
             self.checks
                 .push(Check::new("总交易单数 (rows)", count, self.rows));
-            self.checks
-                .push(Check::new("应结订单总金额 (minor)", settled, self.settled));
-            self.checks
-                .push(Check::new("退款总金额 (minor)", refunded, self.refunded));
+            self.checks.push(Check::money(
+                "应结订单总金额",
+                settled,
+                self.settled,
+                Some(cny()),
+            ));
+            self.checks.push(Check::money(
+                "退款总金额",
+                refunded,
+                self.refunded,
+                Some(cny()),
+            ));
             // The fees' total, where both the rows and the summary carry
             // them: a fee column cut or shifted shows here.
             if let (Some(_), Some(i)) = (at.fee, self.fee_total_at)
@@ -249,7 +257,7 @@ impl BillFormat for WechatBill {
             {
                 let fees = fee(f.get(i), cny(), "手续费总金额")?.map_or(0, |m| m.minor);
                 self.checks
-                    .push(Check::new("手续费总金额 (minor)", fees, self.fees));
+                    .push(Check::money("手续费总金额", fees, self.fees, Some(cny())));
             }
             self.progress.in_summary = false;
             self.progress.summary = true;

@@ -36,5 +36,6 @@ mod standard;
 mod stripe;
 mod stripe_pull;
 mod triage;
+mod uploads;
 mod users;
 mod wechatpay;

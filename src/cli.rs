@@ -544,6 +544,9 @@ fn report_run(
 ) -> anyhow::Result<ExitCode> {
     match result {
         Ok(run) => {
+            if let Some(note) = &run.note {
+                eprintln!("reckon: {note}");
+            }
             println!("{}", serde_json::to_string_pretty(&run)?);
             Ok(ExitCode::SUCCESS)
         }

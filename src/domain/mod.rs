@@ -5,6 +5,7 @@
 mod discrepancy;
 mod ids;
 mod money;
+mod quote;
 mod refund;
 mod sla;
 mod status;
@@ -15,6 +16,7 @@ pub use ids::{
     RefundNo,
 };
 pub use money::{Currency, Money, MoneyError, trimmed};
+pub use quote::{QUOTED_CHARS, clip, grouped, quote, quote_start};
 pub use refund::RefundStatus;
 pub use sla::{MAX_SLA_HOURS, Sla};
 pub use status::PaymentStatus;

@@ -1,6 +1,7 @@
 //! Money: integer minor units and an ISO 4217 currency. Provider decimal
 //! strings are parsed digit by digit, never through floating point.
 
+use super::quote;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -86,17 +87,17 @@ pub struct Currency {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MoneyError {
-    #[error("unknown currency {0:?}: expected an ISO 4217 code such as CNY or USD")]
+    #[error("unknown currency {0}: expected an ISO 4217 code such as CNY or USD")]
     UnknownCurrency(String),
-    #[error("amount {0:?} is not a decimal number like 199.00")]
+    #[error("amount {0} is not a decimal number like 199.00")]
     NotDecimal(String),
-    #[error("amount {amount:?} has more decimals than {currency} allows ({exponent})")]
+    #[error("amount {amount} has more decimals than {currency} allows ({exponent})")]
     TooPrecise {
         amount: String,
         currency: &'static str,
         exponent: u8,
     },
-    #[error("amount {0:?} is out of range")]
+    #[error("amount {0} is out of range")]
     Overflow(String),
     #[error("amount must be positive, got {0}")]
     NotPositive(i64),
@@ -119,7 +120,7 @@ impl Currency {
     /// Case-insensitive: `cny` is CNY. (Called for every statement row:
     /// no allocation, a binary search of the codes as numbers.)
     pub fn parse(code: &str) -> Result<Currency, MoneyError> {
-        let unknown = || MoneyError::UnknownCurrency(code.chars().take(16).collect());
+        let unknown = || MoneyError::UnknownCurrency(quote(code).to_string());
         let &[a, b, c] = trimmed(code).as_bytes() else {
             return Err(unknown());
         };
@@ -176,7 +177,7 @@ impl Money {
     /// currency has are refused unless they are zeros (`"1.500"` USD is 150).
     pub fn parse_major(amount: &str, currency: Currency) -> Result<Money, MoneyError> {
         let text = trimmed(amount);
-        let not_decimal = || MoneyError::NotDecimal(text.chars().take(40).collect());
+        let not_decimal = || MoneyError::NotDecimal(quote(text).to_string());
         // By bytes, in one pass for the point (a statement has an amount a
         // row; a string search for the point, then another, costs twice).
         let (negative, digits) = match text.as_bytes().first() {
@@ -199,12 +200,12 @@ impl Money {
         let (kept, dropped) = frac.split_at(frac.len().min(exp));
         if dropped.iter().any(|&b| b != b'0') {
             return Err(MoneyError::TooPrecise {
-                amount: text.into(),
+                amount: quote(text).to_string(),
                 currency: currency.code,
                 exponent: currency.exponent,
             });
         }
-        let overflow = || MoneyError::Overflow(text.chars().take(40).collect());
+        let overflow = || MoneyError::Overflow(quote(text).to_string());
         let mut minor: i64 = 0;
         for &b in whole.iter().chain(kept) {
             minor = minor

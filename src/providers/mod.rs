@@ -464,6 +464,18 @@ pub trait Provider: Send + Sync + 'static {
     }
 }
 
+/// Every bill format Reckon reads, whichever accounts are configured: an
+/// uploaded file is told by them. (Stripe's read in UTC: only its header
+/// is asked about.)
+pub fn bill_formats() -> [crate::statement::Format; 4] {
+    [
+        wechatpay::statement::FORMAT,
+        alipay::statement::FORMAT,
+        stripe::statement::FORMAT.in_zone(jiff::tz::TimeZone::UTC),
+        sandbox::statement::FORMAT,
+    ]
+}
+
 /// The configured provider accounts by route name.
 #[derive(Clone, Default)]
 pub struct Providers(Arc<BTreeMap<String, Arc<dyn Provider>>>);
@@ -483,6 +495,48 @@ impl Providers {
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod bill_format_tests {
+    use crate::statement::{fixture, recognise};
+
+    /// Each provider's bills are told by their first lines, with the
+    /// layout they are; a bill Reckon reads from no provider is told as
+    /// none.
+    #[test]
+    fn each_bill_is_told_by_its_first_lines() {
+        let formats = super::bill_formats();
+        let told = |bytes: &[u8]| {
+            recognise(
+                &formats,
+                &bytes[..bytes.len().min(crate::statement::MAX_LINE)],
+            )
+            .map(|(format, kind)| format.describe(kind))
+        };
+        for (file, bill) in [
+            ("wechatpay_all.csv", "WeChat Pay ALL bill"),
+            ("wechatpay_refund.csv", "WeChat Pay REFUND bill"),
+            ("wechatpay_success.csv", "WeChat Pay SUCCESS bill"),
+            ("alipay_detail_gbk.csv", "Alipay 业务明细 bill"),
+            ("alipay_detail_utf8_bom.csv", "Alipay 业务明细 bill"),
+            ("stripe_itemized_default.csv", "Stripe itemized report"),
+            (
+                "stripe_itemized_created_local.csv",
+                "Stripe itemized report",
+            ),
+        ] {
+            assert_eq!(told(&fixture(file)).as_deref(), Some(bill), "{file}");
+        }
+        let sandbox =
+            b"kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n";
+        assert_eq!(told(sandbox).as_deref(), Some("sandbox statement"));
+        for file in ["wechatpay_fundflow.csv", "wechatpay_old_all.csv"] {
+            assert_eq!(told(&fixture(file)), None, "{file}");
+        }
+        assert_eq!(told(b"not a bill\n"), None);
+        assert_eq!(told(b""), None);
     }
 }
 

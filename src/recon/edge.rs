@@ -15,7 +15,7 @@
 use super::classify::Found;
 use super::matching::{ByKey, DayPayments, paid};
 use super::{ReconError, Run, local, write};
-use crate::domain::{Class, Severity};
+use crate::domain::{Class, Severity, quote};
 use crate::engine::Engine;
 use crate::statement::StatementRow;
 use crate::store::recon_edges::{self, ARRIVED, EdgeRow, IN_TRANSIT, MISSING, Mark};
@@ -182,9 +182,9 @@ impl Edges {
 
 /// The neighbouring business days of `date`.
 fn neighbours(date: &str) -> Result<(String, String), ReconError> {
-    let d: jiff::civil::Date = date
-        .parse()
-        .map_err(|_| ReconError::Invalid(format!("business date {date:?} is not YYYY-MM-DD")))?;
+    let d: jiff::civil::Date = date.parse().map_err(|_| {
+        ReconError::Invalid(format!("business date {} is not YYYY-MM-DD", quote(date)))
+    })?;
     let bad = |e: jiff::Error| ReconError::Invalid(e.to_string());
     Ok((
         d.yesterday().map_err(bad)?.to_string(),

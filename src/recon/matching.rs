@@ -84,7 +84,8 @@ impl Names {
         match self.0.iter().position(|n| n == name) {
             Some(i) => Ok(i as u8),
             None if self.0.len() > usize::from(u8::MAX) => Err(format!(
-                "more than 256 distinct currencies or statuses (at {name:?})"
+                "more than 256 distinct currencies or statuses (at {})",
+                crate::domain::quote(name)
             )),
             None => {
                 self.0.push(name.to_owned());

@@ -46,7 +46,7 @@ pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 
-use crate::domain::Class;
+use crate::domain::{Class, quote};
 use crate::engine::Engine;
 use crate::statement;
 use crate::store::recon_runs::{self, NewRun};
@@ -118,7 +118,7 @@ pub fn new_run_id() -> String {
 pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), String> {
     let d: jiff::civil::Date = date
         .parse()
-        .map_err(|_| format!("business date {date:?} is not YYYY-MM-DD"))?;
+        .map_err(|_| format!("business date {} is not YYYY-MM-DD", quote(date)))?;
     let start = d
         .to_zoned(tz.clone())
         .map_err(|e| e.to_string())?
@@ -206,19 +206,87 @@ pub async fn find_run(engine: &Engine, run_id: &str) -> sqlx::Result<Option<RunR
 }
 
 /// The completed run of the same statement file (by hash) for that
-/// provider and day, if there is one.
+/// provider and day, if there is one, saying so in its `note`.
 pub async fn earlier_run(
     engine: &Engine,
     provider: &str,
     date: &str,
     hash: &str,
 ) -> sqlx::Result<Option<RunRow>> {
-    recon_runs::completed_of_file(&engine.db.pool, provider, date, hash).await
+    let run = recon_runs::completed_of_file(&engine.db.pool, provider, date, hash).await?;
+    Ok(run.map(|mut run| {
+        run.note = Some(format!(
+            "this file (sha256 {hash}) was already reconciled for {provider}'s {date} by run {}: nothing was read again",
+            run.run_id
+        ));
+        run
+    }))
+}
+
+/// The bytes of a file's start that tell which bill it is.
+const HEAD_BYTES: usize = statement::MAX_LINE;
+
+/// Refuses a file that is a bill of another provider than `provider`'s,
+/// naming the bill it is and where it belongs — before any run starts,
+/// so a wrong file leaves nothing behind. A file no format knows is left
+/// for the reading to refuse with its line and reason.
+pub fn refuse_wrong_bill(engine: &Engine, provider: &str, input: &Input) -> Result<(), ReconError> {
+    let Some(chosen) = engine
+        .providers
+        .get(provider)
+        .and_then(|p| p.statement_format())
+    else {
+        return Ok(());
+    };
+    let Ok(head) = input.head(HEAD_BYTES) else {
+        return Ok(());
+    };
+    let formats = crate::providers::bill_formats();
+    let Some((format, kind)) = statement::recognise(&formats, &head) else {
+        return Ok(());
+    };
+    if *format == chosen {
+        return Ok(());
+    }
+    let bill = format.describe(kind);
+    let accounts: Vec<&str> = engine
+        .providers
+        .names()
+        .filter(|name| {
+            engine
+                .providers
+                .get(name)
+                .and_then(|p| p.statement_format())
+                .is_some_and(|f| f == *format)
+        })
+        .collect();
+    let whose = format.whose();
+    let article = |noun: &str| match noun.bytes().next().map(|b| b.to_ascii_lowercase()) {
+        Some(b'a' | b'e' | b'i' | b'o' | b'u') => "an",
+        _ => "a",
+    };
+    let chose = match chosen.whose() {
+        same if same.eq_ignore_ascii_case(provider) => provider.to_owned(),
+        other => format!("{provider} ({other})"),
+    };
+    Err(ReconError::Refused(if accounts.is_empty() {
+        format!(
+            "this is {} {bill}; no {whose} account is configured (you chose {chose}): nothing was read",
+            article(&bill)
+        )
+    } else {
+        format!(
+            "this is {} {bill}; you chose {chose}: upload it for {}; nothing was read",
+            article(&bill),
+            accounts.join(" or ")
+        )
+    }))
 }
 
 /// Reads a statement into a run and reconciles the day. A statement
 /// already reconciled for that day (same file hash) is recognised and its
-/// run returned unchanged.
+/// run returned unchanged, its `note` saying so; another provider's bill
+/// is refused by name before a run starts ([`refuse_wrong_bill`]).
 ///
 /// The file is hashed, then read, on a thread of its own, handing its rows
 /// over in chunks, while the day's local payments are read; each row is
@@ -227,12 +295,15 @@ pub async fn earlier_run(
 /// for the day leaves no run behind.
 pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow, ReconError> {
     let provider = engine.providers.get(imp.provider).cloned().ok_or_else(|| {
-        ReconError::Invalid(format!("provider {} is not configured", imp.provider))
+        ReconError::Invalid(format!(
+            "provider {} is not configured",
+            quote(imp.provider)
+        ))
     })?;
     let format = provider.statement_format().ok_or_else(|| {
         ReconError::Invalid(format!(
             "provider {} has no statement format Reckon reads",
-            imp.provider
+            quote(imp.provider)
         ))
     })?;
     let range = day_range(imp.business_date, &statement_zone(engine, imp.provider))
@@ -244,6 +315,14 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
             "cannot read the statement: {e}"
         )));
     }
+    // A file known to be reconciled already, or another provider's bill,
+    // starts no run.
+    if let Some(hash) = &imp.hash
+        && let Some(run) = earlier_run(engine, imp.provider, imp.business_date, hash).await?
+    {
+        return Ok(run);
+    }
+    refuse_wrong_bill(engine, imp.provider, &imp.input)?;
     let pool = &engine.db.pool;
     let run_id = imp.run_id.clone().unwrap_or_else(new_run_id);
     let new = NewRun {
@@ -359,7 +438,15 @@ async fn read_into(
         file: into.file_name,
         range: into.range,
     };
-    let finished = finish_run(engine, &run, &read.checks, &read.skipped, Some(matcher)).await;
+    let finished = finish_run(
+        engine,
+        &run,
+        &read.checks,
+        &read.skipped,
+        read.skipped_more,
+        Some(matcher),
+    )
+    .await;
     files::keep(engine, run_id, into.file_name, kept).await;
     finished
 }
@@ -427,6 +514,7 @@ async fn finish_run(
     run: &Run<'_>,
     checks: &[statement::Check],
     skipped: &[statement::ParseError],
+    skipped_more: u64,
     matched: Option<Matcher>,
 ) -> Result<RunRow, ReconError> {
     let (pool, run_id) = (&engine.db.pool, run.run_id);
@@ -446,7 +534,10 @@ async fn finish_run(
         .iter()
         .map(|e| json!({ "line": e.line, "reason": e.reason }))
         .collect();
-    let summary = json!({ "checks": checks, "skipped": skipped });
+    let mut summary = json!({ "checks": checks, "skipped": skipped });
+    if skipped_more > 0 {
+        summary["skipped_more"] = skipped_more.into();
+    }
     recon_runs::set_summary(pool, run_id, &summary.to_string()).await?;
     if !off.is_empty() {
         let error = format!("incomplete statement — {}", off.join("; "));

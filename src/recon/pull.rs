@@ -200,7 +200,7 @@ async fn no_statement(
         file: None,
         range,
     };
-    finish_run(engine, &run, &[], &[], None).await
+    finish_run(engine, &run, &[], &[], 0, None).await
 }
 
 /// Goes on with a pull that failed, from its saved cursor (a bill file:

@@ -23,6 +23,10 @@ const PROGRESS_EVERY: i64 = 64 * ROWS_PER_CHUNK as i64;
 /// New exceptions that have their payments looked up while the statement
 /// is still read.
 const EARLY_LOOKUPS: usize = 2_048;
+/// Lines skipped under the tolerance that the run lists with their
+/// reasons; the rest are counted (a tolerance may be large, the run's
+/// summary stays small).
+pub(super) const LISTED_SKIPS: usize = 50;
 
 /// Where a statement comes from.
 pub enum Input {
@@ -62,6 +66,23 @@ impl Input {
                 1 << 16,
                 std::fs::File::open(p)?,
             )),
+        })
+    }
+
+    /// The input's first `n` bytes (fewer when it is shorter).
+    pub fn head(&self, n: usize) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let bytes = |b: &[u8]| b[..b.len().min(n)].to_vec();
+        Ok(match self {
+            Input::Bytes(b) => bytes(b),
+            Input::Shared(b) => bytes(b.as_ref()),
+            Input::File(p) => {
+                let mut head = Vec::with_capacity(n);
+                std::fs::File::open(p)?
+                    .take(n as u64)
+                    .read_to_end(&mut head)?;
+                head
+            }
         })
     }
 
@@ -111,6 +132,8 @@ pub(super) struct Read {
     pub rows: i64,
     pub checks: Vec<statement::Check>,
     pub skipped: Vec<statement::ParseError>,
+    /// Lines skipped past the [`LISTED_SKIPS`] listed.
+    pub skipped_more: u64,
 }
 
 /// How a file is to be read: its format, the malformed lines accepted,
@@ -147,6 +170,7 @@ fn read_statement(
         rows: 0,
         checks: Vec::new(),
         skipped: Vec::new(),
+        skipped_more: 0,
     };
     let reader = how.input.into_reader().map_err(unreadable)?;
     let format = how.format.clone();
@@ -176,7 +200,8 @@ fn read_statement(
                     return Err(stopped());
                 }
             }
-            Pause::Skipped(e) => read.skipped.push(e),
+            Pause::Skipped(e) if read.skipped.len() < LISTED_SKIPS => read.skipped.push(e),
+            Pause::Skipped(_) => read.skipped_more += 1,
             Pause::End(checks) => {
                 read.checks = checks;
                 let _ = how.told.set(format.bill_type(statement.kind()));
@@ -396,7 +421,7 @@ pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRo
         file: None,
         range,
     };
-    super::finish_run(engine, &run, &checks, &[], None).await
+    super::finish_run(engine, &run, &checks, &[], 0, None).await
 }
 
 /// A pull's staged rows streamed against the day's payments.

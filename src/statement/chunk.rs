@@ -78,6 +78,39 @@ impl Chunk {
         });
     }
 
+    /// The first of the last row's ids and status longer than `max`
+    /// bytes, by name: what the reader refuses a row for. A few
+    /// comparisons a row, nothing copied.
+    pub fn last_too_long(&self, max: usize) -> Option<(&'static str, &str)> {
+        const NAMES: [&str; 5] = [
+            "provider_txn_id",
+            "payment_no",
+            "refund_no",
+            "provider_refund_id",
+            "status",
+        ];
+        let p = self.rows.last()?;
+        let at = p
+            .spans
+            .iter()
+            .position(|&(start, end)| start != ABSENT.0 && end - start > max)?;
+        let (start, end) = p.spans[at];
+        Some((NAMES[at], &self.text[start..end]))
+    }
+
+    /// The last row taken out again (a line refused after its row was
+    /// made).
+    pub fn pop(&mut self) {
+        if let Some(p) = self.rows.pop() {
+            let start = p
+                .spans
+                .iter()
+                .find(|&&(start, _)| start != ABSENT.0)
+                .map_or(self.text.len(), |&(start, _)| start);
+            self.text.truncate(start);
+        }
+    }
+
     /// Row `i` (panics past the end, as indexing does).
     pub fn get(&self, i: usize) -> RowRef<'_> {
         let p = &self.rows[i];

@@ -1,7 +1,7 @@
 //! Reading a statement's fields: amounts exactly, currencies, ids that may
 //! be absent, and totals that must not wrap.
 
-use crate::domain::{Currency, Money, trimmed};
+use crate::domain::{Currency, Money, quote, trimmed};
 
 /// The currency of the row before, kept for a next row whose code is
 /// spelled the same (a statement is mostly of one currency): no search of
@@ -53,7 +53,7 @@ impl SoleCurrency {
 pub fn money(text: &str, currency: Currency) -> Result<Money, String> {
     let t = trimmed(text);
     let t = t.strip_prefix('-').unwrap_or(t);
-    Money::parse_major(t, currency).map_err(|e| format!("amount {text:?}: {e}"))
+    Money::parse_major(t, currency).map_err(|e| format!("amount {}: {e}", quote(text)))
 }
 
 /// A fee column's value, its sign kept (`column` names it in a refusal);
@@ -66,7 +66,7 @@ pub fn fee(text: &str, currency: Currency, column: &str) -> Result<Option<Money>
     }
     Money::parse_major(t, currency)
         .map(Some)
-        .map_err(|e| format!("{column} {text:?}: {e}"))
+        .map_err(|e| format!("{column} {}: {e}", quote(text)))
 }
 
 /// A running total plus a row's amount, or why the line is refused.

@@ -19,7 +19,7 @@ pub mod time;
 
 pub use chunk::Chunk;
 pub use field::{LastCurrency, SoleCurrency, add, cny, fee, money, present};
-pub use reader::{Pause, Reader, read, read_with};
+pub use reader::{MAX_ID, MAX_LINE, Pause, Reader, read, read_with};
 pub use row::{RowKind, RowRef, StatementRow};
 
 /// A figure the statement states about itself, and what was read.
@@ -142,15 +142,29 @@ pub struct Progress {
 #[derive(Clone)]
 pub struct Format {
     name: &'static str,
+    /// Whose bill it is, as people name the provider (`WeChat Pay`).
+    whose: &'static str,
+    /// What the bill is called after whose it is, `{kind}` standing for
+    /// the layout the file turned out to be (`{kind} bill`).
+    called: &'static str,
     start: fn() -> Box<dyn BillFormat>,
     /// Where the caller knows it: the zone of the file's wall-clock times.
     zone: Option<jiff::tz::TimeZone>,
 }
 
 impl Format {
-    pub const fn new(name: &'static str, start: fn() -> Box<dyn BillFormat>) -> Format {
+    /// `whose` and `called` name the bill to a person: see
+    /// [`Format::describe`].
+    pub const fn new(
+        name: &'static str,
+        whose: &'static str,
+        called: &'static str,
+        start: fn() -> Box<dyn BillFormat>,
+    ) -> Format {
         Format {
             name,
+            whose,
+            called,
             start,
             zone: None,
         }
@@ -165,6 +179,21 @@ impl Format {
 
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// Whose bill it is, as people name the provider (`WeChat Pay`).
+    pub fn whose(&self) -> &'static str {
+        self.whose
+    }
+
+    /// The bill as a person names it, with the layout the file turned out
+    /// to be when the format tells layouts apart: `WeChat Pay ALL bill`.
+    pub fn describe(&self, kind: Option<&str>) -> String {
+        let called = match kind {
+            Some(kind) => self.called.replace("{kind}", kind),
+            None => self.called.replace("{kind} ", ""),
+        };
+        format!("{} {called}", self.whose)
     }
 
     /// What a run records it read: the format's name, with the layout the
@@ -199,6 +228,34 @@ impl PartialEq for Format {
 }
 
 impl Eq for Format {}
+
+/// Which of `formats` a file is, told by its first lines (`head`, the
+/// file's start; only its whole lines are read): the first format whose
+/// header they have, and the layout the format found the file to be.
+/// `None` when none knows it.
+pub fn recognise<'f>(
+    formats: &'f [Format],
+    head: &[u8],
+) -> Option<(&'f Format, Option<&'static str>)> {
+    let whole = &head[..memchr::memrchr(b'\n', head)? + 1];
+    formats.iter().find_map(|format| {
+        let mut reader = read(format.clone(), Box::new(std::io::Cursor::new(whole)));
+        let mut chunk = Chunk::default();
+        loop {
+            let going = matches!(
+                reader.read_rows(&mut chunk, 1),
+                Ok(Pause::Full | Pause::Skipped(_))
+            );
+            chunk.clear();
+            if reader.header_read() {
+                return Some((format, reader.kind()));
+            }
+            if !going {
+                return None;
+            }
+        }
+    })
+}
 
 /// A whole file read through `format` one row at a time, as the tests of
 /// each format read it: its rows and checks, or the first error (a skipped

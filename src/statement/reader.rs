@@ -4,8 +4,19 @@
 //! the summary's figures held against the rows.
 
 use super::{BillFormat, Check, Chunk, Format, ParseError};
-use crate::domain::trimmed;
+use crate::domain::{clip, grouped, quote, quote_start, trimmed};
 use std::io::BufRead;
+
+/// The longest line a statement may have, its end included: far past any
+/// real bill's (a WeChat Pay row is some 500 bytes), so a longer one is
+/// refused — read through to its end, never held whole.
+pub const MAX_LINE: usize = 64 * 1024;
+/// The longest id or status a row may carry: no provider's is near it
+/// (Reckon's own ids are at most 128), and the rows behind a run's tickets
+/// are kept.
+pub const MAX_ID: usize = 256;
+/// A refusal's reason, cut to this many bytes whatever built it.
+const MAX_REASON: usize = 1024;
 
 /// Reads a statement ([`Reader::read_rows`]), refusing it at its first
 /// malformed line.
@@ -68,6 +79,16 @@ enum Line {
     End(Vec<Check>),
 }
 
+/// A line put together in the line buffer.
+enum Taken {
+    /// The whole line, its end included (none at the file's end).
+    Line,
+    /// A line longer than [`MAX_LINE`]: its length, its start kept.
+    TooLong(usize),
+    /// The file ended.
+    End,
+}
+
 impl Reader<'_> {
     /// Reads rows into `rows` — put there as they are made, not handed
     /// over one by one (moving each row out through an iterator cost a
@@ -103,7 +124,8 @@ impl Reader<'_> {
     /// The next line's row, if it has one. A line whole in the input's
     /// buffer is read there; one that is not (it runs past the buffer, or
     /// the file ends without a newline) is put together in `raw` (copying
-    /// every line out was a measurable share of the reader's time).
+    /// every line out was a measurable share of the reader's time), up to
+    /// [`MAX_LINE`] bytes of it.
     fn next_line(
         &mut self,
         reader: &mut (dyn BufRead + Send + '_),
@@ -117,22 +139,20 @@ impl Reader<'_> {
                 Err(e) => return Err(self.unreadable(e)),
             };
             let outcome = match memchr::memchr(b'\n', buf) {
-                Some(end) => {
+                Some(end) if end < MAX_LINE => {
                     let outcome = self.line_of(&buf[..=end], rows);
                     reader.consume(end + 1);
                     outcome
                 }
-                None => {
-                    raw.clear();
-                    match reader.read_until(b'\n', raw) {
-                        Ok(0) => {
-                            self.done = true;
-                            return self.finish().map(Line::End);
-                        }
-                        Ok(_) => self.line_of(raw, rows),
-                        Err(e) => return Err(self.unreadable(e)),
+                _ => match take_line(reader, raw) {
+                    Ok(Taken::End) => {
+                        self.done = true;
+                        return self.finish().map(Line::End);
                     }
-                }
+                    Ok(Taken::Line) => self.line_of(raw, rows),
+                    Ok(Taken::TooLong(len)) => Some(self.too_long(raw, len)),
+                    Err(e) => return Err(self.unreadable(e)),
+                },
             };
             if let Some(result) = outcome {
                 return result;
@@ -140,9 +160,43 @@ impl Reader<'_> {
         }
     }
 
+    /// A line longer than [`MAX_LINE`], `len` bytes, of which `start` was
+    /// kept: refused, quoting its start.
+    fn too_long(&mut self, start: &[u8], len: usize) -> Result<Line, ParseError> {
+        self.line += 1;
+        // Enough bytes for the quote's characters in any encoding.
+        let start = &start[..start.len().min(4 * crate::domain::QUOTED_CHARS)];
+        let (text, _) = self.bill.encoding().decode_without_bom_handling(start);
+        let reason = format!(
+            "a line of {} bytes, longer than any statement's ({} at most): {}",
+            grouped(len),
+            grouped(MAX_LINE),
+            quote_start(&text, len)
+        );
+        self.refuse(reason)
+    }
+
+    /// A line refused: skipped when it is a row's and the accepted
+    /// tolerance allows another, otherwise the end of the reading.
+    fn refuse(&mut self, reason: String) -> Result<Line, ParseError> {
+        if self.skipped < self.tolerance && self.in_rows() {
+            self.skipped += 1;
+            Ok(Line::Skipped(self.error(reason)))
+        } else {
+            self.done = true;
+            Err(self.error(reason))
+        }
+    }
+
     /// The layout the format found the file to be ([`BillFormat::kind`]).
     pub fn kind(&self) -> Option<&'static str> {
         self.bill.kind()
+    }
+
+    /// Whether the format has read the file's header: the file is of
+    /// this format.
+    pub fn header_read(&self) -> bool {
+        self.bill.progress().header
     }
 
     fn unreadable(&mut self, e: std::io::Error) -> ParseError {
@@ -178,17 +232,19 @@ impl Reader<'_> {
             return None;
         }
         match self.bill.line(text, self.line as i64, rows) {
-            Ok(true) => Some(Ok(Line::Row)),
+            Ok(true) => match rows.last_too_long(MAX_ID) {
+                None => Some(Ok(Line::Row)),
+                Some((name, field)) => {
+                    let reason = format!(
+                        "{name} {} is longer than any provider's ({MAX_ID} bytes at most)",
+                        quote(field)
+                    );
+                    rows.pop();
+                    Some(self.refuse(reason))
+                }
+            },
             Ok(false) => None,
-            // A bad row line, within the accepted tolerance.
-            Err(reason) if self.skipped < self.tolerance && self.in_rows() => {
-                self.skipped += 1;
-                Some(Ok(Line::Skipped(self.error(reason))))
-            }
-            Err(reason) => {
-                self.done = true;
-                Some(Err(self.error(reason)))
-            }
+            Err(reason) => Some(self.refuse(reason)),
         }
     }
 
@@ -200,6 +256,10 @@ impl Reader<'_> {
     }
 
     fn error(&self, reason: String) -> ParseError {
+        let reason = match clip(&reason, MAX_REASON) {
+            std::borrow::Cow::Borrowed(_) => reason,
+            clipped => clipped.into_owned(),
+        };
         ParseError {
             line: self.line,
             reason,
@@ -260,4 +320,40 @@ impl Reader<'_> {
         }
         Ok(checks)
     }
+}
+
+/// The next line into `raw`, its end included, piece by piece from the
+/// input's buffer: at most [`MAX_LINE`] bytes of it are kept, and a longer
+/// line is read through to its end (its start kept), so a line of any
+/// length costs no more memory than that.
+fn take_line(reader: &mut (dyn BufRead + Send + '_), raw: &mut Vec<u8>) -> std::io::Result<Taken> {
+    raw.clear();
+    let mut len = 0;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let (piece, ended) = match memchr::memchr(b'\n', buf) {
+            Some(end) => (end + 1, true),
+            None => (buf.len(), false),
+        };
+        if piece == 0 {
+            // The file ended (with no newline after its last line).
+            break;
+        }
+        let room = MAX_LINE.saturating_sub(raw.len());
+        raw.extend_from_slice(&buf[..piece.min(room)]);
+        len += piece;
+        reader.consume(piece);
+        if ended {
+            break;
+        }
+    }
+    Ok(match len {
+        0 => Taken::End,
+        len if len > MAX_LINE => Taken::TooLong(len),
+        _ => Taken::Line,
+    })
 }

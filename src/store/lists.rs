@@ -419,12 +419,15 @@ pub struct RunListed {
 }
 
 pub async fn runs(db: &Db, after: Option<&After>, limit: i64) -> sqlx::Result<Vec<RunListed>> {
-    let mut qb = Builder::new(
-        "SELECT run_id, provider, business_date, source, file_name, status, phase, cursor, rows_read, figures_json, \
-           error, started_by, started_at, finished_at, file_hash, bill_type, summary_json, \
+    // The text a run's statement or caller may have made large is read
+    // bounded, as every read of runs reads it.
+    let mut qb = Builder::new(format!(
+        "SELECT run_id, provider, business_date, source, status, phase, cursor, rows_read, figures_json, \
+           started_by, started_at, finished_at, file_hash, bill_type, {}, \
            CAST(CASE WHEN EXISTS (SELECT 1 FROM statement_files f WHERE f.run_id = recon_runs.run_id) THEN 1 ELSE 0 END AS BIGINT) AS file_kept \
          FROM recon_runs WHERE 1 = 1",
-    );
+        super::recon_runs::BOUNDED_COLUMNS
+    ));
     newest_first_after(&mut qb, after, "started_at", "run_id");
     qb.push(format!(
         " ORDER BY started_at DESC, run_id DESC LIMIT {limit}"

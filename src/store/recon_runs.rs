@@ -29,17 +29,42 @@ pub struct RunRow {
     pub started_by: String,
     pub started_at: i64,
     pub finished_at: Option<i64>,
+    /// Said of a run answered for a file sent again: the file was already
+    /// reconciled for that day by this run, and nothing was read again.
+    #[sqlx(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
-const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_name, file_hash, bill_type, status, rows_read, \
-     summary_json, figures_json, error, started_by, started_at, finished_at";
+const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_hash, bill_type, status, rows_read, \
+     figures_json, started_by, started_at, finished_at";
+
+/// The most of a run's error that is kept (bytes): an error is written
+/// cut to this, whatever built it.
+pub const MAX_ERROR: usize = 2048;
+/// The most of a statement file's name that is kept (bytes).
+pub const MAX_FILE_NAME: usize = 255;
+
+/// The columns a run's text that came from outside may have made large,
+/// as every read of runs takes them: cut (an error, a file's name) or
+/// left out (a summary past any a run writes now), so a run written
+/// before these were bounded does not make every page that lists it large.
+pub const BOUNDED_COLUMNS: &str = "\
+    CASE WHEN LENGTH(error) > 2000 THEN SUBSTR(error, 1, 2000) || '…' ELSE error END AS error, \
+    CASE WHEN LENGTH(file_name) > 255 THEN SUBSTR(file_name, 1, 250) || '…' ELSE file_name END AS file_name, \
+    CASE WHEN LENGTH(summary_json) > 262144 THEN NULL ELSE summary_json END AS summary_json";
+
+/// `text` as a run keeps it: at most `max` bytes.
+fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    crate::domain::clip(text, max)
+}
 
 pub async fn get<'e>(
     e: impl Executor<'e, Database = Any>,
     run_id: &str,
 ) -> sqlx::Result<Option<RunRow>> {
     sqlx::query_as(&format!(
-        "SELECT {RUN_COLUMNS} FROM recon_runs WHERE run_id = $1"
+        "SELECT {RUN_COLUMNS}, {BOUNDED_COLUMNS} FROM recon_runs WHERE run_id = $1"
     ))
     .bind(run_id)
     .fetch_optional(e)
@@ -55,7 +80,7 @@ pub async fn completed_of_file<'e>(
     hash: &str,
 ) -> sqlx::Result<Option<RunRow>> {
     sqlx::query_as(&format!(
-        "SELECT {RUN_COLUMNS} FROM recon_runs WHERE provider = $1 AND business_date = $2 AND file_hash = $3 \
+        "SELECT {RUN_COLUMNS}, {BOUNDED_COLUMNS} FROM recon_runs WHERE provider = $1 AND business_date = $2 AND file_hash = $3 \
          AND status = 'COMPLETED' ORDER BY started_at DESC LIMIT 1"
     ))
     .bind(provider)
@@ -73,7 +98,7 @@ pub async fn completed_between<'e>(
     to: &str,
 ) -> sqlx::Result<Vec<RunRow>> {
     sqlx::query_as(&format!(
-        "SELECT {RUN_COLUMNS} FROM recon_runs WHERE status = 'COMPLETED' AND business_date >= $1 AND business_date <= $2 \
+        "SELECT {RUN_COLUMNS}, {BOUNDED_COLUMNS} FROM recon_runs WHERE status = 'COMPLETED' AND business_date >= $1 AND business_date <= $2 \
          ORDER BY business_date, provider, started_at"
     ))
     .bind(from)
@@ -121,7 +146,10 @@ pub async fn start<'e>(e: impl Executor<'e, Database = Any>, r: &NewRun<'_>) -> 
     .bind(r.provider)
     .bind(r.business_date)
     .bind(r.source)
-    .bind(r.file_name)
+    .bind(
+        r.file_name
+            .map(|name| bounded(name, MAX_FILE_NAME).into_owned()),
+    )
     .bind(r.started_by)
     .bind(r.now)
     .execute(e)
@@ -175,7 +203,7 @@ pub async fn name_file<'e>(
     file_name: &str,
 ) -> sqlx::Result<()> {
     sqlx::query("UPDATE recon_runs SET file_name = $1 WHERE run_id = $2")
-        .bind(file_name)
+        .bind(bounded(file_name, MAX_FILE_NAME).into_owned())
         .bind(run_id)
         .execute(e)
         .await?;
@@ -264,7 +292,7 @@ pub async fn fail_if_running<'e>(
         "UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2, phase = 'done', updated_at = $2 \
          WHERE run_id = $3 AND status = 'RUNNING'",
     )
-    .bind(error)
+    .bind(bounded(error, MAX_ERROR).into_owned())
     .bind(now)
     .bind(run_id)
     .execute(e)
@@ -282,7 +310,7 @@ pub async fn fail<'e>(
         "UPDATE recon_runs SET status = 'FAILED', error = $1, finished_at = $2, phase = 'done', updated_at = $2 \
          WHERE run_id = $3",
     )
-    .bind(error)
+    .bind(bounded(error, MAX_ERROR).into_owned())
     .bind(now)
     .bind(run_id)
     .execute(e)

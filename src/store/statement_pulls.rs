@@ -99,7 +99,10 @@ pub async fn release<'e>(
     .bind(t.next_at)
     .bind(t.now)
     .bind(t.run_id)
-    .bind(t.error)
+    .bind(
+        t.error
+            .map(|e| crate::domain::clip(e, super::recon_runs::MAX_ERROR).into_owned()),
+    )
     .bind(i32::from(t.done))
     .bind(provider)
     .bind(date)
@@ -136,7 +139,9 @@ pub async fn of_provider<'e>(
     from: &str,
 ) -> sqlx::Result<Vec<PullRow>> {
     sqlx::query_as(
-        "SELECT provider, business_date, tries, next_at, last_at, last_run_id, last_error, CAST(done AS BIGINT) AS done \
+        "SELECT provider, business_date, tries, next_at, last_at, last_run_id, \
+           CASE WHEN LENGTH(last_error) > 2000 THEN SUBSTR(last_error, 1, 2000) || '…' ELSE last_error END AS last_error, \
+           CAST(done AS BIGINT) AS done \
          FROM statement_pulls WHERE provider = $1 AND business_date >= $2 ORDER BY business_date DESC",
     )
     .bind(provider)

@@ -264,7 +264,8 @@ fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
 /// optionally `accept_bad_lines` ([`upload`]). The file is kept in a
 /// temporary file, the run starts in the background and the runs page
 /// follows its progress; the same file for the same day again shows the
-/// earlier run.
+/// earlier run, saying so; another provider's bill is refused, named, and
+/// starts no run.
 pub async fn upload_statement(
     State(state): State<AppState>,
     Signed(user): Signed,
@@ -296,15 +297,28 @@ pub async fn upload_statement(
     let engine = state.engine.clone();
     match engine.providers.get(&provider) {
         Some(p) if p.statement_format().is_some() => {}
-        _ => return bad(format!("{provider} has no statement Reckon reads")),
+        _ => {
+            return bad(format!(
+                "{} has no statement Reckon reads",
+                crate::domain::quote(&provider)
+            ));
+        }
     }
     if let Err(e) = crate::recon::day_range(&date, &engine.settings.timezone) {
         return bad(e);
     }
     match crate::recon::earlier_run(&engine, &provider, &date, &file.hash).await {
-        Ok(Some(run)) => return back_to_runs(Some(&run.run_id), None),
+        Ok(Some(run)) => {
+            let said = AppError::Invalid {
+                detail: run.note.clone().unwrap_or_default(),
+            };
+            return back_to_runs(Some(&run.run_id), Some(&said));
+        }
         Ok(None) => {}
         Err(e) => return back_to_runs(None, Some(&internal(e))),
+    }
+    if let Err(e) = crate::recon::refuse_wrong_bill(&engine, &provider, &file.input()) {
+        return bad(e.to_string());
     }
     let run_id = crate::recon::new_run_id();
     let (id, who) = (run_id.clone(), user.username.clone());

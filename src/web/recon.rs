@@ -93,9 +93,10 @@ fn form_refused(e: FormError) -> ApiError {
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(
         (status = 201, description = "The run, completed or failed (a refused statement)", body = RunRow),
-        (status = 400, description = "An unreadable form, a missing or unknown field, an unknown provider or day", body = ApiError),
+        (status = 200, description = "The file was already reconciled for that day: the earlier run, its `note` saying so; nothing was read again", body = RunRow),
+        (status = 400, description = "An unreadable form, a missing, unknown or overlong field, an unknown provider or day", body = ApiError),
         (status = 409, description = "The day is closed (named, with its close); the run is FAILED saying so", body = ApiError),
-        (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
+        (status = 422, description = "The statement was refused: the run is FAILED; or the file is another provider's bill (named), and no run was started", body = ApiError),
     ))]
 pub async fn upload(
     State(engine): State<Engine>,
@@ -122,7 +123,11 @@ pub async fn upload(
         hash: Some(file.hash.clone()),
     };
     let run = crate::recon::import_statement(&engine, imp).await?;
-    Ok((StatusCode::CREATED, Json(run)).into_response())
+    let status = match run.note {
+        Some(_) => StatusCode::OK,
+        None => StatusCode::CREATED,
+    };
+    Ok((status, Json(run)).into_response())
 }
 
 /// The form `POST /api/v1/recon/runs` reads (by hand, as it streams).
@@ -310,7 +315,7 @@ pub async fn days(
         if d.parse::<jiff::civil::Date>().is_err() {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
-                format!("{d:?} is not YYYY-MM-DD"),
+                format!("{} is not YYYY-MM-DD", crate::domain::quote(d)),
             ));
         }
     }

@@ -3,13 +3,21 @@
 //! `provider`, `business_date`, `file`, optionally `accept_bad_lines` (0
 //! when absent). The file is written to a temporary file as it arrives —
 //! memory stays bounded whatever its size — and hashed on the way, as any
-//! import hashes a file. Any other field, or an `accept_bad_lines` that is
-//! not a whole number, refuses the form.
+//! import hashes a file. Any other field, an `accept_bad_lines` that is
+//! not a whole number, or a field other than the file longer than any of
+//! its values can be refuses the form; the file's name is kept cut to
+//! [`MAX_FILE_NAME`].
 
+use crate::domain::{clip, quote};
 use crate::recon::{Input, StatementHash};
+use crate::store::recon_runs::MAX_FILE_NAME;
 use axum::extract::Multipart;
 use std::io::Write;
 use std::path::PathBuf;
+
+/// The longest value a field other than the file may have (bytes): far
+/// past any provider's name or day, and read no further.
+const MAX_FIELD: usize = 1024;
 
 /// A temporary file, removed when dropped.
 pub struct TempFile(Option<PathBuf>);
@@ -63,6 +71,8 @@ pub enum FormError {
     UnknownField(String),
     /// `accept_bad_lines` is not a whole number.
     BadLineCount,
+    /// A field other than the file is longer than [`MAX_FIELD`].
+    TooLong(String),
     /// The file broke off (too large, or the connection went).
     FileBroken(String),
     /// The server could not write the file down.
@@ -73,8 +83,11 @@ impl FormError {
     /// In words, for the two refusals both routes give alike.
     pub fn field_message(&self) -> Option<String> {
         match self {
-            FormError::UnknownField(name) => Some(format!("unknown field {name:?}")),
+            FormError::UnknownField(name) => Some(format!("unknown field {}", quote(name))),
             FormError::BadLineCount => Some("accept_bad_lines must be a whole number".into()),
+            FormError::TooLong(name) => Some(format!(
+                "the field {name} is longer than {MAX_FIELD} bytes, longer than any of its values"
+            )),
             _ => None,
         }
     }
@@ -95,21 +108,45 @@ pub async fn read(mut form: Multipart) -> Result<StatementForm, FormError> {
             Err(e) => return Err(FormError::Unreadable(e.to_string())),
         };
         match field.name().unwrap_or_default() {
-            "provider" => out.provider = field.text().await.ok(),
-            "business_date" => out.business_date = field.text().await.ok(),
+            "provider" => out.provider = short_text(field, "provider").await?,
+            "business_date" => out.business_date = short_text(field, "business_date").await?,
             "accept_bad_lines" => {
-                let n = field.text().await.ok().and_then(|t| t.trim().parse().ok());
+                let text = short_text(field, "accept_bad_lines").await?;
+                let n = text.and_then(|t| t.trim().parse().ok());
                 out.accept_bad_lines = n.ok_or(FormError::BadLineCount)?;
             }
             "file" => out.file = Some(keep_file(field).await?),
-            other => return Err(FormError::UnknownField(other.to_owned())),
+            other => {
+                return Err(FormError::UnknownField(clip(other, MAX_FIELD).into_owned()));
+            }
+        }
+    }
+}
+
+/// A field other than the file, read up to [`MAX_FIELD`] bytes and
+/// refused past them (not read whole first); `None` when it is not text.
+async fn short_text(
+    mut field: axum::extract::multipart::Field<'_>,
+    name: &str,
+) -> Result<Option<String>, FormError> {
+    let mut bytes = Vec::new();
+    loop {
+        match field.chunk().await {
+            Ok(Some(chunk)) if bytes.len() + chunk.len() > MAX_FIELD => {
+                return Err(FormError::TooLong(name.to_owned()));
+            }
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            Ok(None) => return Ok(String::from_utf8(bytes).ok()),
+            Err(e) => return Err(FormError::Unreadable(e.to_string())),
         }
     }
 }
 
 /// The file field, written down and hashed as it arrives.
 async fn keep_file(mut field: axum::extract::multipart::Field<'_>) -> Result<KeptFile, FormError> {
-    let name = field.file_name().map(str::to_owned);
+    let name = field
+        .file_name()
+        .map(|name| clip(name, MAX_FILE_NAME).into_owned());
     let path = std::env::temp_dir().join(format!("reckon-upload-{}", uuid::Uuid::new_v4()));
     // Whatever happens below, the file goes unless it is handed on.
     let file = TempFile(Some(path.clone()));

@@ -606,9 +606,12 @@ async fn a_statement_uploaded_in_the_console_runs_in_the_background(b: Backend) 
             .hash()
             .unwrap()
     );
-    // The same file again shows the same run; a broken one says why.
+    // The same file again shows the same run, saying so; a broken one
+    // says why.
     let again = upload(file.into_bytes()).await.unwrap();
-    assert_eq!(again.headers()["location"].to_str().unwrap(), to);
+    let shown = again.headers()["location"].to_str().unwrap();
+    assert!(shown.starts_with(&format!("{to}&err=")), "{shown}");
+    assert!(shown.contains("already%20reconciled"), "{shown}");
     let empty = upload(Vec::new()).await.unwrap();
     let to = empty.headers()["location"].to_str().unwrap().to_owned();
     assert!(to.starts_with("/runs?err="), "{to}");

@@ -39,5 +39,6 @@ mod standard;
 mod stripe;
 mod stripe_pull;
 mod triage;
+mod uploads;
 mod users;
 mod wechatpay;

@@ -439,10 +439,17 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     );
     assert_eq!(f["classes"]["DUPLICATE"], 2, "both copies: {days}");
 
-    // The same file again: recognised, nothing duplicated.
+    // The same file again: recognised, saying so, nothing duplicated.
     let (status, again) = app.upload(&token, &date, &file).await;
-    assert_eq!(status, 201);
+    assert_eq!(status, 200, "{again}");
     assert_eq!(again["run_id"], run["run_id"]);
+    assert!(
+        again["note"]
+            .as_str()
+            .unwrap()
+            .contains("already reconciled"),
+        "{again}"
+    );
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
         .fetch_one(app.pool())
         .await
@@ -1122,7 +1129,7 @@ both_databases!(
 /// 业务明细 exported as UTF-8, with and without a byte-order mark (once
 /// refused as not GBK); each read, its fees kept with its rows, and its
 /// rows made into the tickets they are.
-mod bills {
+pub(crate) mod bills {
     use super::*;
     use crate::engine_helpers::spawn_engine_app_with;
     use reckon::config::ProviderConfig;
@@ -1130,14 +1137,14 @@ mod bills {
     use reckon::providers::wechatpay::WechatPayConfig;
     use rsa::pkcs8::EncodePublicKey;
 
-    fn fixture(name: &str) -> Vec<u8> {
+    pub(crate) fn fixture(name: &str) -> Vec<u8> {
         let path = format!("{}/tests/fixtures/bills/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     /// The sandbox's app with a WeChat Pay and an Alipay account beside it
     /// (notifications only: an upload needs no API).
-    async fn spawn(b: Backend) -> EngineApp {
+    pub(crate) async fn spawn(b: Backend) -> EngineApp {
         let key = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
         let public = key.to_public_key();
         let pem = public

@@ -2,9 +2,9 @@
 //! time, last and next pull, days missing), upload a statement (a plain
 //! multipart form), and the runs with status, file (its bill type,
 //! download and hash), the statement's own checks, cursor, counts per class and
-//! duration; one
-//! that is running shows its progress (the page follows it), one that
-//! failed says why and offers resume; each links to its day's tickets.
+//! duration; one that is running shows its progress (the page follows
+//! it), one that failed says why, and a pull that failed offers resume;
+//! each links to its day's tickets.
 
 use super::callbacks::poll_while;
 use super::cells::{IdText, use_zone};
@@ -138,7 +138,9 @@ fn Run(
         _ => 3,
     };
     let tickets = format!("/tickets?day={}&provider={}", r.business_date, r.provider);
-    let failed = r.status == "FAILED";
+    // Only a pull resumes (from its cursor, or fetching its bill again): a
+    // file's run that failed is sent again, fixed.
+    let resumable = r.status == "FAILED" && r.source == "pull";
     let id = r.id.clone();
     view! {
         <tr data-run=r.id.clone() data-status=r.status.clone() class:highlight=highlighted>
@@ -174,7 +176,7 @@ fn Run(
                     </div>
                 })}
                 {r.error.clone().map(|e| view! { <p class="error run-error">{e}</p> })}
-                {(failed && may_work).then(|| view! {
+                {(resumable && may_work).then(|| view! {
                     <ActionForm action=resume attr:class="inline">
                         <input type="hidden" name="id" value=id/>
                         <button type="submit" class="resume-submit">{tr(lang, "Resume", "继续")}</button>

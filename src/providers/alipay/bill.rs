@@ -4,7 +4,7 @@
 //! statement format reads; before it is handed over, its counts and its
 //! 商家实收 total must be the summary's.
 
-use crate::domain::{Currency, Money};
+use crate::domain::{Currency, Money, quote};
 use crate::providers::CallError;
 use crate::statement::csv::CsvFields;
 use std::io::Read;
@@ -39,10 +39,11 @@ pub(super) fn detail_of(zip: &[u8]) -> Result<(String, Vec<u8>), CallError> {
         (&mut entry)
             .take(MAX_ENTRY_BYTES + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| refused(format!("{name} does not unzip: {e}")))?;
+            .map_err(|e| refused(format!("{} does not unzip: {e}", quote(&name))))?;
         if bytes.len() as u64 > MAX_ENTRY_BYTES {
             return Err(refused(format!(
-                "{name} unpacks to more than {MAX_ENTRY_BYTES} bytes"
+                "{} unpacks to more than {MAX_ENTRY_BYTES} bytes",
+                quote(&name)
             )));
         }
         if name.contains("汇总") {
@@ -58,15 +59,18 @@ pub(super) fn detail_of(zip: &[u8]) -> Result<(String, Vec<u8>), CallError> {
         return Err(refused("no …_业务明细(汇总).csv in it".into()));
     };
     let stated = summary_figures(&text(&summary))
-        .map_err(|why| refused(format!("{summary_name}: {why}")))?;
-    let read = detail_figures(&text(&bytes)).map_err(|why| refused(format!("{name}: {why}")))?;
+        .map_err(|why| refused(format!("{}: {why}", quote(&summary_name))))?;
+    let read =
+        detail_figures(&text(&bytes)).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
     if stated != read {
         return Err(refused(format!(
-            "the summary {summary_name} says {} trades, {} refunds, 商家实收 {} fen; \
-             the detail {name} lists {}, {}, {}: the bill is incomplete, nothing was read",
+            "the summary {} says {} trades, {} refunds, 商家实收 {} fen; \
+             the detail {} lists {}, {}, {}: the bill is incomplete, nothing was read",
+            quote(&summary_name),
             stated.trades,
             stated.refunds,
             stated.received,
+            quote(&name),
             read.trades,
             read.refunds,
             read.received
@@ -96,13 +100,13 @@ fn fen(amount: &str) -> Result<i64, String> {
     let cny = Currency::parse("CNY").expect("CNY is known");
     Money::parse_major(amount.trim(), cny)
         .map(|m| m.minor)
-        .map_err(|e| format!("amount {amount:?}: {e}"))
+        .map_err(|e| format!("amount {}: {e}", quote(amount)))
 }
 
 fn count(n: &str) -> Result<i64, String> {
     n.trim()
         .parse()
-        .map_err(|_| format!("count {n:?} is not a number"))
+        .map_err(|_| format!("count {} is not a number", quote(n)))
 }
 
 /// The lines of a table (`#` lines left out), each split; the header is

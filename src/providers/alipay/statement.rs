@@ -6,7 +6,7 @@
 //! that is not ASCII, once. The other files of the download (the 汇总
 //! summary, the 账务明细 account bill) are refused by name.
 
-use crate::domain::Money;
+use crate::domain::{Money, quote};
 use crate::statement::csv::CsvFields;
 use crate::statement::time::local_time;
 use crate::statement::{
@@ -14,7 +14,10 @@ use crate::statement::{
 };
 
 /// Alipay's 业务明细 format.
-pub const FORMAT: Format = Format::new("alipay 业务明细", || Box::new(AlipayBill::default()));
+pub const FORMAT: Format =
+    Format::new("alipay 业务明细", "Alipay", "业务明细 bill", || {
+        Box::new(AlipayBill::default())
+    });
 
 struct AlipayBill {
     /// GBK until the first line that is not ASCII says otherwise.
@@ -162,7 +165,7 @@ impl BillFormat for AlipayBill {
                     fee,
                 }
             }
-            other => return Err(format!("unknown 业务类型 {other:?}")),
+            other => return Err(format!("unknown 业务类型 {}", quote(other))),
         };
         out.push(row);
         Ok(true)

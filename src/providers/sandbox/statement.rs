@@ -4,7 +4,7 @@
 //! statement API. The recon bench reads a million of these rows: a row is
 //! split in place, with no allocation.
 
-use crate::domain::trimmed;
+use crate::domain::{quote, trimmed};
 use crate::statement::csv::{CsvFields, separators};
 use crate::statement::time::{LastDay, utc_micros};
 use crate::statement::{
@@ -13,7 +13,9 @@ use crate::statement::{
 };
 
 /// The sandbox's statement format.
-pub const FORMAT: Format = Format::new("sandbox", || Box::new(SandboxBill::default()));
+pub const FORMAT: Format = Format::new("sandbox", "sandbox", "statement", || {
+    Box::new(SandboxBill::default())
+});
 
 const HEADER: &str =
     "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
@@ -57,7 +59,7 @@ fn fields<'f, S: AsRef<str>>(
     let kind = match f(0) {
         "payment" => RowKind::Payment,
         "refund" => RowKind::Refund,
-        other => return Err(format!("unknown kind {other:?}")),
+        other => return Err(format!("unknown kind {}", quote(other))),
     };
     let currency = currencies.parse(f(7))?;
     let money = money(f(6), currency)?;
@@ -67,7 +69,12 @@ fn fields<'f, S: AsRef<str>>(
             Some(micros) => micros,
             None => t
                 .parse::<jiff::Timestamp>()
-                .map_err(|e| format!("occurred_at {t:?}: {e}"))?
+                .map_err(|_| {
+                    format!(
+                        "occurred_at {} is not a time like 2026-11-30T10:00:00Z",
+                        quote(t)
+                    )
+                })?
                 .as_microsecond(),
         }),
     };
@@ -101,7 +108,7 @@ impl BillFormat for SandboxBill {
                 match part.trim().split_once('=') {
                     Some(("rows", n)) => rows = n.parse::<i64>().ok(),
                     Some(("total_minor", n)) => total = n.parse::<i64>().ok(),
-                    _ => return Err(format!("unreadable summary part {part:?}")),
+                    _ => return Err(format!("unreadable summary part {}", quote(part))),
                 }
             }
             let (Some(rows), Some(total)) = (rows, total) else {
@@ -343,5 +350,89 @@ refund,SBX1,PAY1,SBXR1,RFD1,SUCCEEDED,2.50,USD,2026-11-30T11:00:00Z\n\
             assert_eq!(rows, whole, "buffer of {capacity}");
             assert_eq!(end, checks, "buffer of {capacity}");
         }
+    }
+
+    /// A line far longer than any bill's is refused by its number with a
+    /// short quote of its start and its length, whether the input's buffer
+    /// holds it whole or not, and is never held whole; under an accepted
+    /// tolerance it is skipped like any malformed row, the lines after it
+    /// read as they are. An id longer than any provider's is refused the
+    /// same way.
+    #[test]
+    fn an_oversize_line_or_id_is_refused_with_a_short_quote() {
+        use crate::statement::{MAX_ID, MAX_LINE, read_with};
+        let header =
+            "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n";
+        let good = "payment,SBX1,PAY1,,,SUCCEEDED,1.00,CNY,2026-11-30T10:00:00Z\n";
+        let field = "商".repeat(5 * 1024 * 1024 / 3);
+        let long = format!("payment,SBX2,{field},,,SUCCEEDED,1.00,CNY,\n");
+        let text = format!("{header}{good}{long}{good}#summary,rows=3,total_minor=300\n");
+        let refused = |err: crate::statement::ParseError| {
+            assert_eq!(err.line, 3, "{err}");
+            assert!(err.reason.len() < 600, "{} bytes", err.reason.len());
+            let length = crate::domain::grouped(long.len());
+            assert!(err.reason.contains(&format!("({length} bytes)")), "{err}");
+            assert!(err.reason.contains("\"payment,SBX2,商商"), "{err}");
+        };
+        refused(read_all(FORMAT, text.as_bytes()).unwrap_err());
+        for capacity in [1 << 16, 1000] {
+            let input = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+            let mut reader = read(FORMAT, Box::new(input));
+            let mut chunk = Chunk::default();
+            let err = loop {
+                match reader.read_rows(&mut chunk, 100) {
+                    Ok(Pause::End(_)) => panic!("read through"),
+                    Ok(_) => {}
+                    Err(e) => break e,
+                }
+            };
+            refused(err);
+            assert_eq!(chunk.len(), 1, "the line before was read");
+        }
+        // A line of exactly the longest length is a line.
+        let pad = MAX_LINE - "payment,SBX3,,,,SUCCEEDED,1.00,CNY,\n".len();
+        let longest = format!("payment,SBX3,,,,{}SUCCEEDED,1.00,CNY,\n", " ".repeat(pad));
+        assert_eq!(longest.len(), MAX_LINE);
+        let ok = format!("{header}{longest}#summary,rows=1,total_minor=100\n");
+        let input = std::io::BufReader::with_capacity(1 << 16, ok.as_bytes());
+        let mut reader = read(FORMAT, Box::new(input));
+        let mut chunk = Chunk::default();
+        assert!(matches!(
+            reader.read_rows(&mut chunk, 10),
+            Ok(Pause::End(_))
+        ));
+        assert_eq!(chunk.len(), 1);
+        // Skipped under a tolerance: the rows around it read.
+        let input = std::io::BufReader::with_capacity(1000, text.as_bytes());
+        let mut reader = read_with(FORMAT, Box::new(input), 1);
+        let mut chunk = Chunk::default();
+        let mut skipped = Vec::new();
+        let checks = loop {
+            match reader.read_rows(&mut chunk, 100).unwrap() {
+                Pause::Skipped(e) => skipped.push(e),
+                Pause::Full => {}
+                Pause::End(checks) => break checks,
+            }
+        };
+        assert_eq!(chunk.len(), 2);
+        assert_eq!(chunk.get(1).line_no, 4);
+        assert_eq!(skipped.len(), 1);
+        refused(skipped.remove(0));
+        assert_eq!(checks[0].read, checks[0].stated, "{checks:?}");
+        // An id past any provider's, in a line of an ordinary length.
+        let id = "x".repeat(MAX_ID + 1);
+        let text = format!("{header}{good}payment,{id},PAY2,,,SUCCEEDED,1.00,CNY,\n");
+        let err = read_all(FORMAT, text.as_bytes()).unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(err.reason.starts_with("provider_txn_id \"xxx"), "{err}");
+        assert!(err.reason.contains("(257 bytes)"), "{err}");
+        let mut reader = read_with(FORMAT, Box::new(std::io::Cursor::new(text)), 1);
+        let mut chunk = Chunk::default();
+        assert!(matches!(
+            reader.read_rows(&mut chunk, 10),
+            Ok(Pause::Skipped(_))
+        ));
+        assert_eq!(chunk.len(), 1, "the refused row taken out");
+        assert_eq!(chunk.get(0).provider_txn_id, Some("SBX1"));
     }
 }

@@ -15,7 +15,7 @@
 //! other adjustments — moves no payment of Reckon's and is skipped. A
 //! charge's fee is the row's `fee` (minor units, `net = amount - fee`).
 
-use crate::domain::{Currency, Money};
+use crate::domain::{Currency, Money, quote};
 use crate::providers::PayoutSeen;
 use crate::statement::{RowKind, StatementRow};
 use serde::Deserialize;
@@ -254,7 +254,12 @@ pub(super) struct Cursor {
 impl Cursor {
     /// `txn_…;rows=N;total_minor=M`.
     pub fn parse(text: &str) -> Result<Cursor, String> {
-        let bad = || format!("{text:?} is not a Stripe pull cursor (txn_…;rows=N;total_minor=M)");
+        let bad = || {
+            format!(
+                "{} is not a Stripe pull cursor (txn_…;rows=N;total_minor=M)",
+                quote(text)
+            )
+        };
         let mut parts = text.split(';');
         let after = parts.next().filter(|a| !a.is_empty()).ok_or_else(bad)?;
         let mut figure = |name: &str| -> Result<i64, String> {
@@ -285,7 +290,7 @@ impl Cursor {
 pub(super) fn day_bounds(date: &str, zone: &jiff::tz::TimeZone) -> Result<(i64, i64), String> {
     let day: jiff::civil::Date = date
         .parse()
-        .map_err(|_| format!("business date {date:?} is not YYYY-MM-DD"))?;
+        .map_err(|_| format!("business date {} is not YYYY-MM-DD", quote(date)))?;
     let start = |d: jiff::civil::Date| -> Result<i64, String> {
         Ok(d.to_zoned(zone.clone())
             .map_err(|e| e.to_string())?

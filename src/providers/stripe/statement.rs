@@ -22,7 +22,9 @@ use crate::statement::{
 };
 
 /// Stripe's itemized report format.
-pub const FORMAT: Format = Format::new("stripe itemized", || Box::new(StripeBill::default()));
+pub const FORMAT: Format = Format::new("stripe itemized", "Stripe", "itemized report", || {
+    Box::new(StripeBill::default())
+});
 
 #[derive(Default)]
 struct StripeBill {

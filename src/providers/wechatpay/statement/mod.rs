@@ -6,7 +6,7 @@
 //! layouts are recognised and refused by name, saying what to download
 //! instead.
 
-use crate::domain::{Money, trimmed};
+use crate::domain::{Money, quote, trimmed};
 use crate::statement::csv::CsvFields;
 use crate::statement::time::local_time;
 use crate::statement::{
@@ -15,7 +15,9 @@ use crate::statement::{
 };
 
 /// WeChat Pay's trade bill format (types ALL, SUCCESS and REFUND).
-pub const FORMAT: Format = Format::new("wechatpay trade bill", || Box::new(WechatBill::default()));
+pub const FORMAT: Format = Format::new("wechatpay trade bill", "WeChat Pay", "{kind} bill", || {
+    Box::new(WechatBill::default())
+});
 
 /// What to download instead of a file Reckon does not read.
 const DOWNLOAD: &str = "download the day's v3 trade bill instead (GET /v3/bill/tradebill with bill_type=ALL, or 交易账单 in the merchant platform)";
@@ -212,7 +214,7 @@ fn count(text: &str) -> Result<i64, String> {
     };
     whole
         .parse()
-        .map_err(|_| format!("总交易单数 {text:?} is not a number"))
+        .map_err(|_| format!("总交易单数 {} is not a number", quote(text)))
 }
 
 impl BillFormat for WechatBill {

@@ -110,6 +110,14 @@ pub enum Msg {
     Diagnosis,
     SourceAddress,
     Reason,
+    // Alerts and the supervisor's queue (the alerts page, the dashboard,
+    // the top bar).
+    AlertOpen,
+    AlertAcknowledged,
+    AlertResolved,
+    WaitingForYou,
+    Severity,
+    Kind,
 }
 
 impl Msg {
@@ -243,7 +251,24 @@ impl Msg {
             Diagnosis => ("Diagnosis", "诊断"),
             SourceAddress => ("Source address", "来源地址"),
             Reason => ("Reason", "原因"),
+            AlertOpen => ("open", "未处理"),
+            AlertAcknowledged => ("acknowledged", "已确认"),
+            AlertResolved => ("resolved", "已消除"),
+            WaitingForYou => ("Waiting for your decision", "待您审批"),
+            Severity => ("Severity", "严重程度"),
+            Kind => ("Kind", "类型"),
         }
+    }
+}
+
+/// An alert's state (open | acknowledged | resolved) in the viewer's
+/// language; another word as it is.
+pub fn alert_state_text(state: &str, lang: Lang) -> String {
+    match state {
+        "open" => Msg::AlertOpen.text(lang).to_owned(),
+        "acknowledged" => Msg::AlertAcknowledged.text(lang).to_owned(),
+        "resolved" => Msg::AlertResolved.text(lang).to_owned(),
+        other => other.to_owned(),
     }
 }
 

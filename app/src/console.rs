@@ -17,6 +17,46 @@ pub struct DayFigures {
     pub classes: Vec<(String, i64)>,
     /// The runs these figures come from (the latest completed per provider).
     pub runs: Vec<String>,
+    /// Why `to_process` is not matched + pending + repaired + unknown, each
+    /// reason with how much of the difference it makes (signed: what it
+    /// adds to the four); empty when they add up. See [`DIFFERENCES`].
+    pub differences: Vec<(String, i64)>,
+}
+
+impl DayFigures {
+    /// matched + pending + repaired + unknown.
+    pub fn accounted(&self) -> i64 {
+        self.matched + self.pending + self.repaired + self.unknown
+    }
+}
+
+/// The reasons the four figures may not add up to what there was to
+/// process, as `DayFigures::differences` names them:
+/// - `decided`: tickets of the day closed by a person or by a later
+///   statement (neither unknown nor repaired any more);
+/// - `duplicate_rows`: a DUPLICATE's rows beyond the one ticket they share;
+/// - `fee_tickets`: open FEE_MISMATCH tickets, opened on rows that matched
+///   (counted twice: negative);
+/// - `awaiting_repair`: open STATUS_LAG tickets whose automatic repair is
+///   queued, pending as well as unknown (negative);
+/// - `other`: what none of these explains.
+pub const DIFFERENCES: &[&str] = &[
+    "decided",
+    "duplicate_rows",
+    "fee_tickets",
+    "awaiting_repair",
+    "other",
+];
+
+/// One currency's money of the day beside the counts, each in major units
+/// with its currency ("1234.50 CNY"): gross and net as the statements
+/// state them, and the amount of the tickets still open.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashMoney {
+    pub currency: String,
+    pub gross: String,
+    pub net: String,
+    pub unknown: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,9 +89,83 @@ pub struct AlertRow {
     pub payment_no: Option<String>,
     pub message: String,
     pub created_at: i64,
+    /// open | acknowledged | resolved (see [`ALERT_STATES`]).
+    pub state: String,
     pub acknowledged_at: Option<i64>,
     pub acknowledged_by: Option<String>,
     pub ack_comment: Option<String>,
+    /// When and why its cause went away ("ticket closed").
+    pub resolved_at: Option<i64>,
+    pub resolved_reason: Option<String>,
+    /// The console's pages of what it is about: its ticket, run, sink,
+    /// outbox message, callback.
+    pub links: Vec<AlertLink>,
+}
+
+/// The states an alert is filtered by: open (neither acknowledged nor
+/// resolved), acknowledged by a person, resolved (its cause has gone).
+pub const ALERT_STATES: &[&str] = &["open", "acknowledged", "resolved"];
+
+/// Alert severities, most severe first.
+pub const ALERT_SEVERITIES: &[&str] = &["critical", "high", "warning"];
+
+/// A page an alert links to: `what` is ticket | run | sink | outbox |
+/// callback | refused; `label` the id shown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertLink {
+    pub what: String,
+    pub label: String,
+    pub href: String,
+}
+
+/// The alert list's filter; `after` is the keyset cursor
+/// (`created_at.alert_id`), newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertFilter {
+    pub kind: Option<String>,
+    pub severity: Option<String>,
+    /// open | acknowledged | resolved; blank: all.
+    pub state: Option<String>,
+    pub after: Option<String>,
+}
+
+crate::query_filter!(AlertFilter {
+    kind,
+    severity,
+    state,
+    after
+});
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertPage {
+    pub items: Vec<AlertRow>,
+    pub next: Option<String>,
+    /// Every kind ever raised, for the filter.
+    pub kinds: Vec<String>,
+    /// Open alerts in all.
+    pub open: i64,
+}
+
+/// What a bulk acknowledgement did: the alerts acknowledged now, and those
+/// that were not open any more (acknowledged or resolved meanwhile, or
+/// unknown), left as they were.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acknowledged {
+    pub acknowledged: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+/// What waits for the viewer's decision (a supervisor's): proposals of
+/// others — fixes (a bulk proposal counted once) and reopenings of a
+/// closed day — with the oldest and the next to expire. Times are shown
+/// in the business time zone, zone named.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalQueue {
+    pub waiting: i64,
+    pub oldest_at: Option<i64>,
+    pub oldest: Option<String>,
+    pub next_expiry_at: Option<i64>,
+    pub next_expiry: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,8 +178,16 @@ pub struct Dashboard {
     /// The 30 days ending with `day`, oldest first.
     pub trend: Vec<TrendPoint>,
     pub callbacks: CallbackFigures,
-    /// Open alerts, oldest first (at most 20), and how many there are.
-    pub alerts: Vec<AlertRow>,
+    /// When these figures were read, in the business time zone, zone
+    /// named ("2026-03-05 14:20 Asia/Shanghai").
+    pub as_of: String,
+    /// The days before and after `day`.
+    pub prev_day: String,
+    pub next_day: String,
+    /// The day's money per currency, beside the counts.
+    pub money: Vec<DashMoney>,
+    /// Open alerts by kind, and how many there are in all.
+    pub alerts_by_kind: Vec<(String, i64)>,
     pub open_alerts: i64,
     /// Providers whose statement of the day is alerted missing.
     pub missing_statements: Vec<String>,

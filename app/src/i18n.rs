@@ -113,6 +113,14 @@ pub enum Msg {
     // Asking before a consequential submit (bulk work, decisions, a close).
     Confirm,
     Cancel,
+    // Alerts and the supervisor's queue (the alerts page, the dashboard,
+    // the top bar).
+    AlertOpen,
+    AlertAcknowledged,
+    AlertResolved,
+    WaitingForYou,
+    Severity,
+    Kind,
 }
 
 impl Msg {
@@ -248,7 +256,24 @@ impl Msg {
             Reason => ("Reason", "原因"),
             Confirm => ("Confirm", "确认"),
             Cancel => ("Cancel", "取消"),
+            AlertOpen => ("open", "未处理"),
+            AlertAcknowledged => ("acknowledged", "已确认"),
+            AlertResolved => ("resolved", "已消除"),
+            WaitingForYou => ("Waiting for your decision", "待您审批"),
+            Severity => ("Severity", "严重程度"),
+            Kind => ("Kind", "类型"),
         }
+    }
+}
+
+/// An alert's state (open | acknowledged | resolved) in the viewer's
+/// language; another word as it is.
+pub fn alert_state_text(state: &str, lang: Lang) -> String {
+    match state {
+        "open" => Msg::AlertOpen.text(lang).to_owned(),
+        "acknowledged" => Msg::AlertAcknowledged.text(lang).to_owned(),
+        "resolved" => Msg::AlertResolved.text(lang).to_owned(),
+        other => other.to_owned(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use crate::console::{
-    AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
+    CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
 };
 use crate::error::AppError;
@@ -123,7 +123,10 @@ pub trait Console: Send + Sync + 'static {
     async fn payment(&self, payment_no: &str) -> Result<PaymentView, AppError>;
     async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError>;
     async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError>;
-    async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError>;
+    async fn alerts(
+        &self,
+        filter: &crate::console::AlertFilter,
+    ) -> Result<crate::console::AlertPage, AppError>;
     /// The latest bank statements and payouts with their match state.
     async fn bank(&self) -> Result<crate::bank::BankView, AppError>;
     async fn acknowledge_alert(
@@ -132,6 +135,17 @@ pub trait Console: Send + Sync + 'static {
         id: &str,
         comment: &str,
     ) -> Result<(), AppError>;
+    async fn acknowledge_alerts(
+        &self,
+        actor: &User,
+        ids: &[String],
+        comment: &str,
+    ) -> Result<crate::console::Acknowledged, AppError>;
+    /// What waits for `viewer`'s decision (never their own proposals).
+    async fn approval_queue(
+        &self,
+        viewer: &User,
+    ) -> Result<crate::console::ApprovalQueue, AppError>;
     /// D: each provider's money and close of a business day.
     async fn day_closes(&self, day: &str) -> Result<Vec<crate::console::DayClose>, AppError>;
     /// D: close a day, or propose, approve or reject reopening it.

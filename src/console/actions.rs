@@ -277,3 +277,62 @@ pub(super) async fn acknowledge(
     })
     .await
 }
+
+/// Most alerts one bulk acknowledgement takes (a page is 50).
+pub const ACK_LIMIT: usize = 200;
+
+/// Acknowledges the alerts `ids` with one comment in one transaction, each
+/// audited as if acknowledged alone; those no longer open are named and
+/// left as they were.
+pub(super) async fn acknowledge_many(
+    engine: &Engine,
+    actor: &User,
+    ids: &[String],
+    comment: &str,
+) -> Result<app::console::Acknowledged, AppError> {
+    let comment = crate::triage::required(comment, "comment")?;
+    let mut unique: Vec<&str> = Vec::new();
+    for id in ids.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        if !unique.contains(&id) {
+            unique.push(id);
+        }
+    }
+    if unique.is_empty() {
+        return Err(invalid("tick at least one alert to acknowledge"));
+    }
+    if unique.len() > ACK_LIMIT {
+        return Err(invalid(format!(
+            "at most {ACK_LIMIT} alerts are acknowledged at once; {} were ticked",
+            unique.len()
+        )));
+    }
+    retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        let mut done = app::console::Acknowledged::default();
+        for id in &unique {
+            if !alerts::acknowledge(&mut tx, id, &actor.username, comment, now).await? {
+                done.skipped.push((*id).to_owned());
+                continue;
+            }
+            audit::append(
+                &mut tx,
+                &engine.db.audit,
+                &audit::Entry {
+                    actor: actor.username.clone(),
+                    action: "alert.acknowledge",
+                    object_type: "alert",
+                    object_id: (*id).to_owned(),
+                    before: Some(json!({ "acknowledged": false })),
+                    after: Some(json!({ "acknowledged": true, "comment": comment })),
+                },
+                now,
+            )
+            .await?;
+            done.acknowledged.push((*id).to_owned());
+        }
+        tx.commit().await?;
+        Ok(done)
+    })
+    .await
+}

@@ -1,13 +1,17 @@
 //! The daily dashboard: one business day's reconciliation figures (to
 //! process, matched, pending, repaired, unknown, by class) for one provider
-//! or all, the 30 days' trend before it, the day's callbacks, the open
-//! alerts and the providers whose statement of the day is alerted missing.
+//! or all, with the reasons they do not add up when they do not and the
+//! day's money beside them, the 30 days' trend before it, the day's
+//! callbacks, the open alerts by kind and the providers whose statement of
+//! the day is alerted missing; and a supervisor's approval queue.
 
-use super::{Desk, invalid, lists};
+use super::{Desk, invalid, money_text};
 use crate::accounts::internal;
-use crate::store::{alerts, callbacks};
-use app::console::{CallbackFigures, Dashboard, DayFigures, TrendPoint};
+use crate::recon::ReconDay;
+use crate::store::{alerts, callbacks, closes, proposals, tickets};
+use app::console::{ApprovalQueue, CallbackFigures, DashMoney, Dashboard, DayFigures, TrendPoint};
 use app::error::AppError;
+use app::types::User;
 use std::collections::BTreeMap;
 
 /// Days the trend shows, the day itself the last.
@@ -51,7 +55,7 @@ impl Desk {
             .filter(|d| d.business_date == day)
             .map(|d| d.provider.clone())
             .collect();
-        for d in days {
+        for d in &days {
             if provider.as_deref().is_some_and(|p| d.provider != p) {
                 continue;
             }
@@ -75,7 +79,14 @@ impl Desk {
                 }
             }
         }
-        let figures = per_day.get(&day).cloned().unwrap_or_default();
+        let mut figures = per_day.get(&day).cloned().unwrap_or_default();
+        let of_day: Vec<&ReconDay> = days
+            .iter()
+            .filter(|d| d.business_date == day)
+            .filter(|d| provider.as_deref().is_none_or(|p| d.provider == p))
+            .collect();
+        figures.differences = self.differences(&figures, &of_day).await?;
+        let money = self.day_money(&day, provider.as_deref(), &of_day).await?;
         let mut trend = Vec::new();
         let mut d: jiff::civil::Date = first.parse().map_err(|_| invalid("bad day"))?;
         for _ in 0..TREND_DAYS {
@@ -95,8 +106,8 @@ impl Desk {
             .await
             .map_err(internal)?;
         let db = &self.engine.db;
-        let alerts = lists::alerts(db, true, 20).await.map_err(internal)?;
-        let open_alerts = alerts::open_count(&db.pool).await.map_err(internal)?;
+        let alerts_by_kind = alerts::open_by_kind(&db.pool).await.map_err(internal)?;
+        let open_alerts = alerts_by_kind.iter().map(|(_, n)| n).sum();
         // The day's statements alerted missing (and still without a run).
         let mut missing_statements = Vec::new();
         for name in self.providers() {
@@ -128,7 +139,21 @@ impl Desk {
             .filter(|s| s.is_failing())
             .collect();
         let refused_24h = self.refused_last_day().await?;
+        let date: jiff::civil::Date = day.parse().map_err(|_| invalid("bad day"))?;
+        let next_day = date
+            .tomorrow()
+            .map_err(|e| invalid(e.to_string()))?
+            .to_string();
+        let prev_day = date
+            .yesterday()
+            .map_err(|e| invalid(e.to_string()))?
+            .to_string();
         Ok(Dashboard {
+            as_of: self.local_minutes(self.now()),
+            prev_day,
+            next_day,
+            money,
+            alerts_by_kind,
             failing_sinks,
             refused_24h,
             ageing,
@@ -139,11 +164,118 @@ impl Desk {
             figures,
             trend,
             callbacks,
-            alerts,
             open_alerts,
             missing_statements,
             settled_to_bank,
             closes,
+        })
+    }
+
+    /// Why the day's figures do not add up (`to_process` against matched
+    /// + pending + repaired + unknown), each reason with what it makes of
+    /// the difference; empty when they add up. What no reason explains is
+    /// `other`.
+    async fn differences(
+        &self,
+        figures: &DayFigures,
+        of_day: &[&ReconDay],
+    ) -> Result<Vec<(String, i64)>, AppError> {
+        let pool = &self.engine.db.pool;
+        let (mut decided, mut duplicate_rows, mut fee_tickets, mut awaiting_repair) = (0, 0, 0, 0);
+        for d in of_day {
+            let t = tickets::day_tickets(pool, &d.provider, &d.business_date)
+                .await
+                .map_err(internal)?;
+            let f = &d.figures;
+            let repaired = f["repaired"].as_i64().unwrap_or(0);
+            let rows = f["classes"]["DUPLICATE"].as_i64().unwrap_or(0);
+            decided += (t.closed - repaired).max(0);
+            duplicate_rows += (rows - t.duplicates).max(0);
+            fee_tickets -= t.fee_open;
+            awaiting_repair -= t.awaiting_repair;
+        }
+        let mut out: Vec<(String, i64)> = [
+            ("decided", decided),
+            ("duplicate_rows", duplicate_rows),
+            ("fee_tickets", fee_tickets),
+            ("awaiting_repair", awaiting_repair),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(k, n)| (k.to_owned(), n))
+        .collect();
+        let explained: i64 = out.iter().map(|(_, n)| n).sum();
+        let other = figures.to_process - figures.accounted() - explained;
+        if other != 0 {
+            out.push(("other".to_owned(), other));
+        }
+        Ok(out)
+    }
+
+    /// The day's gross and net per currency as the statements of `of_day`
+    /// state them, and the amount of the open tickets of the day.
+    async fn day_money(
+        &self,
+        day: &str,
+        provider: Option<&str>,
+        of_day: &[&ReconDay],
+    ) -> Result<Vec<DashMoney>, AppError> {
+        let mut sums: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
+        for d in of_day {
+            if let Some(currencies) = d.figures["fees_and_net"]["currencies"].as_object() {
+                for (currency, s) in currencies {
+                    let e = sums.entry(currency.clone()).or_default();
+                    e.0 += s["gross_minor"].as_i64().unwrap_or(0);
+                    e.1 += s["net_minor"].as_i64().unwrap_or(0);
+                }
+            }
+        }
+        for name in self.providers() {
+            if provider.is_some_and(|p| p != name) {
+                continue;
+            }
+            let open = tickets::open_amounts_of_day(&self.engine.db.pool, &name, day)
+                .await
+                .map_err(internal)?;
+            for (currency, minor) in open {
+                sums.entry(currency).or_default().2 += minor;
+            }
+        }
+        Ok(sums
+            .into_iter()
+            .map(|(currency, (gross, net, unknown))| {
+                let text = |minor| money_text(Some(minor), Some(&currency)).unwrap_or_default();
+                DashMoney {
+                    gross: text(gross),
+                    net: text(net),
+                    unknown: text(unknown),
+                    currency: currency.clone(),
+                }
+            })
+            .collect())
+    }
+
+    /// What waits for `viewer`'s decision: fix proposals of others (a
+    /// bulk proposal once) and reopenings of closed days proposed by others.
+    pub async fn queue_for(&self, viewer: &User) -> Result<ApprovalQueue, AppError> {
+        let pool = &self.engine.db.pool;
+        let now = self.now();
+        let (fixes, oldest_fix, next_expiry_at) = proposals::waiting_for(pool, &viewer.id, now)
+            .await
+            .map_err(internal)?;
+        let (reopens, oldest_reopen) = closes::reopens_waiting_for(pool, &viewer.id)
+            .await
+            .map_err(internal)?;
+        let oldest_at = match (oldest_fix, oldest_reopen) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(ApprovalQueue {
+            waiting: fixes + reopens,
+            oldest_at,
+            oldest: oldest_at.map(|t| self.local_minutes(t)),
+            next_expiry_at,
+            next_expiry: next_expiry_at.map(|t| self.local_minutes(t)),
         })
     }
 

@@ -6,12 +6,15 @@
 use super::{Desk, invalid, money_text, page};
 use crate::accounts::internal;
 use crate::statement::Check;
-use crate::store::lists::{self as store_lists, After, AuditQuery, CallbackQuery, PaymentQuery};
+use crate::store::alerts;
+use crate::store::lists::{
+    self as store_lists, After, AlertQuery, AlertState, AuditQuery, CallbackQuery, PaymentQuery,
+};
 use crate::store::payments::PaymentBrief;
 use crate::store::{Db, callbacks};
 use app::console::{
-    AlertRow, CallbackFilter, CallbackPage, CallbackSummary, PaymentFilter, PaymentPage,
-    PaymentSummary, PullSchedule, RunPage, RunSummary, SummaryCheck,
+    AlertFilter, AlertLink, AlertPage, AlertRow, CallbackFilter, CallbackPage, CallbackSummary,
+    PaymentFilter, PaymentPage, PaymentSummary, PullSchedule, RunPage, RunSummary, SummaryCheck,
 };
 use app::error::AppError;
 use app::tickets::{AuditEntry, AuditFilter, AuditPage, PAGE_SIZE};
@@ -200,23 +203,127 @@ fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
         .collect()
 }
 
-/// The open alerts (oldest first) or all (newest first), at most `limit`.
-pub(super) async fn alerts(db: &Db, open_only: bool, limit: i64) -> sqlx::Result<Vec<AlertRow>> {
-    let rows = crate::store::alerts::listed(&db.pool, open_only, limit).await?;
-    Ok(rows
-        .into_iter()
-        .map(|a| AlertRow {
-            id: a.alert_id,
-            kind: a.kind,
-            severity: a.severity,
-            payment_no: a.payment_no,
-            message: a.message,
-            created_at: a.created_at,
-            acknowledged_at: a.acknowledged_at,
-            acknowledged_by: a.acknowledged_by,
-            ack_comment: a.ack_comment,
+impl Desk {
+    /// Alerts newest first, a page at a time, with the kinds to filter by.
+    pub async fn alert_page(&self, f: &AlertFilter) -> Result<AlertPage, AppError> {
+        let state = match f.state.as_deref() {
+            None => None,
+            Some("open") => Some(AlertState::Open),
+            Some("acknowledged") => Some(AlertState::Acknowledged),
+            Some("resolved") => Some(AlertState::Resolved),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "an alert's state is open, acknowledged or resolved, not {other:?}"
+                )));
+            }
+        };
+        let query = AlertQuery {
+            kind: f.kind.as_deref(),
+            severity: f.severity.as_deref(),
+            state,
+            after: After::parse(f.after.as_deref()),
+        };
+        let db = &self.engine.db;
+        let rows = store_lists::alerts(db, &query, PAGE_SIZE + 1)
+            .await
+            .map_err(internal)?;
+        let items = rows.into_iter().map(alert_row).collect();
+        let (items, next) = page(items, |a: &AlertRow| format!("{}.{}", a.created_at, a.id));
+        Ok(AlertPage {
+            items,
+            next,
+            kinds: alerts::kinds(&db.pool).await.map_err(internal)?,
+            open: alerts::open_count(&db.pool).await.map_err(internal)?,
         })
-        .collect())
+    }
+}
+
+fn alert_row(a: alerts::Listed) -> AlertRow {
+    let state = if a.resolved_at.is_some() {
+        "resolved"
+    } else if a.acknowledged_at.is_some() {
+        "acknowledged"
+    } else {
+        "open"
+    };
+    AlertRow {
+        links: alert_links(&a.kind, &a.dedupe_key, a.ticket_id.as_deref()),
+        id: a.alert_id,
+        kind: a.kind,
+        severity: a.severity,
+        payment_no: a.payment_no,
+        message: a.message,
+        created_at: a.created_at,
+        state: state.to_owned(),
+        acknowledged_at: a.acknowledged_at,
+        acknowledged_by: a.acknowledged_by,
+        ack_comment: a.ack_comment,
+        resolved_at: a.resolved_at,
+        resolved_reason: a.resolved_reason,
+    }
+}
+
+/// The pages an alert is about, read from its kind and dedupe key (each
+/// kind's key names its subject: `sla:<ticket>`, `sink_failing:<sink>:<since>`,
+/// `outbox_dead:<message>:<sink>`, `callback_dead:<callback row>`,
+/// `statement_missing:<provider>:<day>`, …) and the ticket raised under the
+/// same key.
+fn alert_links(kind: &str, key: &str, ticket: Option<&str>) -> Vec<AlertLink> {
+    let link = |what: &str, label: &str, href: String| AlertLink {
+        what: what.to_owned(),
+        label: label.to_owned(),
+        href,
+    };
+    let encoded = app::tickets::encode;
+    let mut out = Vec::new();
+    let ticket = ticket.or_else(|| {
+        (kind == "sla_overdue")
+            .then(|| key.strip_prefix("sla:"))
+            .flatten()
+    });
+    if let Some(t) = ticket {
+        out.push(link("ticket", t, format!("/tickets/{}", encoded(t))));
+    }
+    let rest = key.split_once(':').map(|(_, rest)| rest);
+    match (kind, rest) {
+        ("sink_failing", Some(rest)) => {
+            let sink = rest.rsplit_once(':').map_or(rest, |(sink, _)| sink);
+            out.push(link("sink", sink, "/sinks".to_owned()));
+        }
+        ("outbox_dead", Some(rest)) => {
+            let (message, sink) = rest.split_once(':').unwrap_or((rest, ""));
+            out.push(link(
+                "outbox",
+                message,
+                format!("/outbox/{}", encoded(message)),
+            ));
+            if !sink.is_empty() {
+                out.push(link("sink", sink, "/sinks".to_owned()));
+            }
+        }
+        ("callback_dead", Some(id)) => {
+            out.push(link("callback", id, format!("/callbacks/{}", encoded(id))));
+        }
+        ("statement_missing" | "statement_pull_failed", Some(rest)) => {
+            let (provider, day) = rest.split_once(':').unwrap_or((rest, ""));
+            // The runs page shows each provider's pulls and missing days.
+            out.push(link(
+                "run",
+                &format!("{provider} {day}"),
+                "/runs".to_owned(),
+            ));
+        }
+        ("webhooks_refused_spike", Some(rest)) => {
+            let provider = rest.split_once(':').map_or(rest, |(p, _)| p);
+            out.push(link(
+                "refused",
+                provider,
+                format!("/refused?provider={}", encoded(provider)),
+            ));
+        }
+        _ => {}
+    }
+    out
 }
 
 /// Midnight UTC of a `YYYY-MM-DD`, in microseconds.
@@ -332,5 +439,45 @@ mod tests {
         assert_eq!(parse_major("1e3"), None);
         assert_eq!(parse_major("99999999999999999999"), None);
         assert_eq!(parse_major("92233720368547758.08"), None);
+    }
+
+    #[test]
+    fn alerts_link_to_what_they_are_about() {
+        let hrefs = |kind: &str, key: &str, ticket: Option<&str>| -> Vec<(String, String)> {
+            alert_links(kind, key, ticket)
+                .into_iter()
+                .map(|l| (l.what, l.href))
+                .collect()
+        };
+        let pair = |w: &str, h: &str| (w.to_owned(), h.to_owned());
+        assert_eq!(
+            hrefs("sla_overdue", "sla:T1", None),
+            [pair("ticket", "/tickets/T1")]
+        );
+        assert_eq!(
+            hrefs("local_only", "PAY1", Some("T2")),
+            [pair("ticket", "/tickets/T2")]
+        );
+        assert_eq!(
+            hrefs("sink_failing", "sink_failing:erp:a:17", None),
+            [pair("sink", "/sinks")]
+        );
+        assert_eq!(
+            hrefs("outbox_dead", "outbox_dead:M1:erp", None),
+            [pair("outbox", "/outbox/M1"), pair("sink", "/sinks")]
+        );
+        assert_eq!(
+            hrefs("callback_dead", "callback_dead:C9", None),
+            [pair("callback", "/callbacks/C9")]
+        );
+        assert_eq!(
+            hrefs(
+                "statement_missing",
+                "statement_missing:sandbox:2026-03-01",
+                None
+            ),
+            [pair("run", "/runs")]
+        );
+        assert!(hrefs("out_of_order", "out_of_order:P:X:Y", None).is_empty());
     }
 }

@@ -32,7 +32,7 @@ use crate::engine::Engine;
 use crate::triage;
 use app::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use app::console::{
-    AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
+    AlertPage, CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
     PaymentView, ReplayJob, RunPage,
 };
 use app::error::AppError;
@@ -65,6 +65,19 @@ impl Desk {
     /// The business day `day` (YYYY-MM-DD) as [start, end) microseconds.
     fn range(&self, day: &str) -> Result<(i64, i64), AppError> {
         crate::recon::day_range(day, self.tz()).map_err(invalid)
+    }
+
+    /// `YYYY-MM-DD HH:MM Zone`: an instant in the business time zone,
+    /// the zone named.
+    fn local_minutes(&self, micros: i64) -> String {
+        let at = jiff::Timestamp::from_microsecond(micros)
+            .unwrap_or_default()
+            .to_zoned(self.tz().clone());
+        let zone = match self.tz().iana_name() {
+            Some(name) => name.to_owned(),
+            None => at.strftime("UTC%:z").to_string(),
+        };
+        format!("{} {zone}", at.strftime("%Y-%m-%d %H:%M"))
     }
 
     /// The configured providers, by name.
@@ -307,10 +320,21 @@ impl Console for Desk {
         bank::view(&self.engine).await.map_err(internal)
     }
 
-    async fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, AppError> {
-        lists::alerts(&self.engine.db, open_only, 200)
-            .await
-            .map_err(internal)
+    async fn alerts(&self, filter: &app::console::AlertFilter) -> Result<AlertPage, AppError> {
+        self.alert_page(filter).await
+    }
+
+    async fn acknowledge_alerts(
+        &self,
+        actor: &User,
+        ids: &[String],
+        comment: &str,
+    ) -> Result<app::console::Acknowledged, AppError> {
+        actions::acknowledge_many(&self.engine, actor, ids, comment).await
+    }
+
+    async fn approval_queue(&self, viewer: &User) -> Result<app::console::ApprovalQueue, AppError> {
+        self.queue_for(viewer).await
     }
 
     async fn acknowledge_alert(

@@ -430,11 +430,12 @@ pub(super) fn payments(
                     provider_side: None,
                     hold: vec![pay.no],
                 });
+            } else if matches!(status, "CREATED" | "PENDING") {
+                // Not paid, so no statement lists it yet: pending, and
+                // not matched as well (each record in one figure).
+                figures.pending += 1;
             } else {
                 unlisted_matched += 1;
-                if matches!(status, "CREATED" | "PENDING") {
-                    figures.pending += 1;
-                }
             }
         }
     }

@@ -482,6 +482,17 @@ pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> sqlx::Result<V
                 .max(0)
                 .into();
             figures["in_transit"] = now_in_transit.into();
+            // Those a neighbouring statement carried since are matched
+            // there (those it did not are tickets of the day: unknown).
+            let arrived = crate::store::recon_edges::count_arrived(pool, &provider, &date).await?
+                - figures["edge_matched"].as_i64().unwrap_or(0);
+            if arrived > 0 {
+                figures["matched"] = (figures["matched"].as_i64().unwrap_or(0) + arrived).into();
+                if let Some(classes) = figures["classes"].as_object_mut() {
+                    let before = classes.get(MATCHED).and_then(|v| v.as_i64()).unwrap_or(0);
+                    classes.insert(MATCHED.into(), (before + arrived).into());
+                }
+            }
             if let Some(classes) = figures["classes"].as_object_mut() {
                 if now_in_transit > 0 {
                     classes.insert(edge::IN_TRANSIT_FIGURE.into(), now_in_transit.into());

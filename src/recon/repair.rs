@@ -107,7 +107,9 @@ async fn repair_tasks(engine: &Engine, due: &[&TaskRow], now: i64) -> sqlx::Resu
         .await?;
     // What was done, on the tickets and the runs' figures.
     let mut tx = db.begin_write().await?;
-    let mut by_run: BTreeMap<String, i64> = BTreeMap::new();
+    // Per run: (repaired, no longer pending). A repair that did not fix the
+    // payment leaves its ticket to a person: unknown now, not pending.
+    let mut by_run: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     let mut fixed_nos = hashbrown::HashSet::new();
     for (payment_no, actions, fixed) in &tried {
         let entries = actions
@@ -119,15 +121,19 @@ async fn repair_tasks(engine: &Engine, due: &[&TaskRow], now: i64) -> sqlx::Resu
             tickets::record_repair(&mut tx, payment_no, &entries, *fixed, engine.now()).await?;
         if *fixed {
             fixed_nos.insert(payment_no.as_str());
-            for (ticket, run) in &touched {
+        }
+        for (ticket, run) in &touched {
+            if *fixed {
                 proposals::supersede_pending(&mut tx, ticket, "auto-repaired").await?;
-                if let Some(run) = run {
-                    *by_run.entry(run.clone()).or_default() += 1;
-                }
+            }
+            if let Some(run) = run {
+                let counts = by_run.entry(run.clone()).or_default();
+                counts.0 += i64::from(*fixed);
+                counts.1 += 1;
             }
         }
     }
-    for (run, repaired) in by_run {
+    for (run, (repaired, settled)) in by_run {
         // Guarded on the figures read: another worker's repairs to the
         // same run (PostgreSQL, two instances) are read again, not lost.
         loop {
@@ -136,9 +142,7 @@ async fn repair_tasks(engine: &Engine, due: &[&TaskRow], now: i64) -> sqlx::Resu
             };
             let mut f: serde_json::Value = serde_json::from_str(&figures).unwrap_or_default();
             f["repaired"] = (f["repaired"].as_i64().unwrap_or(0) + repaired).into();
-            f["pending"] = (f["pending"].as_i64().unwrap_or(0) - repaired)
-                .max(0)
-                .into();
+            f["pending"] = (f["pending"].as_i64().unwrap_or(0) - settled).max(0).into();
             if recon_runs::swap_figures(&mut *tx, &run, &figures, &f.to_string()).await? {
                 break;
             }

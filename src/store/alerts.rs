@@ -142,12 +142,14 @@ pub async fn raised<'e>(
     Ok(found.is_some())
 }
 
-// ---- The console (issue 25, r25-triage) -------------------------------------
+// ---- The console: listing, acknowledging, resolving -------------------------
 
-/// An alert as the console lists it.
+/// An alert as the console lists it, with the ticket raised under the same
+/// key (if any).
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Listed {
     pub alert_id: String,
+    pub dedupe_key: String,
     pub kind: String,
     pub severity: String,
     pub payment_no: Option<String>,
@@ -156,38 +158,53 @@ pub struct Listed {
     pub acknowledged_at: Option<i64>,
     pub acknowledged_by: Option<String>,
     pub ack_comment: Option<String>,
+    pub resolved_at: Option<i64>,
+    pub resolved_reason: Option<String>,
+    pub ticket_id: Option<String>,
 }
 
-/// The open alerts, oldest first; or all of them, newest first.
-pub async fn listed<'e>(
-    e: impl Executor<'e, Database = Any>,
-    open_only: bool,
-    limit: i64,
-) -> sqlx::Result<Vec<Listed>> {
-    let sql = format!(
-        "SELECT alert_id, kind, severity, payment_no, message, created_at, acknowledged_at, acknowledged_by, ack_comment \
-         FROM alerts {} ORDER BY {} LIMIT {limit}",
-        if open_only {
-            "WHERE acknowledged_at IS NULL"
-        } else {
-            ""
-        },
-        if open_only {
-            "created_at, alert_id"
-        } else {
-            "created_at DESC, alert_id"
-        }
-    );
-    sqlx::query_as(&sql).fetch_all(e).await
+/// The columns of [`Listed`], over `alerts a LEFT JOIN discrepancies d`.
+pub const LISTED_COLUMNS: &str = "a.alert_id, a.dedupe_key, a.kind, a.severity, a.payment_no, a.message, \
+     a.created_at, a.acknowledged_at, a.acknowledged_by, a.ack_comment, a.resolved_at, a.resolved_reason, \
+     d.discrepancy_id AS ticket_id";
+
+/// An alert neither acknowledged nor resolved (SQL, over `alerts` as `a`
+/// or unaliased through `prefix`).
+pub fn open_condition(prefix: &str) -> String {
+    format!("{prefix}acknowledged_at IS NULL AND {prefix}resolved_at IS NULL")
 }
 
+/// How many alerts are open.
 pub async fn open_count<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE acknowledged_at IS NULL")
-        .fetch_one(e)
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM alerts WHERE {}",
+        open_condition("")
+    ))
+    .fetch_one(e)
+    .await
+}
+
+/// The open alerts counted by kind, by kind's name.
+pub async fn open_by_kind<'e>(
+    e: impl Executor<'e, Database = Any>,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(&format!(
+        "SELECT kind, COUNT(*) FROM alerts WHERE {} GROUP BY kind ORDER BY kind",
+        open_condition("")
+    ))
+    .fetch_all(e)
+    .await
+}
+
+/// Every kind of alert ever raised, by name.
+pub async fn kinds<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT DISTINCT kind FROM alerts ORDER BY kind")
+        .fetch_all(e)
         .await
 }
 
-/// Acknowledges an open alert; returns whether it was open.
+/// Acknowledges an open alert (neither acknowledged nor resolved);
+/// returns whether it was open.
 pub async fn acknowledge(
     conn: &mut sqlx::AnyConnection,
     alert_id: &str,
@@ -195,10 +212,11 @@ pub async fn acknowledge(
     comment: &str,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query(
+    let done = sqlx::query(&format!(
         "UPDATE alerts SET acknowledged_at = $1, acknowledged_by = $2, ack_comment = $3 \
-         WHERE alert_id = $4 AND acknowledged_at IS NULL",
-    )
+         WHERE alert_id = $4 AND {}",
+        open_condition("")
+    ))
     .bind(now)
     .bind(by)
     .bind(comment)
@@ -207,7 +225,37 @@ pub async fn acknowledge(
     .await?;
     Ok(done.rows_affected() == 1)
 }
-// ---- end of the console (r25-triage) ----------------------------------------
+
+/// The dedupe key of a ticket's SLA alert.
+pub fn sla_key(ticket_id: &str) -> String {
+    format!("sla:{ticket_id}")
+}
+
+/// What a resolved alert says of why.
+pub const TICKET_CLOSED: &str = "ticket closed";
+
+/// Resolves the alerts whose cause was ticket `ticket_id`, if it is
+/// CLOSED: its SLA alert and the alert raised under its own key. Returns
+/// how many were resolved now.
+pub async fn resolve_for_ticket(
+    conn: &mut sqlx::AnyConnection,
+    ticket_id: &str,
+    now: i64,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE alerts SET resolved_at = $1, resolved_reason = $2 \
+         WHERE resolved_at IS NULL \
+           AND dedupe_key IN ($3, (SELECT dedupe_key FROM discrepancies WHERE discrepancy_id = $4)) \
+           AND EXISTS (SELECT 1 FROM discrepancies WHERE discrepancy_id = $4 AND status = 'CLOSED')",
+    )
+    .bind(now)
+    .bind(TICKET_CLOSED)
+    .bind(sla_key(ticket_id))
+    .bind(ticket_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
 
 #[cfg(test)]
 mod tests {

@@ -187,6 +187,20 @@ pub async fn pending_reopen<'e>(
     .await
 }
 
+/// Reopenings proposed by others than `viewer`, waiting: how many, and
+/// the earliest proposed.
+pub async fn reopens_waiting_for<'e>(
+    e: impl Executor<'e, Database = Any>,
+    viewer_id: &str,
+) -> sqlx::Result<(i64, Option<i64>)> {
+    sqlx::query_as(
+        "SELECT COUNT(*), MIN(proposed_at) FROM day_reopens WHERE status = 'PENDING' AND proposer_id <> $1",
+    )
+    .bind(viewer_id)
+    .fetch_one(e)
+    .await
+}
+
 /// Decides a pending proposal: APPROVED or REJECTED, by someone who is not
 /// its proposer. False when it is not pending or the decider proposed it.
 pub async fn decide_reopen(

@@ -436,6 +436,56 @@ pub async fn runs(db: &Db, after: Option<&After>, limit: i64) -> sqlx::Result<Ve
     sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
 }
 
+/// The alerts' filters: each given one must hold.
+pub struct AlertQuery<'a> {
+    pub kind: Option<&'a str>,
+    pub severity: Option<&'a str>,
+    pub state: Option<AlertState>,
+    pub after: Option<After>,
+}
+
+/// Where an alert stands: open (neither acknowledged nor resolved), or
+/// acknowledged by a person, or resolved because its cause has gone (it
+/// may have been acknowledged before).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertState {
+    Open,
+    Acknowledged,
+    Resolved,
+}
+
+/// Alerts newest first, each with the ticket raised under its key.
+pub async fn alerts(
+    db: &Db,
+    f: &AlertQuery<'_>,
+    limit: i64,
+) -> sqlx::Result<Vec<super::alerts::Listed>> {
+    let mut qb = Builder::new(format!(
+        "SELECT {} FROM alerts a LEFT JOIN discrepancies d ON d.dedupe_key = a.dedupe_key WHERE 1 = 1",
+        super::alerts::LISTED_COLUMNS
+    ));
+    equals(&mut qb, "a.kind", f.kind);
+    equals(&mut qb, "a.severity", f.severity);
+    match f.state {
+        Some(AlertState::Open) => {
+            qb.push(format!(" AND {}", super::alerts::open_condition("a.")));
+        }
+        Some(AlertState::Acknowledged) => {
+            qb.push(" AND a.acknowledged_at IS NOT NULL");
+        }
+        Some(AlertState::Resolved) => {
+            qb.push(" AND a.resolved_at IS NOT NULL");
+        }
+        None => {}
+    }
+    newest_first_after(&mut qb, f.after.as_ref(), "a.created_at", "a.alert_id");
+    qb.push(format!(
+        " ORDER BY a.created_at DESC, a.alert_id DESC LIMIT {limit}"
+    ));
+    let (sql, args) = finish(&mut qb, db.kind);
+    sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
+}
+
 /// The status of one run (`None`: no such run), for the runs page to
 /// resume it.
 pub async fn run_status(db: &Db, run_id: &str) -> sqlx::Result<Option<String>> {

@@ -117,6 +117,25 @@ pub async fn get<'e>(
     .await
 }
 
+/// What waits for `viewer`'s decision at `now`: fix proposals of others
+/// that can still be approved (a bulk proposal's items counted once, as
+/// the bulk), the earliest proposed, and the earliest to expire.
+pub async fn waiting_for<'e>(
+    e: impl Executor<'e, Database = Any>,
+    viewer_id: &str,
+    now: i64,
+) -> sqlx::Result<(i64, Option<i64>, Option<i64>)> {
+    sqlx::query_as(
+        "SELECT COUNT(DISTINCT COALESCE(bulk_id, proposal_id)), MIN(proposed_at), MIN(expires_at) \
+         FROM fix_proposals WHERE status = 'PENDING' AND stale_reason IS NULL AND expires_at > $1 \
+           AND proposer_id <> $2",
+    )
+    .bind(now)
+    .bind(viewer_id)
+    .fetch_one(e)
+    .await
+}
+
 /// Proposals of the ticket that can still be approved at `now` (pending,
 /// not stale, not expired).
 pub async fn live_count<'e>(

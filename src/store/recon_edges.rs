@@ -88,6 +88,22 @@ pub async fn count_in_transit<'e>(
     .await
 }
 
+/// How many of `provider`'s records of `date` a neighbouring day's
+/// statement carried (ARRIVED), whenever it did.
+pub async fn count_arrived<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM recon_edges WHERE provider = $1 AND local_date = $2 AND state = '{ARRIVED}'"
+    ))
+    .bind(provider)
+    .bind(date)
+    .fetch_one(e)
+    .await
+}
+
 /// A record's state as a run decides it.
 pub struct Mark<'a> {
     pub kind: &'a str,

@@ -307,7 +307,12 @@ pub async fn move_ticket(conn: &mut AnyConnection, id: &str, m: &Move<'_>) -> sq
     if let Some(conclusion) = m.conclusion {
         q = q.bind(conclusion);
     }
-    Ok(q.execute(&mut *conn).await?.rows_affected())
+    let moved = q.execute(&mut *conn).await?.rows_affected();
+    // A closed ticket is no longer a cause: its alerts are resolved with it.
+    if moved > 0 && m.to == TicketStatus::Closed {
+        super::alerts::resolve_for_ticket(conn, id, m.now).await?;
+    }
+    Ok(moved)
 }
 
 /// The order a backfilled payment was created for, on its ticket.
@@ -609,6 +614,73 @@ pub async fn count_open_of_day<'e>(
         .bind(date)
         .fetch_one(e)
         .await
+}
+
+/// A provider's tickets of a business day, as the dashboard accounts for
+/// what its figures do not say: the closed ones, the DUPLICATE ones (each
+/// one for several rows), the open FEE_MISMATCH ones (on rows that
+/// matched), the open STATUS_LAG ones whose repair is queued. `closed`
+/// leaves FEE_MISMATCH out: its row is matched, whatever became of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct DayTickets {
+    pub closed: i64,
+    pub duplicates: i64,
+    pub fee_open: i64,
+    pub awaiting_repair: i64,
+}
+
+pub async fn day_tickets<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+) -> sqlx::Result<DayTickets> {
+    let closed = TicketStatus::Closed.as_str();
+    let sum = |when: String| {
+        format!("CAST(COALESCE(SUM(CASE WHEN {when} THEN 1 ELSE 0 END), 0) AS BIGINT)")
+    };
+    sqlx::query_as(&format!(
+        "SELECT {} AS closed, {} AS duplicates, {} AS fee_open, {} AS awaiting_repair \
+         FROM discrepancies WHERE provider = $1 AND business_date = $2",
+        sum(format!(
+            "status = '{closed}' AND class <> '{}'",
+            Class::FeeMismatch.as_str()
+        )),
+        sum(format!("class = '{}'", Class::Duplicate.as_str())),
+        sum(format!(
+            "class = '{}' AND status <> '{closed}'",
+            Class::FeeMismatch.as_str()
+        )),
+        sum(format!(
+            "class = '{}' AND status <> '{closed}' AND EXISTS (SELECT 1 FROM provider_tasks t \
+               WHERE t.payment_no = discrepancies.payment_no AND t.kind = '{}' AND t.status = 'PENDING')",
+            Class::StatusLag.as_str(),
+            super::tasks::RECON_REPAIR
+        )),
+    ))
+    .bind(provider)
+    .bind(date)
+    .fetch_one(e)
+    .await
+}
+
+/// The amount of a provider's open tickets of a business day, per
+/// currency, in minor units: ours where we have it, else the provider's.
+pub async fn open_amounts_of_day<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT COALESCE(local_currency, provider_currency) AS currency, \
+           CAST(SUM(COALESCE(local_amount_minor, provider_amount_minor)) AS BIGINT) AS amount \
+         FROM discrepancies WHERE provider = $1 AND business_date = $2 AND status <> 'CLOSED' \
+           AND COALESCE(local_currency, provider_currency) IS NOT NULL \
+         GROUP BY COALESCE(local_currency, provider_currency) ORDER BY 1",
+    )
+    .bind(provider)
+    .bind(date)
+    .fetch_all(e)
+    .await
 }
 
 /// [`count_open_of_day`], on SQLite counted on a read-only connection of

@@ -1,6 +1,7 @@
 //! The SLA pass: every open ticket past its class's hours raises one
 //! `sla_overdue` alert, once. The worker runs it on the statement
-//! schedule's beat; tests call it with a moved clock.
+//! schedule's beat; tests call it with a moved clock. Closing the ticket
+//! resolves its alert (`store::tickets::move_ticket`).
 
 use crate::engine::Engine;
 use crate::store::alerts::{NewAlert, raise_alert};
@@ -10,10 +11,9 @@ use serde_json::json;
 /// Tickets read per query of a pass.
 pub const SLA_PER_QUERY: i64 = 200;
 
-/// The dedupe key of a ticket's SLA alert.
-pub fn sla_key(ticket_id: &str) -> String {
-    format!("sla:{ticket_id}")
-}
+/// The dedupe key of a ticket's SLA alert: the ticket closing resolves
+/// the alert by it.
+pub use crate::store::alerts::sla_key;
 
 /// Raises the alert of every open ticket past its SLA at `now` that has
 /// none yet; returns how many were raised. Each ticket is marked and its

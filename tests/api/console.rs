@@ -332,6 +332,14 @@ async fn the_dashboard_says_what_the_database_says(b: Backend) {
         Some(statement_rows + local_without_row)
     );
     assert_eq!(f["matched"].as_i64(), Some(2));
+    // Each record in one figure: they add up, nothing to explain.
+    let n = |k: &str| f[k].as_i64().unwrap();
+    assert_eq!(
+        n("to_process"),
+        n("matched") + n("pending") + n("repaired") + n("unknown"),
+        "{f}"
+    );
+    assert_eq!(f["differences"], serde_json::json!([]), "{f}");
     assert_eq!(
         classes.iter().map(|c| c.1).sum::<i64>(),
         statement_rows + local_without_row
@@ -371,13 +379,18 @@ async fn the_dashboard_says_what_the_database_says(b: Backend) {
     assert_eq!(trend[29]["day"], day.as_str());
     assert_eq!(trend[29]["matched"].as_i64(), f["matched"].as_i64());
     assert_eq!(trend[28]["reconciled"], false);
-    // The LOCAL_ONLY alert is open, oldest first.
-    let alerts: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM alerts WHERE acknowledged_at IS NULL")
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    // The LOCAL_ONLY alert is open, counted by its kind.
+    let alerts: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM alerts WHERE acknowledged_at IS NULL AND resolved_at IS NULL",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
     assert_eq!(dash["open_alerts"].as_i64(), Some(alerts));
+    assert!(
+        dash["alerts_by_kind"].to_string().contains("local_only"),
+        "{dash}"
+    );
     // The page renders the same numbers, with the chart, without JavaScript.
     let html = d
         .olga
@@ -524,9 +537,12 @@ async fn callback_details_show_no_secret_and_alerts_are_acknowledged(b: Backend)
         )
         .await;
     assert_eq!(status, 200);
-    let (_, open) = d.call(&d.olga, "alerts/list", &[("open", "true")]).await;
+    let (_, open) = d
+        .call(&d.olga, "alerts/list", &[("filter[state]", "open")])
+        .await;
     assert!(
-        open.as_array()
+        open["items"]
+            .as_array()
             .unwrap()
             .iter()
             .all(|a| a["id"] != alert.as_str())
@@ -817,6 +833,7 @@ async fn every_list_answers_an_empty_filter(b: Backend) {
         ("payments/list", &d.olga),
         ("outbox/list", &d.olga),
         ("refused/list", &d.olga),
+        ("alerts/list", &d.olga),
         ("audit/list", &d.sam),
     ] {
         let (status, page) = d.call(who, endpoint, &[]).await;

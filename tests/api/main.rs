@@ -6,6 +6,7 @@ mod helpers;
 
 mod ageing;
 mod alert_channels;
+mod alerts;
 mod alipay;
 mod assets;
 mod auth;

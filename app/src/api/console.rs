@@ -3,8 +3,9 @@
 //! operators and supervisors.
 
 use crate::console::{
-    AlertRow, CallbackDetail, CallbackFilter, CallbackPage, Dashboard as DashboardData,
-    PaymentFilter, PaymentPage, PaymentView, ReplayJob, RunPage,
+    Acknowledged, AlertFilter, AlertPage, ApprovalQueue, CallbackDetail, CallbackFilter,
+    CallbackPage, Dashboard as DashboardData, PaymentFilter, PaymentPage, PaymentView, ReplayJob,
+    RunPage,
 };
 use crate::error::AppError;
 use crate::tickets::ActionResult;
@@ -127,13 +128,13 @@ pub async fn resume_run(id: String) -> Result<(), AppError> {
     .await
 }
 
-/// `open`: only those not yet acknowledged.
+/// Alerts newest first, a page at a time, as `filter` says.
 #[server(endpoint = "alerts/list")]
-pub async fn list_alerts(open: bool) -> Result<Vec<AlertRow>, AppError> {
+pub async fn list_alerts(#[server(default)] filter: AlertFilter) -> Result<AlertPage, AppError> {
     respond(async {
         let desk = console()?;
         guard(Role::ALL).await?;
-        desk.alerts(open).await
+        desk.alerts(&filter.cleaned()).await
     })
     .await
 }
@@ -144,6 +145,32 @@ pub async fn acknowledge_alert(id: String, comment: String) -> Result<(), AppErr
         let desk = console()?;
         let caller = guard(WORK).await?;
         desk.acknowledge_alert(&caller.user, &id, &comment).await
+    })
+    .await
+}
+
+/// Acknowledges the ticked alerts (`ids`) with one comment, each audited;
+/// those no longer open are left and named.
+#[server(endpoint = "alerts/acknowledge-many")]
+pub async fn acknowledge_alerts(
+    #[server(default)] ids: Vec<String>,
+    comment: String,
+) -> Result<Acknowledged, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.acknowledge_alerts(&caller.user, &ids, &comment).await
+    })
+    .await
+}
+
+/// What waits for the viewer's decision; supervisors only.
+#[server(endpoint = "approvals/queue")]
+pub async fn waiting_for_me() -> Result<ApprovalQueue, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(super::tickets::DECIDE).await?;
+        desk.approval_queue(&caller.user).await
     })
     .await
 }

@@ -1,14 +1,16 @@
 //! The landing page: one business day (default yesterday, in the business
-//! time zone) for one provider or all — to process, matched, pending,
-//! repaired, still unknown, counts per class, each a link to the list
-//! behind it; a 30-day trend drawn as SVG on the server (readable without
-//! JavaScript); the day's callbacks; the open alerts, oldest first; the
-//! providers whose statement of the day is alerted missing.
+//! time zone) for one provider or all, with the days before and after — to
+//! process, matched, pending, repaired, still unknown, as of when they were
+//! read, and whether they add up (or why not), the day's money beside
+//! them, counts per class, each a link to the list behind it; a 30-day
+//! trend drawn as SVG on the server (readable without JavaScript); the
+//! day's callbacks; the open alerts counted by kind; the providers whose
+//! statement of the day is alerted missing; a supervisor's queue.
 
-use super::{ErrorNote, Frame, Viewer};
-use crate::api::load_dashboard;
-use crate::console::{Dashboard, TrendPoint};
-use crate::format::utc_minutes;
+use super::cells::AmountCell;
+use super::{ErrorNote, Frame, Viewer, shown};
+use crate::api::{load_dashboard, waiting_for_me};
+use crate::console::{Dashboard, DayFigures, TrendPoint};
 use crate::i18n::{Msg, tr};
 use crate::tickets::encode;
 use crate::types::{Lang, Role};
@@ -79,8 +81,14 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
         .p99_ms
         .map(|m| format!("{m:.0} ms"))
         .unwrap_or_else(|| "—".into());
+    let day_link = |to: &str| format!("/?day={to}{}", p("provider"));
     view! {
         <h1>{Msg::Dashboard.text(lang)} " · " <span id="dash-day">{d.day.clone()}</span></h1>
+        <p class="row" id="day-nav">
+            <a id="prev-day" href=day_link(&d.prev_day)>{format!("← {}", d.prev_day)}</a>
+            " "
+            <a id="next-day" href=day_link(&d.next_day)>{format!("{} →", d.next_day)}</a>
+        </p>
         <form method="get" action="/" class="row card" id="dash-filters">
             <label>{Msg::BusinessDay.text(lang)}<input type="date" name="day" id="d-day" value=d.day.clone()/></label>
             <label>{Msg::Provider.text(lang)}
@@ -101,6 +109,28 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
             {figure("fig-repaired", tr(lang, "repaired", "已自动修复"), f.repaired, tickets("&class=STATUS_LAG&status=CLOSED"))}
             {figure("fig-unknown", tr(lang, "still unknown", "仍未明"), f.unknown, tickets("&status=ACTIVE"))}
         </section>
+        <p class="hint" id="as-of">{tr(lang, "Figures as of", "数据截至")} " " {d.as_of.clone()}</p>
+        <Reconciled f=f.clone() lang=lang/>
+        {(!d.money.is_empty()).then(|| view! {
+            <table class="grid compact" id="day-money">
+                <thead><tr>
+                    <th>{tr(lang, "Currency", "币种")}</th>
+                    <th class="amount">{Msg::Gross.text(lang)}</th>
+                    <th class="amount">{Msg::Net.text(lang)}</th>
+                    <th class="amount">{tr(lang, "Still unknown (open tickets)", "仍未明金额（未结工单）")}</th>
+                </tr></thead>
+                <tbody>
+                    {d.money.iter().map(|m| view! {
+                        <tr data-currency=m.currency.clone()>
+                            <td>{m.currency.clone()}</td>
+                            <AmountCell amount=Some(m.gross.clone())/>
+                            <AmountCell amount=Some(m.net.clone())/>
+                            <AmountCell amount=Some(m.unknown.clone())/>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        })}
         {f.runs.is_empty().then(|| view! {
             <p class="hint" id="no-run">{tr(lang, "No completed reconciliation run for this day yet.", "该业务日尚无完成的对账批次。")}</p>
         })}
@@ -138,18 +168,116 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
                 <dt>{tr(lang, "p99 receipt → processed", "p99 接收至处理完成")}</dt><dd id="cb-p99">{p99}</dd>
             </dl>
         </section>
+        <QueueCard lang=lang/>
         <section class="card" id="open-alerts">
-            <h2>{tr(lang, "Open alerts", "未处理告警")} " (" {d.open_alerts} ") " <a href="/alerts">{tr(lang, "all alerts →", "全部告警 →")}</a></h2>
-            <ul>
-                {d.alerts.iter().map(|a| view! {
-                    <li class=format!("alert-{}", a.severity)>
-                        <span class="muted">{utc_minutes(a.created_at)} " · " {a.severity.clone()} " · " {a.kind.clone()}</span> " "
-                        {a.message.clone()}
-                    </li>
+            <h2>{tr(lang, "Open alerts", "未处理告警")} " (" <span id="open-alert-count">{d.open_alerts}</span> ") "
+                <a href="/alerts?state=open">{tr(lang, "all open alerts →", "全部未处理告警 →")}</a></h2>
+            {d.alerts_by_kind.is_empty().then(|| view! { <p class="hint">{tr(lang, "No alert is open.", "没有未处理的告警。")}</p> })}
+            <p class="classes" id="alert-kinds">
+                {d.alerts_by_kind.iter().map(|(kind, n)| view! {
+                    <a class="count" data-kind=kind.clone() href=format!("/alerts?kind={}&state=open", encode(kind))>
+                        {kind.clone()} " " <strong>{*n}</strong>
+                    </a>
                 }).collect_view()}
-            </ul>
+            </p>
         </section>
     }
+}
+
+/// Whether to process = matched + pending + repaired + unknown; if not,
+/// each reason with what it makes of the difference.
+#[component]
+fn Reconciled(f: DayFigures, lang: Lang) -> impl IntoView {
+    let sum = f.accounted();
+    let parts = format!(
+        "{} {} + {} {} + {} {} + {} {}",
+        tr(lang, "matched", "已匹配"),
+        f.matched,
+        tr(lang, "pending", "待定"),
+        f.pending,
+        tr(lang, "repaired", "已自动修复"),
+        f.repaired,
+        tr(lang, "still unknown", "仍未明"),
+        f.unknown,
+    );
+    let to_process = format!("{} {}", tr(lang, "to process", "待核对"), f.to_process);
+    let formula = if sum == f.to_process {
+        format!("{to_process} = {parts}")
+    } else {
+        format!("{to_process} ≠ {parts} = {sum}")
+    };
+    let reason = move |code: &str| match code {
+        "decided" => tr(
+            lang,
+            "tickets of the day closed other than by this run's automatic repair (decided by people, or by a later statement)",
+            "当日工单已关闭（由人工决定或后续账单关闭，非本批次自动修复）",
+        ),
+        "duplicate_rows" => tr(
+            lang,
+            "DUPLICATE rows beyond the one ticket they share",
+            "重复行中多于其共用工单的行数",
+        ),
+        "fee_tickets" => tr(
+            lang,
+            "open FEE_MISMATCH tickets on rows that matched (counted twice)",
+            "已匹配行上未结的手续费差异工单（重复计数）",
+        ),
+        "awaiting_repair" => tr(
+            lang,
+            "open STATUS_LAG tickets whose automatic repair is queued (pending and unknown both)",
+            "自动修复排队中的状态滞后工单（同时计入待定与仍未明）",
+        ),
+        _ => tr(lang, "not explained by the above", "以上原因未能解释的部分"),
+    };
+    let adds_up = sum == f.to_process;
+    let explained = !f.differences.is_empty();
+    let class = if adds_up {
+        "reconciled ok"
+    } else {
+        "reconciled differs"
+    };
+    view! {
+        <section class=class id="reconciled" data-adds-up=adds_up.to_string()>
+            <p id="identity">{formula}</p>
+            {explained.then(|| view! {
+                <p>{tr(lang, "The difference, by reason (what each adds to the four figures):", "差额及其原因（各项计入上述四个数的数量）：")}</p>
+                <ul id="differences">
+                    {f.differences.iter().map(|(code, n)| view! {
+                        <li data-reason=code.clone()>{reason(code)} ": " <strong>{format!("{n:+}")}</strong></li>
+                    }).collect_view()}
+                </ul>
+            })}
+        </section>
+    }
+}
+
+/// A supervisor's queue: how many proposals of others wait for them, the
+/// oldest, the next to expire.
+#[component]
+fn QueueCard(lang: Lang) -> impl IntoView {
+    let Viewer { user, .. } = expect_context::<Viewer>();
+    if user.role != Role::Supervisor {
+        return ().into_any();
+    }
+    let queue = Resource::new(|| (), |_| waiting_for_me());
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                shown(queue.await.map(|q| view! {
+                    <section class="card" id="queue-card">
+                        <h2>{Msg::WaitingForYou.text(lang)} " " <a href="/approvals" id="queue-count">{q.waiting}</a></h2>
+                        <dl class="facts">
+                            <dt>{tr(lang, "oldest waiting since", "最早的提议于")}</dt>
+                            <dd id="queue-oldest">{q.oldest.clone().unwrap_or_else(|| "—".into())}</dd>
+                            <dt>{tr(lang, "next expiry", "最近到期")}</dt>
+                            <dd id="queue-expiry">{q.next_expiry.clone().unwrap_or_else(|| "—".into())}</dd>
+                        </dl>
+                    </section>
+                }), lang)
+            })}
+        </Transition>
+    }
+    .into_any()
 }
 
 /// Matched, pending and unknown per day as three lines; axes, labels and

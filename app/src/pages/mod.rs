@@ -22,7 +22,7 @@ mod ticket;
 mod tickets;
 mod users;
 
-use crate::api::{Login, Logout, SetLanguage, whoami};
+use crate::api::{Login, Logout, SetLanguage, waiting_for_me, whoami};
 use crate::error::AppError;
 use crate::filter::QueryFilter;
 use crate::i18n::{Msg, error_text, role_name, tr};
@@ -207,7 +207,10 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <A href="/payments" attr:id="nav-payments">{Msg::Payments.text(lang)}</A>
                 <A href="/runs" attr:id="nav-runs">{tr(lang, "Runs", "对账批次")}</A>
                 <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
-                <A href="/approvals" attr:id="nav-approvals">{Msg::Approvals.text(lang)}</A>
+                <A href="/approvals" attr:id="nav-approvals">
+                    {Msg::Approvals.text(lang)}
+                    {(user.role == Role::Supervisor).then(|| view! { <QueueBadge lang=lang/> })}
+                </A>
                 <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
                 <A href="/outbox" attr:id="nav-outbox">{Msg::Outbox.text(lang)}</A>
                 <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
@@ -224,6 +227,26 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                 <button type="submit" id="sign-out">{Msg::SignOut.text(lang)}</button>
             </ActionForm>
         </header>
+    }
+}
+
+/// How many proposals of others wait for this supervisor's decision.
+#[component]
+fn QueueBadge(lang: Lang) -> impl IntoView {
+    let queue = Resource::new(|| (), |_| waiting_for_me());
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                queue.await.ok().map(|q| {
+                    let title = format!("{}: {}", Msg::WaitingForYou.text(lang), q.waiting);
+                    let class = if q.waiting > 0 { "badge" } else { "badge zero" };
+                    view! {
+                        " " <span id="queue-badge" class=class
+                            title=title.clone() aria-label=title>{q.waiting}</span>
+                    }
+                })
+            })}
+        </Transition>
     }
 }
 

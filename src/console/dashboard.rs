@@ -171,10 +171,10 @@ impl Desk {
         })
     }
 
-    /// Why the day's figures do not add up (`to_process` against matched
-    /// + pending + repaired + unknown), each reason with what it makes of
-    /// the difference; empty when they add up. What no reason explains is
-    /// `other`.
+    /// Why the day's figures do not add up (`to_process` against the sum
+    /// of matched, pending, repaired and unknown), each reason with what it
+    /// makes of the difference; empty when they add up. What no reason
+    /// explains is `other`.
     async fn differences(
         &self,
         figures: &DayFigures,

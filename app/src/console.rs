@@ -186,6 +186,8 @@ pub struct Dashboard {
     pub next_day: String,
     /// The day's money per currency, beside the counts.
     pub money: Vec<DashMoney>,
+    /// What waits for the viewer's decision, for a supervisor.
+    pub queue: Option<ApprovalQueue>,
     /// Open alerts by kind, and how many there are in all.
     pub alerts_by_kind: Vec<(String, i64)>,
     pub open_alerts: i64,

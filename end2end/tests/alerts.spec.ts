@@ -91,6 +91,9 @@ test('alerts are filtered, two acknowledged at once after a confirmation; the da
   await expect(olivia.locator('#queue-badge')).toHaveCount(0);
   await olivia.close();
 
+  // A page that fails to hydrate stops answering clicks: none may.
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
   await signIn(page, 'sam', PASSWORD);
   await expect(page.locator('#who')).toContainText('sam');
   await page.goto('/');
@@ -150,4 +153,5 @@ test('alerts are filtered, two acknowledged at once after a confirmation; the da
   await count.click();
   await expect(page).toHaveURL(new RegExp(`/alerts\\?kind=${kind}&state=open`));
   await expect(page.locator('#alerts tbody tr')).toHaveCount(2);
+  expect(errors).toEqual([]);
 });

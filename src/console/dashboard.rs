@@ -153,6 +153,7 @@ impl Desk {
             prev_day,
             next_day,
             money,
+            queue: None,
             alerts_by_kind,
             failing_sinks,
             refused_24h,

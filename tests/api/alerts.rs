@@ -487,6 +487,9 @@ async fn a_supervisor_sees_what_waits_for_them_not_their_own(b: Backend) {
     // An operator decides nothing: refused.
     let (status, _) = queue(&d.olga).await;
     assert_eq!(status, 403);
+    // The dashboard carries the viewer's queue, for supervisors only.
+    assert_eq!(d.dashboard(&d.sue, &day).await["queue"], sue);
+    assert_eq!(d.dashboard(&d.olga, &day).await["queue"], Value::Null);
 
     // The top bar carries the count, on any page, for supervisors only.
     let page = |who: &reqwest::Client| {

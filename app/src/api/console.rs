@@ -27,8 +27,14 @@ pub async fn load_dashboard(
 ) -> Result<DashboardData, AppError> {
     respond(async {
         let desk = console()?;
-        guard(Role::ALL).await?;
-        desk.dashboard(day.as_deref(), provider.as_deref()).await
+        let caller = guard(Role::ALL).await?;
+        let mut dashboard = desk.dashboard(day.as_deref(), provider.as_deref()).await?;
+        // A supervisor's own queue, read with the page (not a second
+        // request the page would wait for).
+        if caller.user.role == Role::Supervisor {
+            dashboard.queue = Some(desk.approval_queue(&caller.user).await?);
+        }
+        Ok(dashboard)
     })
     .await
 }

@@ -8,9 +8,9 @@
 //! statement of the day is alerted missing; a supervisor's queue.
 
 use super::cells::AmountCell;
-use super::{ErrorNote, Frame, Viewer, shown};
-use crate::api::{load_dashboard, waiting_for_me};
-use crate::console::{Dashboard, DayFigures, TrendPoint};
+use super::{ErrorNote, Frame, Viewer};
+use crate::api::load_dashboard;
+use crate::console::{ApprovalQueue, Dashboard, DayFigures, TrendPoint};
 use crate::i18n::{Msg, tr};
 use crate::tickets::encode;
 use crate::types::{Lang, Role};
@@ -110,7 +110,7 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
             {figure("fig-unknown", tr(lang, "still unknown", "仍未明"), f.unknown, tickets("&status=ACTIVE"))}
         </section>
         <p class="hint" id="as-of">{tr(lang, "Figures as of", "数据截至")} " " {d.as_of.clone()}</p>
-        <Reconciled f=f.clone() lang=lang/>
+        {(!f.runs.is_empty()).then(|| view! { <Reconciled f=f.clone() lang=lang/> })}
         {(!d.money.is_empty()).then(|| view! {
             <table class="grid compact" id="day-money">
                 <thead><tr>
@@ -168,7 +168,7 @@ fn Body(d: Dashboard, lang: Lang) -> impl IntoView {
                 <dt>{tr(lang, "p99 receipt → processed", "p99 接收至处理完成")}</dt><dd id="cb-p99">{p99}</dd>
             </dl>
         </section>
-        <QueueCard lang=lang/>
+        {d.queue.clone().map(|q| view! { <QueueCard q=q lang=lang/> })}
         <section class="card" id="open-alerts">
             <h2>{tr(lang, "Open alerts", "未处理告警")} " (" <span id="open-alert-count">{d.open_alerts}</span> ") "
                 <a href="/alerts?state=open">{tr(lang, "all open alerts →", "全部未处理告警 →")}</a></h2>
@@ -254,30 +254,18 @@ fn Reconciled(f: DayFigures, lang: Lang) -> impl IntoView {
 /// A supervisor's queue: how many proposals of others wait for them, the
 /// oldest, the next to expire.
 #[component]
-fn QueueCard(lang: Lang) -> impl IntoView {
-    let Viewer { user, .. } = expect_context::<Viewer>();
-    if user.role != Role::Supervisor {
-        return ().into_any();
-    }
-    let queue = Resource::new(|| (), |_| waiting_for_me());
+fn QueueCard(q: ApprovalQueue, lang: Lang) -> impl IntoView {
     view! {
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                shown(queue.await.map(|q| view! {
-                    <section class="card" id="queue-card">
-                        <h2>{Msg::WaitingForYou.text(lang)} " " <a href="/approvals" id="queue-count">{q.waiting}</a></h2>
-                        <dl class="facts">
-                            <dt>{tr(lang, "oldest waiting since", "最早的提议于")}</dt>
-                            <dd id="queue-oldest">{q.oldest.clone().unwrap_or_else(|| "—".into())}</dd>
-                            <dt>{tr(lang, "next expiry", "最近到期")}</dt>
-                            <dd id="queue-expiry">{q.next_expiry.clone().unwrap_or_else(|| "—".into())}</dd>
-                        </dl>
-                    </section>
-                }), lang)
-            })}
-        </Transition>
+        <section class="card" id="queue-card">
+            <h2>{Msg::WaitingForYou.text(lang)} " " <a href="/approvals" id="queue-count">{q.waiting}</a></h2>
+            <dl class="facts">
+                <dt>{tr(lang, "oldest waiting since", "最早的提议于")}</dt>
+                <dd id="queue-oldest">{q.oldest.clone().unwrap_or_else(|| "—".into())}</dd>
+                <dt>{tr(lang, "next expiry", "最近到期")}</dt>
+                <dd id="queue-expiry">{q.next_expiry.clone().unwrap_or_else(|| "—".into())}</dd>
+            </dl>
+        </section>
     }
-    .into_any()
 }
 
 /// Matched, pending and unknown per day as three lines; axes, labels and

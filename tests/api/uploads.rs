@@ -46,8 +46,12 @@ impl EngineApp {
             .await
             .unwrap();
         assert_eq!(res.status(), 303);
-        let to = res.headers()["location"].to_str().unwrap();
-        percent_encoding::percent_decode_str(to)
+        // The address as a person reads it: form-encoded ('+' a space).
+        let to = res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .replace('+', " ");
+        percent_encoding::percent_decode_str(&to)
             .decode_utf8_lossy()
             .into_owned()
     }

@@ -57,7 +57,8 @@ pub fn amount_parts(text: &str) -> (&str, &str) {
     }
 }
 
-/// ISO 4217 codes the console knows, with their minor-unit exponents.
+/// ISO 4217 codes Reckon knows, with their minor-unit exponents: the one
+/// table, shared by the server's money and the console's formatting.
 pub const CURRENCY_EXPONENTS: &[(&str, u8)] = &[
     ("AED", 2),
     ("ARS", 2),

@@ -6,7 +6,7 @@
 //! party's name as `Dbtr/Nm` or `Dbtr/Pty/Nm` — both shapes are read.
 
 use super::{BankEntry, Direction, ParsedStatement};
-use crate::domain::{Currency, Money};
+use crate::domain::{Currency, Money, quote};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -170,7 +170,7 @@ fn day(d: Option<&DateChoice>) -> Option<Result<String, String>> {
     Some(
         head.parse::<jiff::civil::Date>()
             .map(|d| d.to_string())
-            .map_err(|_| format!("{raw:?} is not an ISO date")),
+            .map_err(|_| format!("{} is not an ISO date", quote(raw))),
     )
 }
 
@@ -187,7 +187,8 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
         && !ns.contains("camt.053.001.")
     {
         return Err(format!(
-            "the document's namespace is {ns:?}, not a camt.053 statement (urn:iso:std:iso:20022:tech:xsd:camt.053.001.NN)"
+            "the document's namespace is {}, not a camt.053 statement (urn:iso:std:iso:20022:tech:xsd:camt.053.001.NN)",
+            quote(ns)
         ));
     }
     let Some(statement) = doc.statement else {
@@ -228,7 +229,7 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
                     out.skipped += 1;
                     continue;
                 }
-                Some(other) => return Err(format!("{at}: unknown entry status {other:?}")),
+                Some(other) => return Err(format!("{at}: unknown entry status {}", quote(other))),
             }
             line_no += 1;
             out.entries
@@ -240,19 +241,26 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
 
 fn entry(ntry: &Ntry, line_no: i64) -> Result<BankEntry, String> {
     let amt = ntry.amt.as_ref().ok_or("no Amt")?;
-    let currency = Currency::parse(&amt.ccy).map_err(|e| format!("Amt@Ccy {:?}: {e}", amt.ccy))?;
+    let currency =
+        Currency::parse(&amt.ccy).map_err(|e| format!("Amt@Ccy {}: {e}", quote(&amt.ccy)))?;
     let money = Money::parse_major(&amt.value, currency)
-        .map_err(|e| format!("Amt {:?}: {e}", amt.value))?;
+        .map_err(|e| format!("Amt {}: {e}", quote(&amt.value)))?;
     if money.minor < 0 {
         return Err(format!(
-            "Amt {:?} is negative; camt.053 states the direction in CdtDbtInd",
-            amt.value
+            "Amt {} is negative; camt.053 states the direction in CdtDbtInd",
+            quote(&amt.value)
         ));
     }
     let direction = match ntry.cdt_dbt_ind.as_deref().map(str::trim) {
         Some("CRDT") => Direction::Credit,
         Some("DBIT") => Direction::Debit,
-        other => return Err(format!("CdtDbtInd {other:?} is neither CRDT nor DBIT")),
+        Some(other) => {
+            return Err(format!(
+                "CdtDbtInd {} is neither CRDT nor DBIT",
+                quote(other)
+            ));
+        }
+        None => return Err("no CdtDbtInd: neither CRDT nor DBIT".into()),
     };
     let booked_on = day(ntry.booked.as_ref())
         .or_else(|| day(ntry.value.as_ref()))

@@ -7,7 +7,7 @@
 //! such as `date=Buchungstag;amount=Betrag;direction=Soll/Haben`.
 
 use super::{BankEntry, Direction, ParsedStatement};
-use crate::domain::{Currency, Money};
+use crate::domain::{Currency, Money, quote};
 use crate::statement::csv::split_owned;
 
 /// Which header each field is read from.
@@ -43,7 +43,8 @@ impl Columns {
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((field, header)) = part.split_once('=') else {
                 return Err(format!(
-                    "{part:?} in the CSV mapping is not field=Header (fields: date, amount, currency, reference, counterparty, direction)"
+                    "{} in the CSV mapping is not field=Header (fields: date, amount, currency, reference, counterparty, direction)",
+                    quote(part)
                 ));
             };
             let header = header.trim().to_owned();
@@ -56,7 +57,8 @@ impl Columns {
                 "direction" => c.direction = (!header.is_empty()).then_some(header),
                 other => {
                     return Err(format!(
-                        "unknown field {other:?} in the CSV mapping (fields: date, amount, currency, reference, counterparty, direction)"
+                        "unknown field {} in the CSV mapping (fields: date, amount, currency, reference, counterparty, direction)",
+                        quote(other)
                     ));
                 }
             }
@@ -95,8 +97,9 @@ pub fn parse(bytes: &[u8], columns: &Columns) -> Result<ParsedStatement, String>
             .position(|h| h.trim() == name)
             .ok_or_else(|| {
                 format!(
-                    "the CSV has no column {name:?} (its header: {}); give the mapping, e.g. date=Booking date;amount=Amount",
-                    header.join(", ")
+                    "the CSV has no column {} (its header: {}); give the mapping, e.g. date=Booking date;amount=Amount",
+                    quote(name),
+                    quote(&header.join(", "))
                 )
             })
     };
@@ -123,7 +126,7 @@ pub fn parse(bytes: &[u8], columns: &Columns) -> Result<ParsedStatement, String>
         let get = |at: usize| f[at].trim();
         let booked_on = get(at_date)
             .parse::<jiff::civil::Date>()
-            .map_err(|_| format!("line {n}: date {:?} is not YYYY-MM-DD", get(at_date)))?
+            .map_err(|_| format!("line {n}: date {} is not YYYY-MM-DD", quote(get(at_date))))?
             .to_string();
         let currency =
             Currency::parse(get(at_currency)).map_err(|e| format!("line {n}: currency: {e}"))?;
@@ -133,14 +136,14 @@ pub fn parse(bytes: &[u8], columns: &Columns) -> Result<ParsedStatement, String>
             Some(at) => {
                 if money.minor < 0 {
                     return Err(format!(
-                        "line {n}: amount {:?} is negative while the direction column gives the direction",
-                        get(at_amount)
+                        "line {n}: amount {} is negative while the direction column gives the direction",
+                        quote(get(at_amount))
                     ));
                 }
                 direction_of(get(at)).ok_or_else(|| {
                     format!(
-                        "line {n}: {:?} is neither credit nor debit (C/D, CRDT/DBIT, H/S)",
-                        get(at)
+                        "line {n}: {} is neither credit nor debit (C/D, CRDT/DBIT, H/S)",
+                        quote(get(at))
                     )
                 })?
             }

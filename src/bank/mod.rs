@@ -10,7 +10,7 @@ pub mod camt;
 pub mod csv;
 pub mod matching;
 
-use crate::domain::{Class, Money, Severity};
+use crate::domain::{Class, Money, Severity, clip, quote};
 use crate::engine::Engine;
 use crate::providers::PayoutSeen;
 use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
@@ -203,8 +203,55 @@ fn parse(imp: &BankImport<'_>) -> Result<ParsedStatement, String> {
             imp.bytes,
             &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?,
         ),
-        Some(other) => Err(format!("unknown format {other:?}: camt053 or csv")),
+        Some(other) => Err(format!("unknown format {}: camt053 or csv", quote(other))),
     }
+}
+
+/// The longest reference a statement may give (camt.053's are 35
+/// characters): what a provider's ids may be.
+const MAX_REF: usize = crate::statement::MAX_ID;
+/// The longest remittance or counterparty text (camt.053's are 140
+/// characters a line, a few lines at most).
+const MAX_TEXT: usize = 1024;
+
+/// Refuses a statement holding a reference or text longer than any bank
+/// writes, so what is stored, and every page that lists it, stays small.
+fn bounded(parsed: &ParsedStatement) -> Result<(), String> {
+    let place = if parsed.format == "csv" {
+        "line"
+    } else {
+        "entry"
+    };
+    let whole = [
+        ("account", &parsed.account),
+        ("reference", &parsed.bank_ref),
+    ];
+    for (name, value) in whole {
+        if let Some(v) = value.as_deref().filter(|v| v.len() > MAX_REF) {
+            return Err(format!(
+                "the statement's {name} {} is longer than {MAX_REF} bytes",
+                quote(v)
+            ));
+        }
+    }
+    for e in &parsed.entries {
+        let fields = [
+            ("bank reference", e.bank_ref.as_deref(), MAX_REF),
+            ("end-to-end id", e.end_to_end_id.as_deref(), MAX_REF),
+            ("remittance", e.remittance.as_deref(), MAX_TEXT),
+            ("counterparty", e.counterparty.as_deref(), MAX_TEXT),
+        ];
+        for (name, value, max) in fields {
+            if let Some(v) = value.filter(|v| v.len() > max) {
+                return Err(format!(
+                    "{place} {}: {name} {} is longer than a bank writes ({max} bytes at most)",
+                    e.line_no,
+                    quote(v)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads and stores a bank statement (whole, or nothing when it cannot be
@@ -220,7 +267,10 @@ pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, Ba
             matching: MatchFigures::default(),
         });
     }
-    let parsed = parse(&imp).map_err(BankError::Refused)?;
+    // A parser's own message may carry what it read: kept short whatever.
+    let parsed = parse(&imp)
+        .and_then(|p| bounded(&p).map(|()| p))
+        .map_err(|e| BankError::Refused(clip(&e, 2048).into_owned()))?;
     if parsed.entries.is_empty() {
         return Err(BankError::Refused(
             "the statement holds no booked entry".into(),

@@ -373,6 +373,46 @@ async fn a_malformed_bank_statement_is_refused_and_nothing_is_stored(b: Backend)
     assert!(payout_states(app).await.iter().all(|(_, s)| s == "PENDING"));
 }
 
+/// A field of megabytes is refused with a short quote of it, whichever
+/// field and format: the answer stays small and nothing is stored.
+async fn a_huge_field_is_refused_with_a_short_quote(b: Backend) {
+    let s = stripe_with_payouts(b).await;
+    let app = &s.app;
+    let token = token(app).await;
+    let huge = "x".repeat(5 * 1024 * 1024);
+    let header = "date,amount,currency,reference,counterparty,direction\n";
+    let cases = [
+        (
+            "reference.csv",
+            format!("{header}2026-12-03,10.00,EUR,{huge},Stripe,C\n"),
+            "line 2: remittance \"xxx",
+        ),
+        (
+            "date.csv",
+            format!("{header}{huge},10.00,EUR,po_1,Stripe,C\n"),
+            "line 2: date \"xxx",
+        ),
+        (
+            "amount.xml",
+            String::from_utf8(fixture("camt053_v02_stripe.xml"))
+                .unwrap()
+                .replacen(">777.77<", &format!(">{huge}<"), 1),
+            "Stmt 1 Ntry 4: Amt \"xxx",
+        ),
+    ];
+    for (name, file, start) in cases {
+        let res = upload(app, &token, name, file.into_bytes()).await;
+        assert_eq!(res.status(), 400, "{name}");
+        let body: Value = res.json().await.unwrap();
+        let error = body["error"].as_str().unwrap();
+        assert!(error.starts_with(start), "{name}: {error}");
+        assert!(error.contains("(5,242,880 bytes)"), "{name}: {error}");
+        assert!(error.len() < 400, "{name}: {} bytes", error.len());
+    }
+    assert_eq!(count(app, "bank_statements").await, 0);
+    assert_eq!(count(app, "bank_entries").await, 0);
+}
+
 async fn a_bank_csv_imported_by_the_cli_matches_through_its_column_mapping(b: Backend) {
     let app = spawn_app_with(
         b,
@@ -545,5 +585,6 @@ both_databases!(
     a_bank_statement_is_imported_from_the_bank_page,
     a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome,
     a_malformed_bank_statement_is_refused_and_nothing_is_stored,
+    a_huge_field_is_refused_with_a_short_quote,
     a_bank_csv_imported_by_the_cli_matches_through_its_column_mapping,
 );

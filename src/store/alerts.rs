@@ -257,6 +257,27 @@ pub async fn resolve_for_ticket(
     Ok(done.rows_affected())
 }
 
+/// Lifts the resolution [`resolve_for_ticket`] gave the alerts of ticket
+/// `ticket_id` once it is open again (a bulk close undone): its cause is
+/// back, so they stand as they stood before, acknowledged or not.
+pub async fn reopen_for_ticket(
+    conn: &mut sqlx::AnyConnection,
+    ticket_id: &str,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE alerts SET resolved_at = NULL, resolved_reason = NULL \
+         WHERE resolved_reason = $1 \
+           AND dedupe_key IN ($2, (SELECT dedupe_key FROM discrepancies WHERE discrepancy_id = $3)) \
+           AND EXISTS (SELECT 1 FROM discrepancies WHERE discrepancy_id = $3 AND status <> 'CLOSED')",
+    )
+    .bind(TICKET_CLOSED)
+    .bind(sla_key(ticket_id))
+    .bind(ticket_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

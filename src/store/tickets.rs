@@ -312,6 +312,10 @@ pub async fn move_ticket(conn: &mut AnyConnection, id: &str, m: &Move<'_>) -> sq
     if moved > 0 && m.to == TicketStatus::Closed {
         super::alerts::resolve_for_ticket(conn, id, m.now).await?;
     }
+    // Reopened, it is a cause again: so are the alerts its close resolved.
+    if moved > 0 && m.from.contains(&TicketStatus::Closed) && m.to != TicketStatus::Closed {
+        super::alerts::reopen_for_ticket(conn, id).await?;
+    }
     Ok(moved)
 }
 

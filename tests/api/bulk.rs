@@ -616,9 +616,23 @@ async fn ticket_state(d: &Desk, id: &str) -> (String, Option<String>, Option<i64
     .unwrap()
 }
 
+/// Whether ticket `id`'s SLA alert stands unresolved.
+async fn sla_alert_open(d: &Desk, id: &str) -> bool {
+    let key = reckon::triage::sla::sla_key(id);
+    let sql = "SELECT COUNT(*) FROM alerts WHERE dedupe_key = $1 AND resolved_at IS NULL";
+    count(d, sql, &key).await == 1
+}
+
 async fn a_bulk_close_undone_in_its_window_reopens_only_the_tickets_it_closed(b: Backend) {
     let d = desk(b).await;
     let t = provider_only(&d, "UNDO", 5).await;
+    // Every ticket is overdue and alerted.
+    let engine = d.app.app_engine();
+    let overdue = engine.now() + 30 * 24 * 3_600_000_000;
+    let alerted = reckon::triage::sla::raise_overdue(&engine, overdue)
+        .await
+        .unwrap();
+    assert_eq!(alerted, 5);
     // One awaits a decision (the close skips it); one was closed by hand
     // before (the close skips it too). Neither is the undo's to reopen.
     let waiting = &t[2];
@@ -666,6 +680,10 @@ async fn a_bulk_close_undone_in_its_window_reopens_only_the_tickets_it_closed(b:
     let closed = [&t[0], &t[1], &t[3]];
     for id in closed {
         assert_eq!(ticket_state(&d, id).await.0, "CLOSED", "{id}");
+        assert!(
+            !sla_alert_open(&d, id).await,
+            "closing resolves {id}'s alert"
+        );
     }
 
     // Nine minutes on, olga (who started it) undoes it.
@@ -698,7 +716,16 @@ async fn a_bulk_close_undone_in_its_window_reopens_only_the_tickets_it_closed(b:
         )
         .await;
         assert_eq!(notes, 1, "{id}");
+        assert!(
+            sla_alert_open(&d, id).await,
+            "reopening brings {id}'s alert back"
+        );
     }
+    assert!(
+        !sla_alert_open(&d, by_hand).await,
+        "closed by hand: stays resolved"
+    );
+    assert!(sla_alert_open(&d, waiting).await);
     assert_eq!(ticket_state(&d, waiting).await.0, "AWAITING_APPROVAL");
     let (status, kept, closed_at) = ticket_state(&d, by_hand).await;
     assert_eq!(

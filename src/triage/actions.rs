@@ -337,7 +337,7 @@ pub async fn replay(
         return Err(AppError::NotFound);
     }
     let out = engine
-        .replay_callback(callback_row)
+        .replay_callback(callback_row, &actor.username, None)
         .await
         .map_err(action_error)?;
     let result = ActionResult {

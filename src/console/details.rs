@@ -188,11 +188,12 @@ pub(super) async fn payment(db: &Db, no: &str) -> Result<PaymentView, AppError> 
                 ),
                 None => "no sink configured".into(),
             };
+            let link = Some(format!("/outbox/{}", m.message_id));
             line(
                 m.created_at,
                 format!("{} ({})", m.event_type, m.message_id),
                 detail,
-                None,
+                link,
             )
         })
         .collect();

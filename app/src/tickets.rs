@@ -313,7 +313,7 @@ pub struct AuditFilter {
     pub action: Option<String>,
     /// `type` or `type:id`
     pub object: Option<String>,
-    /// YYYY-MM-DD (UTC), inclusive
+    /// YYYY-MM-DD, business days in the business zone, inclusive
     pub from: Option<String>,
     pub to: Option<String>,
     /// Keyset cursor: entries before this sequence number.

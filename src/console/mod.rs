@@ -250,7 +250,18 @@ impl Console for Desk {
     }
 
     async fn audit(&self, filter: &AuditFilter) -> Result<AuditPage, AppError> {
-        lists::audit(&self.engine.db, filter)
+        // From and To are business days, as every day the console names.
+        let day = |d: &Option<String>| -> Result<Option<(i64, i64)>, AppError> {
+            match d.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+                Some(d) => self.range(d).map(Some),
+                None => Ok(None),
+            }
+        };
+        let days = (
+            day(&filter.from)?.map(|(start, _)| start),
+            day(&filter.to)?.map(|(_, end)| end),
+        );
+        lists::audit(&self.engine.db, filter, days)
             .await
             .map_err(internal)
     }

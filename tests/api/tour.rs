@@ -306,6 +306,88 @@ async fn the_ticket_page_shows_times_in_the_business_zone(b: Backend) {
     assert!(html[at..].contains("Asia/Shanghai"));
 }
 
+async fn a_proposal_is_commented_on_without_a_decision_and_decided_with_one(b: Backend) {
+    let d = desk(b).await;
+    let ticket = d.provider_only("PAYTOURCMT1", "SBXTOURCMT1").await;
+    let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-TOUR-CMT").await;
+    let since = d.audit_head().await;
+
+    let (status, said) = d
+        .call(
+            &d.sam,
+            "fixes/comment",
+            &[("proposal", &proposal), ("text", "which order is it?")],
+        )
+        .await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(said["author"], "sam");
+    assert_eq!(said["text"], "which order is it?");
+    // Nothing decided: the proposal waits, on its card with the comment.
+    let (_, queue) = d.call(&d.sue, "fixes/list", &[("status", "PENDING")]).await;
+    let card = queue
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == proposal.as_str())
+        .expect("still in the queue");
+    assert_eq!(card["status"], "PENDING");
+    assert_eq!(card["comments"][0]["author"], "sam", "{card}");
+    assert_eq!(card["comments"][0]["text"], "which order is it?");
+    // On the ticket: a note, and the card there.
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["status"], "AWAITING_APPROVAL");
+    let notes = detail["notes"].to_string();
+    assert!(notes.contains("which order is it?"), "{notes}");
+    assert_eq!(
+        detail["proposals"][0]["comments"][0]["text"],
+        "which order is it?"
+    );
+    assert_eq!(
+        d.audit_actions(since).await,
+        vec![("sam".to_owned(), "proposal.comment".to_owned())]
+    );
+    // The ticket page shows it too.
+    let html = d.html(&d.olga, &format!("/tickets/{ticket}")).await;
+    assert!(html.contains("which order is it?"));
+
+    // Bad input: an empty comment, an unknown proposal, a viewer's comment.
+    let (status, _) = d
+        .call(
+            &d.sam,
+            "fixes/comment",
+            &[("proposal", &proposal), ("text", "  ")],
+        )
+        .await;
+    assert_eq!(status, 400);
+    let (status, _) = d
+        .call(
+            &d.sam,
+            "fixes/comment",
+            &[("proposal", "nope"), ("text", "hello")],
+        )
+        .await;
+    assert_eq!(status, 404);
+
+    // Rejected with a reason: the comment box's text is the decision's.
+    let (status, res) = d
+        .call(
+            &d.sue,
+            "fixes/reject",
+            &[("proposal", &proposal), ("comment", "no order matches")],
+        )
+        .await;
+    assert_eq!(status, 200, "{res}");
+    let (_, all) = d.call(&d.sue, "fixes/list", &[("status", "ALL")]).await;
+    let decided = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == proposal.as_str())
+        .unwrap();
+    assert_eq!(decided["status"], "REJECTED");
+    assert_eq!(decided["decision_comment"], "no order matches");
+}
+
 both_databases!(
     a_replay_is_listed_beside_the_original_outcome_it_leaves_alone,
     identical_redeliveries_are_counted_apart_from_other_bytes,
@@ -313,4 +395,5 @@ both_databases!(
     the_payment_page_links_its_outbox_messages_and_payloads_read_as_json,
     audit_days_are_business_days,
     the_ticket_page_shows_times_in_the_business_zone,
+    a_proposal_is_commented_on_without_a_decision_and_decided_with_one,
 );

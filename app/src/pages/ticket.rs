@@ -4,8 +4,8 @@
 //! JavaScript too, but a proposal's approval or rejection: that is asked
 //! first in the page, which takes the page's script.
 
+use super::approvals::ProposalDiscussion;
 use super::cells::{IdText, use_zone};
-use super::confirm::ConfirmSubmit;
 use super::tickets::{list_href, ticket_href};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{
@@ -416,7 +416,6 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
     } else {
         p.status.clone()
     };
-    let (id_a, id_r) = (p.id.clone(), p.id.clone());
     let (fix, payment) = (
         fix_name(p.kind, lang),
         p.payment_no.clone().unwrap_or_default(),
@@ -477,22 +476,9 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
                     {p.result.clone().map(|r| view! { <br/>{r} })}</p>
             })}
             {(open && own).then(|| view! { <p class="hint own">{tr(lang, "Your proposal: another supervisor must decide it.", "这是您的提议：须由另一位主管审批。")}</p> })}
-            {may_decide.then(|| view! {
-                <div class="decide">
-                    <ActionForm action=decide.approve attr:class="row approve-form">
-                        <input type="hidden" name="proposal" value=id_a/>
-                        <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="approve-comment" required/></label>
-                        <ConfirmSubmit label=tr(lang, "Approve and execute", "批准并执行").to_owned()
-                            question=approve_q lang=lang class="approve-submit"/>
-                    </ActionForm>
-                    <ActionForm action=decide.reject attr:class="row reject-form">
-                        <input type="hidden" name="proposal" value=id_r/>
-                        <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="reject-comment" required/></label>
-                        <ConfirmSubmit label=tr(lang, "Reject", "驳回").to_owned()
-                            question=reject_q lang=lang class="reject-submit danger"/>
-                    </ActionForm>
-                </div>
-            })}
+            <ProposalDiscussion id=p.id.clone() comments=p.comments.clone()
+                may_comment=open && matches!(viewer.role, Role::Operator | Role::Supervisor)
+                may_decide=may_decide approve_q=approve_q reject_q=reject_q decide=decide lang=lang/>
         </article>
     }
 }

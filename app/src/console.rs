@@ -263,14 +263,41 @@ pub struct CallbackDetail {
     pub refund_no: Option<String>,
     /// What happened to the payment because of it (history rows citing it).
     pub produced: Vec<String>,
-    /// Replays of it (audit entries).
-    pub replays: Vec<String>,
+    /// Its processing as received: kept when it was first replayed, so a
+    /// replay never rewrites it.
+    pub original: CallbackProcessing,
+    /// Each replay's own result, oldest first.
+    pub replays: Vec<CallbackReplay>,
     pub replayable: bool,
     /// The business facts a redelivery must repeat to be a duplicate.
     pub facts: Option<String>,
+    /// How many redeliveries came with exactly its bytes.
+    pub identical_redeliveries: i64,
     /// Its redeliveries with other bytes: when, their hash, and whether
     /// their facts were the same (a new envelope) or not (a conflict).
     pub redeliveries: Vec<String>,
+}
+
+/// How a callback's processing stood: its status, outcome, error and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackProcessing {
+    pub status: String,
+    pub outcome: Option<String>,
+    pub error: Option<String>,
+    pub at: Option<i64>,
+}
+
+/// One replay of a stored callback: when, by whom, and what it did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackReplay {
+    pub at: i64,
+    pub actor: String,
+    /// What it did (`moved`, `duplicate`, `failed`, `refused`, …).
+    pub class: String,
+    pub detail: String,
+    pub error: Option<String>,
+    /// The bulk replay it was part of.
+    pub job: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -83,6 +83,9 @@ pub struct OutboxPage {
     pub next: Option<String>,
     /// The sinks deliveries name, for the filter.
     pub sinks: Vec<String>,
+    /// Whether any sink or alert channel is configured: without one
+    /// nothing can be sent or resent.
+    pub sinks_configured: bool,
 }
 
 /// One delivery attempt.
@@ -112,6 +115,8 @@ pub struct OutboxDetail {
     /// The JSON body every sink gets.
     pub payload: String,
     pub attempts: Vec<OutboxAttempt>,
+    /// Whether any sink or alert channel is configured.
+    pub sinks_configured: bool,
 }
 
 /// What a resend did, per sink.

@@ -76,6 +76,13 @@ pub trait Console: Send + Sync + 'static {
     ) -> Result<crate::tickets::Neighbours, AppError>;
     async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError>;
     async fn comment(&self, actor: &User, id: &str, text: &str) -> Result<(), AppError>;
+    /// A comment on a proposal, without deciding it.
+    async fn comment_proposal(
+        &self,
+        actor: &User,
+        proposal_id: &str,
+        text: &str,
+    ) -> Result<crate::tickets::ProposalComment, AppError>;
     /// `kind`: text | reference (files come through their own upload route).
     async fn add_evidence(
         &self,

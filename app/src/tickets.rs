@@ -292,6 +292,17 @@ pub struct Proposal {
     pub decided_at: Option<i64>,
     pub decision_comment: Option<String>,
     pub result: Option<String>,
+    /// What people said about it before it was decided, oldest first.
+    #[serde(default)]
+    pub comments: Vec<ProposalComment>,
+}
+
+/// A comment on a proposal (also a note on its ticket).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalComment {
+    pub at: i64,
+    pub author: String,
+    pub text: String,
 }
 
 /// A fix as proposed on a ticket.
@@ -313,7 +324,7 @@ pub struct AuditFilter {
     pub action: Option<String>,
     /// `type` or `type:id`
     pub object: Option<String>,
-    /// YYYY-MM-DD (UTC), inclusive
+    /// YYYY-MM-DD, business days in the business zone, inclusive
     pub from: Option<String>,
     pub to: Option<String>,
     /// Keyset cursor: entries before this sequence number.

@@ -55,7 +55,7 @@ pub(super) async fn replay_one(
     job: Option<&str>,
 ) -> Result<ActionResult, AppError> {
     let out = engine
-        .replay_callback(id)
+        .replay_callback(id, actor, job)
         .await
         .map_err(crate::triage::action_error)?;
     let result = ActionResult {

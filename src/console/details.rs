@@ -7,7 +7,7 @@ use super::lists::{callback_summary, payment_summary};
 use super::{mask, money_text};
 use crate::accounts::internal;
 use crate::store::{Db, adjustments, audit, callbacks, outbox, payments, refunds, tasks, tickets};
-use app::console::{CallbackDetail, Line, PaymentView};
+use app::console::{CallbackDetail, CallbackProcessing, CallbackReplay, Line, PaymentView};
 use app::error::AppError;
 use app::format::utc_minutes;
 
@@ -24,38 +24,84 @@ pub(super) async fn callback(db: &Db, id: &str) -> Result<CallbackDetail, AppErr
         .into_iter()
         .map(|(from, to, source, at)| format!("{} {from} → {to} ({source})", utc_minutes(at)))
         .collect();
-    let replays: Vec<String> = audit::replays_of(pool, id)
+    let mut replays: Vec<CallbackReplay> = callbacks::replays(pool, id)
         .await
         .map_err(internal)?
         .into_iter()
-        .map(|(at, actor, after)| {
-            let class = after
-                .as_deref()
-                .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
-                .and_then(|v| v["class"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            format!("{} {actor}: {class}", utc_minutes(at))
+        .map(|r| CallbackReplay {
+            at: r.at,
+            actor: r.actor,
+            class: r.class,
+            detail: r.detail,
+            error: r.error,
+            job: r.job,
         })
         .collect();
-    let redeliveries = callbacks::redeliveries(pool, id)
-        .await
-        .map_err(internal)?
-        .into_iter()
-        .map(|(at, hash, same)| {
-            let what = if same {
-                "same facts, new envelope"
-            } else {
-                "OTHER FACTS: conflict, not applied"
-            };
-            format!(
-                "{} {what} · sha-256 {}",
-                utc_minutes(at),
-                &hash[..hash.len().min(16)]
-            )
-        })
-        .collect();
+    if replays.is_empty() {
+        // Replays made before each kept its own result: their audit entries.
+        replays = audit::replays_of(pool, id)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|(at, actor, after)| {
+                let after = after
+                    .as_deref()
+                    .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+                    .unwrap_or_default();
+                let text = |k: &str| after[k].as_str().unwrap_or_default().to_owned();
+                CallbackReplay {
+                    at,
+                    actor,
+                    class: text("class"),
+                    detail: text("detail"),
+                    error: None,
+                    job: after["job"].as_str().map(str::to_owned),
+                }
+            })
+            .collect();
+    }
+    let mut identical_redeliveries = 0;
+    let mut redeliveries = Vec::new();
+    for r in callbacks::redeliveries(pool, id).await.map_err(internal)? {
+        // Its own bytes again: counted, never listed as other bytes.
+        if r.payload_hash == row.payload_hash {
+            identical_redeliveries += r.deliveries;
+            continue;
+        }
+        let what = if r.same_facts {
+            "same facts, new envelope"
+        } else {
+            "OTHER FACTS: conflict, not applied"
+        };
+        let times = if r.deliveries > 1 {
+            format!(" · ×{}", r.deliveries)
+        } else {
+            String::new()
+        };
+        redeliveries.push(format!(
+            "{} {what} · sha-256 {}{times}",
+            utc_minutes(r.received_at),
+            &r.payload_hash[..r.payload_hash.len().min(16)]
+        ));
+    }
+    let original = match row.original_status {
+        Some(status) => CallbackProcessing {
+            status,
+            outcome: row.original_outcome,
+            error: row.original_error,
+            at: row.original_processed_at,
+        },
+        None => CallbackProcessing {
+            status: summary.processing_status.clone(),
+            outcome: summary.outcome.clone(),
+            error: row.error_message.clone(),
+            at: row.processed_at,
+        },
+    };
     Ok(CallbackDetail {
         facts: row.facts,
+        original,
+        identical_redeliveries,
         redeliveries,
         replayable: summary.verify_result == "VERIFIED",
         summary,
@@ -142,11 +188,12 @@ pub(super) async fn payment(db: &Db, no: &str) -> Result<PaymentView, AppError> 
                 ),
                 None => "no sink configured".into(),
             };
+            let link = Some(format!("/outbox/{}", m.message_id));
             line(
                 m.created_at,
                 format!("{} ({})", m.event_type, m.message_id),
                 detail,
-                None,
+                link,
             )
         })
         .collect();

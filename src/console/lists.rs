@@ -327,16 +327,14 @@ fn alert_links(kind: &str, key: &str, ticket: Option<&str>) -> Vec<AlertLink> {
 }
 
 /// Midnight UTC of a `YYYY-MM-DD`, in microseconds.
-fn day_start(day: &str) -> Option<i64> {
-    let date: jiff::civil::Date = day.trim().parse().ok()?;
-    let ts = date.to_zoned(jiff::tz::TimeZone::UTC).ok()?.timestamp();
-    Some(ts.as_microsecond())
-}
-
 /// The audit log, newest first. `action` without a dot (`fix`) matches
-/// its whole family (`fix.*`); `object` is `type` or `type:id`; the days
-/// are UTC, both inclusive.
-pub(super) async fn audit(db: &Db, f: &AuditFilter) -> sqlx::Result<AuditPage> {
+/// its whole family (`fix.*`); `object` is `type` or `type:id`; `days` are
+/// the From and To days' bounds in the business zone ([from, to)).
+pub(super) async fn audit(
+    db: &Db,
+    f: &AuditFilter,
+    days: (Option<i64>, Option<i64>),
+) -> sqlx::Result<AuditPage> {
     let given = |v: &Option<String>| {
         v.as_deref()
             .map(str::trim)
@@ -354,12 +352,8 @@ pub(super) async fn audit(db: &Db, f: &AuditFilter) -> sqlx::Result<AuditPage> {
         action: action.as_deref(),
         object_type,
         object_id,
-        from: f.from.as_deref().and_then(day_start),
-        to: f
-            .to
-            .as_deref()
-            .and_then(day_start)
-            .map(|t| t + 86_400_000_000),
+        from: days.0,
+        to: days.1,
         before: f.before,
     };
     let rows = store_lists::audit(db, &query, PAGE_SIZE + 1).await?;

@@ -231,9 +231,26 @@ impl Console for Desk {
     }
 
     async fn proposals(&self, status: &str) -> Result<Vec<Proposal>, AppError> {
-        crate::store::proposals::list(&self.engine.db.pool, status, None, self.now())
-            .await
-            .map_err(internal)
+        let mut list =
+            crate::store::proposals::list(&self.engine.db.pool, status, None, self.now())
+                .await
+                .map_err(internal)?;
+        // The queue's cards show what was said; the recent list does not.
+        if status == "PENDING" {
+            tickets::with_comments(&self.engine.db.pool, &mut list)
+                .await
+                .map_err(internal)?;
+        }
+        Ok(list)
+    }
+
+    async fn comment_proposal(
+        &self,
+        actor: &User,
+        proposal_id: &str,
+        text: &str,
+    ) -> Result<app::tickets::ProposalComment, AppError> {
+        triage::comment_proposal(&self.engine, actor, proposal_id, text).await
     }
 
     async fn approve(
@@ -250,7 +267,18 @@ impl Console for Desk {
     }
 
     async fn audit(&self, filter: &AuditFilter) -> Result<AuditPage, AppError> {
-        lists::audit(&self.engine.db, filter)
+        // From and To are business days, as every day the console names.
+        let day = |d: &Option<String>| -> Result<Option<(i64, i64)>, AppError> {
+            match d.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+                Some(d) => self.range(d).map(Some),
+                None => Ok(None),
+            }
+        };
+        let days = (
+            day(&filter.from)?.map(|(start, _)| start),
+            day(&filter.to)?.map(|(_, end)| end),
+        );
+        lists::audit(&self.engine.db, filter, days)
             .await
             .map_err(internal)
     }

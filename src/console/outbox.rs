@@ -127,6 +127,7 @@ pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, 
         items,
         next,
         sinks: sinks(engine).await?,
+        sinks_configured: any_configured(engine),
     })
 }
 
@@ -171,6 +172,7 @@ pub async fn message(engine: &Engine, id: &str) -> Result<OutboxDetail, AppError
                 origin: a.origin,
             })
             .collect(),
+        sinks_configured: any_configured(engine),
     })
 }
 
@@ -223,6 +225,11 @@ async fn requeue_audited(
         Ok::<_, TxError>(queued)
     })
     .await
+}
+
+/// Whether the relay can deliver anywhere at all.
+fn any_configured(engine: &Engine) -> bool {
+    !engine.settings.sinks.is_empty() || !engine.settings.channels.is_empty()
 }
 
 /// Whether the relay can deliver to `sink` (a configured sink or alert

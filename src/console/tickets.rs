@@ -12,8 +12,8 @@ use crate::store::{Db, alerts, callbacks, outbox, payments, proposals, refunds, 
 use app::ageing::AgeBucket;
 use app::error::AppError;
 use app::tickets::{
-    CallbackRef, Neighbours, Note, PAGE_SIZE, Proposal, Side, TicketDetail, TicketFilter,
-    TicketPage, TicketSummary, TimelineItem,
+    CallbackRef, Neighbours, Note, PAGE_SIZE, Proposal, ProposalComment, Side, TicketDetail,
+    TicketFilter, TicketPage, TicketSummary, TimelineItem,
 };
 
 /// A ticket as lists show it.
@@ -205,7 +205,8 @@ pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> sqlx::Result<Opti
             detail: n.body.clone(),
         });
     }
-    let proposals = proposals::list(pool, "ALL", Some(id), now).await?;
+    let mut proposals = proposals::list(pool, "ALL", Some(id), now).await?;
+    with_comments(pool, &mut proposals).await?;
     timeline.extend(proposals.iter().flat_map(proposal_items));
     timeline.sort_by_key(|t| t.at);
     let operators = crate::store::users::workers(pool).await?;
@@ -401,6 +402,25 @@ async fn timeline_of_payment(
 }
 
 /// An evidence file's name and bytes.
+/// Fills in the comments of each proposal.
+pub async fn with_comments(pool: &sqlx::AnyPool, list: &mut [Proposal]) -> sqlx::Result<()> {
+    for p in list.iter_mut() {
+        p.comments = crate::store::audit::proposal_comments(pool, &p.id)
+            .await?
+            .into_iter()
+            .map(|(at, author, after)| {
+                let text = after
+                    .as_deref()
+                    .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+                    .and_then(|v| v["comment"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                ProposalComment { at, author, text }
+            })
+            .collect();
+    }
+    Ok(())
+}
+
 pub async fn evidence_file(db: &Db, note_id: &str) -> Result<(String, Vec<u8>), AppError> {
     match tickets::evidence_file(&db.pool, note_id)
         .await

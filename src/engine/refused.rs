@@ -64,7 +64,7 @@ impl Engine {
             callbacks::redeliveries(pool, &row.id)
                 .await?
                 .into_iter()
-                .map(|(_, h, _)| h),
+                .map(|r| r.payload_hash),
         );
         let event = callback_id.as_str();
         Ok(Some(if verified.contains(&hash) {

@@ -36,6 +36,8 @@ pub struct ActionOutcome {
     pub class: &'static str,
     pub detail: String,
     pub payment_no: Option<String>,
+    /// The error the replay met, when it failed.
+    pub error: Option<String>,
 }
 
 pub fn describe(applied: &Applied) -> String {
@@ -57,8 +59,35 @@ pub fn describe(applied: &Applied) -> String {
 impl Engine {
     /// Runs a stored callback through `apply` again (source = replay) and
     /// records how it went on the callback row, as its first processing
-    /// did. A callback that failed verification never runs.
-    pub async fn replay_callback(&self, id: &str) -> Result<ActionOutcome, ActionError> {
+    /// did — after keeping that first processing as the callback's
+    /// original. A callback that failed verification never runs.
+    /// Each replay's own result (or the error that refused it) is kept
+    /// beside that original, by whom and for which job.
+    pub async fn replay_callback(
+        &self,
+        id: &str,
+        actor: &str,
+        job: Option<&str>,
+    ) -> Result<ActionOutcome, ActionError> {
+        let result = self.replay_stored(id).await;
+        let (class, detail, error) = match &result {
+            Ok(out) => (out.class, out.detail.clone(), out.error.clone()),
+            Err(ActionError::NotFound) => return result,
+            Err(e) => ("refused", String::new(), Some(e.to_string())),
+        };
+        let replay = callbacks::Replay {
+            at: self.now(),
+            actor: actor.to_owned(),
+            class: class.to_owned(),
+            detail,
+            error,
+            job: job.map(str::to_owned),
+        };
+        callbacks::record_replay(&self.db.pool, id, &replay).await?;
+        result
+    }
+
+    async fn replay_stored(&self, id: &str) -> Result<ActionOutcome, ActionError> {
         let row = callbacks::stored(&self.db.pool, id).await?;
         let Some((provider_name, payment_no, verify, headers_json, payload, trace_id)) = row else {
             return Err(ActionError::NotFound);
@@ -72,6 +101,7 @@ impl Engine {
             .get(&provider_name)
             .cloned()
             .ok_or_else(|| ActionError::NoProvider(provider_name.clone()))?;
+        callbacks::keep_original(&self.db.pool, id).await?;
         let headers = headers_from_json(&headers_json);
         let out = match provider.parse(&headers, &payload) {
             Ok(Notification::Payment(n)) => {
@@ -82,11 +112,13 @@ impl Engine {
                         class: applied.class(),
                         detail: describe(&applied),
                         payment_no: Some(o.payment_no.to_string()),
+                        error: None,
                     },
                     None => ActionOutcome {
                         class: "failed",
                         detail: "apply failed; the callback is scheduled for retry".into(),
                         payment_no: Some(o.payment_no.to_string()),
+                        error: callbacks::error_of(&self.db.pool, id).await?,
                     },
                 }
             }
@@ -102,12 +134,14 @@ impl Engine {
                         outcome.unwrap_or_else(|| "-".into())
                     ),
                     payment_no,
+                    error: None,
                 }
             }
             Ok(Notification::Ignored { .. }) => ActionOutcome {
                 class: "ignored",
                 detail: "not a payment or refund event: nothing to apply".into(),
                 payment_no,
+                error: None,
             },
             Err(e) => return Err(ActionError::Unreadable(e)),
         };
@@ -148,6 +182,7 @@ impl Engine {
                 describe(&applied)
             ),
             payment_no: Some(p.payment_no),
+            error: None,
         })
     }
 

@@ -375,4 +375,19 @@ pub async fn replays_of<'e>(
     .fetch_all(e)
     .await
 }
+
+/// The comments on a proposal, oldest first: when, by whom, and the entry's
+/// `after` (JSON, with the comment).
+pub async fn proposal_comments<'e>(
+    e: impl sqlx::Executor<'e, Database = Any>,
+    proposal: &str,
+) -> sqlx::Result<Vec<(i64, String, Option<String>)>> {
+    sqlx::query_as(
+        "SELECT at, actor, after_json FROM audit_log WHERE action = 'proposal.comment' AND object_type = 'proposal' \
+           AND object_id = $1 ORDER BY seq",
+    )
+    .bind(proposal)
+    .fetch_all(e)
+    .await
+}
 // ---- end of the console (r25-triage) ----------------------------------------

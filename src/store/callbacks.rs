@@ -174,7 +174,8 @@ pub async fn redelivered(
     }
     sqlx::query(
         "INSERT INTO callback_redeliveries (callback_row_id, payload_hash, payload, same_facts, trace_id, received_at) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (callback_row_id, payload_hash) DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (callback_row_id, payload_hash) \
+         DO UPDATE SET deliveries = callback_redeliveries.deliveries + 1",
     )
     .bind(row_id)
     .bind(payload_hash)
@@ -187,14 +188,25 @@ pub async fn redelivered(
     Ok(())
 }
 
-/// A stored callback's redeliveries with bytes of their own, oldest first:
-/// (received_at, payload hash, same facts).
+/// One distinct body a stored callback was redelivered with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redelivery {
+    /// When this body first came again.
+    pub received_at: i64,
+    pub payload_hash: String,
+    pub same_facts: bool,
+    /// How many times it came.
+    pub deliveries: i64,
+}
+
+/// A stored callback's redeliveries, one per distinct body, oldest first
+/// (the callback's own bytes included, when they came again).
 pub async fn redeliveries<'e>(
     e: impl Executor<'e, Database = Any>,
     row_id: &str,
-) -> sqlx::Result<Vec<(i64, String, bool)>> {
-    let rows: Vec<(i64, String, i32)> = sqlx::query_as(
-        "SELECT received_at, payload_hash, same_facts FROM callback_redeliveries \
+) -> sqlx::Result<Vec<Redelivery>> {
+    let rows: Vec<(i64, String, i32, i64)> = sqlx::query_as(
+        "SELECT received_at, payload_hash, same_facts, CAST(deliveries AS BIGINT) FROM callback_redeliveries \
          WHERE callback_row_id = $1 ORDER BY received_at, payload_hash",
     )
     .bind(row_id)
@@ -202,8 +214,88 @@ pub async fn redeliveries<'e>(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(at, hash, same)| (at, hash, same != 0))
+        .map(|(received_at, payload_hash, same, deliveries)| Redelivery {
+            received_at,
+            payload_hash,
+            same_facts: same != 0,
+            deliveries,
+        })
         .collect())
+}
+
+/// Keeps the callback's processing as it stands (status, outcome, error,
+/// time) as its original, unless an earlier replay kept it already.
+pub async fn keep_original<'e>(e: impl Executor<'e, Database = Any>, id: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE payment_callbacks SET original_status = processing_status, original_outcome = outcome, \
+           original_error = error_message, original_processed_at = processed_at \
+         WHERE id = $1 AND original_status IS NULL",
+    )
+    .bind(id)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// The error the callback's processing last met, if any.
+pub async fn error_of<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<String>> {
+    let found: Option<Option<String>> =
+        sqlx::query_scalar("SELECT error_message FROM payment_callbacks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(e)
+            .await?;
+    Ok(found.flatten())
+}
+
+/// One replay of a stored callback, as it went.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Replay {
+    pub at: i64,
+    pub actor: String,
+    pub class: String,
+    pub detail: String,
+    pub error: Option<String>,
+    pub job: Option<String>,
+}
+
+/// Records one replay's own result beside the callback's original outcome.
+pub async fn record_replay<'e>(
+    e: impl Executor<'e, Database = Any>,
+    callback_row: &str,
+    r: &Replay,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO callback_replays (id, callback_row_id, at, actor, class, detail, error, job) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(callback_row)
+    .bind(r.at)
+    .bind(&r.actor)
+    .bind(&r.class)
+    .bind(&r.detail)
+    .bind(&r.error)
+    .bind(&r.job)
+    .execute(e)
+    .await?;
+    Ok(())
+}
+
+/// A stored callback's replays, oldest first.
+pub async fn replays<'e>(
+    e: impl Executor<'e, Database = Any>,
+    callback_row: &str,
+) -> sqlx::Result<Vec<Replay>> {
+    sqlx::query_as(
+        "SELECT at, actor, class, detail, error, job FROM callback_replays \
+         WHERE callback_row_id = $1 ORDER BY at, id",
+    )
+    .bind(callback_row)
+    .fetch_all(e)
+    .await
 }
 
 /// Leases callbacks due for another try: FAILED ones whose time has come,
@@ -440,6 +532,11 @@ pub struct Detail {
     pub processed_at: Option<i64>,
     pub refund_no: Option<String>,
     pub facts: Option<String>,
+    /// Its processing before its first replay (none until replayed).
+    pub original_status: Option<String>,
+    pub original_outcome: Option<String>,
+    pub original_error: Option<String>,
+    pub original_processed_at: Option<i64>,
 }
 
 pub async fn detail<'e>(
@@ -448,7 +545,8 @@ pub async fn detail<'e>(
 ) -> sqlx::Result<Option<Detail>> {
     sqlx::query_as(&format!(
         "SELECT {LISTED_COLUMNS}, headers_json, payload, payload_hash, error_message, next_retry_at, \
-           processed_at, refund_no, facts FROM payment_callbacks WHERE id = $1"
+           processed_at, refund_no, facts, original_status, original_outcome, original_error, \
+           original_processed_at FROM payment_callbacks WHERE id = $1"
     ))
     .bind(id)
     .fetch_optional(e)

@@ -46,6 +46,7 @@ fn proposal_of(row: &AnyRow, now: i64) -> sqlx::Result<Proposal> {
         decided_at: row.try_get("decided_at")?,
         decision_comment: row.try_get("decision_comment")?,
         result: row.try_get("result")?,
+        comments: Vec::new(),
     })
 }
 

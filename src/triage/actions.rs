@@ -12,7 +12,7 @@ use crate::engine::Engine;
 use crate::store::tickets::{self, Move, Only, insert_note, move_ticket};
 use crate::store::{audit, callbacks, proposals, users};
 use app::error::AppError;
-use app::tickets::ActionResult;
+use app::tickets::{ActionResult, ProposalComment};
 use app::types::User;
 use serde_json::json;
 
@@ -71,6 +71,62 @@ pub async fn comment(engine: &Engine, actor: &User, id: &str, text: &str) -> Res
         after,
     )
     .await
+}
+
+/// A comment on a proposal without deciding it: a note on its ticket and
+/// an audit entry on the proposal, in one transaction.
+pub async fn comment_proposal(
+    engine: &Engine,
+    actor: &User,
+    proposal: &str,
+    text: &str,
+) -> Result<ProposalComment, AppError> {
+    let text = required(text, "comment")?;
+    let Some(p) = proposals::get(&engine.db.pool, proposal, engine.now())
+        .await
+        .map_err(internal)?
+    else {
+        return Err(AppError::NotFound);
+    };
+    let at = retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        let taken_up = Move {
+            stay: &[InProgress, AwaitingApproval],
+            ..Move::new(InProgress, &[Open], now)
+        };
+        if move_ticket(&mut tx, &p.ticket_id, &taken_up).await? == 0 {
+            return Err(TxError::App(closed_or_missing(engine, &p.ticket_id).await));
+        }
+        let body = format!("on the proposed {}: {text}", p.kind.as_str());
+        insert_note(
+            &mut tx,
+            &p.ticket_id,
+            "comment",
+            &body,
+            None,
+            &actor.username,
+            now,
+        )
+        .await?;
+        let after = json!({ "comment": text, "ticket": p.ticket_id });
+        let entry = entry(
+            actor,
+            "proposal.comment",
+            ("proposal", proposal),
+            None,
+            after,
+        );
+        audit::append(&mut tx, &engine.db.audit, &entry, now).await?;
+        tx.commit().await?;
+        Ok(now)
+    })
+    .await?;
+    Ok(ProposalComment {
+        at,
+        author: actor.username.clone(),
+        text: text.to_owned(),
+    })
 }
 
 /// `kind`: text or reference.
@@ -337,7 +393,7 @@ pub async fn replay(
         return Err(AppError::NotFound);
     }
     let out = engine
-        .replay_callback(callback_row)
+        .replay_callback(callback_row, &actor.username, None)
         .await
         .map_err(action_error)?;
     let result = ActionResult {

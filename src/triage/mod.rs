@@ -12,7 +12,8 @@ pub mod fixes;
 pub mod sla;
 
 pub use actions::{
-    Reopened, add_evidence, add_file, assign, comment, conclude, reopen, replay, requery,
+    Reopened, add_evidence, add_file, assign, comment, comment_proposal, conclude, reopen, replay,
+    requery,
 };
 pub use fixes::PROPOSAL_TTL_US;
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 impl Desk {
     /// A verified callback for a payment Reckon does not have yet, retried
     /// until it is DEAD; returns its row id.
-    async fn dead_callback(&self, payment_no: &str, major: &str) -> String {
+    pub(crate) async fn dead_callback(&self, payment_no: &str, major: &str) -> String {
         let id = format!("evt-dead-{payment_no}");
         let body = self.app.notice(
             &id,
@@ -48,7 +48,7 @@ impl Desk {
 
     /// The payment's row appears late (as when its insert failed and was
     /// redone from the order system): CREATED, unpaid.
-    async fn late_payment(&self, payment_no: &str, minor: i64) {
+    pub(crate) async fn late_payment(&self, payment_no: &str, minor: i64) {
         let now = self.app.app.engine.now();
         sqlx::query(
             "INSERT INTO payments (payment_no, order_no, attempt_no, provider, amount_minor, currency, status, version, \

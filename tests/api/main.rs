@@ -39,6 +39,7 @@ mod sinks;
 mod standard;
 mod stripe;
 mod stripe_pull;
+mod tour;
 mod triage;
 mod uploads;
 mod users;

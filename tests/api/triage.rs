@@ -564,7 +564,12 @@ async fn a_held_callback_is_replayed_from_its_status_lag_ticket(b: Backend) {
         )
         .await;
     assert_eq!(status, 409);
-    let again = d.app.app_engine().replay_callback(&callback).await.unwrap();
+    let again = d
+        .app
+        .app_engine()
+        .replay_callback(&callback, "test", None)
+        .await
+        .unwrap();
     assert_eq!(again.class, "duplicate");
     assert_eq!(d.effects(&p).await, 1);
 }

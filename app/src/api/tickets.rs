@@ -156,6 +156,21 @@ pub async fn list_proposals(status: String) -> Result<Vec<Proposal>, AppError> {
     .await
 }
 
+/// A comment on a proposal, kept on its card and its ticket, deciding
+/// nothing.
+#[server(endpoint = "fixes/comment")]
+pub async fn comment_proposal(
+    proposal: String,
+    text: String,
+) -> Result<crate::tickets::ProposalComment, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.comment_proposal(&caller.user, &proposal, &text).await
+    })
+    .await
+}
+
 #[server(endpoint = "fixes/approve")]
 pub async fn approve_fix(proposal: String, comment: String) -> Result<ActionResult, AppError> {
     respond(async {

@@ -1,14 +1,17 @@
 //! The approval queue: every pending proposal, oldest first, with what it
-//! changes. Supervisors approve or reject with a comment — never their own
-//! proposals (the database refuses; the page does not offer it). Below,
-//! the most recent decisions.
+//! changes and what was said about it. Each card has one comment box: a
+//! comment alone, or the reason supervisors approve or reject with — never
+//! their own proposals (the database refuses; the page does not offer it).
+//! Below, the most recent decisions.
 
+use super::cells::use_zone;
+use super::confirm::ConfirmSubmit;
 use super::ticket::{Decide, ProposalCard};
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
-use crate::api::{ApproveFix, RejectFix, list_proposals};
+use crate::api::{ApproveFix, CommentProposal, RejectFix, list_proposals};
 use crate::i18n::{Msg, tr};
-use crate::tickets::ActionResult;
-use crate::types::Role;
+use crate::tickets::{ActionResult, ProposalComment};
+use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -96,5 +99,83 @@ fn ApprovalsBody() -> impl IntoView {
                 }), lang)
             })}
         </Transition>
+    }
+}
+
+/// A proposal's comments and its one comment box: *Comment* posts the text
+/// alone (a note on the ticket, listed here), *Approve* and *Reject* send
+/// it as the decision's reason.
+#[allow(clippy::too_many_arguments)]
+#[component]
+pub fn ProposalDiscussion(
+    id: String,
+    comments: Vec<ProposalComment>,
+    may_comment: bool,
+    may_decide: bool,
+    approve_q: String,
+    reject_q: String,
+    decide: Decide,
+    lang: Lang,
+) -> impl IntoView {
+    let zone = use_zone();
+    let post = ServerAction::<CommentProposal>::new();
+    let text = RwSignal::new(String::new());
+    let listed = RwSignal::new(comments);
+    // A posted comment joins the list and leaves the box.
+    Effect::new(move |_| {
+        if let Some(Ok(c)) = post.value().get() {
+            listed.update(|l| {
+                if !l.contains(&c) {
+                    l.push(c);
+                }
+            });
+            text.set(String::new());
+        }
+    });
+    let err = action_error(post, || None);
+    let empty = Signal::derive(move || text.get().trim().is_empty());
+    let (id_c, id_a, id_r) = (id.clone(), id.clone(), id);
+    view! {
+        <div class="discussion">
+            <ul class="proposal-comments">
+                {move || listed.get().into_iter().map(|c| view! {
+                    <li class="proposal-comment-item">
+                        <span class="muted">{zone.named(c.at)} " · " <strong class="comment-author">{c.author}</strong></span> " "
+                        <span class="comment-text">{c.text}</span>
+                    </li>
+                }).collect_view()}
+            </ul>
+            {move || view! { <ErrorNote err=err() lang=lang/> }}
+            {may_comment.then(|| view! {
+                <ActionForm action=post attr:class="row comment-proposal-form">
+                    <input type="hidden" name="proposal" value=id_c/>
+                    <label class="wide">{tr(lang, "Comment", "审批意见")}
+                        <input name="text" class="proposal-comment approve-comment reject-comment" required
+                            prop:value=move || text.get()
+                            on:input=move |ev| text.set(event_target_value(&ev))/>
+                    </label>
+                    <button type="submit" class="comment-proposal-submit">{tr(lang, "Comment only", "仅发表意见")}</button>
+                </ActionForm>
+            })}
+            {may_decide.then(|| view! {
+                <p class="hint">{tr(lang,
+                    "Approve or Reject sends the comment above as the decision's reason.",
+                    "批准或驳回时，上方意见即为审批理由。")}</p>
+                <div class="decide">
+                    <ActionForm action=decide.approve attr:class="row approve-form">
+                        <input type="hidden" name="proposal" value=id_a/>
+                        <input type="hidden" name="comment" prop:value=move || text.get()/>
+                        <ConfirmSubmit label=tr(lang, "Approve and execute", "批准并执行").to_owned()
+                            question=approve_q lang=lang class="approve-submit" disabled=empty/>
+                    </ActionForm>
+                    <ActionForm action=decide.reject attr:class="row reject-form">
+                        <input type="hidden" name="proposal" value=id_r/>
+                        <input type="hidden" name="comment" prop:value=move || text.get()/>
+                        <ConfirmSubmit label=tr(lang, "Reject", "驳回").to_owned()
+                            question=reject_q lang=lang class="reject-submit danger" disabled=empty/>
+                    </ActionForm>
+                </div>
+            })}
+        </div>
     }
 }

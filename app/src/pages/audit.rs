@@ -119,13 +119,15 @@ fn AuditBody() -> impl IntoView {
 
 #[component]
 fn AuditForm(f: AuditFilter, lang: Lang) -> impl IntoView {
+    // The days are the business zone's, as on every page.
+    let zone = use_zone();
     view! {
         <form method="get" action="/audit" class="row card" id="audit-filters">
             <label>{tr(lang, "Actor", "操作人")}<input name="actor" id="a-actor" value=f.actor.clone()/></label>
             <label>{tr(lang, "Action (e.g. fix or fix.approve)", "动作（如 fix 或 fix.approve）")}<input name="action" id="a-action" value=f.action.clone()/></label>
             <label>{tr(lang, "Object (type or type:id)", "对象（类型 或 类型:编号）")}<input name="object" id="a-object" value=f.object.clone()/></label>
-            <label>{tr(lang, "From", "起")}<input type="date" name="from" value=f.from.clone()/></label>
-            <label>{tr(lang, "To", "止")}<input type="date" name="to" value=f.to.clone()/></label>
+            <label>{in_zone(lang, "From", "起", &zone)}<input type="date" name="from" id="a-from" value=f.from.clone()/></label>
+            <label>{in_zone(lang, "To", "止", &zone)}<input type="date" name="to" id="a-to" value=f.to.clone()/></label>
             <button type="submit">{Msg::Filter.text(lang)}</button>
             <a href="/audit">{Msg::Clear.text(lang)}</a>
         </form>

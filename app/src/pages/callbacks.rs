@@ -250,7 +250,13 @@ fn Detail(
                 <dt>{tr(lang, "Provider txn id", "渠道流水号")}</dt><dd>{s.provider_txn_id.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Reported status", "上报状态")}</dt><dd>{s.callback_status.clone()}</dd>
                 <dt>{Msg::Signature.text(lang)}</dt><dd id="verify">{s.verify_result.clone()}</dd>
-                <dt>{Msg::Processing.text(lang)}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
+                <dt>{tr(lang, "Original outcome", "原始处理结果")}</dt>
+                <dd id="original-outcome" data-status=d.original.status.clone()>
+                    {d.original.status.clone()} " " {d.original.outcome.clone().unwrap_or_default()}
+                    {d.original.error.clone().map(|e| view! { " · " <span class="original-error">{e}</span> })}
+                    {d.original.at.map(|at| format!(" · {}", zone.minutes(at)))}
+                </dd>
+                <dt>{tr(lang, "Processing now", "当前处理状态")}</dt><dd id="processing">{s.processing_status.clone()} " " {s.outcome.clone().unwrap_or_default()}</dd>
                 <dt>{tr(lang, "Tries", "处理次数")}</dt><dd>{s.retry_count}</dd>
                 <dt>{tr(lang, "Redeliveries", "重复投递")}</dt><dd id="duplicates">{s.duplicates}</dd>
                 <dt>{tr(lang, "Facts", "业务事实")}</dt><dd><span id="facts" title=facts.clone()>{facts_text(&facts)}</span></dd>
@@ -275,9 +281,28 @@ fn Detail(
             <h2>{tr(lang, "What it produced", "产生的结果")}</h2>
             <ul id="produced">{d.produced.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
             <h2>{tr(lang, "Replays", "重放记录")}</h2>
-            <ul id="replays">{d.replays.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
-            <h2>{tr(lang, "Redeliveries with other bytes", "不同报文的重复投递")}</h2>
-            <ul id="redeliveries">{d.redeliveries.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
+            {d.replays.is_empty().then(|| view! { <p class="hint" id="no-replays">{tr(lang, "Never replayed.", "从未重放。")}</p> })}
+            <ul id="replays">{d.replays.iter().map(|r| view! {
+                <li class="replay" data-class=r.class.clone()>
+                    {zone.minutes(r.at)} " " <strong class="replay-actor">{r.actor.clone()}</strong> ": "
+                    <span class="replay-class">{r.class.clone()}</span>
+                    {(!r.detail.is_empty()).then(|| format!(" — {}", r.detail))}
+                    {r.error.clone().map(|e| view! { " · " <span class="error replay-error">{e}</span> })}
+                    {r.job.clone().map(|j| format!(" · {j}"))}
+                </li>
+            }).collect_view()}</ul>
+            <h2>{tr(lang, "Redeliveries", "重复投递")}</h2>
+            <p id="identical-redeliveries" data-count=d.identical_redeliveries>
+                {match lang {
+                    Lang::En if d.identical_redeliveries == 1 => "1 identical redelivery (the same bytes).".to_owned(),
+                    Lang::En => format!("{} identical redeliveries (the same bytes).", d.identical_redeliveries),
+                    Lang::Zh => format!("报文完全相同的重复投递：{} 次。", d.identical_redeliveries),
+                }}
+            </p>
+            {(!d.redeliveries.is_empty()).then(|| view! {
+                <h3>{tr(lang, "With other bytes", "报文不同的投递")}</h3>
+                <ul id="redeliveries">{d.redeliveries.iter().map(|p| view! { <li>{p.clone()}</li> }).collect_view()}</ul>
+            })}
         </section>
         <section class="card">
             <h2>{tr(lang, "Headers (masked)", "请求头（已脱敏）")}</h2>

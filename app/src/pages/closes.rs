@@ -105,15 +105,33 @@ fn CloseRow(
             "对 {provider} 的 {day} 执行日结？当日数据将立即签名，重开（须两位主管）之前不再接收该日账单。"
         ),
     };
+    // Reopening and deciding a reopening change what the day accepts: each
+    // asked in the page first, as closing is.
+    let reopen_question = |what: &str| match (lang, what) {
+        (Lang::En, "propose_reopen") => format!(
+            "Propose reopening {provider}'s day {day}? A second supervisor must approve it before its statements are accepted again."
+        ),
+        (Lang::En, "approve_reopen") => format!(
+            "Approve reopening {provider}'s day {day}? Its statements are accepted again until it is closed anew."
+        ),
+        (Lang::En, _) => format!("Reject reopening {provider}'s day {day}? The day stays closed."),
+        (Lang::Zh, "propose_reopen") => {
+            format!("申请重开 {provider} 的 {day}？须另一位主管批准后才重新接收该日账单。")
+        }
+        (Lang::Zh, "approve_reopen") => {
+            format!("批准重开 {provider} 的 {day}？在重新日结之前将再次接收该日账单。")
+        }
+        (Lang::Zh, _) => format!("驳回重开 {provider} 的 {day}？该日保持已日结。"),
+    };
     let form = |what: &'static str, label: &'static str, with_reason: bool, class: &'static str| {
-        let (provider, day) = (provider.clone(), day.clone());
-        let submit = if what == "close" {
-            view! {
-                <ConfirmSubmit label=label.to_owned() question=close_question.clone() lang=lang class="close-submit"/>
-            }
-            .into_any()
+        let question = if what == "close" {
+            close_question.clone()
         } else {
-            view! { <button type="submit" class="close-submit">{label}</button> }.into_any()
+            reopen_question(what)
+        };
+        let (provider, day) = (provider.clone(), day.clone());
+        let submit = view! {
+            <ConfirmSubmit label=label.to_owned() question=question lang=lang class="close-submit"/>
         };
         view! {
             <ActionForm action=act attr:class=format!("row close-form {class}")>

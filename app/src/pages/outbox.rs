@@ -107,34 +107,6 @@ fn OutboxBody() -> impl IntoView {
                 </form>
             }
         }}
-        {may_resend.then(|| view! {
-            <section class="card" id="outbox-ops">
-                <h2>{tr(lang, "Resend", "重新发送")}</h2>
-                {move || {
-                    let f = filter();
-                    let hidden = OutboxFilter::KEYS
-                        .iter()
-                        .filter(|k| **k != "after")
-                        .filter_map(|k| f.get(k).map(|v| (*k, v.to_owned())))
-                        .map(|(k, v)| view! { <input type="hidden" name=format!("filter[{k}]") value=v/> })
-                        .collect_view();
-                    view! {
-                        <ActionForm action=bulk attr:class="inline" attr:id="bulk-resend-form">
-                            {hidden}
-                            <button type="submit" id="bulk-resend">
-                                {tr(lang, "Resend every delivery this filter matches", "重新发送此筛选匹配的全部投递")}
-                            </button>
-                        </ActionForm>
-                    }
-                }}
-                <ActionForm action=recover attr:class="row" attr:id="recover-form">
-                    <span>{tr(lang, "After a sink's outage, queue its DEAD deliveries again:", "接收端故障恢复后，重新排队其 DEAD 投递：")}</span>
-                    <label>{Msg::Sink.text(lang)}<input name="sink" id="r-sink" required size="10"/></label>
-                    <label>{tr(lang, "Dead since (day or RFC 3339 time)", "自（日期或 RFC 3339 时间）")}<input name="since" id="r-since" required size="22"/></label>
-                    <button type="submit" id="recover">{tr(lang, "Recover", "恢复投递")}</button>
-                </ActionForm>
-            </section>
-        })}
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
                 jobs.await.ok().filter(|j| !j.is_empty()).map(|list| view! {
@@ -150,11 +122,74 @@ fn OutboxBody() -> impl IntoView {
             {move || Suspend::new(async move {
                 let f = filter();
                 match page.await {
-                    Ok(p) => view! { <List p=p f=f lang=lang/> }.into_any(),
+                    Ok(p) => view! {
+                        {may_resend.then(|| if p.sinks_configured {
+                            view! { <ResendOps filter=filter bulk=bulk recover=recover lang=lang/> }.into_any()
+                        } else {
+                            view! { <NoSink lang=lang/> }.into_any()
+                        })}
+                        <List p=p f=f lang=lang/>
+                    }.into_any(),
                     Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
                 }
             })}
         </Transition>
+    }
+}
+
+/// Resending: every delivery the filter matches, or a sink's DEAD ones
+/// after its outage.
+#[component]
+fn ResendOps(
+    filter: impl Fn() -> OutboxFilter + Copy + Send + Sync + 'static,
+    bulk: ServerAction<BulkResendOutbox>,
+    recover: ServerAction<RecoverOutbox>,
+    lang: Lang,
+) -> impl IntoView {
+    view! {
+        <section class="card" id="outbox-ops">
+            <h2>{tr(lang, "Resend", "重新发送")}</h2>
+            {move || {
+                let f = filter();
+                let hidden = OutboxFilter::KEYS
+                    .iter()
+                    .filter(|k| **k != "after")
+                    .filter_map(|k| f.get(k).map(|v| (*k, v.to_owned())))
+                    .map(|(k, v)| view! { <input type="hidden" name=format!("filter[{k}]") value=v/> })
+                    .collect_view();
+                view! {
+                    <ActionForm action=bulk attr:class="inline" attr:id="bulk-resend-form">
+                        {hidden}
+                        <button type="submit" id="bulk-resend">
+                            {tr(lang, "Resend every delivery this filter matches", "重新发送此筛选匹配的全部投递")}
+                        </button>
+                    </ActionForm>
+                }
+            }}
+            <ActionForm action=recover attr:class="row" attr:id="recover-form">
+                <span>{tr(lang, "After a sink's outage, queue its DEAD deliveries again:", "接收端故障恢复后，重新排队其 DEAD 投递：")}</span>
+                <label>{Msg::Sink.text(lang)}<input name="sink" id="r-sink" required size="10"/></label>
+                <label>{tr(lang, "Dead since (day or RFC 3339 time)", "自（日期或 RFC 3339 时间）")}<input name="since" id="r-since" required size="22"/></label>
+                <button type="submit" id="recover">{tr(lang, "Recover", "恢复投递")}</button>
+            </ActionForm>
+        </section>
+    }
+}
+
+/// Why nothing can be resent: no sink is configured, and how to name one.
+#[component]
+pub fn NoSink(lang: Lang) -> impl IntoView {
+    view! {
+        <section class="card" id="no-sink">
+            <h2>{tr(lang, "Resend", "重新发送")}</h2>
+            <p class="hint">
+                {tr(lang,
+                    "No sink is configured, so Reckon sends no message and nothing can be resent. Name one in RECKON_OUTBOX_SINKS (for example fulfilment=https://host/path) or as a [[sinks]] section of the configuration file, then restart Reckon; it is then listed on the ",
+                    "尚未配置任何推送端点，Reckon 不发送消息，也无法重新发送。请在 RECKON_OUTBOX_SINKS 中配置（例如 fulfilment=https://host/path），或在配置文件中添加 [[sinks]] 一节，然后重启 Reckon；配置后可在")}
+                <a href="/sinks" id="no-sink-link">{Msg::Sinks.text(lang)}</a>
+                {tr(lang, " page.", " 页面查看。")}
+            </p>
+        </section>
     }
 }
 
@@ -291,6 +326,7 @@ fn Detail(
     let zone = use_zone();
     let amount = payload_amount(&d.payload);
     let all_id = id.clone();
+    let configured = d.sinks_configured;
     view! {
         <section class="card" id="message" data-message=id.clone()>
             <h1>{tr(lang, "Message", "消息")} " " <code>{id.clone()}</code></h1>
@@ -331,7 +367,7 @@ fn Detail(
                                 <td class="when">{when}</td>
                                 <td>{dl.last_error.clone().unwrap_or_default()}</td>
                                 <td>{resent}</td>
-                                <td>{(may_resend && dl.status != "PENDING").then(move || view! {
+                                <td>{(may_resend && configured && dl.status != "PENDING").then(move || view! {
                                     <ActionForm action=resend attr:class="inline">
                                         <input type="hidden" name="id" value=id/>
                                         <input type="hidden" name="sink" value=dl_sink/>
@@ -343,7 +379,8 @@ fn Detail(
                     }).collect_view()}
                 </tbody>
             </table>
-            {(may_resend && !m.deliveries.is_empty()).then(move || view! {
+            {(may_resend && !d.sinks_configured).then(|| view! { <NoSink lang=lang/> })}
+            {(may_resend && d.sinks_configured && !m.deliveries.is_empty()).then(move || view! {
                 <ActionForm action=resend attr:class="inline" attr:id="resend-all-form">
                     <input type="hidden" name="id" value=all_id/>
                     <button type="submit" id="resend-all">{tr(lang, "Resend to every sink", "重新发送到全部接收端")}</button>
@@ -377,7 +414,7 @@ fn Detail(
                 </tbody>
             </table>
             <h2>{tr(lang, "Payload", "消息内容")}</h2>
-            <pre id="payload">{d.payload.clone()}</pre>
+            <pre id="payload" class="json">{pretty_json(&d.payload)}</pre>
         </section>
     }
 }
@@ -389,4 +426,12 @@ fn payload_amount(payload: &str) -> Option<String> {
     let minor = v.get("amount_minor")?.as_i64()?;
     let currency = v.get("currency")?.as_str()?;
     Some(crate::format::money(minor, currency))
+}
+
+/// A payload as indented JSON for reading; kept as sent when it is not JSON.
+fn pretty_json(payload: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(payload)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| payload.to_owned())
 }

@@ -141,7 +141,14 @@ fn PaymentBody() -> impl IntoView {
 }
 
 #[component]
-fn Lines(id: &'static str, title: &'static str, lines: Vec<Line>) -> impl IntoView {
+fn Lines(
+    id: &'static str,
+    title: &'static str,
+    lines: Vec<Line>,
+    /// A link below the lines: where to see all of them (href, words).
+    #[prop(optional)]
+    more: Option<(String, &'static str)>,
+) -> impl IntoView {
     let zone = use_zone();
     view! {
         <section class="card" id=id>
@@ -160,6 +167,7 @@ fn Lines(id: &'static str, title: &'static str, lines: Vec<Line>) -> impl IntoVi
                     }).collect_view()}
                 </tbody>
             </table>
+            {more.map(|(href, words)| view! { <p><a class="more" href=href>{words}</a></p> })}
         </section>
     }
 }
@@ -201,7 +209,11 @@ fn Record(v: PaymentView, lang: Lang) -> impl IntoView {
             </table>
         </section>
         <Lines id="effects" title=tr(lang, "Effects", "下游效果") lines=v.effects.clone()/>
-        <Lines id="outbox" title=tr(lang, "Outbox messages and deliveries", "出站消息与投递") lines=v.outbox.clone()/>
+        <Lines id="outbox" title=tr(lang, "Outbox messages and deliveries", "出站消息与投递") lines=v.outbox.clone()
+            more=(
+                format!("/outbox?payment={}", crate::tickets::encode(&s.payment_no)),
+                tr(lang, "Its messages on the outbox page", "在出站消息页查看其消息"),
+            )/>
         <Lines id="refunds" title=tr(lang, "Refunds", "退款") lines=v.refunds.clone()/>
         <Lines id="ledger" title=tr(lang, "Refund ledger", "退款台账") lines=v.ledger.clone()/>
         <Lines id="queries" title=tr(lang, "Provider calls (create, status queries, refunds)", "渠道调用（下单、查询、退款）") lines=v.queries.clone()/>

@@ -4,16 +4,15 @@
 //! JavaScript too, but a proposal's approval or rejection: that is asked
 //! first in the page, which takes the page's script.
 
+use super::approvals::ProposalDiscussion;
 use super::cells::{IdText, use_zone};
-use super::confirm::ConfirmSubmit;
 use super::tickets::{list_href, ticket_href};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{
     AddEvidence, ApproveFix, AssignTicket, CommentTicket, ConcludeTicket, ProposeFix, RejectFix,
     ReplayForTicket, RequeryTicket, show_ticket, ticket_neighbours,
 };
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, fix_name, ticket_status, tr};
+use crate::i18n::{Msg, fix_name, in_zone, ticket_status, tr};
 use crate::readable::{proposal_rows, proposal_sentence};
 use crate::tickets::{
     ActionResult, FixKind, Neighbours, Proposal, Side, TicketDetail, TicketFilter,
@@ -145,17 +144,18 @@ fn TicketBody() -> impl IntoView {
 
 #[component]
 fn SideRows(local: Side, provider: Side, differing: Vec<String>, lang: Lang) -> impl IntoView {
-    let row = |key: &'static str, label: &'static str, p: Option<String>, l: Option<String>| {
+    let row = |key: &'static str, label: &str, p: Option<String>, l: Option<String>| {
         let differs = differing.iter().any(|d| d == key);
         view! {
             <tr class:diff=differs data-field=key>
-                <th>{label}</th>
+                <th>{label.to_owned()}</th>
                 <td class="provider-side">{p.unwrap_or_else(|| "—".into())}</td>
                 <td class="local-side">{l.unwrap_or_else(|| "—".into())}</td>
             </tr>
         }
     };
-    let time = |t: Option<i64>| t.map(utc_minutes);
+    let zone = use_zone();
+    let time = |t: Option<i64>| t.map(|at| zone.minutes(at));
     view! {
         <table class="grid sides" id="sides">
             <thead><tr>
@@ -169,7 +169,7 @@ fn SideRows(local: Side, provider: Side, differing: Vec<String>, lang: Lang) -> 
                 {row("status", Msg::Status.text(lang), provider.status.clone(), local.status.clone())}
                 {row("txn", Msg::TxnId.text(lang), provider.txn.clone(), local.txn.clone())}
                 {row("payment", tr(lang, "Payment no", "支付单号"), provider.payment_no.clone(), local.payment_no.clone())}
-                {row("time", Msg::TimeUtc.text(lang), time(provider.at), time(local.at))}
+                {row("time", &in_zone(lang, "Time", "时间", &zone), time(provider.at), time(local.at))}
             </tbody>
         </table>
     }
@@ -202,6 +202,7 @@ fn Detail(
     let upload = format!("/tickets/{}/evidence", id);
     let backfill_needs_order = !d.local.present;
     let me = user.username.clone();
+    let zone = use_zone();
     view! {
         <section class="card" id="ticket" data-status=s.status.clone() data-class=s.class.clone()>
             <h1>
@@ -217,15 +218,15 @@ fn Detail(
                 <dt>{tr(lang, "Run / file / line", "批次 / 文件 / 行号")}</dt>
                 <dd><IdText id=d.run_id.clone().unwrap_or_default() head=36 tail=4 lang=lang/> " " <StatementLine run=d.run_id.clone() file=d.statement_file.clone() line=d.line_no lang=lang/></dd>
                 <dt>{Msg::Owner.text(lang)}</dt><dd id="ticket-owner">{s.owner.clone().unwrap_or_else(|| "—".into())}</dd>
-                <dt>{Msg::FoundUtc.text(lang)}</dt><dd>{utc_minutes(s.found_at)}</dd>
+                <dt>{in_zone(lang, "Found", "发现时间", &zone)}</dt><dd>{zone.minutes(s.found_at)}</dd>
                 {s.age_days.map(|days| view! {
                     <dt>{Msg::Age.text(lang)}</dt>
                     <dd id="ticket-age">{days} " " {Msg::AgeDays.text(lang)}</dd>
                 })}
                 {s.sla_due_at.map(|due| view! {
-                    <dt>{Msg::SlaDueUtc.text(lang)}</dt>
+                    <dt>{in_zone(lang, "SLA due", "SLA 到期", &zone)}</dt>
                     <dd id="ticket-sla" class:overdue=s.overdue>
-                        {utc_minutes(due)}
+                        {zone.minutes(due)}
                         {s.overdue.then(|| view! { " " <span class="badge overdue-badge">{Msg::Overdue.text(lang)}</span> })}
                     </dd>
                 })}
@@ -298,7 +299,7 @@ fn Detail(
                             <th>{Msg::Callback.text(lang)}</th>
                             <th>{Msg::Signature.text(lang)}</th>
                             <th>{Msg::Processing.text(lang)}</th>
-                            <th>{Msg::ReceivedUtc.text(lang)}</th>
+                            <th>{in_zone(lang, "Received", "接收时间", &zone)}</th>
                             <th></th>
                         </tr></thead>
                         <tbody>
@@ -310,7 +311,7 @@ fn Detail(
                                         <td><a href=format!("/callbacks/{}", c.id)>{c.callback_id.clone()}</a></td>
                                         <td>{c.verify_result.clone()}</td>
                                         <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
-                                        <td>{utc_minutes(c.received_at)}</td>
+                                        <td>{zone.minutes(c.received_at)}</td>
                                         <td>{verified.then(|| view! {
                                             <ActionForm action=replay attr:class="inline">
                                                 <input type="hidden" name="id" value=tid/>
@@ -366,7 +367,7 @@ fn Detail(
             <ul>
                 {d.notes.iter().map(|n| view! {
                     <li data-kind=n.kind.clone()>
-                        <span class="muted">{utc_minutes(n.at)} " · " {n.author.clone()} " · " {n.kind.clone()}</span> " "
+                        <span class="muted">{zone.named(n.at)} " · " {n.author.clone()} " · " {n.kind.clone()}</span> " "
                         {match n.file_name.clone() {
                             Some(name) => view! { <a href=format!("/evidence/{}", n.id) rel="external">{name}</a> " (" {n.file_size.unwrap_or_default()} " B)" }.into_any(),
                             None => view! { <span>{n.body.clone()}</span> }.into_any(),
@@ -380,7 +381,7 @@ fn Detail(
             <h2>{tr(lang, "Timeline", "时间线")}</h2>
             <table class="grid">
                 <thead><tr>
-                    <th>{Msg::TimeUtc.text(lang)}</th>
+                    <th>{in_zone(lang, "Time", "时间", &zone)}</th>
                     <th>{tr(lang, "Kind", "类型")}</th>
                     <th>{tr(lang, "What", "事件")}</th>
                     <th>{tr(lang, "Detail", "详情")}</th>
@@ -388,7 +389,7 @@ fn Detail(
                 <tbody>
                     {d.timeline.iter().map(|t| view! {
                         <tr data-kind=t.kind.clone()>
-                            <td>{utc_minutes(t.at)}</td>
+                            <td>{zone.minutes(t.at)}</td>
                             <td>{t.kind.clone()}</td>
                             <td>{t.title.clone()}</td>
                             <td>{t.detail.clone()}</td>
@@ -415,7 +416,6 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
     } else {
         p.status.clone()
     };
-    let (id_a, id_r) = (p.id.clone(), p.id.clone());
     let (fix, payment) = (
         fix_name(p.kind, lang),
         p.payment_no.clone().unwrap_or_default(),
@@ -476,22 +476,9 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
                     {p.result.clone().map(|r| view! { <br/>{r} })}</p>
             })}
             {(open && own).then(|| view! { <p class="hint own">{tr(lang, "Your proposal: another supervisor must decide it.", "这是您的提议：须由另一位主管审批。")}</p> })}
-            {may_decide.then(|| view! {
-                <div class="decide">
-                    <ActionForm action=decide.approve attr:class="row approve-form">
-                        <input type="hidden" name="proposal" value=id_a/>
-                        <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="approve-comment" required/></label>
-                        <ConfirmSubmit label=tr(lang, "Approve and execute", "批准并执行").to_owned()
-                            question=approve_q lang=lang class="approve-submit"/>
-                    </ActionForm>
-                    <ActionForm action=decide.reject attr:class="row reject-form">
-                        <input type="hidden" name="proposal" value=id_r/>
-                        <label class="wide">{tr(lang, "Comment", "审批意见")}<input name="comment" class="reject-comment" required/></label>
-                        <ConfirmSubmit label=tr(lang, "Reject", "驳回").to_owned()
-                            question=reject_q lang=lang class="reject-submit danger"/>
-                    </ActionForm>
-                </div>
-            })}
+            <ProposalDiscussion id=p.id.clone() comments=p.comments.clone()
+                may_comment=open && matches!(viewer.role, Role::Operator | Role::Supervisor)
+                may_decide=may_decide approve_q=approve_q reject_q=reject_q decide=decide lang=lang/>
         </article>
     }
 }

@@ -12,6 +12,7 @@ pub mod cells;
 mod closes;
 mod confirm;
 mod dashboard;
+pub mod empty;
 mod login;
 mod outbox;
 mod payments;

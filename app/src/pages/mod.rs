@@ -205,7 +205,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
     view! {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
-            <input type="checkbox" id="menu-toggle" class="menu-toggle"/>
+            <input type="checkbox" id="menu-toggle" class="menu-toggle" aria-label=tr(lang, "Menu", "菜单")/>
             <label for="menu-toggle" class="menu-button" id="menu-button">
                 "☰ " {tr(lang, "Menu", "菜单")}
             </label>

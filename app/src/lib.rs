@@ -7,6 +7,7 @@ pub mod ageing;
 pub mod api;
 pub mod bank;
 pub mod bulk;
+pub mod codes;
 pub mod console;
 pub mod error;
 pub mod filter;

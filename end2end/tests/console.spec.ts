@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn, unique } from './helpers';
+import { ADMIN_PASSWORD, clickNav, hydrated, signIn, unique } from './helpers';
 
 test('admin creates an operator, who sees no Users link and is refused at /users', async ({ page }) => {
   const operator = unique('op');
@@ -8,7 +8,7 @@ test('admin creates an operator, who sees no Users link and is refused at /users
   await signIn(page, 'admin', ADMIN_PASSWORD);
   await expect(page).toHaveURL(/\/$/);
   await expect(page.locator('#who')).toContainText('admin');
-  await page.click('#nav-users');
+  await clickNav(page, '#nav-users');
   await expect(page).toHaveURL(/\/users$/);
   await hydrated(page);
 

@@ -43,3 +43,21 @@ export async function uploadedRunCompletes(page: Page) {
 export function unique(prefix: string) {
   return `${prefix}${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`;
 }
+
+/**
+ * Clicks a link of the top bar by its id, as a person reaches it: on a
+ * phone the menu is opened first, and a link inside a group (Money,
+ * Reconcile, Admin) has its group opened first.
+ */
+export async function clickNav(page: Page, id: string) {
+  const link = page.locator(id);
+  if (!(await link.isVisible())) {
+    const menu = page.locator('#menu-button');
+    if ((await menu.isVisible()) && !(await page.locator('#main-nav').isVisible())) await menu.click();
+    const group = page.locator(`details.group:has(${id})`);
+    if ((await group.count()) > 0 && !(await group.evaluate((d) => (d as HTMLDetailsElement).open))) {
+      await group.locator('summary').click();
+    }
+  }
+  await link.click();
+}

@@ -165,6 +165,46 @@ mod tests {
         assert_eq!(states, app::tickets::STATUSES[1..]);
     }
 
+    /// Every code the server stores has words in both languages on the
+    /// console's pages, and the console's lists of codes are the server's.
+    #[test]
+    fn the_console_has_words_for_every_code() {
+        use crate::domain::refund::RefundStatus;
+        use crate::domain::status::PaymentStatus;
+        use app::codes::Codes;
+        let has_words = |set: Codes, code: &str| {
+            let (en, zh) = set
+                .words(code)
+                .unwrap_or_else(|| panic!("{set:?} {code}: no words on the console"));
+            assert!(
+                !en.is_empty() && !zh.is_ascii(),
+                "{set:?} {code}: {en} / {zh}"
+            );
+        };
+        for c in Class::ALL {
+            has_words(Codes::Class, c.as_str());
+        }
+        for s in Severity::ALL {
+            has_words(Codes::Severity, s.as_str());
+        }
+        for t in TicketStatus::ALL {
+            has_words(Codes::TicketStatus, t.as_str());
+        }
+        let payments: Vec<&str> = PaymentStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(payments, app::codes::PAYMENT_STATUSES);
+        for p in payments {
+            has_words(Codes::PaymentStatus, p);
+        }
+        let refunds: Vec<&str> = RefundStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(refunds, app::codes::REFUND_STATUSES);
+        for r in refunds {
+            has_words(Codes::RefundStatus, r);
+        }
+        for k in app::tickets::FixKind::ALL {
+            has_words(Codes::FixKind, k.as_str());
+        }
+    }
+
     /// Every (from, to) pair, written out in full.
     #[test]
     fn every_ticket_move_is_as_written() {

@@ -4,6 +4,7 @@
 //! resolved tickets beside the day before's.
 
 use crate::ageing::{AgeBucket, Ageing, DayChange};
+use crate::codes::{Code, Codes};
 use crate::i18n::{Msg, tr};
 use crate::tickets::encode;
 use crate::types::Lang;
@@ -49,7 +50,7 @@ pub fn AgeingSection(a: Ageing, provider: Option<String>, lang: Lang) -> impl In
         .map(|c| {
             view! {
                 <tr data-class=c.class.clone()>
-                    <th><a href=list_of(&provider, &c.class, None)>{c.class.clone()}</a></th>
+                    <th><a href=list_of(&provider, &c.class, None)><Code set=Codes::Class code=c.class.clone() lang=lang/></a></th>
                     {cells(&c.class, c.buckets)}
                     <td class="num" class:overdue={c.overdue > 0} data-overdue=c.overdue.to_string()>{c.overdue}</td>
                     <td class="num muted">{c.sla_hours} " h"</td>
@@ -73,7 +74,11 @@ pub fn AgeingSection(a: Ageing, provider: Option<String>, lang: Lang) -> impl In
     view! {
         <section class="card" id="ageing">
             <h2>{tr(lang, "Open tickets by age", "未关闭工单账龄")}</h2>
-            {a.classes.is_empty().then(|| view! { <p class="hint" id="no-open-tickets">{tr(lang, "No open tickets.", "没有未关闭的工单。")}</p> })}
+            {a.classes.is_empty().then(|| view! {
+                <super::empty::Empty id="no-open-tickets"
+                    why=tr(lang, "No open tickets: nothing is ageing.", "没有未关闭的工单：没有账龄可统计。")
+                    href="/tickets" action=tr(lang, "See all discrepancies.", "查看全部差异工单。")/>
+            })}
             <div class="split">
                 <table class="grid compact" id="ageing-table">
                     <thead><tr>

@@ -7,6 +7,7 @@
 
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{AcknowledgeAlerts, list_alerts};
+use crate::codes::{Code, Codes};
 use crate::console::{ALERT_SEVERITIES, ALERT_STATES, AlertFilter, AlertPage, AlertRow};
 use crate::filter::QueryFilter;
 use crate::format::utc_minutes;
@@ -84,10 +85,13 @@ fn Filters(f: AlertFilter, kinds: Vec<String>, lang: Lang) -> impl IntoView {
             </select>
         }
     };
-    let kinds = kinds.into_iter().map(|k| (k.clone(), k)).collect();
+    let kinds = kinds
+        .into_iter()
+        .map(|k| (k.clone(), Codes::AlertKind.shown(&k, lang)))
+        .collect();
     let severities = ALERT_SEVERITIES
         .iter()
-        .map(|s| ((*s).to_owned(), (*s).to_owned()))
+        .map(|s| ((*s).to_owned(), Codes::Severity.shown(s, lang)))
         .collect();
     let states = ALERT_STATES
         .iter()
@@ -142,7 +146,20 @@ fn List(
                     {p.items.into_iter().map(|a| view! { <Row a=a lang=lang may_ack=may_ack picked=picked/> }).collect_view()}
                 </tbody>
             </table>
-            {(shown == 0).then(|| view! { <p class="hint" id="no-alerts">{tr(lang, "No alert matches.", "没有符合条件的告警。")}</p> })}
+            {(shown == 0).then(|| super::empty::empty_note(
+                super::empty::narrowed(&f),
+                ("alerts", "告警"),
+                "/alerts",
+                [
+                    (
+                        "No alerts: nothing has needed a person's attention.",
+                        "没有告警：尚无需要人工处理的情况。",
+                    ),
+                    ("See the day on the dashboard.", "查看总览。"),
+                ],
+                "/",
+                lang,
+            ))}
             {may_ack.then(|| view! {
                 <div class="row card" id="ack-bar">
                     <label class="wide">{tr(lang, "Comment", "处理说明")}
@@ -242,8 +259,8 @@ fn Row(a: AlertRow, lang: Lang, may_ack: bool, picked: RwSignal<Vec<String>>) ->
                 }
             })}</td>
             <td class="when">{utc_minutes(a.created_at)}</td>
-            <td><strong>{a.severity.clone()}</strong></td>
-            <td>{a.kind.clone()}</td>
+            <td><strong><Code set=Codes::Severity code=a.severity.clone() lang=lang/></strong></td>
+            <td><Code set=Codes::AlertKind code=a.kind.clone() lang=lang/></td>
             <td>{a.message.clone()}</td>
             <td class="links">
                 {a.payment_no.clone().map(|no| view! {

@@ -9,6 +9,7 @@ use super::confirm::ConfirmSubmit;
 use super::ticket::{Decide, ProposalCard};
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{ApproveFix, CommentProposal, RejectFix, list_proposals};
+use crate::codes::{Code, Codes};
 use crate::i18n::{Msg, tr};
 use crate::tickets::{ActionResult, ProposalComment};
 use crate::types::{Lang, Role};
@@ -63,7 +64,11 @@ fn ApprovalsBody() -> impl IntoView {
                 shown(queue.await.map(|list| view! {
                     <section id="queue">
                         <h2>{tr(lang, "Waiting", "待审批")} " (" <span id="queue-count">{list.len()}</span> ")"</h2>
-                        {list.is_empty().then(|| view! { <p class="hint">{tr(lang, "Nothing waits for a decision.", "暂无待审批的提议。")}</p> })}
+                        {list.is_empty().then(|| view! {
+                            <super::empty::Empty id="empty-queue"
+                                why=tr(lang, "Nothing waits for a decision: a fix that changes money, proposed on a discrepancy, waits here for a second person.", "暂无待审批的提议：在差异工单上提出的涉及资金的修复会在此等待第二人审批。")
+                                href="/tickets?status=ACTIVE" action=tr(lang, "Open the discrepancies not closed.", "查看未关闭的差异工单。")/>
+                        })}
                         {list.into_iter().map(|p| view! { <ProposalCard p=p lang=lang viewer=viewer.clone() decide=decide/> }).collect_view()}
                     </section>
                 }), lang)
@@ -75,6 +80,11 @@ fn ApprovalsBody() -> impl IntoView {
                 shown(recent.await.map(|list| view! {
                     <section id="decided" class="card">
                         <h2>{tr(lang, "Recent proposals", "近期提议")}</h2>
+                        {list.iter().all(|p| p.status == "PENDING").then(|| view! {
+                            <super::empty::Empty id="empty-decided"
+                                why=tr(lang, "No proposal has been decided yet.", "尚无已审批的提议。")
+                                href="#queue" action=tr(lang, "See what waits.", "查看待审批。")/>
+                        })}
                         <table class="grid">
                             <thead><tr>
                                 <th>{Msg::Fix.text(lang)}</th>
@@ -86,8 +96,8 @@ fn ApprovalsBody() -> impl IntoView {
                             <tbody>
                                 {list.into_iter().filter(|p| p.status != "PENDING").map(|p| view! {
                                     <tr data-proposal=p.id.clone()>
-                                        <td><a href=format!("/tickets/{}", p.ticket_id)>{p.kind.as_str()}</a></td>
-                                        <td>{p.status.clone()}</td>
+                                        <td><a href=format!("/tickets/{}", p.ticket_id)><Code set=Codes::FixKind code=p.kind.as_str() lang=lang/></a></td>
+                                        <td><Code set=Codes::ProposalStatus code=p.status.clone() lang=lang/></td>
                                         <td>{p.proposer.clone()}</td>
                                         <td>{p.decided_by.clone().unwrap_or_default()}</td>
                                         <td>{p.result.clone().unwrap_or_default()}</td>

@@ -75,6 +75,20 @@ fn AuditBody() -> impl IntoView {
                 let zone = zone.get_value();
                 shown(page.await.map(|p| {
                     let next = p.next.map(|n| href(&f, Some(n)));
+                    let empty = p.items.is_empty().then(|| super::empty::empty_note(
+                        [&f.actor, &f.action, &f.object, &f.from, &f.to].iter().any(|v| v.is_some()),
+                        ("entries", "审计记录"),
+                        "/audit",
+                        [
+                            (
+                                "Nothing audited yet: every change a person makes in Reckon is written here.",
+                                "尚无审计记录：人员在 Reckon 中的每项变更都会记录于此。",
+                            ),
+                            ("See the users.", "查看用户。"),
+                        ],
+                        "/users",
+                        lang,
+                    ));
                     view! {
                         <table class="grid" id="audit">
                             <thead><tr>
@@ -109,6 +123,7 @@ fn AuditBody() -> impl IntoView {
                                 }).collect_view()}
                             </tbody>
                         </table>
+                        {empty}
                         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
                     }
                 }), lang)

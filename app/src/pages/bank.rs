@@ -127,6 +127,11 @@ fn BankBody() -> impl IntoView {
                                     <th>{tr(lang, "By", "导入人")}</th>
                                 </tr></thead>
                                 <tbody>
+                                    {v.statements.is_empty().then(|| view! { <tr><td colspan="7">
+                                        <super::empty::Empty id="empty-statements"
+                                            why=tr(lang, "No bank statement imported yet: payouts are matched to the bank's credits once one is.", "尚未导入银行对账单：导入后结算款将与银行入账匹配。")
+                                            href="#bank-upload-form" action=tr(lang, "Import one above.", "在上方导入。")/>
+                                    </td></tr> })}
                                     {v.statements.into_iter().map(|s| view! {
                                         <tr data-statement=s.statement_id.clone()>
                                             <td>{utc_minutes(s.imported_at)}</td>
@@ -152,6 +157,11 @@ fn BankBody() -> impl IntoView {
                                     <th>{Msg::PayoutState.text(lang)}</th>
                                 </tr></thead>
                                 <tbody>
+                                    {v.payouts.is_empty().then(|| view! { <tr><td colspan="5">
+                                        <super::empty::Empty id="empty-payouts"
+                                            why=tr(lang, "No payouts yet: they come from providers' settlement statements.", "尚无结算款：结算款来自渠道的结算对账单。")
+                                            href="/runs" action=tr(lang, "Reconcile statements on Runs.", "到“对账批次”对账。")/>
+                                    </td></tr> })}
                                     {v.payouts.into_iter().map(|p| {
                                         let tickets = format!("/tickets?q={}", crate::tickets::encode(&p.payout_id));
                                         let is_ticket = matches!(p.state.as_str(), "PAYOUT_MISSING" | "PAYOUT_AMOUNT_MISMATCH");

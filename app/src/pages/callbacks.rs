@@ -7,6 +7,7 @@
 use super::cells::{IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
+use crate::codes::{Code, Codes};
 use crate::console::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
 use crate::filter::QueryFilter;
 use crate::format::facts_text;
@@ -90,7 +91,7 @@ fn CallbacksBody() -> impl IntoView {
                         <select name="status" id="c-status">
                             <option value="">{Msg::Any.text(lang)}</option>
                             {CALLBACK_STATUSES.iter().map(|s| view! {
-                                <option value=*s selected=f.status.as_deref() == Some(*s)>{*s}</option>
+                                <option value=*s selected=f.status.as_deref() == Some(*s)>{Codes::CallbackStatus.shown(s, lang)}</option>
                             }).collect_view()}
                         </select>
                     </label>
@@ -161,6 +162,22 @@ fn Job(j: ReplayJob, lang: Lang) -> impl IntoView {
 
 #[component]
 fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
+    let empty = p.items.is_empty().then(|| {
+        super::empty::empty_note(
+            super::empty::narrowed(&f),
+            ("callbacks", "回调"),
+            "/callbacks",
+            [
+                (
+                    "No callbacks yet: providers post payment results to Reckon's webhooks; refused ones are listed apart.",
+                    "尚无回调：渠道将支付结果推送到 Reckon 的回调地址；被拒的回调另行列出。",
+                ),
+                ("See refused webhooks.", "查看被拒回调。"),
+            ],
+            "/refused",
+            lang,
+        )
+    });
     let zone = use_zone();
     let next = p
         .next
@@ -186,13 +203,14 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
                         <td><IdText id=c.callback_id.clone() href=format!("/callbacks/{}", c.id) link_class="open-callback" head=12 lang=lang/></td>
                         <td>{c.payment_no.clone().map(|no| view! { <IdText id=no.clone() href=format!("/payments/{no}") head=12 lang=lang/> })}</td>
                         <td>{c.callback_status.clone()}</td>
-                        <td>{c.verify_result.clone()}</td>
-                        <td>{c.processing_status.clone()} " " {c.outcome.clone().unwrap_or_default()}</td>
+                        <td><Code set=Codes::Verify code=c.verify_result.clone() lang=lang/></td>
+                        <td><Code set=Codes::CallbackStatus code=c.processing_status.clone() lang=lang/> " " {c.outcome.clone().unwrap_or_default()}</td>
                         <td class="num">{c.retry_count}</td>
                     </tr>
                 }).collect_view()}
             </tbody>
         </table>
+        {empty}
         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }

@@ -12,6 +12,7 @@ pub mod cells;
 mod closes;
 mod confirm;
 mod dashboard;
+pub mod empty;
 mod login;
 mod outbox;
 mod payments;
@@ -192,6 +193,10 @@ pub fn Frame(allow: &'static [Role], children: ChildrenFn) -> impl IntoView {
     }
 }
 
+/// The top bar: the day's work as links, the rest in three groups that
+/// open in place (`<details>`, no script needed), so the bar is one line
+/// on a laptop; on a phone the whole navigation folds behind a menu button
+/// (a checkbox and its label, also without script).
 #[component]
 fn Nav(user: User, lang: Lang) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
@@ -200,32 +205,54 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
     view! {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
-            <nav>
+            <input type="checkbox" id="menu-toggle" class="menu-toggle" aria-label=tr(lang, "Menu", "菜单")/>
+            <label for="menu-toggle" class="menu-button" id="menu-button">
+                "☰ " {tr(lang, "Menu", "菜单")}
+            </label>
+            <nav aria-label=tr(lang, "Main", "主导航") id="main-nav">
                 <A href="/" exact=true attr:id="nav-dashboard">{Msg::Dashboard.text(lang)}</A>
                 <A href="/tickets" attr:id="nav-tickets">{Msg::Discrepancies.text(lang)}</A>
-                <A href="/callbacks" attr:id="nav-callbacks">{Msg::Callbacks.text(lang)}</A>
-                <A href="/payments" attr:id="nav-payments">{Msg::Payments.text(lang)}</A>
-                <A href="/runs" attr:id="nav-runs">{tr(lang, "Runs", "对账批次")}</A>
-                <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
                 <A href="/approvals" attr:id="nav-approvals">
                     {Msg::Approvals.text(lang)}
                     {(user.role == Role::Supervisor).then(|| view! { <QueueBadge lang=lang/> })}
                 </A>
-                <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
-                <A href="/outbox" attr:id="nav-outbox">{Msg::Outbox.text(lang)}</A>
-                <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
-                <A href="/refused" attr:id="nav-refused">{Msg::RefusedWebhooks.text(lang)}</A>
-                {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
-                {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
+                <A href="/alerts" attr:id="nav-alerts">{Msg::Alerts.text(lang)}</A>
+                <details class="group" id="nav-group-money">
+                    <summary>{tr(lang, "Money", "资金")}</summary>
+                    <div class="menu">
+                        <A href="/payments" attr:id="nav-payments">{Msg::Payments.text(lang)}</A>
+                        <A href="/callbacks" attr:id="nav-callbacks">{Msg::Callbacks.text(lang)}</A>
+                        <A href="/refused" attr:id="nav-refused">{Msg::RefusedWebhooks.text(lang)}</A>
+                        <A href="/outbox" attr:id="nav-outbox">{Msg::Outbox.text(lang)}</A>
+                    </div>
+                </details>
+                <details class="group" id="nav-group-reconcile">
+                    <summary>{tr(lang, "Reconcile", "对账")}</summary>
+                    <div class="menu">
+                        <A href="/runs" attr:id="nav-runs">{tr(lang, "Runs", "对账批次")}</A>
+                        <A href="/bank" attr:id="nav-bank">{Msg::Bank.text(lang)}</A>
+                    </div>
+                </details>
+                <details class="group" id="nav-group-admin">
+                    <summary>{tr(lang, "Admin", "管理")}</summary>
+                    <div class="menu">
+                        <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
+                        {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
+                        {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
+                    </div>
+                </details>
             </nav>
-            <span class="who" id="who">
-                {Msg::SignedInAs.text(lang)} " " <strong>{user.username.clone()}</strong>
-                " (" {role_name(user.role, lang)} ")"
-            </span>
-            <LangSwitch action=ctx.set_lang lang=lang/>
-            <ActionForm action=ctx.logout attr:class="inline">
-                <button type="submit" id="sign-out">{Msg::SignOut.text(lang)}</button>
-            </ActionForm>
+            <div class="account">
+                <span class="who" id="who">
+                    <span class="signed-in-as">{Msg::SignedInAs.text(lang)} " "</span>
+                    <strong>{user.username.clone()}</strong>
+                    " (" {role_name(user.role, lang)} ")"
+                </span>
+                <LangSwitch action=ctx.set_lang lang=lang/>
+                <ActionForm action=ctx.logout attr:class="inline">
+                    <button type="submit" id="sign-out">{Msg::SignOut.text(lang)}</button>
+                </ActionForm>
+            </div>
         </header>
     }
 }

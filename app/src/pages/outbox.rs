@@ -228,6 +228,22 @@ fn Job(
 
 #[component]
 fn List(p: OutboxPage, f: OutboxFilter, lang: Lang) -> impl IntoView {
+    let empty = p.items.is_empty().then(|| {
+        super::empty::empty_note(
+            super::empty::narrowed(&f),
+            ("messages", "消息"),
+            "/outbox",
+            [
+                (
+                    "No messages yet: Reckon writes one when a payment or refund reaches a final state.",
+                    "尚无消息：支付或退款到达终态时 Reckon 会写入一条消息。",
+                ),
+                ("See the sinks they go to.", "查看推送端点。"),
+            ],
+            "/sinks",
+            lang,
+        )
+    });
     let zone = use_zone();
     let next = p
         .next
@@ -275,6 +291,7 @@ fn List(p: OutboxPage, f: OutboxFilter, lang: Lang) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        {empty}
         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }

@@ -6,6 +6,7 @@
 use super::cells::{AmountCell, IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
+use crate::codes::{Code, Codes};
 use crate::console::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::filter::QueryFilter;
 use crate::i18n::{Msg, in_zone, tr};
@@ -60,7 +61,7 @@ fn PaymentsBody() -> impl IntoView {
                         <select name="status" id="p-status">
                             <option value="">{Msg::Any.text(lang)}</option>
                             {PAYMENT_STATUSES.iter().map(|s| view! {
-                                <option value=*s selected=f.status.as_deref() == Some(*s)>{*s}</option>
+                                <option value=*s selected=f.status.as_deref() == Some(*s)>{Codes::PaymentStatus.shown(s, lang)}</option>
                             }).collect_view()}
                         </select>
                     </label>
@@ -86,6 +87,22 @@ fn PaymentsBody() -> impl IntoView {
 
 #[component]
 fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
+    let empty = p.items.is_empty().then(|| {
+        super::empty::empty_note(
+            super::empty::narrowed(&f),
+            ("payments", "支付单"),
+            "/payments",
+            [
+                (
+                    "No payments yet: merchants create them through the API, and their results arrive as callbacks.",
+                    "尚无支付单：商户通过 API 创建支付单，结果经回调送达。",
+                ),
+                ("See the callbacks.", "查看回调。"),
+            ],
+            "/callbacks",
+            lang,
+        )
+    });
     let zone = use_zone();
     let next = p
         .next
@@ -110,12 +127,13 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
                         <td>{x.provider.clone()}</td>
                         <td><IdText id=x.provider_txn_id.clone().unwrap_or_default() head=12 lang=lang/></td>
                         <AmountCell amount=Some(x.amount.clone())/>
-                        <td>{x.status.clone()} {x.held.then(|| view! { " " <span class="held">{tr(lang, "held", "冻结")}</span> })}</td>
+                        <td><Code set=Codes::PaymentStatus code=x.status.clone() lang=lang/> {x.held.then(|| view! { " " <span class="held">{tr(lang, "held", "冻结")}</span> })}</td>
                         <td class="when"><When at=x.created_at zone=zone.clone()/></td>
                     </tr>
                 }).collect_view()}
             </tbody>
         </table>
+        {empty}
         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }

@@ -123,6 +123,22 @@ fn RefusedBody() -> impl IntoView {
 
 #[component]
 fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
+    let empty = p.items.is_empty().then(|| {
+        super::empty::empty_note(
+            super::empty::narrowed(&f),
+            ("refused webhooks", "被拒回调"),
+            "/refused",
+            [
+                (
+                    "No refused webhooks: every webhook so far was signed and well formed.",
+                    "没有被拒回调：迄今所有回调均验签通过且格式正确。",
+                ),
+                ("See the callbacks taken.", "查看已接收的回调。"),
+            ],
+            "/callbacks",
+            lang,
+        )
+    });
     let next = p
         .next
         .clone()
@@ -166,6 +182,7 @@ fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        {empty}
         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }

@@ -10,6 +10,7 @@ use super::callbacks::poll_while;
 use super::cells::{IdText, use_zone};
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{ResumeRun, list_runs};
+use crate::codes::{Code, Codes};
 use crate::console::{PullSchedule, RunPage, RunSummary};
 use crate::i18n::{Msg, in_zone, tr};
 use crate::types::{Lang, Role};
@@ -78,6 +79,19 @@ fn Runs(
         .is_some_and(|w| !p.items.iter().any(|r| &r.id == w));
     let busy = waiting || p.items.iter().any(|r| r.status == "RUNNING");
     let next = p.next.clone().map(|n| format!("/runs?after={n}"));
+    let empty = p.items.is_empty().then(|| {
+        let (why, action) = match lang {
+            Lang::En => (
+                "No runs yet: a run reconciles one provider's statement for one day.",
+                "Upload a statement above.",
+            ),
+            Lang::Zh => (
+                "尚无对账批次：每个批次核对一个渠道一天的对账单。",
+                "在上方上传对账单。",
+            ),
+        };
+        view! { <super::empty::Empty why=why href="#upload-form" action=action/> }
+    });
     let zone = use_zone();
     view! {
         {busy.then(|| view! { <noscript inner_html=r#"<meta http-equiv="refresh" content="2">"#></noscript> })}
@@ -114,6 +128,7 @@ fn Runs(
                 }).collect_view()}
             </tbody>
         </table>
+        {empty}
         {next.map(|h| view! { <p><a href=h id="next-page">{Msg::Older.text(lang)}</a></p> })}
     }
 }
@@ -168,7 +183,7 @@ fn Run(
                     </span>
                 })}</td>
             <td>
-                <span class="run-status">{r.status.clone()}</span>
+                <span class="run-status"><Code set=Codes::RunStatus code=r.status.clone() lang=lang/></span>
                 {(r.status == "RUNNING").then(|| view! {
                     <div class="progress-row">
                         <progress max="3" value=step></progress>

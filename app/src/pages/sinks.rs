@@ -51,6 +51,11 @@ fn SinksBody() -> impl IntoView {
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 shown(sinks.await.map(|list| view! {
+                    {list.is_empty().then(|| view! {
+                        <super::empty::Empty
+                            why=tr(lang, "No sink is configured: outbox messages are kept, and sent once one is (RECKON_OUTBOX_SINKS or the config file's [[outbox_sinks]]).", "未配置推送端点：外发消息会保留，配置后（RECKON_OUTBOX_SINKS 或配置文件的 [[outbox_sinks]]）再发送。")
+                            href="/outbox" action=tr(lang, "See the messages kept.", "查看保留的消息。")/>
+                    })}
                     <table class="grid" id="sinks">
                         <thead><tr>
                             <th>{tr(lang, "Sink", "端点")}</th>

@@ -12,6 +12,7 @@ use crate::api::{
     AddEvidence, ApproveFix, AssignTicket, CommentTicket, ConcludeTicket, ProposeFix, RejectFix,
     ReplayForTicket, RequeryTicket, show_ticket, ticket_neighbours,
 };
+use crate::codes::{Code, Codes};
 use crate::i18n::{Msg, fix_name, in_zone, ticket_status, tr};
 use crate::readable::{proposal_rows, proposal_sentence};
 use crate::tickets::{
@@ -206,7 +207,7 @@ fn Detail(
     view! {
         <section class="card" id="ticket" data-status=s.status.clone() data-class=s.class.clone()>
             <h1>
-                <span class="badge">{s.severity.clone()}</span> " " {s.class.clone()} " · "
+                <span class="badge"><Code set=Codes::Severity code=s.severity.clone() lang=lang/></span> " " <Code set=Codes::Class code=s.class.clone() lang=lang/> " · "
                 <span id="ticket-status">{ticket_status(&s.status, lang)}</span>
             </h1>
             <p class="reason">{d.reason.clone()}</p>

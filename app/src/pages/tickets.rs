@@ -6,6 +6,7 @@ use super::cells::{AmountCell, IdText};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::ageing::AgeBucket;
 use crate::api::list_tickets;
+use crate::codes::{Code, Codes};
 use crate::filter::QueryFilter;
 use crate::format::{utc_minutes, utc_short};
 use crate::i18n::{Msg, ticket_status, tr};
@@ -126,7 +127,11 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
             .into_iter()
             .map(|(value, n)| {
                 let href = list_href(&f.with(key, Some(&value)));
-                let label = if key == "status" { ticket_status(&value, lang).to_owned() } else { value.clone() };
+                let label = match key {
+                    "status" => ticket_status(&value, lang).to_owned(),
+                    "class" => Codes::Class.shown(&value, lang),
+                    _ => value.clone(),
+                };
                 view! { <a class="count" href=href data-count=format!("{key}:{value}")>{label} " " <strong>{n}</strong></a> }
             })
             .collect_view()
@@ -139,6 +144,22 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
     let by_status = counts(page.by_status.clone(), "status", &f);
     let by_class = counts(page.by_class.clone(), "class", &f);
     let on_page: Vec<String> = page.items.iter().map(|t| t.id.clone()).collect();
+    let empty = page.items.is_empty().then(|| {
+        super::empty::empty_note(
+            super::empty::narrowed(&f),
+            ("discrepancies", "差异工单"),
+            "/tickets",
+            [
+                (
+                    "No discrepancies: every statement reconciled so far matched, or none has been reconciled yet.",
+                    "没有差异工单：已对账的账单全部一致，或尚未对账。",
+                ),
+                ("Reconcile a statement on Runs.", "到“对账批次”对账。"),
+            ],
+            "/runs",
+            lang,
+        )
+    });
     view! {
         <super::bulk::BulkBar f=f.clone() total=page.total lang=lang/>
         <section class="counts">
@@ -169,8 +190,8 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
                     view! {
                         <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase()) class:overdue=t.overdue>
                             <td><super::bulk::Pick id=t.id.clone()/></td>
-                            <td><span class="badge">{t.severity.clone()}</span></td>
-                            <td><a href=href class="open-ticket">{t.class.clone()}</a></td>
+                            <td><span class="badge"><Code set=Codes::Severity code=t.severity.clone() lang=lang/></span></td>
+                            <td><a href=href class="open-ticket"><Code set=Codes::Class code=t.class.clone() lang=lang/></a></td>
                             <td class="status">{ticket_status(&t.status, lang)}</td>
                             <td>{t.provider.clone()}</td>
                             <td class="when">{t.business_date.clone().unwrap_or_default()}</td>
@@ -189,6 +210,7 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        {empty}
         {next.map(|href| view! { <p><a href=href id="next-page">{tr(lang, "Next page →", "下一页 →")}</a></p> })}
     }
 }

@@ -103,12 +103,10 @@ fn TicketBody() -> impl IntoView {
     let user = StoredValue::new(user);
     // Where the keyboard goes once the page has redrawn after a post: back
     // to the form just sent, or the comment box when asked for by `#comment`.
-    let refocus = Refocus(StoredValue::new(None));
-    #[cfg(feature = "hydrate")]
-    if window().location().hash().ok().as_deref() == Some("#comment") {
-        refocus.0.set_value(Some("comment-text"));
-    }
-    provide_context(refocus);
+    provide_context(Refocus {
+        to: StoredValue::new(None),
+        drawn: StoredValue::new(false),
+    });
     // The queue the ticket was opened from (the list's filters travel in
     // the address): previous and next in it, by link or by key.
     let filter = query_filter::<TicketFilter>();
@@ -217,7 +215,7 @@ fn Detail(
     let me = user.username.clone();
     Effect::new(move |_| {
         if let Some(to) = use_context::<Refocus>() {
-            to.take_into_focus();
+            to.redrawn();
         }
     });
     view! {
@@ -325,7 +323,7 @@ fn Detail(
                         <ActionForm action=assign attr:class="row" attr:id="assign-me-form">
                             <input type="hidden" name="id" value=id6/>
                             <input type="hidden" name="owner" value=me1/>
-                            <PostButton pending=pending.assign id="assign-me" refocus="assign-me">{Msg::AssignToMe.text(lang)}</PostButton>
+                            <PostButton pending=pending.assign id="assign-me" refocus="assign-owner">{Msg::AssignToMe.text(lang)}</PostButton>
                         </ActionForm>
                     })}
                     <ActionForm action=assign attr:class="row" attr:id="assign-form">
@@ -339,7 +337,7 @@ fn Detail(
                         </label>
                         <PostButton pending=pending.assign id="assign-submit" refocus="assign-owner">{tr(lang, "Assign", "分配")}</PostButton>
                     </ActionForm>
-                    <FormError action=assign id="assign-error" lang=lang/>
+                    <FormError action=assign id="assign-error" forms=&["assign-me-form", "assign-form"] lang=lang/>
                     <ActionForm action=comment attr:class="row" attr:id="comment-form">
                         <input type="hidden" name="id" value=id2/>
                         <label class="wide">{tr(lang, "Comment", "备注")}
@@ -349,7 +347,7 @@ fn Detail(
                         <PostButton pending=pending.comment id="comment-submit" refocus="comment-text">{tr(lang, "Add comment", "添加备注")}</PostButton>
                         <span class="hint" id="comment-hint">{tr(lang, "Ctrl+Enter adds it.", "Ctrl+Enter 提交。")}</span>
                     </ActionForm>
-                    <FormError action=comment id="comment-error" lang=lang/>
+                    <FormError action=comment id="comment-error" forms=&["comment-form"] lang=lang/>
                     <ActionForm action=evidence attr:class="row" attr:id="evidence-form">
                         <input type="hidden" name="id" value=id3/>
                         <label>{tr(lang, "Evidence", "证据")}
@@ -361,7 +359,7 @@ fn Detail(
                         <label class="wide">{tr(lang, "Content", "内容")}<input name="text" id="evidence-text" required aria-describedby="evidence-error"/></label>
                         <PostButton pending=pending.evidence id="evidence-submit" refocus="evidence-text">{tr(lang, "Attach", "附加")}</PostButton>
                     </ActionForm>
-                    <FormError action=evidence id="evidence-error" lang=lang/>
+                    <FormError action=evidence id="evidence-error" forms=&["evidence-form"] lang=lang/>
                     <form method="post" enctype="multipart/form-data" action=upload class="row" id="evidence-file-form">
                         <label>{tr(lang, "Evidence file (≤ 256 KiB)", "证据文件（≤ 256 KiB）")}<input type="file" name="file" id="evidence-file" required/></label>
                         <button type="submit" id="evidence-file-submit">{tr(lang, "Upload", "上传")}</button>
@@ -373,7 +371,7 @@ fn Detail(
                         </label>
                         <PostButton pending=pending.conclude id="conclude-submit" refocus="conclusion-text">{tr(lang, "Close ticket", "关闭工单")}</PostButton>
                     </ActionForm>
-                    <FormError action=conclude id="conclude-error" lang=lang/>
+                    <FormError action=conclude id="conclude-error" forms=&["conclude-form"] lang=lang/>
                 </section>
 
                 {(!d.fixes.is_empty()).then(|| view! {
@@ -400,7 +398,7 @@ fn Detail(
                             <label>{tr(lang, "Evidence", "证据")}<textarea name="evidence" id="fix-evidence" required rows="2"></textarea></label>
                             <PostButton pending=pending.propose id="propose-submit" refocus="fix-kind">{tr(lang, "Propose", "提交提议")}</PostButton>
                         </ActionForm>
-                        <FormError action=propose id="propose-error" lang=lang/>
+                        <FormError action=propose id="propose-error" forms=&["propose-form"] lang=lang/>
                     </section>
                 })}
                 </div>
@@ -550,18 +548,37 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
     }
 }
 
-/// The element to focus once the page has redrawn (by its id).
+/// The element to focus once the page has redrawn (by its id), and whether
+/// the ticket has been drawn yet.
 #[derive(Clone, Copy)]
-struct Refocus(StoredValue<Option<&'static str>>);
+struct Refocus {
+    to: StoredValue<Option<&'static str>>,
+    drawn: StoredValue<bool>,
+}
 
 impl Refocus {
+    /// The ticket is drawn (again): the element waiting for the keyboard
+    /// gets it; on the first drawing, an address ending in `#comment` (the
+    /// list's `c`) asks for the comment box.
+    fn redrawn(self) {
+        let first = !self.drawn.get_value();
+        self.drawn.set_value(true);
+        self.take_into_focus(first);
+    }
+
     /// Focuses the element waiting for it, once; after the next frame, when
-    /// a redrawn page is in the document.
-    fn take_into_focus(self) {
-        let Some(id) = self.0.try_update_value(Option::take).flatten() else {
-            return;
-        };
-        request_animation_frame(move || focus_by_id(id));
+    /// a redrawn page is in the document (and the address is complete).
+    fn take_into_focus(self, first: bool) {
+        let to = self.to;
+        request_animation_frame(move || {
+            let id = to.try_update_value(Option::take).flatten().or_else(|| {
+                (first && window().location().hash().ok().as_deref() == Some("#comment"))
+                    .then_some("comment-text")
+            });
+            if let Some(id) = id {
+                focus_by_id(id);
+            }
+        });
     }
 }
 
@@ -627,8 +644,8 @@ fn PostButton(
                 // Between the first post and the button's redraw.
                 if pending.get_untracked() {
                     ev.prevent_default();
-                } else if let Some(Refocus(to)) = again {
-                    to.set_value(Some(refocus));
+                } else if let Some(again) = again {
+                    again.to.set_value(Some(refocus));
                 }
             }>
             {children()}
@@ -636,28 +653,56 @@ fn PostButton(
     }
 }
 
-/// A work form's refusal, beside the form and in the viewer's language;
-/// the keyboard goes back to the form.
+/// A work form's refusal, beside the form and in the viewer's language.
+/// Once a post is answered the keyboard goes back to the form, and a post
+/// taken empties `forms` (a refused one keeps what was typed). The page
+/// redraws the ticket into the same elements, which keeps their values.
 #[component]
-fn FormError<A>(action: ServerAction<A>, id: &'static str, lang: Lang) -> impl IntoView
+fn FormError<A>(
+    action: ServerAction<A>,
+    id: &'static str,
+    forms: &'static [&'static str],
+    lang: Lang,
+) -> impl IntoView
 where
     A: leptos::server_fn::ServerFn<Error = AppError> + Clone + Send + Sync + 'static,
     A::Output: Clone + Send + Sync + 'static,
 {
     let err = action_error(action, || None);
     let again = use_context::<Refocus>();
-    Effect::new(move |_| {
-        if err().is_some()
-            && let Some(to) = again
-        {
-            to.take_into_focus();
-        }
-    });
+    // On each answer, not on the one already there when the form is drawn.
+    Effect::watch(
+        move || action.version().get(),
+        move |_, _, _| {
+            if action.value().with_untracked(|v| matches!(v, Some(Ok(_)))) {
+                forms.iter().for_each(|form| reset_form(form));
+            }
+            if let Some(to) = again {
+                to.take_into_focus(false);
+            }
+        },
+        false,
+    );
     view! {
         <div class="form-error" id=id aria-live="polite">
             {move || view! { <ErrorNote err=err() lang=lang/> }}
         </div>
     }
+}
+
+fn reset_form(id: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Some(form) = document()
+            .get_element_by_id(id)
+            .and_then(|el| el.dyn_into::<leptos::web_sys::HtmlFormElement>().ok())
+        {
+            form.reset();
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
 }
 
 /// Ctrl+Enter (or Cmd+Enter) in a text area sends its form, through the

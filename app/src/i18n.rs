@@ -121,6 +121,10 @@ pub enum Msg {
     WaitingForYou,
     Severity,
     Kind,
+    // Working tickets from the keyboard.
+    SkipToContent,
+    AssignToMe,
+    KeyboardShortcuts,
 }
 
 impl Msg {
@@ -262,6 +266,9 @@ impl Msg {
             WaitingForYou => ("Waiting for your decision", "待您审批"),
             Severity => ("Severity", "严重程度"),
             Kind => ("Kind", "类型"),
+            SkipToContent => ("Skip to content", "跳到正文"),
+            AssignToMe => ("Assign to me", "分配给我"),
+            KeyboardShortcuts => ("Keyboard shortcuts", "键盘快捷键"),
         }
     }
 }
@@ -331,7 +338,7 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         (AppError::NotFound, Lang::En) => "Not found.".into(),
         (AppError::NotFound, Lang::Zh) => "未找到。".into(),
         (AppError::Required { field }, Lang::En) => format!("{field} is required."),
-        (AppError::Required { field }, Lang::Zh) => format!("{field} 为必填项。"),
+        (AppError::Required { field }, Lang::Zh) => format!("{}为必填项。", field_zh(field)),
         (AppError::OwnProposal, Lang::En) => {
             "You proposed this fix: another supervisor must decide it.".into()
         }
@@ -388,6 +395,20 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         }
         (AppError::Transport(detail), Lang::En) => format!("The request failed: {detail}"),
         (AppError::Transport(detail), Lang::Zh) => format!("请求失败：{detail}"),
+    }
+}
+
+/// The name of a required field, as the server names it, in Chinese (a
+/// field not listed shows as named).
+fn field_zh(field: &str) -> &str {
+    match field {
+        "comment" => "备注",
+        "owner" => "负责人",
+        "conclusion" => "结论",
+        "evidence" => "证据",
+        "reason" => "原因",
+        "file name" => "文件名",
+        other => other,
     }
 }
 

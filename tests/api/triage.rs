@@ -989,6 +989,71 @@ async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
     assert_eq!(amount, 10100);
 }
 
+/// "Assign to me" is the assignment with the caller's own name: the ticket
+/// becomes theirs, in progress, with its note and audit entry; a role that
+/// does not work tickets is refused and changes nothing.
+async fn assigning_a_ticket_to_oneself_is_audited_and_other_roles_are_refused(b: Backend) {
+    let d = desk(b).await;
+    let ticket = d.provider_only("PAYSELF1", "SBX-SELF-1").await;
+    let before = d.audit_head().await;
+    let (status, body) = d
+        .call(
+            &d.sam,
+            "tickets/assign",
+            &[("id", &ticket), ("owner", "sam")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["owner"], "sam", "{detail}");
+    assert_eq!(detail["summary"]["status"], "IN_PROGRESS", "{detail}");
+    assert_eq!(
+        d.audit_actions(before).await,
+        [("sam".to_owned(), "ticket.assign".to_owned())]
+    );
+    let after: String = sqlx::query_scalar(
+        "SELECT after_json FROM audit_log WHERE action = 'ticket.assign' AND object_id = $1",
+    )
+    .bind(&ticket)
+    .fetch_one(d.app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&after).unwrap()["owner"],
+        "sam"
+    );
+
+    // An admin reads tickets but does not work them.
+    d.app.app.add_user("ada", Role::Admin, PASSWORD).await;
+    let ada = crate::helpers::client();
+    let res = d
+        .app
+        .app
+        .call_with(
+            &ada,
+            "login",
+            &[("username", "ada"), ("password", PASSWORD)],
+        )
+        .await;
+    assert!(res.status().is_success() || res.status().is_redirection());
+    let head = d.audit_head().await;
+    let (status, err) = d
+        .call(&ada, "tickets/assign", &[("id", &ticket), ("owner", "ada")])
+        .await;
+    assert_eq!(status, 403, "{err}");
+    let (status, _) = d
+        .call(
+            &crate::helpers::client(),
+            "tickets/assign",
+            &[("id", &ticket), ("owner", "olga")],
+        )
+        .await;
+    assert_eq!(status, 401);
+    let (_, detail) = d.call(&d.olga, "tickets/show", &[("id", &ticket)]).await;
+    assert_eq!(detail["summary"]["owner"], "sam", "{detail}");
+    assert_eq!(d.audit_head().await, head, "a refusal writes nothing");
+}
+
 both_databases!(
     two_people_backfill_a_provider_only_payment_exactly_once,
     a_fix_proposed_before_a_hold_is_refused_after_it,
@@ -1000,4 +1065,5 @@ both_databases!(
     held_payments_are_closed_merged_or_released_by_two_people,
     evidence_files_and_a_requery_are_kept_on_the_ticket,
     a_closed_ticket_takes_no_fix_and_a_merge_keeps_paid_payments,
+    assigning_a_ticket_to_oneself_is_audited_and_other_roles_are_refused,
 );

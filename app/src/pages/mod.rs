@@ -177,8 +177,9 @@ pub fn Frame(allow: &'static [Role], children: ChildrenFn) -> impl IntoView {
                         provide_context(Viewer { user: user.clone(), lang });
                         EitherOf3::C(view! {
                             <Html attr:lang=lang.html_tag()/>
+                            <SkipLink lang=lang/>
                             <Nav user=user lang=lang/>
-                            <main>
+                            <main id="main" tabindex="-1">
                                 {if allowed {
                                     Either::Left(children.with_value(|c| c()))
                                 } else {
@@ -190,6 +191,32 @@ pub fn Frame(allow: &'static [Role], children: ChildrenFn) -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+/// The first stop of the Tab key on every signed-in page: straight past the
+/// top bar to the page's own content. Shown only while focused. The page
+/// moves the focus itself: the router would take `#main` for a navigation.
+#[component]
+fn SkipLink(lang: Lang) -> impl IntoView {
+    view! {
+        <a href="#main" class="skip-link" id="skip-link"
+            on:click=move |ev| {
+                if let Some(main) = document().get_element_by_id("main") {
+                    ev.prevent_default();
+                    #[cfg(feature = "hydrate")]
+                    {
+                        use wasm_bindgen::JsCast;
+                        if let Ok(main) = main.dyn_into::<leptos::web_sys::HtmlElement>() {
+                            let _ = main.focus();
+                        }
+                    }
+                    #[cfg(not(feature = "hydrate"))]
+                    let _ = main;
+                }
+            }>
+            {Msg::SkipToContent.text(lang)}
+        </a>
     }
 }
 

@@ -13,6 +13,7 @@ use crate::api::{
     ReplayForTicket, RequeryTicket, show_ticket, ticket_neighbours,
 };
 use crate::codes::{Code, Codes};
+use crate::error::AppError;
 use crate::i18n::{Msg, fix_name, in_zone, ticket_status, tr};
 use crate::readable::{proposal_rows, proposal_sentence};
 use crate::tickets::{
@@ -55,17 +56,26 @@ fn TicketBody() -> impl IntoView {
         approve: ServerAction::<ApproveFix>::new(),
         reject: ServerAction::<RejectFix>::new(),
     };
+    // The work forms' refusals show beside their form and leave the page as
+    // it is (what was typed stays); their successes reload the ticket.
+    let (assigned, commented, attached, concluded, proposed) = (
+        successes(assign),
+        successes(comment),
+        successes(evidence),
+        successes(conclude),
+        successes(propose),
+    );
     let detail = Resource::new(
         move || {
             (
                 id(),
-                assign.version().get(),
-                comment.version().get(),
-                evidence.version().get(),
-                conclude.version().get(),
+                assigned.get(),
+                commented.get(),
+                attached.get(),
+                concluded.get(),
                 requery.version().get(),
                 replay.version().get(),
-                propose.version().get(),
+                proposed.get(),
                 decide.approve.version().get(),
                 decide.reject.version().get(),
             )
@@ -74,13 +84,8 @@ fn TicketBody() -> impl IntoView {
     );
     let from_url = url_error();
     let page_error = move || {
-        action_error(assign, || None)()
-            .or_else(action_error(comment, || None))
-            .or_else(action_error(evidence, || None))
-            .or_else(action_error(conclude, || None))
-            .or_else(action_error(requery, || None))
+        action_error(requery, || None)()
             .or_else(action_error(replay, || None))
-            .or_else(action_error(propose, || None))
             .or_else(action_error(decide.approve, || None))
             .or_else(action_error(decide.reject, || None))
             .or_else(from_url)
@@ -96,6 +101,12 @@ fn TicketBody() -> impl IntoView {
         .find_map(Result::ok)
     };
     let user = StoredValue::new(user);
+    // Where the keyboard goes once the page has redrawn after a post: back
+    // to the form just sent, or the comment box when asked for by `#comment`.
+    provide_context(Refocus {
+        to: StoredValue::new(None),
+        drawn: StoredValue::new(false),
+    });
     // The queue the ticket was opened from (the list's filters travel in
     // the address): previous and next in it, by link or by key.
     let filter = query_filter::<TicketFilter>();
@@ -204,7 +215,14 @@ fn Detail(
     let backfill_needs_order = !d.local.present;
     let me = user.username.clone();
     let zone = use_zone();
+    Effect::new(move |_| {
+        if let Some(to) = use_context::<Refocus>() {
+            to.redrawn();
+        }
+    });
     view! {
+        <div class="ticket-grid" class:split=can_work>
+        <div class="evidence-col">
         <section class="card" id="ticket" data-status=s.status.clone() data-class=s.class.clone()>
             <h1>
                 <span class="badge"><Code set=Codes::Severity code=s.severity.clone() lang=lang/></span> " " <Code set=Codes::Class code=s.class.clone() lang=lang/> " · "
@@ -240,50 +258,8 @@ fn Detail(
         <SideRows local=d.local.clone() provider=d.provider.clone() differing=d.differing.clone() lang=lang/>
 
         {can_work.then(|| {
-            let (id1, id2, id3, id4, id5) = (id.clone(), id.clone(), id.clone(), id.clone(), id.clone());
+            let id5 = id.clone();
             view! {
-                <section class="card work" id="work">
-                    <h2>{tr(lang, "Work", "处理")}</h2>
-                    <ActionForm action=assign attr:class="row" attr:id="assign-form">
-                        <input type="hidden" name="id" value=id1/>
-                        <label>{tr(lang, "Assign to", "分配给")}
-                            <select name="owner" id="assign-owner">
-                                {d.operators.iter().map(|o| view! {
-                                    <option value=o.clone() selected=*o == me>{o.clone()}</option>
-                                }).collect_view()}
-                            </select>
-                        </label>
-                        <button type="submit" id="assign-submit">{tr(lang, "Assign", "分配")}</button>
-                    </ActionForm>
-                    <ActionForm action=comment attr:class="row" attr:id="comment-form">
-                        <input type="hidden" name="id" value=id2/>
-                        <label class="wide">{tr(lang, "Comment", "备注")}<textarea name="text" id="comment-text" required rows="2"></textarea></label>
-                        <button type="submit" id="comment-submit">{tr(lang, "Add comment", "添加备注")}</button>
-                    </ActionForm>
-                    <ActionForm action=evidence attr:class="row" attr:id="evidence-form">
-                        <input type="hidden" name="id" value=id3/>
-                        <label>{tr(lang, "Evidence", "证据")}
-                            <select name="kind" id="evidence-kind">
-                                <option value="text">{tr(lang, "text", "文字")}</option>
-                                <option value="reference">{tr(lang, "reference", "引用编号/链接")}</option>
-                            </select>
-                        </label>
-                        <label class="wide">{tr(lang, "Content", "内容")}<input name="text" id="evidence-text" required/></label>
-                        <button type="submit" id="evidence-submit">{tr(lang, "Attach", "附加")}</button>
-                    </ActionForm>
-                    <form method="post" enctype="multipart/form-data" action=upload class="row" id="evidence-file-form">
-                        <label>{tr(lang, "Evidence file (≤ 256 KiB)", "证据文件（≤ 256 KiB）")}<input type="file" name="file" id="evidence-file" required/></label>
-                        <button type="submit" id="evidence-file-submit">{tr(lang, "Upload", "上传")}</button>
-                    </form>
-                    <ActionForm action=conclude attr:class="row" attr:id="conclude-form">
-                        <input type="hidden" name="id" value=id4/>
-                        <label class="wide">{tr(lang, "Close with a conclusion (no money changes)", "填写结论并关闭（不涉及资金变更）")}
-                            <input name="conclusion" id="conclusion-text" required placeholder=tr(lang, "e.g. explained: provider fee", "例如：已说明，渠道手续费")/>
-                        </label>
-                        <button type="submit" id="conclude-submit">{tr(lang, "Close ticket", "关闭工单")}</button>
-                    </ActionForm>
-                </section>
-
                 <section class="card" id="low-risk">
                     <h2>{tr(lang, "Low-risk actions", "低风险操作")}</h2>
                     <p class="hint">{tr(lang,
@@ -326,6 +302,79 @@ fn Detail(
                         </tbody>
                     </table>
                 </section>
+            }
+        })}
+        </div>
+
+        {can_work.then(|| {
+            let (id1, id2, id3, id4, id6) = (id.clone(), id.clone(), id.clone(), id.clone(), id.clone());
+            let mine = s.owner.as_deref() == Some(me.as_str());
+            let pending = Pending {
+                assign: assign.pending().into(),
+                comment: comment.pending().into(),
+                evidence: evidence.pending().into(),
+                conclude: conclude.pending().into(),
+                propose: propose.pending().into(),
+            };
+            let (me1, me2) = (me.clone(), me.clone());
+            view! {
+                <div class="work-col">
+                <section class="card work" id="work">
+                    <h2>{tr(lang, "Work", "处理")}</h2>
+                    {(!mine).then(|| view! {
+                        <ActionForm action=assign attr:class="row" attr:id="assign-me-form">
+                            <input type="hidden" name="id" value=id6/>
+                            <input type="hidden" name="owner" value=me1/>
+                            <PostButton pending=pending.assign id="assign-me" refocus="assign-owner">{Msg::AssignToMe.text(lang)}</PostButton>
+                        </ActionForm>
+                    })}
+                    <ActionForm action=assign attr:class="row" attr:id="assign-form">
+                        <input type="hidden" name="id" value=id1/>
+                        <label>{tr(lang, "Assign to", "分配给")}
+                            <select name="owner" id="assign-owner">
+                                {d.operators.iter().map(|o| view! {
+                                    <option value=o.clone() selected=*o == me2>{o.clone()}</option>
+                                }).collect_view()}
+                            </select>
+                        </label>
+                        <PostButton pending=pending.assign id="assign-submit" refocus="assign-owner">{tr(lang, "Assign", "分配")}</PostButton>
+                    </ActionForm>
+                    <FormError action=assign id="assign-error" forms=&["assign-me-form", "assign-form"] lang=lang/>
+                    <ActionForm action=comment attr:class="row" attr:id="comment-form">
+                        <input type="hidden" name="id" value=id2/>
+                        <label class="wide">{tr(lang, "Comment", "备注")}
+                            <textarea name="text" id="comment-text" required rows="2" aria-describedby="comment-hint comment-error"
+                                on:keydown=move |ev| send_on_ctrl_enter(&ev)></textarea>
+                        </label>
+                        <PostButton pending=pending.comment id="comment-submit" refocus="comment-text">{tr(lang, "Add comment", "添加备注")}</PostButton>
+                        <span class="hint" id="comment-hint">{tr(lang, "Ctrl+Enter adds it.", "Ctrl+Enter 提交。")}</span>
+                    </ActionForm>
+                    <FormError action=comment id="comment-error" forms=&["comment-form"] lang=lang/>
+                    <ActionForm action=evidence attr:class="row" attr:id="evidence-form">
+                        <input type="hidden" name="id" value=id3/>
+                        <label>{tr(lang, "Evidence", "证据")}
+                            <select name="kind" id="evidence-kind">
+                                <option value="text">{tr(lang, "text", "文字")}</option>
+                                <option value="reference">{tr(lang, "reference", "引用编号/链接")}</option>
+                            </select>
+                        </label>
+                        <label class="wide">{tr(lang, "Content", "内容")}<input name="text" id="evidence-text" required aria-describedby="evidence-error"/></label>
+                        <PostButton pending=pending.evidence id="evidence-submit" refocus="evidence-text">{tr(lang, "Attach", "附加")}</PostButton>
+                    </ActionForm>
+                    <FormError action=evidence id="evidence-error" forms=&["evidence-form"] lang=lang/>
+                    <form method="post" enctype="multipart/form-data" action=upload class="row" id="evidence-file-form">
+                        <label>{tr(lang, "Evidence file (≤ 256 KiB)", "证据文件（≤ 256 KiB）")}<input type="file" name="file" id="evidence-file" required/></label>
+                        <button type="submit" id="evidence-file-submit">{tr(lang, "Upload", "上传")}</button>
+                    </form>
+                    <ActionForm action=conclude attr:class="row" attr:id="conclude-form">
+                        <input type="hidden" name="id" value=id4/>
+                        <label class="wide">{tr(lang, "Close with a conclusion (no money changes)", "填写结论并关闭（不涉及资金变更）")}
+                            <input name="conclusion" id="conclusion-text" required aria-describedby="conclude-error" placeholder=tr(lang, "e.g. explained: provider fee", "例如：已说明，渠道手续费")/>
+                        </label>
+                        <PostButton pending=pending.conclude id="conclude-submit" refocus="conclusion-text">{tr(lang, "Close ticket", "关闭工单")}</PostButton>
+                    </ActionForm>
+                    <FormError action=conclude id="conclude-error" forms=&["conclude-form"] lang=lang/>
+                </section>
 
                 {(!d.fixes.is_empty()).then(|| view! {
                     <section class="card" id="propose">
@@ -349,12 +398,15 @@ fn Detail(
                             })}
                             <label>{tr(lang, "Reason", "原因")}<textarea name="reason" id="fix-reason" required rows="2"></textarea></label>
                             <label>{tr(lang, "Evidence", "证据")}<textarea name="evidence" id="fix-evidence" required rows="2"></textarea></label>
-                            <button type="submit" id="propose-submit">{tr(lang, "Propose", "提交提议")}</button>
+                            <PostButton pending=pending.propose id="propose-submit" refocus="fix-kind">{tr(lang, "Propose", "提交提议")}</PostButton>
                         </ActionForm>
+                        <FormError action=propose id="propose-error" forms=&["propose-form"] lang=lang/>
                     </section>
                 })}
+                </div>
             }
         })}
+        </div>
 
         {(!d.proposals.is_empty()).then(|| view! {
             <section id="proposals">
@@ -481,6 +533,186 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
                 may_comment=open && matches!(viewer.role, Role::Operator | Role::Supervisor)
                 may_decide=may_decide approve_q=approve_q reject_q=reject_q decide=decide lang=lang/>
         </article>
+    }
+}
+
+/// The element to focus once the page has redrawn (by its id), and whether
+/// the ticket has been drawn yet.
+#[derive(Clone, Copy)]
+struct Refocus {
+    to: StoredValue<Option<&'static str>>,
+    drawn: StoredValue<bool>,
+}
+
+impl Refocus {
+    /// The ticket is drawn (again): the element waiting for the keyboard
+    /// gets it; on the first drawing, an address ending in `#comment` (the
+    /// list's `c`) asks for the comment box.
+    fn redrawn(self) {
+        let first = !self.drawn.get_value();
+        self.drawn.set_value(true);
+        self.take_into_focus(first);
+    }
+
+    /// Focuses the element waiting for it, once; after the next frame, when
+    /// a redrawn page is in the document (and the address is complete).
+    fn take_into_focus(self, first: bool) {
+        let to = self.to;
+        request_animation_frame(move || {
+            let id = to.try_update_value(Option::take).flatten().or_else(|| {
+                (first && window().location().hash().ok().as_deref() == Some("#comment"))
+                    .then_some("comment-text")
+            });
+            if let Some(id) = id {
+                focus_by_id(id);
+            }
+        });
+    }
+}
+
+fn focus_by_id(id: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Some(el) = document()
+            .get_element_by_id(id)
+            .and_then(|el| el.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+        {
+            let _ = el.focus();
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
+}
+
+/// How far `action` has got counting only its successes: a refusal leaves
+/// this where it was.
+pub(super) fn successes<A>(action: ServerAction<A>) -> Memo<usize>
+where
+    A: leptos::server_fn::ServerFn<Error = AppError> + Clone + Send + Sync + 'static,
+    A::Output: Clone + Send + Sync + 'static,
+{
+    Memo::new(move |before: Option<&usize>| {
+        let version = action.version().get();
+        let ok = action.value().with(|v| matches!(v, Some(Ok(_))));
+        if ok {
+            version
+        } else {
+            before.copied().unwrap_or(0)
+        }
+    })
+}
+
+/// Whether each work form's post is under way.
+#[derive(Clone, Copy)]
+struct Pending {
+    assign: Signal<bool>,
+    comment: Signal<bool>,
+    evidence: Signal<bool>,
+    conclude: Signal<bool>,
+    propose: Signal<bool>,
+}
+
+/// A work form's submit: off while its post is under way, so a double
+/// click or a second Enter posts nothing more. `refocus` is where the
+/// keyboard goes once the post is answered.
+#[component]
+fn PostButton(
+    pending: Signal<bool>,
+    id: &'static str,
+    refocus: &'static str,
+    children: Children,
+) -> impl IntoView {
+    let again = use_context::<Refocus>();
+    view! {
+        <button type="submit" id=id
+            disabled=move || pending.get()
+            aria-busy=move || pending.get().then_some("true")
+            on:click=move |ev| {
+                // Between the first post and the button's redraw.
+                if pending.get_untracked() {
+                    ev.prevent_default();
+                } else if let Some(again) = again {
+                    again.to.set_value(Some(refocus));
+                }
+            }>
+            {children()}
+        </button>
+    }
+}
+
+/// A work form's refusal, beside the form and in the viewer's language.
+/// Once a post is answered the keyboard goes back to the form, and a post
+/// taken empties `forms` (a refused one keeps what was typed). The page
+/// redraws the ticket into the same elements, which keeps their values.
+#[component]
+fn FormError<A>(
+    action: ServerAction<A>,
+    id: &'static str,
+    forms: &'static [&'static str],
+    lang: Lang,
+) -> impl IntoView
+where
+    A: leptos::server_fn::ServerFn<Error = AppError> + Clone + Send + Sync + 'static,
+    A::Output: Clone + Send + Sync + 'static,
+{
+    let err = action_error(action, || None);
+    let again = use_context::<Refocus>();
+    // On each answer, not on the one already there when the form is drawn.
+    Effect::watch(
+        move || action.version().get(),
+        move |_, _, _| {
+            if action.value().with_untracked(|v| matches!(v, Some(Ok(_)))) {
+                forms.iter().for_each(|form| reset_form(form));
+            }
+            if let Some(to) = again {
+                to.take_into_focus(false);
+            }
+        },
+        false,
+    );
+    view! {
+        <div class="form-error" id=id aria-live="polite">
+            {move || view! { <ErrorNote err=err() lang=lang/> }}
+        </div>
+    }
+}
+
+fn reset_form(id: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Some(form) = document()
+            .get_element_by_id(id)
+            .and_then(|el| el.dyn_into::<leptos::web_sys::HtmlFormElement>().ok())
+        {
+            form.reset();
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
+}
+
+/// Ctrl+Enter (or Cmd+Enter) in a text area sends its form, through the
+/// form's submit button and so its guard.
+fn send_on_ctrl_enter(ev: &leptos::ev::KeyboardEvent) {
+    if ev.key() != "Enter" || !(ev.ctrl_key() || ev.meta_key()) {
+        return;
+    }
+    ev.prevent_default();
+    #[cfg(feature = "hydrate")]
+    {
+        use leptos::web_sys::{Element, HtmlElement};
+        use wasm_bindgen::JsCast;
+        if let Some(button) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<Element>().ok())
+            .and_then(|el| el.closest("form").ok().flatten())
+            .and_then(|form| form.query_selector("button[type=submit]").ok().flatten())
+            .and_then(|b| b.dyn_into::<HtmlElement>().ok())
+        {
+            button.click();
+        }
     }
 }
 

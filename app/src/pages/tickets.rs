@@ -5,7 +5,7 @@
 use super::cells::{AmountCell, IdText};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::ageing::AgeBucket;
-use crate::api::list_tickets;
+use crate::api::{AssignTicket, list_tickets};
 use crate::codes::{Code, Codes};
 use crate::filter::QueryFilter;
 use crate::format::{utc_minutes, utc_short};
@@ -46,20 +46,45 @@ pub fn list_href(f: &TicketFilter) -> String {
 
 #[component]
 fn TicketsBody() -> impl IntoView {
-    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let Viewer { lang, user } = expect_context::<Viewer>();
     let filter = query_filter::<TicketFilter>();
-    let page = Resource::new(filter, list_tickets);
+    // `a` assigns the current row to the viewer, through the same server
+    // function as the ticket page; the list reloads to show the owner.
+    let assign = ServerAction::<AssignTicket>::new();
+    let assigned = super::ticket::successes(assign);
+    let page = Resource::new(move || (filter(), assigned.get()), |(f, _)| list_tickets(f));
     super::bulk::provide_picked();
+    // The row the keys work on, by its place on the page; none after the
+    // list's filter or page changes.
+    let current = RwSignal::new(None::<usize>);
+    let listed = Memo::new(move |_| list_href(&filter()));
+    Effect::new(move |_| {
+        listed.track();
+        current.set(None);
+    });
+    let help = NodeRef::<leptos::html::Dialog>::new();
+    list_keys(current, assign, user.username.clone(), help);
+    let assign_result = move || {
+        assign.value().get().map(|r| match r {
+            Ok(()) => view! {
+                <p class="result" id="list-result" role="status">{tr(lang, "Assigned to you.", "已分配给您。")}</p>
+            }
+            .into_any(),
+            Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
+        })
+    };
     let title = Msg::Discrepancies.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>
         {move || view! { <FilterForm f=filter() lang=lang/> }}
+        <KeysHelp help=help lang=lang/>
+        <div id="list-status" aria-live="polite">{assign_result}</div>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 let f = filter();
                 match page.await {
-                    Ok(p) => view! { <Results page=p f=f lang=lang/> }.into_any(),
+                    Ok(p) => view! { <Results page=p f=f lang=lang current=current/> }.into_any(),
                     Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
                 }
             })}
@@ -121,7 +146,18 @@ fn FilterForm(f: TicketFilter, lang: Lang) -> impl IntoView {
 }
 
 #[component]
-fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
+fn Results(
+    page: TicketPage,
+    f: TicketFilter,
+    lang: Lang,
+    current: RwSignal<Option<usize>>,
+) -> impl IntoView {
+    // Redrawn after `a`: the keyboard stays on its row.
+    Effect::new(move |_| {
+        if let Some(i) = current.get_untracked() {
+            request_animation_frame(move || focus_row(i, false));
+        }
+    });
     let counts = |pairs: Vec<(String, i64)>, key: &'static str, f: &TicketFilter| {
         pairs
             .into_iter()
@@ -184,11 +220,14 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
                 <th>{Msg::FoundUtc.text(lang)}</th>
             </tr></thead>
             <tbody>
-                {page.items.into_iter().map(|t| {
+                {page.items.into_iter().enumerate().map(|(i, t)| {
                     let href = ticket_href(&t.id, &f);
                     let age = t.age_days.map(|d| format!("{d} {}", Msg::AgeDays.text(lang))).unwrap_or_default();
                     view! {
-                        <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase()) class:overdue=t.overdue>
+                        <tr data-ticket=t.id.clone() data-class=t.class.clone() class=format!("sev-{}", t.severity.to_lowercase()) class:overdue=t.overdue
+                            class:current=move || current.get() == Some(i)
+                            aria-current=move || (current.get() == Some(i)).then_some("true")
+                            tabindex="-1">
                             <td><super::bulk::Pick id=t.id.clone()/></td>
                             <td><span class="badge"><Code set=Codes::Severity code=t.severity.clone() lang=lang/></span></td>
                             <td><a href=href class="open-ticket"><Code set=Codes::Class code=t.class.clone() lang=lang/></a></td>
@@ -213,4 +252,228 @@ fn Results(page: TicketPage, f: TicketFilter, lang: Lang) -> impl IntoView {
         {empty}
         {next.map(|href| view! { <p><a href=href id="next-page">{tr(lang, "Next page →", "下一页 →")}</a></p> })}
     }
+}
+
+/// The list's keys, and the button and dialog that list them.
+#[component]
+fn KeysHelp(help: NodeRef<leptos::html::Dialog>, lang: Lang) -> impl IntoView {
+    let keys: [(&str, &str); 6] = [
+        ("j / k", tr(lang, "next / previous row", "下一行 / 上一行")),
+        (
+            "x",
+            tr(lang, "tick the row (for bulk work)", "勾选该行（批量操作）"),
+        ),
+        ("o / Enter", tr(lang, "open the ticket", "打开工单")),
+        ("a", tr(lang, "assign the ticket to me", "将工单分配给我")),
+        (
+            "c",
+            tr(lang, "open the ticket to comment", "打开工单并填写备注"),
+        ),
+        (
+            "?",
+            tr(
+                lang,
+                "this list of keys (Esc closes it)",
+                "显示本快捷键列表（Esc 关闭）",
+            ),
+        ),
+    ];
+    view! {
+        <p class="list-keys">
+            <button type="button" class="link" id="keys-help-open" aria-haspopup="dialog"
+                on:click=move |_| open_help(help)>
+                {Msg::KeyboardShortcuts.text(lang)} " (?)"
+            </button>
+            <span class="hint">{tr(lang,
+                "j/k rows, x tick, o open, a assign to me, c comment",
+                "j/k 切换行，x 勾选，o 打开，a 分配给我，c 备注")}</span>
+        </p>
+        <dialog id="keys-help" node_ref=help aria-labelledby="keys-help-title">
+            <h2 id="keys-help-title">{Msg::KeyboardShortcuts.text(lang)}</h2>
+            <dl>
+                {keys.into_iter().map(|(k, what)| view! {
+                    <dt>{k.split(" / ").map(|k| view! { <kbd>{k}</kbd> }).collect_view()}</dt>
+                    <dd>{what}</dd>
+                }).collect_view()}
+            </dl>
+            <p class="hint">{tr(lang,
+                "Not while typing in a field, nor with Ctrl, Alt or Cmd held.",
+                "在输入框中输入时、或按住 Ctrl、Alt、Cmd 时不生效。")}</p>
+            <button type="button" id="keys-help-close" on:click=move |_| close_help(help)>
+                {tr(lang, "Close", "关闭")}
+            </button>
+        </dialog>
+    }
+}
+
+fn open_help(help: NodeRef<leptos::html::Dialog>) {
+    #[cfg(feature = "hydrate")]
+    if let Some(d) = help.get_untracked()
+        && !d.open()
+    {
+        let _ = d.show_modal();
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = help;
+}
+
+fn close_help(help: NodeRef<leptos::html::Dialog>) {
+    #[cfg(feature = "hydrate")]
+    if let Some(d) = help.get_untracked() {
+        d.close();
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = help;
+}
+
+/// Moves the keyboard to the list's row `i` (only if nothing else holds it,
+/// unless `take`), scrolled into view.
+fn focus_row(i: usize, take: bool) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let doc = document();
+        let free = doc
+            .active_element()
+            .is_none_or(|el| matches!(el.tag_name().as_str(), "BODY" | "MAIN" | "TR"));
+        if !(take || free) {
+            return;
+        }
+        if let Some(row) = doc
+            .query_selector_all("#tickets tbody tr[data-ticket]")
+            .ok()
+            .and_then(|rows| rows.item(i as u32))
+            .and_then(|row| row.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+        {
+            let _ = row.focus();
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (i, take);
+}
+
+/// The list's keys: `j`/`k` move the current row, `x` ticks it, `o` (or
+/// Enter on it) opens it, `a` assigns it to the viewer, `c` opens it at the
+/// comment box, `?` lists the keys. Never while typing in a field, nor with
+/// Ctrl, Alt or Cmd held (the browser's own shortcuts stay).
+fn list_keys(
+    current: RwSignal<Option<usize>>,
+    assign: ServerAction<AssignTicket>,
+    me: String,
+    help: NodeRef<leptos::html::Dialog>,
+) {
+    #[cfg(feature = "hydrate")]
+    {
+        use leptos::web_sys::{Element, HtmlElement, HtmlInputElement};
+        use wasm_bindgen::JsCast;
+        let navigate = leptos_router::hooks::use_navigate();
+        let handle = window_event_listener(leptos::ev::keydown, move |e| {
+            if e.ctrl_key() || e.meta_key() || e.alt_key() || e.default_prevented() {
+                return;
+            }
+            if help.get_untracked().is_some_and(|d| d.open()) {
+                return;
+            }
+            let target = e.target().and_then(|t| t.dyn_into::<Element>().ok());
+            let tag = target.as_ref().map(Element::tag_name).unwrap_or_default();
+            let typing = match tag.as_str() {
+                "TEXTAREA" | "SELECT" => true,
+                // A tick box or a button takes no letters.
+                "INPUT" => target
+                    .as_ref()
+                    .and_then(|t| t.dyn_ref::<HtmlInputElement>())
+                    .is_none_or(|i| {
+                        !matches!(
+                            i.type_().as_str(),
+                            "checkbox" | "radio" | "button" | "submit" | "reset"
+                        )
+                    }),
+                _ => target
+                    .as_ref()
+                    .and_then(|t| t.dyn_ref::<HtmlElement>())
+                    .is_some_and(HtmlElement::is_content_editable),
+            };
+            if typing {
+                return;
+            }
+            let key = e.key();
+            if key == "?" {
+                e.prevent_default();
+                open_help(help);
+                return;
+            }
+            let rows = document()
+                .query_selector_all("#tickets tbody tr[data-ticket]")
+                .ok();
+            let n = rows.as_ref().map_or(0, |r| r.length() as usize);
+            if n == 0 {
+                return;
+            }
+            let at = current.get_untracked().filter(|i| *i < n);
+            let row = |i: usize| {
+                rows.as_ref()
+                    .and_then(|r| r.item(i as u32))
+                    .and_then(|r| r.dyn_into::<Element>().ok())
+            };
+            let href = |i: usize| {
+                row(i)
+                    .and_then(|r| r.query_selector("a.open-ticket").ok().flatten())
+                    .and_then(|a| a.get_attribute("href"))
+            };
+            match key.as_str() {
+                "j" | "k" => {
+                    let to = match (at, key.as_str()) {
+                        (None, _) => 0,
+                        (Some(i), "j") => (i + 1).min(n - 1),
+                        (Some(i), _) => i.saturating_sub(1),
+                    };
+                    e.prevent_default();
+                    current.set(Some(to));
+                    focus_row(to, true);
+                }
+                "x" => {
+                    if let Some(pick) = at
+                        .and_then(row)
+                        .and_then(|r| r.query_selector("input.pick").ok().flatten())
+                        .and_then(|p| p.dyn_into::<HtmlElement>().ok())
+                    {
+                        e.prevent_default();
+                        pick.click();
+                    }
+                }
+                // Enter opens the row only when the row itself has the
+                // keyboard: on a link or a button it is theirs.
+                "o" | "Enter" | "c" => {
+                    if key == "Enter" && !matches!(tag.as_str(), "TR" | "BODY" | "MAIN") {
+                        return;
+                    }
+                    if let Some(to) = at.and_then(href) {
+                        e.prevent_default();
+                        let to = if key == "c" {
+                            format!("{to}#comment")
+                        } else {
+                            to
+                        };
+                        navigate(&to, Default::default());
+                    }
+                }
+                "a" => {
+                    if let Some(id) = at
+                        .and_then(row)
+                        .and_then(|r| r.get_attribute("data-ticket"))
+                    {
+                        e.prevent_default();
+                        assign.dispatch(AssignTicket {
+                            id,
+                            owner: me.clone(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (current, assign, me, help);
 }

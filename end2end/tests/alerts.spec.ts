@@ -1,6 +1,6 @@
-import { test, expect, APIRequestContext, Page } from '@playwright/test';
+import { test, expect, APIRequestContext } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
-import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, call, nowIso, uploadStatement } from './helpers';
 
 // Users made by .ci/test with the same password: olivia (operator), sam and
 // sue (supervisors). The server's database is the SQLite file RECKON_DB.
@@ -36,32 +36,10 @@ c.commit()`,
  * does not have); its payment number. */
 async function providerOnly(request: APIRequestContext) {
   const no = `PAYQ${tag().toUpperCase()}`;
-  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    `payment,SBX${no},${no},,,SUCCEEDED,7.70,CNY,${at}\n` +
-    `#summary,rows=1,total_minor=770\n`;
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-    multipart: {
-      provider: 'sandbox',
-      business_date: today(),
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
+  await uploadStatement(request, today(), [{ txn: `SBX${no}`, no, minor: 770, at: nowIso() }]);
   return no;
 }
 
-/** A server function called with the page's session, as its forms do. */
-async function call(page: Page, endpoint: string, form: Record<string, string>) {
-  const res = await page.request.post(`/api/${endpoint}`, {
-    headers: { origin: BASE, accept: 'application/json' },
-    form,
-  });
-  expect(res.ok(), await res.text()).toBe(true);
-  return res.json();
-}
 
 test('alerts are filtered, two acknowledged at once after a confirmation; the dashboard counts them by kind; a supervisor sees their queue', async ({
   page,

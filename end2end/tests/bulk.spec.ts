@@ -1,5 +1,5 @@
 import { test, expect, APIRequestContext, Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, providerOnlyTickets } from './helpers';
 
 // Users made by the e2e setup: olivia (operator), sam and sue (supervisors).
 const PASSWORD = ADMIN_PASSWORD;
@@ -46,30 +46,11 @@ async function uploadStatement(request: APIRequestContext, rows: { txn: string; 
   expect(res.status(), await res.text()).toBe(201);
 }
 
-/**
- * `n` tickets of payments the provider lists and Reckon does not have
- * (PROVIDER_ONLY), on a day of 2023 no other spec uses; their transactions
- * all start with the returned prefix, which the list's search finds.
- */
+/** `n` PROVIDER_ONLY tickets on a day of 2023 no other spec uses; the
+ * prefix their transactions start with. */
 async function providerOnly(request: APIRequestContext, n: number): Promise<string> {
   const prefix = `SBXB${tag()}`;
-  const day = new Date(Date.UTC(2023, 0, 1) + Math.floor(Math.random() * 360) * 86_400_000)
-    .toISOString()
-    .slice(0, 10);
-  const rows = Array.from({ length: n }, (_, i) => `payment,${prefix}-${i},PAY${prefix}-${i},,,SUCCEEDED,9.00,CNY,${day}T10:00:00Z`);
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    rows.join('\n') +
-    `\n#summary,rows=${n},total_minor=${n * 900}\n`;
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-    multipart: {
-      provider: 'sandbox',
-      business_date: day,
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
+  await providerOnlyTickets(request, prefix, 2023, n);
   return prefix;
 }
 

@@ -1,4 +1,4 @@
-import { expect, Page } from '@playwright/test';
+import { expect, APIRequestContext, Page } from '@playwright/test';
 
 export const ADMIN_PASSWORD = process.env.ADMIN_PASSWORD ?? '';
 if (!ADMIN_PASSWORD) throw new Error('ADMIN_PASSWORD is not set: run through .ci/test');
@@ -60,4 +60,65 @@ export async function clickNav(page: Page, id: string) {
     }
   }
   await link.click();
+}
+
+/** A sandbox payment a statement lists: its transaction, payment number,
+ * amount in fen and the time it was paid (ISO, UTC). */
+export type Listed = { txn: string; no: string; minor: number; at: string };
+
+/**
+ * Uploads the sandbox's statement of `day` listing `payments` paid, over
+ * the API with the e2e token; the run is accepted (201).
+ */
+export async function uploadStatement(request: APIRequestContext, day: string, payments: Listed[]) {
+  const token = process.env.API_TOKEN ?? '';
+  if (!token) throw new Error('API_TOKEN comes from the e2e setup');
+  const yuan = (minor: number) => `${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, '0')}`;
+  const rows = payments.map((p) => `payment,${p.txn},${p.no},,,SUCCEEDED,${yuan(p.minor)},CNY,${p.at}\n`);
+  const total = payments.reduce((sum, p) => sum + p.minor, 0);
+  const csv =
+    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
+    rows.join('') +
+    `#summary,rows=${payments.length},total_minor=${total}\n`;
+  const res = await request.post('/api/v1/recon/runs', {
+    headers: { authorization: `Bearer ${token}` },
+    multipart: {
+      provider: 'sandbox',
+      business_date: day,
+      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
+    },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+}
+
+/** Now, as a statement writes it: ISO 8601 UTC without fractions. */
+export const nowIso = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+/** A server function called with the page's session, as its forms do. */
+export async function call(page: Page, endpoint: string, form: Record<string, string>) {
+  const res = await page.request.post(`/api/${endpoint}`, {
+    headers: { origin: process.env.BASE_URL ?? '', accept: 'application/json' },
+    form,
+  });
+  expect(res.ok(), await res.text()).toBe(true);
+  return res.json();
+}
+
+/**
+ * `n` PROVIDER_ONLY tickets (payments the provider lists and Reckon does
+ * not have) on a random day of `year` (each spec its own year, so no other
+ * spec's tickets share the day); their transactions start with `prefix`,
+ * which the list's search finds.
+ */
+export async function providerOnlyTickets(request: APIRequestContext, prefix: string, year: number, n: number) {
+  const day = new Date(Date.UTC(year, 0, 1) + Math.floor(Math.random() * 360) * 86_400_000)
+    .toISOString()
+    .slice(0, 10);
+  const listed = Array.from({ length: n }, (_, i) => ({
+    txn: `${prefix}-${i}`,
+    no: `PAY${prefix}-${i}`,
+    minor: 700,
+    at: `${day}T10:00:00Z`,
+  }));
+  await uploadStatement(request, day, listed);
 }

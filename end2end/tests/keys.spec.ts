@@ -1,5 +1,5 @@
 import { test, expect, APIRequestContext, Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn, switchLanguage } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, switchLanguage, providerOnlyTickets } from './helpers';
 
 // Ticket work from the keyboard: an operator reaches the discrepancies list
 // by the top bar, then works it with keys alone — the skip link, the list's
@@ -9,30 +9,11 @@ if (!API_TOKEN) throw new Error('API_TOKEN comes from the e2e setup');
 
 const tag = () => `${Date.now().toString(36).toUpperCase()}${Math.floor(Math.random() * 1000)}`;
 
-/**
- * `n` PROVIDER_ONLY tickets (payments the provider lists and Reckon does
- * not have) on a day of 2022 no other spec uses; their transactions start
- * with the returned prefix, which the list's search finds.
- */
+/** `n` PROVIDER_ONLY tickets on a day of 2022 no other spec uses; the
+ * prefix their transactions start with. */
 async function providerOnly(request: APIRequestContext, n: number): Promise<string> {
   const prefix = `SBXK${tag()}`;
-  const day = new Date(Date.UTC(2022, 0, 1) + Math.floor(Math.random() * 360) * 86_400_000)
-    .toISOString()
-    .slice(0, 10);
-  const rows = Array.from({ length: n }, (_, i) => `payment,${prefix}-${i},PAY${prefix}-${i},,,SUCCEEDED,7.00,CNY,${day}T10:00:00Z`);
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    rows.join('\n') +
-    `\n#summary,rows=${n},total_minor=${n * 700}\n`;
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-    multipart: {
-      provider: 'sandbox',
-      business_date: day,
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
+  await providerOnlyTickets(request, prefix, 2022, n);
   return prefix;
 }
 

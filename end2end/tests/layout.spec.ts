@@ -1,5 +1,5 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
-import { ADMIN_PASSWORD, clickNav, hydrated, signIn, switchLanguage, unique } from './helpers';
+import { ADMIN_PASSWORD, clickNav, hydrated, signIn, switchLanguage, unique, call, nowIso, uploadStatement } from './helpers';
 
 // The console's layout as people meet it: the top bar on one line on a
 // laptop, no table wider than its page at 1,366 and 1,440 px, a supervisor
@@ -7,7 +7,6 @@ import { ADMIN_PASSWORD, clickNav, hydrated, signIn, switchLanguage, unique } fr
 // show codes as words.
 const API_TOKEN = process.env.API_TOKEN ?? '';
 if (!API_TOKEN) throw new Error('API_TOKEN comes from the e2e setup');
-const BASE = process.env.BASE_URL ?? '';
 
 const PAGES = [
   '/',
@@ -46,32 +45,10 @@ function today() {
  * does not have); its payment number. */
 async function providerOnly(request: APIRequestContext) {
   const no = `PAYL${unique('').toUpperCase()}`;
-  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    `payment,SBX${no},${no},,,SUCCEEDED,8.80,CNY,${at}\n` +
-    `#summary,rows=1,total_minor=880\n`;
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-    multipart: {
-      provider: 'sandbox',
-      business_date: today(),
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
+  await uploadStatement(request, today(), [{ txn: `SBX${no}`, no, minor: 880, at: nowIso() }]);
   return no;
 }
 
-/** A server function called with the page's session, as its forms do. */
-async function call(page: Page, endpoint: string, form: Record<string, string>) {
-  const res = await page.request.post(`/api/${endpoint}`, {
-    headers: { origin: BASE, accept: 'application/json' },
-    form,
-  });
-  expect(res.ok(), await res.text()).toBe(true);
-  return res.json();
-}
 
 /** The page loaded, hydrated and its parts rendered. */
 async function settled(page: Page) {

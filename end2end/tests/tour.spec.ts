@@ -1,5 +1,5 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, nowIso, uploadStatement } from './helpers';
 
 // What a person meets touring the console, reached by clicking: a payment's
 // outbox messages and their indented payloads, the resend controls (the
@@ -98,20 +98,7 @@ test('a payment links its outbox messages; a message reads as indented JSON and 
 
 /** A statement of today with one payment Reckon does not have. */
 async function providerOnly(request: APIRequestContext, no: string, txn: string) {
-  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    `payment,${txn},${no},,,SUCCEEDED,23.45,CNY,${at}\n` +
-    '#summary,rows=1,total_minor=2345\n';
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: auth,
-    multipart: {
-      provider: 'sandbox',
-      business_date: today(),
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
+  await uploadStatement(request, today(), [{ txn, no, minor: 2345, at: nowIso() }]);
 }
 
 test('a supervisor comments on a proposal, then rejects it with the comment box as the reason', async ({

@@ -6,7 +6,7 @@
 use super::cells::{AmountCell, IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_payments, show_payment};
-use crate::codes::{Code, Codes};
+use crate::codes::{Code, Codes, PAYMENT_STATUSES};
 use crate::console::{Line, PaymentFilter, PaymentPage, PaymentView};
 use crate::filter::QueryFilter;
 use crate::i18n::{Msg, in_zone, tr};
@@ -14,16 +14,6 @@ use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
-
-pub const PAYMENT_STATUSES: &[&str] = &[
-    "CREATED",
-    "PENDING",
-    "SUCCEEDED",
-    "FAILED",
-    "REFUNDING",
-    "REFUNDED",
-    "CLOSED",
-];
 
 #[component]
 pub fn PaymentsPage() -> impl IntoView {

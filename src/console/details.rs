@@ -9,9 +9,14 @@ use crate::accounts::internal;
 use crate::store::{Db, adjustments, audit, callbacks, outbox, payments, refunds, tasks, tickets};
 use app::console::{CallbackDetail, CallbackProcessing, CallbackReplay, Line, PaymentView};
 use app::error::AppError;
-use app::format::utc_minutes;
 
-pub(super) async fn callback(db: &Db, id: &str) -> Result<CallbackDetail, AppError> {
+/// `local` writes an instant as the page shows it: in the business zone,
+/// the zone named.
+pub(super) async fn callback(
+    db: &Db,
+    id: &str,
+    local: &(dyn Fn(i64) -> String + Sync),
+) -> Result<CallbackDetail, AppError> {
     let pool = &db.pool;
     let row = callbacks::detail(pool, id)
         .await
@@ -22,7 +27,7 @@ pub(super) async fn callback(db: &Db, id: &str) -> Result<CallbackDetail, AppErr
         .await
         .map_err(internal)?
         .into_iter()
-        .map(|(from, to, source, at)| format!("{} {from} → {to} ({source})", utc_minutes(at)))
+        .map(|(from, to, source, at)| format!("{} {from} → {to} ({source})", local(at)))
         .collect();
     let mut replays: Vec<CallbackReplay> = callbacks::replays(pool, id)
         .await
@@ -80,7 +85,7 @@ pub(super) async fn callback(db: &Db, id: &str) -> Result<CallbackDetail, AppErr
         };
         redeliveries.push(format!(
             "{} {what} · sha-256 {}{times}",
-            utc_minutes(r.received_at),
+            local(r.received_at),
             &r.payload_hash[..r.payload_hash.len().min(16)]
         ));
     }
@@ -136,7 +141,12 @@ fn evidence_link(evidence: &str) -> Option<String> {
     }
 }
 
-pub(super) async fn payment(db: &Db, no: &str) -> Result<PaymentView, AppError> {
+/// `local` as for [`callback`].
+pub(super) async fn payment(
+    db: &Db,
+    no: &str,
+    local: &(dyn Fn(i64) -> String + Sync),
+) -> Result<PaymentView, AppError> {
     let pool = &db.pool;
     let p = payments::brief(pool, no)
         .await
@@ -180,7 +190,7 @@ pub(super) async fn payment(db: &Db, no: &str) -> Result<PaymentView, AppError> 
                     m.status.unwrap_or_default(),
                     m.attempts.unwrap_or(0),
                     m.published_at
-                        .map(|p| format!(", delivered {}", utc_minutes(p)))
+                        .map(|p| format!(", delivered {}", local(p)))
                         .unwrap_or_default(),
                     m.last_error
                         .map(|e| format!(", last error: {e}"))

@@ -296,7 +296,7 @@ impl Console for Desk {
     }
 
     async fn callback(&self, id: &str) -> Result<CallbackDetail, AppError> {
-        details::callback(&self.engine.db, id).await
+        details::callback(&self.engine.db, id, &|at| self.local_minutes(at)).await
     }
 
     async fn replay_callback(&self, actor: &User, id: &str) -> Result<ActionResult, AppError> {
@@ -322,7 +322,7 @@ impl Console for Desk {
     }
 
     async fn payment(&self, payment_no: &str) -> Result<PaymentView, AppError> {
-        details::payment(&self.engine.db, payment_no).await
+        details::payment(&self.engine.db, payment_no, &|at| self.local_minutes(at)).await
     }
 
     async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError> {

@@ -306,6 +306,23 @@ async fn the_ticket_page_shows_times_in_the_business_zone(b: Backend) {
     assert!(html[at..].contains("Asia/Shanghai"));
 }
 
+/// Every list a person reads names the business zone its times are in;
+/// none is left in UTC.
+async fn every_list_shows_its_times_in_the_business_zone(b: Backend) {
+    let d = desk_with(b, |c| c.timezone = "Asia/Shanghai".into()).await;
+    d.provider_only("PAYTOURZONE2", "SBXTOURZONE2").await;
+    let lists = [
+        ("/tickets", "Found (Asia/Shanghai)"),
+        ("/alerts", "Time (Asia/Shanghai)"),
+        ("/refused", "Received (Asia/Shanghai)"),
+    ];
+    for (path, label) in lists {
+        let html = d.html(&d.sam, path).await;
+        assert!(html.contains(label), "{path}: {label}");
+        assert!(!html.contains("(UTC)"), "{path} still says UTC");
+    }
+}
+
 async fn a_proposal_is_commented_on_without_a_decision_and_decided_with_one(b: Backend) {
     let d = desk(b).await;
     let ticket = d.provider_only("PAYTOURCMT1", "SBXTOURCMT1").await;
@@ -395,5 +412,6 @@ both_databases!(
     the_payment_page_links_its_outbox_messages_and_payloads_read_as_json,
     audit_days_are_business_days,
     the_ticket_page_shows_times_in_the_business_zone,
+    every_list_shows_its_times_in_the_business_zone,
     a_proposal_is_commented_on_without_a_decision_and_decided_with_one,
 );

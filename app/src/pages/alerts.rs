@@ -5,13 +5,13 @@
 //! tick open alerts and acknowledge them with one comment (audited each),
 //! confirmed in the page before anything is sent.
 
+use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
 use crate::api::{AcknowledgeAlerts, list_alerts};
 use crate::codes::{Code, Codes};
 use crate::console::{ALERT_SEVERITIES, ALERT_STATES, AlertFilter, AlertPage, AlertRow};
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, alert_state_text, tr};
+use crate::i18n::{Msg, alert_state_text, in_zone, tr};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -135,7 +135,7 @@ fn List(
             <table class="grid" id="alerts">
                 <thead><tr>
                     <th>{may_ack.then(|| tr(lang, "Tick", "勾选"))}</th>
-                    <th>{Msg::TimeUtc.text(lang)}</th>
+                    <th>{in_zone(lang, "Time", "时间", &use_zone())}</th>
                     <th>{Msg::Severity.text(lang)}</th>
                     <th>{Msg::Kind.text(lang)}</th>
                     <th>{tr(lang, "Message", "内容")}</th>
@@ -206,6 +206,7 @@ fn List(
 
 #[component]
 fn Row(a: AlertRow, lang: Lang, may_ack: bool, picked: RwSignal<Vec<String>>) -> impl IntoView {
+    let zone = use_zone();
     let tickable = may_ack && a.state == "open";
     let id = a.id.clone();
     let what = move |w: &str| match w {
@@ -228,7 +229,7 @@ fn Row(a: AlertRow, lang: Lang, may_ack: bool, picked: RwSignal<Vec<String>>) ->
             .map(|r| {
                 format!(
                     "{r} · {}",
-                    a.resolved_at.map(utc_minutes).unwrap_or_default()
+                    a.resolved_at.map(|t| zone.minutes(t)).unwrap_or_default()
                 )
             }),
         "acknowledged" => Some(format!(
@@ -258,7 +259,7 @@ fn Row(a: AlertRow, lang: Lang, may_ack: bool, picked: RwSignal<Vec<String>>) ->
                         }/>
                 }
             })}</td>
-            <td class="when">{utc_minutes(a.created_at)}</td>
+            <td class="when">{zone.minutes(a.created_at)}</td>
             <td><strong><Code set=Codes::Severity code=a.severity.clone() lang=lang/></strong></td>
             <td><Code set=Codes::AlertKind code=a.kind.clone() lang=lang/></td>
             <td>{a.message.clone()}</td>

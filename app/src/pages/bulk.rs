@@ -8,6 +8,7 @@
 //! close's undo.
 
 use super::callbacks::poll_while;
+use super::cells::use_zone;
 use super::confirm::ConfirmSubmit;
 use super::ticket::{Decide, ProposalCard};
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
@@ -17,7 +18,6 @@ use crate::api::{
 };
 use crate::bulk::{BULK_LIMIT, BulkJob, BulkProposal, UNDO_MINUTES};
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
 use crate::tickets::{FixKind, TicketFilter};
 use crate::types::{Lang, Role, User};
@@ -386,6 +386,7 @@ fn JobRow(
     let worked = j.done + j.skipped + j.failed;
     let id = j.id.clone();
     let undo_id = j.id.clone();
+    let zone = use_zone();
     let undo_form = undo.zip(j.undo_until).map(|(undo, until)| {
         let label = match lang {
             Lang::En => format!("Undo: reopen the {} tickets this job closed", j.done),
@@ -393,12 +394,14 @@ fn JobRow(
         };
         let offered = match lang {
             Lang::En => format!(
-                "offered until {} UTC ({UNDO_MINUTES} minutes after the job ended)",
-                utc_minutes(until)
+                "offered until {} {} ({UNDO_MINUTES} minutes after the job ended)",
+                zone.minutes(until),
+                zone.name()
             ),
             Lang::Zh => format!(
-                "可撤销至 {}（UTC，任务结束后 {UNDO_MINUTES} 分钟内）",
-                utc_minutes(until)
+                "可撤销至 {}（{}，任务结束后 {UNDO_MINUTES} 分钟内）",
+                zone.minutes(until),
+                zone.name()
             ),
         };
         view! {
@@ -411,7 +414,7 @@ fn JobRow(
     });
     view! {
         <div class="job" data-job=j.id.clone() data-status=j.status.clone() data-kind=j.kind.clone()>
-            <strong>{j.kind.clone()}</strong> " · " {j.requested_by.clone()} " · " {utc_minutes(j.started_at)} " · "
+            <strong>{j.kind.clone()}</strong> " · " {j.requested_by.clone()} " · " {zone.minutes(j.started_at)} " · "
             <span class="job-status">{j.status.clone()}</span>
             {j.bulk_id.clone().map(|b| view! { " · " <a href=format!("/approvals/bulk/{b}")>{b.clone()}</a> })}
             <div class="progress-row">
@@ -557,10 +560,11 @@ fn BulkProposalBody() -> impl IntoView {
                             Lang::Zh => format!("驳回此 {fix} 全部 {waiting} 项待审批项？相应工单退回处理。"),
                         };
                         let jobs = d.jobs.clone();
+                        let zone = use_zone();
                         view! {
                             <section class="card" id="bulk-summary" data-bulk=b.id.clone()>
                                 <h2>{b.kind.as_str()} " · " {b.items} " " {tr(lang, "tickets", "张工单")}</h2>
-                                <p>{tr(lang, "proposed by", "提议人")} " " <strong class="proposer">{b.proposer.clone()}</strong> " " {utc_minutes(b.proposed_at)}</p>
+                                <p>{tr(lang, "proposed by", "提议人")} " " <strong class="proposer">{b.proposer.clone()}</strong> " " {zone.minutes(b.proposed_at)}</p>
                                 <p><strong>{tr(lang, "Reason:", "原因：")}</strong> " " {b.reason.clone()}</p>
                                 <p><strong>{tr(lang, "Evidence:", "证据：")}</strong> " " {b.evidence.clone()}</p>
                                 <p id="bulk-counts">

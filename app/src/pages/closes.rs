@@ -5,11 +5,11 @@
 //! before it is sent) and the two-person reopening (one proposes, another
 //! approves or rejects).
 
+use super::cells::use_zone;
 use super::confirm::ConfirmSubmit;
 use super::{ErrorNote, Viewer, action_error, shown};
 use crate::api::{ActOnDay, day_closes};
 use crate::console::DayClose;
-use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
 use crate::tickets::encode;
 use crate::types::{Lang, Role};
@@ -87,6 +87,7 @@ fn CloseRow(
     me: String,
     act: ServerAction<ActOnDay>,
 ) -> impl IntoView {
+    let zone = use_zone();
     let provider = c.provider.clone();
     let day = c.business_date.clone();
     let export = format!("/closes/{}/{}", encode(&provider), encode(&day));
@@ -164,7 +165,7 @@ fn CloseRow(
                 <span class="close-state">{state_text}</span>
                 {c.close.clone().map(|k| view! {
                     <span class="muted close-by">
-                        " #" {k.seq} " · " {k.closed_by.clone()} " · " {utc_minutes(k.closed_at)}
+                        " #" {k.seq} " · " {k.closed_by.clone()} " · " {zone.minutes(k.closed_at)}
                         {k.reason.clone().map(|r| view! { " · " {r} })}
                     </span>
                     " " <code class="close-hash" title=k.hash.clone()>{k.hash.chars().take(12).collect::<String>()}</code>

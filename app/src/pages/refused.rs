@@ -6,11 +6,11 @@
 //! body changed on the way) in the words of the page's language, with the
 //! detail Reckon wrote when it refused it.
 
+use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_refused, show_refused};
 use crate::filter::QueryFilter;
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, tr};
+use crate::i18n::{Msg, in_zone, tr};
 use crate::refused::{DIAGNOSES, REFUSAL_KINDS, RefusedDetail, RefusedFilter, RefusedPage};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
@@ -123,6 +123,7 @@ fn RefusedBody() -> impl IntoView {
 
 #[component]
 fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     let empty = p.items.is_empty().then(|| {
         super::empty::empty_note(
             super::empty::narrowed(&f),
@@ -151,7 +152,7 @@ fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
                 <tbody>
                     {p.hourly.iter().map(|h| view! {
                         <tr data-reason=h.reason.clone()>
-                            <td class="when">{utc_minutes(h.hour)}</td>
+                            <td class="when">{zone.minutes(h.hour)}</td>
                             <td>{reason_name(&h.reason, lang)}</td>
                             <td class="num">{h.count}</td>
                         </tr>
@@ -161,7 +162,7 @@ fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
         </section>
         <table class="grid compact" id="refused">
             <thead><tr>
-                <th>{Msg::ReceivedUtc.text(lang)}</th>
+                <th>{in_zone(lang, "Received", "接收时间", &zone)}</th>
                 <th>{Msg::Provider.text(lang)}</th>
                 <th>{Msg::Reason.text(lang)}</th>
                 <th>{Msg::Diagnosis.text(lang)}</th>
@@ -170,7 +171,7 @@ fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
             <tbody>
                 {p.items.into_iter().map(|r| view! {
                     <tr data-refused=r.id.clone() data-kind=r.kind.clone() data-diagnosis=r.diagnosis.clone().unwrap_or_default()>
-                        <td class="when"><a class="open-refused" href=format!("/refused/{}", r.id)>{utc_minutes(r.received_at)}</a></td>
+                        <td class="when"><a class="open-refused" href=format!("/refused/{}", r.id)>{zone.minutes(r.received_at)}</a></td>
                         <td>{r.provider.clone()}</td>
                         <td>{reason_name(&r.kind, lang)} <div class="muted">{r.reason.clone()}</div></td>
                         <td class="diagnosis">
@@ -209,12 +210,13 @@ fn RefusedOneBody() -> impl IntoView {
 
 #[component]
 fn Detail(d: RefusedDetail, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     let s = d.summary.clone();
     view! {
         <section class="card" id="refused-one" data-kind=s.kind.clone() data-diagnosis=s.diagnosis.clone().unwrap_or_default()>
             <h1>{Msg::RefusedWebhooks.text(lang)} " · " {s.provider.clone()}</h1>
             <dl class="facts">
-                <dt>{Msg::ReceivedUtc.text(lang)}</dt><dd>{utc_minutes(s.received_at)}</dd>
+                <dt>{in_zone(lang, "Received", "接收时间", &zone)}</dt><dd>{zone.minutes(s.received_at)}</dd>
                 <dt>{Msg::Reason.text(lang)}</dt><dd id="reason">{reason_name(&s.kind, lang)} " — " {s.reason.clone()}</dd>
                 <dt>{Msg::Diagnosis.text(lang)}</dt>
                 <dd id="diagnosis">{s.diagnosis.as_deref().map(|k| view! { <strong>{reason_name(k, lang)}</strong> })}

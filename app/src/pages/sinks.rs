@@ -3,9 +3,9 @@
 //! resuming it with a reason (operators and supervisors; audited). Also
 //! the dashboard's section of failing sinks.
 
+use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{PauseSink, list_sinks};
-use crate::format::utc_minutes;
 use crate::i18n::{Msg, tr};
 use crate::sinks::SinkRow;
 use crate::types::{Lang, Role};
@@ -29,8 +29,8 @@ fn state_text(state: &str, lang: Lang) -> &'static str {
     }
 }
 
-fn when(at: Option<i64>) -> String {
-    at.map(utc_minutes).unwrap_or_else(|| "—".into())
+fn when(zone: &crate::format::Zone, at: Option<i64>) -> String {
+    at.map(|t| zone.minutes(t)).unwrap_or_else(|| "—".into())
 }
 
 #[component]
@@ -81,6 +81,7 @@ fn SinksBody() -> impl IntoView {
 
 #[component]
 fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>) -> impl IntoView {
+    let zone = use_zone();
     let events = if s.event_types.is_empty() {
         tr(lang, "all", "全部").to_owned()
     } else {
@@ -92,7 +93,7 @@ fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>)
         format!(
             "{by}: {} ({})",
             s.pause_reason.clone().unwrap_or_default(),
-            when(s.paused_at)
+            when(&zone, s.paused_at)
         )
     });
     view! {
@@ -109,8 +110,8 @@ fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>)
             <td class="sink-pending">{s.pending}</td>
             <td class="sink-retrying">{s.retrying}</td>
             <td class="sink-dead">{s.dead}</td>
-            <td>{when(s.last_success_at)}</td>
-            <td>{when(s.last_failure_at)}
+            <td>{when(&zone, s.last_success_at)}</td>
+            <td>{when(&zone, s.last_failure_at)}
                 {s.last_error.clone().map(|e| view! { <br/><span class="muted">{e}</span> })}
             </td>
             <td>
@@ -132,6 +133,7 @@ fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>)
 /// The dashboard's section: the sinks failing now, or nothing.
 #[component]
 pub fn FailingSinks(sinks: Vec<SinkRow>, lang: Lang) -> impl IntoView {
+    let zone = use_zone();
     (!sinks.is_empty()).then(|| view! {
         <section class="card error" id="failing-sinks">
             <h2>{Msg::SinksFailing.text(lang)} " " <a href="/sinks">{Msg::Sinks.text(lang)} " →"</a></h2>
@@ -139,7 +141,7 @@ pub fn FailingSinks(sinks: Vec<SinkRow>, lang: Lang) -> impl IntoView {
                 {sinks.into_iter().map(|s| view! {
                     <li data-sink=s.name.clone()>
                         <strong>{s.name.clone()}</strong> " · "
-                        {tr(lang, "failing since", "失败开始于")} " " {when(s.failing_since)} " · "
+                        {tr(lang, "failing since", "失败开始于")} " " {when(&zone, s.failing_since)} " · "
                         {s.consecutive_failures} " " {tr(lang, "failed in a row", "次连续失败")} " · "
                         {s.retrying} " " {tr(lang, "retrying", "重试中")}
                         {s.last_error.clone().map(|e| view! { " · " <span class="muted">{e}</span> })}

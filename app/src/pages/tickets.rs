@@ -2,14 +2,13 @@
 //! class (each a link to that filter), most severe then oldest first, one
 //! keyset page at a time, and the CSV export of the whole filtered set.
 
-use super::cells::{AmountCell, IdText};
+use super::cells::{AmountCell, IdText, When, use_zone};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::ageing::AgeBucket;
 use crate::api::{AssignTicket, list_tickets};
 use crate::codes::{Code, Codes};
 use crate::filter::QueryFilter;
-use crate::format::{utc_minutes, utc_short};
-use crate::i18n::{Msg, ticket_status, tr};
+use crate::i18n::{Msg, in_zone, ticket_status, tr};
 use crate::tickets::{CLASSES, SEVERITIES, STATUSES, TicketFilter, TicketPage};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
@@ -196,6 +195,7 @@ fn Results(
             lang,
         )
     });
+    let zone = use_zone();
     view! {
         <super::bulk::BulkBar f=f.clone() total=page.total lang=lang/>
         <section class="counts">
@@ -217,7 +217,7 @@ fn Results(
                 <th class="amount">{tr(lang, "Statement", "账单")}</th>
                 <th>{Msg::Owner.text(lang)}</th>
                 <th class="num">{Msg::Age.text(lang)}</th>
-                <th>{Msg::FoundUtc.text(lang)}</th>
+                <th>{in_zone(lang, "Found", "发现时间", &zone)}</th>
             </tr></thead>
             <tbody>
                 {page.items.into_iter().enumerate().map(|(i, t)| {
@@ -243,7 +243,7 @@ fn Results(
                                 {age}
                                 {t.overdue.then(|| view! { " " <span class="badge overdue-badge">{Msg::Overdue.text(lang)}</span> })}
                             </td>
-                            <td class="when" title=utc_minutes(t.found_at)>{utc_short(t.found_at)}</td>
+                            <td class="when"><When at=t.found_at zone=zone.clone() short=true/></td>
                         </tr>
                     }
                 }).collect_view()}

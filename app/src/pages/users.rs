@@ -1,10 +1,10 @@
 //! Users (admins only): list, create, change role, reset password, disable.
 //! The server enforces the role and writes every change to the audit log.
 
+use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{CreateUser, ResetPassword, SetDisabled, SetRole, list_users};
-use crate::format::utc_minutes;
-use crate::i18n::{Msg, role_name};
+use crate::i18n::{Msg, in_zone, role_name};
 use crate::types::{Lang, Role, User};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -82,7 +82,7 @@ fn UsersBody() -> impl IntoView {
                                 <th>{Msg::Username.text(lang)}</th>
                                 <th>{Msg::Role.text(lang)}</th>
                                 <th>{Msg::Status.text(lang)}</th>
-                                <th>{Msg::CreatedAt.text(lang)}</th>
+                                <th>{in_zone(lang, "Created", "创建时间", &use_zone())}</th>
                                 <th>{Msg::Actions.text(lang)}</th>
                             </tr>
                         </thead>
@@ -108,6 +108,7 @@ fn UserRow(
     reset: ServerAction<ResetPassword>,
     disable: ServerAction<SetDisabled>,
 ) -> impl IntoView {
+    let zone = use_zone();
     let (id_role, id_reset, id_disable) = (user.id.clone(), user.id.clone(), user.id.clone());
     let role_label = match lang {
         Lang::En => format!("Role of {}", user.username),
@@ -129,7 +130,7 @@ fn UserRow(
             <td class="status">
                 {if user.disabled { Msg::Disabled.text(lang) } else { Msg::Active.text(lang) }}
             </td>
-            <td>{utc_minutes(user.created_at)}</td>
+            <td>{zone.minutes(user.created_at)}</td>
             <td>
                 <ActionForm action=reset attr:class="inline">
                     <input type="hidden" name="user_id" value=id_reset/>

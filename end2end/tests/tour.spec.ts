@@ -1,5 +1,5 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn, nowIso, uploadStatement } from './helpers';
+import { ADMIN_PASSWORD, clickNav, hydrated, signIn, nowIso, uploadStatement } from './helpers';
 
 // What a person meets touring the console, reached by clicking: a payment's
 // outbox messages and their indented payloads, the resend controls (the
@@ -59,7 +59,7 @@ test('a payment links its outbox messages; a message reads as indented JSON and 
   const errors = watchErrors(page);
   await signInAs(page, 'olivia');
 
-  await page.click('#nav-payments');
+  await clickNav(page, '#nav-payments');
   await expect(page).toHaveURL(/\/payments$/);
   await hydrated(page);
   await page.fill('#p-q', no);

@@ -68,7 +68,8 @@ export type Listed = { txn: string; no: string; minor: number; at: string };
 
 /**
  * Uploads the sandbox's statement of `day` listing `payments` paid, over
- * the API with the e2e token; the run is accepted (201).
+ * the API with the e2e token; the run completes before the answer (201),
+ * which is returned.
  */
 export async function uploadStatement(request: APIRequestContext, day: string, payments: Listed[]) {
   const token = process.env.API_TOKEN ?? '';
@@ -89,6 +90,7 @@ export async function uploadStatement(request: APIRequestContext, day: string, p
     },
   });
   expect(res.status(), await res.text()).toBe(201);
+  return (await res.json()) as { run_id: string };
 }
 
 /** Now, as a statement writes it: ISO 8601 UTC without fractions. */

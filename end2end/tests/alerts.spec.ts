@@ -1,6 +1,6 @@
 import { test, expect, APIRequestContext } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
-import { ADMIN_PASSWORD, hydrated, signIn, call, nowIso, uploadStatement } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, nowIso, proposeBackfill, uploadStatement } from './helpers';
 
 // Users made by .ci/test with the same password: olivia (operator), sam and
 // sue (supervisors). The server's database is the SQLite file RECKON_DB.
@@ -55,15 +55,7 @@ test('alerts are filtered, two acknowledged at once after a confirmation; the da
   const olivia = await browser.newPage();
   await signIn(olivia, 'olivia', PASSWORD);
   await expect(olivia.locator('#who')).toContainText('olivia');
-  const list = await call(olivia, 'tickets/list', { 'filter[q]': no, 'filter[class]': 'PROVIDER_ONLY' });
-  const ticket = list.items[0].id as string;
-  await call(olivia, 'fixes/propose', {
-    id: ticket,
-    kind: 'BACKFILL',
-    reason: 'paid at the provider, the callback was lost',
-    evidence: 'provider console screenshot',
-    order_no: `ORDER-${no}`,
-  });
+  await proposeBackfill(olivia, no);
   // An operator decides nothing: no badge.
   await expect(olivia.locator('#nav-approvals')).toBeVisible();
   await expect(olivia.locator('#queue-badge')).toHaveCount(0);

@@ -124,3 +124,18 @@ export async function providerOnlyTickets(request: APIRequestContext, prefix: st
   }));
   await uploadStatement(request, day, listed);
 }
+
+/**
+ * `page`'s user (signed in) proposes a BACKFILL of the PROVIDER_ONLY ticket
+ * of payment `no`, through the server functions its forms post to.
+ */
+export async function proposeBackfill(page: Page, no: string) {
+  const list = await call(page, 'tickets/list', { 'filter[q]': no, 'filter[class]': 'PROVIDER_ONLY' });
+  await call(page, 'fixes/propose', {
+    id: list.items[0].id as string,
+    kind: 'BACKFILL',
+    reason: 'paid at the provider, the callback was lost',
+    evidence: 'provider console screenshot',
+    order_no: `ORDER-${no}`,
+  });
+}

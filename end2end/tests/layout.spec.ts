@@ -1,5 +1,5 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
-import { ADMIN_PASSWORD, clickNav, hydrated, signIn, switchLanguage, unique, call, nowIso, uploadStatement } from './helpers';
+import { ADMIN_PASSWORD, clickNav, hydrated, signIn, switchLanguage, unique, nowIso, proposeBackfill, uploadStatement } from './helpers';
 
 // The console's layout as people meet it: the top bar on one line on a
 // laptop, no table wider than its page at 1,366 and 1,440 px, a supervisor
@@ -141,15 +141,7 @@ test('on a phone, a supervisor opens Approvals from the menu and approves a prop
   const olivia = await browser.newPage();
   await signIn(olivia, 'olivia', ADMIN_PASSWORD);
   await expect(olivia.locator('#who')).toContainText('olivia');
-  const list = await call(olivia, 'tickets/list', { 'filter[q]': no, 'filter[class]': 'PROVIDER_ONLY' });
-  const ticket = list.items[0].id as string;
-  await call(olivia, 'fixes/propose', {
-    id: ticket,
-    kind: 'BACKFILL',
-    reason: 'paid at the provider, the callback was lost',
-    evidence: 'provider console screenshot',
-    order_no: `ORDER-${no}`,
-  });
+  await proposeBackfill(olivia, no);
   await olivia.close();
 
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });

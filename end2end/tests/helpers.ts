@@ -127,15 +127,18 @@ export async function providerOnlyTickets(request: APIRequestContext, prefix: st
 
 /**
  * `page`'s user (signed in) proposes a BACKFILL of the PROVIDER_ONLY ticket
- * of payment `no`, through the server functions its forms post to.
+ * of payment `no`, through the server functions its forms post to; returns
+ * the ticket's id.
  */
-export async function proposeBackfill(page: Page, no: string) {
+export async function proposeBackfill(page: Page, no: string): Promise<string> {
   const list = await call(page, 'tickets/list', { 'filter[q]': no, 'filter[class]': 'PROVIDER_ONLY' });
+  const ticket = list.items[0].id as string;
   await call(page, 'fixes/propose', {
-    id: list.items[0].id as string,
+    id: ticket,
     kind: 'BACKFILL',
     reason: 'paid at the provider, the callback was lost',
     evidence: 'provider console screenshot',
     order_no: `ORDER-${no}`,
   });
+  return ticket;
 }

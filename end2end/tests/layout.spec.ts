@@ -141,7 +141,7 @@ test('on a phone, a supervisor opens Approvals from the menu and approves a prop
   const olivia = await browser.newPage();
   await signIn(olivia, 'olivia', ADMIN_PASSWORD);
   await expect(olivia.locator('#who')).toContainText('olivia');
-  await proposeBackfill(olivia, no);
+  const ticket = await proposeBackfill(olivia, no);
   await olivia.close();
 
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });

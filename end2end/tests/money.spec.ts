@@ -1,5 +1,5 @@
 import { test, expect, Page, APIRequestContext } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn, switchLanguage } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, switchLanguage, nowIso, uploadStatement as uploadRun } from './helpers';
 
 // Money as money: a run's checks, an approval card and the audit log read
 // amounts in major units with their currency and times with their zone.
@@ -13,22 +13,9 @@ const ZONED = /\d{4}-\d{2}-\d{2} \d{2}:\d{2} (UTC|[A-Za-z_]+\/[A-Za-z_/+-]+)/;
 
 /** Uploads a sandbox statement for today whose rows are all paid; its run. */
 async function uploadStatement(request: APIRequestContext, rows: { txn: string; no: string; amount: string }[]) {
-  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const total = rows.reduce((s, r) => s + Math.round(parseFloat(r.amount) * 100), 0);
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    rows.map((r) => `payment,${r.txn},${r.no},,,SUCCEEDED,${r.amount},CNY,${at}`).join('\n') +
-    `\n#summary,rows=${rows.length},total_minor=${total}\n`;
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-    multipart: {
-      provider: 'sandbox',
-      business_date: today(),
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
-  return (await res.json()).run_id as string;
+  const at = nowIso();
+  const listed = rows.map((r) => ({ txn: r.txn, no: r.no, minor: Math.round(parseFloat(r.amount) * 100), at }));
+  return (await uploadRun(request, today(), listed)).run_id;
 }
 
 async function signInEnglish(page: Page, user: string) {

@@ -1,5 +1,5 @@
 import { test, expect, Locator, Page, APIRequestContext } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN_PASSWORD, hydrated, signIn, nowIso, uploadStatement as uploadRun } from './helpers';
 
 /** Opens the ticket a list row links to, by its address: once bulk jobs
  * exist the tickets page polls them, and a click can race that re-render. */
@@ -21,25 +21,10 @@ const today = () => new Date().toISOString().slice(0, 10);
 const tag = () => `${Date.now().toString(36).toUpperCase()}${Math.floor(Math.random() * 1000)}`;
 
 /** Uploads a sandbox statement for today whose rows are all paid. */
-async function uploadStatement(
-  request: APIRequestContext,
-  rows: { txn: string; no: string; amount: string }[],
-) {
-  const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const total = rows.reduce((s, r) => s + Math.round(parseFloat(r.amount) * 100), 0);
-  const csv =
-    'kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n' +
-    rows.map((r) => `payment,${r.txn},${r.no},,,SUCCEEDED,${r.amount},CNY,${at}`).join('\n') +
-    `\n#summary,rows=${rows.length},total_minor=${total}\n`;
-  const res = await request.post('/api/v1/recon/runs', {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-    multipart: {
-      provider: 'sandbox',
-      business_date: today(),
-      file: { name: 'sandbox-statement.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) },
-    },
-  });
-  expect(res.status(), await res.text()).toBe(201);
+async function uploadStatement(request: APIRequestContext, rows: { txn: string; no: string; amount: string }[]) {
+  const at = nowIso();
+  const listed = rows.map((r) => ({ txn: r.txn, no: r.no, minor: Math.round(parseFloat(r.amount) * 100), at }));
+  await uploadRun(request, today(), listed);
 }
 
 /** Signs in and makes sure the console speaks `lang`. */

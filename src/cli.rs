@@ -245,7 +245,7 @@ enum AuditCommand {
 
 /// `reckon outbox …`: the jobs run here, to their end.
 async fn outbox(config: &Config, cmd: OutboxCommand) -> anyhow::Result<ExitCode> {
-    use crate::console::outbox::{self, Run};
+    use crate::outbox::jobs::{self as outbox, Run};
     let engine = crate::startup::engine_of(config).await?;
     let done = match cmd {
         OutboxCommand::Resend {

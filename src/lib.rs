@@ -13,6 +13,7 @@ pub mod domain;
 pub mod engine;
 mod memory;
 pub mod metrics;
+pub mod outbox;
 pub mod providers;
 pub mod recon;
 pub mod sandbox_server;

@@ -216,10 +216,8 @@ pub async fn resume_beat(engine: &Engine, me: &Instance) -> Vec<&'static str> {
     let mut beat = Beat::new(e, me);
     beat.job(jobs::BULK_RESUME, |_| crate::triage::bulk::resume_jobs(e))
         .await;
-    beat.job(jobs::OUTBOX_RESUME, |_| {
-        crate::console::outbox::resume_jobs(e)
-    })
-    .await;
+    beat.job(jobs::OUTBOX_RESUME, |_| crate::outbox::jobs::resume_jobs(e))
+        .await;
     beat.ran
 }
 

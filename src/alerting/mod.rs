@@ -3,16 +3,14 @@
 //! e-mail over SMTP — routed by kind and severity, grouped per kind, held
 //! through quiet hours except when critical. Each message is an outbox
 //! message whose sink is the channel's name, so the relay delivers,
-//! retries and dead-letters it like any other (`deliver` renders it).
+//! retries and dead-letters it like any other (`crate::outbox::channels` sends it).
 //! The channels are `[[alert_channels]]` in the TOML file (`config`); the
 //! routing pass is `route`, on a worker's beat.
 
 mod config;
-mod deliver;
 mod render;
 mod route;
 
 pub use config::{Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target};
-pub use deliver::deliver;
 pub use render::{AlertLine, EVENT_TYPE, Notification};
 pub use route::route_alerts;

@@ -464,7 +464,7 @@ impl Console for Desk {
         id: &str,
         sink: Option<&str>,
     ) -> Result<app::outbox::Resent, AppError> {
-        outbox::resend(&self.engine, &actor.username, id, sink).await
+        crate::outbox::jobs::resend(&self.engine, &actor.username, id, sink).await
     }
 
     async fn outbox_bulk_resend(
@@ -472,11 +472,11 @@ impl Console for Desk {
         actor: &User,
         filter: &app::outbox::OutboxFilter,
     ) -> Result<app::outbox::OutboxJob, AppError> {
-        outbox::start_resend(
+        crate::outbox::jobs::start_resend(
             &self.engine,
             &actor.username,
             filter,
-            outbox::Run::Background,
+            crate::outbox::jobs::Run::Background,
         )
         .await
     }
@@ -487,18 +487,18 @@ impl Console for Desk {
         sink: &str,
         since: &str,
     ) -> Result<app::outbox::OutboxJob, AppError> {
-        outbox::start_recover(
+        crate::outbox::jobs::start_recover(
             &self.engine,
             &actor.username,
             sink,
             since,
-            outbox::Run::Background,
+            crate::outbox::jobs::Run::Background,
         )
         .await
     }
 
     async fn outbox_jobs(&self) -> Result<Vec<app::outbox::OutboxJob>, AppError> {
-        outbox::jobs(&self.engine).await
+        crate::outbox::jobs::jobs(&self.engine).await
     }
 
     async fn outbox_cancel_job(
@@ -506,7 +506,7 @@ impl Console for Desk {
         actor: &User,
         job_id: &str,
     ) -> Result<app::outbox::OutboxJob, AppError> {
-        outbox::cancel(&self.engine, &actor.username, job_id).await
+        crate::outbox::jobs::cancel(&self.engine, &actor.username, job_id).await
     }
 
     async fn sinks(&self) -> Result<Vec<app::sinks::SinkRow>, AppError> {
@@ -520,7 +520,7 @@ impl Console for Desk {
         reason: &str,
         pause: bool,
     ) -> Result<(), AppError> {
-        sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
+        crate::outbox::sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
     }
 }
 

@@ -1,14 +1,12 @@
-//! The sinks page and API (issue 28, helper B): every configured sink with
-//! its state and deliveries by state, and pausing or resuming one — a
-//! reason required, audited in the same transaction. A resumed sink's
-//! waiting deliveries are due at once, so the relay is woken.
+//! The sinks page and API as read: every configured sink with its state
+//! and deliveries by state. Pausing and resuming are the outbox room's
+//! (`crate::outbox::sinks`).
 
-use crate::accounts::{TxError, internal, retrying};
+use crate::accounts::internal;
 use crate::engine::Engine;
-use crate::store::{audit, sinks};
+use crate::store::sinks;
 use app::error::AppError;
 use app::sinks::{SinkRow, delay_text};
-use serde_json::json;
 
 /// The URL as shown: no user, password or query (a token may hide there).
 fn shown_url(url: &str) -> String {
@@ -76,62 +74,4 @@ pub async fn list(engine: &Engine) -> Result<Vec<SinkRow>, AppError> {
             }
         })
         .collect())
-}
-
-/// Pauses (`pause`) or resumes a configured sink, audited with `actor`
-/// and the reason. Doing what is already done is refused, so the audit
-/// log holds only changes.
-pub async fn set_paused(
-    engine: &Engine,
-    actor: &str,
-    name: &str,
-    reason: &str,
-    pause: bool,
-) -> Result<(), AppError> {
-    if !engine.settings.sinks.iter().any(|s| s.name == name) {
-        return Err(AppError::NotFound);
-    }
-    let reason = crate::triage::required(reason, "reason")?;
-    retrying(|| async {
-        let now = engine.now();
-        let mut tx = engine.db.begin_write().await?;
-        let by = pause.then_some((actor, reason));
-        if !sinks::set_paused(&mut tx, name, by, now).await? {
-            return Err(TxError::App(AppError::Invalid {
-                detail: format!(
-                    "sink {name} is already {}",
-                    if pause { "paused" } else { "active" }
-                ),
-            }));
-        }
-        audit::append(
-            &mut tx,
-            &engine.db.audit,
-            &audit::Entry {
-                actor: actor.to_owned(),
-                action: if pause { "sink.pause" } else { "sink.resume" },
-                object_type: "sink",
-                object_id: name.to_owned(),
-                before: Some(json!({ "paused": !pause })),
-                after: Some(json!({ "paused": pause, "reason": reason })),
-            },
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(())
-    })
-    .await?;
-    if !pause {
-        engine.wake.outbox.notify_one();
-    }
-    tracing::info!(
-        sink = name,
-        by = actor,
-        reason,
-        paused = pause,
-        "outbox sink {}",
-        if pause { "paused" } else { "resumed" }
-    );
-    Ok(())
 }

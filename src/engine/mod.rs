@@ -13,10 +13,8 @@ mod merchant;
 mod refund_requests;
 mod refunds;
 mod refused;
-mod relay;
 mod replay;
 mod retries;
-pub mod sinks;
 
 pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -25,7 +23,6 @@ pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, Refused
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};
 pub use refused::WEBHOOKS_REFUSED_SPIKE;
-pub use relay::Attempt;
 pub use replay::{ActionError, ActionOutcome, describe};
 pub use retries::headers_from_json;
 
@@ -85,7 +82,7 @@ pub struct Settings {
     /// Hours a ticket of each class may stay open (the SLA pass reads it).
     pub sla: crate::domain::Sla,
     /// B (issue 28): when a sink's failures raise `sink_failing`.
-    pub sink_failing: sinks::Failing,
+    pub sink_failing: crate::outbox::Failing,
     /// C: alert channels, sinks of the alerts' messages only.
     pub channels: Vec<crate::alerting::Channel>,
     /// D: more than this many verification failures of one provider in
@@ -215,7 +212,7 @@ pub const BATCH: i64 = 50;
 
 /// A callback retry's or an outbox delivery's lease: longer than a batch
 /// of them, so a lease only lapses when its holder died.
-const LEASE_US: i64 = 30_000_000;
+pub(crate) const LEASE_US: i64 = 30_000_000;
 
 /// One wake-up per lane of the workers: new work wakes them all, and each
 /// lane that is busy finds its wake-up waiting when it next looks.

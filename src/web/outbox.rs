@@ -6,8 +6,8 @@
 
 use super::api_error::ApiError;
 use super::bearer::Bearer;
-use crate::console::outbox::Run;
 use crate::engine::Engine;
+use crate::outbox::jobs::Run;
 use app::error::AppError;
 use app::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
 use axum::extract::rejection::JsonRejection;
@@ -118,7 +118,7 @@ pub async fn resend(
         Err(e) => return Err(super::merchant::unreadable(e)),
     };
     let sink = req.sink.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    crate::console::outbox::resend(&engine, &actor(&token), &message_id, sink)
+    crate::outbox::jobs::resend(&engine, &actor(&token), &message_id, sink)
         .await
         .map(Json)
         .map_err(|e| refused_or_missing(e, || format!("no message {message_id}")))
@@ -140,7 +140,7 @@ pub async fn bulk_resend(
 ) -> Result<(StatusCode, Json<OutboxJob>), ApiError> {
     use app::filter::QueryFilter;
     let Json(filter) = body.map_err(super::merchant::unreadable)?;
-    let job = crate::console::outbox::start_resend(
+    let job = crate::outbox::jobs::start_resend(
         &engine,
         &actor(&token),
         &filter.cleaned(),
@@ -176,7 +176,7 @@ pub async fn recover(
     body: Result<Json<RecoverRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<OutboxJob>), ApiError> {
     let Json(req) = body.map_err(super::merchant::unreadable)?;
-    let job = crate::console::outbox::start_recover(
+    let job = crate::outbox::jobs::start_recover(
         &engine,
         &actor(&token),
         req.sink.trim(),
@@ -200,7 +200,7 @@ pub async fn show_job(
     _token: Bearer,
     Path(job_id): Path<String>,
 ) -> Result<Json<OutboxJob>, ApiError> {
-    crate::console::outbox::job(&engine, &job_id)
+    crate::outbox::jobs::job(&engine, &job_id)
         .await
         .map(Json)
         .map_err(|e| refused_or_missing(e, || format!("no outbox job {job_id}")))
@@ -220,7 +220,7 @@ pub async fn cancel_job(
     Bearer(token): Bearer,
     Path(job_id): Path<String>,
 ) -> Result<Json<OutboxJob>, ApiError> {
-    crate::console::outbox::cancel(&engine, &actor(&token), &job_id)
+    crate::outbox::jobs::cancel(&engine, &actor(&token), &job_id)
         .await
         .map(Json)
         .map_err(|e| refused_or_missing(e, || format!("no outbox job {job_id}")))

@@ -115,7 +115,7 @@ async fn set(
     pause: bool,
 ) -> Result<Json<SinkView>, ApiError> {
     let Json(req) = body.map_err(super::merchant::unreadable)?;
-    crate::console::sinks::set_paused(engine, actor, name, &req.reason, pause)
+    crate::outbox::sinks::set_paused(engine, actor, name, &req.reason, pause)
         .await
         .map_err(|e| api_error(e, name))?;
     let view = sink_views(engine)

@@ -784,7 +784,7 @@ async fn a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend(b: Backend) {
             .await
             .unwrap()
     );
-    reckon::console::outbox::resend(&engine, "olivia", &first.message_id, Some("shop"))
+    reckon::outbox::jobs::resend(&engine, "olivia", &first.message_id, Some("shop"))
         .await
         .unwrap();
     // The first instance's late outcomes find the row moved on.

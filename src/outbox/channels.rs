@@ -3,9 +3,8 @@
 //! signed to a webhook, rendered for Slack, or mailed over SMTP. The
 //! outcome is an [`Attempt`]; the relay's schedule retries a failure.
 
-use super::config::{Channel, Smtp, SmtpSecurity, Target};
-use super::render::Notification;
-use crate::engine::Attempt;
+use super::Attempt;
+use crate::alerting::{Channel, Notification, Smtp, SmtpSecurity, Target};
 use crate::store::outbox::EventRow;
 use secrecy::ExposeSecret;
 use std::time::{Duration, Instant};

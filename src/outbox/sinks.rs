@@ -1,11 +1,15 @@
-//! Sinks as endpoints, the relay's side: which event types a sink wants,
-//! its signatures (both secrets during a rotation), its retry schedule, and
-//! its run of failures — one `sink_failing` alert per failing spell, over
-//! when it delivers again. Pausing is the console's (`console::sinks`);
-//! the relay only finds a paused sink's deliveries not leased.
+//! Sinks as endpoints: which event types a sink wants, its signatures (both
+//! secrets during a rotation), its retry schedule, its run of failures —
+//! one `sink_failing` alert per failing spell, over when it delivers again
+//! — and pausing or resuming one (a reason required, audited in the same
+//! transaction; the relay finds a paused sink's deliveries not leased, and
+//! a resumed sink's waiting deliveries are due at once).
 
-use super::{Engine, Sink};
-use crate::store::{alerts, sinks};
+use crate::accounts::{TxError, retrying};
+use crate::engine::{Engine, Sink};
+use crate::store::{alerts, audit, sinks};
+use app::error::AppError;
+use serde_json::json;
 
 /// When a sink's failures make it failing: this many attempts failed in a
 /// row, or failures going on this long (microseconds) without a delivery.
@@ -52,13 +56,13 @@ impl Sink {
 
 impl Engine {
     /// A delivery reached `sink`: its failing spell, if any, ends.
-    pub(super) async fn sink_delivered(&self, sink: &str, now: i64) -> sqlx::Result<()> {
+    pub(crate) async fn sink_delivered(&self, sink: &str, now: i64) -> sqlx::Result<()> {
         sinks::succeeded(&self.db.pool, sink, now).await
     }
 
     /// A failed attempt counted; the spell's first time past the rule
     /// raises one `sink_failing` alert.
-    pub(super) async fn sink_failed(&self, sink: &str, error: &str, now: i64) -> sqlx::Result<()> {
+    pub(crate) async fn sink_failed(&self, sink: &str, error: &str, now: i64) -> sqlx::Result<()> {
         let pool = &self.db.pool;
         let (in_a_row, since) = sinks::failed(pool, sink, error, now).await?;
         let rule = self.settings.sink_failing;
@@ -84,4 +88,62 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Pauses (`pause`) or resumes a configured sink, audited with `actor`
+/// and the reason. Doing what is already done is refused, so the audit
+/// log holds only changes.
+pub async fn set_paused(
+    engine: &Engine,
+    actor: &str,
+    name: &str,
+    reason: &str,
+    pause: bool,
+) -> Result<(), AppError> {
+    if !engine.settings.sinks.iter().any(|s| s.name == name) {
+        return Err(AppError::NotFound);
+    }
+    let reason = crate::triage::required(reason, "reason")?;
+    retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        let by = pause.then_some((actor, reason));
+        if !sinks::set_paused(&mut tx, name, by, now).await? {
+            return Err(TxError::App(AppError::Invalid {
+                detail: format!(
+                    "sink {name} is already {}",
+                    if pause { "paused" } else { "active" }
+                ),
+            }));
+        }
+        audit::append(
+            &mut tx,
+            &engine.db.audit,
+            &audit::Entry {
+                actor: actor.to_owned(),
+                action: if pause { "sink.pause" } else { "sink.resume" },
+                object_type: "sink",
+                object_id: name.to_owned(),
+                before: Some(json!({ "paused": !pause })),
+                after: Some(json!({ "paused": pause, "reason": reason })),
+            },
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    })
+    .await?;
+    if !pause {
+        engine.wake.outbox.notify_one();
+    }
+    tracing::info!(
+        sink = name,
+        by = actor,
+        reason,
+        paused = pause,
+        "outbox sink {}",
+        if pause { "paused" } else { "resumed" }
+    );
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! least once, signed Standard-Webhooks style; retried with backoff, then
 //! dead-lettered and alerted.
 
-use super::{BATCH, Engine, LEASE_US};
+use crate::engine::{BATCH, Engine, LEASE_US};
 use crate::store::{alerts, outbox, outbox_ops};
 
 impl Engine {
@@ -25,7 +25,7 @@ impl Engine {
                 None => match self.settings.channel(&d.sink) {
                     // An alert channel's message, rendered for its kind.
                     Some(channel) => {
-                        crate::alerting::deliver(http, channel, &event, self.now() / 1_000_000)
+                        super::channels::deliver(http, channel, &event, self.now() / 1_000_000)
                             .await
                     }
                     None => Attempt::refused(format!("sink {} is not configured", d.sink)),
@@ -105,7 +105,7 @@ impl Engine {
     async fn deliver(
         &self,
         http: &reqwest::Client,
-        sink: &super::Sink,
+        sink: &crate::engine::Sink,
         event: &outbox::EventRow,
     ) -> Attempt {
         // Signed as it leaves: a consumer checks the timestamp's tolerance.

@@ -1,0 +1,502 @@
+//! Queuing deliveries again: one message (to one sink or all), many by the
+//! outbox list's filter, or a sink's DEAD deliveries since a time
+//! (recover) — as jobs that run in the background, can be cancelled, and
+//! resume after a restart. A resend keeps the message id (the `webhook-id`
+//! consumers deduplicate on) and resets the delivery: PENDING, attempts 0,
+//! due now, unleased. Each queued delivery is audited with its actor in the
+//! transaction that queues it.
+
+use crate::accounts::{TxError, internal, retrying};
+use crate::engine::Engine;
+use crate::store::lists::After;
+use crate::store::outbox_ops::{self as ops, OutboxQuery};
+use crate::store::{audit, outbox};
+use app::error::AppError;
+use app::outbox::{DELIVERY_STATUSES, OutboxFilter, OutboxJob, Resent};
+use serde_json::json;
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+/// Deliveries a job queues per transaction; a cancel is seen between two.
+const CHUNK: i64 = 100;
+
+/// Input the caller must correct.
+fn invalid(detail: impl Into<String>) -> AppError {
+    AppError::Invalid {
+        detail: detail.into(),
+    }
+}
+
+/// A short pause between chunks: a long job leaves the writer to the
+/// day's webhooks.
+const CHUNK_PAUSE: Duration = Duration::from_millis(25);
+
+/// A job left RUNNING this long without a step was cut off (its process
+/// stopped); the workers resume it.
+const JOB_SILENT_US: i64 = 120 * 1_000_000;
+
+/// The jobs this process runs, so a resume never runs one twice.
+static RUNNING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+
+/// A time of a filter: RFC 3339, or a business day (its start; with
+/// `end`, the next day's start).
+fn instant(engine: &Engine, text: &str, end: bool) -> Result<i64, AppError> {
+    if let Ok(ts) = text.parse::<jiff::Timestamp>() {
+        return Ok(ts.as_microsecond());
+    }
+    let (start, next) = crate::recon::day_range(text, &engine.settings.timezone).map_err(|_| {
+        invalid(format!(
+            "{text:?} is neither an RFC 3339 time (2026-12-01T00:00:00Z) nor a day (YYYY-MM-DD)"
+        ))
+    })?;
+    Ok(if end { next } else { start })
+}
+
+pub fn query(engine: &Engine, f: &OutboxFilter) -> Result<OutboxQuery, AppError> {
+    if let Some(s) = f.status.as_deref()
+        && !DELIVERY_STATUSES.contains(&s)
+    {
+        return Err(invalid(format!(
+            "status {s:?} is not one of {}",
+            DELIVERY_STATUSES.join(", ")
+        )));
+    }
+    let from_at = f
+        .from
+        .as_deref()
+        .map(|t| instant(engine, t, false))
+        .transpose()?;
+    let to_at =
+        f.to.as_deref()
+            .map(|t| instant(engine, t, true))
+            .transpose()?;
+    Ok(OutboxQuery {
+        event_type: f.event_type.clone(),
+        sink: f.sink.clone(),
+        status: f.status.clone(),
+        payment: f.payment.clone(),
+        from_at,
+        to_at,
+        after: After::parse(f.after.as_deref()),
+    })
+}
+
+/// Queues one delivery again with its audit entry — and, for a job, its
+/// item marked worked — in one transaction, so a job resumed after a crash
+/// never queues a delivery twice. False when it was pending already
+/// (nothing done, nothing audited).
+async fn requeue_audited(
+    engine: &Engine,
+    actor: &str,
+    message_id: &str,
+    sink: &str,
+    job: Option<(&str, i64)>,
+) -> Result<bool, AppError> {
+    retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        if let Some((job_id, seq)) = job
+            && !ops::claim_item(&mut tx, job_id, seq).await?
+        {
+            // Another runner of this job queued it: nothing more here.
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let before = ops::delivery_status(&mut *tx, message_id, sink).await?;
+        let queued = ops::requeue(&mut tx, message_id, sink, actor, now).await?;
+        if queued {
+            let (status, attempts) = before.unwrap_or_default();
+            audit::append(
+                &mut tx,
+                &engine.db.audit,
+                &audit::Entry {
+                    actor: actor.to_owned(),
+                    action: "outbox.resend",
+                    object_type: "outbox_message",
+                    object_id: message_id.to_owned(),
+                    before: Some(json!({ "sink": sink, "status": status, "attempts": attempts })),
+                    after: Some(json!({
+                        "sink": sink, "status": "PENDING", "attempts": 0, "job": job.map(|j| j.0)
+                    })),
+                },
+                now,
+            )
+            .await?;
+        }
+        if let Some((job_id, seq)) = job {
+            ops::item_worked(&mut tx, job_id, seq, queued, now).await?;
+        }
+        tx.commit().await?;
+        Ok::<_, TxError>(queued)
+    })
+    .await
+}
+
+/// Whether the relay can deliver to `sink` (a configured sink or alert
+/// channel).
+pub fn configured(engine: &Engine, sink: &str) -> bool {
+    engine.settings.sinks.iter().any(|s| s.name == sink) || engine.settings.channel(sink).is_some()
+}
+
+/// Queues one message again, to `sink` or to every sink it was meant
+/// for. Refused: an unknown message (404), an unknown sink or one the
+/// message was never meant for (400), nothing to do because every
+/// delivery named is pending already (409).
+pub async fn resend(
+    engine: &Engine,
+    actor: &str,
+    message_id: &str,
+    sink: Option<&str>,
+) -> Result<Resent, AppError> {
+    let pool = &engine.db.pool;
+    if outbox::event(pool, message_id)
+        .await
+        .map_err(internal)?
+        .is_none()
+    {
+        return Err(AppError::NotFound);
+    }
+    let targets: Vec<String> = match sink {
+        Some(s) => {
+            if !configured(engine, s) {
+                return Err(invalid(format!("sink {s:?} is not configured")));
+            }
+            if ops::delivery_status(pool, message_id, s)
+                .await
+                .map_err(internal)?
+                .is_none()
+            {
+                return Err(invalid(format!(
+                    "message {message_id} was never meant for sink {s:?}"
+                )));
+            }
+            vec![s.to_owned()]
+        }
+        None => ops::deliveries(&engine.db, &[message_id.to_owned()])
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|d| d.sink)
+            .collect(),
+    };
+    if targets.is_empty() {
+        return Err(invalid(format!(
+            "message {message_id} has no delivery (no sink was configured when it was written)"
+        )));
+    }
+    let mut out = Resent {
+        message_id: message_id.to_owned(),
+        queued: Vec::new(),
+        already_pending: Vec::new(),
+    };
+    for s in targets {
+        if !configured(engine, &s) {
+            return Err(invalid(format!(
+                "sink {s:?} is not configured any more; name a configured sink"
+            )));
+        }
+        if requeue_audited(engine, actor, message_id, &s, None).await? {
+            out.queued.push(s);
+        } else {
+            out.already_pending.push(s);
+        }
+    }
+    if out.queued.is_empty() {
+        return Err(AppError::Refused {
+            detail: format!(
+                "nothing to do: message {message_id} is already pending for {}",
+                out.already_pending.join(", ")
+            ),
+        });
+    }
+    engine.wake_workers();
+    Ok(out)
+}
+
+fn new_job_id() -> String {
+    format!("OBJ{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase()
+}
+
+/// Starts queuing again every not-pending delivery the list's filter
+/// matches (only its sink's and status's, when it names them).
+pub async fn start_resend(
+    engine: &Engine,
+    actor: &str,
+    filter: &OutboxFilter,
+    run: Run,
+) -> Result<OutboxJob, AppError> {
+    let mut filter = filter.clone();
+    filter.after = None;
+    // Everything ever sent, again, is never what a person meant.
+    if filter == OutboxFilter::default() {
+        return Err(invalid(
+            "name at least one filter (status, sink, event type, payment or a time range)",
+        ));
+    }
+    if let Some(s) = filter.sink.as_deref()
+        && !configured(engine, s)
+    {
+        return Err(invalid(format!("sink {s:?} is not configured")));
+    }
+    let q = query(engine, &filter)?;
+    let items = ops::resendable(&engine.db, &q).await.map_err(internal)?;
+    let params = serde_json::to_value(&filter).unwrap_or_default();
+    start(engine, actor, "RESEND", params, items, run).await
+}
+
+/// Starts queuing again every DEAD delivery to `sink` whose last attempt
+/// was at or after `since` (RFC 3339 or a day).
+pub async fn start_recover(
+    engine: &Engine,
+    actor: &str,
+    sink: &str,
+    since: &str,
+    run: Run,
+) -> Result<OutboxJob, AppError> {
+    if !configured(engine, sink) {
+        return Err(invalid(format!("sink {sink:?} is not configured")));
+    }
+    let since_at = instant(engine, since, false)?;
+    let items = ops::dead_since(&engine.db.pool, sink, since_at)
+        .await
+        .map_err(internal)?;
+    start(
+        engine,
+        actor,
+        "RECOVER",
+        json!({ "sink": sink, "since": since }),
+        items,
+        run,
+    )
+    .await
+}
+
+/// Where a job runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// On its own task; the caller watches its progress.
+    Background,
+    /// In the caller's task, to its end (the command line waits).
+    ToTheEnd,
+}
+
+/// Writes the job with its items and its audit entry, then runs it.
+async fn start(
+    engine: &Engine,
+    actor: &str,
+    kind: &'static str,
+    params: serde_json::Value,
+    items: Vec<(String, String)>,
+    run: Run,
+) -> Result<OutboxJob, AppError> {
+    let job_id = new_job_id();
+    let params_json = params.to_string();
+    retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        ops::insert_job(
+            &mut tx,
+            &ops::NewJob {
+                job_id: &job_id,
+                kind,
+                params_json: &params_json,
+                requested_by: actor,
+                now,
+            },
+            &items,
+        )
+        .await?;
+        audit::append(
+            &mut tx,
+            &engine.db.audit,
+            &audit::Entry {
+                actor: actor.to_owned(),
+                action: if kind == "RECOVER" {
+                    "outbox.recover"
+                } else {
+                    "outbox.bulk_resend"
+                },
+                object_type: "outbox_job",
+                object_id: job_id.clone(),
+                before: None,
+                after: Some(json!({ "params": params, "deliveries": items.len() })),
+            },
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok::<_, TxError>(())
+    })
+    .await?;
+    match run {
+        Run::Background => spawn(engine, &job_id),
+        Run::ToTheEnd => return run_to_end(engine, &job_id).await,
+    }
+    job(engine, &job_id).await
+}
+
+/// A job and its progress.
+pub async fn job(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
+    let row = ops::job(&engine.db.pool, job_id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    Ok(job_view(row))
+}
+
+/// The 20 most recent jobs.
+pub async fn jobs(engine: &Engine) -> Result<Vec<OutboxJob>, AppError> {
+    Ok(ops::recent_jobs(&engine.db.pool)
+        .await
+        .map_err(internal)?
+        .into_iter()
+        .map(job_view)
+        .collect())
+}
+
+fn job_view(r: ops::JobRow) -> OutboxJob {
+    OutboxJob {
+        pending: (r.total - r.done - r.skipped).max(0),
+        job_id: r.job_id,
+        kind: r.kind,
+        params: r.params_json,
+        requested_by: r.requested_by,
+        status: r.status,
+        total: r.total,
+        done: r.done,
+        skipped: r.skipped,
+        error: r.error,
+        started_at: r.started_at,
+        finished_at: r.finished_at,
+    }
+}
+
+/// Asks a running job to stop before its next chunk; audited.
+pub async fn cancel(engine: &Engine, actor: &str, job_id: &str) -> Result<OutboxJob, AppError> {
+    let Some(row) = ops::job(&engine.db.pool, job_id).await.map_err(internal)? else {
+        return Err(AppError::NotFound);
+    };
+    let asked = retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        if !ops::request_cancel(&mut *tx, job_id, now).await? {
+            return Ok::<_, TxError>(false);
+        }
+        audit::append(
+            &mut tx,
+            &engine.db.audit,
+            &audit::Entry {
+                actor: actor.to_owned(),
+                action: "outbox.cancel_job",
+                object_type: "outbox_job",
+                object_id: job_id.to_owned(),
+                before: Some(json!({ "status": "RUNNING" })),
+                after: Some(json!({ "status": "CANCELLING" })),
+            },
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    })
+    .await?;
+    if !asked {
+        return Err(AppError::Refused {
+            detail: format!("the job is {}, not running", row.status),
+        });
+    }
+    job(engine, job_id).await
+}
+
+/// Runs `job` on its own task, unless this process runs it already.
+fn spawn(engine: &Engine, job_id: &str) {
+    if !RUNNING
+        .lock()
+        .map(|mut r| r.insert(job_id.to_owned()))
+        .unwrap_or(false)
+    {
+        return;
+    }
+    let engine = engine.clone();
+    let job_id = job_id.to_owned();
+    tokio::spawn(async move {
+        if let Err(e) = run(&engine, &job_id).await {
+            tracing::error!(job = %job_id, error = %e, "outbox job failed");
+            let _ = ops::fail_job(&engine.db.pool, &job_id, &e.to_string(), engine.now()).await;
+        }
+        if let Ok(mut r) = RUNNING.lock() {
+            r.remove(&job_id);
+        }
+    });
+}
+
+/// Resumes the jobs a stopped process left running or cancelling.
+pub async fn resume_jobs(engine: &Engine) -> sqlx::Result<usize> {
+    let silent = engine.now() - JOB_SILENT_US;
+    let mut resumed = 0;
+    for id in ops::unfinished(&engine.db.pool, silent).await? {
+        let ours = RUNNING.lock().map(|r| r.contains(&id)).unwrap_or(true);
+        if !ours {
+            tracing::info!(job = %id, "resuming an outbox job a stopped process left");
+            spawn(engine, &id);
+            resumed += 1;
+        }
+    }
+    Ok(resumed)
+}
+
+/// Works a job to its end in this task.
+async fn run_to_end(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
+    if let Err(e) = run(engine, job_id).await {
+        let _ = ops::fail_job(&engine.db.pool, job_id, &e.to_string(), engine.now()).await;
+        return Err(e);
+    }
+    job(engine, job_id).await
+}
+
+/// Queues the job's items chunk by chunk until none is left or it is
+/// cancelled; each item its own audited transaction.
+async fn run(engine: &Engine, job_id: &str) -> Result<(), AppError> {
+    let pool = &engine.db.pool;
+    let row = ops::job(pool, job_id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    loop {
+        if ops::job_status(pool, job_id)
+            .await
+            .map_err(internal)?
+            .as_deref()
+            != Some("RUNNING")
+        {
+            break;
+        }
+        let chunk = ops::next_items(pool, job_id, CHUNK)
+            .await
+            .map_err(internal)?;
+        if chunk.is_empty() {
+            break;
+        }
+        for (seq, message_id, sink) in chunk {
+            requeue_audited(
+                engine,
+                &row.requested_by,
+                &message_id,
+                &sink,
+                Some((job_id, seq)),
+            )
+            .await?;
+        }
+        ops::touch_job(pool, job_id, engine.now())
+            .await
+            .map_err(internal)?;
+        engine.wake_workers();
+        tokio::time::sleep(CHUNK_PAUSE).await;
+    }
+    ops::finish_job(pool, job_id, engine.now())
+        .await
+        .map_err(internal)?;
+    tracing::info!(job = job_id, kind = row.kind, "outbox job ended");
+    Ok(())
+}

@@ -380,6 +380,7 @@ fn sinks_of(config: &Config, outbox_secret: &Secret) -> anyhow::Result<Vec<Sink>
             secrets,
             timeout: s.timeout,
             schedule: s.schedule.clone(),
+            in_flight: s.in_flight.unwrap_or(config.sinks.in_flight),
         });
     }
     let schedule = match config.sinks.max_attempts {
@@ -395,6 +396,7 @@ fn sinks_of(config: &Config, outbox_secret: &Secret) -> anyhow::Result<Vec<Sink>
             secrets: vec![outbox_secret.clone()],
             timeout: crate::config::DEFAULT_SINK_TIMEOUT,
             schedule: schedule.clone(),
+            in_flight: config.sinks.in_flight,
         });
     }
     Ok(sinks)

@@ -79,10 +79,6 @@ impl Default for Instance {
 pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
     let engine = engine.clone();
     tokio::spawn(async move {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("an HTTP client");
         // This process's name on the job leases its beats take.
         let me = Instance::new();
         // The statement schedule: a long pull holds up nothing else.
@@ -131,11 +127,8 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
             let pass = || e.retry_callbacks(e.now());
             lane(&e.wake.callbacks, "callback retries", engine::BATCH, pass).await
         });
-        let e = engine.clone();
-        let relay = tokio::spawn(async move {
-            let pass = || e.relay_outbox(&http, e.now());
-            lane(&e.wake.outbox, "outbox relay", engine::BATCH, pass).await
-        });
+        // The outbox relay: a lane per sink and alert channel.
+        let relay = crate::outbox::relay::spawn(&engine);
         let _ = tokio::join!(pulls, calls, repairs, retries, relay);
     })
 }

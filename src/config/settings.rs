@@ -54,6 +54,7 @@ pub(super) struct Layers {
     outbox_max_attempts: Option<Text>,
     sink_failing_attempts: Option<Text>,
     sink_failing_minutes: Option<Text>,
+    outbox_in_flight: Option<Text>,
     // C: alert channels, file only (each with its secrets).
     #[serde(default)]
     alert_channels: Vec<crate::alerting::ChannelToml>,
@@ -62,7 +63,7 @@ pub(super) struct Layers {
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 29] = [
+pub(super) const VARIABLES: [(&str, &str); 30] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -96,6 +97,7 @@ pub(super) const VARIABLES: [(&str, &str); 29] = [
     ("outbox_max_attempts", "RECKON_OUTBOX_MAX_ATTEMPTS"),
     ("sink_failing_attempts", "RECKON_SINK_FAILING_ATTEMPTS"),
     ("sink_failing_minutes", "RECKON_SINK_FAILING_MINUTES"),
+    ("outbox_in_flight", "RECKON_OUTBOX_IN_FLIGHT"),
     // D (issue 28): refused webhooks spiking
     ("refused_spike", "RECKON_REFUSED_SPIKE"),
 ];
@@ -356,7 +358,7 @@ pub(super) fn checked(
         )?),
         None => None,
     };
-    let sinks = super::sinks::checked(
+    let mut sinks = super::sinks::checked(
         layers.sinks,
         &outbox_sinks,
         outbox_max_attempts,
@@ -375,6 +377,13 @@ pub(super) fn checked(
             "minutes",
         )?,
     )?;
+    sinks.in_flight = number(
+        "RECKON_OUTBOX_IN_FLIGHT",
+        layers.outbox_in_flight,
+        super::sinks::DEFAULT_IN_FLIGHT as i64,
+        super::sinks::MAX_IN_FLIGHT as i64,
+        "messages",
+    )? as usize;
     // C: alert channels, each checked; a name is a sink's, so unique.
     let mut alert_channels: Vec<crate::alerting::Channel> = Vec::new();
     for raw in &layers.alert_channels {

@@ -29,6 +29,7 @@ pub(super) struct SinkSection {
     previous_secret: Option<String>,
     timeout: Option<String>,
     schedule: Option<Vec<String>>,
+    in_flight: Option<usize>,
 }
 
 /// A sink, checked. Its secrets never print.
@@ -46,6 +47,8 @@ pub struct SinkConfig {
     pub timeout: Duration,
     /// Delays after each failed attempt, microseconds; past the last, DEAD.
     pub schedule: Vec<i64>,
+    /// Messages sent to it at once; None: `RECKON_OUTBOX_IN_FLIGHT`'s.
+    pub in_flight: Option<usize>,
 }
 
 /// Everything about sinks the configuration holds besides
@@ -64,7 +67,17 @@ pub struct Sinks {
     /// …or when its failures go on this long without a delivery
     /// (`RECKON_SINK_FAILING_MINUTES`, default 30).
     pub failing_minutes: i64,
+    /// Messages sent at once to each sink that does not say
+    /// (`RECKON_OUTBOX_IN_FLIGHT`, default [`DEFAULT_IN_FLIGHT`]).
+    pub in_flight: usize,
 }
+
+/// Messages in flight per sink by default: what a fulfilment endpoint
+/// behind a small pool of workers takes without queueing long.
+pub const DEFAULT_IN_FLIGHT: usize = 32;
+
+/// The most messages in flight a sink may be given.
+pub const MAX_IN_FLIGHT: usize = 256;
 
 impl Default for Sinks {
     fn default() -> Self {
@@ -73,6 +86,7 @@ impl Default for Sinks {
             max_attempts: None,
             failing_attempts: 5,
             failing_minutes: 30,
+            in_flight: DEFAULT_IN_FLIGHT,
         }
     }
 }
@@ -225,7 +239,18 @@ pub(super) fn checked(
                 "at most 50 retries",
             ));
         }
+        if let Some(n) = s.in_flight
+            && !(1..=MAX_IN_FLIGHT).contains(&n)
+        {
+            return Err(refused(
+                &s.name,
+                "in_flight",
+                n.to_string(),
+                format!("expected a number of messages from 1 to {MAX_IN_FLIGHT}"),
+            ));
+        }
         named.push(SinkConfig {
+            in_flight: s.in_flight,
             secret: secret_checked(&s.name, "secret", s.secret)?,
             previous_secret: secret_checked(&s.name, "previous_secret", s.previous_secret)?,
             name: s.name,
@@ -247,5 +272,6 @@ pub(super) fn checked(
         max_attempts,
         failing_attempts,
         failing_minutes,
+        in_flight: DEFAULT_IN_FLIGHT,
     })
 }

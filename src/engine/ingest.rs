@@ -161,6 +161,8 @@ impl Engine {
             let incoming: Vec<&Incoming> = batch.iter().map(|j| &j.incoming).collect();
             self.metrics.batch(incoming.len());
             let started = std::time::Instant::now();
+            // SQLite's writer in turn with the outbox relay's bookkeeping.
+            let writer = self.db.write_turn().await;
             let mut written = self
                 .write_batch(&mut conn, direct.as_mut(), &incoming, &mut turn)
                 .await;
@@ -178,6 +180,7 @@ impl Engine {
                     _ => break,
                 }
             }
+            drop(writer);
             tracing::debug!(
                 size = incoming.len(),
                 micros = started.elapsed().as_micros() as u64,

@@ -47,6 +47,8 @@ pub struct Sink {
     pub timeout: std::time::Duration,
     /// Delays after each failed attempt (microseconds); past the last, DEAD.
     pub schedule: Vec<i64>,
+    /// Messages sent to it at once at most.
+    pub in_flight: usize,
 }
 
 #[derive(Clone, Debug)]

@@ -14,7 +14,7 @@ const ANSWER_HEAD: usize = 256;
 
 /// An SMTP conversation's limit per step, as lettre counts it: the relay's
 /// HTTP timeout, so one slow server holds a batch no longer than a sink.
-const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Sends `event` (a channel message) to `channel`, at `now_secs` for the
 /// webhook signature's timestamp.

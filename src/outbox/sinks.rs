@@ -55,16 +55,17 @@ impl Sink {
 }
 
 impl Engine {
-    /// A delivery reached `sink`: its failing spell, if any, ends.
-    pub(crate) async fn sink_delivered(&self, sink: &str, now: i64) -> sqlx::Result<()> {
-        sinks::succeeded(&self.db.pool, sink, now).await
-    }
-
-    /// A failed attempt counted; the spell's first time past the rule
-    /// raises one `sink_failing` alert.
-    pub(crate) async fn sink_failed(&self, sink: &str, error: &str, now: i64) -> sqlx::Result<()> {
+    /// Failed attempts were counted (`in_a_row` since `since`): the
+    /// spell's first time past the rule raises one `sink_failing` alert.
+    pub(crate) async fn sink_failing_check(
+        &self,
+        sink: &str,
+        error: &str,
+        in_a_row: i64,
+        since: i64,
+        now: i64,
+    ) -> sqlx::Result<()> {
         let pool = &self.db.pool;
-        let (in_a_row, since) = sinks::failed(pool, sink, error, now).await?;
         let rule = self.settings.sink_failing;
         if (in_a_row >= rule.attempts || now - since >= rule.after_us)
             && sinks::mark_failing(pool, sink, now).await?

@@ -81,6 +81,10 @@ pub struct Db {
     /// The keys the audit chain is signed with (loaded beside the database,
     /// never stored in it).
     pub audit: std::sync::Arc<audit_keys::Keys>,
+    /// SQLite's one writer, taken in turn (first come, first served) by the
+    /// intake writer and the outbox relay, so neither waits in SQLite's
+    /// busy handler, whose sleeps grow to 100 ms.
+    gate: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Every SQLite connection's settings: WAL for concurrent readers, FULL so
@@ -213,6 +217,7 @@ impl Db {
             sqlite_path,
             display_url,
             audit: std::sync::Arc::new(audit_keys::Keys::none()),
+            gate: Default::default(),
         })
     }
 
@@ -224,6 +229,15 @@ impl Db {
                 url: self.display_url.clone(),
                 cause: one_line(&e.to_string()),
             })
+    }
+
+    /// A turn at SQLite's writer, held until dropped; nothing on
+    /// PostgreSQL, whose writers do not exclude each other.
+    pub async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self.kind {
+            DbKind::Sqlite => Some(self.gate.lock().await),
+            DbKind::Postgres => None,
+        }
     }
 
     /// A transaction that will write. On SQLite it takes the write lock at

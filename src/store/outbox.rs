@@ -2,7 +2,8 @@
 //! the same transaction as the change they announce, delivered later.
 
 use crate::store::batch::{Statements, insert_rows};
-use sqlx::{Any, Executor};
+use crate::store::{DbKind, fetch_all_built};
+use sqlx::{Any, AnyConnection, Executor, QueryBuilder};
 
 pub struct NewEvent<'a> {
     pub message_id: &'a str,
@@ -11,6 +12,35 @@ pub struct NewEvent<'a> {
     pub event_type: &'a str,
     pub payload: &'a str,
     pub now: i64,
+}
+
+/// Whose deliveries a relay lane takes: one sink's (or alert channel's), or
+/// those of every sink no longer configured.
+#[derive(Clone, Copy, Debug)]
+pub enum SinkFilter<'a> {
+    One(&'a str),
+    NoneOf(&'a [String]),
+}
+
+impl SinkFilter<'_> {
+    fn push(&self, qb: &mut QueryBuilder<'static, Any>, column: &str) {
+        match *self {
+            SinkFilter::One(name) => {
+                qb.push(format!("{column} = ")).push_bind(name.to_owned());
+            }
+            SinkFilter::NoneOf([]) => {
+                qb.push(format!("{column} IS NOT NULL"));
+            }
+            SinkFilter::NoneOf(names) => {
+                qb.push(format!("{column} NOT IN ("));
+                let mut list = qb.separated(", ");
+                for n in names {
+                    list.push_bind(n.clone());
+                }
+                qb.push(")");
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -22,50 +52,207 @@ pub struct DueDelivery {
     /// row still carries it (not after a resend, nor another instance's
     /// lease once this one ran out).
     pub lease_until: i64,
+    pub next_attempt_at: i64,
+    /// Who queued it again, if a person did: its attempts are RESEND ones.
+    pub resent_by: Option<String>,
 }
 
-/// Due deliveries leased; a paused sink's wait (issue 28: no attempt spent).
-pub async fn lease_due<'e>(
-    e: impl Executor<'e, Database = Any>,
+/// What a lane may lease: deliveries PENDING, unleased, not held, their
+/// sink not paused, and none of their payment's earlier messages to the
+/// same sink still PENDING (so a payment's messages arrive in the order
+/// they were written); due by `now`, or, for a probe of a sink that is
+/// down, whatever is next in line.
+fn leasable(qb: &mut QueryBuilder<'static, Any>, sinks: SinkFilter<'_>, now: i64, probe: bool) {
+    qb.push(
+        "SELECT d.message_id FROM outbox_deliveries d JOIN outbox_events ev ON ev.message_id = d.message_id \
+         WHERE d.status = 'PENDING' AND ",
+    );
+    sinks.push(qb, "d.sink");
+    if !probe {
+        qb.push(" AND d.next_attempt_at <= ").push_bind(now);
+    }
+    qb.push(" AND (d.lease_until IS NULL OR d.lease_until <= ")
+        .push_bind(now)
+        .push(
+            ") AND NOT EXISTS (SELECT 1 FROM payment_holds h WHERE h.payment_no = ev.aggregate_id) \
+             AND NOT EXISTS (SELECT 1 FROM sink_state ss WHERE ss.sink = d.sink AND ss.paused_at IS NOT NULL) \
+             AND NOT EXISTS (SELECT 1 FROM outbox_events e1 JOIN outbox_deliveries d1 ON d1.message_id = e1.message_id \
+               WHERE e1.aggregate_id = ev.aggregate_id AND d1.sink = d.sink AND d1.status = 'PENDING' \
+                 AND (e1.created_at < ev.created_at OR (e1.created_at = ev.created_at AND e1.message_id < ev.message_id)))",
+        );
+}
+
+/// Up to `limit` deliveries a lane may send now (see [`leasable`]),
+/// leased until `lease_until`, oldest due first. `probe`: one sink that is
+/// down is tried with whatever is next, due or not.
+pub async fn lease(
+    conn: &mut AnyConnection,
+    sinks: SinkFilter<'_>,
     now: i64,
     lease_until: i64,
     limit: i64,
-    skip_locked: &str,
+    probe: bool,
 ) -> sqlx::Result<Vec<DueDelivery>> {
-    let sql = format!(
-        "UPDATE outbox_deliveries SET lease_until = $1 \
-         WHERE (message_id, sink) IN (SELECT message_id, sink FROM outbox_deliveries \
-             WHERE status = 'PENDING' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-               AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payment_holds h ON h.payment_no = ev.aggregate_id \
-                 WHERE ev.message_id = outbox_deliveries.message_id) \
-               AND NOT EXISTS (SELECT 1 FROM sink_state ss WHERE ss.sink = outbox_deliveries.sink AND ss.paused_at IS NOT NULL) \
-             ORDER BY next_attempt_at LIMIT $3{skip_locked}) \
-         RETURNING message_id, sink, attempts, lease_until"
-    );
-    sqlx::query_as(&sql)
-        .bind(lease_until)
-        .bind(now)
-        .bind(limit)
-        .fetch_all(e)
-        .await
+    let kind = DbKind::of(conn);
+    let mut qb = QueryBuilder::new("UPDATE outbox_deliveries SET lease_until = ");
+    qb.push_bind(lease_until).push(" WHERE ");
+    sinks.push(&mut qb, "sink");
+    qb.push(" AND message_id IN (");
+    leasable(&mut qb, sinks, now, probe);
+    qb.push(" ORDER BY d.next_attempt_at LIMIT ")
+        .push_bind(limit);
+    if kind == DbKind::Postgres {
+        qb.push(" FOR UPDATE OF d SKIP LOCKED");
+    }
+    qb.push(") RETURNING message_id, sink, attempts, lease_until, next_attempt_at, resent_by");
+    let mut due: Vec<DueDelivery> = fetch_all_built(&mut *conn, kind, qb).await?;
+    due.sort_by_key(|d| d.next_attempt_at);
+    Ok(due)
 }
 
-/// True when a delivery is due, unleased, not held and its sink not
-/// paused: a read, so the relay with nothing to send never waits for
-/// SQLite's write lock.
-pub async fn any_due<'e>(e: impl Executor<'e, Database = Any>, now: i64) -> sqlx::Result<bool> {
-    let found: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM outbox_deliveries \
-         WHERE status = 'PENDING' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) \
-           AND NOT EXISTS (SELECT 1 FROM outbox_events ev JOIN payment_holds h ON h.payment_no = ev.aggregate_id \
-             WHERE ev.message_id = outbox_deliveries.message_id) \
-           AND NOT EXISTS (SELECT 1 FROM sink_state ss WHERE ss.sink = outbox_deliveries.sink AND ss.paused_at IS NOT NULL) \
-         LIMIT 1",
+/// True when [`lease`] would find something due: a read, so a lane with
+/// nothing to send never waits for SQLite's write lock.
+pub async fn any_due(
+    e: impl Executor<'_, Database = Any>,
+    kind: DbKind,
+    sinks: SinkFilter<'_>,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let mut qb = QueryBuilder::new("");
+    leasable(&mut qb, sinks, now, false);
+    qb.push(" LIMIT 1");
+    let found: Vec<(String,)> = fetch_all_built(e, kind, qb).await?;
+    Ok(!found.is_empty())
+}
+
+/// The events of `ids`, in one statement.
+pub async fn events(
+    e: impl Executor<'_, Database = Any>,
+    kind: DbKind,
+    ids: &[&str],
+) -> sqlx::Result<Vec<EventRow>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut qb = QueryBuilder::new(
+        "SELECT message_id, aggregate_id, event_type, payload, created_at FROM outbox_events WHERE message_id IN (",
+    );
+    let mut list = qb.separated(", ");
+    for id in ids {
+        list.push_bind((*id).to_owned());
+    }
+    qb.push(")");
+    fetch_all_built(e, kind, qb).await
+}
+
+/// What became of one leased delivery's attempt.
+pub enum Outcome<'a> {
+    Delivered,
+    /// Failed: tried again at `next_at`, or DEAD when `None`.
+    Failed {
+        error: &'a str,
+        next_at: Option<i64>,
+    },
+    /// A probe of a sink that is down failed on a message not yet due: it
+    /// keeps its place and its schedule.
+    ProbeFailed {
+        error: &'a str,
+    },
+}
+
+/// Writes a lane's outcomes of one lease: the delivered in one statement,
+/// each failure by its own. Only rows still under `lease_until` change (a
+/// resend's fresh start is never undone by a late outcome). Returns, in
+/// order, whether each outcome stood.
+pub async fn record(
+    conn: &mut AnyConnection,
+    sink: &str,
+    lease_until: i64,
+    now: i64,
+    outcomes: &[(&str, Outcome<'_>)],
+) -> sqlx::Result<Vec<bool>> {
+    let delivered: Vec<&str> = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::Delivered))
+        .map(|(id, _)| *id)
+        .collect();
+    let kind = DbKind::of(conn);
+    let mut stood = std::collections::HashSet::new();
+    for chunk in delivered.chunks(500) {
+        let mut qb = QueryBuilder::new(
+            "UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = attempts + 1, published_at = ",
+        );
+        qb.push_bind(now)
+            .push(", lease_until = NULL, last_error = NULL WHERE sink = ")
+            .push_bind(sink.to_owned())
+            .push(" AND lease_until = ")
+            .push_bind(lease_until)
+            .push(" AND message_id IN (");
+        let mut list = qb.separated(", ");
+        for id in chunk {
+            list.push_bind((*id).to_owned());
+        }
+        qb.push(") RETURNING message_id");
+        let ids: Vec<(String,)> = fetch_all_built(&mut *conn, kind, qb).await?;
+        stood.extend(ids.into_iter().map(|(id,)| id));
+    }
+    let mut result = Vec::with_capacity(outcomes.len());
+    for (id, outcome) in outcomes {
+        let current = match outcome {
+            Outcome::Delivered => stood.contains(*id),
+            Outcome::Failed { error, next_at } => {
+                sqlx::query(
+                    "UPDATE outbox_deliveries SET status = $1, attempts = attempts + 1, \
+                       next_attempt_at = COALESCE($2, next_attempt_at), lease_until = NULL, last_error = $3 \
+                     WHERE message_id = $4 AND sink = $5 AND lease_until = $6",
+                )
+                .bind(if next_at.is_some() { "PENDING" } else { "DEAD" })
+                .bind(*next_at)
+                .bind(*error)
+                .bind(*id)
+                .bind(sink)
+                .bind(lease_until)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+                    == 1
+            }
+            Outcome::ProbeFailed { error } => {
+                sqlx::query(
+                    "UPDATE outbox_deliveries SET lease_until = NULL, last_error = $1 \
+                     WHERE message_id = $2 AND sink = $3 AND lease_until = $4",
+                )
+                .bind(*error)
+                .bind(*id)
+                .bind(sink)
+                .bind(lease_until)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+                    == 1
+            }
+        };
+        result.push(current);
+    }
+    Ok(result)
+}
+
+/// A sink answers again: every delivery of it waiting for a later retry
+/// is due now. The number made due.
+pub async fn due_now(
+    e: impl Executor<'_, Database = Any>,
+    sink: &str,
+    now: i64,
+) -> sqlx::Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE outbox_deliveries SET next_attempt_at = $1 \
+         WHERE sink = $2 AND status = 'PENDING' AND next_attempt_at > $1",
     )
     .bind(now)
-    .fetch_optional(e)
-    .await?;
-    Ok(found.is_some())
+    .bind(sink)
+    .execute(e)
+    .await?
+    .rows_affected())
 }
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
@@ -100,50 +287,6 @@ pub async fn events_of<'e>(
     .bind(aggregate_id)
     .fetch_all(e)
     .await
-}
-
-/// A delivered attempt, written only under the pass's own lease; false
-/// when the row has moved on meanwhile.
-pub async fn delivered<'e>(
-    e: impl Executor<'e, Database = Any>,
-    d: &DueDelivery,
-    now: i64,
-) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = attempts + 1, published_at = $1, \
-           lease_until = NULL, last_error = NULL WHERE message_id = $2 AND sink = $3 AND lease_until = $4",
-    )
-    .bind(now)
-    .bind(&d.message_id)
-    .bind(&d.sink)
-    .bind(d.lease_until)
-    .execute(e)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// A failed attempt: retried at `next_at`, or dead-lettered when `None`;
-/// written only under the pass's own lease (false when the row has moved
-/// on: a resend's fresh start is never undone by a late failure).
-pub async fn attempt_failed<'e>(
-    e: impl Executor<'e, Database = Any>,
-    d: &DueDelivery,
-    error: &str,
-    next_at: Option<i64>,
-) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox_deliveries SET status = $1, attempts = attempts + 1, next_attempt_at = COALESCE($2, next_attempt_at), \
-           lease_until = NULL, last_error = $3 WHERE message_id = $4 AND sink = $5 AND lease_until = $6",
-    )
-    .bind(if next_at.is_some() { "PENDING" } else { "DEAD" })
-    .bind(next_at)
-    .bind(error)
-    .bind(&d.message_id)
-    .bind(&d.sink)
-    .bind(d.lease_until)
-    .execute(e)
-    .await?;
-    Ok(done.rows_affected() == 1)
 }
 
 /// Age of the oldest undelivered message, for the lag gauge.

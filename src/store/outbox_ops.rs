@@ -20,36 +20,51 @@ pub struct NewAttempt<'a> {
     pub latency_us: i64,
     pub answer_head: &'a str,
     pub error: Option<&'a str>,
+    /// RELAY, or RESEND when a person queued the delivery again.
+    pub origin: &'static str,
+    /// Attempts the delivery had before this one (since its last resend).
+    pub before: i64,
 }
 
-/// Records an attempt (RELAY, or RESEND when a person queued the delivery
-/// again) and prunes the delivery's attempts past [`ATTEMPTS_KEPT`].
-pub async fn record_attempt(conn: &mut AnyConnection, a: &NewAttempt<'_>) -> sqlx::Result<()> {
-    let id = uuid::Uuid::now_v7().simple().to_string();
-    sqlx::query(
-        "INSERT INTO outbox_attempts (attempt_id, message_id, sink, at, status_code, latency_us, answer_head, error, origin) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN resent_by IS NULL THEN 'RELAY' ELSE 'RESEND' END \
-         FROM outbox_deliveries WHERE message_id = $2 AND sink = $3",
-    )
-    .bind(&id)
-    .bind(a.message_id)
-    .bind(a.sink)
-    .bind(a.at)
-    .bind(a.status_code)
-    .bind(a.latency_us)
-    .bind(a.answer_head)
-    .bind(a.error)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(&format!(
-        "DELETE FROM outbox_attempts WHERE message_id = $1 AND sink = $2 AND attempt_id NOT IN \
-           (SELECT attempt_id FROM outbox_attempts WHERE message_id = $1 AND sink = $2 \
-            ORDER BY at DESC, attempt_id DESC LIMIT {ATTEMPTS_KEPT})"
-    ))
-    .bind(a.message_id)
-    .bind(a.sink)
-    .execute(&mut *conn)
-    .await?;
+/// Records a lane's attempts in multi-row statements, and prunes to
+/// [`ATTEMPTS_KEPT`] the deliveries that may pass it: a resent one (its
+/// count starts over, its log does not) or one past the count itself.
+pub async fn record_attempts(
+    conn: &mut AnyConnection,
+    attempts: &[NewAttempt<'_>],
+) -> sqlx::Result<()> {
+    let kind = super::DbKind::of(conn);
+    for chunk in attempts.chunks(100) {
+        let mut qb = QueryBuilder::<Any>::new(
+            "INSERT INTO outbox_attempts (attempt_id, message_id, sink, at, status_code, latency_us, answer_head, error, origin) ",
+        );
+        qb.push_values(chunk, |mut row, a| {
+            row.push_bind(uuid::Uuid::now_v7().simple().to_string())
+                .push_bind(a.message_id.to_owned())
+                .push_bind(a.sink.to_owned())
+                .push_bind(a.at)
+                .push_bind(a.status_code)
+                .push_bind(a.latency_us)
+                .push_bind(a.answer_head.to_owned())
+                .push_bind(a.error.map(str::to_owned))
+                .push_bind(a.origin);
+        });
+        super::execute_built(&mut *conn, kind, qb).await?;
+    }
+    for a in attempts
+        .iter()
+        .filter(|a| a.origin == "RESEND" || a.before + 1 > ATTEMPTS_KEPT)
+    {
+        sqlx::query(&format!(
+            "DELETE FROM outbox_attempts WHERE message_id = $1 AND sink = $2 AND attempt_id NOT IN \
+               (SELECT attempt_id FROM outbox_attempts WHERE message_id = $1 AND sink = $2 \
+                ORDER BY at DESC, attempt_id DESC LIMIT {ATTEMPTS_KEPT})"
+        ))
+        .bind(a.message_id)
+        .bind(a.sink)
+        .execute(&mut *conn)
+        .await?;
+    }
     Ok(())
 }
 

@@ -105,24 +105,26 @@ pub async fn succeeded<'e>(
     Ok(())
 }
 
-/// A failed attempt counted: the failures in a row and when the spell
-/// began, after this one.
+/// `count` failed attempts counted: the failures in a row and when the
+/// spell began, after these.
 pub async fn failed<'e>(
     e: impl Executor<'e, Database = Any>,
     sink: &str,
     error: &str,
+    count: i64,
     now: i64,
 ) -> sqlx::Result<(i64, i64)> {
     sqlx::query_as(
         "INSERT INTO sink_state (sink, consecutive_failures, failing_since, last_failure_at, last_error) \
-           VALUES ($1, 1, $2, $2, $3) \
-         ON CONFLICT (sink) DO UPDATE SET consecutive_failures = sink_state.consecutive_failures + 1, \
+           VALUES ($1, $4, $2, $2, $3) \
+         ON CONFLICT (sink) DO UPDATE SET consecutive_failures = sink_state.consecutive_failures + $4, \
            failing_since = COALESCE(sink_state.failing_since, $2), last_failure_at = $2, last_error = $3 \
          RETURNING consecutive_failures, failing_since",
     )
     .bind(sink)
     .bind(now)
     .bind(error)
+    .bind(count)
     .fetch_one(e)
     .await
 }

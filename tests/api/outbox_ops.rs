@@ -779,21 +779,18 @@ async fn a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend(b: Backend) {
     // failure is the last of the schedule.
     let second = lease_shop(app.pool(), now + 31_000_000).await;
     assert_ne!(first.lease_until, second.lease_until);
-    assert!(
-        outbox::attempt_failed(app.pool(), &second, "sink answered 500", None)
-            .await
-            .unwrap()
-    );
+    assert!(failed(app.pool(), &second, now + 31_000_000).await);
     reckon::outbox::jobs::resend(&engine, "olivia", &first.message_id, Some("shop"))
         .await
         .unwrap();
     // The first instance's late outcomes find the row moved on.
-    assert!(
-        !outbox::attempt_failed(app.pool(), &first, "sink answered 500", None)
-            .await
-            .unwrap()
-    );
-    assert!(!outbox::delivered(app.pool(), &first, now).await.unwrap());
+    assert!(!failed(app.pool(), &first, now).await);
+    let mut conn = app.pool().acquire().await.unwrap();
+    let delivered = [(first.message_id.as_str(), outbox::Outcome::Delivered)];
+    let stood = outbox::record(&mut conn, "shop", first.lease_until, now, &delivered)
+        .await
+        .unwrap();
+    assert_eq!(stood, [false]);
     let (status, attempts): (String, i64) = sqlx::query_as(
         "SELECT status, attempts FROM outbox_deliveries WHERE message_id = $1 AND sink = 'shop'",
     )
@@ -810,10 +807,34 @@ async fn a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend(b: Backend) {
 
 /// The `shop` delivery a relay pass at `now` leases (30 s).
 async fn lease_shop(pool: &sqlx::AnyPool, now: i64) -> outbox::DueDelivery {
-    let due = outbox::lease_due(pool, now, now + 30_000_000, 10, "")
+    let mut conn = pool.acquire().await.unwrap();
+    let due = outbox::lease(
+        &mut conn,
+        outbox::SinkFilter::One("shop"),
+        now,
+        now + 30_000_000,
+        10,
+        false,
+    )
+    .await
+    .unwrap();
+    due.into_iter().next().unwrap()
+}
+
+/// The last failure of `d`'s schedule written under its lease: whether it
+/// stood.
+async fn failed(pool: &sqlx::AnyPool, d: &outbox::DueDelivery, now: i64) -> bool {
+    let mut conn = pool.acquire().await.unwrap();
+    let dead = [(
+        d.message_id.as_str(),
+        outbox::Outcome::Failed {
+            error: "sink answered 500",
+            next_at: None,
+        },
+    )];
+    outbox::record(&mut conn, "shop", d.lease_until, now, &dead)
         .await
-        .unwrap();
-    due.into_iter().find(|d| d.sink == "shop").unwrap()
+        .unwrap()[0]
 }
 
 /// The test's one sink, taking every event type.

@@ -124,6 +124,7 @@ fn sink(name: &str, base: &str, event_types: &[&str], schedule: &[i64]) -> SinkC
         previous_secret: None,
         timeout: Duration::from_secs(5),
         schedule: schedule.iter().map(|s| s * 1_000_000).collect(),
+        in_flight: None,
     }
 }
 

@@ -699,12 +699,14 @@ async fn measure_bulk_resend_of_10000() {
         let engine = app.app_engine();
         let n = 10_000;
         let ids: Vec<String> = (0..n).map(|i| format!("msg-measure-{i:05}")).collect();
+        let payments: Vec<String> = (0..n).map(|i| format!("PAY-MEASURE-{i:05}")).collect();
         let events: Vec<outbox::NewEvent> = ids
             .iter()
-            .map(|id| outbox::NewEvent {
+            .zip(&payments)
+            .map(|(id, payment)| outbox::NewEvent {
                 message_id: id,
                 aggregate_type: "payment",
-                aggregate_id: "PAY-MEASURE",
+                aggregate_id: payment,
                 event_type: "payment.succeeded",
                 payload: "{\"type\":\"payment.succeeded\"}",
                 now: engine.now(),

@@ -33,6 +33,7 @@ mod pulls;
 mod recon;
 mod refunds;
 mod refused;
+mod relay;
 mod run_once;
 mod schedule;
 mod sinks;

@@ -147,8 +147,10 @@ impl Engine {
                     Answer::UnknownPayment
                 } else {
                     self.metrics.callback("success");
+                    // A moved payment has outbox messages to send; no other
+                    // lane has new work from it.
                     if matches!(applied, Applied::Moved { .. }) {
-                        self.wake.notify_one();
+                        self.wake.outbox.notify_one();
                     }
                     Answer::Accepted
                 }

@@ -22,6 +22,7 @@ both_databases!(
     a_bulk_resend_cancelled_half_way_keeps_what_it_did,
     resends_are_refused_clearly_and_audited_with_the_actor,
     the_command_line_recovers_and_resends,
+    the_command_line_retries_a_sink_now,
     a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend,
 );
 
@@ -684,6 +685,109 @@ async fn the_command_line_recovers_and_resends(b: Backend) {
             ("ledger".into(), "cli".into(), 0),
             ("shop".into(), "carol".into(), 0)
         ]
+    );
+}
+
+async fn the_command_line_retries_a_sink_now(b: Backend) {
+    let (app, receiver) = app_with_receiver(b).await;
+    let engine = app.app_engine();
+    let http = reqwest::Client::new();
+    receiver.down.store(true, Ordering::SeqCst);
+    succeeded(&app, 1).await;
+    succeeded(&app, 2).await;
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    app.clock.advance_secs(5);
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    // Both wait for the default schedule's 5-minute step.
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'shop' AND status = 'PENDING' AND attempts = 2").await,
+        2
+    );
+    receiver.down.store(false, Ordering::SeqCst);
+
+    let out = reckon(&app, &["outbox", "retry-now", "--sink", "shop"]);
+    assert_eq!(out.status.code(), Some(2), "a reason is required");
+    let out = reckon(
+        &app,
+        &[
+            "outbox",
+            "retry-now",
+            "--sink",
+            "nowhere",
+            "--reason",
+            "back",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no sink nowhere"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = reckon(
+        &app,
+        &[
+            "outbox",
+            "retry-now",
+            "--sink",
+            "shop",
+            "--reason",
+            "the shop is back",
+            "--actor",
+            "carol",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["made_due"], 2, "{done}");
+    // Due at the process's own clock: the next pass at or after it sends
+    // both, long before the 5-minute step.
+    let now = engine.now().max(reckon::store::now_micros());
+    assert_eq!(engine.relay_outbox(&http, now).await.unwrap(), 2);
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'shop' AND status = 'DELIVERED' AND attempts = 3").await,
+        2
+    );
+    // Nothing waiting now: said so, not an error, nothing audited.
+    let out = reckon(
+        &app,
+        &["outbox", "retry-now", "--sink", "shop", "--reason", "again"],
+    );
+    assert!(out.status.success());
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["made_due"], 0);
+    assert!(
+        done["detail"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was waiting")
+    );
+    // Paused: refused, with what to do.
+    reckon::outbox::sinks::set_paused(&engine, "carol", "shop", "maintenance", true)
+        .await
+        .unwrap();
+    let out = reckon(
+        &app,
+        &["outbox", "retry-now", "--sink", "shop", "--reason", "now"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resume it first"));
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "SELECT actor, after_json FROM audit_log WHERE action = 'sink.retry_now' ORDER BY seq",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].0, "carol");
+    assert!(
+        audited[0].1.contains("the shop is back"),
+        "{}",
+        audited[0].1
     );
 }
 

@@ -12,7 +12,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use reckon::store::outbox;
+use reckon::store::{outbox, outbox_ops as ops};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,7 @@ both_databases!(
     resends_are_refused_clearly_and_audited_with_the_actor,
     the_command_line_recovers_and_resends,
     the_command_line_retries_a_sink_now,
+    a_bulk_resend_a_stopped_process_left_is_resumed_and_queues_each_once,
     a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend,
 );
 
@@ -571,6 +572,132 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
         count(&app, &format!("SELECT COUNT(*) FROM outbox_attempts WHERE message_id = '{message}' AND origin = 'RESEND' AND error IS NULL")).await,
         2
     );
+}
+
+/// A bulk resend of 100 deliveries that a stopped process had worked 40
+/// of: the resume beat finds it silent, not run by this process, and
+/// works the other 60; each delivery is queued once and delivered once.
+async fn a_bulk_resend_a_stopped_process_left_is_resumed_and_queues_each_once(b: Backend) {
+    let (app, receiver) = app_with_receiver(b).await;
+    let engine = app.app_engine();
+    let ids: Vec<String> = (0..100).map(|n| format!("msg-left-{n:03}")).collect();
+    let events: Vec<outbox::NewEvent> = ids
+        .iter()
+        .map(|id| outbox::NewEvent {
+            message_id: id,
+            aggregate_type: "payment",
+            aggregate_id: "PAY-LEFT",
+            event_type: "payment.succeeded",
+            payload: "{}",
+            now: engine.now(),
+        })
+        .collect();
+    let mut conn = app.pool().acquire().await.unwrap();
+    outbox::insert_events_many(&mut *conn, &events, &shop())
+        .await
+        .unwrap();
+    drop(conn);
+    sqlx::query("UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = 1")
+        .execute(app.pool())
+        .await
+        .unwrap();
+
+    // The job as the stopped process left it: RUNNING, 40 items worked,
+    // each as a runner works one (claimed, queued, counted).
+    let job = "OBJLEFTBYASTOPPEDPROCESS";
+    let items: Vec<(String, String)> = ids.iter().map(|m| (m.clone(), "shop".into())).collect();
+    let mut tx = app.pool().begin().await.unwrap();
+    ops::insert_job(
+        &mut tx,
+        &ops::NewJob {
+            job_id: job,
+            kind: "RESEND",
+            params_json: r#"{"sink":"shop","status":"DELIVERED"}"#,
+            requested_by: "carol",
+            now: engine.now(),
+        },
+        &items,
+    )
+    .await
+    .unwrap();
+    for (seq, message) in (0..40).zip(&ids) {
+        assert!(ops::claim_item(&mut tx, job, seq).await.unwrap());
+        assert!(
+            ops::requeue(&mut tx, message, "shop", "carol", engine.now())
+                .await
+                .unwrap()
+        );
+        ops::item_worked(&mut tx, job, seq, true, engine.now())
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    // Not silent long enough yet: left alone.
+    app.clock.advance_secs(60);
+    assert_eq!(
+        reckon::jobs::resume::<reckon::outbox::jobs::Requeue>(&engine)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        count(
+            &app,
+            &format!("SELECT done FROM outbox_jobs WHERE job_id = '{job}'")
+        )
+        .await,
+        40
+    );
+    // Silent past the limit: the resume beat resumes it.
+    app.clock.advance_secs(61);
+    let ran = reckon::workers::resume_beat(&engine, &reckon::workers::Instance::new()).await;
+    assert!(
+        ran.contains(&reckon::workers::jobs::OUTBOX_RESUME),
+        "{ran:?}"
+    );
+    let token = app.token().await;
+    let j = finished_job(&app, &token, job).await;
+    assert_eq!(
+        (
+            j["status"].as_str(),
+            j["done"].as_i64(),
+            j["skipped"].as_i64()
+        ),
+        (Some("DONE"), Some(100), Some(0)),
+        "{j}"
+    );
+    // Finished: nothing left to resume.
+    assert_eq!(
+        reckon::jobs::resume::<reckon::outbox::jobs::Requeue>(&engine)
+            .await
+            .unwrap(),
+        0
+    );
+    // Queued once each: the resumed runner queued and audited only the 60
+    // the stopped process had not.
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE status = 'PENDING' AND attempts = 0 AND resent_by = 'carol'").await,
+        100
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(DISTINCT object_id) FROM audit_log WHERE action = 'outbox.resend'"
+        )
+        .await,
+        60
+    );
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM audit_log WHERE action = 'outbox.resend' AND object_id < 'msg-left-040'").await,
+        0
+    );
+    // And delivered once each, under its own id.
+    let http = reqwest::Client::new();
+    while engine.relay_outbox(&http, engine.now()).await.unwrap() > 0 {}
+    let mut seen: Vec<String> = receiver.seen().into_iter().map(|(id, _)| id).collect();
+    seen.sort();
+    assert_eq!(seen, ids);
 }
 
 /// `reckon outbox …` as a process, with the server's sinks.

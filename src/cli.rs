@@ -61,8 +61,9 @@ enum Command {
     /// Decisions on payments.
     #[command(subcommand)]
     Payment(PaymentCommand),
-    /// Outbox messages: resend one, many by a filter, or recover a sink's
-    /// DEAD deliveries after an outage (the same message id each time).
+    /// Outbox messages: resend one, many by a filter, recover a sink's
+    /// DEAD deliveries after an outage (the same message id each time), or
+    /// make its deliveries waiting for a retry due now.
     #[command(subcommand)]
     Outbox(OutboxCommand),
     /// Run the sandbox provider: a fake payment channel with an HTTP API
@@ -209,6 +210,17 @@ enum OutboxCommand {
         #[arg(long, default_value = "cli")]
         actor: String,
     },
+    /// After a sink's outage: its pending deliveries that wait for a later
+    /// retry made due now (audited with the reason). Prints how many.
+    RetryNow {
+        #[arg(long)]
+        sink: String,
+        /// Why (recorded in the audit log).
+        #[arg(long)]
+        reason: String,
+        #[arg(long, default_value = "cli")]
+        actor: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -288,6 +300,21 @@ async fn outbox(config: &Config, cmd: OutboxCommand) -> anyhow::Result<ExitCode>
                 .await
                 .map(|j| serde_json::to_value(j).unwrap_or_default())
         }
+        OutboxCommand::RetryNow {
+            sink,
+            reason,
+            actor,
+        } => crate::outbox::sinks::retry_now(&engine, &actor, &sink, &reason)
+            .await
+            .map(|r| {
+                serde_json::json!({ "sink": r.sink, "made_due": r.made_due, "detail": r.detail() })
+            })
+            .map_err(|e| match e {
+                AppError::NotFound => AppError::Invalid {
+                    detail: format!("no sink {sink} is configured"),
+                },
+                e => e,
+            }),
     };
     match done {
         Ok(v) => {

@@ -11,6 +11,7 @@ pub mod console;
 pub mod demo;
 pub mod domain;
 pub mod engine;
+pub mod jobs;
 mod memory;
 pub mod metrics;
 pub mod outbox;

@@ -203,14 +203,20 @@ pub async fn statement_beat(engine: &Engine, me: &Instance) -> Vec<&'static str>
 }
 
 /// The resume beat: bulk and outbox jobs a stopped process left running,
-/// resumed by one instance. Returns the jobs this instance ran.
+/// resumed through the job runner by one instance. Returns the jobs this
+/// instance ran.
 pub async fn resume_beat(engine: &Engine, me: &Instance) -> Vec<&'static str> {
+    use crate::jobs::resume;
     let e = engine;
     let mut beat = Beat::new(e, me);
-    beat.job(jobs::BULK_RESUME, |_| crate::triage::bulk::resume_jobs(e))
-        .await;
-    beat.job(jobs::OUTBOX_RESUME, |_| crate::outbox::jobs::resume_jobs(e))
-        .await;
+    beat.job(jobs::BULK_RESUME, |_| {
+        resume::<crate::triage::bulk::BulkRun>(e)
+    })
+    .await;
+    beat.job(jobs::OUTBOX_RESUME, |_| {
+        resume::<crate::outbox::jobs::Requeue>(e)
+    })
+    .await;
     beat.ran
 }
 

@@ -100,6 +100,10 @@ pub enum Msg {
     SinkPause,
     SinkResume,
     SinkReason,
+    SinkRetryNow,
+    SinkRetryNowHint,
+    SinkMadeDue,
+    SinkNothingWaiting,
     // D (issue 28): refused webhooks.
     RefusedWebhooks,
     Diagnosis,
@@ -243,6 +247,16 @@ impl Msg {
             SinkPause => ("Pause", "暂停"),
             SinkResume => ("Resume", "恢复"),
             SinkReason => ("Reason", "原因"),
+            SinkRetryNow => ("Retry now", "立即重试"),
+            SinkRetryNowHint => (
+                "Every delivery waiting for a later retry goes out now",
+                "所有等待稍后重试的投递立即发送",
+            ),
+            SinkMadeDue => ("· deliveries due now:", "· 已立即重试的投递："),
+            SinkNothingWaiting => (
+                "Nothing was waiting for a retry; nothing changed.",
+                "没有等待重试的投递，未作任何更改。",
+            ),
             // D (issue 28): refused webhooks.
             RefusedWebhooks => ("Refused webhooks", "被拒回调"),
             Diagnosis => ("Diagnosis", "诊断"),

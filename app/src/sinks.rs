@@ -40,6 +40,28 @@ impl SinkRow {
     }
 }
 
+/// A sink's "retry now": how many of its deliveries waiting for a later
+/// retry were made due at once (0: nothing was waiting; nothing changed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetriedNow {
+    pub sink: String,
+    pub made_due: i64,
+}
+
+impl RetriedNow {
+    /// What was done, in words (the API's and the command line's).
+    pub fn detail(&self) -> String {
+        match self.made_due {
+            0 => format!(
+                "nothing was waiting for a retry at {}: nothing changed",
+                self.sink
+            ),
+            1 => format!("1 delivery to {} is due now", self.sink),
+            n => format!("{n} deliveries to {} are due now", self.sink),
+        }
+    }
+}
+
 /// A delay of microseconds as the schedule writes it: `5s`, `30m`, `10h`.
 pub fn delay_text(us: i64) -> String {
     let secs = us / 1_000_000;

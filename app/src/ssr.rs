@@ -236,6 +236,14 @@ pub trait Console: Send + Sync + 'static {
         reason: &str,
         pause: bool,
     ) -> Result<(), AppError>;
+    /// A sink's deliveries waiting for a later retry made due now, with a
+    /// reason.
+    async fn retry_sink_now(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+    ) -> Result<crate::sinks::RetriedNow, AppError>;
     // D (issue 28): refused webhooks.
     async fn refused(
         &self,

@@ -1,7 +1,7 @@
 import { test, expect } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
-import { ADMIN_PASSWORD, hydrated, signIn } from './helpers';
+import { ADMIN_PASSWORD, clickNav, hydrated, signIn } from './helpers';
 
 // Issue 28 (helper A): the outbox page lists a message, its page shows the
 // attempts, and a resend from the browser delivers it again (same
@@ -50,6 +50,44 @@ c.commit()`,
     paymentNo,
   ]);
 }
+
+/** A message whose delivery to e2e-shop failed twice and waits for the
+ * schedule's 5-minute step. */
+function waitingMessage(messageId: string, paymentNo: string) {
+  execFileSync('python3', [
+    '-c',
+    `import sqlite3,sys,time
+now = int(time.time() * 1_000_000)
+m, p = sys.argv[2], sys.argv[3]
+c = sqlite3.connect(sys.argv[1], timeout=10)
+c.execute("INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) VALUES (?, 'payment', ?, 'payment.succeeded', ?, ?, ?)", (m, p, '{"type":"payment.succeeded","payment_no":"%s"}' % p, now, now))
+c.execute("INSERT INTO outbox_deliveries (message_id, sink, status, attempts, next_attempt_at, last_error) VALUES (?, 'e2e-shop', 'PENDING', 2, ?, 'sink answered 500 Internal Server Error')", (m, now + 300_000_000))
+c.commit()`,
+    DB,
+    messageId,
+    paymentNo,
+  ]);
+}
+
+test('retry now on the sinks page sends a delivery waiting for its next step', async ({ page }) => {
+  const t = tag();
+  const message = `msg-e2e-rn-${t}`;
+  waitingMessage(message, `PAYRN${t}`);
+
+  await signIn(page, 'olivia', ADMIN_PASSWORD);
+  await expect(page.locator('#who')).toContainText('olivia');
+  await hydrated(page);
+  await clickNav(page, '#nav-sinks');
+  await expect(page).toHaveURL(/\/sinks$/);
+  await hydrated(page);
+  const row = page.locator('#sinks tr[data-sink="e2e-shop"]');
+  await row.locator('input.sink-retry-reason').fill('the shop is back');
+  await row.locator('button.sink-retry').click();
+  await expect(page.locator('#retry-result')).toContainText('e2e-shop · deliveries due now:');
+  expect(Number(await page.locator('#retry-result').getAttribute('data-made-due'))).toBeGreaterThanOrEqual(1);
+  // The relay sends it at once, not in five minutes.
+  await expect.poll(() => received.filter((id) => id === message).length, { timeout: 30_000 }).toBe(1);
+});
 
 test('the outbox lists a DEAD message, shows its attempts, and a resend delivers it again', async ({ page }) => {
   const t = tag();

@@ -14,9 +14,6 @@ use app::types::User;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// A replay job silent this long was cut off (its process stopped).
-const JOB_SILENT_US: i64 = 120 * 1_000_000;
-
 /// One audit entry in its own transaction.
 async fn audit_one(
     engine: &Engine,
@@ -119,53 +116,109 @@ impl Desk {
             json!({ "provider": provider, "from": from, "to": to, "dead": total }),
         )
         .await?;
-        let engine = self.engine.clone();
-        let (job_id, actor_name, provider) =
-            (job.clone(), actor.username.clone(), provider.to_owned());
-        tokio::spawn(async move {
-            let range = (from_at, to_at);
-            if let Err(e) = run_replay_job(&engine, &job_id, &actor_name, &provider, range).await {
-                tracing::error!(job = %job_id, error = %e, "bulk replay failed");
-                let _ =
-                    replay_jobs::fail(&engine.db.pool, &job_id, &e.to_string(), engine.now()).await;
-            }
-        });
+        crate::jobs::spawn::<Replay>(&self.engine, &job);
         Ok(job)
     }
 }
 
-async fn run_replay_job(
-    engine: &Engine,
-    job: &str,
-    actor: &str,
-    provider: &str,
+/// A bulk replay as the runner works it: the range's DEAD callbacks as
+/// they were when it began, replayed in chunks of ten, the progress and
+/// how each went written after each chunk. It has no cancel, and it is not
+/// resumed: which callbacks it replayed is not kept, so a job cut off is
+/// shown interrupted, to start again.
+pub(super) struct Replay {
+    job_id: String,
+    provider: String,
     range: (i64, i64),
-) -> Result<(), AppError> {
-    let pool = &engine.db.pool;
-    let ids = callbacks::dead_ids(pool, provider, range)
-        .await
-        .map_err(internal)?;
-    let mut classes: BTreeMap<String, i64> = BTreeMap::new();
-    let total = ids.len();
-    for (n, id) in ids.iter().enumerate() {
-        let class = match replay_one(engine, actor, id, Some(job)).await {
+    actor: String,
+    left: Option<std::collections::VecDeque<String>>,
+    done: i64,
+    classes: BTreeMap<String, i64>,
+}
+
+impl crate::jobs::Kind for Replay {
+    type Ctx = Engine;
+    type Item = String;
+    const NAME: &'static str = "replay";
+    const PAUSE: std::time::Duration = std::time::Duration::ZERO;
+
+    async fn load(engine: &Engine, job_id: &str) -> Result<Self, AppError> {
+        let row = replay_jobs::recent(&engine.db.pool, Some(job_id))
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .next()
+            .ok_or(AppError::NotFound)?;
+        Ok(Replay {
+            job_id: row.job_id,
+            provider: row.provider,
+            range: (row.from_at, row.to_at),
+            actor: row.requested_by,
+            left: None,
+            done: 0,
+            classes: BTreeMap::new(),
+        })
+    }
+
+    async fn running(&mut self, _: &Engine) -> Result<bool, AppError> {
+        Ok(true)
+    }
+
+    async fn next_chunk(&mut self, engine: &Engine) -> Result<Vec<String>, AppError> {
+        let left = match &mut self.left {
+            Some(left) => left,
+            None => self.left.insert(
+                callbacks::dead_ids(&engine.db.pool, &self.provider, self.range)
+                    .await
+                    .map_err(internal)?
+                    .into(),
+            ),
+        };
+        let n = left.len().min(10);
+        Ok(left.drain(..n).collect())
+    }
+
+    async fn work_item(&mut self, engine: &Engine, id: String) -> Result<(), AppError> {
+        let class = match replay_one(engine, &self.actor, &id, Some(&self.job_id)).await {
             Ok(r) => r.class,
             Err(e) => format!("refused: {e}"),
         };
-        *classes.entry(class).or_default() += 1;
-        if (n + 1) % 10 == 0 || n + 1 == total {
-            let classes_json = serde_json::to_string(&classes).unwrap_or_default();
-            replay_jobs::progress(pool, job, (n + 1) as i64, &classes_json, engine.now())
-                .await
-                .map_err(internal)?;
-        }
+        *self.classes.entry(class).or_default() += 1;
+        self.done += 1;
+        Ok(())
     }
-    let classes_json = serde_json::to_string(&classes).unwrap_or_default();
-    replay_jobs::finish(pool, job, total as i64, &classes_json, engine.now())
+
+    async fn touch(&mut self, engine: &Engine) -> Result<(), AppError> {
+        let classes_json = serde_json::to_string(&self.classes).unwrap_or_default();
+        replay_jobs::progress(
+            &engine.db.pool,
+            &self.job_id,
+            self.done,
+            &classes_json,
+            engine.now(),
+        )
+        .await
+        .map_err(internal)
+    }
+
+    async fn finish(&mut self, engine: &Engine) -> Result<(), AppError> {
+        let classes_json = serde_json::to_string(&self.classes).unwrap_or_default();
+        replay_jobs::finish(
+            &engine.db.pool,
+            &self.job_id,
+            self.done,
+            &classes_json,
+            engine.now(),
+        )
         .await
         .map_err(internal)?;
-    tracing::info!(job, total, ?classes, "bulk replay done");
-    Ok(())
+        tracing::info!(job = self.job_id, total = self.done, classes = ?self.classes, "bulk replay done");
+        Ok(())
+    }
+
+    async fn fail(engine: &Engine, job_id: &str, error: &str) -> sqlx::Result<()> {
+        replay_jobs::fail(&engine.db.pool, job_id, error, engine.now()).await
+    }
 }
 
 /// The recent replay jobs (or the one named); a job silent too long is
@@ -184,7 +237,7 @@ pub(super) async fn replay_jobs(
             let classes: BTreeMap<String, i64> =
                 serde_json::from_str(&r.classes_json).unwrap_or_default();
             let (mut status, mut error) = (r.status, r.error);
-            if status == "RUNNING" && r.updated_at < now - JOB_SILENT_US {
+            if status == "RUNNING" && r.updated_at < now - crate::jobs::SILENT_US {
                 status = "FAILED".into();
                 error = Some("interrupted (the server stopped); start it again — callbacks already replayed are no longer DEAD".into());
             }

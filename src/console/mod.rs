@@ -522,6 +522,15 @@ impl Console for Desk {
     ) -> Result<(), AppError> {
         crate::outbox::sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
     }
+
+    async fn retry_sink_now(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+    ) -> Result<app::sinks::RetriedNow, AppError> {
+        crate::outbox::sinks::retry_now(&self.engine, &actor.username, name, reason).await
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Queuing deliveries again: one message (to one sink or all), many by the
 //! outbox list's filter, or a sink's DEAD deliveries since a time
-//! (recover) — as jobs that run in the background, can be cancelled, and
-//! resume after a restart. A resend keeps the message id (the `webhook-id`
+//! (recover) — as jobs of the job runner (`crate::jobs`): in the
+//! background, cancellable, resumed after a restart. A resend keeps the message id (the `webhook-id`
 //! consumers deduplicate on) and resets the delivery: PENDING, attempts 0,
 //! due now, unleased. Each queued delivery is audited with its actor in the
 //! transaction that queues it.
@@ -14,8 +14,6 @@ use crate::store::{audit, outbox};
 use app::error::AppError;
 use app::outbox::{DELIVERY_STATUSES, OutboxFilter, OutboxJob, Resent};
 use serde_json::json;
-use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 /// Deliveries a job queues per transaction; a cancel is seen between two.
@@ -31,13 +29,6 @@ fn invalid(detail: impl Into<String>) -> AppError {
 /// A short pause between chunks: a long job leaves the writer to the
 /// day's webhooks.
 const CHUNK_PAUSE: Duration = Duration::from_millis(25);
-
-/// A job left RUNNING this long without a step was cut off (its process
-/// stopped); the workers resume it.
-const JOB_SILENT_US: i64 = 120 * 1_000_000;
-
-/// The jobs this process runs, so a resume never runs one twice.
-static RUNNING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
 
 /// A time of a filter: RFC 3339, or a business day (its start; with
 /// `end`, the next day's start).
@@ -330,8 +321,8 @@ async fn start(
     })
     .await?;
     match run {
-        Run::Background => spawn(engine, &job_id),
-        Run::ToTheEnd => return run_to_end(engine, &job_id).await,
+        Run::Background => crate::jobs::spawn::<Requeue>(engine, &job_id),
+        Run::ToTheEnd => crate::jobs::run_here::<Requeue>(engine, &job_id).await?,
     }
     job(engine, &job_id).await
 }
@@ -409,94 +400,82 @@ pub async fn cancel(engine: &Engine, actor: &str, job_id: &str) -> Result<Outbox
     job(engine, job_id).await
 }
 
-/// Runs `job` on its own task, unless this process runs it already.
-fn spawn(engine: &Engine, job_id: &str) {
-    if !RUNNING
-        .lock()
-        .map(|mut r| r.insert(job_id.to_owned()))
-        .unwrap_or(false)
-    {
-        return;
-    }
-    let engine = engine.clone();
-    let job_id = job_id.to_owned();
-    tokio::spawn(async move {
-        if let Err(e) = run(&engine, &job_id).await {
-            tracing::error!(job = %job_id, error = %e, "outbox job failed");
-            let _ = ops::fail_job(&engine.db.pool, &job_id, &e.to_string(), engine.now()).await;
-        }
-        if let Ok(mut r) = RUNNING.lock() {
-            r.remove(&job_id);
-        }
-    });
+/// A resend or recover job as the runner works it: its items in chunks
+/// of [`CHUNK`], each queued again in its own audited transaction.
+pub struct Requeue {
+    job_id: String,
+    kind: String,
+    requested_by: String,
 }
 
-/// Resumes the jobs a stopped process left running or cancelling.
-pub async fn resume_jobs(engine: &Engine) -> sqlx::Result<usize> {
-    let silent = engine.now() - JOB_SILENT_US;
-    let mut resumed = 0;
-    for id in ops::unfinished(&engine.db.pool, silent).await? {
-        let ours = RUNNING.lock().map(|r| r.contains(&id)).unwrap_or(true);
-        if !ours {
-            tracing::info!(job = %id, "resuming an outbox job a stopped process left");
-            spawn(engine, &id);
-            resumed += 1;
-        }
-    }
-    Ok(resumed)
-}
+impl crate::jobs::Kind for Requeue {
+    type Ctx = Engine;
+    type Item = (i64, String, String);
+    const NAME: &'static str = "outbox";
+    const PAUSE: Duration = CHUNK_PAUSE;
 
-/// Works a job to its end in this task.
-async fn run_to_end(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
-    if let Err(e) = run(engine, job_id).await {
-        let _ = ops::fail_job(&engine.db.pool, job_id, &e.to_string(), engine.now()).await;
-        return Err(e);
-    }
-    job(engine, job_id).await
-}
-
-/// Queues the job's items chunk by chunk until none is left or it is
-/// cancelled; each item its own audited transaction.
-async fn run(engine: &Engine, job_id: &str) -> Result<(), AppError> {
-    let pool = &engine.db.pool;
-    let row = ops::job(pool, job_id)
-        .await
-        .map_err(internal)?
-        .ok_or(AppError::NotFound)?;
-    loop {
-        if ops::job_status(pool, job_id)
+    async fn load(engine: &Engine, job_id: &str) -> Result<Self, AppError> {
+        let row = ops::job(&engine.db.pool, job_id)
             .await
             .map_err(internal)?
-            .as_deref()
-            != Some("RUNNING")
-        {
-            break;
-        }
-        let chunk = ops::next_items(pool, job_id, CHUNK)
+            .ok_or(AppError::NotFound)?;
+        Ok(Requeue {
+            job_id: row.job_id,
+            kind: row.kind,
+            requested_by: row.requested_by,
+        })
+    }
+
+    async fn running(&mut self, engine: &Engine) -> Result<bool, AppError> {
+        let status = ops::job_status(&engine.db.pool, &self.job_id)
             .await
             .map_err(internal)?;
-        if chunk.is_empty() {
-            break;
-        }
-        for (seq, message_id, sink) in chunk {
-            requeue_audited(
-                engine,
-                &row.requested_by,
-                &message_id,
-                &sink,
-                Some((job_id, seq)),
-            )
-            .await?;
-        }
-        ops::touch_job(pool, job_id, engine.now())
+        Ok(status.as_deref() == Some("RUNNING"))
+    }
+
+    async fn next_chunk(&mut self, engine: &Engine) -> Result<Vec<Self::Item>, AppError> {
+        ops::next_items(&engine.db.pool, &self.job_id, CHUNK)
+            .await
+            .map_err(internal)
+    }
+
+    async fn work_item(
+        &mut self,
+        engine: &Engine,
+        (seq, message_id, sink): Self::Item,
+    ) -> Result<(), AppError> {
+        requeue_audited(
+            engine,
+            &self.requested_by,
+            &message_id,
+            &sink,
+            Some((&self.job_id, seq)),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn touch(&mut self, engine: &Engine) -> Result<(), AppError> {
+        ops::touch_job(&engine.db.pool, &self.job_id, engine.now())
             .await
             .map_err(internal)?;
         engine.wake_workers();
-        tokio::time::sleep(CHUNK_PAUSE).await;
+        Ok(())
     }
-    ops::finish_job(pool, job_id, engine.now())
-        .await
-        .map_err(internal)?;
-    tracing::info!(job = job_id, kind = row.kind, "outbox job ended");
-    Ok(())
+
+    async fn finish(&mut self, engine: &Engine) -> Result<(), AppError> {
+        ops::finish_job(&engine.db.pool, &self.job_id, engine.now())
+            .await
+            .map_err(internal)?;
+        tracing::info!(job = self.job_id, kind = self.kind, "outbox job ended");
+        Ok(())
+    }
+
+    async fn fail(engine: &Engine, job_id: &str, error: &str) -> sqlx::Result<()> {
+        ops::fail_job(&engine.db.pool, job_id, error, engine.now()).await
+    }
+
+    async fn silent(engine: &Engine, silent_us: i64) -> sqlx::Result<Vec<String>> {
+        ops::unfinished(&engine.db.pool, engine.now() - silent_us).await
+    }
 }

@@ -3,12 +3,14 @@
 //! one `sink_failing` alert per failing spell, over when it delivers again
 //! — and pausing or resuming one (a reason required, audited in the same
 //! transaction; the relay finds a paused sink's deliveries not leased, and
-//! a resumed sink's waiting deliveries are due at once).
+//! a resumed sink's waiting deliveries are due at once) — and "retry now":
+//! an active sink's deliveries waiting for a later retry made due at once.
 
 use crate::accounts::{TxError, retrying};
 use crate::engine::{Engine, Sink};
 use crate::store::{alerts, audit, sinks};
 use app::error::AppError;
+use app::sinks::RetriedNow;
 use serde_json::json;
 
 /// When a sink's failures make it failing: this many attempts failed in a
@@ -147,4 +149,65 @@ pub async fn set_paused(
         if pause { "paused" } else { "resumed" }
     );
     Ok(())
+}
+
+/// Makes every pending delivery to `name` that waits for a later retry
+/// due now, audited with `actor` and the reason, and wakes the relay. A
+/// paused sink is refused (resuming it makes them due anyway); with
+/// nothing waiting, nothing changes and nothing is audited.
+pub async fn retry_now(
+    engine: &Engine,
+    actor: &str,
+    name: &str,
+    reason: &str,
+) -> Result<RetriedNow, AppError> {
+    if !engine.settings.sinks.iter().any(|s| s.name == name) {
+        return Err(AppError::NotFound);
+    }
+    let reason = crate::triage::required(reason, "reason")?;
+    let made_due = retrying(|| async {
+        let now = engine.now();
+        let mut tx = engine.db.begin_write().await?;
+        if sinks::is_paused(&mut tx, name).await? {
+            return Err(TxError::App(AppError::Invalid {
+                detail: format!("sink {name} is paused: resume it first"),
+            }));
+        }
+        let n = i64::try_from(sinks::retry_now(&mut tx, name, now).await?).unwrap_or(i64::MAX);
+        if n == 0 {
+            // Nothing to audit: the transaction changed nothing.
+            return Ok(0);
+        }
+        audit::append(
+            &mut tx,
+            &engine.db.audit,
+            &audit::Entry {
+                actor: actor.to_owned(),
+                action: "sink.retry_now",
+                object_type: "sink",
+                object_id: name.to_owned(),
+                before: Some(json!({ "waiting_for_retry": n })),
+                after: Some(json!({ "waiting_for_retry": 0, "made_due": n, "reason": reason })),
+            },
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(n)
+    })
+    .await?;
+    if made_due > 0 {
+        engine.wake.outbox.notify_one();
+    }
+    tracing::info!(
+        sink = name,
+        by = actor,
+        reason,
+        made_due,
+        "outbox sink: deliveries waiting for a retry made due now"
+    );
+    Ok(RetriedNow {
+        sink: name.to_owned(),
+        made_due,
+    })
 }

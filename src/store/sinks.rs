@@ -87,6 +87,31 @@ pub async fn set_paused(
     Ok(done.rows_affected() == 1)
 }
 
+/// Whether the sink is paused now (no row: never paused).
+pub async fn is_paused(conn: &mut sqlx::AnyConnection, sink: &str) -> sqlx::Result<bool> {
+    let paused: Option<Option<i64>> =
+        sqlx::query_scalar("SELECT paused_at FROM sink_state WHERE sink = $1")
+            .bind(sink)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(matches!(paused, Some(Some(_))))
+}
+
+/// The sink's pending deliveries that wait for a later retry, due at
+/// `now`; returns how many. A delivery in flight keeps its lease: its
+/// outcome decides its next step, as for any other.
+pub async fn retry_now(conn: &mut sqlx::AnyConnection, sink: &str, now: i64) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE outbox_deliveries SET next_attempt_at = $1 \
+         WHERE sink = $2 AND status = 'PENDING' AND next_attempt_at > $1",
+    )
+    .bind(now)
+    .bind(sink)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// A delivery reached the sink: its failing spell, if any, is over.
 pub async fn succeeded<'e>(
     e: impl Executor<'e, Database = Any>,

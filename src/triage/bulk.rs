@@ -5,8 +5,8 @@
 //! `reject` — so each is its own transaction with its own audit entry, and
 //! every payment move goes through `engine::apply`. Before each item the
 //! job looks whether it was cancelled: what was worked stays worked once,
-//! the rest stays as it was. A job a stopped process left is resumed by
-//! the workers ([`resume_jobs`]). A bulk close may be undone for
+//! the rest stays as it was. Jobs of the job runner (`crate::jobs`): a
+//! job a stopped process left is resumed by the workers. A bulk close may be undone for
 //! [`UNDO_MINUTES`] after it ends ([`undo`]): a job reopening exactly the
 //! tickets it closed.
 
@@ -20,23 +20,14 @@ use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
 use app::types::{Role, User};
 use serde_json::{Value, json};
-use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 /// A short pause between items: a long job leaves the writer to the day's
 /// webhooks between its transactions (1,000 items: 25 s more).
 const ITEM_PAUSE: Duration = Duration::from_millis(25);
 
-/// A job left RUNNING this long without a step by this process was cut
-/// off (its process stopped); the workers resume it.
-const JOB_SILENT_US: i64 = 120 * 1_000_000;
-
 /// How long after a bulk close ends it may be undone.
 pub const UNDO_WINDOW_US: i64 = UNDO_MINUTES * 60 * 1_000_000;
-
-/// The jobs this process is running, so a resume never runs one twice.
-static RUNNING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
 
 /// What a bulk job does to each item.
 #[derive(Clone, Debug)]
@@ -245,7 +236,7 @@ async fn start(
         Ok(())
     })
     .await?;
-    spawn(engine, &job);
+    crate::jobs::spawn::<BulkRun>(engine, &job);
     Ok(job)
 }
 
@@ -442,108 +433,130 @@ pub async fn cancel(engine: &Engine, actor: &User, job_id: &str) -> Result<(), A
     }
 }
 
-/// Runs `job` on its own task, unless this process runs it already.
-fn spawn(engine: &Engine, job: &str) {
-    if !RUNNING
-        .lock()
-        .map(|mut r| r.insert(job.to_owned()))
-        .unwrap_or(false)
-    {
-        return;
-    }
-    let engine = engine.clone();
-    let job = job.to_owned();
-    tokio::spawn(async move {
-        if let Err(e) = run(&engine, &job).await {
-            tracing::error!(job = %job, error = %e, "bulk job failed");
-            let _ = bulk::fail(&engine.db.pool, &job, &e.to_string(), engine.now()).await;
-        }
-        if let Ok(mut r) = RUNNING.lock() {
-            r.remove(&job);
-        }
-    });
+/// A bulk job as the runner works it: one item a chunk, so a cancel is
+/// seen before each item and the writer is left between two.
+pub struct BulkRun {
+    job: bulk::JobRow,
+    action: BulkAction,
+    actor: User,
+    cancelled: bool,
 }
 
-/// Resumes the jobs a stopped process left running (or cancelling): the
-/// items it had not worked are worked now, or, if cancelled, left.
-pub async fn resume_jobs(engine: &Engine) -> sqlx::Result<usize> {
-    let now = engine.now();
-    let mut resumed = 0;
-    for id in bulk::unfinished(&engine.db.pool).await? {
-        let Some(job) = bulk::job(&engine.db.pool, &id).await? else {
-            continue;
-        };
-        let ours = RUNNING.lock().map(|r| r.contains(&id)).unwrap_or(true);
-        if !ours && job.updated_at < now - JOB_SILENT_US {
-            tracing::info!(job = %id, "resuming a bulk job a stopped process left");
-            spawn(engine, &id);
-            resumed += 1;
-        }
-    }
-    Ok(resumed)
-}
+impl crate::jobs::Kind for BulkRun {
+    type Ctx = Engine;
+    type Item = (i64, String);
+    const NAME: &'static str = "bulk";
+    const PAUSE: Duration = ITEM_PAUSE;
 
-/// Works the job's pending items in order until none is left or it is
-/// cancelled.
-async fn run(engine: &Engine, id: &str) -> Result<(), AppError> {
-    let pool = &engine.db.pool;
-    let job = bulk::job(pool, id)
-        .await
-        .map_err(internal)?
-        .ok_or(AppError::NotFound)?;
-    let action =
-        BulkAction::from_row(&job.kind, &job.params_json).ok_or_else(|| AppError::Invalid {
-            detail: format!("unreadable bulk job {}", job.kind),
-        })?;
-    // The person as they are now: a disabled account or a lost role
-    // stops the job.
-    let actor = users::by_id(pool, &job.requested_by_id)
-        .await
-        .map_err(internal)?
-        .filter(|u| !u.disabled)
-        .ok_or_else(|| AppError::Refused {
-            detail: format!("{} can no longer work tickets", job.requested_by),
-        })?;
-    let allowed = match action {
-        BulkAction::Approve { .. } | BulkAction::Reject { .. } => actor.role == Role::Supervisor,
-        _ => matches!(actor.role, Role::Operator | Role::Supervisor),
-    };
-    if !allowed {
-        return Err(AppError::Forbidden);
-    }
-    loop {
-        let batch = bulk::next_items(pool, id, 100).await.map_err(internal)?;
-        if batch.is_empty() {
-            break;
-        }
-        for (seq, target) in batch {
-            match bulk::status(pool, id).await.map_err(internal)?.as_deref() {
-                Some("RUNNING") => {}
-                _ => {
-                    bulk::finish(pool, id, engine.now())
-                        .await
-                        .map_err(internal)?;
-                    tracing::info!(job = id, "bulk job cancelled");
-                    return Ok(());
-                }
+    async fn load(engine: &Engine, id: &str) -> Result<Self, AppError> {
+        let pool = &engine.db.pool;
+        let job = bulk::job(pool, id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let action =
+            BulkAction::from_row(&job.kind, &job.params_json).ok_or_else(|| AppError::Invalid {
+                detail: format!("unreadable bulk job {}", job.kind),
+            })?;
+        // The person as they are now: a disabled account or a lost role
+        // stops the job.
+        let actor = users::by_id(pool, &job.requested_by_id)
+            .await
+            .map_err(internal)?
+            .filter(|u| !u.disabled)
+            .ok_or_else(|| AppError::Refused {
+                detail: format!("{} can no longer work tickets", job.requested_by),
+            })?;
+        let allowed = match action {
+            BulkAction::Approve { .. } | BulkAction::Reject { .. } => {
+                actor.role == Role::Supervisor
             }
-            let (outcome, detail) =
-                work(engine, &actor, &action, job.bulk_id.as_deref(), &target).await;
-            retrying(|| async {
-                let mut tx = engine.db.begin_write().await?;
-                bulk::item_worked(&mut tx, id, seq, outcome, &detail, engine.now()).await?;
-                tx.commit().await?;
-                Ok(())
-            })
-            .await?;
-            tokio::time::sleep(ITEM_PAUSE).await;
+            _ => matches!(actor.role, Role::Operator | Role::Supervisor),
+        };
+        if !allowed {
+            return Err(AppError::Forbidden);
         }
+        Ok(BulkRun {
+            job,
+            action,
+            actor,
+            cancelled: false,
+        })
     }
-    bulk::finish(pool, id, engine.now())
+
+    async fn running(&mut self, engine: &Engine) -> Result<bool, AppError> {
+        let status = bulk::status(&engine.db.pool, &self.job.job_id)
+            .await
+            .map_err(internal)?;
+        self.cancelled = status.as_deref() != Some("RUNNING");
+        Ok(!self.cancelled)
+    }
+
+    async fn next_chunk(&mut self, engine: &Engine) -> Result<Vec<Self::Item>, AppError> {
+        bulk::next_items(&engine.db.pool, &self.job.job_id, 1)
+            .await
+            .map_err(internal)
+    }
+
+    async fn work_item(
+        &mut self,
+        engine: &Engine,
+        (seq, target): Self::Item,
+    ) -> Result<(), AppError> {
+        let id = &self.job.job_id;
+        let (outcome, detail) = work(
+            engine,
+            &self.actor,
+            &self.action,
+            self.job.bulk_id.as_deref(),
+            &target,
+        )
+        .await;
+        retrying(|| async {
+            let mut tx = engine.db.begin_write().await?;
+            bulk::item_worked(&mut tx, id, seq, outcome, &detail, engine.now()).await?;
+            tx.commit().await?;
+            Ok(())
+        })
         .await
-        .map_err(internal)?;
-    tracing::info!(job = id, kind = job.kind, "bulk job done");
-    Ok(())
+    }
+
+    /// Each item's row counts it and bumps the job: nothing more to write.
+    async fn touch(&mut self, _: &Engine) -> Result<(), AppError> {
+        Ok(())
+    }
+
+    async fn finish(&mut self, engine: &Engine) -> Result<(), AppError> {
+        let id = &self.job.job_id;
+        bulk::finish(&engine.db.pool, id, engine.now())
+            .await
+            .map_err(internal)?;
+        if self.cancelled {
+            tracing::info!(job = id, "bulk job cancelled");
+        } else {
+            tracing::info!(job = id, kind = self.job.kind, "bulk job done");
+        }
+        Ok(())
+    }
+
+    async fn fail(engine: &Engine, id: &str, error: &str) -> sqlx::Result<()> {
+        bulk::fail(&engine.db.pool, id, error, engine.now()).await
+    }
+
+    async fn silent(engine: &Engine, silent_us: i64) -> sqlx::Result<Vec<String>> {
+        let pool = &engine.db.pool;
+        let before = engine.now() - silent_us;
+        let mut silent = Vec::new();
+        for id in bulk::unfinished(pool).await? {
+            if bulk::job(pool, &id)
+                .await?
+                .is_some_and(|job| job.updated_at < before)
+            {
+                silent.push(id);
+            }
+        }
+        Ok(silent)
+    }
 }
 
 /// One item through the single ticket's function: DONE, SKIPPED (it no

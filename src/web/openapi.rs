@@ -52,6 +52,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         sinks::list,
         sinks::pause,
         sinks::resume,
+        sinks::retry,
         refused::list,
         refused::show,
     ),
@@ -63,7 +64,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         (name = "bank", description = "The bank's statements against the providers' payouts"),
         (name = "bulk", description = "Bulk ticket work's jobs, read (started and decided in the console)"),
         (name = "outbox", description = "Messages to the sinks: every delivery and attempt, resend, recover"),
-        (name = "sinks", description = "Outbox sinks: their state, pause and resume"),
+        (name = "sinks", description = "Outbox sinks: their state, pause, resume and retry now"),
         (name = "webhooks", description = "Providers' webhooks Reckon refused, with a diagnosis where the failure tells one"),
     )
 )]

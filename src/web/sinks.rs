@@ -1,6 +1,7 @@
 //! Outbox sinks through the API (Bearer API token; issue 28, helper B):
-//! each sink's state and deliveries by state, and pausing or resuming one
-//! with a reason — audited with the token's name, as the console audits a
+//! each sink's state and deliveries by state, pausing or resuming one, and
+//! making its deliveries that wait for a later retry due now, each with a
+//! reason — audited with the token's name, as the console audits a
 //! person's.
 
 use super::api_error::ApiError;
@@ -17,6 +18,7 @@ pub fn router() -> Router<super::AppState> {
         .route("/api/v1/sinks", get(list))
         .route("/api/v1/sinks/{name}/pause", post(pause))
         .route("/api/v1/sinks/{name}/resume", post(resume))
+        .route("/api/v1/sinks/{name}/retry", post(retry))
 }
 
 /// A configured outbox sink. Its secrets are never shown.
@@ -57,6 +59,18 @@ pub struct SinkView {
 pub struct PauseRequest {
     #[schema(example = "fulfilment is migrating its database until 18:00")]
     pub reason: String,
+}
+
+/// What "retry now" did.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct RetryNowView {
+    #[schema(example = "fulfilment")]
+    pub sink: String,
+    /// Pending deliveries that waited for a later retry, due now (0:
+    /// nothing was waiting, nothing changed and nothing was audited).
+    pub made_due: i64,
+    #[schema(example = "3 deliveries to fulfilment are due now")]
+    pub detail: String,
 }
 
 fn api_error(e: AppError, name: &str) -> ApiError {
@@ -161,4 +175,32 @@ pub async fn resume(
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SinkView>, ApiError> {
     set(&engine, &actor, &name, body, false).await
+}
+
+/// `POST /api/v1/sinks/{name}/retry`: every pending delivery to the sink
+/// that waits for a later retry is due now (after an outage, instead of
+/// the schedule's next step).
+#[utoipa::path(post, path = "/api/v1/sinks/{name}/retry", tag = "sinks",
+    params(("name" = String, Path, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")),
+    request_body = PauseRequest,
+    responses(
+        (status = 200, description = "How many deliveries were made due (0: nothing was waiting)", body = RetryNowView),
+        (status = 400, description = "No reason, or the sink is paused (resume it first)", body = ApiError),
+        (status = 404, description = "No such sink", body = ApiError),
+    ))]
+pub async fn retry(
+    State(engine): State<Engine>,
+    Bearer(actor): Bearer,
+    Path(name): Path<String>,
+    body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<RetryNowView>, ApiError> {
+    let Json(req) = body.map_err(super::merchant::unreadable)?;
+    let done = crate::outbox::sinks::retry_now(&engine, &actor, &name, &req.reason)
+        .await
+        .map_err(|e| api_error(e, &name))?;
+    Ok(Json(RetryNowView {
+        detail: done.detail(),
+        sink: done.sink,
+        made_due: done.made_due,
+    }))
 }

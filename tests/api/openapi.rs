@@ -39,6 +39,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/sinks"),
     ("post", "/api/v1/sinks/{name}/pause"),
     ("post", "/api/v1/sinks/{name}/resume"),
+    ("post", "/api/v1/sinks/{name}/retry"),
     // D (issue 28): refused webhooks.
     ("get", "/api/v1/refused"),
     ("get", "/api/v1/refused/{id}"),

@@ -12,7 +12,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use reckon::store::outbox;
+use reckon::store::{outbox, outbox_ops as ops};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,8 @@ both_databases!(
     a_bulk_resend_cancelled_half_way_keeps_what_it_did,
     resends_are_refused_clearly_and_audited_with_the_actor,
     the_command_line_recovers_and_resends,
+    the_command_line_retries_a_sink_now,
+    a_bulk_resend_a_stopped_process_left_is_resumed_and_queues_each_once,
     a_late_outcome_of_a_lapsed_lease_never_undoes_a_resend,
 );
 
@@ -572,6 +574,132 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     );
 }
 
+/// A bulk resend of 100 deliveries that a stopped process had worked 40
+/// of: the resume beat finds it silent, not run by this process, and
+/// works the other 60; each delivery is queued once and delivered once.
+async fn a_bulk_resend_a_stopped_process_left_is_resumed_and_queues_each_once(b: Backend) {
+    let (app, receiver) = app_with_receiver(b).await;
+    let engine = app.app_engine();
+    let ids: Vec<String> = (0..100).map(|n| format!("msg-left-{n:03}")).collect();
+    let events: Vec<outbox::NewEvent> = ids
+        .iter()
+        .map(|id| outbox::NewEvent {
+            message_id: id,
+            aggregate_type: "payment",
+            aggregate_id: "PAY-LEFT",
+            event_type: "payment.succeeded",
+            payload: "{}",
+            now: engine.now(),
+        })
+        .collect();
+    let mut conn = app.pool().acquire().await.unwrap();
+    outbox::insert_events_many(&mut *conn, &events, &shop())
+        .await
+        .unwrap();
+    drop(conn);
+    sqlx::query("UPDATE outbox_deliveries SET status = 'DELIVERED', attempts = 1")
+        .execute(app.pool())
+        .await
+        .unwrap();
+
+    // The job as the stopped process left it: RUNNING, 40 items worked,
+    // each as a runner works one (claimed, queued, counted).
+    let job = "OBJLEFTBYASTOPPEDPROCESS";
+    let items: Vec<(String, String)> = ids.iter().map(|m| (m.clone(), "shop".into())).collect();
+    let mut tx = app.pool().begin().await.unwrap();
+    ops::insert_job(
+        &mut tx,
+        &ops::NewJob {
+            job_id: job,
+            kind: "RESEND",
+            params_json: r#"{"sink":"shop","status":"DELIVERED"}"#,
+            requested_by: "carol",
+            now: engine.now(),
+        },
+        &items,
+    )
+    .await
+    .unwrap();
+    for (seq, message) in (0..40).zip(&ids) {
+        assert!(ops::claim_item(&mut tx, job, seq).await.unwrap());
+        assert!(
+            ops::requeue(&mut tx, message, "shop", "carol", engine.now())
+                .await
+                .unwrap()
+        );
+        ops::item_worked(&mut tx, job, seq, true, engine.now())
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    // Not silent long enough yet: left alone.
+    app.clock.advance_secs(60);
+    assert_eq!(
+        reckon::jobs::resume::<reckon::outbox::jobs::Requeue>(&engine)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        count(
+            &app,
+            &format!("SELECT done FROM outbox_jobs WHERE job_id = '{job}'")
+        )
+        .await,
+        40
+    );
+    // Silent past the limit: the resume beat resumes it.
+    app.clock.advance_secs(61);
+    let ran = reckon::workers::resume_beat(&engine, &reckon::workers::Instance::new()).await;
+    assert!(
+        ran.contains(&reckon::workers::jobs::OUTBOX_RESUME),
+        "{ran:?}"
+    );
+    let token = app.token().await;
+    let j = finished_job(&app, &token, job).await;
+    assert_eq!(
+        (
+            j["status"].as_str(),
+            j["done"].as_i64(),
+            j["skipped"].as_i64()
+        ),
+        (Some("DONE"), Some(100), Some(0)),
+        "{j}"
+    );
+    // Finished: nothing left to resume.
+    assert_eq!(
+        reckon::jobs::resume::<reckon::outbox::jobs::Requeue>(&engine)
+            .await
+            .unwrap(),
+        0
+    );
+    // Queued once each: the resumed runner queued and audited only the 60
+    // the stopped process had not.
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE status = 'PENDING' AND attempts = 0 AND resent_by = 'carol'").await,
+        100
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(DISTINCT object_id) FROM audit_log WHERE action = 'outbox.resend'"
+        )
+        .await,
+        60
+    );
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM audit_log WHERE action = 'outbox.resend' AND object_id < 'msg-left-040'").await,
+        0
+    );
+    // And delivered once each, under its own id.
+    let http = reqwest::Client::new();
+    while engine.relay_outbox(&http, engine.now()).await.unwrap() > 0 {}
+    let mut seen: Vec<String> = receiver.seen().into_iter().map(|(id, _)| id).collect();
+    seen.sort();
+    assert_eq!(seen, ids);
+}
+
 /// `reckon outbox …` as a process, with the server's sinks.
 fn reckon(app: &EngineApp, args: &[&str]) -> std::process::Output {
     let c = &app.app.config;
@@ -684,6 +812,109 @@ async fn the_command_line_recovers_and_resends(b: Backend) {
             ("ledger".into(), "cli".into(), 0),
             ("shop".into(), "carol".into(), 0)
         ]
+    );
+}
+
+async fn the_command_line_retries_a_sink_now(b: Backend) {
+    let (app, receiver) = app_with_receiver(b).await;
+    let engine = app.app_engine();
+    let http = reqwest::Client::new();
+    receiver.down.store(true, Ordering::SeqCst);
+    succeeded(&app, 1).await;
+    succeeded(&app, 2).await;
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    app.clock.advance_secs(5);
+    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    // Both wait for the default schedule's 5-minute step.
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'shop' AND status = 'PENDING' AND attempts = 2").await,
+        2
+    );
+    receiver.down.store(false, Ordering::SeqCst);
+
+    let out = reckon(&app, &["outbox", "retry-now", "--sink", "shop"]);
+    assert_eq!(out.status.code(), Some(2), "a reason is required");
+    let out = reckon(
+        &app,
+        &[
+            "outbox",
+            "retry-now",
+            "--sink",
+            "nowhere",
+            "--reason",
+            "back",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no sink nowhere"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = reckon(
+        &app,
+        &[
+            "outbox",
+            "retry-now",
+            "--sink",
+            "shop",
+            "--reason",
+            "the shop is back",
+            "--actor",
+            "carol",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["made_due"], 2, "{done}");
+    // Due at the process's own clock: the next pass at or after it sends
+    // both, long before the 5-minute step.
+    let now = engine.now().max(reckon::store::now_micros());
+    assert_eq!(engine.relay_outbox(&http, now).await.unwrap(), 2);
+    assert_eq!(
+        count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'shop' AND status = 'DELIVERED' AND attempts = 3").await,
+        2
+    );
+    // Nothing waiting now: said so, not an error, nothing audited.
+    let out = reckon(
+        &app,
+        &["outbox", "retry-now", "--sink", "shop", "--reason", "again"],
+    );
+    assert!(out.status.success());
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["made_due"], 0);
+    assert!(
+        done["detail"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was waiting")
+    );
+    // Paused: refused, with what to do.
+    reckon::outbox::sinks::set_paused(&engine, "carol", "shop", "maintenance", true)
+        .await
+        .unwrap();
+    let out = reckon(
+        &app,
+        &["outbox", "retry-now", "--sink", "shop", "--reason", "now"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("resume it first"));
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "SELECT actor, after_json FROM audit_log WHERE action = 'sink.retry_now' ORDER BY seq",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].0, "carol");
+    assert!(
+        audited[0].1.contains("the shop is back"),
+        "{}",
+        audited[0].1
     );
 }
 

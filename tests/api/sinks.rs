@@ -3,7 +3,8 @@
 //! both signatures during a secret rotation, each verified as the Standard
 //! Webhooks spec says (not with Reckon's signing code); a paused sink
 //! waiting without spending attempts; a schedule's offsets and DEAD; the
-//! event-type filter; one `sink_failing` alert per failing spell.
+//! event-type filter; one `sink_failing` alert per failing spell; "retry
+//! now" making a sink's deliveries waiting for a later retry due at once.
 
 use crate::both_databases;
 use crate::engine_helpers::{EngineApp, serve, spawn_engine_app_with};
@@ -509,7 +510,200 @@ async fn a_failing_sink_raises_one_alert_and_shows_failing(b: Backend) {
     assert_eq!(app.app.alert_count("sink_failing").await, 1);
 }
 
+/// A browser signed in as a new user of `role`.
+async fn sign_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
+    let password = "correct horse battery";
+    app.app.add_user(name, role, password).await;
+    let browser = crate::helpers::client();
+    let res = app
+        .app
+        .call_with(
+            &browser,
+            "login",
+            &[("username", name), ("password", password)],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    browser
+}
+
+/// Each of `orders` ('s pending deliveries) failed twice: they wait for
+/// the schedule's 5-minute step. Returns how many wait.
+async fn waiting_five_minutes(app: &EngineApp, rx: &Receivers, orders: &[&str]) -> i64 {
+    rx.fail("orders", true);
+    for order in orders {
+        settle(app, order, "SUCCEEDED").await;
+    }
+    relay(app).await;
+    app.clock.advance_secs(5);
+    relay(app).await;
+    assert_eq!(relay(app).await, 0, "nothing due before the 5-minute step");
+    rx.fail("orders", false);
+    scalar(
+        app,
+        "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = $1 AND status = 'PENDING' AND attempts = 2",
+        "orders",
+    )
+    .await
+}
+
+async fn retry_now_sends_a_sinks_waiting_deliveries_at_once(b: Backend) {
+    let (app, rx) = app_with_sinks(
+        b,
+        |base| {
+            vec![
+                sink("orders", base, &[], &[5, 300, 1800]),
+                sink("ledger", base, &[], &[5, 300, 1800]),
+            ]
+        },
+        |_| {},
+    )
+    .await;
+    assert_eq!(waiting_five_minutes(&app, &rx, &["RN-1", "RN-2"]).await, 2);
+    assert_eq!(rx.got("orders").len(), 4, "two attempts each");
+    assert_eq!(rx.got("ledger").len(), 2, "the other sink delivered");
+
+    // Admins read the sinks page but may not act on a sink.
+    let admin = sign_in(&app, "ada", Role::Admin).await;
+    let res = app
+        .app
+        .call_with(
+            &admin,
+            "sinks/retry",
+            &[("name", "orders"), ("reason", "back")],
+        )
+        .await;
+    assert_eq!(res.status(), 403);
+
+    // An operator, from the console: a reason is required.
+    let olivia = sign_in(&app, "olivia", Role::Operator).await;
+    let res = app
+        .app
+        .call_with(
+            &olivia,
+            "sinks/retry",
+            &[("name", "orders"), ("reason", " ")],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    let res = app
+        .app
+        .call_with(
+            &olivia,
+            "sinks/retry",
+            &[("name", "orders"), ("reason", "the shop is back")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let done: Value = res.json().await.unwrap();
+    assert_eq!(done, json!({ "sink": "orders", "made_due": 2 }));
+    // The next pass, at the same clock, delivers them: each once more.
+    assert_eq!(relay(&app).await, 2);
+    let got = rx.got("orders");
+    assert_eq!(got.len(), 6);
+    let last: BTreeSet<String> = got[4..].iter().map(|g| g.id.clone()).collect();
+    let first: BTreeSet<String> = got[..2].iter().map(|g| g.id.clone()).collect();
+    assert_eq!(last, first, "the same two messages, the same webhook-ids");
+    let delivered = "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = $1 AND status = 'DELIVERED' AND attempts = 3";
+    assert_eq!(scalar(&app, delivered, "orders").await, 2);
+    assert_eq!(rx.got("ledger").len(), 2, "the other sink untouched");
+
+    // A supervisor, with nothing waiting: said so, nothing audited.
+    let vera = sign_in(&app, "vera", Role::Supervisor).await;
+    let res = app
+        .app
+        .call_with(
+            &vera,
+            "sinks/retry",
+            &[("name", "orders"), ("reason", "again")],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let done: Value = res.json().await.unwrap();
+    assert_eq!(done["made_due"], 0);
+
+    // Through the API.
+    let token = app.token().await;
+    assert_eq!(waiting_five_minutes(&app, &rx, &["RN-3"]).await, 1);
+    let path = "/api/v1/sinks/orders/retry";
+    let (status, body) = api_post(&app, &token, path, json!({})).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = api_post(&app, &token, path, json!({ "reason": "" })).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = api_post(
+        &app,
+        &token,
+        "/api/v1/sinks/nowhere/retry",
+        json!({ "reason": "x" }),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = api_post(&app, &token, path, json!({ "reason": "back again" })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["made_due"], 1);
+    assert_eq!(body["detail"], "1 delivery to orders is due now");
+    assert_eq!(relay(&app).await, 1);
+    let (status, body) = api_post(&app, &token, path, json!({ "reason": "once more" })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["made_due"], 0);
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was waiting"),
+        "{body}"
+    );
+
+    // A paused sink is refused: resuming it sends its deliveries.
+    assert_eq!(waiting_five_minutes(&app, &rx, &["RN-4"]).await, 1);
+    let (status, _) = api_post(
+        &app,
+        &token,
+        "/api/v1/sinks/orders/pause",
+        json!({ "reason": "maintenance" }),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = api_post(&app, &token, path, json!({ "reason": "now" })).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("resume it first"),
+        "{body}"
+    );
+    let res = app
+        .app
+        .call_with(
+            &olivia,
+            "sinks/retry",
+            &[("name", "orders"), ("reason", "now")],
+        )
+        .await;
+    assert_eq!(res.status(), 400);
+    assert_eq!(relay(&app).await, 0, "paused: nothing sent");
+
+    let audited: Vec<(String, String, String, String)> = sqlx::query_as(
+        "SELECT actor, object_id, before_json, after_json FROM audit_log \
+         WHERE action = 'sink.retry_now' ORDER BY seq",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(audited.len(), 2, "{audited:?}");
+    assert_eq!(
+        (audited[0].0.as_str(), audited[0].1.as_str()),
+        ("olivia", "orders")
+    );
+    let before: Value = serde_json::from_str(&audited[0].2).unwrap();
+    let after: Value = serde_json::from_str(&audited[0].3).unwrap();
+    assert_eq!(before["waiting_for_retry"], 2);
+    assert_eq!(after["made_due"], 2);
+    assert_eq!(after["reason"], "the shop is back");
+    assert_eq!(audited[1].0, "shop", "the API token's name");
+    assert!(audited[1].3.contains("back again"), "{}", audited[1].3);
+}
+
 both_databases!(
+    retry_now_sends_a_sinks_waiting_deliveries_at_once,
     signatures_during_a_rotation_verify_with_either_secret,
     a_paused_sink_delivers_everything_after_resume,
     the_schedule_retries_at_its_offsets_then_dead,

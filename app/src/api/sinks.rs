@@ -1,8 +1,9 @@
 //! Server functions of the sinks page (issue 28, helper B): reading is open
-//! to every role; pausing and resuming a sink to operators and supervisors.
+//! to every role; pausing, resuming and "retry now" to operators and
+//! supervisors.
 
 use crate::error::AppError;
-use crate::sinks::SinkRow;
+use crate::sinks::{RetriedNow, SinkRow};
 #[cfg(feature = "ssr")]
 use crate::types::Role;
 use leptos::prelude::*;
@@ -30,6 +31,17 @@ pub async fn pause_sink(name: String, reason: String, pause: bool) -> Result<(),
         let caller = guard(WORK).await?;
         desk.set_sink_paused(&caller.user, &name, &reason, pause)
             .await
+    })
+    .await
+}
+
+/// A sink's deliveries waiting for a later retry made due now.
+#[server(endpoint = "sinks/retry")]
+pub async fn retry_sink(name: String, reason: String) -> Result<RetriedNow, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(WORK).await?;
+        desk.retry_sink_now(&caller.user, &name, &reason).await
     })
     .await
 }

@@ -1,11 +1,12 @@
 //! Outbox sinks (issue 28, helper B): each sink's endpoint, what it wants,
 //! its retry schedule and state, its deliveries by state, and pausing or
-//! resuming it with a reason (operators and supervisors; audited). Also
-//! the dashboard's section of failing sinks.
+//! resuming it, or making its deliveries waiting for a retry due now, with
+//! a reason (operators and supervisors; audited). Also the dashboard's
+//! section of failing sinks.
 
 use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
-use crate::api::{PauseSink, list_sinks};
+use crate::api::{PauseSink, RetrySink, list_sinks};
 use crate::i18n::{Msg, tr};
 use crate::sinks::SinkRow;
 use crate::types::{Lang, Role};
@@ -37,8 +38,13 @@ fn when(zone: &crate::format::Zone, at: Option<i64>) -> String {
 fn SinksBody() -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
     let act = ServerAction::<PauseSink>::new();
-    let sinks = Resource::new(move || act.version().get(), |_| list_sinks());
+    let retry = ServerAction::<RetrySink>::new();
+    let sinks = Resource::new(
+        move || (act.version().get(), retry.version().get()),
+        |_| list_sinks(),
+    );
     let err = action_error(act, url_error());
+    let retry_err = action_error(retry, || None);
     let may_act = matches!(user.role, Role::Operator | Role::Supervisor);
     let title = Msg::Sinks.text(lang);
     view! {
@@ -47,7 +53,16 @@ fn SinksBody() -> impl IntoView {
         <p class="hint">{tr(lang,
             "Where Reckon announces payments and refunds. A paused sink's messages wait and are all delivered after resume; nothing is lost.",
             "Reckon 向这些端点推送支付与退款消息。暂停期间的消息会保留，恢复后全部投递，不会丢失。")}</p>
-        {move || view! { <ErrorNote err=err() lang=lang/> }}
+        {move || view! { <ErrorNote err=err().or_else(retry_err) lang=lang/> }}
+        {move || retry.value().get().and_then(Result::ok).map(|r| view! {
+            <p class="result" id="retry-result" role="status" data-made-due=r.made_due>
+                {if r.made_due == 0 {
+                    Msg::SinkNothingWaiting.text(lang).to_owned()
+                } else {
+                    format!("{} {} {}", r.sink, Msg::SinkMadeDue.text(lang), r.made_due)
+                }}
+            </p>
+        })}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 shown(sinks.await.map(|list| view! {
@@ -70,7 +85,7 @@ fn SinksBody() -> impl IntoView {
                             <th></th>
                         </tr></thead>
                         <tbody>
-                            {list.into_iter().map(|s| view! { <SinkLine s=s lang=lang may_act=may_act act=act/> }).collect_view()}
+                            {list.into_iter().map(|s| view! { <SinkLine s=s lang=lang may_act=may_act act=act retry=retry/> }).collect_view()}
                         </tbody>
                     </table>
                 }), lang)
@@ -80,7 +95,13 @@ fn SinksBody() -> impl IntoView {
 }
 
 #[component]
-fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>) -> impl IntoView {
+fn SinkLine(
+    s: SinkRow,
+    lang: Lang,
+    may_act: bool,
+    act: ServerAction<PauseSink>,
+    retry: ServerAction<RetrySink>,
+) -> impl IntoView {
     let zone = use_zone();
     let events = if s.event_types.is_empty() {
         tr(lang, "all", "全部").to_owned()
@@ -89,6 +110,7 @@ fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>)
     };
     let paused = s.state == "PAUSED";
     let name = s.name.clone();
+    let retry_name = s.name.clone();
     let pause_note = s.paused_by.clone().map(|by| {
         format!(
             "{by}: {} ({})",
@@ -122,6 +144,16 @@ fn SinkLine(s: SinkRow, lang: Lang, may_act: bool, act: ServerAction<PauseSink>)
                         <label>{Msg::SinkReason.text(lang)}<input name="reason" class="sink-reason" required/></label>
                         <button type="submit" class="sink-submit">
                             {if paused { Msg::SinkResume.text(lang) } else { Msg::SinkPause.text(lang) }}
+                        </button>
+                    </ActionForm>
+                })}
+                // A paused sink sends nothing: resuming it makes its waiting deliveries due.
+                {(may_act && !paused).then(|| view! {
+                    <ActionForm action=retry attr:class="row sink-retry-form">
+                        <input type="hidden" name="name" value=retry_name/>
+                        <label>{Msg::SinkReason.text(lang)}<input name="reason" class="sink-retry-reason" required/></label>
+                        <button type="submit" class="sink-retry" title=Msg::SinkRetryNowHint.text(lang)>
+                            {Msg::SinkRetryNow.text(lang)}
                         </button>
                     </ActionForm>
                 })}

@@ -947,10 +947,10 @@ fn table(rows: &[Row], refs: &[(String, f64)], compare: &[(usize, usize)]) -> St
 }
 
 /// A duration in milliseconds for a table: ms below a second, s above;
-/// "never" for a message that did not come.
+/// "past the wait" for a message that did not come in it.
 fn dur(ms: f64) -> String {
     if !ms.is_finite() {
-        "never".into()
+        "past the wait".into()
     } else if ms >= 10_000.0 {
         format!("{:.0} s", ms / 1e3)
     } else if ms >= 1_000.0 {
@@ -1096,11 +1096,16 @@ fn paced_table(rows: &[(String, &[Run])], plan: &Plan) -> String {
     );
     for (what, runs) in rows {
         let intake = format!(
-            "| {what} | {:.0} | {} | {} | {} |",
+            "| {what} | {:.0} | {} | {} | {} ({:.0} over {} ms) |",
             medf(runs, |r| r.sent.per_sec()),
             dur(medf(runs, |r| r.sent.latency_ms(50))),
             dur(medf(runs, |r| r.sent.latency_ms(99))),
             dur(medf(runs, |r| percentile(&r.sent.late, 99).as_secs_f64() * 1e3)),
+            medf(
+                runs,
+                |r| r.sent.late.iter().filter(|l| **l > BEHIND).count() as f64
+            ),
+            BEHIND.as_millis(),
         );
         let cpu = format!(" {:.0} µs |", medf(runs, |r| r.cpu_us));
         let delivered: Vec<&Run> = runs.iter().filter(|r| r.delivery.is_some()).collect();
@@ -1112,7 +1117,7 @@ fn paced_table(rows: &[(String, &[Run])], plan: &Plan) -> String {
             delivery_of(r).backlog_end(r.sent.answered.len()) as f64
         });
         t += &format!(
-            "{intake} **{:.0}** | **{backlog:.0}** ({:.1} s of traffic) | {} | {} | {} | {} |{cpu}\n",
+            "{intake} **{:.0}** | **{backlog:.0}** ({:.2} s of traffic) | {} | {} | {} | {} |{cpu}\n",
             medf(&delivered, |r| delivery_of(r).while_sending),
             backlog / plan.rate,
             backlog_series(median_run(runs).delivery.as_ref().unwrap(), plan.seconds),

@@ -2,6 +2,7 @@
 //! BENCHMARKS.md.
 
 pub mod postgres;
+pub mod sink;
 
 use reckon::config::{Config, LogFormat, ProviderConfig, parse_schedule, sqlite_url};
 use reckon::providers::sandbox::SandboxConfig;

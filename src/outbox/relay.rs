@@ -370,7 +370,7 @@ impl Engine {
             };
             // It answers again: what waited for a later retry is due now.
             let made_due = if was_down && delivered > 0 && is_sink {
-                outbox::due_now(&mut *tx, &name, now).await?
+                sinks::retry_now(&mut tx, &name, now).await?
             } else {
                 0
             };

@@ -237,24 +237,6 @@ pub async fn record(
     Ok(result)
 }
 
-/// A sink answers again: every delivery of it waiting for a later retry
-/// is due now. The number made due.
-pub async fn due_now(
-    e: impl Executor<'_, Database = Any>,
-    sink: &str,
-    now: i64,
-) -> sqlx::Result<u64> {
-    Ok(sqlx::query(
-        "UPDATE outbox_deliveries SET next_attempt_at = $1 \
-         WHERE sink = $2 AND status = 'PENDING' AND next_attempt_at > $1",
-    )
-    .bind(now)
-    .bind(sink)
-    .execute(e)
-    .await?
-    .rows_affected())
-}
-
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct EventRow {
     pub message_id: String,

@@ -192,8 +192,10 @@ fn in_order_per_payment(r: &Receivers, sink: &str) {
     }
 }
 
+/// The relay's lanes on tasks of their own, as `reckon serve` runs them
+/// (they end with the test's runtime).
 fn run_lanes(engine: &Engine) {
-    let _ = reckon::outbox::relay::spawn(engine);
+    drop(reckon::outbox::relay::spawn(engine));
 }
 
 /// A sink that takes 2 s to answer, one message at a time, beside a fast

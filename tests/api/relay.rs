@@ -193,7 +193,8 @@ fn in_order_per_payment(r: &Receivers, sink: &str) {
 }
 
 fn run_lanes(engine: &Engine) {
-    let _ = reckon::outbox::relay::spawn(engine);
+    // Detached: the lanes run until the test ends.
+    drop(reckon::outbox::relay::spawn(engine));
 }
 
 /// A sink that takes 2 s to answer, one message at a time, beside a fast

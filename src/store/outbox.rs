@@ -198,40 +198,35 @@ pub async fn record(
     }
     let mut result = Vec::with_capacity(outcomes.len());
     for (id, outcome) in outcomes {
-        let current = match outcome {
-            Outcome::Delivered => stood.contains(*id),
-            Outcome::Failed { error, next_at } => {
-                sqlx::query(
-                    "UPDATE outbox_deliveries SET status = $1, attempts = attempts + 1, \
-                       next_attempt_at = COALESCE($2, next_attempt_at), lease_until = NULL, last_error = $3 \
-                     WHERE message_id = $4 AND sink = $5 AND lease_until = $6",
-                )
-                .bind(if next_at.is_some() { "PENDING" } else { "DEAD" })
-                .bind(*next_at)
-                .bind(*error)
-                .bind(*id)
-                .bind(sink)
-                .bind(lease_until)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected()
-                    == 1
+        let (status, counted, next_at, error) = match outcome {
+            Outcome::Delivered => {
+                result.push(stood.contains(*id));
+                continue;
             }
-            Outcome::ProbeFailed { error } => {
-                sqlx::query(
-                    "UPDATE outbox_deliveries SET lease_until = NULL, last_error = $1 \
-                     WHERE message_id = $2 AND sink = $3 AND lease_until = $4",
-                )
-                .bind(*error)
-                .bind(*id)
-                .bind(sink)
-                .bind(lease_until)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected()
-                    == 1
-            }
+            Outcome::Failed { error, next_at } => (
+                if next_at.is_some() { "PENDING" } else { "DEAD" },
+                1i64,
+                *next_at,
+                error,
+            ),
+            Outcome::ProbeFailed { error } => ("PENDING", 0i64, None, error),
         };
+        let current = sqlx::query(
+            "UPDATE outbox_deliveries SET status = $1, attempts = attempts + $2, \
+               next_attempt_at = COALESCE($3, next_attempt_at), lease_until = NULL, last_error = $4 \
+             WHERE message_id = $5 AND sink = $6 AND lease_until = $7",
+        )
+        .bind(status)
+        .bind(counted)
+        .bind(next_at)
+        .bind(*error)
+        .bind(*id)
+        .bind(sink)
+        .bind(lease_until)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+            == 1;
         result.push(current);
     }
     Ok(result)

@@ -129,9 +129,8 @@ pub fn lanes(engine: &Engine) -> Vec<Lane> {
         .collect()
 }
 
-/// The relay's HTTP client: connections kept alive between passes, enough
-/// of them per host for every message in flight, HTTP/2 where a sink
-/// offers it over TLS.
+/// The relay's HTTP client: connections kept alive between passes, as
+/// many per host as messages are in flight.
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(60))

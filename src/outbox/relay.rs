@@ -376,7 +376,7 @@ impl Engine {
             tx.commit().await?;
             (stood, spell, made_due)
         };
-        for ((d, a), ((_, outcome), current)) in attempts.iter().zip(outcomes.iter().zip(&stood)) {
+        for ((d, _), ((_, outcome), current)) in attempts.iter().zip(outcomes.iter().zip(&stood)) {
             if !current {
                 // Resent or leased again meanwhile: the row's newer state
                 // stands (the attempt stays logged).
@@ -413,7 +413,6 @@ impl Engine {
                     .await?;
                 }
             }
-            let _ = a;
         }
         if let Some(((in_a_row, since), error)) = spell {
             self.sink_failing_check(&name, error, in_a_row, since, now)

@@ -191,7 +191,7 @@ fn main() {
             let (p50, p95) = time(runs, || desk.audit(&f)).await;
             lines.push(format!("| {name} | {n} (page) | {p50:.1} | {p95:.1} |"));
         }
-        // The lists of issue 8 over the million payments and callbacks.
+        // The console's lists over the million payments and callbacks.
         let pfilter = |pairs: &[(&str, &str)]| app::console::PaymentFilter::from_pairs(pairs.iter().copied());
         let cfilter = |pairs: &[(&str, &str)]| app::console::CallbackFilter::from_pairs(pairs.iter().copied());
         let mid_payment: (i64, String) = sqlx::query_as(&format!(

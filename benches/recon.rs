@@ -85,7 +85,7 @@ fn main() {
         .unwrap_or(1_000_000);
     let on_pg = std::env::var("RECKON_BENCH_PG").is_ok_and(|v| v == "1");
     // The day's edge doubles the setup and runs four days a round: by
-    // default only at the size issue 27 measured it, and on SQLite.
+    // default only at the size it was measured at, and on SQLite.
     let edge = !on_pg && std::env::var("RECKON_BENCH_EDGE").map_or(n <= 1_000_000, |v| v == "1");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -597,7 +597,7 @@ fn current_skeleton() -> String {
          rewrites its row, and its details go to \"Last run\" below.\n\n\
          ### SQLite\n\n{table}\n\n\
          ### PostgreSQL\n\n{table}\n\n\
-         Targets (issue 29): SQLite at 10,000,000 rows ≤ 15 s and ≤ 1 GB peak; PostgreSQL at \
+         Targets: SQLite at 10,000,000 rows ≤ 15 s and ≤ 1 GB peak; PostgreSQL at \
          1,000,000 rows ≤ 1.5× DuckDB.\n"
     )
 }

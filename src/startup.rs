@@ -357,7 +357,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
     })
 }
 
-/// B (issue 28): the file's `[[sinks]]`, then `RECKON_OUTBOX_SINKS`'s —
+/// The file's `[[sinks]]`, then `RECKON_OUTBOX_SINKS`'s —
 /// those signed with `RECKON_OUTBOX_SECRET`, every event type, on the
 /// default schedule unless `RECKON_OUTBOX_MAX_ATTEMPTS` keeps the old one.
 fn sinks_of(config: &Config, outbox_secret: &Secret) -> anyhow::Result<Vec<Sink>> {

@@ -91,7 +91,7 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
             }
         });
         let calls = tokio::spawn(engine.clone().call_lane());
-        // C: alerts routed to their channels and due digests written for
+        // Alerts routed to their channels and due digests written for
         // the relay; every 15 s, so a critical alert waits on no pull.
         let alerting = engine.clone();
         tokio::spawn(async move {

@@ -193,15 +193,15 @@ pub struct Dashboard {
     pub open_alerts: i64,
     /// Providers whose statement of the day is alerted missing.
     pub missing_statements: Vec<String>,
-    /// Payouts matched to the bank arriving on the day (helper E).
+    /// Payouts matched to the bank arriving on the day.
     pub settled_to_bank: Vec<crate::bank::SettledRow>,
-    /// D: each provider's money of the day and whether the day is closed.
+    /// Each provider's money of the day and whether the day is closed.
     pub closes: Vec<DayClose>,
     /// Open tickets by age and SLA; the day's new, persisting, resolved.
     pub ageing: crate::ageing::Ageing,
-    /// B (issue 28): outbox sinks whose deliveries keep failing.
+    /// Outbox sinks whose deliveries keep failing.
     pub failing_sinks: Vec<crate::sinks::SinkRow>,
-    /// D (issue 28): refused webhooks kept in the last 24 hours.
+    /// Refused webhooks kept in the last 24 hours.
     pub refused_24h: i64,
 }
 
@@ -473,7 +473,7 @@ mod tests {
     }
 }
 
-// ---- D: fees and net; closing the day ----------------------------------------
+// ---- Fees and net; closing the day ---------------------------------
 
 /// One provider's business day: its money as the statement states it, and
 /// its close.

@@ -70,17 +70,17 @@ pub enum Msg {
     DecidedBy,
     Before,
     After,
-    // E: the bank side (the dashboard's section and the bank page).
+    // The bank side (the dashboard's section and the bank page).
     Bank,
     SettledToBank,
     PayoutState,
-    // D: fees and net; closing the day.
+    // Fees and net; closing the day.
     Gross,
     RefundsTotal,
     Fees,
     Net,
     DayClosed,
-    // B (issue 27): ticket ageing, SLA, the ticket queue, copying ids.
+    // Ticket ageing, SLA, the ticket queue, copying ids.
     Age,
     AgeDays,
     Overdue,
@@ -89,12 +89,12 @@ pub enum Msg {
     NextTicket,
     PreviousTicket,
     QueueKeys,
-    // A (issue 28): the outbox.
+    // The outbox.
     Outbox,
     Sink,
     Resend,
     Attempts,
-    // B (issue 28): outbox sinks.
+    // Outbox sinks.
     Sinks,
     SinksFailing,
     SinkPause,
@@ -104,7 +104,7 @@ pub enum Msg {
     SinkRetryNowHint,
     SinkMadeDue,
     SinkNothingWaiting,
-    // D (issue 28): refused webhooks.
+    // Refused webhooks.
     RefusedWebhooks,
     Diagnosis,
     SourceAddress,
@@ -211,17 +211,17 @@ impl Msg {
             DecidedBy => ("Decided by", "审批人"),
             Before => ("Before", "变更前"),
             After => ("After", "变更后"),
-            // E: the bank side.
+            // The bank side.
             Bank => ("Bank", "银行"),
             SettledToBank => ("Settled to bank", "已到账银行"),
             PayoutState => ("Match state", "匹配状态"),
-            // D: fees and net; closing the day.
+            // Fees and net; closing the day.
             Gross => ("Gross", "交易总额"),
             RefundsTotal => ("Refunds", "退款总额"),
             Fees => ("Fees", "手续费"),
             Net => ("Net", "净额"),
             DayClosed => ("closed", "已日结"),
-            // B (issue 27): ticket ageing, SLA, the ticket queue, copying ids.
+            // Ticket ageing, SLA, the ticket queue, copying ids.
             Age => ("Age", "账龄"),
             AgeDays => ("days", "天"),
             Overdue => ("overdue", "已超时"),
@@ -233,12 +233,12 @@ impl Msg {
                 "Keys: j next, k previous, u back to the list",
                 "快捷键：j 下一个，k 上一个，u 返回列表",
             ),
-            // A (issue 28): the outbox.
+            // The outbox.
             Outbox => ("Outbox", "消息外发"),
             Sink => ("Sink", "推送端点"),
             Resend => ("Resend", "重新发送"),
             Attempts => ("Attempts", "投递次数"),
-            // B (issue 28): outbox sinks.
+            // Outbox sinks.
             Sinks => ("Sinks", "推送端点"),
             SinksFailing => (
                 "Outbox sinks failing: deliveries keep failing",
@@ -257,7 +257,7 @@ impl Msg {
                 "Nothing was waiting for a retry; nothing changed.",
                 "没有等待重试的投递，未作任何更改。",
             ),
-            // D (issue 28): refused webhooks.
+            // Refused webhooks.
             RefusedWebhooks => ("Refused webhooks", "被拒回调"),
             Diagnosis => ("Diagnosis", "诊断"),
             SourceAddress => ("Source address", "来源地址"),

@@ -1,4 +1,4 @@
-//! The outbox's wire types (issue 28): the list of messages with each
+//! The outbox's wire types: the list of messages with each
 //! sink's delivery, a message's page with every attempt, resends and the
 //! resend / recover jobs. Under `ssr` they are also the `/api/v1/outbox`
 //! schemas.

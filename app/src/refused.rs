@@ -1,4 +1,4 @@
-//! Refused webhooks' wire types (issue 28, D): the list with its filters
+//! Refused webhooks' wire types: the list with its filters
 //! and counts per reason per hour, one refused webhook with its masked
 //! headers, and the dashboard's count of the last 24 hours.
 

@@ -1,4 +1,4 @@
-//! Outbox sinks as the console shows them (issue 28, helper B): each
+//! Outbox sinks as the console shows them: each
 //! sink's endpoint (its URL without credentials; secrets never leave the
 //! server), what it wants, its schedule and state, and its deliveries by
 //! state.

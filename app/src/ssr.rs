@@ -153,9 +153,9 @@ pub trait Console: Send + Sync + 'static {
         &self,
         viewer: &User,
     ) -> Result<crate::console::ApprovalQueue, AppError>;
-    /// D: each provider's money and close of a business day.
+    /// Each provider's money and close of a business day.
     async fn day_closes(&self, day: &str) -> Result<Vec<crate::console::DayClose>, AppError>;
-    /// D: close a day, or propose, approve or reject reopening it.
+    /// Close a day, or propose, approve or reject reopening it.
     async fn day_close_action(
         &self,
         actor: &User,
@@ -164,7 +164,7 @@ pub trait Console: Send + Sync + 'static {
         day: &str,
         reason: &str,
     ) -> Result<(), AppError>;
-    // Bulk work (issue 27 item 3): each item through the single ticket's
+    // Bulk work: each item through the single ticket's
     // own action, in a background job.
     /// `action`: ASSIGN (text = owner) | COMMENT | CLOSE (text = conclusion).
     async fn bulk_action(
@@ -197,7 +197,7 @@ pub trait Console: Send + Sync + 'static {
     async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
     async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;
     async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError>;
-    // ---- the outbox (issue 28, A) ----
+    // ---- the outbox -------------------------------------------------
     async fn outbox(
         &self,
         filter: &crate::outbox::OutboxFilter,
@@ -226,7 +226,7 @@ pub trait Console: Send + Sync + 'static {
         actor: &User,
         job_id: &str,
     ) -> Result<crate::outbox::OutboxJob, AppError>;
-    // B (issue 28): outbox sinks as endpoints.
+    // Outbox sinks as endpoints.
     async fn sinks(&self) -> Result<Vec<crate::sinks::SinkRow>, AppError>;
     /// Pause (`pause`) or resume a sink, with a reason.
     async fn set_sink_paused(
@@ -244,7 +244,7 @@ pub trait Console: Send + Sync + 'static {
         name: &str,
         reason: &str,
     ) -> Result<crate::sinks::RetriedNow, AppError>;
-    // D (issue 28): refused webhooks.
+    // Refused webhooks.
     async fn refused(
         &self,
         filter: &crate::refused::RefusedFilter,

@@ -84,12 +84,12 @@ pub struct Config {
     /// The cut window of reconciliation at the day's edge (default 30
     /// minutes), with per-account overrides.
     pub cut_window: CutWindow,
-    /// B (issue 28): the file's named sinks, the env sinks' attempts, and
+    /// The file's named sinks, the env sinks' attempts, and
     /// when a sink counts as failing.
     pub sinks: Sinks,
-    /// C: alert channels (`[[alert_channels]]` in the file), checked.
+    /// Alert channels (`[[alert_channels]]` in the file), checked.
     pub alert_channels: Vec<crate::alerting::Channel>,
-    /// D (issue 28): the threshold of the refused-webhooks spike alert.
+    /// The threshold of the refused-webhooks spike alert.
     pub refused_spike: crate::engine::RefusedSpike,
 }
 

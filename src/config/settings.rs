@@ -40,25 +40,25 @@ pub(super) struct Layers {
     pull_catch_up_days: Option<Text>,
     statement_missing_hours: Option<Text>,
     statement_keep_days: Option<Text>,
-    // E: the bank side.
+    // The bank side.
     bank_window_days: Option<Text>,
-    // D: closing the day.
+    // Closing the day.
     close_allow_open: Option<Text>,
-    // Ticket ageing and SLA (issue 27, helper B).
+    // Ticket ageing and SLA.
     sla_hours: Option<Text>,
-    // A: the day's edge
+    // The day's edge
     cut_window_minutes: Option<Text>,
-    // B (issue 28): sinks as endpoints.
+    // Sinks as endpoints.
     #[serde(default)]
     sinks: Vec<super::sinks::SinkSection>,
     outbox_max_attempts: Option<Text>,
     sink_failing_attempts: Option<Text>,
     sink_failing_minutes: Option<Text>,
     outbox_in_flight: Option<Text>,
-    // C: alert channels, file only (each with its secrets).
+    // Alert channels, file only (each with its secrets).
     #[serde(default)]
     alert_channels: Vec<crate::alerting::ChannelToml>,
-    // D (issue 28): refused webhooks spiking
+    // Refused webhooks spiking
     refused_spike: Option<Text>,
 }
 
@@ -91,14 +91,14 @@ pub(super) const VARIABLES: [(&str, &str); 30] = [
     ("bank_window_days", "RECKON_BANK_WINDOW_DAYS"),
     ("close_allow_open", "RECKON_CLOSE_ALLOW_OPEN"),
     ("sla_hours", "RECKON_SLA_HOURS"),
-    // A: the day's edge
+    // The day's edge
     ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
-    // B (issue 28): sinks as endpoints.
+    // Sinks as endpoints.
     ("outbox_max_attempts", "RECKON_OUTBOX_MAX_ATTEMPTS"),
     ("sink_failing_attempts", "RECKON_SINK_FAILING_ATTEMPTS"),
     ("sink_failing_minutes", "RECKON_SINK_FAILING_MINUTES"),
     ("outbox_in_flight", "RECKON_OUTBOX_IN_FLIGHT"),
-    // D (issue 28): refused webhooks spiking
+    // Refused webhooks spiking
     ("refused_spike", "RECKON_REFUSED_SPIKE"),
 ];
 
@@ -315,7 +315,7 @@ pub(super) fn checked(
         36_500,
         "days",
     )?;
-    // E: days either side of a payout's arrival its bank credit may be
+    // Days either side of a payout's arrival its bank credit may be
     // booked; past them an unmatched payout or provider credit is a ticket.
     let bank_window_days = number(
         "RECKON_BANK_WINDOW_DAYS",
@@ -324,7 +324,7 @@ pub(super) fn checked(
         60,
         "days",
     )?;
-    // D: closing the day — the highest severity a day may keep open and
+    // Closing the day — the highest severity a day may keep open and
     // still close by itself (NONE: only a day without open tickets).
     let close_given = text(layers.close_allow_open);
     let close_auto = !close_given
@@ -336,7 +336,7 @@ pub(super) fn checked(
         None
     };
 
-    // Ticket ageing and SLA (issue 27, helper B): hours per class.
+    // Ticket ageing and SLA: hours per class.
     let sla_text = text(layers.sla_hours).unwrap_or_default();
     let sla = crate::domain::Sla::parse(&sla_text).map_err(|hint| ConfigError::Invalid {
         key: "RECKON_SLA_HOURS",
@@ -344,10 +344,10 @@ pub(super) fn checked(
         hint,
     })?;
 
-    // A: the day's edge
+    // The day's edge
     let cut_window = cut_window(text(layers.cut_window_minutes), &providers)?;
 
-    // B (issue 28): the file's [[sinks]] beside RECKON_OUTBOX_SINKS's.
+    // The file's [[sinks]] beside RECKON_OUTBOX_SINKS's.
     let outbox_max_attempts = match layers.outbox_max_attempts {
         Some(given) => Some(number(
             "RECKON_OUTBOX_MAX_ATTEMPTS",
@@ -384,7 +384,7 @@ pub(super) fn checked(
         super::sinks::MAX_IN_FLIGHT as i64,
         "messages",
     )? as usize;
-    // C: alert channels, each checked; a name is a sink's, so unique.
+    // Alert channels, each checked; a name is a sink's, so unique.
     let mut alert_channels: Vec<crate::alerting::Channel> = Vec::new();
     for raw in &layers.alert_channels {
         let refused = |hint: String| ConfigError::Invalid {
@@ -403,7 +403,7 @@ pub(super) fn checked(
         }
         alert_channels.push(channel);
     }
-    // D (issue 28): more than N verification failures of one provider in
+    // More than N verification failures of one provider in
     // M minutes raise webhooks_refused_spike (`N/M`, default 20/5).
     let refused_spike = refused_spike(text(layers.refused_spike))?;
 
@@ -438,7 +438,7 @@ pub(super) fn checked(
     })
 }
 
-/// D (issue 28): `RECKON_REFUSED_SPIKE`, `N/M` — more than N verification
+/// `RECKON_REFUSED_SPIKE`, `N/M` — more than N verification
 /// failures of one provider in M minutes (1 to 1440) raise an alert.
 fn refused_spike(given: Option<String>) -> Result<crate::engine::RefusedSpike, ConfigError> {
     let Some(text) = given else {
@@ -479,7 +479,7 @@ fn close_allow_open(given: Option<String>) -> Result<Option<Severity>, ConfigErr
     }
 }
 
-/// A: `RECKON_CUT_WINDOW_MINUTES` — minutes from 0 (no window) to 360 for
+/// `RECKON_CUT_WINDOW_MINUTES` — minutes from 0 (no window) to 360 for
 /// every account, then `NAME=MINUTES` overrides, comma-separated: `30` or
 /// `30,wechat=60`.
 fn cut_window(

@@ -434,7 +434,7 @@ fn each_kind_has_its_statement_day() {
     assert_eq!(day("late"), ("UTC".into(), 5));
 }
 
-/// Ticket ageing and SLA (issue 27, helper B): hours per class over the
+/// Ticket ageing and SLA: hours per class over the
 /// defaults, a typo refused with the variable named.
 #[test]
 fn sla_hours_are_read_per_class() {
@@ -451,7 +451,7 @@ fn sla_hours_are_read_per_class() {
     );
 }
 
-/// A: the cut window — 30 minutes unless set, one figure for every account
+/// The cut window — 30 minutes unless set, one figure for every account
 /// with per-account overrides, in the engine's settings in microseconds; a
 /// bad value or an unknown account names the key.
 #[test]
@@ -492,7 +492,7 @@ fn the_cut_window_defaults_and_is_set_per_account() {
     }
 }
 
-// ---- B (issue 28): sinks as endpoints ---------------------------------------
+// ---- Sinks as endpoints ---------------------------------------------
 
 const SINK_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
 
@@ -616,7 +616,7 @@ fn env_sinks_keep_working_with_the_old_attempts_when_asked() {
     assert!(e.contains("RECKON_OUTBOX_MAX_ATTEMPTS"), "{e}");
 }
 
-/// C: alert channels from the file, checked; a channel named like an
+/// Alert channels from the file, checked; a channel named like an
 /// outbox sink or another channel is refused with the name.
 #[test]
 fn alert_channels_are_checked_and_their_names_unique_among_sinks() {
@@ -641,7 +641,7 @@ fn alert_channels_are_checked_and_their_names_unique_among_sinks() {
     assert!(unknown.to_string().contains("colour"), "{unknown}");
 }
 
-/// D (issue 28): the spike threshold as N/M minutes; a bad one named.
+/// The spike threshold as N/M minutes; a bad one named.
 #[test]
 fn the_refused_spike_threshold_reads_n_per_m_minutes() {
     let c = Config::from_toml("", |_| None).unwrap();

@@ -132,7 +132,7 @@ impl Desk {
             .ageing_of(&day, provider.as_deref(), range)
             .await
             .map_err(internal)?;
-        // B (issue 28): sinks failing now (not paused ones: nothing is tried).
+        // Sinks failing now (not paused ones: nothing is tried).
         let failing_sinks = super::sinks::list(&self.engine)
             .await?
             .into_iter()

@@ -389,7 +389,7 @@ impl Console for Desk {
         self.act_on_day(actor, action, provider, day, reason).await
     }
 
-    // Bulk work (issue 27 item 3).
+    // Bulk work.
     async fn bulk_action(
         &self,
         actor: &User,
@@ -446,7 +446,7 @@ impl Console for Desk {
         self.bulk_detail_of(id).await
     }
 
-    // ---- the outbox (issue 28, A) ----
+    // ---- the outbox -------------------------------------------------
     async fn outbox(
         &self,
         filter: &app::outbox::OutboxFilter,

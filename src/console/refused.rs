@@ -1,4 +1,4 @@
-//! Refused webhooks as the console shows them (issue 28, D): the list with
+//! Refused webhooks as the console shows them: the list with
 //! its filters and counts per reason per hour over the last 24 hours, one
 //! with its headers masked (signatures and secrets shortened), and the
 //! dashboard's count.

@@ -79,21 +79,21 @@ pub struct Settings {
     /// When and how far back each provider's statements are pulled, and
     /// how long their files are kept.
     pub pulls: Pulls,
-    /// D: fees expected and when a day closes by itself.
+    /// Fees expected and when a day closes by itself.
     pub closing: Closing,
     /// Hours a ticket of each class may stay open (the SLA pass reads it).
     pub sla: crate::domain::Sla,
-    /// B (issue 28): when a sink's failures raise `sink_failing`.
+    /// When a sink's failures raise `sink_failing`.
     pub sink_failing: crate::outbox::Failing,
-    /// C: alert channels, sinks of the alerts' messages only.
+    /// Alert channels, sinks of the alerts' messages only.
     pub channels: Vec<crate::alerting::Channel>,
-    /// D: more than this many verification failures of one provider in
+    /// More than this many verification failures of one provider in
     /// the window raise `webhooks_refused_spike`.
     pub refused_spike: RefusedSpike,
 }
 
 impl Settings {
-    /// C: the alert channel a delivery's sink names, if it is one.
+    /// The alert channel a delivery's sink names, if it is one.
     pub fn channel(&self, sink: &str) -> Option<&crate::alerting::Channel> {
         self.channels.iter().find(|c| c.name == sink)
     }
@@ -251,7 +251,7 @@ pub struct Engine {
     ingest: tokio::sync::mpsc::Sender<ingest::Job>,
     /// Refusals stored in the current minute: (minute, count).
     refused_gate: Arc<std::sync::Mutex<(i64, u32)>>,
-    /// D: verification failures counted here before they are written.
+    /// Verification failures counted here before they are written.
     refused_tally: Arc<refused::Tallies>,
 }
 

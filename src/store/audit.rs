@@ -359,7 +359,7 @@ pub async fn verify(
     })
 }
 
-// ---- The console (issue 25, r25-triage) -------------------------------------
+// ---- The console ----------------------------------------------------
 
 /// The replays of a stored callback: when, by whom, and what each did
 /// (the entry's `after`, JSON).
@@ -390,4 +390,4 @@ pub async fn proposal_comments<'e>(
     .fetch_all(e)
     .await
 }
-// ---- end of the console (r25-triage) ----------------------------------------
+// ---- end of the console ---------------------------------------------

@@ -419,7 +419,7 @@ pub async fn take_back(conn: &mut impl Statements, ids: &[&str]) -> sqlx::Result
     Ok(())
 }
 
-// ---- Triage and the console (issue 25, r25-triage) --------------------------
+// ---- Triage and the console -----------------------------------------
 // A stored callback as a replay and the console's pages read it.
 
 /// provider, payment_no, verify_result, headers_json, payload, trace_id
@@ -637,4 +637,4 @@ pub async fn processing_time_at(
         .fetch_optional(&db.pool)
         .await
 }
-// ---- end of triage and the console (r25-triage) -----------------------------
+// ---- end of triage and the console ----------------------------------

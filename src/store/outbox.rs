@@ -324,7 +324,7 @@ pub async fn insert_events_many(
     Ok(())
 }
 
-// ---- The console (issue 25, r25-triage) -------------------------------------
+// ---- The console ----------------------------------------------------
 
 /// A payment's outbox message with one of its deliveries (none when no
 /// sink is configured).
@@ -353,4 +353,4 @@ pub async fn deliveries_of<'e>(
     .fetch_all(e)
     .await
 }
-// ---- end of the console (r25-triage) ----------------------------------------
+// ---- end of the console ---------------------------------------------

@@ -1,4 +1,4 @@
-//! Outbox operations (issue 28): the `outbox_attempts` log, the outbox
+//! Outbox operations: the `outbox_attempts` log, the outbox
 //! list and a message's page, resending a delivery (status back to
 //! PENDING, attempts 0, due now; the message id kept), and the
 //! `outbox_jobs` / `outbox_job_items` tables of bulk resends and recovers.
@@ -282,7 +282,7 @@ pub async fn known_sinks<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Resu
         .await
 }
 
-// ---- jobs -------------------------------------------------------------------
+// ---- jobs -----------------------------------------------------------
 
 pub struct NewJob<'a> {
     pub job_id: &'a str,

@@ -471,7 +471,7 @@ pub async fn insert_history_many(
     .await
 }
 
-// ---- Triage and the console (issue 25, r25-triage) --------------------------
+// ---- Triage and the console -----------------------------------------
 // A payment as the console lists and shows it and as a fix sees it; the
 // fixes' own reads and writes of a payment.
 
@@ -638,4 +638,4 @@ pub async fn count_written<'e>(
         .fetch_one(e)
         .await
 }
-// ---- end of triage and the console (r25-triage) -----------------------------
+// ---- end of triage and the console ----------------------------------

@@ -303,7 +303,7 @@ pub async fn payment_of_txn<'e>(
     .await
 }
 
-// ---- The console (issue 25, r25-triage) -------------------------------------
+// ---- The console ----------------------------------------------------
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct LedgerRow {
@@ -328,4 +328,4 @@ pub async fn ledger_of<'e>(
     .fetch_all(e)
     .await
 }
-// ---- end of the console (r25-triage) ----------------------------------------
+// ---- end of the console ---------------------------------------------

@@ -11,7 +11,7 @@
 //!
 //! Hand-written, not `rusqlite` (which links the same `libsqlite3-sys`):
 //! through rusqlite the recon bench's day of payments read measurably
-//! slower (issue 25).
+//! slower.
 
 use libsqlite3_sys as ffi;
 use std::ffi::{CStr, CString};

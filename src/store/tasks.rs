@@ -326,7 +326,7 @@ pub async fn query_soon<'e>(
     Ok(true)
 }
 
-// ---- The console (issue 25, r25-triage) -------------------------------------
+// ---- The console ----------------------------------------------------
 
 /// A provider call about a payment, as the console shows it.
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -350,4 +350,4 @@ pub async fn of_payment<'e>(
     .fetch_all(e)
     .await
 }
-// ---- end of the console (r25-triage) ----------------------------------------
+// ---- end of the console ---------------------------------------------

@@ -716,7 +716,7 @@ pub async fn count_open_of_day_apart(db: &Db, provider: &str, date: &str) -> sql
 }
 
 // ---------------------------------------------------------------------------
-// The SLA (issue 27): open tickets past their class's hours, each marked
+// The SLA: open tickets past their class's hours, each marked
 // once by the statement that raises its alert.
 // ---------------------------------------------------------------------------
 

@@ -191,7 +191,7 @@ pub async fn update_lang<'e>(
         .rows_affected())
 }
 
-// ---- Triage (issue 25, r25-triage) ------------------------------------------
+// ---- Triage ---------------------------------------------------------
 
 /// The user `username` if it is enabled and may own tickets (operator or
 /// supervisor).
@@ -216,4 +216,4 @@ pub async fn workers<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<V
     .fetch_all(e)
     .await
 }
-// ---- end of triage (r25-triage) ---------------------------------------------
+// ---- end of triage --------------------------------------------------

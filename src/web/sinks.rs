@@ -1,4 +1,4 @@
-//! Outbox sinks through the API (Bearer API token; issue 28, helper B):
+//! Outbox sinks through the API (Bearer API token):
 //! each sink's state and deliveries by state, pausing or resuming one, and
 //! making its deliveries that wait for a later retry due now, each with a
 //! reason — audited with the token's name, as the console audits a

@@ -1,4 +1,4 @@
-//! Ticket ageing and SLA (issue 27, item 2) on SQLite and PostgreSQL: the
+//! Ticket ageing and SLA on SQLite and PostgreSQL: the
 //! tickets come from real reconciliations of the sandbox's statements, each
 //! on its own day by the engine's hand-moved clock, are closed through the
 //! console, and are read back through the dashboard and the tickets list's

@@ -35,12 +35,12 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/outbox/recover"),
     ("get", "/api/v1/outbox/jobs/{job_id}"),
     ("post", "/api/v1/outbox/jobs/{job_id}/cancel"),
-    // B (issue 28): outbox sinks.
+    // Outbox sinks.
     ("get", "/api/v1/sinks"),
     ("post", "/api/v1/sinks/{name}/pause"),
     ("post", "/api/v1/sinks/{name}/resume"),
     ("post", "/api/v1/sinks/{name}/retry"),
-    // D (issue 28): refused webhooks.
+    // Refused webhooks.
     ("get", "/api/v1/refused"),
     ("get", "/api/v1/refused/{id}"),
 ];

@@ -1,4 +1,4 @@
-//! Outbox operations (issue 28): a sink's long outage dead-letters its
+//! Outbox operations: a sink's long outage dead-letters its
 //! messages, one recover queues them again and each is delivered exactly
 //! once more under the same `webhook-id`, with every attempt logged; a bulk
 //! resend cancelled half-way; roles and audit. Each on SQLite and
@@ -918,7 +918,7 @@ async fn the_command_line_retries_a_sink_now(b: Backend) {
     );
 }
 
-/// The measure of issue 28: a bulk resend of 10,000 delivered messages to a
+/// The measure: a bulk resend of 10,000 delivered messages to a
 /// local sink — the time to queue them, then the relay's delivery rate.
 /// Prints the figures; asserts only that every one was delivered once more.
 /// `cargo nextest run --test api -E 'test(/measure_bulk_resend/)' --run-ignored only --no-capture`

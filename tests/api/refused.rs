@@ -1,4 +1,4 @@
-//! Refused webhooks (issue 28, D), each on SQLite and PostgreSQL over real
+//! Refused webhooks, each on SQLite and PostgreSQL over real
 //! HTTP: every diagnosis from its real cause — a Stripe event signed ten
 //! minutes off, one signed only with a retired secret, a body changed after
 //! a verified delivery of the same event and the same body with a signature

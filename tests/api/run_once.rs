@@ -1,4 +1,4 @@
-//! Scheduled work runs once across instances (issue 29), on SQLite and
+//! Scheduled work runs once across instances, on SQLite and
 //! PostgreSQL: two instances on one database beat at the same moment and
 //! each job of the beat runs on one of them — one pull of the day, one
 //! ticket, one SLA alert; an instance that stops keeps its jobs until its

@@ -1,4 +1,4 @@
-//! Sinks as endpoints (issue 28, helper B), each test on SQLite and on
+//! Sinks as endpoints, each test on SQLite and on
 //! PostgreSQL, against receivers on 127.0.0.1 and a hand-moved clock:
 //! both signatures during a secret rotation, each verified as the Standard
 //! Webhooks spec says (not with Reckon's signing code); a paused sink

@@ -150,9 +150,9 @@ mod bulk;
 pub use bulk::*;
 mod outbox;
 pub use outbox::*;
-// B (issue 28): outbox sinks.
+// Outbox sinks.
 mod sinks;
 pub use sinks::*;
-// D (issue 28): refused webhooks.
+// Refused webhooks.
 mod refused;
 pub use refused::*;

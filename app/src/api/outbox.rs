@@ -1,4 +1,4 @@
-//! Server functions of the outbox page (issue 28): reading is open to every
+//! Server functions of the outbox page: reading is open to every
 //! role; resending, recovering and cancelling to operators and supervisors.
 
 use crate::error::AppError;

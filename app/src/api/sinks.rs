@@ -1,4 +1,4 @@
-//! Server functions of the sinks page (issue 28, helper B): reading is open
+//! Server functions of the sinks page: reading is open
 //! to every role; pausing, resuming and "retry now" to operators and
 //! supervisors.
 

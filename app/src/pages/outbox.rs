@@ -1,4 +1,4 @@
-//! The outbox (issue 28): every message Reckon sent or will send, each
+//! The outbox: every message Reckon sent or will send, each
 //! sink's delivery (delivered, retrying, DEAD) filtered by event type,
 //! sink, status, payment and time; a message's payload and every attempt;
 //! resending one message, many by the filter, or a sink's DEAD deliveries

@@ -1,4 +1,4 @@
-//! Refused webhooks (issue 28, D): every webhook Reckon did not believe or
+//! Refused webhooks: every webhook Reckon did not believe or
 //! could not read, newest first, filtered by provider, kind, diagnosis and
 //! days; the counts per reason per hour of the last 24 hours; one with its
 //! headers masked and the first bytes of its body. A diagnosis names the

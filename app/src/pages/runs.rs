@@ -38,15 +38,17 @@ fn RunsBody() -> impl IntoView {
         move || (after(), resume.version().get()),
         |(a, _)| list_runs(a),
     );
-    let running = Signal::derive(move || {
-        let listed = page.get().and_then(Result::ok);
-        let wanted = shown();
-        listed.is_some_and(|p| {
+    // A refetch that fails or is still loading leaves the page as it was,
+    // so it keeps following rather than stopping on a transient error.
+    let running = Memo::new(move |before: Option<&bool>| match page.get() {
+        Some(Ok(p)) => {
+            let wanted = shown();
             p.items.iter().any(|r| r.status == "RUNNING")
                 || wanted.is_some_and(|w| !p.items.iter().any(|r| r.id == w))
-        })
+        }
+        _ => before.copied().unwrap_or(shown().is_some()),
     });
-    poll_while(running, move || page.refetch());
+    poll_while(running.into(), move || page.refetch());
     let err = action_error(resume, url_error());
     let may_work = matches!(user.role, Role::Operator | Role::Supervisor);
     let title = tr(lang, "Reconciliation runs", "对账批次");

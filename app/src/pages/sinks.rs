@@ -1,4 +1,4 @@
-//! Outbox sinks (issue 28, helper B): each sink's endpoint, what it wants,
+//! Outbox sinks: each sink's endpoint, what it wants,
 //! its retry schedule and state, its deliveries by state, and pausing or
 //! resuming it, or making its deliveries waiting for a retry due now, with
 //! a reason (operators and supervisors; audited). Also the dashboard's

@@ -1,0 +1,191 @@
+//! `reckon recon …`, `reckon bank …` and `reckon payment …`: statements
+//! imported and pulled, bank statements matched, a hold released.
+
+use crate::config::Config;
+use anyhow::Context;
+use clap::Subcommand;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ReconCommand {
+    /// Read a provider's statement for one business day (streamed from the
+    /// file, any size) and reconcile the day; prints the run as JSON.
+    Import {
+        /// The provider account, as configured (e.g. alipay, wechat, sandbox).
+        #[arg(long)]
+        provider: String,
+        /// The business day, YYYY-MM-DD, in RECKON_TIMEZONE.
+        #[arg(long)]
+        date: String,
+        file: PathBuf,
+        /// Skip up to this many malformed lines instead of refusing the
+        /// statement (each is listed on the run; totals then go unchecked).
+        #[arg(long, default_value_t = 0)]
+        accept_bad_lines: u32,
+    },
+    /// Pull a provider's statement for one business day through its API
+    /// (page by page) and reconcile the day; prints the run as JSON.
+    Pull {
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        date: String,
+    },
+    /// Go on with a pull that failed, from its saved cursor.
+    Resume { run_id: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum BankCommand {
+    /// Import a bank statement (ISO 20022 camt.053 XML, or CSV) and match
+    /// the providers' payouts against it; prints what was stored and
+    /// decided as JSON. The same file twice changes nothing.
+    Import {
+        file: PathBuf,
+        /// camt053 or csv (default: XML is camt.053, anything else CSV).
+        #[arg(long)]
+        format: Option<String>,
+        /// The CSV's columns, `field=Header;…` over the default
+        /// date,amount,currency,reference,counterparty,direction.
+        #[arg(long)]
+        csv_columns: Option<String>,
+    },
+    /// Match payouts against the bank's credits now; prints what was decided.
+    Match,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum PaymentCommand {
+    /// Lift reconciliation's hold on a payment (LOCAL_ONLY, ONE_TO_MANY)
+    /// once a person has decided; audited with the note.
+    Release {
+        payment_no: String,
+        #[arg(long)]
+        note: String,
+        /// Who decides (recorded in the audit log).
+        #[arg(long, default_value = "cli")]
+        actor: String,
+    },
+}
+
+pub(super) async fn recon(config: &Config, cmd: ReconCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ReconCommand::Import {
+            provider,
+            date,
+            file,
+            accept_bad_lines,
+        } => {
+            if !file.is_file() {
+                anyhow::bail!("cannot read {}: not a file", file.display());
+            }
+            let engine = crate::startup::engine_of(config).await?;
+            let name = file.file_name().map(|n| n.to_string_lossy().to_string());
+            let imp = crate::recon::Import {
+                provider: &provider,
+                business_date: &date,
+                source: "import",
+                file_name: name.as_deref(),
+                input: crate::recon::Input::File(file.clone()),
+                started_by: "cli",
+                accept_bad_lines,
+                run_id: None,
+                hash: None,
+            };
+            report_run(crate::recon::import_statement(&engine, imp).await)
+        }
+        ReconCommand::Pull { provider, date } => {
+            let engine = crate::startup::engine_of(config).await?;
+            report_run(crate::recon::pull_statement(&engine, &provider, &date, "cli").await)
+        }
+        ReconCommand::Resume { run_id } => {
+            let engine = crate::startup::engine_of(config).await?;
+            report_run(crate::recon::resume_run(&engine, &run_id).await)
+        }
+    }
+}
+
+pub(super) async fn bank(config: &Config, cmd: BankCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BankCommand::Import {
+            file,
+            format,
+            csv_columns,
+        } => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let engine = crate::startup::engine_of(config).await?;
+            let name = file.file_name().map(|n| n.to_string_lossy().to_string());
+            let imp = crate::bank::BankImport {
+                bytes: &bytes,
+                file_name: name.as_deref(),
+                format: format.as_deref(),
+                csv_columns: csv_columns.as_deref(),
+                actor: "cli",
+            };
+            match crate::bank::import(&engine, imp).await {
+                Ok(imported) => println!("{}", serde_json::to_string_pretty(&imported)?),
+                Err(crate::bank::BankError::Refused(why)) => {
+                    eprintln!("reckon: the bank statement was refused: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        BankCommand::Match => {
+            let engine = crate::startup::engine_of(config).await?;
+            let figures = crate::bank::match_payouts(&engine, engine.now()).await?;
+            println!("{}", serde_json::to_string_pretty(&figures)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn payment(config: &Config, cmd: PaymentCommand) -> anyhow::Result<ExitCode> {
+    let PaymentCommand::Release {
+        payment_no,
+        note,
+        actor,
+    } = cmd;
+    let engine = crate::startup::engine_of(config).await?;
+    match crate::recon::release_hold(&engine, &actor, &payment_no, &note).await {
+        Ok(reason) => println!("released {payment_no} (was held: {reason})"),
+        Err(crate::recon::ReconError::Invalid(why)) => {
+            eprintln!("reckon: error: {why}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run as JSON on standard output; a refused statement is one line on
+/// standard error and a failing exit.
+fn report_run(
+    result: Result<crate::recon::RunRow, crate::recon::ReconError>,
+) -> anyhow::Result<ExitCode> {
+    match result {
+        Ok(run) => {
+            if let Some(note) = &run.note {
+                eprintln!("reckon: {note}");
+            }
+            println!("{}", serde_json::to_string_pretty(&run)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(crate::recon::ReconError::Refused(why)) => {
+            eprintln!("reckon: the statement was refused: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(crate::recon::ReconError::Invalid(why)) => {
+            eprintln!("reckon: error: {why}");
+            Ok(ExitCode::from(2))
+        }
+        // EX_TEMPFAIL: the same command works once the other pull ends.
+        Err(crate::recon::ReconError::Busy(why)) => {
+            eprintln!("reckon: busy: {why}");
+            Ok(ExitCode::from(75))
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -3,15 +3,11 @@
 
 use crate::accounts::Accounts;
 use crate::config::Config;
-use crate::domain::ProviderName;
-use crate::engine::{
-    Clock, CreatePayment, Engine, Pulls, Settings, Sink, StatementDay, SystemClock,
-};
+use crate::demo::Demo;
+use crate::engine::{Clock, Engine, Pulls, Settings, Sink, StatementDay, SystemClock};
 use crate::metrics::Metrics;
-use crate::providers::sandbox::Sandbox;
 use crate::providers::signing::Secret;
 use crate::providers::{Provider, Providers};
-use crate::sandbox_server::{Chaos, SandboxServer};
 use crate::store::Db;
 use crate::web::{self, AppState, sessions};
 use anyhow::Context;
@@ -30,9 +26,8 @@ pub struct Application {
     addr: SocketAddr,
     pub accounts: Accounts,
     pub engine: Engine,
-    /// The in-process sandbox of the demo, if running.
-    pub sandbox: Option<SandboxServer>,
-    demo_traffic: bool,
+    /// The demo with its in-process sandbox, if running.
+    demo: Option<Demo>,
     /// Whether to start the workers (the demo starts them after its history).
     workers: bool,
     demo_recon_after: Duration,
@@ -102,26 +97,12 @@ impl Application {
 
         let mut providers = providers_of(config)?;
         let mut extra = axum::Router::new();
-        let mut sandbox = None;
+        let mut demo = None;
         if options.demo && !config.providers.iter().any(|p| p.name() == "sandbox") {
-            let secret = Secret::random();
-            let server = SandboxServer::new(
-                &format!("http://{addr}/webhooks/sandbox"),
-                secret.clone(),
-                Chaos {
-                    settle_ms: 1500,
-                    fail_rate: 0.1,
-                    duplicates: 2,
-                    ..Chaos::default()
-                },
-            );
-            extra = extra.nest("/sandbox", server.router());
-            providers.push(Arc::new(Sandbox::new(
-                ProviderName::parse("sandbox").expect("valid name"),
-                &format!("http://{addr}/sandbox"),
-                secret,
-            )));
-            sandbox = Some(server);
+            let d = Demo::beside(addr);
+            extra = extra.nest("/sandbox", d.router());
+            providers.push(d.provider());
+            demo = Some(d);
         }
         let settings = settings_of(config)?;
         let engine = Engine::new(
@@ -152,7 +133,7 @@ impl Application {
         };
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
         // The demo writes its history first (the daily pull must find it).
-        if options.workers && sandbox.is_none() {
+        if options.workers && demo.is_none() {
             crate::workers::spawn(&engine);
         }
         Ok(Application {
@@ -161,10 +142,9 @@ impl Application {
             addr,
             accounts,
             engine,
-            demo_traffic: sandbox.is_some(),
             workers: options.workers,
             demo_recon_after: options.demo_recon_after,
-            sandbox,
+            demo,
             session_store,
             limits,
             metrics,
@@ -186,25 +166,8 @@ impl Application {
                 .delete_expired_every(Duration::from_secs(600)),
         );
         let checkpoints = tokio::spawn(log_audit_checkpoints(self.accounts.db.clone()));
-        if self.demo_traffic {
-            tokio::spawn(demo_traffic(self.engine.clone()));
-            if let Some(sandbox) = self.sandbox.clone() {
-                let (engine, history_sandbox) = (self.engine.clone(), sandbox.clone());
-                let workers = self.workers;
-                tokio::spawn(async move {
-                    if let Err(e) = crate::demo::history(engine.clone(), history_sandbox).await {
-                        tracing::warn!(error = %e, "demo history not written");
-                    }
-                    if workers {
-                        crate::workers::spawn(&engine);
-                    }
-                });
-                tokio::spawn(demo_reconciliation(
-                    self.engine.clone(),
-                    sandbox,
-                    self.demo_recon_after,
-                ));
-            }
+        if let Some(demo) = self.demo.clone() {
+            demo.start(&self.engine, self.workers, self.demo_recon_after);
         }
         let served = web::listener::serve(
             self.listener,
@@ -232,66 +195,6 @@ async fn log_audit_checkpoints(db: Db) {
             }
             Err(e) => tracing::warn!(error = %e, "audit checkpoint not made"),
         }
-    }
-}
-
-/// The demo's steady trickle of payments through the in-process sandbox,
-/// and now and then a refund of one paid a few seconds before: every fifth
-/// payment is partly refunded, every tenth in full.
-async fn demo_traffic(engine: Engine) {
-    let currencies = ["CNY", "CNY", "USD", "EUR"];
-    let run = uuid::Uuid::new_v4().simple().to_string();
-    let mut recent: std::collections::VecDeque<(String, i64)> = Default::default();
-    for n in 1u64.. {
-        let amount_minor = 100 + (n as i64 * 7919) % 99_900;
-        let req = CreatePayment {
-            order_no: format!("DEMO-{}-{n:05}", &run[..6]),
-            provider: "sandbox".into(),
-            amount_minor,
-            currency: currencies[(n % 4) as usize].into(),
-            description: Some("demo order".into()),
-        };
-        match engine
-            .create_payment("demo", &format!("demo-{run}-{n}"), &req)
-            .await
-        {
-            Ok(payment) => recent.push_back((payment.payment_no, amount_minor)),
-            Err(e) => tracing::warn!(error = %e, "demo payment not created"),
-        }
-        if n % 5 != 0 {
-            if recent.len() > 3 {
-                recent.pop_front();
-            }
-        } else {
-            // The oldest recent payment that takes a refund: one held by
-            // reconciliation (the demo's own disagreements hold some) or
-            // not yet paid is passed over for the next.
-            while recent.len() > 1
-                && let Some((payment_no, amount)) = recent.pop_front()
-            {
-                let refund = crate::engine::CreateRefund {
-                    amount_minor: if n % 10 == 0 { amount } else { amount / 2 },
-                    currency: None,
-                    reason: "demo: customer returned the goods".into(),
-                };
-                match engine
-                    .request_refund(
-                        "demo",
-                        &format!("demo-refund-{run}-{payment_no}"),
-                        &payment_no,
-                        &refund,
-                    )
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(crate::engine::MerchantError::Refused(r)) => {
-                        tracing::info!(refusal = %r.error, "demo refund not taken")
-                    }
-                    Err(e) => tracing::warn!(error = %e, "demo refund not requested"),
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(3)).await;
     }
 }
 
@@ -458,63 +361,6 @@ pub async fn engine_of(config: &Config) -> anyhow::Result<Engine> {
         Arc::new(crate::engine::SystemClock),
         settings_of(config)?,
     ))
-}
-
-/// The demo's reconciled day: a minute in, the sandbox is made to disagree
-/// with Reckon in three ways a finance team meets — a payment only the
-/// provider has, one the provider now calls failed, one with another
-/// amount — and today's statement is pulled and reconciled; again every
-/// ten minutes with fresh cases, so the console always has tickets to triage.
-async fn demo_reconciliation(engine: Engine, sandbox: SandboxServer, after: Duration) {
-    use crate::providers::sandbox::PaymentData;
-    tokio::time::sleep(after).await;
-    for round in 1u32.. {
-        // Two paid payments to make disagree (a minute at most to get them).
-        let mut paid: Vec<(String, i64, String, Option<String>)> = Vec::new();
-        for _ in 0..30 {
-            paid = crate::store::payments::latest_paid(&engine.db.pool, "sandbox", 2)
-                .await
-                .unwrap_or_default();
-            if paid.len() == 2 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        }
-        let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_ascii_uppercase();
-        sandbox.put(PaymentData {
-            payment_no: format!("PAYFOREIGN{tag}"),
-            txn_id: format!("SBXFOREIGN{tag}"),
-            status: "SUCCEEDED".into(),
-            amount: "66.60".into(),
-            currency: "CNY".into(),
-        });
-        for (i, (payment_no, minor, currency, txn)) in paid.into_iter().enumerate() {
-            let Ok(cur) = crate::domain::Currency::parse(&currency) else {
-                continue;
-            };
-            let (status, minor) = if i == 0 {
-                ("FAILED", minor)
-            } else {
-                ("SUCCEEDED", minor + 100)
-            };
-            sandbox.put(PaymentData {
-                payment_no,
-                txn_id: txn.unwrap_or_default(),
-                status: status.into(),
-                amount: crate::domain::Money::new(minor, cur).major_string(),
-                currency,
-            });
-        }
-        let today = jiff::Timestamp::now()
-            .to_zoned(engine.settings.timezone.clone())
-            .date()
-            .to_string();
-        match crate::recon::pull_statement(&engine, "sandbox", &today, "demo").await {
-            Ok(run) => tracing::info!(run_id = %run.run_id, round, "demo day reconciled"),
-            Err(e) => tracing::warn!(error = %e, "demo reconciliation"),
-        }
-        tokio::time::sleep(Duration::from_secs(600)).await;
-    }
 }
 
 /// Opens the database named by the configuration and applies migrations.

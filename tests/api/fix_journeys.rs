@@ -7,7 +7,7 @@
 //! and D+1 yesterday; the cut window is the default 30 minutes.
 
 use crate::both_databases;
-use crate::cutoff::at;
+use crate::day_edge::at;
 use crate::helpers::Backend;
 use crate::recon::row;
 use crate::triage::{Desk, desk_with};

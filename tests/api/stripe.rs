@@ -2,7 +2,7 @@
 //! official `stripe` npm package and by an independent signer here, and a
 //! local server speaking Stripe's PaymentIntents API for creates and status
 //! queries, refunds and the balance transactions list (its pulls are in
-//! `stripe_pull`). Each on SQLite and PostgreSQL.
+//! `pulls::stripe`). Each on SQLite and PostgreSQL.
 
 use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};

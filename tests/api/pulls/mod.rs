@@ -1,12 +1,14 @@
-//! Pulls of WeChat Pay's and Alipay's bills through their bill APIs, each
-//! against the local server of tests/api/wechatpay.rs or alipay.rs, which
-//! also plays the bill API in the provider's published wire format
-//! (signed applications, a gzipped bill with its SHA1, a zip of the
-//! 业务明细 and its 汇总), with its faults: no bill yet, a 500 on the
+//! Pulls of providers' statements through their APIs: Stripe's balance
+//! transactions (`stripe`), and WeChat Pay's and Alipay's bills through
+//! their bill APIs, each against the local server of tests/api/wechatpay.rs
+//! or alipay.rs, which also plays the bill API in the provider's published
+//! wire format (signed applications, a gzipped bill with its SHA1, a zip of
+//! the 业务明细 and its 汇总), with its faults: no bill yet, a 500 on the
 //! download, a wrong digest, a forged answer, a slow answer. Each on SQLite
 //! and PostgreSQL.
 
 pub(crate) mod alipay;
+pub(crate) mod stripe;
 pub(crate) mod wechat;
 
 use crate::helpers::TestApp;

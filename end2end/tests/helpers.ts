@@ -8,7 +8,29 @@ export async function hydrated(page: Page) {
   await expect(page.locator('body[data-hydrated="true"]')).toHaveCount(1);
 }
 
+/**
+ * What a page said to its console, the errors it threw and its runs-list
+ * requests: printed when a page stops following what it shows.
+ */
+const pageLogs = new WeakMap<Page, string[]>();
+export function watch(page: Page) {
+  if (pageLogs.has(page)) return;
+  const log: string[] = [];
+  pageLogs.set(page, log);
+  const at = () => new Date().toISOString().slice(11, 23);
+  page.on('pageerror', (e) => log.push(`${at()} pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') log.push(`${at()} console.${m.type()}: ${m.text()}`);
+  });
+  page.on('requestfailed', (r) => log.push(`${at()} request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => {
+    if (r.url().includes('runs/list')) log.push(`${at()} ${r.url()} ${r.status()}`);
+  });
+  page.on('load', () => log.push(`${at()} load ${page.url()}`));
+}
+
 export async function signIn(page: Page, username: string, password: string, opts = { hydrate: true }) {
+  watch(page);
   await page.goto('/login');
   if (opts.hydrate) await hydrated(page);
   await page.fill('#username', username);
@@ -36,7 +58,12 @@ export async function uploadedRunCompletes(page: Page) {
   await hydrated(page);
   const run = new URL(page.url()).searchParams.get('run')!;
   const row = page.locator(`#runs tr[data-run="${run}"]`);
-  await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });
+  try {
+    await expect(row).toHaveAttribute('data-status', 'COMPLETED', { timeout: 120_000 });
+  } catch (e) {
+    const log = (pageLogs.get(page) ?? []).slice(-40).join('\n');
+    throw new Error(`${e}\n--- the page's log:\n${log}`);
+  }
   return run;
 }
 

@@ -422,12 +422,7 @@ async fn a_missing_alipay_notification_is_found_by_trade_query_after_a_timeout(b
     a.clock.advance_secs(720 * 60 + 1);
     assert_eq!(run().await, 1);
     assert_eq!(a.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
-    let txn: Option<String> =
-        sqlx::query_scalar("SELECT provider_txn_id FROM payments WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_one(&a.app.accounts.db.pool)
-            .await
-            .unwrap();
+    let txn: Option<String> = crate::reads::payment_txn(&a.app.accounts.db.pool, &p).await;
     assert_eq!(txn.as_deref(), Some("2026113022001"));
     assert_eq!(a.gateway.calls.load(Ordering::SeqCst), 5);
     assert_eq!(
@@ -547,13 +542,7 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
             body["refund_no"].as_str().unwrap().to_owned()
         }
     };
-    let status_of = |no: String| async move {
-        sqlx::query_scalar::<_, String>("SELECT status FROM refunds WHERE refund_no = $1")
-            .bind(no)
-            .fetch_one(pool)
-            .await
-            .unwrap()
-    };
+    let status_of = |no: String| async move { crate::reads::refund_status(pool, &no).await };
     let figures = || async {
         sqlx::query_as::<_, (i64, i64)>(
             "SELECT refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
@@ -595,12 +584,7 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
     // A running total that cannot be (more than was ever asked): refused.
     assert_eq!(a.post(notice("n-r2", &second, "60.00")).await.0, 200);
     assert_eq!(status_of(second.clone()).await, "PENDING");
-    let classes: Vec<String> =
-        sqlx::query_scalar("SELECT class FROM discrepancies WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_all(pool)
-            .await
-            .unwrap();
+    let classes: Vec<String> = crate::reads::classes_of(pool, &p).await;
     assert_eq!(classes, ["REFUND_MISMATCH"]);
     // The right one: 30.00 + 20.00.
     assert_eq!(a.post(notice("n-r3", &second, "50.00")).await.0, 200);
@@ -619,12 +603,7 @@ async fn alipay_refunds_are_requested_queried_and_notified_with_the_running_tota
         .unwrap();
     assert_eq!(status_of(third).await, "SUCCEEDED");
     assert_eq!(figures().await, (6000, 0));
-    let ledger: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    let ledger: i64 = crate::reads::ledger_entries_of(pool, &p).await;
     assert_eq!(ledger, 3);
     assert_eq!(a.gateway.bad_requests.load(Ordering::SeqCst), 0);
 }

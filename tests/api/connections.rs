@@ -107,10 +107,7 @@ async fn two_thousand_idle_connections_do_not_keep_callbacks_out(b: Backend) {
         .await
         .expect("healthz answers");
     assert_eq!(health.status(), 200);
-    let paid: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM payments WHERE status = 'SUCCEEDED'")
-        .fetch_one(e.pool())
-        .await
-        .unwrap();
+    let paid: i64 = crate::reads::succeeded_payments(e.pool()).await;
     assert_eq!(paid, 40);
     drop(held);
 }

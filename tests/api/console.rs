@@ -723,10 +723,7 @@ async fn the_console_and_the_api_refuse_the_same_upload_forms(b: Backend) {
         let body: Value = res.json().await.unwrap();
         assert_eq!(body, serde_json::json!({ "error": says }));
     }
-    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
-        .fetch_one(d.app.pool())
-        .await
-        .unwrap();
+    let runs: i64 = crate::reads::runs(d.app.pool()).await;
     assert_eq!(runs, 0, "a refused form starts no run");
 }
 

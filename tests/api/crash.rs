@@ -167,12 +167,7 @@ impl Drill {
 /// Each payment has exactly one effect and one outbox message.
 async fn each_once(db: &reckon::store::Db, created: &[String]) {
     for p in created {
-        let effects: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
-                .bind(p)
-                .fetch_one(&db.pool)
-                .await
-                .unwrap();
+        let effects: i64 = crate::reads::effects_of(&db.pool, p).await;
         assert_eq!(effects, 1, "{p}");
         let events: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = $1")
@@ -195,12 +190,7 @@ async fn a_killed_server_completes_every_payment_once_after_restart(b: Backend) 
     let db = reckon::store::Db::connect(&config.database_url)
         .await
         .unwrap();
-    let succeeded = || async {
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM payments WHERE status = 'SUCCEEDED'")
-            .fetch_one(&db.pool)
-            .await
-            .unwrap()
-    };
+    let succeeded = || async { crate::reads::succeeded_payments(&db.pool).await };
     for _ in 0..2000 {
         if succeeded().await > 0 {
             break;

@@ -415,12 +415,7 @@ async fn a_refund_at_the_edge_waits_for_the_next_statement(b: Backend) {
                 .unwrap();
             app.sandbox.settle_refund(&no, true);
             for _ in 0..200 {
-                let s: String =
-                    sqlx::query_scalar("SELECT status FROM refunds WHERE refund_no = $1")
-                        .bind(&no)
-                        .fetch_one(app.pool())
-                        .await
-                        .unwrap();
+                let s: String = crate::reads::refund_status(app.pool(), &no).await;
                 if s == "SUCCEEDED" {
                     break;
                 }

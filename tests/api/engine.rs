@@ -482,11 +482,7 @@ async fn a_burst_of_mixed_callbacks_is_grouped_and_each_is_right(b: Backend) {
     for ((id, _, want), res) in sends.iter().zip(results) {
         assert_eq!(res.status().as_u16(), *want, "{id}");
     }
-    let succeeded: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM payments WHERE status = 'SUCCEEDED'")
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+    let succeeded: i64 = crate::reads::succeeded_payments(app.pool()).await;
     assert_eq!(succeeded, 110, "all but the ten lying amounts");
     let effects: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects")
         .fetch_one(app.pool())

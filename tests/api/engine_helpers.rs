@@ -238,11 +238,7 @@ impl EngineApp {
     }
 
     pub async fn status(&self, payment_no: &str) -> String {
-        sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(self.pool())
-            .await
-            .unwrap()
+        crate::reads::payment_status(self.pool(), payment_no).await
     }
 
     pub async fn wait_for_status(&self, payment_no: &str, want: &str) {

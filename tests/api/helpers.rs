@@ -281,18 +281,8 @@ impl TestApp {
     /// A payment's status and how many effects it has.
     pub async fn payment_state(&self, payment_no: &str) -> (String, i64) {
         let pool = &self.accounts.db.pool;
-        let status: String =
-            sqlx::query_scalar("SELECT status FROM payments WHERE payment_no = $1")
-                .bind(payment_no)
-                .fetch_one(pool)
-                .await
-                .unwrap();
-        let effects: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM payment_effects WHERE payment_no = $1")
-                .bind(payment_no)
-                .fetch_one(pool)
-                .await
-                .unwrap();
+        let status: String = crate::reads::payment_status(pool, payment_no).await;
+        let effects: i64 = crate::reads::effects_of(pool, payment_no).await;
         (status, effects)
     }
 

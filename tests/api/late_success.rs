@@ -65,14 +65,7 @@ impl Desk {
     }
 
     async fn event_count(&self, payment_no: &str, event: &str) -> i64 {
-        sqlx::query_scalar(
-            "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = $1 AND event_type = $2",
-        )
-        .bind(payment_no)
-        .bind(event)
-        .fetch_one(self.app.pool())
-        .await
-        .unwrap()
+        crate::reads::events_of(self.app.pool(), payment_no, event).await
     }
 
     /// Relays the outbox; the event types the fulfilment sink got for the
@@ -345,13 +338,7 @@ async fn refunding_a_late_success_goes_through_the_ledger_once(b: Backend) {
     let d = desk(b).await;
     let ledger = |p: String| {
         let pool = d.app.pool().clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM refund_ledger WHERE payment_no = $1")
-                .bind(p)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
+        async move { crate::reads::ledger_entries_of(&pool, &p).await }
     };
     let refunds_of = |p: String| {
         let pool = d.app.pool().clone();
@@ -410,12 +397,7 @@ async fn refunding_a_late_success_goes_through_the_ledger_once(b: Backend) {
         .unwrap();
     assert_eq!(refunds_of(p.clone()).await[0].1, "SUCCEEDED");
     assert_eq!(ledger(p.clone()).await, 1);
-    let figures: (i64, i64) =
-        sqlx::query_as("SELECT refunded_minor, reserved_minor FROM payments WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_one(d.app.pool())
-            .await
-            .unwrap();
+    let figures: (i64, i64) = crate::reads::refund_figures(d.app.pool(), &p).await;
     assert_eq!(figures, (8800, 0));
     assert_eq!(d.effect_count(&p, "ORDER_PAID").await, 0);
     assert_eq!(d.event_count(&p, "payment.succeeded").await, 0);

@@ -32,6 +32,7 @@ mod outbox_ops;
 mod pipeline;
 mod provider_truth;
 mod pulls;
+mod reads;
 mod recon;
 mod refunds;
 mod refused;

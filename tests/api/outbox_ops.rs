@@ -428,12 +428,7 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     let http = reqwest::Client::new();
     let p = succeeded(&app, 7).await;
     engine.relay_outbox(&http, engine.now()).await.unwrap();
-    let message: String =
-        sqlx::query_scalar("SELECT message_id FROM outbox_events WHERE aggregate_id = $1")
-            .bind(&p)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+    let message: String = crate::reads::message_of(app.pool(), &p).await;
     // A message written when only `shop` was a sink.
     let mut conn = app.pool().acquire().await.unwrap();
     outbox::insert_events_many(
@@ -725,12 +720,7 @@ async fn the_command_line_recovers_and_resends(b: Backend) {
     let http = reqwest::Client::new();
     let p = succeeded(&app, 3).await;
     engine.relay_outbox(&http, engine.now()).await.unwrap();
-    let message: String =
-        sqlx::query_scalar("SELECT message_id FROM outbox_events WHERE aggregate_id = $1")
-            .bind(&p)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+    let message: String = crate::reads::message_of(app.pool(), &p).await;
     // As the relay leaves a delivery at the end of its schedule.
     sqlx::query("UPDATE outbox_deliveries SET status = 'DEAD', attempts = 12 WHERE sink = 'shop'")
         .execute(app.pool())

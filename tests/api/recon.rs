@@ -199,11 +199,7 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
         .unwrap();
     app.sandbox.settle_refund(&refund_no, true);
     for _ in 0..100 {
-        let s: String = sqlx::query_scalar("SELECT status FROM refunds WHERE refund_no = $1")
-            .bind(&refund_no)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+        let s: String = crate::reads::refund_status(app.pool(), &refund_no).await;
         if s == "SUCCEEDED" {
             break;
         }
@@ -450,10 +446,7 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
             .contains("already reconciled"),
         "{again}"
     );
-    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
-        .fetch_one(app.pool())
-        .await
-        .unwrap();
+    let runs: i64 = crate::reads::runs(app.pool()).await;
     assert_eq!(runs, 1, "no second run left behind");
     // A new file for the same day with the same facts: a new run that
     // updates the open tickets and leaves the closed one closed.
@@ -643,12 +636,7 @@ async fn a_pull_broken_on_page_three_resumes_from_its_cursor(b: Backend) {
     .unwrap();
     assert_eq!((rows, distinct), (10, 10), "no row twice");
     assert_eq!(total, (0..10).map(|i| 1000 + i).sum::<i64>());
-    let summary: String =
-        sqlx::query_scalar("SELECT summary_json FROM recon_runs WHERE run_id = $1")
-            .bind(&run_id)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+    let summary: String = crate::reads::run_summary(app.pool(), &run_id).await;
     let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     let checks = summary["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 2);

@@ -57,31 +57,16 @@ impl EngineApp {
     }
 
     async fn refund_status(&self, refund_no: &str) -> String {
-        sqlx::query_scalar("SELECT status FROM refunds WHERE refund_no = $1")
-            .bind(refund_no)
-            .fetch_one(self.pool())
-            .await
-            .unwrap()
+        crate::reads::refund_status(self.pool(), refund_no).await
     }
 
     /// (refunded, reserved) on the payment.
     async fn refund_figures(&self, payment_no: &str) -> (i64, i64) {
-        sqlx::query_as("SELECT refunded_minor, reserved_minor FROM payments WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_one(self.pool())
-            .await
-            .unwrap()
+        crate::reads::refund_figures(self.pool(), payment_no).await
     }
 
     async fn events(&self, payment_no: &str, event_type: &str) -> i64 {
-        sqlx::query_scalar(
-            "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = $1 AND event_type = $2",
-        )
-        .bind(payment_no)
-        .bind(event_type)
-        .fetch_one(self.pool())
-        .await
-        .unwrap()
+        crate::reads::events_of(self.pool(), payment_no, event_type).await
     }
 
     async fn tick(&self) -> usize {
@@ -123,11 +108,7 @@ impl EngineApp {
     }
 
     async fn discrepancy_classes(&self, payment_no: &str) -> Vec<(String, String)> {
-        sqlx::query_as("SELECT class, severity FROM discrepancies WHERE payment_no = $1")
-            .bind(payment_no)
-            .fetch_all(self.pool())
-            .await
-            .unwrap()
+        crate::reads::tickets_of(self.pool(), payment_no).await
     }
 }
 
@@ -159,12 +140,7 @@ async fn ten_identical_refund_notifications_grow_the_ledger_once(b: Backend) {
         assert_eq!(app.post_signed("evt-refund-1", &body).await.status(), 200);
     }
     assert_eq!(app.refund_status(&refund_no).await, "SUCCEEDED");
-    let ledger: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
+    let ledger: i64 = crate::reads::ledger_entries_of(app.pool(), &p).await;
     assert_eq!(ledger, 1);
     assert_eq!(app.events(&p, "refund.succeeded").await, 1);
     assert_eq!(app.refund_figures(&p).await, (3000, 0));
@@ -453,10 +429,7 @@ async fn a_refund_reckon_never_requested_is_a_discrepancy(b: Backend) {
             .await
             .unwrap();
     assert!(details.contains("did not request"), "{details}");
-    let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
-        .fetch_one(app.pool())
-        .await
-        .unwrap();
+    let ledger: i64 = crate::reads::ledger_entries(app.pool()).await;
     assert_eq!(ledger, 0);
 }
 

@@ -198,12 +198,7 @@ async fn mapped_messages_move_payments_once_and_bad_ones_are_refused(b: Backend)
         204
     );
     assert_eq!(app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
-    let txn: Option<String> =
-        sqlx::query_scalar("SELECT provider_txn_id FROM payments WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_one(&app.accounts.db.pool)
-            .await
-            .unwrap();
+    let txn: Option<String> = crate::reads::payment_txn(&app.accounts.db.pool, &p).await;
     assert_eq!(txn, Some(format!("ch_{p}")));
 }
 
@@ -236,13 +231,7 @@ async fn a_refund_registered_with_reckon_is_settled_by_the_senders_event(b: Back
             .unwrap(),
         1
     );
-    let status_of = || async {
-        sqlx::query_scalar::<_, String>("SELECT status FROM refunds WHERE refund_no = $1")
-            .bind(&refund_no)
-            .fetch_one(pool)
-            .await
-            .unwrap()
-    };
+    let status_of = || async { crate::reads::refund_status(pool, &refund_no).await };
     assert_eq!(status_of().await, "PENDING");
     let event = |state: &str, total: &str| {
         serde_json::json!({
@@ -282,20 +271,9 @@ async fn a_refund_registered_with_reckon_is_settled_by_the_senders_event(b: Back
         );
     }
     assert_eq!(status_of().await, "SUCCEEDED");
-    let figures: (String, i64, i64) = sqlx::query_as(
-        "SELECT status, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
-    )
-    .bind(&p)
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    let figures: (String, i64, i64) = crate::reads::payment_refund_state(pool, &p).await;
     assert_eq!(figures, ("SUCCEEDED".to_string(), 2345, 0));
-    let classes: Vec<String> =
-        sqlx::query_scalar("SELECT class FROM discrepancies WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_all(pool)
-            .await
-            .unwrap();
+    let classes: Vec<String> = crate::reads::classes_of(pool, &p).await;
     assert_eq!(classes, ["REFUND_MISMATCH"]);
 }
 

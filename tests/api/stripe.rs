@@ -557,18 +557,9 @@ async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
         s.post(&charge, &sign(SECRET, now, &charge)).await.status(),
         200
     );
-    let figures: (String, i64, i64) = sqlx::query_as(
-        "SELECT status, refunded_minor, reserved_minor FROM payments WHERE payment_no = $1",
-    )
-    .bind(&p)
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    let figures: (String, i64, i64) = crate::reads::payment_refund_state(pool, &p).await;
     assert_eq!(figures, ("SUCCEEDED".to_string(), 1200, 0));
-    let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let ledger: i64 = crate::reads::ledger_entries(pool).await;
     assert_eq!(ledger, 1);
 
     // A refund made in Stripe's dashboard: no refund_no of Reckon's.
@@ -582,23 +573,13 @@ async fn stripe_refunds_are_requested_and_their_events_settle_them(b: Backend) {
             .status(),
         200
     );
-    let classes: Vec<String> =
-        sqlx::query_scalar("SELECT class FROM discrepancies WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_all(pool)
-            .await
-            .unwrap();
+    let classes: Vec<String> = crate::reads::classes_of(pool, &p).await;
     assert_eq!(
         classes,
         ["REFUND_MISMATCH"],
         "named by the intent's payment"
     );
-    let figures: (i64, i64) =
-        sqlx::query_as("SELECT refunded_minor, reserved_minor FROM payments WHERE payment_no = $1")
-            .bind(&p)
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    let figures: (i64, i64) = crate::reads::refund_figures(pool, &p).await;
     assert_eq!(figures, (1200, 0), "the stranger's refund changed nothing");
 }
 

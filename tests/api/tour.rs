@@ -128,12 +128,7 @@ async fn paid(d: &Desk, order: &str) -> (String, String) {
         &format!("SBX-{order}"),
     );
     assert_eq!(d.app.post_signed(&evt, &body).await.status(), 200);
-    let message: String =
-        sqlx::query_scalar("SELECT message_id FROM outbox_events WHERE aggregate_id = $1")
-            .bind(&p)
-            .fetch_one(d.app.pool())
-            .await
-            .unwrap();
+    let message: String = crate::reads::message_of(d.app.pool(), &p).await;
     (p, message)
 }
 

@@ -178,12 +178,7 @@ impl Desk {
             .await;
         assert_eq!(status, 409, "{err}");
         assert!(err.get("ProposalStale").is_some(), "{err}");
-        let amount: i64 =
-            sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
-                .bind(p)
-                .fetch_one(self.app.pool())
-                .await
-                .unwrap();
+        let amount: i64 = crate::reads::payment_amount(self.app.pool(), p).await;
         assert_eq!(amount, 10000, "nothing executed");
         let (_, queue) = self
             .call(&self.sam, "fixes/list", &[("status", "PENDING")])
@@ -981,11 +976,7 @@ async fn a_fix_proposed_before_a_hold_is_refused_after_it(b: Backend) {
     assert!(stale.contains("saw it not held"), "{stale}");
     // Proposed again, seeing the hold, it executes.
     d.decide(&ticket, "ACCEPT_AMOUNT").await;
-    let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
-        .bind(&p)
-        .fetch_one(d.app.pool())
-        .await
-        .unwrap();
+    let amount: i64 = crate::reads::payment_amount(d.app.pool(), &p).await;
     assert_eq!(amount, 10100);
 }
 

@@ -16,10 +16,7 @@ const PAGE_LIMIT: usize = 200 * 1024;
 
 impl EngineApp {
     async fn run_count(&self) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM recon_runs")
-            .fetch_one(self.pool())
-            .await
-            .unwrap()
+        crate::reads::runs(self.pool()).await
     }
 
     /// The console's upload as a browser sends it: where it sends back to,

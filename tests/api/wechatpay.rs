@@ -663,10 +663,7 @@ async fn wechat_refunds_are_requested_notified_and_queried(b: Backend) {
         ("SUCCEEDED".to_string(), 1000, 0),
         "the reservation is released"
     );
-    let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM refund_ledger")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let ledger: i64 = crate::reads::ledger_entries(pool).await;
     assert_eq!(ledger, 1);
     assert_eq!(w.api.bad_requests.load(Ordering::SeqCst), 0);
 }

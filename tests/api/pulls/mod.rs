@@ -180,12 +180,7 @@ async fn cli_pulls_once_ready(
     assert_eq!(out.status.code(), Some(1), "no bill yet: {stderr}");
     assert!(stderr.contains("not ready:"), "{stderr}");
     let pool = &app.engine.db.pool;
-    let count_runs = || async {
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM recon_runs")
-            .fetch_one(pool)
-            .await
-            .unwrap()
-    };
+    let count_runs = || async { crate::reads::runs(pool).await };
     let runs = count_runs().await;
     let now = jiff::Timestamp::now().as_microsecond();
     let held = "instance-b";

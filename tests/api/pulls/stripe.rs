@@ -275,12 +275,7 @@ async fn a_stripe_day_pulled_through_balance_transactions_makes_exactly_its_tick
             i + 1
         );
     }
-    let summary: String =
-        sqlx::query_scalar("SELECT summary_json FROM recon_runs WHERE run_id = $1")
-            .bind(&run.run_id)
-            .fetch_one(&s.app.accounts.db.pool)
-            .await
-            .unwrap();
+    let summary: String = crate::reads::run_summary(&s.app.accounts.db.pool, &run.run_id).await;
     let summary: Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(
         summary["checks"],

@@ -19,4 +19,4 @@ pub use money::{Currency, Money, MoneyError, trimmed};
 pub use quote::{QUOTED_CHARS, clip, grouped, quote, quote_start};
 pub use refund::RefundStatus;
 pub use sla::{MAX_SLA_HOURS, Sla};
-pub use status::PaymentStatus;
+pub use status::{Mover, PaymentStatus};

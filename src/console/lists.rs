@@ -44,7 +44,7 @@ pub(super) fn payment_summary(p: &PaymentBrief) -> PaymentSummary {
         provider: p.provider.clone(),
         provider_txn_id: p.provider_txn_id.clone(),
         amount: money_text(Some(p.amount_minor), Some(&p.currency)).unwrap_or_default(),
-        status: p.status.clone(),
+        status: p.status.as_str().to_owned(),
         held: p.hold_reason.is_some(),
         created_at: p.created_at,
         paid_at: p.paid_at,

@@ -181,10 +181,7 @@ pub async fn apply_in(
     };
 
     if let Some(moved) = moved {
-        let from: PaymentStatus = moved
-            .prev_status
-            .parse()
-            .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+        let from = moved.prev_status;
         finish_moves(
             conn,
             sinks,
@@ -199,10 +196,7 @@ pub async fn apply_in(
     let Some(current) = payments::get(&mut *conn, o.payment_no.as_str()).await? else {
         return Ok(Applied::UnknownPayment);
     };
-    let status: PaymentStatus = current
-        .status
-        .parse()
-        .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+    let status = current.status;
 
     if let Some((class, reason)) = disagreement(&current, o) {
         record_conflict(conn, o, Some(&current), class, &reason, now).await?;
@@ -309,10 +303,7 @@ pub async fn apply_many(
             else {
                 continue;
             };
-            let from: PaymentStatus = row
-                .prev_status
-                .parse()
-                .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+            let from = row.prev_status;
             results[i] = Some(Applied::Moved { from, to: target });
             moved_rows.push((i, from, row));
         }

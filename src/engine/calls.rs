@@ -219,7 +219,7 @@ impl Engine {
         let Some(p) = payments::get(pool, &task.payment_no).await? else {
             return tasks::close(pool, &task.task_id, "DONE", Some("payment missing"), now).await;
         };
-        let status: PaymentStatus = p.status.parse().unwrap_or(PaymentStatus::Pending);
+        let status = p.status;
         let (Some(provider), Ok(payment_no), Ok(currency)) = (
             self.providers.get(&p.provider).cloned(),
             PaymentNo::parse(&p.payment_no),

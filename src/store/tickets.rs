@@ -292,8 +292,9 @@ pub async fn move_ticket(conn: &mut AnyConnection, id: &str, m: &Move<'_>) -> sq
         None => String::new(),
         Some(Only::LagResolved) => format!(
             " AND class = '{}' AND EXISTS (SELECT 1 FROM payments p WHERE p.payment_no = discrepancies.payment_no \
-               AND p.status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED'))",
-            crate::domain::Class::StatusLag.as_str()
+               AND p.status IN ({}))",
+            crate::domain::Class::StatusLag.as_str(),
+            crate::store::payments::paid_list()
         ),
     };
     let sql = format!(

@@ -309,7 +309,7 @@ async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotEx
         o.paid_at = paid_at;
         o
     };
-    if b.status == "FAILED" {
+    if b.status == PaymentStatus::Failed {
         let o = with_txn(fix.outcome(&b, PaymentStatus::Pending, minor)?);
         let moved = fix.apply(tx, &o).await?;
         fix.done.push(moved);
@@ -346,7 +346,9 @@ async fn accept_amount(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), 
         b.currency,
         accepted - b.amount_minor
     ));
-    if fix.after["status"] == "SUCCEEDED" && matches!(b.status.as_str(), "CREATED" | "PENDING") {
+    if fix.after["status"] == PaymentStatus::Succeeded.as_str()
+        && matches!(b.status, PaymentStatus::Created | PaymentStatus::Pending)
+    {
         let mut o = fix.outcome(&b, PaymentStatus::Succeeded, accepted)?;
         o.paid_at = fix.paid_at();
         let moved = fix.apply(tx, &o).await?;
@@ -383,7 +385,7 @@ async fn merge(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecu
         if let Some(reason) = payments::release(tx, no, fix.now).await? {
             fix.done.push(format!("{no}: hold released ({reason})"));
         }
-        if b.status != "CLOSED" {
+        if b.status != PaymentStatus::Closed {
             let o = fix.outcome(&b, PaymentStatus::Closed, b.amount_minor)?;
             let moved = fix.apply(tx, &o).await?;
             fix.done.push(format!("{no}: {moved}"));
@@ -491,8 +493,8 @@ async fn adjust_amount(
         &mut *tx,
         &[payments::HistoryEntry {
             payment_no: &b.payment_no,
-            from: &b.status,
-            to: &b.status,
+            from: b.status.as_str(),
+            to: b.status.as_str(),
             source: Source::ManualFix.as_str(),
             evidence: &evidence,
             trace_id: &trace,

@@ -3,7 +3,8 @@
 //! repair) builds an [`Outcome`] and comes here.
 
 use crate::domain::{
-    Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, Severity,
+    AlertKind, AlertSeverity, Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    Severity,
 };
 use crate::store::batch::Statements;
 use crate::store::{self, Db, DbKind, alerts, outbox, payments, tickets};
@@ -236,8 +237,8 @@ pub async fn apply_in(
         &mut *conn,
         &alerts::NewAlert {
             dedupe_key: &format!("out_of_order:{}:{}:{}", o.payment_no, o.target, o.evidence),
-            kind: "out_of_order",
-            severity: "warning",
+            kind: AlertKind::OutOfOrder,
+            severity: AlertSeverity::Warning,
             payment_no: Some(o.payment_no.as_str()),
             message: &message,
             trace_id: Some(&o.trace_id),
@@ -452,7 +453,7 @@ async fn record_conflict(
             details: &details,
             now,
         },
-        "conflict",
+        AlertKind::Conflict,
         &format!("conflicting outcome for payment {}: {reason}", o.payment_no),
     )
     .await
@@ -514,7 +515,7 @@ async fn record_paid_after_close(
             details: &details,
             now,
         },
-        "paid_after_close",
+        AlertKind::PaidAfterClose,
         &format!("{reason}; a PAID_AFTER_CLOSE ticket is open: accept or refund it"),
     )
     .await

@@ -13,8 +13,8 @@
 
 use super::{Engine, Source};
 use crate::domain::{
-    Class, Money, Mover, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
-    RefundNo, RefundStatus, Severity,
+    AlertKind, AlertSeverity, Class, Money, Mover, PaymentNo, PaymentStatus, ProviderName,
+    ProviderRefundId, ProviderTxnId, RefundNo, RefundStatus, Severity,
 };
 use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
 use crate::store::{alerts, outbox, payments, refunds, tasks, tasks::TaskRow, tickets};
@@ -378,7 +378,7 @@ async fn reopen_paid_after_close(
             details: &details,
             now,
         },
-        "paid_after_close",
+        AlertKind::PaidAfterClose,
         &format!("{reason}; a PAID_AFTER_CLOSE ticket is open again: accept or refund it"),
     )
     .await
@@ -498,7 +498,7 @@ async fn mismatch(
             details: &details,
             now,
         },
-        "refund_mismatch",
+        AlertKind::RefundMismatch,
         &format!("refund {refund_key} from {}: {reason}", o.provider),
     )
     .await
@@ -681,8 +681,8 @@ impl Engine {
                     pool,
                     &alerts::NewAlert {
                         dedupe_key: &format!("refund_queries_exhausted:{}", r.refund_no),
-                        kind: "refund_queries_exhausted",
-                        severity: "high",
+                        kind: AlertKind::RefundQueriesExhausted,
+                        severity: AlertSeverity::High,
                         payment_no: Some(&r.payment_no),
                         message: &format!(
                             "refund {} of payment {} still has no result after {} queries; a person must look",

@@ -2,6 +2,7 @@
 //! the checked [`Channel`] it becomes: each kind's required keys present,
 //! another kind's keys refused, times and addresses parsed once.
 
+use crate::domain::AlertSeverity;
 use crate::providers::signing::Secret;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -103,7 +104,7 @@ pub struct Routing {
 impl Routing {
     pub fn matches(&self, kind: &str, severity: &str) -> bool {
         self.kinds.as_ref().is_none_or(|k| k.contains(kind))
-            && severity_rank(severity).unwrap_or(DEFAULT_RANK) >= self.min_severity
+            && AlertSeverity::rank_of(severity) >= self.min_severity
     }
 }
 
@@ -145,30 +146,9 @@ impl QuietHours {
     }
 }
 
-/// Severities from lowest: the alerts' own words (`warning`, `high`,
-/// `critical`) and the tickets' (`low`, `medium`).
-const SEVERITIES: [(&str, u8); 6] = [
-    ("info", 0),
-    ("low", 1),
-    ("warning", 2),
-    ("medium", 2),
-    ("high", 3),
-    ("critical", 4),
-];
-
-/// An alert of a severity no channel knows is routed as a warning, so a
-/// new word is sent rather than lost.
-const DEFAULT_RANK: u8 = 2;
-
-pub fn severity_rank(severity: &str) -> Option<u8> {
-    SEVERITIES
-        .iter()
-        .find(|(w, _)| w.eq_ignore_ascii_case(severity.trim()))
-        .map(|(_, r)| *r)
-}
-
+/// A stored alert's severity is critical.
 pub fn is_critical(severity: &str) -> bool {
-    severity_rank(severity) == Some(4)
+    AlertSeverity::rank_of(severity) == AlertSeverity::Critical.rank()
 }
 
 impl ChannelToml {
@@ -327,11 +307,14 @@ impl ChannelToml {
         };
         let min_severity = match self.min_severity.as_deref() {
             None => 0,
-            Some(word) => severity_rank(word).ok_or_else(|| {
-                format!(
-                    "min_severity {word:?}: expected info, low, warning, medium, high or critical"
-                )
-            })?,
+            Some(word) => word
+                .parse::<AlertSeverity>()
+                .map(AlertSeverity::rank)
+                .map_err(|_| {
+                    format!(
+                        "min_severity {word:?}: expected info, low, warning, medium, high or critical"
+                    )
+                })?,
         };
         let group_minutes = self.group_minutes.unwrap_or(15);
         if !(0..=1440).contains(&group_minutes) {

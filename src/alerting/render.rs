@@ -3,6 +3,7 @@
 //! (`text` plus Block Kit `blocks`) and for e-mail (subject and plain
 //! text). Pure, so each rendering is tested without a receiver.
 
+use crate::domain::AlertSeverity;
 use crate::store::alert_dispatch::RoutedAlert;
 use serde::{Deserialize, Serialize};
 
@@ -54,8 +55,8 @@ impl Notification {
         let severity = alerts
             .iter()
             .map(|a| a.severity.as_str())
-            .max_by_key(|s| super::config::severity_rank(s).unwrap_or(2))
-            .unwrap_or("warning");
+            .max_by_key(|s| AlertSeverity::rank_of(s))
+            .unwrap_or(AlertSeverity::Warning.as_str());
         Notification {
             kind_of_event: EVENT_TYPE.into(),
             channel: channel.into(),

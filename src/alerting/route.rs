@@ -14,6 +14,7 @@
 
 use super::config::{Channel, is_critical};
 use super::render::{EVENT_TYPE, Notification};
+use crate::domain::AlertKind;
 use crate::engine::Engine;
 use crate::store::alert_dispatch::{self as dispatch, RoutedAlert};
 use crate::store::outbox;
@@ -174,7 +175,7 @@ async fn send_due_digests(engine: &Engine, channels: &[Channel], now: i64) -> sq
 /// ends with the sink): announced on the other channels only, since on
 /// this one it would die again and raise another, without end.
 fn about_itself(channel: &Channel, alert: &RoutedAlert) -> bool {
-    alert.kind == "outbox_dead"
+    alert.kind == AlertKind::OutboxDead.as_str()
         && alert
             .dedupe_key
             .strip_suffix(&channel.name)

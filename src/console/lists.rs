@@ -5,6 +5,7 @@
 
 use super::{Desk, invalid, money_text, page};
 use crate::accounts::internal;
+use crate::domain::AlertKind;
 use crate::statement::Check;
 use crate::store::alerts;
 use crate::store::lists::{
@@ -44,7 +45,7 @@ pub(super) fn payment_summary(p: &PaymentBrief) -> PaymentSummary {
         provider: p.provider.clone(),
         provider_txn_id: p.provider_txn_id.clone(),
         amount: money_text(Some(p.amount_minor), Some(&p.currency)).unwrap_or_default(),
-        status: p.status.clone(),
+        status: p.status.as_str().to_owned(),
         held: p.hold_reason.is_some(),
         created_at: p.created_at,
         paid_at: p.paid_at,
@@ -276,8 +277,9 @@ fn alert_links(kind: &str, key: &str, ticket: Option<&str>) -> Vec<AlertLink> {
     };
     let encoded = app::tickets::encode;
     let mut out = Vec::new();
+    let kind = kind.parse::<AlertKind>().ok();
     let ticket = ticket.or_else(|| {
-        (kind == "sla_overdue")
+        (kind == Some(AlertKind::SlaOverdue))
             .then(|| key.strip_prefix("sla:"))
             .flatten()
     });
@@ -286,11 +288,11 @@ fn alert_links(kind: &str, key: &str, ticket: Option<&str>) -> Vec<AlertLink> {
     }
     let rest = key.split_once(':').map(|(_, rest)| rest);
     match (kind, rest) {
-        ("sink_failing", Some(rest)) => {
+        (Some(AlertKind::SinkFailing), Some(rest)) => {
             let sink = rest.rsplit_once(':').map_or(rest, |(sink, _)| sink);
             out.push(link("sink", sink, "/sinks".to_owned()));
         }
-        ("outbox_dead", Some(rest)) => {
+        (Some(AlertKind::OutboxDead), Some(rest)) => {
             let (message, sink) = rest.split_once(':').unwrap_or((rest, ""));
             out.push(link(
                 "outbox",
@@ -301,10 +303,10 @@ fn alert_links(kind: &str, key: &str, ticket: Option<&str>) -> Vec<AlertLink> {
                 out.push(link("sink", sink, "/sinks".to_owned()));
             }
         }
-        ("callback_dead", Some(id)) => {
+        (Some(AlertKind::CallbackDead), Some(id)) => {
             out.push(link("callback", id, format!("/callbacks/{}", encoded(id))));
         }
-        ("statement_missing" | "statement_pull_failed", Some(rest)) => {
+        (Some(AlertKind::StatementMissing | AlertKind::StatementPullFailed), Some(rest)) => {
             let (provider, day) = rest.split_once(':').unwrap_or((rest, ""));
             // The runs page shows each provider's pulls and missing days.
             out.push(link(
@@ -313,7 +315,7 @@ fn alert_links(kind: &str, key: &str, ticket: Option<&str>) -> Vec<AlertLink> {
                 "/runs".to_owned(),
             ));
         }
-        ("webhooks_refused_spike", Some(rest)) => {
+        (Some(AlertKind::WebhooksRefusedSpike), Some(rest)) => {
             let provider = rest.split_once(':').map_or(rest, |(p, _)| p);
             out.push(link(
                 "refused",

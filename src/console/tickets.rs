@@ -154,7 +154,7 @@ pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> sqlx::Result<Opti
             present: true,
             amount: money_text(Some(p.amount_minor), Some(&p.currency)),
             currency: Some(p.currency.clone()),
-            status: Some(p.status.clone()),
+            status: Some(p.status.as_str().to_owned()),
             txn: p.provider_txn_id.clone(),
             payment_no: Some(p.payment_no.clone()),
             at: p.paid_at.or(Some(p.created_at)),
@@ -169,7 +169,10 @@ pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> sqlx::Result<Opti
         if local.currency != provider.currency {
             differing.push("currency".to_owned());
         }
-        let paid = |s: Option<&str>| matches!(s, Some("SUCCEEDED" | "REFUNDING" | "REFUNDED"));
+        let paid = |s: Option<&str>| {
+            s.and_then(|s| s.parse::<crate::domain::PaymentStatus>().ok())
+                .is_some_and(|s| s.is_paid())
+        };
         if paid(local.status.as_deref()) != paid(provider.status.as_deref()) {
             differing.push("status".to_owned());
         }

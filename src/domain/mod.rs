@@ -1,7 +1,9 @@
 //! The payment domain's words, parsed once at the boundary: identifiers,
-//! money, the payment state machine, and a discrepancy ticket's class,
-//! severity and states. Nothing here touches I/O.
+//! money, the payment state machine, a discrepancy ticket's class,
+//! severity and states, an alert's kind and severity. Nothing here touches
+//! I/O.
 
+mod alert;
 mod discrepancy;
 mod ids;
 mod money;
@@ -10,6 +12,7 @@ mod refund;
 mod sla;
 mod status;
 
+pub use alert::{AlertKind, AlertSeverity};
 pub use discrepancy::{Class, Severity, TicketStatus};
 pub use ids::{
     CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId,
@@ -19,4 +22,4 @@ pub use money::{Currency, Money, MoneyError, trimmed};
 pub use quote::{QUOTED_CHARS, clip, grouped, quote, quote_start};
 pub use refund::RefundStatus;
 pub use sla::{MAX_SLA_HOURS, Sla};
-pub use status::PaymentStatus;
+pub use status::{Mover, PaymentStatus};

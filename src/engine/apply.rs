@@ -3,7 +3,8 @@
 //! repair) builds an [`Outcome`] and comes here.
 
 use crate::domain::{
-    Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, Severity,
+    AlertKind, AlertSeverity, Class, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
+    Severity,
 };
 use crate::store::batch::Statements;
 use crate::store::{self, Db, DbKind, alerts, outbox, payments, tickets};
@@ -181,10 +182,7 @@ pub async fn apply_in(
     };
 
     if let Some(moved) = moved {
-        let from: PaymentStatus = moved
-            .prev_status
-            .parse()
-            .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+        let from = moved.prev_status;
         finish_moves(
             conn,
             sinks,
@@ -199,10 +197,7 @@ pub async fn apply_in(
     let Some(current) = payments::get(&mut *conn, o.payment_no.as_str()).await? else {
         return Ok(Applied::UnknownPayment);
     };
-    let status: PaymentStatus = current
-        .status
-        .parse()
-        .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+    let status = current.status;
 
     if let Some((class, reason)) = disagreement(&current, o) {
         record_conflict(conn, o, Some(&current), class, &reason, now).await?;
@@ -242,8 +237,8 @@ pub async fn apply_in(
         &mut *conn,
         &alerts::NewAlert {
             dedupe_key: &format!("out_of_order:{}:{}:{}", o.payment_no, o.target, o.evidence),
-            kind: "out_of_order",
-            severity: "warning",
+            kind: AlertKind::OutOfOrder,
+            severity: AlertSeverity::Warning,
             payment_no: Some(o.payment_no.as_str()),
             message: &message,
             trace_id: Some(&o.trace_id),
@@ -309,10 +304,7 @@ pub async fn apply_many(
             else {
                 continue;
             };
-            let from: PaymentStatus = row
-                .prev_status
-                .parse()
-                .map_err(|e: String| sqlx::Error::Decode(e.into()))?;
+            let from = row.prev_status;
             results[i] = Some(Applied::Moved { from, to: target });
             moved_rows.push((i, from, row));
         }
@@ -461,7 +453,7 @@ async fn record_conflict(
             details: &details,
             now,
         },
-        "conflict",
+        AlertKind::Conflict,
         &format!("conflicting outcome for payment {}: {reason}", o.payment_no),
     )
     .await
@@ -523,7 +515,7 @@ async fn record_paid_after_close(
             details: &details,
             now,
         },
-        "paid_after_close",
+        AlertKind::PaidAfterClose,
         &format!("{reason}; a PAID_AFTER_CLOSE ticket is open: accept or refund it"),
     )
     .await

@@ -5,7 +5,9 @@
 //! loop around them is `crate::workers`).
 
 use super::{Applied, BATCH, Engine, Outcome, Source};
-use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
+use crate::domain::{
+    AlertKind, AlertSeverity, Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId,
+};
 use crate::providers::{CallError, CreateRequest};
 use crate::store::tasks::{self, DueCall};
 use crate::store::{alerts, payments};
@@ -219,7 +221,7 @@ impl Engine {
         let Some(p) = payments::get(pool, &task.payment_no).await? else {
             return tasks::close(pool, &task.task_id, "DONE", Some("payment missing"), now).await;
         };
-        let status: PaymentStatus = p.status.parse().unwrap_or(PaymentStatus::Pending);
+        let status = p.status;
         let (Some(provider), Ok(payment_no), Ok(currency)) = (
             self.providers.get(&p.provider).cloned(),
             PaymentNo::parse(&p.payment_no),
@@ -351,8 +353,8 @@ impl Engine {
                     pool,
                     &alerts::NewAlert {
                         dedupe_key: &format!("queries_exhausted:{}", p.payment_no),
-                        kind: "queries_exhausted",
-                        severity: "high",
+                        kind: AlertKind::QueriesExhausted,
+                        severity: AlertSeverity::High,
                         payment_no: Some(&p.payment_no),
                         message: &format!(
                             "payment {} still has no result after {} status queries; awaiting reconciliation",

@@ -14,6 +14,7 @@
 use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
+use crate::domain::{AlertKind, AlertSeverity};
 use crate::store::DbKind;
 use crate::store::batch::{Direct, Statements};
 use crate::store::{alerts, callbacks};
@@ -397,8 +398,8 @@ impl Engine {
                         &mut *conn,
                         &alerts::NewAlert {
                             dedupe_key: &format!("callback_dead:{}", c.id),
-                            kind: "callback_dead",
-                            severity: "high",
+                            kind: AlertKind::CallbackDead,
+                            severity: AlertSeverity::High,
                             payment_no: Some(c.outcome.payment_no.as_str()),
                             message: &format!(
                                 "callback {} is DEAD after 1 try: unknown payment",
@@ -635,8 +636,8 @@ pub(super) async fn repeat_of(
                 "callback_conflict:{provider}:{callback_id}:{}",
                 d.payload_hash
             ),
-            kind: "callback_conflict",
-            severity: "critical",
+            kind: AlertKind::CallbackConflict,
+            severity: AlertSeverity::Critical,
             payment_no: first.payment_no.as_deref(),
             message: &message,
             trace_id: Some(d.trace_id),

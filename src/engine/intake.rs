@@ -6,8 +6,7 @@
 use super::ingest::{Delivery, Incoming, Ingested, Seen, repeat_of};
 use super::refunds::{RefundOutcome, apply_refund_in};
 use super::{Applied, Engine, Outcome, Source};
-use crate::domain::PaymentStatus;
-use crate::domain::ProviderName;
+use crate::domain::{AlertKind, AlertSeverity, ProviderName};
 use crate::providers::{Answer, Notification, Provider, RefundNotice, Reply, VerifyError};
 use crate::store::{alerts, callbacks, nonces, payments, refused, tasks};
 use http::HeaderMap;
@@ -286,11 +285,7 @@ impl Engine {
         let Some(p) = payments::get(&self.db.pool, payment_no).await? else {
             return Ok(());
         };
-        let settled = p
-            .status
-            .parse::<PaymentStatus>()
-            .map_or(true, |s| s.is_settled());
-        if p.provider != provider || settled {
+        if p.provider != provider || p.status.is_settled() {
             return Ok(());
         }
         if tasks::query_soon(&self.db.pool, payment_no, now, 60_000_000).await? {
@@ -459,8 +454,8 @@ impl Engine {
                 &self.db.pool,
                 &alerts::NewAlert {
                     dedupe_key: &format!("callback_dead:{id}"),
-                    kind: "callback_dead",
-                    severity: "high",
+                    kind: AlertKind::CallbackDead,
+                    severity: AlertSeverity::High,
                     payment_no,
                     message: &format!("callback {id} is DEAD after {tries} tries: {error}"),
                     trace_id: Some(trace_id),

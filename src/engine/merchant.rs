@@ -341,11 +341,10 @@ impl Engine {
         let p = payments::get(pool, payment_no)
             .await?
             .ok_or_else(|| MerchantError::NotFound(payment_no.into()))?;
-        let status: PaymentStatus = p.status.parse().map_err(MerchantError::Invalid)?;
-        if !matches!(status, PaymentStatus::Created | PaymentStatus::Pending) {
+        if !matches!(p.status, PaymentStatus::Created | PaymentStatus::Pending) {
             return Err(MerchantError::NotClosable {
                 payment_no: p.payment_no,
-                status: p.status,
+                status: p.status.as_str().to_owned(),
             });
         }
         let (Some(provider), Ok(no), Ok(currency)) = (

@@ -4,6 +4,7 @@
 //! merchant operations (create, close). It knows nothing of HTTP routing,
 //! Leptos or reconciliation; the web layer hands it bytes and headers.
 
+mod amount;
 mod apply;
 mod calls;
 pub mod clock;
@@ -16,6 +17,7 @@ mod refused;
 mod replay;
 mod retries;
 
+pub use amount::{AmountChange, change_amount_in};
 pub use apply::{Applied, Outcome, Source, apply, apply_in};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use intake::{Refusal, notice_outcome, view_outcome};

@@ -6,8 +6,7 @@
 use super::Engine;
 use super::Source;
 use super::merchant::{MerchantError, Refused, RefusedKind, again, keep, take_key};
-use super::refunds::decode;
-use crate::domain::{PaymentNo, PaymentStatus, RefundNo};
+use crate::domain::{Mover, PaymentNo, PaymentStatus, RefundNo};
 use crate::store::{payments, refunds, tasks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -51,21 +50,16 @@ pub struct RefundBalance {
 }
 
 /// A refund as the API returns it, with the payment's figures.
-fn refund_json(
-    r: refunds::RefundRow,
-    balance: Option<(String, i64, i64, i64, String)>,
-) -> serde_json::Value {
+fn refund_json(r: refunds::RefundRow, balance: Option<refunds::Balance>) -> serde_json::Value {
     let detail = RefundDetail {
         refund: r,
-        payment: balance.map(
-            |(status, amount_minor, refunded_minor, reserved_minor, _)| RefundBalance {
-                status,
-                amount_minor,
-                refunded_minor,
-                reserved_minor,
-                refundable_minor: amount_minor - refunded_minor - reserved_minor,
-            },
-        ),
+        payment: balance.map(|b| RefundBalance {
+            status: b.status.as_str().to_owned(),
+            amount_minor: b.amount_minor,
+            refunded_minor: b.refunded_minor,
+            reserved_minor: b.reserved_minor,
+            refundable_minor: b.amount_minor - b.refunded_minor - b.reserved_minor,
+        }),
     };
     serde_json::to_value(detail).unwrap_or_default()
 }
@@ -192,22 +186,18 @@ impl Engine {
         )
         .await?
         else {
-            let (status, amount, refunded, reserved, currency) =
-                refunds::balance(&mut *conn, payment_no.as_str())
-                    .await?
-                    .unwrap_or_default();
-            let refundable = amount - refunded - reserved;
+            let b = refunds::balance(&mut *conn, payment_no.as_str())
+                .await?
+                .ok_or(sqlx::Error::RowNotFound)?;
+            let (status, currency) = (b.status, b.currency);
+            let refundable = b.amount_minor - b.refunded_minor - b.reserved_minor;
             let figures = Refused {
-                payment_status: Some(status.clone()),
+                payment_status: Some(status.as_str().to_owned()),
                 refundable_minor: Some(refundable),
                 currency: Some(currency.clone()),
                 ..none()
             };
-            let refundable_status: PaymentStatus = decode(&status)?;
-            if !matches!(
-                refundable_status,
-                PaymentStatus::Succeeded | PaymentStatus::Refunding
-            ) {
+            if !status.may_move(PaymentStatus::Refunding, Mover::Refund) {
                 return refuse(
                     RefusedKind::StateForbids,
                     format!(
@@ -242,13 +232,13 @@ impl Engine {
             },
         )
         .await?;
-        if prev != "REFUNDING" {
+        if prev != PaymentStatus::Refunding {
             payments::insert_history_many(
                 &mut *conn,
                 &[payments::HistoryEntry {
                     payment_no: payment_no.as_str(),
-                    from: &prev,
-                    to: "REFUNDING",
+                    from: prev.as_str(),
+                    to: PaymentStatus::Refunding.as_str(),
                     source: Source::Merchant.as_str(),
                     evidence: &refund_no,
                     trace_id: &refund_no,

@@ -13,8 +13,8 @@
 
 use super::{Engine, Source};
 use crate::domain::{
-    Class, Money, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId, RefundNo, RefundStatus,
-    Severity,
+    AlertKind, AlertSeverity, Class, Money, Mover, PaymentNo, PaymentStatus, ProviderName,
+    ProviderRefundId, ProviderTxnId, RefundNo, RefundStatus, Severity,
 };
 use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
 use crate::store::{alerts, outbox, payments, refunds, tasks, tasks::TaskRow, tickets};
@@ -139,8 +139,9 @@ pub async fn apply_refund_in(
     let payment = payments::get(&mut *conn, &r.payment_no)
         .await?
         .ok_or_else(|| sqlx::Error::Protocol(format!("refund {} has no payment", r.refund_no)))?;
-    let (_, amount, refunded, reserved, _) = refunds::balance(&mut *conn, &r.payment_no)
+    let (amount, refunded, reserved) = refunds::balance(&mut *conn, &r.payment_no)
         .await?
+        .map(|b| (b.amount_minor, b.refunded_minor, b.reserved_minor))
         .unwrap_or_default();
     if let Some(reason) = disagreement(o, &r, &payment, amount, refunded, reserved) {
         mismatch(conn, o, Some(&r), "mismatch", &reason, now).await?;
@@ -192,18 +193,18 @@ pub async fn apply_refund_in(
                         r.payment_no, r.refund_no
                     ))
                 })?;
-        if !succeeded && matches!(p_to.as_str(), "FAILED" | "CLOSED") {
+        if !succeeded && p_to.may_move(PaymentStatus::Refunding, Mover::LateRefund) {
             // The refund of a late success failed: the provider still holds
             // money for an order Reckon never paid. A person decides again.
-            reopen_paid_after_close(conn, o, &r, &payment, &p_to, now).await?;
+            reopen_paid_after_close(conn, o, &r, &payment, p_to, now).await?;
         }
         if p_from != p_to {
             payments::insert_history_many(
                 &mut *conn,
                 &[payments::HistoryEntry {
                     payment_no: &r.payment_no,
-                    from: &p_from,
-                    to: &p_to,
+                    from: p_from.as_str(),
+                    to: p_to.as_str(),
                     source: o.source.as_str(),
                     evidence: &r.refund_no,
                     trace_id: &o.trace_id,
@@ -338,7 +339,7 @@ async fn reopen_paid_after_close(
     o: &RefundOutcome,
     r: &refunds::RefundRow,
     payment: &payments::PaymentRow,
-    status: &str,
+    status: PaymentStatus,
     now: i64,
 ) -> sqlx::Result<()> {
     let reason = format!(
@@ -352,7 +353,7 @@ async fn reopen_paid_after_close(
         "refund_no": r.refund_no,
         "source": o.source,
         "evidence": o.evidence,
-        "reported_status": "SUCCEEDED",
+        "reported_status": PaymentStatus::Succeeded,
         "local_status": status,
         "order_no": payment.order_no,
     })
@@ -367,13 +368,17 @@ async fn reopen_paid_after_close(
             payment_no: Some(&r.payment_no),
             provider_txn_id: payment.provider_txn_id.as_deref(),
             trace_id: Some(&o.trace_id),
-            local: Some((payment.amount_minor, &payment.currency, status)),
-            provider_side: Some((payment.amount_minor, &payment.currency, "SUCCEEDED")),
+            local: Some((payment.amount_minor, &payment.currency, status.as_str())),
+            provider_side: Some((
+                payment.amount_minor,
+                &payment.currency,
+                PaymentStatus::Succeeded.as_str(),
+            )),
             source: o.source.as_str(),
             details: &details,
             now,
         },
-        "paid_after_close",
+        AlertKind::PaidAfterClose,
         &format!("{reason}; a PAID_AFTER_CLOSE ticket is open again: accept or refund it"),
     )
     .await
@@ -395,7 +400,7 @@ pub async fn refund_late_success_in(
     proposal_id: &str,
     trace_id: &str,
     now: i64,
-) -> sqlx::Result<Option<(String, String)>> {
+) -> sqlx::Result<Option<(String, PaymentStatus)>> {
     let Some(prev) =
         refunds::reserve_late_success(&mut *conn, &payment.payment_no, provider_txn_id, now)
             .await?
@@ -424,8 +429,8 @@ pub async fn refund_late_success_in(
         &mut *conn,
         &[payments::HistoryEntry {
             payment_no: &payment.payment_no,
-            from: &prev,
-            to: "REFUNDING",
+            from: prev.as_str(),
+            to: PaymentStatus::Refunding.as_str(),
             source: Source::ManualFix.as_str(),
             evidence: &evidence,
             trace_id,
@@ -493,7 +498,7 @@ async fn mismatch(
             details: &details,
             now,
         },
-        "refund_mismatch",
+        AlertKind::RefundMismatch,
         &format!("refund {refund_key} from {}: {reason}", o.provider),
     )
     .await
@@ -676,8 +681,8 @@ impl Engine {
                     pool,
                     &alerts::NewAlert {
                         dedupe_key: &format!("refund_queries_exhausted:{}", r.refund_no),
-                        kind: "refund_queries_exhausted",
-                        severity: "high",
+                        kind: AlertKind::RefundQueriesExhausted,
+                        severity: AlertSeverity::High,
                         payment_no: Some(&r.payment_no),
                         message: &format!(
                             "refund {} of payment {} still has no result after {} queries; a person must look",

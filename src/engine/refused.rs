@@ -4,13 +4,14 @@
 //! provider that raises one `webhooks_refused_spike` alert per spell.
 
 use super::Engine;
+use crate::domain::{AlertKind, AlertSeverity};
 use crate::providers::{Diagnosis, Notification, Provider, VerifyError};
 use crate::store::{alerts, callbacks, refused};
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
 /// The alert kind of a provider's verification failures past the threshold.
-pub const WEBHOOKS_REFUSED_SPIKE: &str = "webhooks_refused_spike";
+pub const WEBHOOKS_REFUSED_SPIKE: &str = AlertKind::WebhooksRefusedSpike.as_str();
 
 impl Engine {
     /// The diagnosis of a webhook that failed `provider.verify` with `e`.
@@ -160,8 +161,8 @@ impl Engine {
             &mut *conn,
             &alerts::NewAlert {
                 dedupe_key: &format!("{WEBHOOKS_REFUSED_SPIKE}:{provider}:{start}"),
-                kind: WEBHOOKS_REFUSED_SPIKE,
-                severity: "high",
+                kind: AlertKind::WebhooksRefusedSpike,
+                severity: AlertSeverity::High,
                 payment_no: None,
                 message: &message,
                 trace_id: None,

@@ -12,6 +12,7 @@
 //! flight doubling from one.
 
 use crate::alerting::Channel;
+use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, Sink};
 use crate::store::outbox::{self, DueDelivery, EventRow, Outcome, SinkFilter};
 use crate::store::{alerts, outbox_ops, sinks};
@@ -397,8 +398,8 @@ impl Engine {
                         &self.db.pool,
                         &alerts::NewAlert {
                             dedupe_key: &format!("outbox_dead:{}:{}", d.message_id, d.sink),
-                            kind: "outbox_dead",
-                            severity: "high",
+                            kind: AlertKind::OutboxDead,
+                            severity: AlertSeverity::High,
                             payment_no: events.get(&d.message_id).map(|e| e.aggregate_id.as_str()),
                             message: &format!(
                                 "outbox message {} to {} dead-lettered after {} attempts: {error}",

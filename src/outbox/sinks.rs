@@ -7,6 +7,7 @@
 //! an active sink's deliveries waiting for a later retry made due at once.
 
 use crate::accounts::{TxError, retrying};
+use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, Sink};
 use crate::store::{alerts, audit, sinks};
 use app::error::AppError;
@@ -76,8 +77,8 @@ impl Engine {
                 pool,
                 &alerts::NewAlert {
                     dedupe_key: &format!("sink_failing:{sink}:{since}"),
-                    kind: "sink_failing",
-                    severity: "high",
+                    kind: AlertKind::SinkFailing,
+                    severity: AlertSeverity::High,
                     payment_no: None,
                     message: &format!(
                         "outbox sink {sink} is failing: {in_a_row} attempts failed in a row since {}; last: {error}",

@@ -10,6 +10,7 @@
 //! instances on one database never pull one day at once.
 
 use super::{ReconError, RunRow, STALE_US};
+use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, StatementDay};
 use crate::store::statement_pulls::{self, Tried};
 use crate::store::{alerts, recon_runs};
@@ -25,7 +26,7 @@ const RETRY_MAX_US: i64 = 3600 * 1_000_000;
 /// expires with the run it left RUNNING (which then resumes).
 const LEASE_US: i64 = STALE_US;
 /// The alert kind of a statement missing past its ready time.
-pub const STATEMENT_MISSING: &str = "statement_missing";
+pub const STATEMENT_MISSING: &str = AlertKind::StatementMissing.as_str();
 /// The hour a statement is ready from when the account names none.
 const DEFAULT_READY_HOUR: i8 = 2;
 
@@ -492,8 +493,8 @@ async fn alert_if_missing(
         &engine.db.pool,
         &alerts::NewAlert {
             dedupe_key: &missing_key(provider, &date.to_string()),
-            kind: STATEMENT_MISSING,
-            severity: "high",
+            kind: AlertKind::StatementMissing,
+            severity: AlertSeverity::High,
             payment_no: None,
             message: &message,
             trace_id: None,
@@ -505,7 +506,7 @@ async fn alert_if_missing(
 }
 
 /// The alert kind of a scheduled pull that failed (not "not ready yet").
-pub const STATEMENT_PULL_FAILED: &str = "statement_pull_failed";
+pub const STATEMENT_PULL_FAILED: &str = AlertKind::StatementPullFailed.as_str();
 
 /// One alert per provider and statement day whose scheduled pull failed for
 /// a reason other than the bill not being ready yet (the provider refusing,
@@ -529,8 +530,8 @@ async fn alert_pull_failed(
         &engine.db.pool,
         &alerts::NewAlert {
             dedupe_key: &format!("{STATEMENT_PULL_FAILED}:{provider}:{date}"),
-            kind: STATEMENT_PULL_FAILED,
-            severity: "high",
+            kind: AlertKind::StatementPullFailed,
+            severity: AlertSeverity::High,
             payment_no: None,
             message: &message,
             trace_id: None,

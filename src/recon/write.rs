@@ -15,7 +15,7 @@
 use super::classify::Found;
 use super::matching::ByKey;
 use super::{ReconError, Run};
-use crate::domain::Class;
+use crate::domain::{AlertKind, AlertSeverity, Class};
 use crate::engine::Engine;
 use crate::statement::StatementRow;
 use crate::store::pipeline::{Pipeline, Stopped, op};
@@ -336,8 +336,8 @@ async fn send_batch(
                 .iter()
                 .map(|(key, payment_no, message)| alerts::NewAlert {
                     dedupe_key: key,
-                    kind: "local_only",
-                    severity: "critical",
+                    kind: AlertKind::LocalOnly,
+                    severity: AlertSeverity::Critical,
                     payment_no: payment_no.as_deref(),
                     message,
                     trace_id: None,

@@ -1,12 +1,13 @@
 //! The `alerts` table: raised at most once per dedupe key, so a repeated
 //! cause does not repeat the alert; logged as raised.
 
+use crate::domain::{AlertKind, AlertSeverity};
 use sqlx::{Any, Executor};
 
 pub struct NewAlert<'a> {
     pub dedupe_key: &'a str,
-    pub kind: &'a str,
-    pub severity: &'a str,
+    pub kind: AlertKind,
+    pub severity: AlertSeverity,
     pub payment_no: Option<&'a str>,
     pub message: &'a str,
     pub trace_id: Option<&'a str>,
@@ -44,8 +45,8 @@ fn bind_alert<'q>(
 ) -> sqlx::query::QueryScalar<'q, Any, String, sqlx::any::AnyArguments<'q>> {
     q.bind(uuid::Uuid::now_v7().to_string())
         .bind(a.dedupe_key)
-        .bind(a.kind)
-        .bind(a.severity)
+        .bind(a.kind.as_str())
+        .bind(a.severity.as_str())
         .bind(a.payment_no)
         .bind(a.message)
         .bind(a.trace_id)
@@ -54,8 +55,8 @@ fn bind_alert<'q>(
 
 fn log_raised(a: &NewAlert<'_>) {
     tracing::warn!(
-        kind = a.kind,
-        severity = a.severity,
+        kind = a.kind.as_str(),
+        severity = a.severity.as_str(),
         payment_no = a.payment_no,
         "{}",
         a.message
@@ -92,7 +93,9 @@ pub async fn raise_alerts(
             if logged.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < LOGGED_ONE_BY_ONE {
                 log_raised(a);
             } else {
-                *unlogged.entry((a.kind, a.severity)).or_default() += 1;
+                *unlogged
+                    .entry((a.kind.as_str(), a.severity.as_str()))
+                    .or_default() += 1;
             }
         }
     }
@@ -330,8 +333,8 @@ mod tests {
         fn alert(key: &str) -> NewAlert<'_> {
             NewAlert {
                 dedupe_key: key,
-                kind: "local_only",
-                severity: "critical",
+                kind: AlertKind::LocalOnly,
+                severity: AlertSeverity::Critical,
                 payment_no: None,
                 message: key,
                 trace_id: None,

@@ -1,6 +1,6 @@
 //! The `payments`, `payment_effects` and `payment_status_history` tables.
 
-use crate::domain::PaymentStatus;
+use crate::domain::PaymentStatus::{self, Closed, Created, Failed, Succeeded};
 use crate::store::batch::{Arg, Cell, Statements, insert_rows};
 use sqlx::{Any, Executor};
 
@@ -13,7 +13,9 @@ pub struct PaymentRow {
     pub provider_txn_id: Option<String>,
     pub amount_minor: i64,
     pub currency: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    #[schema(value_type = String)]
+    pub status: PaymentStatus,
     pub version: i64,
     pub description: Option<String>,
     pub created_by: String,
@@ -28,6 +30,30 @@ pub struct PaymentRow {
 const COLUMNS: &str = "payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
      currency, status, version, description, created_by, awaiting_recon, refunded_minor, reserved_minor, \
      created_at, updated_at";
+
+/// Statuses as an SQL list (`'SUCCEEDED', 'REFUNDING'`): the table's own
+/// words, never input, written as literals.
+pub fn in_list(statuses: &[PaymentStatus]) -> String {
+    statuses
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The paid statuses ([`PaymentStatus::is_paid`]) as an SQL list.
+pub fn paid_list() -> String {
+    let paid: Vec<PaymentStatus> = PaymentStatus::ALL
+        .into_iter()
+        .filter(|s| s.is_paid())
+        .collect();
+    in_list(&paid)
+}
+
+/// A status read back as text: an unknown word is a decode error.
+pub fn status(s: String) -> sqlx::Result<PaymentStatus> {
+    PaymentStatus::try_from(s).map_err(|e| sqlx::Error::Decode(e.into()))
+}
 
 /// A query over `payments`: the payment's hold reason, NULL when it is not
 /// held (holds are rows of `payment_holds`).
@@ -66,11 +92,12 @@ pub async fn insert<'e>(
     e: impl Executor<'e, Database = Any>,
     p: &NewPayment<'_>,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query(&format!(
         "INSERT INTO payments (payment_no, order_no, attempt_no, provider, provider_txn_id, amount_minor, \
          currency, status, version, description, created_by, awaiting_recon, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, NULL, $5, $6, 'CREATED', 0, $7, $8, 0, $9, $9)",
-    )
+         VALUES ($1, $2, $3, $4, NULL, $5, $6, '{}', 0, $7, $8, 0, $9, $9)",
+        Created.as_str()
+    ))
     .bind(p.payment_no)
     .bind(p.order_no)
     .bind(p.attempt_no)
@@ -91,10 +118,11 @@ pub async fn attempts_of<'e>(
     e: impl Executor<'e, Database = Any>,
     order_no: &str,
 ) -> sqlx::Result<(i64, i64)> {
-    let (max, live): (Option<i64>, Option<i64>) = sqlx::query_as(
-        "SELECT MAX(attempt_no), SUM(CASE WHEN status IN ('FAILED', 'CLOSED') THEN 0 ELSE 1 END) \
+    let (max, live): (Option<i64>, Option<i64>) = sqlx::query_as(&format!(
+        "SELECT MAX(attempt_no), SUM(CASE WHEN status IN ({}) THEN 0 ELSE 1 END) \
          FROM payments WHERE order_no = $1",
-    )
+        in_list(&[Failed, Closed])
+    ))
     .bind(order_no)
     .fetch_one(e)
     .await?;
@@ -109,10 +137,11 @@ pub async fn paid_attempt_of<'e>(
     order_no: &str,
     except_payment_no: &str,
 ) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar(&format!(
         "SELECT payment_no FROM payments WHERE order_no = $1 AND payment_no <> $2 \
-           AND status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') ORDER BY attempt_no LIMIT 1",
-    )
+           AND status IN ({}) ORDER BY attempt_no LIMIT 1",
+        paid_list()
+    ))
     .bind(order_no)
     .bind(except_payment_no)
     .fetch_optional(e)
@@ -122,7 +151,8 @@ pub async fn paid_attempt_of<'e>(
 /// What a guarded move changed.
 #[derive(Debug, sqlx::FromRow)]
 pub struct Moved {
-    pub prev_status: String,
+    #[sqlx(try_from = "String")]
+    pub prev_status: PaymentStatus,
     pub order_no: String,
     pub version: i64,
 }
@@ -149,16 +179,12 @@ pub async fn guarded_move<'e>(
     predecessors: &[PaymentStatus],
     now: i64,
 ) -> sqlx::Result<Option<Moved>> {
-    // The predecessor list is a fixed set of constants, never input.
-    let allowed = predecessors
-        .iter()
-        .map(|s| format!("'{}'", s.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let allowed = in_list(predecessors);
+    let succeeded = Succeeded.as_str();
     let sql = format!(
         "UPDATE payments SET prev_status = status, status = $1, \
            provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3, \
-           paid_at = CASE WHEN $1 = 'SUCCEEDED' THEN COALESCE(paid_at, $8, $3) ELSE paid_at END \
+           paid_at = CASE WHEN $1 = '{succeeded}' THEN COALESCE(paid_at, $8, $3) ELSE paid_at END \
          WHERE payment_no = $4 AND status IN ({allowed}) AND provider = $5 \
            AND amount_minor = $6 AND currency = $7 \
            AND {NOT_HELD} \
@@ -300,10 +326,10 @@ pub async fn history<'e>(
     .await
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 pub struct MovedRow {
     pub payment_no: String,
-    pub prev_status: String,
+    pub prev_status: PaymentStatus,
     pub order_no: String,
     pub version: i64,
 }
@@ -344,12 +370,7 @@ async fn move_chunk(
     predecessors: &[PaymentStatus],
     now: i64,
 ) -> sqlx::Result<Vec<MovedRow>> {
-    // The statuses are the engine's own names, written as literals.
-    let allowed = predecessors
-        .iter()
-        .map(|s| format!("'{}'", s.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let allowed = in_list(predecessors);
     let mut marks = crate::store::Marks::for_kind(conn.kind());
     let rows: Vec<String> = (0..moves.len())
         .map(|_| {
@@ -405,7 +426,7 @@ async fn move_chunk(
                 .map_err(|_| sqlx::Error::Decode("a moved row has four columns".into()))?;
             Ok(MovedRow {
                 payment_no: payment_no.text()?,
-                prev_status: prev_status.text()?,
+                prev_status: status(prev_status.text()?)?,
                 order_no: order_no.text()?,
                 version: version.int()?,
             })
@@ -488,7 +509,8 @@ pub struct PaymentBrief {
     pub provider_txn_id: Option<String>,
     pub amount_minor: i64,
     pub currency: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: PaymentStatus,
     pub version: i64,
     pub hold_reason: Option<String>,
     pub created_at: i64,
@@ -530,10 +552,11 @@ pub async fn paid_of_order<'e>(
     e: impl Executor<'e, Database = Any>,
     order_no: &str,
 ) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar(&format!(
         "SELECT payment_no FROM payments WHERE order_no = $1 \
-           AND status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED') LIMIT 1",
-    )
+           AND status IN ({}) LIMIT 1",
+        paid_list()
+    ))
     .bind(order_no)
     .fetch_optional(e)
     .await
@@ -618,8 +641,9 @@ pub async fn latest_paid<'e>(
 ) -> sqlx::Result<Vec<(String, i64, String, Option<String>)>> {
     sqlx::query_as(&format!(
         "SELECT payment_no, amount_minor, currency, provider_txn_id FROM payments \
-         WHERE provider = $1 AND status = 'SUCCEEDED' AND {NOT_HELD} \
-         ORDER BY created_at DESC LIMIT {limit}"
+         WHERE provider = $1 AND status = '{}' AND {NOT_HELD} \
+         ORDER BY created_at DESC LIMIT {limit}",
+        Succeeded.as_str()
     ))
     .bind(provider)
     .fetch_all(e)

@@ -2,8 +2,10 @@
 //! `payments` (refunded and reserved amounts). Every change is one guarded
 //! UPDATE: the WHERE clause is the rule, so no read-then-write races.
 
-use crate::domain::RefundStatus;
-use sqlx::{Any, Executor};
+use crate::domain::PaymentStatus::{self, Refunding};
+use crate::domain::{Mover, RefundStatus};
+use crate::store::payments;
+use sqlx::{Any, AnyConnection, Executor};
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RefundRow {
@@ -81,11 +83,12 @@ pub async fn insert<'e>(
     e: impl Executor<'e, Database = Any>,
     r: &NewRefund<'_>,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query(&format!(
         "INSERT INTO refunds (refund_no, payment_no, provider, amount_minor, currency, status, idem_scope, idem_key, \
            reason, requested_by, version, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, 'REQUESTED', $6, $7, $8, $9, 0, $10, $10)",
-    )
+         VALUES ($1, $2, $3, $4, $5, '{}', $6, $7, $8, $9, 0, $10, $10)",
+        RefundStatus::Requested.as_str()
+    ))
     .bind(r.refund_no)
     .bind(r.payment_no)
     .bind(r.provider)
@@ -101,70 +104,87 @@ pub async fn insert<'e>(
     Ok(())
 }
 
-/// Reserves `amount` on a payment that can still give it back: SUCCEEDED
-/// or REFUNDING, same currency, and `amount - refunded - reserved >=
-/// amount`. Moves it to REFUNDING. Returns the status it had, or `None`
-/// when the guard refused.
+/// Reserves `amount` on a payment that can still give it back (the refund
+/// ledger's moves to REFUNDING: SUCCEEDED or REFUNDING), same currency, and
+/// `amount - refunded - reserved >= amount`. Moves it to REFUNDING.
+/// Returns the status it had, or `None` when the guard refused.
 pub async fn reserve<'e>(
     e: impl Executor<'e, Database = Any>,
     payment_no: &str,
     amount_minor: i64,
     currency: &str,
     now: i64,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(&format!(
-        "UPDATE payments SET reserved_minor = reserved_minor + $2, prev_status = status, status = 'REFUNDING', \
+) -> sqlx::Result<Option<PaymentStatus>> {
+    let prev: Option<String> = sqlx::query_scalar(&format!(
+        "UPDATE payments SET reserved_minor = reserved_minor + $2, prev_status = status, status = '{}', \
            version = version + 1, updated_at = $4 \
-         WHERE payment_no = $1 AND status IN ('SUCCEEDED', 'REFUNDING') AND currency = $3 \
+         WHERE payment_no = $1 AND status IN ({}) AND currency = $3 \
            AND {} \
            AND amount_minor - refunded_minor - reserved_minor >= $2 \
          RETURNING prev_status",
-        crate::store::payments::NOT_HELD
+        Refunding.as_str(),
+        payments::in_list(&PaymentStatus::predecessors(Refunding, Mover::Refund)),
+        payments::NOT_HELD
     ))
     .bind(payment_no)
     .bind(amount_minor)
     .bind(currency)
     .bind(now)
     .fetch_optional(e)
-    .await
+    .await?;
+    prev.map(payments::status).transpose()
 }
 
 /// Reserves the whole amount of a FAILED or CLOSED payment the provider
-/// nevertheless took (PAID_AFTER_CLOSE), for an approved refund of it:
-/// binds the provider's transaction (the refund call names it) and moves
-/// the payment to REFUNDING, so the refund ledger settles it as any other
-/// (REFUNDED when the provider confirms). `prev_status` keeps FAILED or
-/// CLOSED while the refund is in flight — nothing else can reserve on it or
-/// move it meanwhile — and [`settle_reservation`] goes back to it when the
-/// refund fails. Returns the status it had, or `None` when the guard
-/// refused (moved, held, nothing refunded before it, another transaction).
+/// nevertheless took (PAID_AFTER_CLOSE), for an approved refund of it (the
+/// late refund's moves to REFUNDING): binds the provider's transaction (the
+/// refund call names it) and moves the payment to REFUNDING, so the refund
+/// ledger settles it as any other (REFUNDED when the provider confirms).
+/// `prev_status` keeps FAILED or CLOSED while the refund is in flight —
+/// nothing else can reserve on it or move it meanwhile — and
+/// [`settle_reservation`] goes back to it when the refund fails. Returns the
+/// status it had, or `None` when the guard refused (moved, held, nothing
+/// refunded before it, another transaction).
 pub async fn reserve_late_success<'e>(
     e: impl Executor<'e, Database = Any>,
     payment_no: &str,
     provider_txn_id: Option<&str>,
     now: i64,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(&format!(
-        "UPDATE payments SET reserved_minor = amount_minor, prev_status = status, status = 'REFUNDING', \
+) -> sqlx::Result<Option<PaymentStatus>> {
+    let prev: Option<String> = sqlx::query_scalar(&format!(
+        "UPDATE payments SET reserved_minor = amount_minor, prev_status = status, status = '{}', \
            provider_txn_id = COALESCE(provider_txn_id, $2), version = version + 1, updated_at = $3 \
-         WHERE payment_no = $1 AND status IN ('FAILED', 'CLOSED') AND refunded_minor = 0 AND reserved_minor = 0 \
+         WHERE payment_no = $1 AND status IN ({}) AND refunded_minor = 0 AND reserved_minor = 0 \
            AND {} \
            AND ($2 IS NULL OR provider_txn_id IS NULL OR provider_txn_id = $2) \
          RETURNING prev_status",
-        crate::store::payments::NOT_HELD
+        Refunding.as_str(),
+        payments::in_list(&PaymentStatus::predecessors(Refunding, Mover::LateRefund)),
+        payments::NOT_HELD
     ))
     .bind(payment_no)
     .bind(provider_txn_id)
     .bind(now)
     .fetch_optional(e)
-    .await
+    .await?;
+    prev.map(payments::status).transpose()
 }
 
-/// A payment's refund figures: (status, amount, refunded, reserved).
+/// A payment's refund figures.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Balance {
+    #[sqlx(try_from = "String")]
+    pub status: PaymentStatus,
+    pub amount_minor: i64,
+    pub refunded_minor: i64,
+    pub reserved_minor: i64,
+    pub currency: String,
+}
+
 pub async fn balance<'e>(
     e: impl Executor<'e, Database = Any>,
     payment_no: &str,
-) -> sqlx::Result<Option<(String, i64, i64, i64, String)>> {
+) -> sqlx::Result<Option<Balance>> {
     sqlx::query_as(
         "SELECT status, amount_minor, refunded_minor, reserved_minor, currency FROM payments WHERE payment_no = $1",
     )
@@ -193,7 +213,7 @@ pub async fn guarded_move<'e>(
     let done = sqlx::query(&format!(
         "UPDATE refunds SET status = $2, provider_refund_id = COALESCE(provider_refund_id, $3), \
            last_error = COALESCE($4, last_error), version = version + 1, updated_at = $5, \
-           finished_at = CASE WHEN $2 IN ('SUCCEEDED', 'FAILED') THEN $5 ELSE finished_at END \
+           finished_at = COALESCE($6, finished_at) \
          WHERE refund_no = $1 AND status IN ({})",
         from.join(", ")
     ))
@@ -202,6 +222,7 @@ pub async fn guarded_move<'e>(
     .bind(provider_refund_id)
     .bind(error)
     .bind(now)
+    .bind(to.is_final().then_some(now))
     .execute(e)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -226,35 +247,67 @@ pub async fn set_provider_id<'e>(
 }
 
 /// The payment side of a settled refund. `refunded`: the reservation
-/// becomes refunded (REFUNDED when all of it is, back to SUCCEEDED when
-/// nothing else is in flight); otherwise it is released — back to
-/// SUCCEEDED, or to FAILED or CLOSED for the refund of a late success
-/// ([`reserve_late_success`]), which never paid the order. Returns (from, to)
-/// statuses, or `None` when the reservation is not there (never expected:
-/// the caller rolls back).
-pub async fn settle_reservation<'e>(
-    e: impl Executor<'e, Database = Any>,
+/// becomes refunded; otherwise it is released. The status it goes to is the
+/// table's ([`PaymentStatus::after_refund_settled`]), decided on the row
+/// as it is, locked by the first statement (PostgreSQL; SQLite has one
+/// writer) so the second writes what was decided. Returns (from, to), or
+/// `None` when the reservation is not there (never expected: the caller
+/// rolls back).
+pub async fn settle_reservation(
+    conn: &mut AnyConnection,
     payment_no: &str,
     amount_minor: i64,
     refunded: bool,
     now: i64,
-) -> sqlx::Result<Option<(String, String)>> {
-    let add = if refunded { "$2" } else { "0" };
-    sqlx::query_as(&format!(
-        "UPDATE payments SET refunded_minor = refunded_minor + {add}, reserved_minor = reserved_minor - $2, \
-           prev_status = status, \
-           status = CASE WHEN refunded_minor + {add} >= amount_minor THEN 'REFUNDED' \
-                         WHEN reserved_minor - $2 > 0 THEN 'REFUNDING' \
-                         WHEN prev_status IN ('FAILED', 'CLOSED') THEN prev_status ELSE 'SUCCEEDED' END, \
-           version = version + 1, updated_at = $3 \
-         WHERE payment_no = $1 AND status = 'REFUNDING' AND reserved_minor >= $2 \
-         RETURNING prev_status, status"
-    ))
+) -> sqlx::Result<Option<(PaymentStatus, PaymentStatus)>> {
+    let held: Option<Reserved> = sqlx::query_as(
+        "UPDATE payments SET version = version WHERE payment_no = $1 \
+         RETURNING status, prev_status, amount_minor, refunded_minor, reserved_minor, version",
+    )
     .bind(payment_no)
-    .bind(amount_minor)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(r) = held else {
+        return Ok(None);
+    };
+    if r.status != Refunding || r.reserved_minor < amount_minor {
+        return Ok(None);
+    }
+    let refunded_minor = r.refunded_minor + if refunded { amount_minor } else { 0 };
+    let reserved_minor = r.reserved_minor - amount_minor;
+    let began = r.prev_status.map(payments::status).transpose()?;
+    let to = PaymentStatus::after_refund_settled(
+        began,
+        refunded_minor >= r.amount_minor,
+        reserved_minor > 0,
+    );
+    let done = sqlx::query(
+        "UPDATE payments SET refunded_minor = $2, reserved_minor = $3, prev_status = status, status = $4, \
+           version = version + 1, updated_at = $5 \
+         WHERE payment_no = $1 AND version = $6 AND status = $7",
+    )
+    .bind(payment_no)
+    .bind(refunded_minor)
+    .bind(reserved_minor)
+    .bind(to.as_str())
     .bind(now)
-    .fetch_optional(e)
-    .await
+    .bind(r.version)
+    .bind(r.status.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok((done.rows_affected() == 1).then_some((r.status, to)))
+}
+
+/// A payment's refund figures as [`settle_reservation`] reads them.
+#[derive(sqlx::FromRow)]
+struct Reserved {
+    #[sqlx(try_from = "String")]
+    status: PaymentStatus,
+    prev_status: Option<String>,
+    amount_minor: i64,
+    refunded_minor: i64,
+    reserved_minor: i64,
+    version: i64,
 }
 
 pub struct LedgerEntry<'a> {

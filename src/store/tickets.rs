@@ -61,7 +61,7 @@ pub async fn open_discrepancy<'e>(
 pub async fn open_with_alert(
     conn: &mut sqlx::AnyConnection,
     d: &NewDiscrepancy<'_>,
-    alert_kind: &str,
+    alert_kind: crate::domain::AlertKind,
     message: &str,
 ) -> sqlx::Result<()> {
     open_discrepancy(&mut *conn, d).await?;
@@ -70,7 +70,7 @@ pub async fn open_with_alert(
         &NewAlert {
             dedupe_key: d.dedupe_key,
             kind: alert_kind,
-            severity: "critical",
+            severity: crate::domain::AlertSeverity::Critical,
             payment_no: d.payment_no,
             message,
             trace_id: d.trace_id,
@@ -292,8 +292,9 @@ pub async fn move_ticket(conn: &mut AnyConnection, id: &str, m: &Move<'_>) -> sq
         None => String::new(),
         Some(Only::LagResolved) => format!(
             " AND class = '{}' AND EXISTS (SELECT 1 FROM payments p WHERE p.payment_no = discrepancies.payment_no \
-               AND p.status IN ('SUCCEEDED', 'REFUNDING', 'REFUNDED'))",
-            crate::domain::Class::StatusLag.as_str()
+               AND p.status IN ({}))",
+            crate::domain::Class::StatusLag.as_str(),
+            crate::store::payments::paid_list()
         ),
     };
     let sql = format!(

@@ -3,6 +3,7 @@
 //! schedule's beat; tests call it with a moved clock. Closing the ticket
 //! resolves its alert (`store::tickets::move_ticket`).
 
+use crate::domain::{AlertKind, AlertSeverity, Severity};
 use crate::engine::Engine;
 use crate::store::alerts::{NewAlert, raise_alert};
 use crate::store::tickets;
@@ -40,16 +41,16 @@ pub async fn raise_overdue(engine: &Engine, now: i64) -> sqlx::Result<usize> {
             if tickets::mark_sla_alerted(&mut tx, &t.discrepancy_id, &entry, now).await? {
                 let key = sla_key(&t.discrepancy_id);
                 // A CRITICAL ticket left too long is money at risk now.
-                let severity = if t.severity == "CRITICAL" {
-                    "high"
+                let severity = if t.severity == Severity::Critical.as_str() {
+                    AlertSeverity::High
                 } else {
-                    "warning"
+                    AlertSeverity::Warning
                 };
                 raise_alert(
                     &mut *tx,
                     &NewAlert {
                         dedupe_key: &key,
-                        kind: "sla_overdue",
+                        kind: AlertKind::SlaOverdue,
                         severity,
                         payment_no: t.payment_no.as_deref(),
                         message: &message,

@@ -219,8 +219,8 @@ impl AlertApp {
             &self.engine().db.pool,
             &NewAlert {
                 dedupe_key: key,
-                kind,
-                severity,
+                kind: kind.parse().unwrap(),
+                severity: severity.parse().unwrap(),
                 payment_no: None,
                 message,
                 trace_id: None,

@@ -51,8 +51,8 @@ impl Desk {
                 &engine.db.pool,
                 &NewAlert {
                     dedupe_key: &key,
-                    kind,
-                    severity,
+                    kind: kind.parse().unwrap(),
+                    severity: severity.parse().unwrap(),
                     payment_no: None,
                     message: &message,
                     trace_id: None,
@@ -167,8 +167,8 @@ async fn an_sla_alert_resolves_when_its_ticket_closes(b: Backend) {
 
 async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
     let d = desk(b).await;
-    d.raise("kind_a", "warning", 55).await;
-    d.raise("kind_b", "high", 5).await;
+    d.raise("queries_exhausted", "warning", 55).await;
+    d.raise("out_of_order", "high", 5).await;
     let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alerts")
         .fetch_one(d.app.pool())
         .await
@@ -177,8 +177,11 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
     // An empty filter: every alert once, newest first, a page at a time.
     let first = d.alerts(&[]).await;
     assert_eq!(first["items"].as_array().unwrap().len(), 50);
-    assert_eq!(first["items"][0]["kind"], "kind_b", "newest first");
-    assert!(first["kinds"].to_string().contains("kind_a"), "{first}");
+    assert_eq!(first["items"][0]["kind"], "out_of_order", "newest first");
+    assert!(
+        first["kinds"].to_string().contains("queries_exhausted"),
+        "{first}"
+    );
     let all = d.all_alerts(&[]).await;
     assert_eq!(all.len() as i64, total);
     let mut unique = all.clone();
@@ -187,7 +190,7 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
     assert_eq!(unique.len(), all.len(), "no repeats across pages");
 
     // By kind, by severity, by state.
-    let b_ids = d.all_alerts(&[("filter[kind]", "kind_b")]).await;
+    let b_ids = d.all_alerts(&[("filter[kind]", "out_of_order")]).await;
     assert_eq!(b_ids.len(), 5);
     let high = d.alerts(&[("filter[severity]", "high")]).await;
     assert!(
@@ -198,7 +201,10 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
             .all(|a| a["severity"] == "high")
     );
     let a_open = d
-        .all_alerts(&[("filter[kind]", "kind_a"), ("filter[state]", "open")])
+        .all_alerts(&[
+            ("filter[kind]", "queries_exhausted"),
+            ("filter[state]", "open"),
+        ])
         .await;
     assert_eq!(a_open.len(), 55);
     let (status, err) = d
@@ -232,7 +238,7 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
             &[
                 ("ids[]", ticked[0]),
                 ("ids[]", ticked[1]),
-                ("comment", "known: the kind_b test"),
+                ("comment", "known: the out_of_order test"),
             ],
         )
         .await;
@@ -249,7 +255,7 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
     let acked = d
         .alerts(&[
             ("filter[state]", "acknowledged"),
-            ("filter[kind]", "kind_b"),
+            ("filter[kind]", "out_of_order"),
         ])
         .await;
     let items = acked["items"].as_array().unwrap();
@@ -257,12 +263,12 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
     assert!(
         items
             .iter()
-            .all(|a| a["ack_comment"] == "known: the kind_b test"
+            .all(|a| a["ack_comment"] == "known: the out_of_order test"
                 && a["acknowledged_by"] == "sam"
                 && a["state"] == "acknowledged")
     );
     let b_open = d
-        .all_alerts(&[("filter[kind]", "kind_b"), ("filter[state]", "open")])
+        .all_alerts(&[("filter[kind]", "out_of_order"), ("filter[state]", "open")])
         .await;
     assert_eq!(b_open, b_ids[2..]);
     // Again, with one still open: the acknowledged ones are left and named.
@@ -282,8 +288,8 @@ async fn alerts_filter_page_and_are_acknowledged_in_bulk(b: Backend) {
     // The dashboard counts what is open, by kind.
     let (day, _) = d.app.today();
     let dash = d.dashboard(&d.olga, &day).await;
-    assert_eq!(kind_count(&dash, "kind_a"), Some(55));
-    assert_eq!(kind_count(&dash, "kind_b"), Some(2));
+    assert_eq!(kind_count(&dash, "queries_exhausted"), Some(55));
+    assert_eq!(kind_count(&dash, "out_of_order"), Some(2));
     let open: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM alerts WHERE acknowledged_at IS NULL AND resolved_at IS NULL",
     )

@@ -9,11 +9,13 @@ use crate::domain::TicketStatus::{self, Closed};
 use crate::domain::{
     Class, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
-use crate::engine::{Applied, Engine, Outcome, Source, apply_in, describe, refund_late_success_in};
-use crate::store::adjustments::{self, NewAdjustment};
+use crate::engine::{
+    AmountChange, Applied, Engine, Outcome, Source, apply_in, change_amount_in, describe,
+    refund_late_success_in,
+};
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, Move, Only, insert_note, move_ticket};
-use crate::store::{audit, outbox, proposals};
+use crate::store::{audit, proposals};
 use app::tickets::{ActionResult, FixKind, Proposal};
 use app::types::User;
 use serde_json::{Value, json};
@@ -309,7 +311,7 @@ async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotEx
         o.paid_at = paid_at;
         o
     };
-    if b.status == "FAILED" {
+    if b.status == PaymentStatus::Failed {
         let o = with_txn(fix.outcome(&b, PaymentStatus::Pending, minor)?);
         let moved = fix.apply(tx, &o).await?;
         fix.done.push(moved);
@@ -346,7 +348,9 @@ async fn accept_amount(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), 
         b.currency,
         accepted - b.amount_minor
     ));
-    if fix.after["status"] == "SUCCEEDED" && matches!(b.status.as_str(), "CREATED" | "PENDING") {
+    if fix.after["status"] == PaymentStatus::Succeeded.as_str()
+        && matches!(b.status, PaymentStatus::Created | PaymentStatus::Pending)
+    {
         let mut o = fix.outcome(&b, PaymentStatus::Succeeded, accepted)?;
         o.paid_at = fix.paid_at();
         let moved = fix.apply(tx, &o).await?;
@@ -383,7 +387,7 @@ async fn merge(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecu
         if let Some(reason) = payments::release(tx, no, fix.now).await? {
             fix.done.push(format!("{no}: hold released ({reason})"));
         }
-        if b.status != "CLOSED" {
+        if b.status != PaymentStatus::Closed {
             let o = fix.outcome(&b, PaymentStatus::Closed, b.amount_minor)?;
             let moved = fix.apply(tx, &o).await?;
             fix.done.push(format!("{no}: {moved}"));
@@ -455,77 +459,24 @@ async fn refund_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(),
     Ok(())
 }
 
-/// The provider's amount made final: the payment carries it, the original
-/// stays in `payment_adjustments`, history and the outbox say so.
+/// The provider's amount made final, by the engine.
 async fn adjust_amount(
     tx: &mut AnyConnection,
     fix: &Fix<'_>,
     b: &PaymentBrief,
     accepted: i64,
 ) -> Result<(), NotExecuted> {
-    let now = fix.now;
-    if !payments::set_amount(tx, &b.payment_no, b.version, accepted, now).await? {
+    let change = AmountChange {
+        payment: b,
+        accepted_minor: accepted,
+        proposal_id: &fix.p.id,
+        approved_by: &fix.actor.username,
+    };
+    if !change_amount_in(tx, &fix.sinks, &change, fix.now).await? {
         return Err(NotExecuted::Stale(format!(
             "payment {} changed",
             b.payment_no
         )));
     }
-    adjustments::insert(
-        tx,
-        &NewAdjustment {
-            payment_no: &b.payment_no,
-            proposal_id: &fix.p.id,
-            before_minor: b.amount_minor,
-            after_minor: accepted,
-            currency: &b.currency,
-            at: now,
-        },
-    )
-    .await?;
-    let evidence = format!(
-        "proposal {}: amount {} → {accepted}",
-        fix.p.id, b.amount_minor
-    );
-    let trace = uuid::Uuid::new_v4().simple().to_string();
-    payments::insert_history_many(
-        &mut *tx,
-        &[payments::HistoryEntry {
-            payment_no: &b.payment_no,
-            from: &b.status,
-            to: &b.status,
-            source: Source::ManualFix.as_str(),
-            evidence: &evidence,
-            trace_id: &trace,
-            at: now,
-        }],
-    )
-    .await?;
-    let payload = json!({
-        "type": "payment.amount_adjusted",
-        "payment_no": b.payment_no,
-        "order_no": b.order_no,
-        "provider": b.provider,
-        "before_minor": b.amount_minor,
-        "amount_minor": accepted,
-        "difference_minor": accepted - b.amount_minor,
-        "currency": b.currency,
-        "approved_by": fix.actor.username,
-        "occurred_at": now,
-    })
-    .to_string();
-    let id = uuid::Uuid::now_v7().to_string();
-    outbox::insert_events_many(
-        &mut *tx,
-        &[outbox::NewEvent {
-            message_id: &id,
-            aggregate_type: "payment",
-            aggregate_id: &b.payment_no,
-            event_type: "payment.amount_adjusted",
-            payload: &payload,
-            now,
-        }],
-        &fix.sinks,
-    )
-    .await?;
     Ok(())
 }

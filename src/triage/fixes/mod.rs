@@ -19,8 +19,9 @@ pub(crate) use propose::propose_item;
 
 use super::{entry, required};
 use crate::accounts::{internal, retrying};
-use crate::domain::Class;
+use crate::domain::PaymentStatus::{self, Created, Failed, Pending, Succeeded};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress};
+use crate::domain::{Class, Mover};
 use crate::engine::Engine;
 use crate::store::payments::PaymentBrief;
 use crate::store::proposals::{self, Decision};
@@ -46,9 +47,8 @@ pub(crate) fn fixes_for(t: &TicketRow, payment: Option<&PaymentBrief>) -> Vec<Fi
     if t.ticket_status() == Some(Closed) {
         return out;
     }
-    let provider_paid = t.provider_status.as_deref() == Some("SUCCEEDED");
-    let local_unpaid =
-        payment.is_none_or(|p| matches!(p.status.as_str(), "CREATED" | "PENDING" | "FAILED"));
+    let provider_paid = t.provider_status.as_deref() == Some(Succeeded.as_str());
+    let local_unpaid = payment.is_none_or(|p| matches!(p.status, Created | Pending | Failed));
     match t.ticket_class() {
         Some(Class::ProviderOnly | Class::StatusLag)
             if provider_paid
@@ -59,9 +59,7 @@ pub(crate) fn fixes_for(t: &TicketRow, payment: Option<&PaymentBrief>) -> Vec<Fi
             out.push(FixKind::Backfill)
         }
         Some(Class::LocalOnly)
-            if payment.is_some_and(|p| {
-                matches!(p.status.as_str(), "SUCCEEDED" | "CREATED" | "PENDING")
-            }) =>
+            if payment.is_some_and(|p| matches!(p.status, Succeeded | Created | Pending)) =>
         {
             out.push(FixKind::ClosePayment)
         }
@@ -76,7 +74,10 @@ pub(crate) fn fixes_for(t: &TicketRow, payment: Option<&PaymentBrief>) -> Vec<Fi
         // Money taken for a payment Reckon closed or failed: two people
         // either take it (the order is paid) or give it back in full.
         Some(Class::PaidAfterClose)
-            if payment.is_some_and(|p| matches!(p.status.as_str(), "FAILED" | "CLOSED")) =>
+            if payment.is_some_and(|p| {
+                p.status
+                    .may_move(PaymentStatus::Refunding, Mover::LateRefund)
+            }) =>
         {
             out.extend([FixKind::AcceptPayment, FixKind::RefundPayment])
         }

@@ -4,6 +4,7 @@
 
 use super::{brief_json, fixes_for, not_applicable};
 use crate::accounts::TxError;
+use crate::domain::PaymentStatus::{Closed, Created, Pending, Refunding, Succeeded};
 use crate::domain::{Class, OrderNo, PaymentNo, ProviderTxnId};
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, TicketRow};
@@ -187,14 +188,14 @@ pub(super) async fn plan(
                 "payment_no": t.payment_no,
                 "order_no": order_no,
                 "create": payment.is_none(),
-                "status": "SUCCEEDED",
+                "status": Succeeded,
                 "amount_minor": minor,
                 "currency": currency,
                 "provider_txn_id": t.provider_txn_id,
                 "paid_at": paid_at,
             }))
         }
-        FixKind::ClosePayment => plan(json!({ "status": "CLOSED", "hold_reason": null })),
+        FixKind::ClosePayment => plan(json!({ "status": Closed, "hold_reason": null })),
         FixKind::AcceptAmount => {
             let p = payment
                 .as_ref()
@@ -205,8 +206,8 @@ pub(super) async fn plan(
                     "more is refunded or reserved than the provider's amount",
                 )));
             }
-            let pay = t.provider_status.as_deref() == Some("SUCCEEDED")
-                && matches!(p.status.as_str(), "CREATED" | "PENDING");
+            let pay = t.provider_status.as_deref() == Some(Succeeded.as_str())
+                && matches!(p.status, Created | Pending);
             let paid_at = if pay {
                 statement_paid_at(conn, t, now)
                     .await?
@@ -218,7 +219,7 @@ pub(super) async fn plan(
                 "amount_minor": accepted,
                 "difference_minor": accepted - p.amount_minor,
                 "currency": p.currency,
-                "status": if pay { "SUCCEEDED" } else { p.status.as_str() },
+                "status": if pay { Succeeded } else { p.status },
                 "paid_at": paid_at,
             }))
         }
@@ -245,14 +246,14 @@ pub(super) async fn plan(
                     .await?
                     .map(|at| at.max(p.created_at));
                 plan(json!({
-                    "status": "SUCCEEDED",
+                    "status": Succeeded,
                     "provider_txn_id": txn,
                     "effect": "ORDER_PAID",
                     "paid_at": paid_at,
                 }))
             } else {
                 plan(json!({
-                    "status": "REFUNDING",
+                    "status": Refunding,
                     "then": "REFUNDED when the provider confirms the refund",
                     "refund_minor": p.amount_minor,
                     "currency": p.currency,
@@ -295,10 +296,7 @@ async fn merge(conn: &mut AnyConnection, t: &TicketRow, fix: &FixRequest) -> Res
         ))));
     }
     let close: Vec<&PaymentBrief> = all.iter().filter(|p| p.payment_no != keep).collect();
-    if let Some(paid) = close
-        .iter()
-        .find(|p| matches!(p.status.as_str(), "SUCCEEDED" | "REFUNDING" | "REFUNDED"))
-    {
+    if let Some(paid) = close.iter().find(|p| p.status.is_paid()) {
         return Err(TxError::App(not_applicable(format!(
             "{} is paid: a merge never closes a paid payment (refund it instead)",
             paid.payment_no

@@ -309,3 +309,53 @@ both_databases!(
     malformed_requests_answer_the_one_error_shape,
     nul_in_ids_and_texts_is_refused_not_a_500,
 );
+
+/// The contract as it was: the document is the one kept beside this file,
+/// so a renamed field or a type changed under a route fails here until the
+/// kept copy is written again on purpose (`RECKON_WRITE_OPENAPI=1`) and the
+/// difference is reviewed with the change.
+#[test]
+fn the_document_changes_only_on_purpose() {
+    use utoipa::OpenApi;
+    let kept_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api/openapi.json");
+    let now = reckon::web::openapi::ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap();
+    if std::env::var("RECKON_WRITE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(&kept_path, format!("{now}\n")).unwrap();
+        return;
+    }
+    let kept = std::fs::read_to_string(&kept_path).expect("tests/api/openapi.json is kept");
+    let (kept, now): (Value, Value) = (
+        serde_json::from_str(&kept).unwrap(),
+        serde_json::from_str(&now).unwrap(),
+    );
+    if kept != now {
+        let mut changed = Vec::new();
+        differences("", &kept, &now, &mut changed);
+        panic!(
+            "the API contract changed; if that is meant, write it again with \
+             RECKON_WRITE_OPENAPI=1 and review the diff:\n{}",
+            changed.join("\n")
+        );
+    }
+}
+
+/// Where two JSON documents differ, by path.
+fn differences(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) => differences(&format!("{at}/{k}"), v, w, out),
+                    None => out.push(format!("- {at}/{k}")),
+                }
+            }
+            for k in y.keys().filter(|k| !x.contains_key(*k)) {
+                out.push(format!("+ {at}/{k}"));
+            }
+        }
+        _ if a != b => out.push(format!("~ {at}: {a} → {b}")),
+        _ => {}
+    }
+}

@@ -54,7 +54,7 @@ pub struct Config {
     /// Provider calls at once per provider account (default 4).
     pub calls_per_account: usize,
     /// Connection limit and timeouts of the listener.
-    pub limits: crate::web::listener::Limits,
+    pub limits: Limits,
     /// Statement days and ready hours set per account, over each kind's
     /// default (WeChat Pay: Asia/Shanghai from 10:00; Alipay:
     /// Asia/Shanghai from 09:00; others: `timezone` from 02:00).
@@ -90,7 +90,7 @@ pub struct Config {
     /// Alert channels (`[[alert_channels]]` in the file), checked.
     pub alert_channels: Vec<crate::alerting::Channel>,
     /// The threshold of the refused-webhooks spike alert.
-    pub refused_spike: crate::engine::RefusedSpike,
+    pub refused_spike: RefusedSpike,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to
@@ -290,3 +290,41 @@ pub fn redact_url(url: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The listener's limits: connections at once, and how long a client may
+/// take to send its headers, stay idle, or send its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub header_read: std::time::Duration,
+    pub idle: std::time::Duration,
+    pub body_read: std::time::Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        use std::time::Duration;
+        Limits {
+            max_connections: 10_000,
+            header_read: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
+            body_read: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `RECKON_REFUSED_SPIKE`: `N/M`, more than N failures in M minutes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusedSpike {
+    pub failures: i64,
+    pub window_us: i64,
+}
+
+impl Default for RefusedSpike {
+    fn default() -> Self {
+        RefusedSpike {
+            failures: 20,
+            window_us: 5 * 60_000_000,
+        }
+    }
+}

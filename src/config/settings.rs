@@ -260,12 +260,12 @@ pub(super) fn checked(
         64,
         "calls",
     )? as usize;
-    let defaults = crate::web::listener::Limits::default();
+    let defaults = super::Limits::default();
     let secs = |key, given, default: std::time::Duration, max| {
         number(key, given, default.as_secs() as i64, max, "seconds")
             .map(|n| std::time::Duration::from_secs(n as u64))
     };
-    let limits = crate::web::listener::Limits {
+    let limits = super::Limits {
         max_connections: number(
             "RECKON_MAX_CONNECTIONS",
             layers.max_connections,
@@ -440,9 +440,9 @@ pub(super) fn checked(
 
 /// `RECKON_REFUSED_SPIKE`, `N/M` — more than N verification
 /// failures of one provider in M minutes (1 to 1440) raise an alert.
-fn refused_spike(given: Option<String>) -> Result<crate::engine::RefusedSpike, ConfigError> {
+fn refused_spike(given: Option<String>) -> Result<super::RefusedSpike, ConfigError> {
     let Some(text) = given else {
-        return Ok(crate::engine::RefusedSpike::default());
+        return Ok(super::RefusedSpike::default());
     };
     let parsed = text.trim().split_once('/').and_then(|(n, m)| {
         let n: i64 = n.trim().parse().ok()?;
@@ -454,7 +454,7 @@ fn refused_spike(given: Option<String>) -> Result<crate::engine::RefusedSpike, C
         value: text.clone(),
         hint: "expected N/M: more than N signature failures in M minutes, e.g. 20/5".into(),
     })?;
-    Ok(crate::engine::RefusedSpike {
+    Ok(super::RefusedSpike {
         failures,
         window_us: minutes * 60_000_000,
     })

@@ -645,7 +645,7 @@ fn alert_channels_are_checked_and_their_names_unique_among_sinks() {
 #[test]
 fn the_refused_spike_threshold_reads_n_per_m_minutes() {
     let c = Config::from_toml("", |_| None).unwrap();
-    assert_eq!(c.refused_spike, crate::engine::RefusedSpike::default());
+    assert_eq!(c.refused_spike, crate::config::RefusedSpike::default());
     let c = Config::from_toml("refused_spike = \"50/10\"\n", |_| None).unwrap();
     assert_eq!(
         (c.refused_spike.failures, c.refused_spike.window_us),

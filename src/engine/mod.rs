@@ -101,21 +101,8 @@ impl Settings {
     }
 }
 
-/// `RECKON_REFUSED_SPIKE`: `N/M`, more than N failures in M minutes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RefusedSpike {
-    pub failures: i64,
-    pub window_us: i64,
-}
-
-impl Default for RefusedSpike {
-    fn default() -> Self {
-        RefusedSpike {
-            failures: 20,
-            window_us: 5 * 60_000_000,
-        }
-    }
-}
+/// `RECKON_REFUSED_SPIKE`, a setting's shape (the config owns it).
+pub use crate::config::RefusedSpike;
 
 /// What closing a day reads (reconciliation's; the engine only carries
 /// it): each account's expected fee, and the highest severity of ticket a

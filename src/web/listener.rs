@@ -28,24 +28,8 @@ use tokio::sync::{Notify, watch};
 use tower::ServiceExt;
 use tower_http::timeout::{TimeoutBody, TimeoutError};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    pub max_connections: usize,
-    pub header_read: Duration,
-    pub idle: Duration,
-    pub body_read: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_connections: 10_000,
-            header_read: Duration::from_secs(10),
-            idle: Duration::from_secs(60),
-            body_read: Duration::from_secs(10),
-        }
-    }
-}
+/// The listener's limits, a setting's shape (the config owns it).
+pub use crate::config::Limits;
 
 /// Raises the soft limit on open files to the hard limit (a default soft
 /// limit of 1,024 is soon reached by idle clients); returns the limit now

@@ -175,15 +175,10 @@ pub fn provider_kind_of(e: &BankEntry) -> Option<&'static str> {
     .collect::<Vec<_>>()
     .join(" ")
     .to_lowercase();
-    const NAMES: [(&str, &[&str]); 3] = [
-        ("stripe", &["stripe", "po_"]),
-        ("wechatpay", &["wechat", "tenpay", "财付通", "微信"]),
-        ("alipay", &["alipay", "支付宝"]),
-    ];
-    NAMES
+    crate::providers::KINDS
         .iter()
-        .find(|(_, words)| words.iter().any(|w| text.contains(w)))
-        .map(|(kind, _)| *kind)
+        .find(|kind| kind.payout_names.iter().any(|w| text.contains(w)))
+        .map(|kind| kind.name)
 }
 
 fn parse(imp: &BankImport<'_>) -> Result<ParsedStatement, String> {

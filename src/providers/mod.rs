@@ -19,7 +19,7 @@ pub mod stripe;
 pub mod wechatpay;
 pub mod wire;
 
-pub use accounts::{ProviderConfig, build};
+pub use accounts::{Account, KINDS, Kind, ProviderConfig, build, kinds_in_words};
 
 use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
@@ -465,15 +465,12 @@ pub trait Provider: Send + Sync + 'static {
 }
 
 /// Every bill format Reckon reads, whichever accounts are configured: an
-/// uploaded file is told by them. (Stripe's read in UTC: only its header
-/// is asked about.)
-pub fn bill_formats() -> [crate::statement::Format; 4] {
-    [
-        wechatpay::statement::FORMAT,
-        alipay::statement::FORMAT,
-        stripe::statement::FORMAT.in_zone(jiff::tz::TimeZone::UTC),
-        sandbox::statement::FORMAT,
-    ]
+/// uploaded file is told by them.
+pub fn bill_formats() -> Vec<crate::statement::Format> {
+    KINDS
+        .iter()
+        .filter_map(|kind| kind.bill_format.map(|format| format()))
+        .collect()
 }
 
 /// The configured provider accounts by route name.

@@ -31,7 +31,7 @@ mod bill;
 mod config;
 pub mod statement;
 
-pub use config::AlipayConfig;
+pub use config::{AlipayConfig, KIND};
 
 use super::{
     Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,

@@ -6,7 +6,7 @@
 mod config;
 pub mod statement;
 
-pub use config::SandboxConfig;
+pub use config::{KIND, SandboxConfig};
 
 use super::signing::Secret;
 use super::{

@@ -30,7 +30,7 @@ mod balance;
 mod config;
 pub mod statement;
 
-pub use config::StripeConfig;
+pub use config::{KIND, StripeConfig};
 
 use super::{
     Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,

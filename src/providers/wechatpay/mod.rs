@@ -34,7 +34,7 @@ mod api;
 mod config;
 pub mod statement;
 
-pub use config::WechatPayConfig;
+pub use config::{KIND, WechatPayConfig};
 
 use super::wire::header;
 use super::{

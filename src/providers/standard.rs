@@ -269,7 +269,6 @@ fn text_at(body: &serde_json::Value, pointer: &str, what: &str) -> Result<String
     }
 }
 
-#[async_trait::async_trait]
 impl Provider for StandardWebhooks {
     fn name(&self) -> &ProviderName {
         &self.name
@@ -277,10 +276,6 @@ impl Provider for StandardWebhooks {
 
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/json")
-    }
-
-    fn creates_payments(&self) -> bool {
-        false
     }
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {

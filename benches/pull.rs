@@ -451,7 +451,11 @@ fn main() {
             // The same fetch alone, outside a run: apply, download,
             // gunzip, SHA1.
             let started = Instant::now();
-            let file = engine.providers.get(PROVIDER).unwrap().statement_file(DATE).await.unwrap();
+            let provider = engine.providers.get(PROVIDER).unwrap().clone();
+            let Some(reckon::providers::Statements::Files(bills)) = provider.statements() else {
+                panic!("{PROVIDER} pulls bill files");
+            };
+            let file = bills.statement_file(DATE).await.unwrap();
             let fetch = started.elapsed().as_secs_f64();
             assert_eq!(file.bytes.len() as u64, std::fs::metadata(&bill_path).unwrap().len());
             drop(file);

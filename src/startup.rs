@@ -311,16 +311,16 @@ fn sinks_of(config: &Config, outbox_secret: &Secret) -> anyhow::Result<Vec<Sink>
 /// or `RECKON_PULL_TIMES`' — with the catch-up, alert and retention
 /// settings.
 fn pulls_of(config: &Config, timezone: &jiff::tz::TimeZone) -> anyhow::Result<Pulls> {
-    let china = || {
-        jiff::tz::TimeZone::get("Asia/Shanghai").map_err(|e| anyhow::anyhow!("Asia/Shanghai: {e}"))
-    };
     let mut days = std::collections::BTreeMap::new();
     for p in &config.providers {
-        let (zone, ready_hour) = match p.kind() {
-            "wechatpay" => (china()?, 10),
-            "alipay" => (china()?, 9),
-            _ => (timezone.clone(), 2),
+        let kind = p.account().kind();
+        let zone = match kind.statement_zone {
+            Some(zone) => {
+                jiff::tz::TimeZone::get(zone).map_err(|e| anyhow::anyhow!("{zone}: {e}"))?
+            }
+            None => timezone.clone(),
         };
+        let ready_hour = kind.ready_hour;
         days.insert(p.name().to_owned(), StatementDay { zone, ready_hour });
     }
     for t in &config.pull_times {

@@ -12,7 +12,7 @@ pub mod matching;
 
 use crate::domain::{Class, Money, Severity, clip, quote};
 use crate::engine::Engine;
-use crate::providers::PayoutSeen;
+use crate::providers::{PayoutSeen, Statements};
 use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
 use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
 use matching::{Decision, OpenCredit, OpenPayout};
@@ -121,7 +121,11 @@ async fn check_nets(engine: &Engine, now: i64) -> Result<i64, BankError> {
             store::set_net(pool, &p.provider, &p.payout_id, "NOT_DERIVABLE", None).await?;
             continue;
         };
-        let net = match provider.payout_net(&p.payout_id).await {
+        let net = match provider.statements() {
+            Some(Statements::Pages(pages)) => pages.payout_net(&p.payout_id).await,
+            _ => Ok(None),
+        };
+        let net = match net {
             Ok(net) => net,
             Err(e) => {
                 tracing::warn!(payout = %p.payout_id, error = %e, "payout's transactions not listed; asked again next pass");
@@ -175,15 +179,10 @@ pub fn provider_kind_of(e: &BankEntry) -> Option<&'static str> {
     .collect::<Vec<_>>()
     .join(" ")
     .to_lowercase();
-    const NAMES: [(&str, &[&str]); 3] = [
-        ("stripe", &["stripe", "po_"]),
-        ("wechatpay", &["wechat", "tenpay", "财付通", "微信"]),
-        ("alipay", &["alipay", "支付宝"]),
-    ];
-    NAMES
+    crate::providers::KINDS
         .iter()
-        .find(|(_, words)| words.iter().any(|w| text.contains(w)))
-        .map(|(kind, _)| *kind)
+        .find(|kind| kind.payout_names.iter().any(|w| text.contains(w)))
+        .map(|kind| kind.name)
 }
 
 fn parse(imp: &BankImport<'_>) -> Result<ParsedStatement, String> {

@@ -596,7 +596,10 @@ fn providers(
             return Err(ConfigError::Invalid {
                 key: "providers",
                 value: format!("{} ({})", p.name(), p.kind()),
-                hint: "a provider needs a name of lowercase letters, digits and '-', and kind = \"sandbox\", \"stripe\", \"standard_webhooks\", \"alipay\" or \"wechatpay\"".into(),
+                hint: format!(
+                    "a provider needs a name of lowercase letters, digits and '-', and kind = {}",
+                    crate::providers::kinds_in_words()
+                ),
             });
         }
         if let Some(Err(hint)) = p.fees().map(|f| f.check()) {

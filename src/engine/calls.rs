@@ -260,10 +260,10 @@ impl Engine {
                 .first()
                 .copied()
                 .unwrap_or(60_000_000);
-            if !provider.creates_payments() {
+            let Some(payments) = provider.payments() else {
                 // The merchant's app creates it with the provider and the
                 // provider reports by webhook; if none comes, ask.
-                if provider.queries_payments() {
+                if provider.queries().is_some() {
                     tasks::schedule(pool, tasks::QUERY, &p.payment_no, now + first_delay, now)
                         .await?;
                 }
@@ -275,13 +275,13 @@ impl Engine {
                     now,
                 )
                 .await;
-            }
+            };
             let req = CreateRequest {
                 payment_no: &payment_no,
                 money: local_money,
                 description: p.description.as_deref(),
             };
-            let answer = provider.create_payment(&req).await;
+            let answer = payments.create_payment(&req).await;
             let now = self.now();
             match answer {
                 Ok(view) => {
@@ -322,7 +322,10 @@ impl Engine {
             .provider_txn_id
             .as_deref()
             .and_then(|t| ProviderTxnId::parse(t).ok());
-        let answer = provider.query_payment(&payment_no, txn.as_ref()).await;
+        let answer = match provider.queries() {
+            Some(queries) => queries.query_payment(&payment_no, txn.as_ref()).await,
+            None => Err(CallError::NotFound),
+        };
         let now = self.now();
         let error = match answer {
             Ok(view) => {

@@ -274,7 +274,7 @@ impl Engine {
             tracing::warn!(error = %e, "could not prune refused callbacks");
         }
         if let Some(payment_no) = r.claimed_payment
-            && r.provider.queries_payments()
+            && r.provider.queries().is_some()
             && let Err(e) = self.query_claimed(name, payment_no, now).await
         {
             tracing::warn!(error = %e, "could not schedule a status query");

@@ -361,7 +361,14 @@ impl Engine {
             .provider_txn_id
             .as_deref()
             .and_then(|t| ProviderTxnId::parse(t).ok());
-        match provider.close_payment(&no, txn.as_ref()).await {
+        let closed = match provider.payments() {
+            Some(payments) => payments.close_payment(&no, txn.as_ref()).await,
+            None => Err(CallError::Refused(format!(
+                "{} cannot close payments through Reckon",
+                provider.name()
+            ))),
+        };
+        match closed {
             // Never reached the provider: nothing there to close.
             Ok(()) | Err(CallError::NotFound) => {}
             Err(CallError::Refused(r)) => return Err(MerchantError::ProviderRefused(r)),

@@ -605,7 +605,7 @@ impl Engine {
             (view, Some(reason))
         };
 
-        if !provider.refunds() {
+        let Some(refunds) = provider.refunds() else {
             // The merchant refunds at the provider itself (a webhook-only
             // sender); its notification settles the refund.
             let view = RefundView {
@@ -619,17 +619,17 @@ impl Engine {
                 "the merchant refunds at the provider; awaiting its notification".into(),
             ))
             .await;
-        }
+        };
         // Only the provider's explicit refusal of a refund call fails the
         // refund; anything a query says short of a result, or any doubt
         // about who answered, leaves it pending.
         let (answer, refund_call) = if task.kind == tasks::REFUND {
-            (provider.refund(&req).await, true)
+            (refunds.refund(&req).await, true)
         } else {
-            match provider.query_refund(&req).await {
+            match refunds.query_refund(&req).await {
                 // The request never reached the provider (it timed out on
                 // the way): ask again — refunds are idempotent on refund_no.
-                Err(CallError::NotFound) => (provider.refund(&req).await, true),
+                Err(CallError::NotFound) => (refunds.refund(&req).await, true),
                 other => (other, false),
             }
         };

@@ -160,15 +160,15 @@ impl Engine {
             .get(&p.provider)
             .cloned()
             .ok_or_else(|| ActionError::NoProvider(p.provider.clone()))?;
-        if !provider.queries_payments() {
+        let Some(queries) = provider.queries() else {
             return Err(ActionError::NotQueryable(p.provider.clone()));
-        }
+        };
         let no = PaymentNo::parse(&p.payment_no).map_err(|_| ActionError::NotFound)?;
         let txn = p
             .provider_txn_id
             .as_deref()
             .and_then(|t| ProviderTxnId::parse(t).ok());
-        let view = provider
+        let view = queries
             .query_payment(&no, txn.as_ref())
             .await
             .map_err(|e| ActionError::Provider(e.to_string()))?;

@@ -1,16 +1,18 @@
 //! The configured provider accounts: each kind's settings, as one variant
-//! of [`ProviderConfig`] whose section is defined in the provider's folder,
-//! and [`build`], which makes the adapter from them.
+//! of [`ProviderConfig`] whose section is defined in the provider's folder
+//! and answers as an [`Account`], and [`build`], which makes the adapter
+//! from them. What a kind is apart from any account — its statement day,
+//! its payouts' names at the bank, its bill — is its [`Kind`], listed in
+//! [`KINDS`].
 
-use super::alipay::{Alipay, AlipayConfig};
-use super::sandbox::{Sandbox, SandboxConfig};
-use super::signing::Secret;
-use super::standard::{StandardConfig, StandardWebhooks};
-use super::stripe::{Stripe, StripeConfig};
-use super::wechatpay::{WechatPay, WechatPayConfig};
-use super::{Provider, wire};
+use super::Provider;
+use super::alipay::AlipayConfig;
+use super::fees::FeeExpectation;
+use super::sandbox::SandboxConfig;
+use super::standard::StandardConfig;
+use super::stripe::StripeConfig;
+use super::wechatpay::WechatPayConfig;
 use crate::domain::ProviderName;
-use secrecy::ExposeSecret;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -33,62 +35,100 @@ pub enum ProviderConfig {
     WechatPay(WechatPayConfig),
 }
 
+/// Every kind Reckon knows, whichever accounts are configured: an uploaded
+/// bill and a bank entry are told by them, first match first (a Stripe
+/// payout id names Stripe wherever it stands).
+pub const KINDS: [&Kind; 5] = [
+    &super::sandbox::KIND,
+    &super::stripe::KIND,
+    &super::standard::KIND,
+    &super::wechatpay::KIND,
+    &super::alipay::KIND,
+];
+
 impl ProviderConfig {
-    pub fn name(&self) -> &str {
+    /// The account's section, as every kind answers.
+    pub fn account(&self) -> &dyn Account {
         match self {
-            ProviderConfig::Sandbox(c) => &c.name,
-            ProviderConfig::Stripe(c) => &c.name,
-            ProviderConfig::StandardWebhooks(c) => &c.name,
-            ProviderConfig::Alipay(c) => &c.name,
-            ProviderConfig::WechatPay(c) => &c.name,
+            ProviderConfig::Sandbox(c) => c,
+            ProviderConfig::Stripe(c) => c,
+            ProviderConfig::StandardWebhooks(c) => c,
+            ProviderConfig::Alipay(c) => c,
+            ProviderConfig::WechatPay(c) => c,
         }
+    }
+
+    pub fn name(&self) -> &str {
+        self.account().name()
     }
 
     /// The `kind` it is written with.
     pub fn kind(&self) -> &'static str {
-        match self {
-            ProviderConfig::Sandbox(_) => "sandbox",
-            ProviderConfig::Stripe(_) => "stripe",
-            ProviderConfig::StandardWebhooks(_) => "standard_webhooks",
-            ProviderConfig::Alipay(_) => "alipay",
-            ProviderConfig::WechatPay(_) => "wechatpay",
-        }
+        self.account().kind().name
     }
 
-    /// A webhook that fails verification but names a payment makes Reckon
-    /// ask the provider about that payment (the provider is the authority,
-    /// never the unverified body).
+    /// See [`Account::query_on_unverified`].
     pub fn query_on_unverified(&self) -> bool {
-        match self {
-            ProviderConfig::Sandbox(c) => c.query_on_unverified,
-            ProviderConfig::Stripe(c) => c.query_on_unverified,
-            ProviderConfig::StandardWebhooks(c) => c.query_on_unverified,
-            ProviderConfig::Alipay(c) => c.query_on_unverified,
-            ProviderConfig::WechatPay(c) => c.query_on_unverified,
-        }
+        self.account().query_on_unverified()
     }
 
     /// The fee the account is expected to charge, if one is set.
-    pub fn fees(&self) -> Option<&super::fees::FeeExpectation> {
-        match self {
-            ProviderConfig::Sandbox(c) => c.fees.as_ref(),
-            ProviderConfig::Stripe(c) => c.fees.as_ref(),
-            ProviderConfig::StandardWebhooks(_) => None,
-            ProviderConfig::Alipay(c) => c.fees.as_ref(),
-            ProviderConfig::WechatPay(c) => c.fees.as_ref(),
-        }
+    pub fn fees(&self) -> Option<&FeeExpectation> {
+        self.account().fees()
     }
 
     /// Why the secrets configured cannot work, if they cannot (the keys
     /// are read when the adapter is built).
     pub fn check(&self) -> Result<(), &'static str> {
-        match self {
-            ProviderConfig::Sandbox(c) => c.check(),
-            ProviderConfig::Stripe(c) => c.check(),
-            ProviderConfig::StandardWebhooks(c) => c.check(),
-            ProviderConfig::Alipay(_) | ProviderConfig::WechatPay(_) => Ok(()),
-        }
+        self.account().check()
     }
+}
+
+/// What a provider kind is apart from any account: written once in its
+/// folder as a `KIND`.
+pub struct Kind {
+    /// The `kind` its accounts are written with.
+    pub name: &'static str,
+    /// The zone its statement days are cut in (an IANA name); `None`:
+    /// Reckon's day zone.
+    pub statement_zone: Option<&'static str>,
+    /// The hour of the next day, in that zone, from which a day's
+    /// statement is expected to be there to pull.
+    pub ready_hour: i8,
+    /// Words (lowercase) in a bank entry's counterparty, remittance or
+    /// reference that say the credit is one of its payouts.
+    pub payout_names: &'static [&'static str],
+    /// Its bill's format, as an uploaded file is told by it (a format
+    /// whose times need a zone given one: only its header is asked about).
+    pub bill_format: Option<fn() -> crate::statement::Format>,
+}
+
+/// One configured account's settings, as its kind's section reads them:
+/// implemented in the provider's folder.
+pub trait Account {
+    fn kind(&self) -> &'static Kind;
+    /// The route: `/webhooks/{name}`.
+    fn name(&self) -> &str;
+    /// A webhook that fails verification but names a payment makes Reckon
+    /// ask the provider about that payment (the provider is the authority,
+    /// never the unverified body).
+    fn query_on_unverified(&self) -> bool;
+    /// The fee the account is expected to charge, if one is set.
+    fn fees(&self) -> Option<&FeeExpectation> {
+        None
+    }
+    /// Why the secrets configured cannot work, if they cannot (the keys
+    /// are read when the adapter is built).
+    fn check(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
+    /// The adapter, named `name`, or why these settings do not make one.
+    /// `day_zone` cuts the business days it pulls statements for.
+    fn build(
+        &self,
+        name: ProviderName,
+        day_zone: &jiff::tz::TimeZone,
+    ) -> Result<Arc<dyn Provider>, String>;
 }
 
 /// The adapter for one configured account, or why its settings do not make
@@ -99,51 +139,38 @@ pub fn build(
     day_zone: &jiff::tz::TimeZone,
 ) -> Result<Arc<dyn Provider>, String> {
     let name = ProviderName::parse(config.name()).map_err(|e| e.to_string())?;
-    let named = |e: String| format!("provider {}: {e}", config.name());
-    Ok(match config {
-        ProviderConfig::WechatPay(c) => Arc::new(WechatPay::new(name, c).map_err(named)?),
-        ProviderConfig::Alipay(c) => Arc::new(Alipay::new(name, c).map_err(named)?),
-        ProviderConfig::StandardWebhooks(c) => {
-            let secrets = c
-                .secrets()
-                .map(|s| Secret::parse(s.expose_secret()).map_err(named))
-                .collect::<Result<Vec<_>, _>>()?;
-            let retired = c
-                .retired_secrets
-                .iter()
-                .map(|s| Secret::parse(s.expose_secret()).map_err(named))
-                .collect::<Result<Vec<_>, _>>()?;
-            Arc::new(StandardWebhooks::new(name, secrets, c.mapping.clone()).with_retired(retired))
+    config
+        .account()
+        .build(name, day_zone)
+        .map_err(|e| format!("provider {}: {e}", config.name()))
+}
+
+/// The kinds, as a hint names them: `"a", "b" or "c"`.
+pub fn kinds_in_words() -> String {
+    let quoted: Vec<String> = KINDS.iter().map(|k| format!("\"{}\"", k.name)).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KINDS, ProviderConfig, kinds_in_words};
+
+    /// Each listed kind is the one its `kind` tag reads: a section written
+    /// with a kind's name answers with that kind.
+    #[test]
+    fn each_kind_is_read_by_its_own_tag() {
+        for kind in KINDS {
+            let section = serde_json::json!({ "kind": kind.name, "name": "a", "base_url": "" });
+            let config: ProviderConfig = serde_json::from_value(section).unwrap();
+            assert_eq!(config.kind(), kind.name);
         }
-        ProviderConfig::Stripe(c) => {
-            let secrets = std::iter::once(&c.secret)
-                .chain(&c.previous_secrets)
-                .map(|s| s.expose_secret().to_owned())
-                .collect();
-            Arc::new(
-                Stripe::new(
-                    name,
-                    &c.base_url,
-                    secrets,
-                    c.api_key.expose_secret().to_owned(),
-                    wire::timeout(c.timeout_ms),
-                )
-                .with_retired_secrets(
-                    c.retired_secrets
-                        .iter()
-                        .map(|s| s.expose_secret().to_owned())
-                        .collect(),
-                )
-                .with_day_zone(day_zone.clone()),
-            )
-        }
-        ProviderConfig::Sandbox(c) => {
-            let secret = Secret::parse(c.secret.expose_secret()).map_err(named)?;
-            let sandbox = Sandbox::new(name, &c.base_url, secret);
-            Arc::new(match c.timeout_ms {
-                Some(_) => sandbox.with_timeout(wire::timeout(c.timeout_ms)),
-                None => sandbox,
-            })
-        }
-    })
+        assert_eq!(
+            kinds_in_words(),
+            "\"sandbox\", \"stripe\", \"standard_webhooks\", \"wechatpay\" or \"alipay\""
+        );
+    }
 }

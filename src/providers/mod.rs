@@ -19,7 +19,7 @@ pub mod stripe;
 pub mod wechatpay;
 pub mod wire;
 
-pub use accounts::{ProviderConfig, build};
+pub use accounts::{Account, KINDS, Kind, ProviderConfig, build, kinds_in_words};
 
 use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,
@@ -208,7 +208,7 @@ pub struct PayoutSeen {
     /// `failed`, …).
     pub status: String,
     /// Made by the provider's schedule: only such a payout names the
-    /// transactions it settles ([`Provider::payout_net`]).
+    /// transactions it settles ([`StatementPages::payout_net`]).
     pub automatic: bool,
 }
 
@@ -335,22 +335,10 @@ impl Answer {
     }
 }
 
-#[async_trait::async_trait]
 pub trait Provider: Send + Sync + 'static {
     fn name(&self) -> &ProviderName;
     /// Content types its webhooks arrive with.
     fn accepts(&self, content_type: &str) -> bool;
-    /// Whether Reckon calls it to create payments; a webhook-only sender
-    /// creates them itself (the merchant API still registers them).
-    fn creates_payments(&self) -> bool {
-        true
-    }
-    /// Whether [`Provider::query_payment`] can ask the provider; payments
-    /// of a provider that cannot be asked wait for callbacks and the
-    /// statement.
-    fn queries_payments(&self) -> bool {
-        self.creates_payments()
-    }
     /// Checks the raw bytes before anything trusts them.
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError>;
     /// The replay nonce of a verified request, for providers that send
@@ -373,107 +361,110 @@ pub trait Provider: Send + Sync + 'static {
         None
     }
     fn answer(&self, answer: &Answer) -> Reply;
-    /// The calls below default to "not available", for adapters that only
-    /// receive notifications (so far); a status query then finds nothing
-    /// and the payment waits for reconciliation.
-    async fn create_payment(&self, _req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
-        Err(CallError::Refused(format!(
-            "{} does not create payments through Reckon",
-            self.name()
-        )))
-    }
-    /// `txn` is the provider's id when Reckon knows it.
-    async fn query_payment(
-        &self,
-        _payment_no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError> {
-        Err(CallError::NotFound)
-    }
-    async fn close_payment(
-        &self,
-        _payment_no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError> {
-        Err(CallError::Refused(format!(
-            "{} cannot close payments through Reckon",
-            self.name()
-        )))
-    }
     /// The statement format of this provider's daily bill, if Reckon reads
     /// it.
     fn statement_format(&self) -> Option<crate::statement::Format> {
         None
     }
-    /// One page of the day's statement through the provider's API; `None`
-    /// cursor for the first page. The last page has no next cursor and
-    /// carries the statement's summary checks (stated figures; `read` is
-    /// filled in by the run).
+    /// Reckon creates (and closes) payments through it; `None`: the
+    /// merchant creates them with the provider itself (the merchant API
+    /// still registers them).
+    fn payments(&self) -> Option<&dyn Payments> {
+        None
+    }
+    /// Reckon can ask it about a payment; `None`: its payments wait for
+    /// callbacks and the statement.
+    fn queries(&self) -> Option<&dyn Queries> {
+        None
+    }
+    /// Reckon can ask it to refund; `None`: the merchant refunds at the
+    /// provider, whose notification settles the refund.
+    fn refunds(&self) -> Option<&dyn Refunds> {
+        None
+    }
+    /// Reckon pulls its daily statement through its API; `None`: its
+    /// file is uploaded or imported.
+    fn statements(&self) -> Option<Statements<'_>> {
+        None
+    }
+}
+
+/// A provider Reckon creates payments through.
+#[async_trait::async_trait]
+pub trait Payments: Send + Sync {
+    async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError>;
+    async fn close_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError>;
+}
+
+/// A provider Reckon can ask about a payment.
+#[async_trait::async_trait]
+pub trait Queries: Send + Sync {
+    /// `txn` is the provider's id when Reckon knows it.
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError>;
+}
+
+/// A provider Reckon can ask to refund.
+#[async_trait::async_trait]
+pub trait Refunds: Send + Sync {
+    /// Asks for a refund; idempotent on `refund_no` at the provider.
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError>;
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError>;
+}
+
+/// How a provider hands out the day's statement through its API.
+#[derive(Clone, Copy)]
+pub enum Statements<'a> {
+    /// Page by page.
+    Pages(&'a dyn StatementPages),
+    /// As one bill file, read like an uploaded file.
+    Files(&'a dyn BillFiles),
+}
+
+/// A statement pulled page by page.
+#[async_trait::async_trait]
+pub trait StatementPages: Send + Sync {
+    /// What it pages through, as a run records it read (a bill file's run
+    /// records its format and layout instead).
+    fn bill_type(&self) -> &'static str;
+    /// One page of the day's statement; `None` cursor for the first page.
+    /// The last page has no next cursor and carries the statement's
+    /// summary checks (stated figures; `read` is filled in by the run).
     async fn statement_page(
         &self,
-        _date: &str,
-        _cursor: Option<&str>,
-    ) -> Result<StatementPage, CallError> {
-        Err(CallError::Refused(format!(
-            "{} has no statement API Reckon pulls from; upload or import the file",
-            self.name()
-        )))
-    }
+        date: &str,
+        cursor: Option<&str>,
+    ) -> Result<StatementPage, CallError>;
     /// The net of the transactions a payout settles (minor units), when
     /// the provider can list them; `None` when it cannot.
     async fn payout_net(&self, _payout_id: &str) -> Result<Option<i64>, CallError> {
         Ok(None)
     }
-    /// What [`Provider::statement_page`] pages through, as a run records
-    /// it read (a bill file's run records its format and layout instead).
-    fn statement_pages(&self) -> &'static str {
-        "statement pages"
-    }
-    /// Whether [`Provider::statement_page`] (or, for a provider that
-    /// [`Provider::pulls_files`], [`Provider::statement_file`]) works.
-    fn pulls_statements(&self) -> bool {
-        false
-    }
-    /// Whether the day's statement comes as one bill file
-    /// ([`Provider::statement_file`]) rather than page by page.
-    fn pulls_files(&self) -> bool {
-        false
-    }
+}
+
+/// A statement pulled as the day's bill file.
+#[async_trait::async_trait]
+pub trait BillFiles: Send + Sync {
     /// The day's bill through the provider's bill API, checked (answer
     /// signature, download digest) before it is returned; read like an
     /// uploaded file.
-    async fn statement_file(&self, _date: &str) -> Result<StatementFile, CallError> {
-        Err(CallError::Refused(format!(
-            "{} has no bill API Reckon pulls from; upload or import the file",
-            self.name()
-        )))
-    }
-    /// Whether Reckon can ask this provider to refund.
-    fn refunds(&self) -> bool {
-        false
-    }
-    /// Asks for a refund; idempotent on `refund_no` at the provider.
-    async fn refund(&self, _req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        Err(CallError::Refused(format!(
-            "{} does not take refunds through Reckon",
-            self.name()
-        )))
-    }
-    async fn query_refund(&self, _req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        Err(CallError::NotFound)
-    }
+    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError>;
 }
 
 /// Every bill format Reckon reads, whichever accounts are configured: an
-/// uploaded file is told by them. (Stripe's read in UTC: only its header
-/// is asked about.)
-pub fn bill_formats() -> [crate::statement::Format; 4] {
-    [
-        wechatpay::statement::FORMAT,
-        alipay::statement::FORMAT,
-        stripe::statement::FORMAT.in_zone(jiff::tz::TimeZone::UTC),
-        sandbox::statement::FORMAT,
-    ]
+/// uploaded file is told by them.
+pub fn bill_formats() -> Vec<crate::statement::Format> {
+    KINDS
+        .iter()
+        .filter_map(|kind| kind.bill_format.map(|format| format()))
+        .collect()
 }
 
 /// The configured provider accounts by route name.

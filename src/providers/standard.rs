@@ -9,6 +9,7 @@
 //! Reckon's refund (registered through the merchant API), `txn_id` the
 //! sender's refund id, `payment_txn_id` the refunded transaction.
 
+use super::accounts::{Account, Kind};
 use super::signing::Secret;
 use super::{
     Answer, Diagnosis, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError,
@@ -21,6 +22,7 @@ use http::{HeaderMap, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub const TOLERANCE_SECS: i64 = 300;
 
@@ -174,14 +176,37 @@ pub struct StandardConfig {
     pub query_on_unverified: bool,
 }
 
+/// A sender's days are Reckon's; it has no bill Reckon reads and no
+/// payouts a bank names.
+pub const KIND: Kind = Kind {
+    name: "standard_webhooks",
+    statement_zone: None,
+    ready_hour: 2,
+    payout_names: &[],
+    bill_format: None,
+};
+
 impl StandardConfig {
     /// Every secret, the current one first.
     pub fn secrets(&self) -> impl Iterator<Item = &SecretString> {
         std::iter::once(&self.secret).chain(&self.previous_secrets)
     }
+}
 
-    /// Why these settings cannot work, if they cannot.
-    pub fn check(&self) -> Result<(), &'static str> {
+impl Account for StandardConfig {
+    fn kind(&self) -> &'static Kind {
+        &KIND
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn query_on_unverified(&self) -> bool {
+        self.query_on_unverified
+    }
+
+    fn check(&self) -> Result<(), &'static str> {
         if self
             .secrets()
             .all(|s| Secret::parse(s.expose_secret()).is_ok())
@@ -190,6 +215,25 @@ impl StandardConfig {
         } else {
             Err(super::signing::WHSEC_HINT)
         }
+    }
+
+    fn build(
+        &self,
+        name: ProviderName,
+        _day_zone: &jiff::tz::TimeZone,
+    ) -> Result<Arc<dyn Provider>, String> {
+        let secrets = self
+            .secrets()
+            .map(|s| Secret::parse(s.expose_secret()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let retired = self
+            .retired_secrets
+            .iter()
+            .map(|s| Secret::parse(s.expose_secret()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(
+            StandardWebhooks::new(name, secrets, self.mapping.clone()).with_retired(retired),
+        ))
     }
 }
 
@@ -225,7 +269,6 @@ fn text_at(body: &serde_json::Value, pointer: &str, what: &str) -> Result<String
     }
 }
 
-#[async_trait::async_trait]
 impl Provider for StandardWebhooks {
     fn name(&self) -> &ProviderName {
         &self.name
@@ -233,10 +276,6 @@ impl Provider for StandardWebhooks {
 
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/json")
-    }
-
-    fn creates_payments(&self) -> bool {
-        false
     }
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {

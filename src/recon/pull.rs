@@ -10,22 +10,20 @@ use super::{
     read_into,
 };
 use crate::engine::Engine;
-use crate::providers::CallError;
+use crate::providers::{CallError, Statements};
 use crate::store::recon_runs::{self, NewRun, RunRow};
 
 /// Pulls the day's statement through the provider's API. Page by page:
 /// each page's rows and the cursor after it are written in one
 /// transaction, so an interruption loses nothing and repeats nothing: the
 /// run FAILS with the cursor kept, and [`resume_run`] goes on from there.
-/// A provider that hands out one bill file ([`Provider::pulls_files`]):
+/// A provider that hands out one bill file ([`Statements::Files`]):
 /// the file is fetched and read like an upload into the pull's run; a
 /// failed fetch FAILS the run with nothing read (`not ready: …` when the
 /// provider has no bill yet) and [`resume_run`] fetches it again.
 ///
 /// The pull holds the day's lease, as a scheduled one does: while another
 /// pull of the day holds it, none is started ([`ReconError::Busy`]).
-///
-/// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
 pub async fn pull_statement(
     engine: &Engine,
     provider: &str,
@@ -50,7 +48,7 @@ fn pullable(
         .get(provider)
         .cloned()
         .ok_or_else(|| ReconError::Invalid(format!("provider {provider} is not configured")))?;
-    if !p.pulls_statements() {
+    if p.statements().is_none() {
         return Err(ReconError::Invalid(format!(
             "provider {provider} has no statement API; upload or import its file"
         )));
@@ -82,10 +80,10 @@ pub(super) async fn start_pull(
         super::fail(engine, &run_id, &e.to_string()).await?;
         return Err(e);
     }
-    if p.pulls_files() {
+    let Some(Statements::Pages(pages)) = p.statements() else {
         return pull_file(engine, &run_id).await;
-    }
-    recon_runs::set_bill_type(&engine.db.pool, &run_id, p.statement_pages()).await?;
+    };
+    recon_runs::set_bill_type(&engine.db.pool, &run_id, pages.bill_type()).await?;
     read::continue_pull(engine, &run_id).await
 }
 
@@ -110,7 +108,14 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
             return Err(ReconError::Invalid(e));
         }
     };
-    let file = match p.statement_file(&date).await {
+    let file = match p.statements() {
+        Some(Statements::Files(files)) => files.statement_file(&date).await,
+        _ => Err(CallError::Refused(format!(
+            "{} has no bill API Reckon pulls from; upload or import the file",
+            p.name()
+        ))),
+    };
+    let file = match file {
         Ok(file) => file,
         Err(CallError::NoStatement(why)) => {
             return no_statement(engine, run_id, &provider, &date, range, &why).await;
@@ -254,7 +259,7 @@ pub(super) async fn resume_leased(engine: &Engine, run_id: &str) -> Result<RunRo
     let files = engine
         .providers
         .get(&run.provider)
-        .is_some_and(|p| p.pulls_files());
+        .is_some_and(|p| matches!(p.statements(), Some(Statements::Files(_))));
     if files {
         return pull_file(engine, run_id).await;
     }

@@ -9,6 +9,7 @@ use super::local;
 use super::matching::{Early, Matcher};
 use super::{ReconError, Run};
 use crate::engine::Engine;
+use crate::providers::{CallError, Statements};
 use crate::statement::{self, Format, Pause, StatementRow};
 use crate::store::recon_runs::{self, RunRow, StagedRow};
 use futures_util::TryStreamExt;
@@ -348,7 +349,14 @@ pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRo
     };
     let mut pages = 0;
     let summary = loop {
-        let page = match p.statement_page(&date, cursor.as_deref()).await {
+        let page = match p.statements() {
+            Some(Statements::Pages(pages)) => pages.statement_page(&date, cursor.as_deref()).await,
+            _ => Err(CallError::Refused(format!(
+                "{} has no statement API Reckon pulls from; upload or import the file",
+                p.name()
+            ))),
+        };
+        let page = match page {
             Ok(page) => page,
             Err(e) => {
                 let error = format!(

@@ -8,7 +8,7 @@
 use super::ReconError;
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Source};
-use crate::providers::{Notification, Provider};
+use crate::providers::{CallError, Notification, Provider};
 use crate::store::recon_reads::{self, StoredCallback};
 use crate::store::tasks::{self, TaskRow};
 use crate::store::{audit, payments, proposals, recon_runs, tickets};
@@ -200,7 +200,11 @@ async fn repair_one(
     // 2. Else the provider, asked now.
     if applied.is_none() {
         let txn = txn.as_deref().and_then(|t| ProviderTxnId::parse(t).ok());
-        match provider.query_payment(&no, txn.as_ref()).await {
+        let answer = match provider.queries() {
+            Some(queries) => queries.query_payment(&no, txn.as_ref()).await,
+            None => Err(CallError::NotFound),
+        };
+        match answer {
             Ok(view) => {
                 let o = crate::engine::view_outcome(
                     view,

@@ -104,7 +104,7 @@ pub async fn scheduled_pulls(engine: &Engine, now: i64) -> sqlx::Result<usize> {
         if engine
             .providers
             .get(&name)
-            .is_some_and(|p| p.pulls_statements())
+            .is_some_and(|p| p.statements().is_some())
         {
             started += provider_pulls(engine, &name, now, &owner).await?;
         }
@@ -361,10 +361,11 @@ pub async fn schedules(engine: &Engine, now: i64) -> sqlx::Result<Vec<Schedule>>
     let pool = &engine.db.pool;
     let mut out = Vec::new();
     for name in engine.providers.names() {
-        if !engine
+        if engine
             .providers
             .get(name)
-            .is_some_and(|p| p.pulls_statements())
+            .and_then(|p| p.statements())
+            .is_none()
         {
             continue;
         }

@@ -1,7 +1,21 @@
 //! An Alipay account's settings (`kind = "alipay"`).
 
+use crate::domain::ProviderName;
+use crate::providers::Provider;
+use crate::providers::accounts::{Account, Kind};
 use secrecy::SecretString;
 use serde::Deserialize;
+use std::sync::Arc;
+
+/// Alipay's days are Beijing days; its bill for one is there from 09:00
+/// the next.
+pub const KIND: Kind = Kind {
+    name: "alipay",
+    statement_zone: Some("Asia/Shanghai"),
+    ready_hour: 9,
+    payout_names: &["alipay", "支付宝"],
+    bill_format: Some(|| super::statement::FORMAT),
+};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,4 +51,30 @@ pub struct AlipayConfig {
     /// FEE_MISMATCH tickets. None: fees are summed, not checked.
     #[serde(default)]
     pub fees: Option<crate::providers::fees::FeeExpectation>,
+}
+
+impl Account for AlipayConfig {
+    fn kind(&self) -> &'static Kind {
+        &KIND
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn query_on_unverified(&self) -> bool {
+        self.query_on_unverified
+    }
+
+    fn fees(&self) -> Option<&crate::providers::fees::FeeExpectation> {
+        self.fees.as_ref()
+    }
+
+    fn build(
+        &self,
+        name: ProviderName,
+        _day_zone: &jiff::tz::TimeZone,
+    ) -> Result<Arc<dyn Provider>, String> {
+        Ok(Arc::new(super::Alipay::new(name, self)?))
+    }
 }

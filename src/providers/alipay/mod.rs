@@ -31,11 +31,12 @@ mod bill;
 mod config;
 pub mod statement;
 
-pub use config::AlipayConfig;
+pub use config::{AlipayConfig, KIND};
 
 use super::{
-    Answer, CallError, Notification, PaymentNotice, Provider, ProviderView, RefundNotice,
-    RefundRequest, RefundView, Reply, StatementFile, VerifyError,
+    Answer, BillFiles, CallError, Notification, PaymentNotice, Provider, ProviderView, Queries,
+    RefundNotice, RefundRequest, RefundView, Refunds, Reply, StatementFile, Statements,
+    VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId, RefundNo,
@@ -165,7 +166,6 @@ fn notify_seconds(text: &str) -> Option<i64> {
     Some(zoned.timestamp().as_second())
 }
 
-#[async_trait::async_trait]
 impl Provider for Alipay {
     fn name(&self) -> &ProviderName {
         &self.name
@@ -177,10 +177,6 @@ impl Provider for Alipay {
 
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/x-www-form-urlencoded")
-    }
-
-    fn creates_payments(&self) -> bool {
-        false
     }
 
     fn verify(&self, _headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
@@ -282,40 +278,17 @@ impl Provider for Alipay {
         }))
     }
 
-    fn queries_payments(&self) -> bool {
-        self.gateway.is_some()
+    // Only through a gateway: without one, notifications alone.
+    fn queries(&self) -> Option<&dyn Queries> {
+        self.gateway.is_some().then_some(self)
     }
 
-    async fn query_payment(
-        &self,
-        payment_no: &PaymentNo,
-        txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError> {
-        self.trade_query(payment_no, txn).await
+    fn refunds(&self) -> Option<&dyn Refunds> {
+        self.gateway.is_some().then_some(self)
     }
 
-    fn pulls_statements(&self) -> bool {
-        self.gateway.is_some()
-    }
-
-    fn pulls_files(&self) -> bool {
-        self.gateway.is_some()
-    }
-
-    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError> {
-        self.trade_bill(date).await
-    }
-
-    fn refunds(&self) -> bool {
-        self.gateway.is_some()
-    }
-
-    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        self.trade_refund(req).await
-    }
-
-    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        self.refund_query(req).await
+    fn statements(&self) -> Option<Statements<'_>> {
+        self.gateway.is_some().then_some(Statements::Files(self))
     }
 
     fn answer(&self, answer: &Answer) -> Reply {
@@ -329,6 +302,35 @@ impl Provider for Alipay {
             Answer::UnsupportedType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "fail"),
         };
         Reply::text(status, text)
+    }
+}
+
+#[async_trait::async_trait]
+impl Queries for Alipay {
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        self.trade_query(payment_no, txn).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Refunds for Alipay {
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        self.trade_refund(req).await
+    }
+
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        self.refund_query(req).await
+    }
+}
+
+#[async_trait::async_trait]
+impl BillFiles for Alipay {
+    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError> {
+        self.trade_bill(date).await
     }
 }
 

@@ -6,12 +6,13 @@
 mod config;
 pub mod statement;
 
-pub use config::SandboxConfig;
+pub use config::{KIND, SandboxConfig};
 
 use super::signing::Secret;
 use super::{
-    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,
-    ProviderView, RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
+    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Payments, Provider,
+    ProviderView, Queries, RefundNotice, RefundRequest, RefundView, Refunds, Reply, StatementPages,
+    Statements, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -166,7 +167,6 @@ impl Sandbox {
     }
 }
 
-#[async_trait::async_trait]
 impl Provider for Sandbox {
     fn name(&self) -> &ProviderName {
         &self.name
@@ -265,6 +265,25 @@ impl Provider for Sandbox {
         Reply::json(status, &serde_json::json!({ key: message }))
     }
 
+    fn payments(&self) -> Option<&dyn Payments> {
+        Some(self)
+    }
+
+    fn queries(&self) -> Option<&dyn Queries> {
+        Some(self)
+    }
+
+    fn refunds(&self) -> Option<&dyn Refunds> {
+        Some(self)
+    }
+
+    fn statements(&self) -> Option<Statements<'_>> {
+        Some(Statements::Pages(self))
+    }
+}
+
+#[async_trait::async_trait]
+impl Payments for Sandbox {
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
         let body = serde_json::json!({
             "payment_no": req.payment_no,
@@ -282,6 +301,22 @@ impl Provider for Sandbox {
         data.view().map_err(CallError::Refused)
     }
 
+    async fn close_payment(
+        &self,
+        payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
+        self.call::<PaymentData>(
+            self.http
+                .post(format!("{}/v1/payments/{payment_no}/close", self.base_url)),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+#[async_trait::async_trait]
+impl Queries for Sandbox {
     async fn query_payment(
         &self,
         payment_no: &PaymentNo,
@@ -295,16 +330,42 @@ impl Provider for Sandbox {
             .await?;
         data.view().map_err(CallError::Refused)
     }
+}
 
-    fn refunds(&self) -> bool {
-        true
+#[async_trait::async_trait]
+impl Refunds for Sandbox {
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let body = serde_json::json!({
+            "refund_no": req.refund_no,
+            "payment_no": req.payment_no,
+            "amount": req.money.major_string(),
+            "currency": req.money.currency.code(),
+            "reason": req.reason,
+        });
+        let data: RefundData = self
+            .call(
+                self.http
+                    .post(format!("{}/v1/refunds", self.base_url))
+                    .json(&body),
+            )
+            .await?;
+        data.view().map_err(CallError::Refused)
     }
 
-    fn pulls_statements(&self) -> bool {
-        true
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        let data: RefundData = self
+            .call(
+                self.http
+                    .get(format!("{}/v1/refunds/{}", self.base_url, req.refund_no)),
+            )
+            .await?;
+        data.view().map_err(CallError::Refused)
     }
+}
 
-    fn statement_pages(&self) -> &'static str {
+#[async_trait::async_trait]
+impl StatementPages for Sandbox {
+    fn bill_type(&self) -> &'static str {
         "sandbox statement pages"
     }
 
@@ -357,46 +418,5 @@ impl Provider for Sandbox {
             summary,
             payouts: Vec::new(),
         })
-    }
-
-    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let body = serde_json::json!({
-            "refund_no": req.refund_no,
-            "payment_no": req.payment_no,
-            "amount": req.money.major_string(),
-            "currency": req.money.currency.code(),
-            "reason": req.reason,
-        });
-        let data: RefundData = self
-            .call(
-                self.http
-                    .post(format!("{}/v1/refunds", self.base_url))
-                    .json(&body),
-            )
-            .await?;
-        data.view().map_err(CallError::Refused)
-    }
-
-    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        let data: RefundData = self
-            .call(
-                self.http
-                    .get(format!("{}/v1/refunds/{}", self.base_url, req.refund_no)),
-            )
-            .await?;
-        data.view().map_err(CallError::Refused)
-    }
-
-    async fn close_payment(
-        &self,
-        payment_no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError> {
-        self.call::<PaymentData>(
-            self.http
-                .post(format!("{}/v1/payments/{payment_no}/close", self.base_url)),
-        )
-        .await
-        .map(|_| ())
     }
 }

@@ -212,7 +212,7 @@ impl BalanceTransaction {
             (None, false) => "paid".to_owned(),
         };
         Ok(Some(PayoutSeen {
-            kind: "stripe",
+            kind: super::KIND.name,
             payout_id,
             money: Money::new(amount, currency),
             arrival_on,

@@ -1,7 +1,21 @@
 //! A Stripe account's settings (`kind = "stripe"`).
 
+use crate::domain::ProviderName;
+use crate::providers::accounts::{Account, Kind};
+use crate::providers::{Provider, wire};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use std::sync::Arc;
+
+/// Its days are cut in Reckon's zone; a bank shows its payouts by name or
+/// by their `po_…` id.
+pub const KIND: Kind = Kind {
+    name: "stripe",
+    statement_zone: None,
+    ready_hour: 2,
+    payout_names: &["stripe", "po_"],
+    bill_format: Some(|| super::statement::FORMAT.in_zone(jiff::tz::TimeZone::UTC)),
+};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,12 +52,54 @@ pub struct StripeConfig {
     pub fees: Option<crate::providers::fees::FeeExpectation>,
 }
 
-impl StripeConfig {
-    /// Why these settings cannot work, if they cannot.
-    pub fn check(&self) -> Result<(), &'static str> {
+impl Account for StripeConfig {
+    fn kind(&self) -> &'static Kind {
+        &KIND
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn query_on_unverified(&self) -> bool {
+        self.query_on_unverified
+    }
+
+    fn fees(&self) -> Option<&crate::providers::fees::FeeExpectation> {
+        self.fees.as_ref()
+    }
+
+    fn check(&self) -> Result<(), &'static str> {
         if self.secret.expose_secret().is_empty() || self.api_key.expose_secret().is_empty() {
             return Err("a stripe provider needs its endpoint secret (whsec_…) and api_key (sk_…)");
         }
         Ok(())
+    }
+
+    fn build(
+        &self,
+        name: ProviderName,
+        day_zone: &jiff::tz::TimeZone,
+    ) -> Result<Arc<dyn Provider>, String> {
+        let secrets = std::iter::once(&self.secret)
+            .chain(&self.previous_secrets)
+            .map(|s| s.expose_secret().to_owned())
+            .collect();
+        Ok(Arc::new(
+            super::Stripe::new(
+                name,
+                &self.base_url,
+                secrets,
+                self.api_key.expose_secret().to_owned(),
+                wire::timeout(self.timeout_ms),
+            )
+            .with_retired_secrets(
+                self.retired_secrets
+                    .iter()
+                    .map(|s| s.expose_secret().to_owned())
+                    .collect(),
+            )
+            .with_day_zone(day_zone.clone()),
+        ))
     }
 }

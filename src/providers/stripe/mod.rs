@@ -30,11 +30,12 @@ mod balance;
 mod config;
 pub mod statement;
 
-pub use config::StripeConfig;
+pub use config::{KIND, StripeConfig};
 
 use super::{
-    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Provider,
-    ProviderView, RefundNotice, RefundRequest, RefundView, Reply, VerifyError,
+    Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Payments, Provider,
+    ProviderView, Queries, RefundNotice, RefundRequest, RefundView, Refunds, Reply, StatementPages,
+    Statements, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -249,7 +250,6 @@ fn signed_with(secret: &str, t: &str, signatures: &[String], body: &[u8]) -> boo
     })
 }
 
-#[async_trait::async_trait]
 impl Provider for Stripe {
     fn name(&self) -> &ProviderName {
         &self.name
@@ -423,10 +423,40 @@ impl Provider for Stripe {
         Reply::json(status, &body)
     }
 
+    fn payments(&self) -> Option<&dyn Payments> {
+        Some(self)
+    }
+
+    fn queries(&self) -> Option<&dyn Queries> {
+        Some(self)
+    }
+
+    fn refunds(&self) -> Option<&dyn Refunds> {
+        Some(self)
+    }
+
+    fn statements(&self) -> Option<Statements<'_>> {
+        (!self.api_key.is_empty()).then_some(Statements::Pages(self))
+    }
+}
+
+#[async_trait::async_trait]
+impl Payments for Stripe {
     async fn create_payment(&self, req: &CreateRequest<'_>) -> Result<ProviderView, CallError> {
         self.create_intent(req).await
     }
 
+    async fn close_payment(
+        &self,
+        payment_no: &PaymentNo,
+        txn: Option<&ProviderTxnId>,
+    ) -> Result<(), CallError> {
+        self.cancel_intent(payment_no, txn).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Queries for Stripe {
     async fn query_payment(
         &self,
         payment_no: &PaymentNo,
@@ -434,13 +464,23 @@ impl Provider for Stripe {
     ) -> Result<ProviderView, CallError> {
         self.retrieve_intent(payment_no, txn).await
     }
+}
 
-    fn refunds(&self) -> bool {
-        true
+#[async_trait::async_trait]
+impl Refunds for Stripe {
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        self.create_refund(req).await
     }
 
-    fn pulls_statements(&self) -> bool {
-        !self.api_key.is_empty()
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        self.retrieve_refund(req).await
+    }
+}
+
+#[async_trait::async_trait]
+impl StatementPages for Stripe {
+    fn bill_type(&self) -> &'static str {
+        "stripe balance transactions"
     }
 
     async fn statement_page(
@@ -451,28 +491,8 @@ impl Provider for Stripe {
         self.balance_page(date, cursor).await
     }
 
-    fn statement_pages(&self) -> &'static str {
-        "stripe balance transactions"
-    }
-
     async fn payout_net(&self, payout_id: &str) -> Result<Option<i64>, CallError> {
         self.settled_by(payout_id).await.map(Some)
-    }
-
-    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        self.create_refund(req).await
-    }
-
-    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        self.retrieve_refund(req).await
-    }
-
-    async fn close_payment(
-        &self,
-        payment_no: &PaymentNo,
-        txn: Option<&ProviderTxnId>,
-    ) -> Result<(), CallError> {
-        self.cancel_intent(payment_no, txn).await
     }
 }
 

@@ -1,8 +1,22 @@
 //! A WeChat Pay merchant account's settings (`kind = "wechatpay"`).
 
+use crate::domain::ProviderName;
+use crate::providers::Provider;
+use crate::providers::accounts::{Account, Kind};
 use secrecy::SecretString;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// WeChat Pay's days are Beijing days; its bill for one is there from
+/// 10:00 the next. A bank shows its payouts as WeChat's or Tenpay's.
+pub const KIND: Kind = Kind {
+    name: "wechatpay",
+    statement_zone: Some("Asia/Shanghai"),
+    ready_hour: 10,
+    payout_names: &["wechat", "tenpay", "财付通", "微信"],
+    bill_format: Some(|| super::statement::FORMAT),
+};
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,4 +55,30 @@ pub struct WechatPayConfig {
     /// FEE_MISMATCH tickets. None: fees are summed, not checked.
     #[serde(default)]
     pub fees: Option<crate::providers::fees::FeeExpectation>,
+}
+
+impl Account for WechatPayConfig {
+    fn kind(&self) -> &'static Kind {
+        &KIND
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn query_on_unverified(&self) -> bool {
+        self.query_on_unverified
+    }
+
+    fn fees(&self) -> Option<&crate::providers::fees::FeeExpectation> {
+        self.fees.as_ref()
+    }
+
+    fn build(
+        &self,
+        name: ProviderName,
+        _day_zone: &jiff::tz::TimeZone,
+    ) -> Result<Arc<dyn Provider>, String> {
+        Ok(Arc::new(super::WechatPay::new(name, self)?))
+    }
 }

@@ -34,12 +34,13 @@ mod api;
 mod config;
 pub mod statement;
 
-pub use config::WechatPayConfig;
+pub use config::{KIND, WechatPayConfig};
 
 use super::wire::header;
 use super::{
-    Answer, CallError, Diagnosis, Notification, PaymentNotice, Provider, ProviderView,
-    RefundNotice, RefundRequest, RefundView, Reply, StatementFile, VerifyError,
+    Answer, BillFiles, CallError, Diagnosis, Notification, PaymentNotice, Provider, ProviderView,
+    Queries, RefundNotice, RefundRequest, RefundView, Refunds, Reply, StatementFile, Statements,
+    VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -299,7 +300,6 @@ impl WechatPay {
     }
 }
 
-#[async_trait::async_trait]
 impl Provider for WechatPay {
     fn name(&self) -> &ProviderName {
         &self.name
@@ -311,10 +311,6 @@ impl Provider for WechatPay {
 
     fn accepts(&self, content_type: &str) -> bool {
         content_type.starts_with("application/json")
-    }
-
-    fn creates_payments(&self) -> bool {
-        false
     }
 
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
@@ -422,40 +418,17 @@ impl Provider for WechatPay {
         }))
     }
 
-    fn queries_payments(&self) -> bool {
-        self.api.is_some()
+    // Only with the merchant API's keys: without them, notifications alone.
+    fn queries(&self) -> Option<&dyn Queries> {
+        self.api.is_some().then_some(self)
     }
 
-    fn refunds(&self) -> bool {
-        self.api.is_some()
+    fn refunds(&self) -> Option<&dyn Refunds> {
+        self.api.is_some().then_some(self)
     }
 
-    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        self.domestic_refund(req).await
-    }
-
-    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
-        self.refund_query(req).await
-    }
-
-    async fn query_payment(
-        &self,
-        payment_no: &PaymentNo,
-        _txn: Option<&ProviderTxnId>,
-    ) -> Result<ProviderView, CallError> {
-        self.order_query(payment_no, _txn).await
-    }
-
-    fn pulls_statements(&self) -> bool {
-        self.api.is_some()
-    }
-
-    fn pulls_files(&self) -> bool {
-        self.api.is_some()
-    }
-
-    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError> {
-        self.trade_bill(date).await
+    fn statements(&self) -> Option<Statements<'_>> {
+        self.api.is_some().then_some(Statements::Files(self))
     }
 
     fn answer(&self, answer: &Answer) -> Reply {
@@ -475,6 +448,35 @@ impl Provider for WechatPay {
             status,
             &serde_json::json!({ "code": "FAIL", "message": message }),
         )
+    }
+}
+
+#[async_trait::async_trait]
+impl Queries for WechatPay {
+    async fn query_payment(
+        &self,
+        payment_no: &PaymentNo,
+        _txn: Option<&ProviderTxnId>,
+    ) -> Result<ProviderView, CallError> {
+        self.order_query(payment_no, _txn).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Refunds for WechatPay {
+    async fn refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        self.domestic_refund(req).await
+    }
+
+    async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
+        self.refund_query(req).await
+    }
+}
+
+#[async_trait::async_trait]
+impl BillFiles for WechatPay {
+    async fn statement_file(&self, date: &str) -> Result<StatementFile, CallError> {
+        self.trade_bill(date).await
     }
 }
 

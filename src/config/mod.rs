@@ -17,6 +17,7 @@ pub use crate::providers::ProviderConfig;
 
 mod settings;
 mod sinks;
+mod values;
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
 

@@ -8,10 +8,10 @@ use super::Source;
 use super::merchant::{MerchantError, Refused, RefusedKind, again, keep, take_key};
 use super::refunds::decode;
 use crate::domain::{PaymentNo, PaymentStatus, RefundNo};
+use crate::store;
 use crate::store::{payments, refunds, tasks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::AnyConnection;
 
 /// The body of `POST /api/v1/payments/{payment_no}/refunds`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
@@ -129,7 +129,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     async fn reserve_refund(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut store::Conn,
         payment_no: &PaymentNo,
         req: &CreateRefund,
         reason: &str,

@@ -10,6 +10,7 @@ use crate::domain::{
     Class, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
 use crate::engine::{Applied, Engine, Outcome, Source, apply_in, describe, refund_late_success_in};
+use crate::store::Conn as AnyConnection;
 use crate::store::adjustments::{self, NewAdjustment};
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, Move, Only, insert_note, move_ticket};
@@ -17,7 +18,6 @@ use crate::store::{audit, outbox, proposals};
 use app::tickets::{ActionResult, FixKind, Proposal};
 use app::types::User;
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 use std::sync::Arc;
 
 /// The fix being carried out: what it intends, and what it did so far.

@@ -5,12 +5,13 @@
 use super::{brief_json, fixes_for, not_applicable};
 use crate::accounts::TxError;
 use crate::domain::{Class, OrderNo, PaymentNo, ProviderTxnId};
+use crate::store;
+use crate::store::Conn as AnyConnection;
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, TicketRow};
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 
 /// What the fix will do.
 pub(super) struct Plan {
@@ -22,7 +23,7 @@ pub(super) struct Plan {
 
 /// The payments a ONE_TO_MANY ticket involves: the one bound to the
 /// transaction, and the one the statement row names.
-async fn involved(conn: &mut AnyConnection, t: &TicketRow) -> sqlx::Result<Vec<PaymentBrief>> {
+async fn involved(conn: &mut AnyConnection, t: &TicketRow) -> store::Result<Vec<PaymentBrief>> {
     let mut nos: Vec<String> = t.payment_no.iter().cloned().collect();
     if let Some(txn) = &t.provider_txn_id
         && let Some(bound) = payments::bound_to(&mut *conn, &t.provider, txn).await?
@@ -71,7 +72,7 @@ async fn statement_paid_at(
     conn: &mut AnyConnection,
     t: &TicketRow,
     now: i64,
-) -> sqlx::Result<Option<i64>> {
+) -> store::Result<Option<i64>> {
     let occurred = match (&t.run_id, t.line_no) {
         (Some(run), Some(line)) => tickets::statement_line(&mut *conn, run, line)
             .await?
@@ -100,7 +101,7 @@ async fn late_success_paid_at(
     conn: &mut AnyConnection,
     payment_no: &str,
     now: i64,
-) -> sqlx::Result<Option<i64>> {
+) -> store::Result<Option<i64>> {
     let all = tickets::of_payment(&mut *conn, payment_no).await?;
     for lag in all.iter().filter(|o| o.class == Class::StatusLag.as_str()) {
         if let Some(t) = tickets::ticket(&mut *conn, &lag.discrepancy_id).await?

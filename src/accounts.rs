@@ -54,11 +54,11 @@ pub struct Accounts {
 /// primary-key race on the audit chain is retried).
 pub(crate) enum TxError {
     App(AppError),
-    Db(sqlx::Error),
+    Db(store::Error),
 }
 
-impl From<sqlx::Error> for TxError {
-    fn from(e: sqlx::Error) -> Self {
+impl From<store::Error> for TxError {
+    fn from(e: store::Error) -> Self {
         TxError::Db(e)
     }
 }

@@ -7,6 +7,7 @@
 //! stopped process left silent resumed. A kind says only how to do its own
 //! steps ([`Kind`]); it knows its tables, the runner knows none.
 
+use crate::store;
 use app::error::AppError;
 use std::collections::HashSet;
 use std::future::Future;
@@ -61,14 +62,14 @@ pub trait Kind: Sized + Send + 'static {
         ctx: &Self::Ctx,
         job_id: &str,
         error: &str,
-    ) -> impl Future<Output = sqlx::Result<()>> + Send;
+    ) -> impl Future<Output = store::Result<()>> + Send;
 
     /// Jobs of this kind left unfinished and without a step for
     /// `silent_us`: to resume. None for a kind that cannot be resumed.
     fn silent(
         ctx: &Self::Ctx,
         silent_us: i64,
-    ) -> impl Future<Output = sqlx::Result<Vec<String>>> + Send {
+    ) -> impl Future<Output = store::Result<Vec<String>>> + Send {
         let _ = (ctx, silent_us);
         async { Ok(Vec::new()) }
     }
@@ -141,7 +142,7 @@ pub async fn run_here<K: Kind>(ctx: &K::Ctx, job_id: &str) -> Result<(), AppErro
 
 /// Resumes the jobs of kind `K` a stopped process left silent (none that
 /// this process runs); returns how many.
-pub async fn resume<K: Kind>(ctx: &K::Ctx) -> sqlx::Result<usize> {
+pub async fn resume<K: Kind>(ctx: &K::Ctx) -> store::Result<usize> {
     let mut resumed = 0;
     for id in K::silent(ctx, SILENT_US).await? {
         if !runs_here::<K>(&id) {

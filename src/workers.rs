@@ -11,6 +11,7 @@
 
 use crate::engine::{self, Engine};
 use crate::recon;
+use crate::store;
 use crate::store::leader;
 use std::future::Future;
 use std::sync::Arc;
@@ -137,7 +138,7 @@ pub fn spawn(engine: &Engine) -> tokio::task::JoinHandle<()> {
 /// reconciliation repairs, then each due provider call once (up to a
 /// batch), concurrently within each account's slots, one payment's calls
 /// in turn. Returns how many tasks ran.
-pub async fn run_provider_tasks(engine: &Engine, now: i64) -> sqlx::Result<usize> {
+pub async fn run_provider_tasks(engine: &Engine, now: i64) -> store::Result<usize> {
     // Repairs first, as before the lanes: a repair finds its payment
     // as the run left it, and its ticket says what the repair did.
     let repairs = recon::run_repairs(engine, now).await?;
@@ -150,7 +151,7 @@ pub async fn run_provider_tasks(engine: &Engine, now: i64) -> sqlx::Result<usize
 async fn lane<F, Fut>(wake: &Notify, name: &'static str, batch: i64, mut pass: F)
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = sqlx::Result<usize>>,
+    Fut: Future<Output = store::Result<usize>>,
 {
     loop {
         let full = match pass().await {

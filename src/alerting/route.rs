@@ -16,6 +16,7 @@ use super::config::{Channel, is_critical};
 use super::render::{EVENT_TYPE, Notification};
 use crate::domain::AlertKind;
 use crate::engine::Engine;
+use crate::store;
 use crate::store::alert_dispatch::{self as dispatch, RoutedAlert};
 use crate::store::outbox;
 
@@ -29,7 +30,7 @@ const LEASE_US: i64 = 120_000_000;
 
 /// Routes the alerts raised since the last pass and sends the digests due
 /// at `now`. Returns how many messages it wrote.
-pub async fn route_alerts(engine: &Engine, now: i64) -> sqlx::Result<usize> {
+pub async fn route_alerts(engine: &Engine, now: i64) -> store::Result<usize> {
     let channels = &engine.settings.channels;
     let pool = &engine.db.pool;
     if channels.is_empty() {
@@ -75,7 +76,7 @@ async fn route_lease(
     channels: &[Channel],
     leased: &[RoutedAlert],
     now: i64,
-) -> sqlx::Result<usize> {
+) -> store::Result<usize> {
     let mut tx = engine.db.begin_write().await?;
     let mut written = 0;
     let mut critical: std::collections::BTreeMap<(&str, &str), Vec<&RoutedAlert>> =
@@ -140,7 +141,7 @@ async fn route_lease(
 
 /// Each (channel, kind) with held alerts whose window has ended, outside
 /// the channel's quiet hours: one digest, and the next window opens.
-async fn send_due_digests(engine: &Engine, channels: &[Channel], now: i64) -> sqlx::Result<usize> {
+async fn send_due_digests(engine: &Engine, channels: &[Channel], now: i64) -> store::Result<usize> {
     let pool = &engine.db.pool;
     let mut written = 0;
     for (name, kind) in dispatch::held_groups(pool).await? {
@@ -196,15 +197,15 @@ fn new_message_id() -> String {
 
 /// The message as an outbox event with one delivery, to the channel.
 async fn write_message(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut store::Conn,
     channel: &Channel,
     message_id: &str,
     alerts: &[RoutedAlert],
     digest: bool,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let note = Notification::new(&channel.name, alerts, digest);
-    let payload = serde_json::to_string(&note).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let payload = serde_json::to_string(&note).map_err(store::unencodable)?;
     let first = alerts.first().map_or("", |a| a.alert_id.as_str());
     outbox::insert_events_many(
         conn,

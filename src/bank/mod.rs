@@ -71,7 +71,7 @@ pub enum BankError {
     #[error("{0}")]
     Refused(String),
     #[error("storage error: {0}")]
-    Store(#[from] sqlx::Error),
+    Store(#[from] crate::store::Error),
 }
 
 /// A statement to import.
@@ -347,7 +347,7 @@ pub async fn payouts_seen(
     provider: &str,
     run_id: Option<&str>,
     payouts: &[PayoutSeen],
-) -> Result<(), sqlx::Error> {
+) -> Result<(), crate::store::Error> {
     for p in payouts {
         // A failed or cancelled payout never reaches the bank.
         let expected = !matches!(p.status.as_str(), "failed" | "canceled");
@@ -566,14 +566,14 @@ fn shown(minor: i64, currency: &str) -> String {
 /// A payout's ticket: the provider's side is the payout, the other side
 /// the bank's credit (where there is one).
 async fn ticket(
-    tx: &mut sqlx::AnyConnection,
+    tx: &mut crate::store::Conn,
     class: Class,
     key: &str,
     p: &store::PayoutRow,
     c: Option<&store::EntryRow>,
     details: &str,
     now: i64,
-) -> Result<(), sqlx::Error> {
+) -> Result<(), crate::store::Error> {
     open_discrepancy(
         &mut *tx,
         &NewDiscrepancy {

@@ -6,6 +6,7 @@
 use super::{Desk, invalid};
 use crate::accounts::{TxError, internal, retrying};
 use crate::engine::Engine;
+use crate::store;
 use crate::store::{alerts, audit, callbacks, replay_jobs};
 use app::console::ReplayJob;
 use app::error::AppError;
@@ -216,7 +217,7 @@ impl crate::jobs::Kind for Replay {
         Ok(())
     }
 
-    async fn fail(engine: &Engine, job_id: &str, error: &str) -> sqlx::Result<()> {
+    async fn fail(engine: &Engine, job_id: &str, error: &str) -> store::Result<()> {
         replay_jobs::fail(&engine.db.pool, job_id, error, engine.now()).await
     }
 }

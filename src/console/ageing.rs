@@ -3,6 +3,7 @@
 //! tickets beside the day before's.
 
 use super::Desk;
+use crate::store;
 use crate::store::ageing;
 use app::ageing::{Ageing, ClassAges, DayChange};
 
@@ -13,7 +14,7 @@ impl Desk {
         day: &str,
         provider: Option<&str>,
         range: (i64, i64),
-    ) -> sqlx::Result<Ageing> {
+    ) -> store::Result<Ageing> {
         let db = &self.engine.db;
         let sla = &self.engine.settings.sla;
         let classes = ageing::open_by_class(db, provider, self.now(), sla)

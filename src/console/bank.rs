@@ -22,7 +22,7 @@ pub(super) async fn settled_on(
     engine: &Engine,
     day: &str,
     provider: Option<&str>,
-) -> sqlx::Result<Vec<SettledRow>> {
+) -> crate::store::Result<Vec<SettledRow>> {
     let rows = store::settled_by_day(&engine.db.pool, day, day).await?;
     Ok(rows
         .into_iter()
@@ -36,7 +36,7 @@ pub(super) async fn settled_on(
         .collect())
 }
 
-pub(super) async fn view(engine: &Engine) -> sqlx::Result<BankView> {
+pub(super) async fn view(engine: &Engine) -> crate::store::Result<BankView> {
     let pool = &engine.db.pool;
     let statements = store::statements(pool, LISTED)
         .await?

@@ -8,6 +8,7 @@
 use super::{Desk, invalid, money_text};
 use crate::accounts::internal;
 use crate::recon::ReconDay;
+use crate::store;
 use crate::store::{alerts, callbacks, closes, proposals, tickets};
 use app::console::{ApprovalQueue, CallbackFigures, DashMoney, Dashboard, DayFigures, TrendPoint};
 use app::error::AppError;
@@ -286,7 +287,7 @@ impl Desk {
         &self,
         range: (i64, i64),
         provider: Option<&str>,
-    ) -> sqlx::Result<CallbackFigures> {
+    ) -> store::Result<CallbackFigures> {
         let db = &self.engine.db;
         let f = callbacks::figures(db, range, provider).await?;
         let p99_ms = if f.processed > 0 {

@@ -4,6 +4,7 @@
 
 use super::money_plain;
 use super::tickets::{reason, summary};
+use crate::store;
 use crate::store::Db;
 use crate::store::lists::{self, QueueAfter};
 use crate::store::tickets::TicketRow;
@@ -18,7 +19,7 @@ pub async fn export_csv(
     f: &TicketFilter,
     now: i64,
     out: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let header = "ticket_id,class,severity,status,provider,business_date,payment_no,order_no,provider_txn_id,\
 local_amount,local_status,provider_amount,provider_status,owner,found_at_utc,closed_at_utc,reason,conclusion\n";
     if out.send(Ok(header.to_owned())).await.is_err() {

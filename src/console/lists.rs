@@ -7,6 +7,7 @@ use super::{Desk, invalid, money_text, page};
 use crate::accounts::internal;
 use crate::domain::AlertKind;
 use crate::statement::Check;
+use crate::store;
 use crate::store::alerts;
 use crate::store::lists::{
     self as store_lists, After, AlertQuery, AlertState, AuditQuery, CallbackQuery, PaymentQuery,
@@ -336,7 +337,7 @@ pub(super) async fn audit(
     db: &Db,
     f: &AuditFilter,
     days: (Option<i64>, Option<i64>),
-) -> sqlx::Result<AuditPage> {
+) -> store::Result<AuditPage> {
     let given = |v: &Option<String>| {
         v.as_deref()
             .map(str::trim)
@@ -381,7 +382,7 @@ pub(super) async fn audit(
 
 /// The console page of an audit entry's object, where it has one: a
 /// proposal's is its ticket's.
-async fn object_link(db: &Db, object_type: &str, id: &str) -> sqlx::Result<Option<String>> {
+async fn object_link(db: &Db, object_type: &str, id: &str) -> store::Result<Option<String>> {
     let id_part = app::tickets::encode(id);
     Ok(match object_type {
         "ticket" => Some(format!("/tickets/{id_part}")),
@@ -394,7 +395,7 @@ async fn object_link(db: &Db, object_type: &str, id: &str) -> sqlx::Result<Optio
         "sink" => Some("/sinks".to_owned()),
         "proposal" => match crate::store::proposals::ticket_of(&db.pool, id).await {
             Ok(ticket) => Some(format!("/tickets/{}", app::tickets::encode(&ticket))),
-            Err(sqlx::Error::RowNotFound) => None,
+            Err(e) if store::is_not_found(&e) => None,
             Err(e) => return Err(e),
         },
         _ => None,

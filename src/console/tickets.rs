@@ -6,6 +6,7 @@
 use super::money_text;
 use crate::accounts::internal;
 use crate::domain::{Sla, TicketStatus};
+use crate::store;
 use crate::store::lists::{self, QueueAfter};
 use crate::store::tickets::TicketRow;
 use crate::store::{Db, alerts, callbacks, outbox, payments, proposals, refunds, tasks, tickets};
@@ -74,7 +75,7 @@ pub async fn list(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> Result<Tick
     list_page(db, f, now, sla).await.map_err(internal)
 }
 
-async fn list_page(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> sqlx::Result<TicketPage> {
+async fn list_page(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> store::Result<TicketPage> {
     let after = f.after.as_deref().and_then(QueueAfter::parse);
     let mut rows = lists::tickets(db, f, after.as_ref(), PAGE_SIZE + 1, now).await?;
     let next = if rows.len() as i64 > PAGE_SIZE {
@@ -122,7 +123,7 @@ pub async fn neighbours(
     Ok(Neighbours { previous, next })
 }
 
-pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> sqlx::Result<Option<TicketDetail>> {
+pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<TicketDetail>> {
     let pool = &db.pool;
     let Some(t) = tickets::ticket(pool, id).await? else {
         return Ok(None);
@@ -299,7 +300,7 @@ async fn timeline_of_payment(
     payment_no: &str,
     out: &mut Vec<TimelineItem>,
     refs: &mut Vec<CallbackRef>,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let pool = &db.pool;
     let item = |at: i64, kind: &str, title: String, detail: String| TimelineItem {
         at,
@@ -406,7 +407,7 @@ async fn timeline_of_payment(
 
 /// An evidence file's name and bytes.
 /// Fills in the comments of each proposal.
-pub async fn with_comments(pool: &sqlx::AnyPool, list: &mut [Proposal]) -> sqlx::Result<()> {
+pub async fn with_comments(pool: &store::Pool, list: &mut [Proposal]) -> store::Result<()> {
     for p in list.iter_mut() {
         p.comments = crate::store::audit::proposal_comments(pool, &p.id)
             .await?

@@ -3,11 +3,11 @@
 //! history and the outbox say so — one change, in the caller's transaction.
 
 use super::Source;
+use crate::store::Conn;
 use crate::store::adjustments::{self, NewAdjustment};
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::{outbox, sinks::Route};
 use serde_json::json;
-use sqlx::AnyConnection;
 
 /// The amount of `payment` (as it was read) made `accepted_minor`, on an
 /// approved proposal.
@@ -22,11 +22,11 @@ pub struct AmountChange<'a> {
 /// still at the version it was read at; returns whether it was (nothing is
 /// written when it was not). Nothing here commits.
 pub async fn change_amount_in(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     sinks: &[Route],
     c: &AmountChange<'_>,
     now: i64,
-) -> sqlx::Result<bool> {
+) -> crate::store::Result<bool> {
     let (b, accepted) = (c.payment, c.accepted_minor);
     if !payments::set_amount(conn, &b.payment_no, b.version, accepted, now).await? {
         return Ok(false);

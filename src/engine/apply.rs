@@ -10,7 +10,6 @@ use crate::store::batch::Statements;
 use crate::store::{self, Db, DbKind, alerts, outbox, payments, tickets};
 use serde::Serialize;
 use serde_json::json;
-use sqlx::{AnyConnection, Connection};
 
 /// Where an outcome came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -120,7 +119,7 @@ pub async fn apply(
     sinks: &[crate::store::sinks::Route],
     o: &Outcome,
     now: i64,
-) -> sqlx::Result<Applied> {
+) -> store::Result<Applied> {
     let mut tx = db.begin_write().await?;
     let applied = apply_in(&mut tx, db.kind, sinks, o, now).await?;
     tx.commit().await?;
@@ -131,12 +130,12 @@ pub async fn apply(
 /// group commits: many outcomes, one commit. Nothing here commits.
 #[tracing::instrument(skip_all, fields(payment_no = %o.payment_no, target = %o.target, source = o.source.as_str(), trace_id = %o.trace_id))]
 pub async fn apply_in(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     kind: DbKind,
     sinks: &[crate::store::sinks::Route],
     o: &Outcome,
     now: i64,
-) -> sqlx::Result<Applied> {
+) -> store::Result<Applied> {
     // Only two people's approval may take a FAILED or CLOSED payment to
     // SUCCEEDED; a provider's word about one opens a ticket below instead.
     let predecessors = if o.source == Source::ManualFix {
@@ -151,7 +150,7 @@ pub async fn apply_in(
         // PostgreSQL aborts the whole transaction on a failed statement;
         // a savepoint keeps the unique-key refusal below recoverable.
         let guarded = if kind == DbKind::Postgres {
-            let mut sp = Connection::begin(&mut *conn).await?;
+            let mut sp = store::savepoint(conn).await?;
             let r = payments::guarded_move(&mut *sp, &m, &predecessors, now).await;
             if r.is_ok() {
                 sp.commit().await?;
@@ -281,7 +280,7 @@ pub async fn apply_many(
     sinks: &[crate::store::sinks::Route],
     outcomes: &[&Outcome],
     now: i64,
-) -> sqlx::Result<Vec<Option<Applied>>> {
+) -> store::Result<Vec<Option<Applied>>> {
     let mut results: Vec<Option<Applied>> = vec![None; outcomes.len()];
     let mut moved_rows = Vec::new();
     for target in PaymentStatus::ALL {
@@ -338,7 +337,7 @@ async fn finish_moves(
     sinks: &[crate::store::sinks::Route],
     moved: &[(&Outcome, PaymentStatus, &str, i64)],
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let mut effects = Vec::new();
     let mut events = Vec::new();
     for (o, _, order_no, version) in moved {
@@ -414,13 +413,13 @@ fn disagreement(p: &payments::PaymentRow, o: &Outcome) -> Option<(Class, String)
 /// A conflict never changes the payment: it opens a high-severity
 /// discrepancy and an alert, once per distinct set of facts.
 async fn record_conflict(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     o: &Outcome,
     current: Option<&payments::PaymentRow>,
     class: Class,
     reason: &str,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let txn = o.provider_txn_id.as_ref().map(|t| t.as_str());
     let key = format!(
         "{class}:{}:{}:{}:{}:{}",
@@ -465,11 +464,11 @@ async fn record_conflict(
 /// are opened, once per payment and transaction however often the
 /// provider repeats itself (the evidence is the first report's).
 async fn record_paid_after_close(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     o: &Outcome,
     current: &payments::PaymentRow,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let txn = o
         .provider_txn_id
         .as_ref()

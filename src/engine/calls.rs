@@ -9,6 +9,7 @@ use crate::domain::{
     AlertKind, AlertSeverity, Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId,
 };
 use crate::providers::{CallError, CreateRequest};
+use crate::store;
 use crate::store::tasks::{self, DueCall};
 use crate::store::{alerts, payments};
 use std::collections::{HashMap, HashSet};
@@ -73,7 +74,7 @@ impl Engine {
     /// Each provider call due at `now` once (up to a batch), concurrently
     /// within each account's slots, one payment's calls in turn: one pass
     /// of the lane, for tests. Returns how many calls ran.
-    pub async fn run_due_calls(&self, now: i64) -> sqlx::Result<usize> {
+    pub async fn run_due_calls(&self, now: i64) -> store::Result<usize> {
         let due = tasks::due_calls(&self.db.pool, now, BATCH, &[]).await?;
         let mut order: Vec<Vec<DueCall>> = Vec::new();
         let mut of_payment: HashMap<String, usize> = HashMap::new();
@@ -143,7 +144,7 @@ impl Engine {
         &self,
         running: &mut JoinSet<()>,
         busy: &mut HashMap<Id, String>,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         let full = self.slots.full();
         let skip: Vec<&str> = full.iter().map(String::as_str).collect();
         let now = self.now();
@@ -212,7 +213,7 @@ impl Engine {
 impl Engine {
     /// One create or status query (refunds are the refund module's), its
     /// clock read when it starts and again when the provider has answered.
-    async fn run_task(&self, task: &tasks::TaskRow) -> sqlx::Result<()> {
+    async fn run_task(&self, task: &tasks::TaskRow) -> store::Result<()> {
         if task.kind == tasks::REFUND || task.kind == tasks::REFUND_QUERY {
             return self.run_refund_task(task).await;
         }

@@ -15,11 +15,10 @@ use super::apply::{apply_in, apply_many};
 use super::intake::retry_delay;
 use super::{Applied, Engine, Outcome};
 use crate::domain::{AlertKind, AlertSeverity};
+use crate::store;
 use crate::store::DbKind;
 use crate::store::batch::{Direct, Statements};
 use crate::store::{alerts, callbacks};
-use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, Connection};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -134,7 +133,7 @@ impl Engine {
         // The writer keeps its connections between batches (no pool
         // hand-over and health check per batch); a failed batch closes it,
         // in case the connection itself is what broke.
-        let mut conn: Option<PoolConnection<Any>> = None;
+        let mut conn: Option<store::PooledConn> = None;
         let mut direct = file.as_deref().map(Direct::new);
         loop {
             let mut queue = rx.lock().await;
@@ -172,7 +171,7 @@ impl Engine {
             // PostgreSQL; the one it cancels is written again.
             for _ in 0..2 {
                 match &written {
-                    Err(e) if retryable(e) => {
+                    Err(e) if store::is_cancelled_for_conflict(e) => {
                         tracing::warn!(error = %e, "intake batch written again");
                         written = self
                             .write_batch(&mut conn, direct.as_mut(), &incoming, &mut None)
@@ -234,11 +233,11 @@ impl Engine {
     /// transaction; the batch is answered after both (and the sync).
     async fn write_batch(
         &self,
-        conn: &mut Option<PoolConnection<Any>>,
+        conn: &mut Option<store::PooledConn>,
         direct: Option<&mut Direct>,
         batch: &[&Incoming],
         turn: &mut Turn<'_>,
-    ) -> sqlx::Result<Vec<Result<Ingested, String>>> {
+    ) -> store::Result<Vec<Result<Ingested, String>>> {
         let now = self.now();
         let t0 = std::time::Instant::now();
         let mut results: Vec<Option<Result<Ingested, String>>> =
@@ -298,12 +297,12 @@ impl Engine {
     /// each in its own savepoint.
     async fn write_on_pool(
         &self,
-        conn: &mut Option<PoolConnection<Any>>,
+        conn: &mut Option<store::PooledConn>,
         batch: &[&Incoming],
         part: OnPool<'_, '_, '_>,
         results: &mut [Option<Result<Ingested, String>>],
         now: i64,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         let (fast, turn, synced_after) = match part {
             OnPool::Whole { fast, turn } => (Some(fast), Some(turn), false),
             OnPool::Rest => (None, None, true),
@@ -327,7 +326,7 @@ impl Engine {
         let began = t0.elapsed();
 
         if let Some(fast) = fast.filter(|f| f.len() > 1) {
-            let mut sp = Connection::begin(&mut *tx).await?;
+            let mut sp = store::savepoint(&mut tx).await?;
             match ingest_many(&mut *sp, &self.sink_names, batch, fast, now).await {
                 Ok(moved) => {
                     sp.commit().await?;
@@ -348,7 +347,7 @@ impl Engine {
             if results[i].is_some() {
                 continue;
             }
-            let mut sp = Connection::begin(&mut *tx).await?;
+            let mut sp = store::savepoint(&mut tx).await?;
             match self.ingest_one(&mut sp, incoming, now).await {
                 Ok(done) => {
                     sp.commit().await?;
@@ -356,7 +355,7 @@ impl Engine {
                 }
                 // Deadlocked with another writer: the whole batch is
                 // rolled back and written again (see `write_batches`).
-                Err(e) if retryable(&e) => return Err(e),
+                Err(e) if store::is_cancelled_for_conflict(&e) => return Err(e),
                 Err(e) => {
                     sp.rollback().await?;
                     tracing::error!(error = %e, trace_id = %incoming.trace_id, "callback not stored");
@@ -381,11 +380,11 @@ impl Engine {
     /// The processing result on the callback row.
     async fn record(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut store::Conn,
         c: &Incoming,
         applied: &Applied,
         now: i64,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         match applied {
             Applied::UnknownPayment => {
                 // The first try failed: retried later, or DEAD at once when
@@ -419,10 +418,10 @@ impl Engine {
 
     async fn ingest_one(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut store::Conn,
         c: &Incoming,
         now: i64,
-    ) -> sqlx::Result<Ingested> {
+    ) -> store::Result<Ingested> {
         if !callbacks::insert_if_absent(&mut *conn, &new_row(c, now)).await? {
             let seen = repeat_of(conn, &c.provider, &c.callback_id, &Delivery::of(c), now).await?;
             return match seen {
@@ -447,11 +446,11 @@ impl Engine {
     /// is answered as the first delivery was, and left to the retry worker.
     async fn apply_again(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut store::Conn,
         c: &Incoming,
         first: &callbacks::CallbackRow,
         now: i64,
-    ) -> sqlx::Result<Ingested> {
+    ) -> store::Result<Ingested> {
         let mut outcome = c.outcome.clone();
         outcome.evidence = first.id.clone();
         outcome.trace_id = first.trace_id.clone();
@@ -497,7 +496,7 @@ async fn ingest_many(
     batch: &[&Incoming],
     fast: &[usize],
     now: i64,
-) -> sqlx::Result<Vec<(usize, Applied)>> {
+) -> store::Result<Vec<(usize, Applied)>> {
     let rows: Vec<callbacks::NewCallback> = fast.iter().map(|&i| new_row(batch[i], now)).collect();
     let stored: std::collections::HashSet<String> = callbacks::insert_many_applied(conn, &rows)
         .await?
@@ -535,12 +534,12 @@ fn status_after(applied: &Applied) -> Option<crate::domain::PaymentStatus> {
 /// A declined attempt on the payment's timeline: a history row that keeps
 /// the status (the intent may still succeed), with the decline as evidence.
 async fn record_decline(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     c: &Incoming,
     declined: &str,
     applied: &Applied,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let Some(status) = status_after(applied) else {
         return Ok(());
     };
@@ -594,15 +593,15 @@ pub(super) enum Seen {
 /// and its bytes kept once. Callbacks stored before facts were recorded
 /// are compared by their bytes.
 pub(super) async fn repeat_of(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     provider: &str,
     callback_id: &str,
     d: &Delivery<'_>,
     now: i64,
-) -> sqlx::Result<Seen> {
+) -> store::Result<Seen> {
     let Some(first) = callbacks::by_callback_id(&mut *conn, provider, callback_id).await? else {
         // The insert met a row that is not there now: never expected.
-        return Err(sqlx::Error::RowNotFound);
+        return Err(store::not_found());
     };
     let same = match &first.facts {
         Some(facts) => facts == d.facts,
@@ -700,12 +699,6 @@ async fn answer_when_durable(wal: std::path::PathBuf, mut committed: mpsc::Recei
             });
         }
     }
-}
-
-/// A batch the database cancelled for a conflict with another writer
-/// (PostgreSQL's deadlock or serialization failure): written again.
-fn retryable(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40P01" | "40001")))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::refunds::{RefundOutcome, apply_refund_in};
 use super::{Applied, Engine, Outcome, Source};
 use crate::domain::{AlertKind, AlertSeverity, ProviderName};
 use crate::providers::{Answer, Notification, Provider, RefundNotice, Reply, VerifyError};
+use crate::store;
 use crate::store::{alerts, callbacks, nonces, payments, refused, tasks};
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
@@ -281,7 +282,7 @@ impl Engine {
         }
     }
 
-    async fn query_claimed(&self, provider: &str, payment_no: &str, now: i64) -> sqlx::Result<()> {
+    async fn query_claimed(&self, provider: &str, payment_no: &str, now: i64) -> store::Result<()> {
         let Some(p) = payments::get(&self.db.pool, payment_no).await? else {
             return Ok(());
         };
@@ -366,9 +367,9 @@ impl Engine {
                 let seen =
                     repeat_of(&mut tx, row.provider, row.callback_id, &delivery, now).await?;
                 tx.commit().await?;
-                return Ok::<_, sqlx::Error>(Err(seen));
+                return Ok::<_, store::Error>(Err(seen));
             }
-            let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+            let mut sp = store::savepoint(&mut tx).await?;
             let applied = apply_refund_in(&mut sp, &self.sink_names, &outcome, now).await;
             let applied = match applied {
                 Ok(a) => {
@@ -443,7 +444,7 @@ impl Engine {
         payment_no: Option<&str>,
         trace_id: &str,
         now: i64,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         self.metrics.callback("failed");
         let tries = callbacks::retry_count(&self.db.pool, id).await? + 1;
         let next = (tries < self.settings.callback_max_tries).then(|| now + retry_delay(tries));

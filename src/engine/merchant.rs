@@ -8,12 +8,12 @@ use crate::domain::{
     Currency, Money, OrderNo, PaymentNo, PaymentStatus, ProviderName, ProviderTxnId,
 };
 use crate::providers::CallError;
+use crate::store;
 use crate::store::idempotency::{self, Stored};
 use crate::store::{alerts, outbox, payments, refunds, tasks, tickets};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::AnyConnection;
 
 /// The body of `POST /api/v1/payments`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
@@ -60,7 +60,7 @@ pub enum MerchantError {
     #[error("the provider refused: {0}")]
     ProviderRefused(String),
     #[error("storage error: {0}")]
-    Store(#[from] sqlx::Error),
+    Store(#[from] store::Error),
 }
 
 /// A merchant's request refused for what it asks, not for how it is
@@ -140,7 +140,7 @@ impl RefusedKind {
 /// the caller's transaction. `Some` when the key was taken before: its
 /// answer (the caller commits, then serves it with [`again`]).
 pub(super) async fn take_key(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     scope: &str,
     key: &str,
     request_hash: &str,
@@ -164,7 +164,7 @@ pub(super) fn again<T: DeserializeOwned>(
     if stored.request_hash != request_hash {
         return Err(MerchantError::KeyReused);
     }
-    let unreadable = |e: serde_json::Error| MerchantError::Store(sqlx::Error::Decode(e.into()));
+    let unreadable = |e: serde_json::Error| MerchantError::Store(store::undecodable(e));
     match RefusedKind::of_kept(stored.response_status) {
         Some(kind) => {
             let refused: Refused =
@@ -177,11 +177,11 @@ pub(super) fn again<T: DeserializeOwned>(
 
 /// Keeps the answer under the key, in the caller's transaction.
 pub(super) async fn keep<T: Serialize>(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     scope: &str,
     key: &str,
     answer: &Result<T, Refused>,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let (status, body) = match answer {
         Ok(made) => (KEPT_MADE, json_of(made)),
         Err(refused) => (refused.kind.kept_status(), json_of(refused)),

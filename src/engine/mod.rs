@@ -31,6 +31,7 @@ pub use retries::headers_from_json;
 use crate::metrics::Metrics;
 use crate::providers::Providers;
 use crate::providers::signing::Secret;
+use crate::store;
 use crate::store::{Db, DbKind};
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -317,7 +318,7 @@ impl Engine {
     }
 
     /// `apply` with this engine's sinks and clock, counted by class.
-    pub async fn apply(&self, outcome: &Outcome) -> sqlx::Result<Applied> {
+    pub async fn apply(&self, outcome: &Outcome) -> store::Result<Applied> {
         let applied = apply::apply(&self.db, &self.sink_names, outcome, self.now()).await?;
         self.metrics.applied(applied.class());
         if matches!(applied, Applied::Moved { .. }) {

@@ -7,10 +7,10 @@ use super::Engine;
 use super::Source;
 use super::merchant::{MerchantError, Refused, RefusedKind, again, keep, take_key};
 use crate::domain::{Mover, PaymentNo, PaymentStatus, RefundNo};
+use crate::store;
 use crate::store::{payments, refunds, tasks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::AnyConnection;
 
 /// The body of `POST /api/v1/payments/{payment_no}/refunds`.
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
@@ -123,7 +123,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     async fn reserve_refund(
         &self,
-        conn: &mut AnyConnection,
+        conn: &mut store::Conn,
         payment_no: &PaymentNo,
         req: &CreateRefund,
         reason: &str,
@@ -188,7 +188,7 @@ impl Engine {
         else {
             let b = refunds::balance(&mut *conn, payment_no.as_str())
                 .await?
-                .ok_or(sqlx::Error::RowNotFound)?;
+                .ok_or_else(store::not_found)?;
             let (status, currency) = (b.status, b.currency);
             let refundable = b.amount_minor - b.refunded_minor - b.reserved_minor;
             let figures = Refused {

@@ -17,9 +17,9 @@ use crate::domain::{
     ProviderRefundId, ProviderTxnId, RefundNo, RefundStatus, Severity,
 };
 use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
+use crate::store;
 use crate::store::{alerts, outbox, payments, refunds, tasks, tasks::TaskRow, tickets};
 use serde_json::json;
-use sqlx::AnyConnection;
 
 /// A provider's word about one refund, from any source.
 #[derive(Clone, Debug)]
@@ -99,19 +99,19 @@ impl RefundApplied {
     }
 }
 
-pub(super) fn decode<T: std::str::FromStr<Err = String>>(s: &str) -> sqlx::Result<T> {
-    s.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))
+pub(super) fn decode<T: std::str::FromStr<Err = String>>(s: &str) -> store::Result<T> {
+    s.parse().map_err(store::undecodable)
 }
 
 /// Moves a refund inside the caller's write transaction. Nothing here
 /// commits.
 #[tracing::instrument(skip_all, fields(refund_no = ?o.refund_no.as_ref().map(|r| r.as_str()), target = %o.target, source = o.source.as_str(), trace_id = %o.trace_id))]
 pub async fn apply_refund_in(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     sinks: &[crate::store::sinks::Route],
     o: &RefundOutcome,
     now: i64,
-) -> sqlx::Result<RefundApplied> {
+) -> store::Result<RefundApplied> {
     let mut found = match &o.refund_no {
         Some(no) => refunds::get(&mut *conn, no.as_str()).await?,
         None => None,
@@ -138,7 +138,7 @@ pub async fn apply_refund_in(
     };
     let payment = payments::get(&mut *conn, &r.payment_no)
         .await?
-        .ok_or_else(|| sqlx::Error::Protocol(format!("refund {} has no payment", r.refund_no)))?;
+        .ok_or_else(|| store::inconsistent(format!("refund {} has no payment", r.refund_no)))?;
     let (amount, refunded, reserved) = refunds::balance(&mut *conn, &r.payment_no)
         .await?
         .map(|b| (b.amount_minor, b.refunded_minor, b.reserved_minor))
@@ -188,7 +188,7 @@ pub async fn apply_refund_in(
             refunds::settle_reservation(&mut *conn, &r.payment_no, r.amount_minor, succeeded, now)
                 .await?
                 .ok_or_else(|| {
-                    sqlx::Error::Protocol(format!(
+                    store::inconsistent(format!(
                         "payment {} holds no reservation for refund {}",
                         r.payment_no, r.refund_no
                     ))
@@ -335,13 +335,13 @@ fn disagreement(
 /// late success was to be refunded, when that refund failed: it offers the
 /// same two fixes again.
 async fn reopen_paid_after_close(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     o: &RefundOutcome,
     r: &refunds::RefundRow,
     payment: &payments::PaymentRow,
     status: PaymentStatus,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let reason = format!(
         "refund {} of the late success of payment {} failed ({}); the provider still holds the money, Reckon holds the payment {status}",
         r.refund_no,
@@ -394,13 +394,13 @@ async fn reopen_paid_after_close(
 /// proposal, so one approval makes one refund. Returns the refund number
 /// and the payment's status before, or `None` when the guard refused.
 pub async fn refund_late_success_in(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     payment: &payments::PaymentRow,
     provider_txn_id: Option<&str>,
     proposal_id: &str,
     trace_id: &str,
     now: i64,
-) -> sqlx::Result<Option<(String, PaymentStatus)>> {
+) -> store::Result<Option<(String, PaymentStatus)>> {
     let Some(prev) =
         refunds::reserve_late_success(&mut *conn, &payment.payment_no, provider_txn_id, now)
             .await?
@@ -452,13 +452,13 @@ pub async fn refund_late_success_in(
 
 /// A REFUND_MISMATCH discrepancy and an alert, once per set of facts.
 async fn mismatch(
-    conn: &mut AnyConnection,
+    conn: &mut store::Conn,
     o: &RefundOutcome,
     r: Option<&refunds::RefundRow>,
     what: &str,
     reason: &str,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let refund_key = o
         .refund_no
         .as_ref()
@@ -506,7 +506,7 @@ async fn mismatch(
 
 impl Engine {
     /// `apply_refund_in` in its own transaction, counted.
-    pub async fn apply_refund(&self, o: &RefundOutcome) -> sqlx::Result<RefundApplied> {
+    pub async fn apply_refund(&self, o: &RefundOutcome) -> store::Result<RefundApplied> {
         let mut tx = self.db.begin_write().await?;
         let applied = apply_refund_in(&mut tx, &self.sink_names, o, self.now()).await?;
         tx.commit().await?;
@@ -530,7 +530,7 @@ impl Engine {
 
     /// A refund task: ask the provider to refund, or ask how a refund went.
     /// The clock is read when the task ends, not when its batch began.
-    pub(super) async fn run_refund_task(&self, task: &TaskRow) -> sqlx::Result<()> {
+    pub(super) async fn run_refund_task(&self, task: &TaskRow) -> store::Result<()> {
         let pool = &self.db.pool;
         let done = |note: Option<String>| async move {
             tasks::close(pool, &task.task_id, "DONE", note.as_deref(), self.now()).await
@@ -552,7 +552,7 @@ impl Engine {
             return done(Some("payment or provider missing".into())).await;
         };
         let currency = crate::domain::Currency::parse(&r.currency)
-            .map_err(|e| sqlx::Error::Decode(e.to_string().into()))?;
+            .map_err(|e| store::undecodable(e.to_string()))?;
         let ids = (
             RefundNo::parse(&r.refund_no),
             PaymentNo::parse(&r.payment_no),

@@ -6,6 +6,7 @@
 use super::Engine;
 use crate::domain::{AlertKind, AlertSeverity};
 use crate::providers::{Diagnosis, Notification, Provider, VerifyError};
+use crate::store;
 use crate::store::{alerts, callbacks, refused};
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
@@ -47,7 +48,7 @@ impl Engine {
         provider: &dyn Provider,
         headers: &HeaderMap,
         body: &[u8],
-    ) -> sqlx::Result<Option<Diagnosis>> {
+    ) -> store::Result<Option<Diagnosis>> {
         let callback_id = match provider.parse(headers, body) {
             Ok(Notification::Payment(n)) => n.callback_id,
             Ok(Notification::Refund(n)) => n.callback_id,
@@ -139,7 +140,7 @@ impl Engine {
         provider: &str,
         add: i64,
         now: i64,
-    ) -> sqlx::Result<(i64, bool)> {
+    ) -> store::Result<(i64, bool)> {
         let spike = self.settings.refused_spike;
         let mut conn = self.db.pool.acquire().await?;
         let count = refused::tally(&mut conn, provider, add, now, spike.window_us).await?;

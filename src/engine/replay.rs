@@ -9,6 +9,7 @@ use super::refunds::RefundOutcome;
 use super::{Engine, headers_from_json};
 use crate::domain::{PaymentNo, ProviderTxnId};
 use crate::providers::Notification;
+use crate::store;
 use crate::store::{callbacks, payments};
 
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +27,7 @@ pub enum ActionError {
     #[error("the provider could not be asked: {0}")]
     Provider(String),
     #[error(transparent)]
-    Db(#[from] sqlx::Error),
+    Db(#[from] store::Error),
 }
 
 /// What a replay or a query did, in words a person reads.

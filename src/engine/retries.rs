@@ -6,13 +6,14 @@ use super::intake::notice_outcome;
 use super::refunds::RefundOutcome;
 use super::{BATCH, Engine, LEASE_US};
 use crate::providers::Notification;
+use crate::store;
 use crate::store::callbacks;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 impl Engine {
     /// Callbacks that failed (their time has come) or were left half-done by
     /// a stopped process are processed again. Returns how many.
-    pub async fn retry_callbacks(&self, now: i64) -> sqlx::Result<usize> {
+    pub async fn retry_callbacks(&self, now: i64) -> store::Result<usize> {
         let stale_before = now - 15_000_000;
         if !callbacks::any_due(&self.db.pool, now, stale_before).await? {
             return Ok(0);

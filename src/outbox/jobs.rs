@@ -8,6 +8,7 @@
 
 use crate::accounts::{TxError, internal, retrying};
 use crate::engine::Engine;
+use crate::store;
 use crate::store::lists::After;
 use crate::store::outbox_ops::{self as ops, OutboxQuery};
 use crate::store::{audit, outbox};
@@ -471,11 +472,11 @@ impl crate::jobs::Kind for Requeue {
         Ok(())
     }
 
-    async fn fail(engine: &Engine, job_id: &str, error: &str) -> sqlx::Result<()> {
+    async fn fail(engine: &Engine, job_id: &str, error: &str) -> store::Result<()> {
         ops::fail_job(&engine.db.pool, job_id, error, engine.now()).await
     }
 
-    async fn silent(engine: &Engine, silent_us: i64) -> sqlx::Result<Vec<String>> {
+    async fn silent(engine: &Engine, silent_us: i64) -> store::Result<Vec<String>> {
         ops::unfinished(&engine.db.pool, engine.now() - silent_us).await
     }
 }

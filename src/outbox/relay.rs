@@ -14,6 +14,7 @@
 use crate::alerting::Channel;
 use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, Sink};
+use crate::store;
 use crate::store::outbox::{self, DueDelivery, EventRow, Outcome, SinkFilter};
 use crate::store::{alerts, outbox_ops, sinks};
 use futures_util::StreamExt;
@@ -206,7 +207,7 @@ impl Engine {
     /// nothing more is due at `now` or its sink is down, for tests and
     /// tools: a payment's later messages follow its earlier ones in the
     /// passes after. Returns how many deliveries were attempted.
-    pub async fn relay_outbox(&self, http: &reqwest::Client, now: i64) -> sqlx::Result<usize> {
+    pub async fn relay_outbox(&self, http: &reqwest::Client, now: i64) -> store::Result<usize> {
         let mut attempted = 0;
         for mut lane in lanes(self) {
             for _ in 0..PASSES_AT_MOST {
@@ -240,7 +241,7 @@ impl Engine {
         http: &reqwest::Client,
         lane: &mut Lane,
         now: i64,
-    ) -> sqlx::Result<(usize, bool)> {
+    ) -> store::Result<(usize, bool)> {
         let db = &self.db;
         let probe = lane.down;
         if !probe && !outbox::any_due(&db.pool, db.kind, lane.filter(), now).await? {
@@ -324,7 +325,7 @@ impl Engine {
         events: &HashMap<String, EventRow>,
         lease_until: i64,
         leased_at: i64,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         let now = self.now();
         let outcomes: Vec<(&str, Outcome)> = attempts
             .iter()

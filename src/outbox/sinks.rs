@@ -9,6 +9,7 @@
 use crate::accounts::{TxError, retrying};
 use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, Sink};
+use crate::store;
 use crate::store::{alerts, audit, sinks};
 use app::error::AppError;
 use app::sinks::RetriedNow;
@@ -67,7 +68,7 @@ impl Engine {
         in_a_row: i64,
         since: i64,
         now: i64,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         let pool = &self.db.pool;
         let rule = self.settings.sink_failing;
         if (in_a_row >= rule.attempts || now - since >= rule.after_us)

@@ -18,6 +18,7 @@ use crate::domain::Severity;
 use crate::engine::Engine;
 use crate::store::audit;
 use crate::store::closes::{self, CloseRow, ReopenRow};
+use crate::store::{self, ResultExt};
 use hmac::Mac;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -286,12 +287,12 @@ async fn close(
             reopened_by: None,
             reopened_at: None,
         };
-        if let Err(e) = closes::insert(&mut tx, &row).await {
-            if is_unique_violation(&e) {
+        match closes::insert(&mut tx, &row).await {
+            Err(e) if store::is_unique_violation(&e) => {
                 drop(tx);
                 continue;
             }
-            return Err(e.into());
+            done => done?,
         }
         audit::append(
             &mut tx,
@@ -316,10 +317,6 @@ async fn close(
     Err(ReconError::Busy(format!(
         "{provider}'s closes kept changing while {date} was being closed: try again"
     )))
-}
-
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
 }
 
 /// One supervisor proposes reopening a closed day, with a reason.
@@ -357,14 +354,13 @@ pub async fn propose_reopen(
         decided_by_name: None,
         decided_at: None,
     };
-    if let Err(e) = closes::propose_reopen(&mut tx, &row).await {
-        if is_unique_violation(&e) {
-            return Err(ReconError::Busy(format!(
+    closes::propose_reopen(&mut tx, &row)
+        .await
+        .on_unique_violation(|| {
+            ReconError::Busy(format!(
                 "reopening {provider}'s day {date} is already proposed: a second supervisor decides it"
-            )));
-        }
-        return Err(e.into());
-    }
+            ))
+        })?;
     audit::append(
         &mut tx,
         &engine.db.audit,
@@ -450,7 +446,7 @@ pub async fn day_close(
     engine: &Engine,
     provider: &str,
     date: &str,
-) -> sqlx::Result<(Option<CloseRow>, Option<ReopenRow>)> {
+) -> store::Result<(Option<CloseRow>, Option<ReopenRow>)> {
     let pool = &engine.db.pool;
     Ok((
         closes::latest_of_day(pool, provider, date).await?,
@@ -501,7 +497,7 @@ impl Verified {
 /// Checks a report: the hash of its body, the signature under the key it
 /// names, and whether it is the close recorded here, chained to the one
 /// before.
-pub async fn verify(engine: &Engine, doc: &Value) -> sqlx::Result<Verified> {
+pub async fn verify(engine: &Engine, doc: &Value) -> store::Result<Verified> {
     let Some(body) = doc.get("report").filter(|b| b.is_object()) else {
         return Ok(Verified::invalid("no report in the document"));
     };

@@ -7,6 +7,7 @@
 use super::ReconError;
 use super::read::{Input, StatementHash};
 use crate::engine::Engine;
+use crate::store;
 use crate::store::statement_files::{self, KeptFile};
 use std::io::{Read, Write};
 
@@ -117,7 +118,7 @@ pub async fn kept_file(
 
 /// The retention pass: deletes the files kept longer than the configured
 /// days; how many.
-pub async fn expire_files(engine: &Engine, now: i64) -> sqlx::Result<u64> {
+pub async fn expire_files(engine: &Engine, now: i64) -> store::Result<u64> {
     let before = now - engine.settings.pulls.keep_files_days * DAY_US;
     let deleted = statement_files::delete_kept_before(&engine.db.pool, before).await?;
     if deleted > 0 {

@@ -8,6 +8,7 @@ use super::classify::Named;
 use super::matching::{ByKey, DayPayments, Early, Pay};
 use crate::engine::Engine;
 use crate::statement::StatementRow;
+use crate::store;
 use crate::store::recon_reads::{self, NamedPayment, PaymentKey, Refund};
 use crate::store::scan::ReadOnly;
 
@@ -146,7 +147,7 @@ pub(super) async fn unlisted_near(
 
 /// A read-only connection's error, as a storage error.
 fn store(e: String) -> ReconError {
-    ReconError::Store(sqlx::Error::Io(std::io::Error::other(e)))
+    ReconError::Store(store::io(e))
 }
 
 /// A payment found by `key`, keyed by it, if it is `provider`'s.
@@ -249,7 +250,7 @@ pub(super) async fn refund_ledger(
     provider: &str,
     range: (i64, i64),
     rows: &[StatementRow],
-) -> sqlx::Result<(hashbrown::HashMap<String, Refund>, Vec<Refund>)> {
+) -> store::Result<(hashbrown::HashMap<String, Refund>, Vec<Refund>)> {
     let db = &engine.db;
     let mut nos: Vec<&str> = rows.iter().filter_map(|r| r.refund_no.as_deref()).collect();
     nos.sort_unstable();

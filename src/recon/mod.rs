@@ -49,6 +49,7 @@ pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_
 use crate::domain::{Class, quote};
 use crate::engine::Engine;
 use crate::statement;
+use crate::store;
 use crate::store::recon_runs::{self, NewRun};
 use crate::store::tickets;
 use classify::{Classified, Named};
@@ -72,7 +73,7 @@ pub enum ReconError {
     #[error("{0}")]
     Busy(String),
     #[error("storage error: {0}")]
-    Store(#[from] sqlx::Error),
+    Store(#[from] store::Error),
 }
 
 pub struct Import<'a> {
@@ -196,7 +197,7 @@ impl Figures {
 }
 
 /// A run by its id.
-pub async fn find_run(engine: &Engine, run_id: &str) -> sqlx::Result<Option<RunRow>> {
+pub async fn find_run(engine: &Engine, run_id: &str) -> store::Result<Option<RunRow>> {
     // Run ids are visible ASCII (`new_run_id`); anything else names no
     // run, and PostgreSQL would refuse a NUL in it as an error.
     if run_id.is_empty() || run_id.len() > 64 || !run_id.bytes().all(|b| b.is_ascii_graphic()) {
@@ -212,7 +213,7 @@ pub async fn earlier_run(
     provider: &str,
     date: &str,
     hash: &str,
-) -> sqlx::Result<Option<RunRow>> {
+) -> store::Result<Option<RunRow>> {
     let run = recon_runs::completed_of_file(&engine.db.pool, provider, date, hash).await?;
     Ok(run.map(|mut run| {
         run.note = Some(format!(
@@ -453,7 +454,7 @@ async fn read_into(
 
 /// Per business day and provider: the latest completed run's figures,
 /// with the tickets still open now.
-pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> sqlx::Result<Vec<ReconDay>> {
+pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> store::Result<Vec<ReconDay>> {
     let pool = &engine.db.pool;
     let mut latest: BTreeMap<(String, String), RunRow> = BTreeMap::new();
     for r in recon_runs::completed_between(pool, from, to).await? {
@@ -512,7 +513,7 @@ pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> sqlx::Result<V
 }
 
 /// The run FAILED, saying why.
-async fn fail(engine: &Engine, run_id: &str, error: &str) -> sqlx::Result<()> {
+async fn fail(engine: &Engine, run_id: &str, error: &str) -> store::Result<()> {
     recon_runs::fail(&engine.db.pool, run_id, error, engine.now()).await
 }
 

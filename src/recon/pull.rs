@@ -11,6 +11,7 @@ use super::{
 };
 use crate::engine::Engine;
 use crate::providers::{CallError, Statements};
+use crate::store;
 use crate::store::recon_runs::{self, NewRun, RunRow};
 
 /// Pulls the day's statement through the provider's API. Page by page:
@@ -222,7 +223,7 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
 /// Why [`resume_run`] would be refused now for another pull holding the
 /// run's day, if it would: the console says so before it resumes in the
 /// background.
-pub async fn resume_held(engine: &Engine, run_id: &str) -> sqlx::Result<Option<String>> {
+pub async fn resume_held(engine: &Engine, run_id: &str) -> store::Result<Option<String>> {
     let Some(run) = find_run(engine, run_id).await? else {
         return Ok(None);
     };

@@ -9,6 +9,7 @@ use super::ReconError;
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Source};
 use crate::providers::{CallError, Notification, Provider};
+use crate::store;
 use crate::store::recon_reads::{self, StoredCallback};
 use crate::store::tasks::{self, TaskRow};
 use crate::store::{audit, payments, proposals, recon_runs, tickets};
@@ -28,7 +29,7 @@ const REPAIRS_AT_ONCE: usize = 8;
 
 /// One pass of the worker's repair lane: leases a batch of due
 /// reconciliation repairs and makes them. Returns how many it leased.
-pub async fn run_repairs(engine: &Engine, now: i64) -> sqlx::Result<usize> {
+pub async fn run_repairs(engine: &Engine, now: i64) -> store::Result<usize> {
     let pool = &engine.db.pool;
     if !tasks::any_due(pool, tasks::RECON_REPAIR, now).await? {
         return Ok(0);
@@ -55,7 +56,7 @@ pub async fn run_repairs(engine: &Engine, now: i64) -> sqlx::Result<usize> {
 /// the payment's open STATUS_LAG ticket, which closes when the payment is
 /// paid, and a repair counts in its run's figures; tickets, figures and
 /// tasks in one commit.
-async fn repair_tasks(engine: &Engine, due: &[&TaskRow], now: i64) -> sqlx::Result<()> {
+async fn repair_tasks(engine: &Engine, due: &[&TaskRow], now: i64) -> store::Result<()> {
     if due.is_empty() {
         return Ok(());
     }
@@ -170,7 +171,7 @@ async fn repair_one(
     payment_no: String,
     txn: Option<String>,
     stored: Vec<StoredCallback>,
-) -> sqlx::Result<(String, Vec<serde_json::Value>, bool)> {
+) -> store::Result<(String, Vec<serde_json::Value>, bool)> {
     let Ok(no) = PaymentNo::parse(&payment_no) else {
         return Ok((payment_no, Vec::new(), false));
     };

@@ -12,6 +12,7 @@
 use super::{ReconError, RunRow, STALE_US};
 use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, StatementDay};
+use crate::store;
 use crate::store::statement_pulls::{self, Tried};
 use crate::store::{alerts, recon_runs};
 use jiff::civil::Date;
@@ -91,7 +92,7 @@ pub fn window(engine: &Engine, provider: &str, now: i64) -> Vec<Date> {
 
 /// One pass of the schedule at `now`: returns how many pulls it started
 /// or resumed.
-pub async fn scheduled_pulls(engine: &Engine, now: i64) -> sqlx::Result<usize> {
+pub async fn scheduled_pulls(engine: &Engine, now: i64) -> store::Result<usize> {
     // This pass's own name on the leases it takes.
     let owner = format!("schedule ({})", uuid::Uuid::now_v7());
     let mut started = 0;
@@ -119,7 +120,7 @@ async fn provider_pulls(
     provider: &str,
     now: i64,
     owner: &str,
-) -> sqlx::Result<usize> {
+) -> store::Result<usize> {
     let days = window(engine, provider, now);
     let (Some(first), Some(last)) = (days.first(), days.last()) else {
         return Ok(0);
@@ -162,7 +163,7 @@ async fn pull_day(
     date: &str,
     owner: &str,
     now: i64,
-) -> sqlx::Result<DayTurn> {
+) -> store::Result<DayTurn> {
     let pool = &engine.db.pool;
     let Some((lease, tries)) = Lease::scheduled(engine, provider, date, owner, now).await? else {
         return Ok(DayTurn {
@@ -249,7 +250,7 @@ impl Lease {
         date: &str,
         owner: &str,
         now: i64,
-    ) -> sqlx::Result<Option<(Lease, i64)>> {
+    ) -> store::Result<Option<(Lease, i64)>> {
         let tries = statement_pulls::take(
             &engine.db.pool,
             provider,
@@ -301,7 +302,7 @@ impl Lease {
     }
 
     /// Given back, saying how the try ended.
-    async fn release(self, engine: &Engine, tried: &Tried<'_>) -> sqlx::Result<()> {
+    async fn release(self, engine: &Engine, tried: &Tried<'_>) -> store::Result<()> {
         statement_pulls::release(
             &engine.db.pool,
             &self.provider,
@@ -318,7 +319,7 @@ impl Lease {
         self,
         engine: &Engine,
         outcome: &Result<RunRow, ReconError>,
-    ) -> sqlx::Result<()> {
+    ) -> store::Result<()> {
         let latest = recon_runs::latest_pull(&engine.db.pool, &self.provider, &self.date)
             .await?
             .map(|(id, _, _)| id);
@@ -357,7 +358,7 @@ pub struct Schedule {
 }
 
 /// Every pulling provider's schedule at `now`.
-pub async fn schedules(engine: &Engine, now: i64) -> sqlx::Result<Vec<Schedule>> {
+pub async fn schedules(engine: &Engine, now: i64) -> store::Result<Vec<Schedule>> {
     let pool = &engine.db.pool;
     let mut out = Vec::new();
     for name in engine.providers.names() {
@@ -421,7 +422,7 @@ pub(super) async fn held_by(
     provider: &str,
     date: &str,
     now: i64,
-) -> sqlx::Result<Option<String>> {
+) -> store::Result<Option<String>> {
     let pool = &engine.db.pool;
     let Some((owner, until)) = statement_pulls::holder(pool, provider, date, now).await? else {
         return Ok(None);
@@ -474,7 +475,7 @@ async fn alert_if_missing(
     provider: &str,
     date: Date,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let day = statement_day(engine, provider);
     let Some(ready) = ready_at(date, &day) else {
         return Ok(());
@@ -520,7 +521,7 @@ async fn alert_pull_failed(
     date: &str,
     error: &str,
     now: i64,
-) -> sqlx::Result<()> {
+) -> store::Result<()> {
     let error: String = error.chars().take(300).collect();
     let message = format!(
         "the scheduled pull of the {provider} statement of {date} failed: {error}. It is tried \

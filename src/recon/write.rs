@@ -179,7 +179,7 @@ pub(super) async fn write(
             .finish()
             .await
             .err()
-            .unwrap_or(sqlx::Error::WorkerCrashed)
+            .unwrap_or_else(crate::store::worker_stopped)
             .into()),
     }
 }

@@ -13,6 +13,7 @@ pub mod batch;
 pub mod bulk;
 pub mod callbacks;
 pub mod closes;
+mod error;
 pub mod idempotency;
 pub mod leader;
 pub mod lists;
@@ -37,6 +38,12 @@ pub mod throttle;
 pub mod tickets;
 pub mod tokens;
 pub mod users;
+
+pub use error::{
+    Conn, Error, Pool, PooledConn, Result, ResultExt, Tx, inconsistent, io,
+    is_cancelled_for_conflict, is_not_found, is_retryable, is_unique_violation, not_found,
+    savepoint, undecodable, unencodable, worker_stopped,
+};
 
 use crate::config::redact_url;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
@@ -244,7 +251,7 @@ impl Db {
     /// once (`BEGIN IMMEDIATE`, waiting up to the busy timeout) so a read
     /// inside it can never be invalidated by another writer; PostgreSQL
     /// needs nothing special.
-    pub async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+    pub async fn begin_write(&self) -> Result<Tx<'static>> {
         match self.kind {
             DbKind::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
             DbKind::Postgres => self.pool.begin().await,
@@ -262,10 +269,7 @@ impl Db {
     }
 
     /// `begin_write` on a connection the caller holds.
-    pub async fn begin_write_on<'c>(
-        &self,
-        conn: &'c mut sqlx::AnyConnection,
-    ) -> sqlx::Result<sqlx::Transaction<'c, sqlx::Any>> {
+    pub async fn begin_write_on<'c>(&self, conn: &'c mut Conn) -> Result<Tx<'c>> {
         sqlx::Connection::begin_with(conn, self.begin_sql()).await
     }
 
@@ -327,23 +331,6 @@ pub fn now_micros() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
         .unwrap_or_default()
-}
-
-pub fn is_unique_violation(err: &sqlx::Error) -> bool {
-    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
-}
-
-/// A race another attempt may win: a unique-key collision, SQLite's busy
-/// writer lock or stale snapshot, PostgreSQL's serialization failure or
-/// deadlock.
-pub fn is_retryable(err: &sqlx::Error) -> bool {
-    match err {
-        sqlx::Error::Database(db) => {
-            db.is_unique_violation()
-                || matches!(db.code().as_deref(), Some("5" | "517" | "40001" | "40P01"))
-        }
-        _ => false,
-    }
 }
 
 fn one_line(text: &str) -> String {

@@ -13,6 +13,7 @@
 use super::{Reopened, entry, fixes, required};
 use crate::accounts::{TxError, internal, retrying};
 use crate::engine::Engine;
+use crate::store;
 use crate::store::bulk::{self, NewBulk, NewJob};
 use crate::store::{audit, tickets, users};
 use app::bulk::{BULK_LIMIT, UNDO_MINUTES};
@@ -539,11 +540,11 @@ impl crate::jobs::Kind for BulkRun {
         Ok(())
     }
 
-    async fn fail(engine: &Engine, id: &str, error: &str) -> sqlx::Result<()> {
+    async fn fail(engine: &Engine, id: &str, error: &str) -> store::Result<()> {
         bulk::fail(&engine.db.pool, id, error, engine.now()).await
     }
 
-    async fn silent(engine: &Engine, silent_us: i64) -> sqlx::Result<Vec<String>> {
+    async fn silent(engine: &Engine, silent_us: i64) -> store::Result<Vec<String>> {
         let pool = &engine.db.pool;
         let before = engine.now() - silent_us;
         let mut silent = Vec::new();

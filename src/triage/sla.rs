@@ -5,6 +5,7 @@
 
 use crate::domain::{AlertKind, AlertSeverity, Severity};
 use crate::engine::Engine;
+use crate::store;
 use crate::store::alerts::{NewAlert, raise_alert};
 use crate::store::tickets;
 use serde_json::json;
@@ -21,7 +22,7 @@ pub use crate::store::alerts::sla_key;
 /// alert raised in one transaction: the mark (a conditional UPDATE) and
 /// the alert's dedupe key each keep a second instance or a second pass
 /// from raising it again.
-pub async fn raise_overdue(engine: &Engine, now: i64) -> sqlx::Result<usize> {
+pub async fn raise_overdue(engine: &Engine, now: i64) -> store::Result<usize> {
     let sla = &engine.settings.sla;
     let mut raised = 0;
     loop {

@@ -2,6 +2,7 @@
 //! the SQLite store on SQLite, the PostgreSQL store on PostgreSQL. Each
 //! store creates its own table at start (its schema differs per backend).
 
+use crate::store;
 use crate::store::{Db, DbKind};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -21,7 +22,7 @@ pub enum Store {
 impl Store {
     /// Opens a pool of the concrete driver beside the `Any` pool and creates
     /// the session table if missing.
-    pub async fn open(db: &Db, url: &str) -> Result<Store, sqlx::Error> {
+    pub async fn open(db: &Db, url: &str) -> Result<Store, store::Error> {
         let store = match db.kind {
             DbKind::Sqlite => {
                 let options = SqliteConnectOptions::from_str(url)?

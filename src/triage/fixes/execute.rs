@@ -13,13 +13,13 @@ use crate::engine::{
     AmountChange, Applied, Engine, Outcome, Source, apply_in, change_amount_in, describe,
     refund_late_success_in,
 };
+use crate::store::Conn;
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, Move, Only, insert_note, move_ticket};
 use crate::store::{audit, proposals};
 use app::tickets::{ActionResult, FixKind, Proposal};
 use app::types::User;
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 use std::sync::Arc;
 
 /// The fix being carried out: what it intends, and what it did so far.
@@ -75,7 +75,7 @@ impl Fix<'_> {
     }
 
     /// `o` through `apply`; the fix fails unless the payment moved.
-    async fn apply(&self, tx: &mut AnyConnection, o: &Outcome) -> Result<String, NotExecuted> {
+    async fn apply(&self, tx: &mut Conn, o: &Outcome) -> Result<String, NotExecuted> {
         match apply_in(tx, self.engine.db.kind, &self.sinks, o, self.now).await? {
             a @ Applied::Moved { .. } => Ok(describe(&a)),
             other => Err(NotExecuted::Failed(describe(&other))),
@@ -84,7 +84,7 @@ impl Fix<'_> {
 }
 
 /// The payment `no`, which a fix needs there.
-async fn brief(tx: &mut AnyConnection, no: &str) -> Result<PaymentBrief, NotExecuted> {
+async fn brief(tx: &mut Conn, no: &str) -> Result<PaymentBrief, NotExecuted> {
     payments::brief(tx, no)
         .await?
         .ok_or_else(|| NotExecuted::Failed("payment missing".into()))
@@ -94,7 +94,7 @@ async fn brief(tx: &mut AnyConnection, no: &str) -> Result<PaymentBrief, NotExec
 /// the approving transaction.
 pub(super) async fn execute(
     engine: &Engine,
-    tx: &mut AnyConnection,
+    tx: &mut Conn,
     actor: &User,
     p: &Proposal,
     comment: &str,
@@ -184,7 +184,7 @@ pub(super) async fn execute(
 /// The payment's other STATUS_LAG tickets, once the fix left it paid: the
 /// provider said paid and now Reckon says so too — closed as a replay or a
 /// re-query closes them, their waiting proposals superseded.
-async fn lags_over(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn lags_over(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let Some(no) = fix.p.payment_no.as_deref() else {
         return Ok(());
     };
@@ -241,10 +241,7 @@ async fn lags_over(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotE
 /// also locks the row (PostgreSQL) for the rest of the transaction. Its
 /// version and its hold (a row of its own, which does not move the
 /// version) as the proposal saw them.
-async fn unchanged_since_proposed(
-    tx: &mut AnyConnection,
-    fix: &Fix<'_>,
-) -> Result<(), NotExecuted> {
+async fn unchanged_since_proposed(tx: &mut Conn, fix: &Fix<'_>) -> Result<(), NotExecuted> {
     let Some(no) = &fix.p.payment_no else {
         return Ok(());
     };
@@ -271,7 +268,7 @@ async fn unchanged_since_proposed(
 /// The statement's payment made paid: created first if Reckon lacks it
 /// (for the order the proposal named), then SUCCEEDED — through PENDING
 /// from FAILED, two steps the state machine allows, each through apply.
-async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn backfill(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let (p, after) = (fix.p, &fix.after);
     let no = fix.payment_no();
     let minor = after["amount_minor"].as_i64().unwrap_or_default();
@@ -323,7 +320,7 @@ async fn backfill(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotEx
 }
 
 /// The payment's hold released and the payment CLOSED.
-async fn close_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn close_payment(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let no = fix.payment_no();
     if let Some(reason) = payments::release(tx, &no, fix.now).await? {
         fix.done.push(format!("hold released ({reason})"));
@@ -337,7 +334,7 @@ async fn close_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), 
 
 /// The provider's amount made final (and the payment paid, if the provider
 /// says so and it was not yet).
-async fn accept_amount(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn accept_amount(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let b = brief(tx, &fix.payment_no()).await?;
     let accepted = fix.after["amount_minor"].as_i64().unwrap_or_default();
     adjust_amount(tx, fix, &b, accepted).await?;
@@ -361,7 +358,7 @@ async fn accept_amount(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), 
 
 /// The kept payment's hold released; every other one, as the proposal saw
 /// it, released and CLOSED.
-async fn merge(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn merge(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let keep = fix.after["keep"].as_str().unwrap_or_default().to_owned();
     if let Some(reason) = payments::release(tx, &keep, fix.now).await? {
         fix.done.push(format!("{keep}: hold released ({reason})"));
@@ -396,7 +393,7 @@ async fn merge(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecu
     Ok(())
 }
 
-async fn release_hold(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn release_hold(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let no = fix.payment_no();
     match payments::release(tx, &no, fix.now).await? {
         Some(reason) => fix.done.push(format!("hold released ({reason})")),
@@ -407,7 +404,7 @@ async fn release_hold(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), N
 
 /// FAILED or CLOSED → SUCCEEDED in one apply: a manual fix is the only
 /// source allowed that move (`manual_fix_predecessors`).
-async fn accept_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn accept_payment(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let no = fix.payment_no();
     let b = brief(tx, &no).await?;
     // Another attempt may have been paid since the proposal.
@@ -430,7 +427,7 @@ async fn accept_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(),
 /// Refunded as any refund is (reservation, provider task, ledger) rather
 /// than flipped: the provider holds the money, so only its confirmation
 /// may say it is given back.
-async fn refund_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+async fn refund_payment(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let no = fix.payment_no();
     let payment = payments::get(&mut *tx, &no)
         .await?
@@ -461,7 +458,7 @@ async fn refund_payment(tx: &mut AnyConnection, fix: &mut Fix<'_>) -> Result<(),
 
 /// The provider's amount made final, by the engine.
 async fn adjust_amount(
-    tx: &mut AnyConnection,
+    tx: &mut Conn,
     fix: &Fix<'_>,
     b: &PaymentBrief,
     accepted: i64,

@@ -146,11 +146,11 @@ enum NotExecuted {
     /// The engine refused (a conflict, a held payment, a state it cannot
     /// reach): recorded, the proposal fails.
     Failed(String),
-    Db(sqlx::Error),
+    Db(store::Error),
 }
 
-impl From<sqlx::Error> for NotExecuted {
-    fn from(e: sqlx::Error) -> Self {
+impl From<store::Error> for NotExecuted {
+    fn from(e: store::Error) -> Self {
         NotExecuted::Db(e)
     }
 }

@@ -6,12 +6,13 @@ use super::{brief_json, fixes_for, not_applicable};
 use crate::accounts::TxError;
 use crate::domain::PaymentStatus::{Closed, Created, Pending, Refunding, Succeeded};
 use crate::domain::{Class, OrderNo, PaymentNo, ProviderTxnId};
+use crate::store;
+use crate::store::Conn;
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, TicketRow};
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
 use serde_json::{Value, json};
-use sqlx::AnyConnection;
 
 /// What the fix will do.
 pub(super) struct Plan {
@@ -23,7 +24,7 @@ pub(super) struct Plan {
 
 /// The payments a ONE_TO_MANY ticket involves: the one bound to the
 /// transaction, and the one the statement row names.
-async fn involved(conn: &mut AnyConnection, t: &TicketRow) -> sqlx::Result<Vec<PaymentBrief>> {
+async fn involved(conn: &mut Conn, t: &TicketRow) -> store::Result<Vec<PaymentBrief>> {
     let mut nos: Vec<String> = t.payment_no.iter().cloned().collect();
     if let Some(txn) = &t.provider_txn_id
         && let Some(bound) = payments::bound_to(&mut *conn, &t.provider, txn).await?
@@ -68,11 +69,7 @@ pub(super) fn unusable_ids(t: &TicketRow) -> Option<String> {
 /// The moment a payment paid by a fix was paid, from what `t` says of the
 /// statement: the row's own time (as its run kept it in `recon_rows`),
 /// within the ticket's business day. `None`: nothing known, paid now.
-async fn statement_paid_at(
-    conn: &mut AnyConnection,
-    t: &TicketRow,
-    now: i64,
-) -> sqlx::Result<Option<i64>> {
+async fn statement_paid_at(conn: &mut Conn, t: &TicketRow, now: i64) -> store::Result<Option<i64>> {
     let occurred = match (&t.run_id, t.line_no) {
         (Some(run), Some(line)) => tickets::statement_line(&mut *conn, run, line)
             .await?
@@ -98,10 +95,10 @@ pub(super) fn paid_within(occurred: Option<i64>, day: Option<(i64, i64)>, now: i
 /// payment paid (a STATUS_LAG ticket of its run), else when the provider's
 /// success first reached Reckon (its first PAID_AFTER_CLOSE ticket).
 async fn late_success_paid_at(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     payment_no: &str,
     now: i64,
-) -> sqlx::Result<Option<i64>> {
+) -> store::Result<Option<i64>> {
     let all = tickets::of_payment(&mut *conn, payment_no).await?;
     for lag in all.iter().filter(|o| o.class == Class::StatusLag.as_str()) {
         if let Some(t) = tickets::ticket(&mut *conn, &lag.discrepancy_id).await?
@@ -119,7 +116,7 @@ async fn late_success_paid_at(
 }
 
 pub(super) async fn plan(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     t: &TicketRow,
     fix: &FixRequest,
     now: i64,
@@ -266,7 +263,7 @@ pub(super) async fn plan(
 
 /// A merge keeps one payment (the one the transaction is bound to, or the
 /// one asked for) and closes the others, none of them paid.
-async fn merge(conn: &mut AnyConnection, t: &TicketRow, fix: &FixRequest) -> Result<Plan, TxError> {
+async fn merge(conn: &mut Conn, t: &TicketRow, fix: &FixRequest) -> Result<Plan, TxError> {
     let all = involved(conn, t).await?;
     if all.len() < 2 {
         return Err(TxError::App(not_applicable(

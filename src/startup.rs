@@ -252,7 +252,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         sinks: sinks_of(config, &outbox_secret)?,
         outbox_secret,
         outbox_max_attempts: config.sinks.max_attempts.unwrap_or(12),
-        sink_failing: crate::outbox::Failing {
+        sink_failing: crate::config::Failing {
             attempts: config.sinks.failing_attempts,
             after_us: config.sinks.failing_minutes * 60_000_000,
         },

@@ -18,11 +18,6 @@ use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
 use matching::{Decision, OpenCredit, OpenPayout};
 use sha2::{Digest, Sha256};
 
-/// Days either side of a payout's arrival date in which its credit may be
-/// booked, and after which an unmatched payout or provider credit becomes
-/// a ticket, unless `RECKON_BANK_WINDOW_DAYS` says otherwise.
-pub const DEFAULT_WINDOW_DAYS: i64 = 3;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
     Credit,

@@ -329,3 +329,25 @@ impl Default for RefusedSpike {
         }
     }
 }
+
+/// When a sink's failures make it failing: this many attempts failed in a
+/// row, or failures going on this long (microseconds) without a delivery.
+#[derive(Clone, Copy, Debug)]
+pub struct Failing {
+    pub attempts: i64,
+    pub after_us: i64,
+}
+
+impl Default for Failing {
+    fn default() -> Self {
+        Failing {
+            attempts: 5,
+            after_us: 30 * 60 * 1_000_000,
+        }
+    }
+}
+
+/// Days either side of a payout's arrival date in which its credit may be
+/// booked, and after which an unmatched payout or provider credit becomes
+/// a ticket, unless `RECKON_BANK_WINDOW_DAYS` says otherwise.
+pub const DEFAULT_BANK_WINDOW_DAYS: i64 = 3;

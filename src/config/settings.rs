@@ -1,7 +1,7 @@
 //! Each setting read from the layers and checked: defaults filled in, text
 //! parsed, and a bad value named by its environment variable.
 
-use super::values;
+use super::values::{self, Text, text};
 use super::{Config, ConfigError, DEFAULT_DATA_DIR, ProviderConfig};
 use secrecy::SecretString;
 use serde::Deserialize;
@@ -98,39 +98,6 @@ pub(super) const VARIABLES: [(&str, &str); 30] = [
     ("refused_spike", "RECKON_REFUSED_SPIKE"),
 ];
 
-/// A setting as text, as the environment gives every one: a file's
-/// string, whole number or boolean as written.
-pub(super) struct Text(pub(super) String);
-
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = Text;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string, a whole number or a boolean")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Text, E> {
-                Ok(Text(v.to_owned()))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-        }
-        d.deserialize_any(Visitor)
-    }
-}
-
-pub(super) fn text(setting: Option<Text>) -> Option<String> {
-    setting.map(|t| t.0)
-}
-
 /// Each setting read and checked; a bad one is named by its variable.
 pub(super) fn checked(
     layers: Layers,
@@ -215,7 +182,7 @@ pub(super) fn checked(
     let bank_window_days = values::number(
         "RECKON_BANK_WINDOW_DAYS",
         layers.bank_window_days,
-        3,
+        super::DEFAULT_BANK_WINDOW_DAYS,
         60,
         "days",
     )?;

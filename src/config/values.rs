@@ -1,14 +1,47 @@
 //! One setting each: read from its text, defaulted and checked, a bad value
 //! named by its environment variable with what was expected.
 
-use super::settings::{Text, text};
 use super::{
     ConfigError, DEFAULT_LISTEN, DEFAULT_QUERY_SCHEDULE, DEFAULT_TIMEZONE, LogFormat,
     ProviderConfig, PullTime, parse_schedule, redact_url, sqlite_url,
 };
 use crate::domain::Severity;
+use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+/// A setting as text, as the environment gives every one: a file's
+/// string, whole number or boolean as written.
+pub(super) struct Text(pub(super) String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, a whole number or a boolean")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_owned()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+pub(super) fn text(setting: Option<Text>) -> Option<String> {
+    setting.map(|t| t.0)
+}
 
 pub(super) fn listen(given: Option<Text>) -> Result<SocketAddr, ConfigError> {
     let listen_text = text(given).unwrap_or_else(|| DEFAULT_LISTEN.into());

@@ -87,7 +87,7 @@ pub struct Settings {
     /// Hours a ticket of each class may stay open (the SLA pass reads it).
     pub sla: crate::domain::Sla,
     /// When a sink's failures raise `sink_failing`.
-    pub sink_failing: crate::outbox::Failing,
+    pub sink_failing: crate::config::Failing,
     /// Alert channels, sinks of the alerts' messages only.
     pub channels: Vec<crate::alerting::Channel>,
     /// More than this many verification failures of one provider in
@@ -167,7 +167,7 @@ impl Default for Pulls {
             catch_up_days: 7,
             missing_after_us: 6 * 3600 * 1_000_000,
             keep_files_days: 400,
-            bank_window_days: crate::bank::DEFAULT_WINDOW_DAYS,
+            bank_window_days: crate::config::DEFAULT_BANK_WINDOW_DAYS,
             cut_window_us: 30 * 60 * 1_000_000,
             cut_windows: Default::default(),
         }

@@ -15,22 +15,8 @@ use app::error::AppError;
 use app::sinks::RetriedNow;
 use serde_json::json;
 
-/// When a sink's failures make it failing: this many attempts failed in a
-/// row, or failures going on this long (microseconds) without a delivery.
-#[derive(Clone, Copy, Debug)]
-pub struct Failing {
-    pub attempts: i64,
-    pub after_us: i64,
-}
-
-impl Default for Failing {
-    fn default() -> Self {
-        Failing {
-            attempts: 5,
-            after_us: 30 * 60 * 1_000_000,
-        }
-    }
-}
+/// When a sink's failures make it failing (a setting's shape).
+pub use crate::config::Failing;
 
 impl Sink {
     pub fn route(&self) -> sinks::Route {

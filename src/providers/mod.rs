@@ -8,6 +8,7 @@
 //! Standard-Webhooks sender, `signing` that standard's signatures (which
 //! the sandbox and the outbox use too).
 
+mod account;
 mod accounts;
 pub mod alipay;
 pub mod fees;
@@ -19,7 +20,8 @@ pub mod stripe;
 pub mod wechatpay;
 pub mod wire;
 
-pub use accounts::{Account, KINDS, Kind, ProviderConfig, build, kinds_in_words};
+pub use account::{Account, Kind};
+pub use accounts::{KINDS, ProviderConfig, build, kinds_in_words};
 
 use crate::domain::{
     CallbackId, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId, ProviderTxnId,

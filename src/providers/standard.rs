@@ -9,7 +9,7 @@
 //! Reckon's refund (registered through the merchant API), `txn_id` the
 //! sender's refund id, `payment_txn_id` the refunded transaction.
 
-use super::accounts::{Account, Kind};
+use super::account::{Account, Kind};
 use super::signing::Secret;
 use super::{
     Answer, Diagnosis, Notification, PaymentNotice, Provider, RefundNotice, Reply, VerifyError,

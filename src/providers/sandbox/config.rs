@@ -2,7 +2,7 @@
 //! `RECKON_SANDBOX_URL` with `RECKON_SANDBOX_SECRET`).
 
 use crate::domain::ProviderName;
-use crate::providers::accounts::{Account, Kind};
+use crate::providers::account::{Account, Kind};
 use crate::providers::signing::Secret;
 use crate::providers::{Provider, wire};
 use secrecy::{ExposeSecret, SecretString};

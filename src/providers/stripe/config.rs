@@ -1,7 +1,7 @@
 //! A Stripe account's settings (`kind = "stripe"`).
 
 use crate::domain::ProviderName;
-use crate::providers::accounts::{Account, Kind};
+use crate::providers::account::{Account, Kind};
 use crate::providers::{Provider, wire};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;

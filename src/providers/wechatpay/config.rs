@@ -2,7 +2,7 @@
 
 use crate::domain::ProviderName;
 use crate::providers::Provider;
-use crate::providers::accounts::{Account, Kind};
+use crate::providers::account::{Account, Kind};
 use secrecy::SecretString;
 use serde::Deserialize;
 use std::collections::BTreeMap;

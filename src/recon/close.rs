@@ -13,11 +13,12 @@
 //! until it is reopened: one supervisor proposes with a reason, a second one
 //! approves. The next close of the day is a new record, chained after it.
 
-use super::{ReconError, recon_runs};
+use super::run::ReconError;
 use crate::domain::Severity;
 use crate::engine::Engine;
 use crate::store::audit;
 use crate::store::closes::{self, CloseRow, ReopenRow};
+use crate::store::recon_runs;
 use hmac::Mac;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -26,9 +26,6 @@ use serde_json::json;
 pub(super) const PAYMENT: &str = "payment";
 pub(super) const REFUND: &str = "refund";
 
-/// What a run's figures call a record in transit. Not a ticket class.
-pub(super) const IN_TRANSIT_FIGURE: &str = "IN_TRANSIT";
-
 /// The cut window of `provider` (microseconds): its own setting, else the
 /// default (`RECKON_CUT_WINDOW_MINUTES`).
 pub fn cut_window(engine: &Engine, provider: &str) -> i64 {

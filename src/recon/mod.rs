@@ -24,12 +24,14 @@ mod classify;
 mod close;
 mod edge;
 mod fees;
+mod figures;
 mod files;
 mod local;
 mod matching;
 mod pull;
 mod read;
 mod repair;
+mod run;
 mod schedule;
 mod write;
 
@@ -44,36 +46,20 @@ pub use files::{expire_files, keep_downloaded, kept_file};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
+pub use run::{ReconError, day_range, new_run_id};
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 
-use crate::domain::{Class, quote};
+use crate::domain::quote;
 use crate::engine::Engine;
 use crate::statement;
 use crate::store::recon_runs::{self, NewRun};
 use crate::store::tickets;
 use classify::{Classified, Named};
+use figures::{Figures, IN_TRANSIT_FIGURE, MATCHED};
 use matching::Matcher;
+use run::Run;
 use serde_json::json;
 use std::collections::BTreeMap;
-
-/// A RUNNING run without progress for this long was left by a stopped
-/// process (microseconds): an hour.
-const STALE_US: i64 = 3600 * 1_000_000;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReconError {
-    #[error("{0}")]
-    Invalid(String),
-    /// The statement was read and refused; the run is FAILED with this.
-    #[error("statement refused: {0}")]
-    Refused(String),
-    /// Another pull of the same provider's day holds its lease; nothing
-    /// was started.
-    #[error("{0}")]
-    Busy(String),
-    #[error("storage error: {0}")]
-    Store(#[from] sqlx::Error),
-}
 
 pub struct Import<'a> {
     pub provider: &'a str,
@@ -107,92 +93,6 @@ pub struct ReconDay {
     /// discrepancies) added.
     #[schema(value_type = Object)]
     pub figures: serde_json::Value,
-}
-
-/// A new run's id.
-pub fn new_run_id() -> String {
-    format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase()
-}
-
-/// The business day `date` in `tz` as [start, end) microseconds UTC.
-pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), String> {
-    let d: jiff::civil::Date = date
-        .parse()
-        .map_err(|_| format!("business date {} is not YYYY-MM-DD", quote(date)))?;
-    let start = d
-        .to_zoned(tz.clone())
-        .map_err(|e| e.to_string())?
-        .timestamp()
-        .as_microsecond();
-    let next = d.tomorrow().map_err(|e| e.to_string())?;
-    let end = next
-        .to_zoned(tz.clone())
-        .map_err(|e| e.to_string())?
-        .timestamp()
-        .as_microsecond();
-    Ok((start, end))
-}
-
-/// What every ticket of a run carries: the run, its provider, business day
-/// (and that day's range), and file.
-#[derive(Clone, Copy)]
-struct Run<'a> {
-    run_id: &'a str,
-    provider: &'a str,
-    date: &'a str,
-    file: Option<&'a str>,
-    range: (i64, i64),
-}
-
-/// What a run's figures call what matched. Not a ticket class: a match
-/// opens no ticket.
-const MATCHED: &str = "MATCHED";
-
-/// Counts by class and the day's figures, as a run stores them.
-#[derive(Default, serde::Serialize)]
-struct Figures {
-    statement_rows: i64,
-    local_without_row: i64,
-    classes: BTreeMap<&'static str, i64>,
-    matched: i64,
-    pending: i64,
-    repaired: i64,
-    unknown: i64,
-    /// The day's gross, refunds, fees and net per currency, as the
-    /// statement states them, and the fees that were not as expected.
-    fees_and_net: fees::FeeFigures,
-    /// The day's payments and refunds near a cut, missing from this
-    /// statement and expected in the neighbouring day's (also pending).
-    in_transit: i64,
-    /// The day's records near a cut a neighbouring statement carried
-    /// (also matched).
-    edge_matched: i64,
-    /// Neighbouring days' records near the cut this statement carried.
-    edge_arrived: i64,
-    /// Neighbouring days' records expected in this statement and absent
-    /// from both: ticketed on their own day by this run.
-    edge_missing: i64,
-    /// How long the run's phases took: reading (and matching, as the rows
-    /// arrive) the statement from the start of the run, classifying what
-    /// did not plainly match, writing what was found.
-    millis: BTreeMap<&'static str, u64>,
-}
-
-impl Figures {
-    fn count(&mut self, class: Class, n: i64) {
-        *self.classes.entry(class.as_str()).or_default() += n;
-    }
-
-    fn count_matched(&mut self, n: i64) {
-        *self.classes.entry(MATCHED).or_default() += n;
-        self.matched += n;
-    }
-
-    fn count_in_transit(&mut self) {
-        *self.classes.entry(edge::IN_TRANSIT_FIGURE).or_default() += 1;
-        self.in_transit += 1;
-        self.pending += 1;
-    }
 }
 
 /// A run by its id.
@@ -495,9 +395,9 @@ pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> sqlx::Result<V
             }
             if let Some(classes) = figures["classes"].as_object_mut() {
                 if now_in_transit > 0 {
-                    classes.insert(edge::IN_TRANSIT_FIGURE.into(), now_in_transit.into());
+                    classes.insert(IN_TRANSIT_FIGURE.into(), now_in_transit.into());
                 } else {
-                    classes.remove(edge::IN_TRANSIT_FIGURE);
+                    classes.remove(IN_TRANSIT_FIGURE);
                 }
             }
         }

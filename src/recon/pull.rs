@@ -4,11 +4,9 @@
 //! resume holds the provider-day's lease ([`super::schedule`]).
 
 use super::read::{self, Input};
+use super::run::{ReconError, Run, STALE_US, day_range, new_run_id};
 use super::schedule::{self, statement_zone};
-use super::{
-    ReconError, Run, STALE_US, Started, day_range, fail, find_run, finish_run, new_run_id,
-    read_into,
-};
+use super::{Started, fail, find_run, finish_run, read_into};
 use crate::engine::Engine;
 use crate::providers::CallError;
 use crate::store::recon_runs::{self, NewRun, RunRow};

@@ -9,8 +9,9 @@
 //! its provider and day. A day's pull is leased (`statement_pulls`), so two
 //! instances on one database never pull one day at once.
 
-use super::{ReconError, RunRow, STALE_US};
+use super::run::{ReconError, STALE_US};
 use crate::engine::{Engine, StatementDay};
+use crate::store::recon_runs::RunRow;
 use crate::store::statement_pulls::{self, Tried};
 use crate::store::{alerts, recon_runs};
 use jiff::civil::Date;

@@ -14,7 +14,7 @@
 
 use super::classify::Found;
 use super::matching::ByKey;
-use super::{ReconError, Run};
+use super::run::{ReconError, Run};
 use crate::domain::Class;
 use crate::engine::Engine;
 use crate::statement::StatementRow;

@@ -4,12 +4,14 @@
 //! are written after ([`super::write`]); here they are only decided and
 //! counted.
 
-use super::Figures;
-use super::edge::{Edges, REFUND, Unlisted};
+pub(super) mod edge;
+
+use super::figures::Figures;
 use super::matching::{ByKey, DayPayments, Pay, paid};
 use crate::domain::{Class, Severity};
 use crate::statement::StatementRow;
 use crate::store::recon_reads::Refund;
+use edge::{Edges, PAYMENT, REFUND, Unlisted};
 
 /// A statement row found by payment_no must be this close to the payment's
 /// creation (microseconds): three days.
@@ -398,7 +400,7 @@ pub(super) fn payments(
             figures.local_without_row += 1;
             let status = day.status_of(i);
             let edge = if paid(status) {
-                edges.unlisted(super::edge::PAYMENT, day.no_of(i), None)
+                edges.unlisted(PAYMENT, day.no_of(i), None)
             } else {
                 Unlisted::NotNear
             };

@@ -558,7 +558,7 @@ async fn reconcile(
         &mut found,
     );
     // The neighbours' records near the cut this statement carries.
-    let carried = edge::carried(&edges, &exceptions, &by_txn, &by_no, &refunds, &ledger);
+    let carried = classify::edge::carried(&edges, &exceptions, &by_txn, &by_no, &refunds, &ledger);
     drop(ledger);
     let (fee_figures, fee_found) = fees.finish();
     figures.fees_and_net = fee_figures;

@@ -107,7 +107,7 @@ pub async fn find_run(engine: &Engine, run_id: &str) -> sqlx::Result<Option<RunR
 
 /// The completed run of the same statement file (by hash) for that
 /// provider and day, if there is one, saying so in its `note`.
-pub async fn earlier_run(
+async fn earlier_run(
     engine: &Engine,
     provider: &str,
     date: &str,
@@ -130,7 +130,7 @@ const HEAD_BYTES: usize = statement::MAX_LINE;
 /// naming the bill it is and where it belongs — before any run starts,
 /// so a wrong file leaves nothing behind. A file no format knows is left
 /// for the reading to refuse with its line and reason.
-pub fn refuse_wrong_bill(engine: &Engine, provider: &str, input: &Input) -> Result<(), ReconError> {
+fn refuse_wrong_bill(engine: &Engine, provider: &str, input: &Input) -> Result<(), ReconError> {
     let Some(chosen) = engine
         .providers
         .get(provider)
@@ -183,17 +183,21 @@ pub fn refuse_wrong_bill(engine: &Engine, provider: &str, input: &Input) -> Resu
     }))
 }
 
-/// Reads a statement into a run and reconciles the day. A statement
-/// already reconciled for that day (same file hash) is recognised and its
-/// run returned unchanged, its `note` saying so; another provider's bill
-/// is refused by name before a run starts ([`refuse_wrong_bill`]).
-///
-/// The file is hashed, then read, on a thread of its own, handing its rows
-/// over in chunks, while the day's local payments are read; each row is
-/// matched as it arrives. Nothing but the run is written until the whole
-/// statement was read and its own figures agree; a file already reconciled
-/// for the day leaves no run behind.
-pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow, ReconError> {
+/// What an import's checks found.
+enum Checked {
+    /// A statement to read: its format, and its business day's range in
+    /// the provider's statement zone.
+    New(statement::Format, (i64, i64)),
+    /// The same file, reconciled for that day already: that run.
+    Earlier(Box<RunRow>),
+}
+
+/// Every check an import makes before a run starts: the provider is
+/// configured and reads statements, the business day is a day of the
+/// provider's statement zone ([`statement_zone`]), the file can be read,
+/// it is not a file already reconciled for that day (by its hash, when
+/// known), and it is not another provider's bill ([`refuse_wrong_bill`]).
+async fn check(engine: &Engine, imp: &Import<'_>) -> Result<Checked, ReconError> {
     let provider = engine.providers.get(imp.provider).cloned().ok_or_else(|| {
         ReconError::Invalid(format!(
             "provider {} is not configured",
@@ -220,9 +224,39 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
     if let Some(hash) = &imp.hash
         && let Some(run) = earlier_run(engine, imp.provider, imp.business_date, hash).await?
     {
-        return Ok(run);
+        return Ok(Checked::Earlier(Box::new(run)));
     }
     refuse_wrong_bill(engine, imp.provider, &imp.input)?;
+    Ok(Checked::New(format, range))
+}
+
+/// [`import_statement`]'s checks alone, for a caller that starts the import
+/// later (the console reads an upload in the background and answers at
+/// once): the completed run of the same file for that day, if there is
+/// one, else nothing; or why the import would be refused. Nothing is
+/// stored.
+pub async fn check_import(engine: &Engine, imp: &Import<'_>) -> Result<Option<RunRow>, ReconError> {
+    Ok(match check(engine, imp).await? {
+        Checked::New(..) => None,
+        Checked::Earlier(run) => Some(*run),
+    })
+}
+
+/// Reads a statement into a run and reconciles the day. A statement
+/// already reconciled for that day (same file hash) is recognised and its
+/// run returned unchanged, its `note` saying so; another provider's bill
+/// is refused by name before a run starts ([`check_import`]).
+///
+/// The file is hashed, then read, on a thread of its own, handing its rows
+/// over in chunks, while the day's local payments are read; each row is
+/// matched as it arrives. Nothing but the run is written until the whole
+/// statement was read and its own figures agree; a file already reconciled
+/// for the day leaves no run behind.
+pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow, ReconError> {
+    let (format, range) = match check(engine, &imp).await? {
+        Checked::New(format, range) => (format, range),
+        Checked::Earlier(run) => return Ok(*run),
+    };
     let pool = &engine.db.pool;
     let run_id = imp.run_id.clone().unwrap_or_else(new_run_id);
     let new = NewRun {

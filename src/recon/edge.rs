@@ -14,10 +14,9 @@
 //! `payments_day` index), the day's edge rows, and the payments the
 //! statement's exceptions already named.
 
-use super::classify::Found;
 use super::classify::edge::{Carried, Edges, PAYMENT, REFUND, Unlisted, edge_kind, neighbours};
 use super::matching::{DayPayments, paid};
-use super::run::{ReconError, Run, day_range};
+use super::run::{Found, ReconError, Run, day_range};
 use super::{local, write};
 use crate::domain::{Class, Severity};
 use crate::engine::Engine;

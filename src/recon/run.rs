@@ -1,10 +1,11 @@
 //! What every part of a run shares, and nothing that reads or writes: the
 //! run itself (its id, provider, business day and that day's range, file),
-//! the error it stops with, the day's range in a zone, a new run's id.
+//! a ticket it finds, the error it stops with, the day's range in a zone, a
+//! new run's id.
 //! The parts import these from here, so none of them reaches back into
 //! the entry points of `recon/mod.rs`.
 
-use crate::domain::quote;
+use crate::domain::{Class, Severity, quote};
 
 /// A RUNNING run without progress for this long was left by a stopped
 /// process (microseconds): an hour.
@@ -58,6 +59,24 @@ pub(super) struct Run<'a> {
     pub date: &'a str,
     pub file: Option<&'a str>,
     pub range: (i64, i64),
+}
+
+/// A ticket found by a run.
+pub(super) struct Found {
+    pub class: Class,
+    pub severity: Severity,
+    pub key: String,
+    pub payment_no: Option<String>,
+    pub order_no: Option<String>,
+    pub txn: Option<String>,
+    pub line_no: Option<i64>,
+    /// Amount, currency and status, as Reckon has them.
+    pub local: Option<(i64, String, String)>,
+    /// The same, as the provider's statement has them.
+    pub provider_side: Option<(i64, String, String)>,
+    pub reason: String,
+    /// Payments to hold until a person decides.
+    pub hold: Vec<String>,
 }
 
 #[cfg(test)]

@@ -12,9 +12,8 @@
 //! last commit (a repair may wait on the provider's answer; none changes
 //! what the run found).
 
-use super::classify::Found;
 use super::matching::ByKey;
-use super::run::{ReconError, Run};
+use super::run::{Found, ReconError, Run};
 use crate::domain::Class;
 use crate::engine::Engine;
 use crate::statement::StatementRow;

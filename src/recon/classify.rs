@@ -4,34 +4,19 @@
 //! are written after ([`super::write`]); here they are only decided and
 //! counted.
 
-use super::Figures;
-use super::edge::{Edges, REFUND, Unlisted};
+pub(super) mod edge;
+
+use super::figures::Figures;
 use super::matching::{ByKey, DayPayments, Pay, paid};
+use super::run::Found;
 use crate::domain::{Class, Severity};
 use crate::statement::StatementRow;
 use crate::store::recon_reads::Refund;
+use edge::{Edges, PAYMENT, REFUND, Unlisted};
 
 /// A statement row found by payment_no must be this close to the payment's
 /// creation (microseconds): three days.
 const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
-
-/// A ticket found by a run.
-pub(super) struct Found {
-    pub class: Class,
-    pub severity: Severity,
-    pub key: String,
-    pub payment_no: Option<String>,
-    pub order_no: Option<String>,
-    pub txn: Option<String>,
-    pub line_no: Option<i64>,
-    /// Amount, currency and status, as Reckon has them.
-    pub local: Option<(i64, String, String)>,
-    /// The same, as the provider's statement has them.
-    pub provider_side: Option<(i64, String, String)>,
-    pub reason: String,
-    /// Payments to hold until a person decides.
-    pub hold: Vec<String>,
-}
 
 /// What one exception row is.
 #[derive(Debug)]
@@ -398,7 +383,7 @@ pub(super) fn payments(
             figures.local_without_row += 1;
             let status = day.status_of(i);
             let edge = if paid(status) {
-                edges.unlisted(super::edge::PAYMENT, day.no_of(i), None)
+                edges.unlisted(PAYMENT, day.no_of(i), None)
             } else {
                 Unlisted::NotNear
             };

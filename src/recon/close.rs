@@ -13,11 +13,12 @@
 //! until it is reopened: one supervisor proposes with a reason, a second one
 //! approves. The next close of the day is a new record, chained after it.
 
-use super::{ReconError, recon_runs};
+use super::run::ReconError;
 use crate::domain::Severity;
 use crate::engine::Engine;
 use crate::store::audit;
 use crate::store::closes::{self, CloseRow, ReopenRow};
+use crate::store::recon_runs;
 use crate::store::{self, ResultExt};
 use hmac::Mac;
 use serde_json::{Value, json};
@@ -446,7 +447,7 @@ pub async fn day_close(
     engine: &Engine,
     provider: &str,
     date: &str,
-) -> store::Result<(Option<CloseRow>, Option<ReopenRow>)> {
+) -> crate::store::Result<(Option<CloseRow>, Option<ReopenRow>)> {
     let pool = &engine.db.pool;
     Ok((
         closes::latest_of_day(pool, provider, date).await?,
@@ -497,7 +498,7 @@ impl Verified {
 /// Checks a report: the hash of its body, the signature under the key it
 /// names, and whether it is the close recorded here, chained to the one
 /// before.
-pub async fn verify(engine: &Engine, doc: &Value) -> store::Result<Verified> {
+pub async fn verify(engine: &Engine, doc: &Value) -> crate::store::Result<Verified> {
     let Some(body) = doc.get("report").filter(|b| b.is_object()) else {
         return Ok(Verified::invalid("no report in the document"));
     };

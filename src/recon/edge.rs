@@ -1,33 +1,29 @@
-//! The day's edge. A payment paid (or a refund finished) within the cut
-//! window of its business day's end may be booked by the provider in the
-//! next day's statement — and one just after the day's start in the
-//! previous day's. Missing from its own day's statement, such a record is
-//! IN_TRANSIT (no ticket, no hold, no alert; pending in the day's figures)
-//! until the neighbouring statement decides: carrying it, it matches
-//! (`ARRIVED`); completing without it, the record is LOCAL_ONLY (a refund
-//! REFUND_MISMATCH) with its hold and alert as any other. Either day's run
-//! may come first, and each may be run again: every decision is an upsert
-//! of `recon_edges`, keyed by the record, and tickets keep their dedupe
-//! keys. Only the records near the cut are read: the window's payments no
-//! statement row listed (by the `payments_day` index), the day's edge rows,
-//! and the payments the statement's exceptions already named.
+//! The day's edge, stored. A record of the day near one of its cuts,
+//! missing from its own day's statement, is IN_TRANSIT (no ticket, no hold,
+//! no alert; pending in the day's figures) until the neighbouring statement
+//! decides: carrying it, it matches (`ARRIVED`); completing without it, the
+//! record is LOCAL_ONLY (a refund REFUND_MISMATCH) with its hold and alert
+//! as any other. What each record is, classifying decides, pure
+//! ([`super::classify::edge`]); here what it needs is read before
+//! ([`load`]) and what it decided is written after ([`settle`]), and the
+//! records whose neighbouring statement is overdue are ticketed
+//! ([`expire_overdue`]). Either day's run may come first, and each may be
+//! run again: every decision is an upsert of `recon_edges`, keyed by the
+//! record, and tickets keep their dedupe keys. Only the records near the
+//! cut are read: the window's payments no statement row listed (by the
+//! `payments_day` index), the day's edge rows, and the payments the
+//! statement's exceptions already named.
 
-use super::classify::Found;
-use super::matching::{ByKey, DayPayments, paid};
-use super::{ReconError, Run, local, write};
-use crate::domain::{Class, Severity, quote};
+use super::classify::edge::{Carried, Edges, PAYMENT, REFUND, Unlisted, edge_kind, neighbours};
+use super::matching::{DayPayments, paid};
+use super::run::{Found, ReconError, Run, day_range};
+use super::{local, write};
+use crate::domain::{Class, Severity};
 use crate::engine::Engine;
-use crate::statement::StatementRow;
 use crate::store::recon_edges::{self, ARRIVED, EdgeRow, IN_TRANSIT, MISSING, Mark};
 use crate::store::recon_reads::{self, PaymentKey, Refund};
 use crate::store::{recon_runs, tickets};
 use serde_json::json;
-
-pub(super) const PAYMENT: &str = "payment";
-pub(super) const REFUND: &str = "refund";
-
-/// What a run's figures call a record in transit. Not a ticket class.
-pub(super) const IN_TRANSIT_FIGURE: &str = "IN_TRANSIT";
 
 /// The cut window of `provider` (microseconds): its own setting, else the
 /// default (`RECKON_CUT_WINDOW_MINUTES`).
@@ -38,158 +34,6 @@ pub fn cut_window(engine: &Engine, provider: &str) -> i64 {
         .get(provider)
         .copied()
         .unwrap_or(pulls.cut_window_us)
-}
-
-/// A record of the day near one of its cuts, missing from the day's
-/// statement: what it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Unlisted {
-    /// Not near a cut: absent, as any other.
-    NotNear,
-    /// The neighbouring statement carried it: matched.
-    Arrived,
-    /// The neighbouring statement is still to come.
-    InTransit,
-    /// The neighbouring statement came without it: absent.
-    Missing,
-}
-
-/// What classifying decided about one of the day's own records near a
-/// cut.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Decided {
-    pub kind: &'static str,
-    pub number: String,
-    /// The neighbouring day whose statement may carry it.
-    pub expected: String,
-    pub what: Unlisted,
-}
-
-/// A run's business day and its neighbours, and what is known of the
-/// day's records near the cuts — read before classifying, so that
-/// classifying stays pure.
-pub(super) struct Edges {
-    range: (i64, i64),
-    window: i64,
-    prev: String,
-    next: String,
-    prev_done: bool,
-    next_done: bool,
-    /// The day's payments paid within the window of either cut, with
-    /// when (the day's index holds no times: only these few are read).
-    near: hashbrown::HashMap<String, i64>,
-    /// The edge states of the day's own records, by kind and number.
-    states: hashbrown::HashMap<(String, String), String>,
-    /// What classifying decided, for the run to write.
-    pub decided: Vec<Decided>,
-}
-
-impl Edges {
-    /// The edges of a day (`range`, its neighbours `prev` and `next`,
-    /// whether each has a completed run) with a cut window of `window`.
-    pub fn new(
-        (prev, next): (&str, &str),
-        range: (i64, i64),
-        window: i64,
-        (prev_done, next_done): (bool, bool),
-    ) -> Edges {
-        Edges {
-            range,
-            window,
-            prev: prev.to_owned(),
-            next: next.to_owned(),
-            prev_done,
-            next_done,
-            near: Default::default(),
-            states: Default::default(),
-            decided: Vec::new(),
-        }
-    }
-
-    /// A payment of the day paid at `paid_at`.
-    pub fn near_payment(&mut self, no: &str, paid_at: i64) {
-        self.near.insert(no.to_owned(), paid_at);
-    }
-
-    /// A record's edge state as stored.
-    pub fn state(&mut self, kind: &str, number: &str, state: &str) {
-        self.states
-            .insert((kind.to_owned(), number.to_owned()), state.to_owned());
-    }
-
-    /// The neighbour (its date, and whether its statement was reconciled)
-    /// whose statement may carry a record of this day finished at `at`.
-    fn neighbour_of_own(&self, at: i64) -> Option<(&str, bool)> {
-        let (start, end) = self.range;
-        if self.window <= 0 || at < start || at >= end {
-            return None;
-        }
-        if at >= end - self.window {
-            Some((&self.next, self.next_done))
-        } else if at < start + self.window {
-            Some((&self.prev, self.prev_done))
-        } else {
-            None
-        }
-    }
-
-    /// The neighbouring day a record finished at `at` belongs to, if it is
-    /// a neighbour's within the window of this day's cut — one this
-    /// day's statement may carry.
-    pub fn neighbour_day(&self, at: i64) -> Option<&str> {
-        let (start, end) = self.range;
-        if self.window <= 0 {
-            None
-        } else if at < start && at >= start - self.window {
-            Some(&self.prev)
-        } else if at >= end && at < end + self.window {
-            Some(&self.next)
-        } else {
-            None
-        }
-    }
-
-    /// A record of the day (`kind`, `number`) its statement does not list,
-    /// finished at `at` (a payment's time is looked up among those near
-    /// the cuts): what it is, the decision kept for the run to write.
-    pub fn unlisted(&mut self, kind: &'static str, number: &str, at: Option<i64>) -> Unlisted {
-        let Some(at) = at.or_else(|| self.near.get(number).copied()) else {
-            return Unlisted::NotNear;
-        };
-        let Some((expected, done)) = self
-            .neighbour_of_own(at)
-            .map(|(day, done)| (day.to_owned(), done))
-        else {
-            return Unlisted::NotNear;
-        };
-        let stored = self.states.get(&(kind.to_owned(), number.to_owned()));
-        let what = if stored.is_some_and(|s| s == ARRIVED) {
-            Unlisted::Arrived
-        } else if done {
-            Unlisted::Missing
-        } else {
-            Unlisted::InTransit
-        };
-        self.decided.push(Decided {
-            kind,
-            number: number.to_owned(),
-            expected,
-            what,
-        });
-        what
-    }
-}
-
-/// The neighbouring business days of `date`.
-fn neighbours(date: &str) -> Result<(String, String), ReconError> {
-    let d: jiff::civil::Date = date.parse().map_err(|_| {
-        ReconError::Invalid(format!("business date {} is not YYYY-MM-DD", quote(date)))
-    })?;
-    let bad = |e: jiff::Error| ReconError::Invalid(e.to_string());
-    Ok((
-        d.yesterday().map_err(bad)?.to_string(),
-        d.tomorrow().map_err(bad)?.to_string(),
-    ))
 }
 
 /// Reads what a run of `run` needs of its day's edges; `day` (the day's
@@ -221,62 +65,6 @@ pub(super) async fn load(
         edges.state(&row.kind, &row.number, &row.state);
     }
     Ok((edges, day))
-}
-
-/// A neighbour's record this run's statement carried.
-pub(super) struct Carried {
-    pub kind: &'static str,
-    pub number: String,
-    pub local_date: String,
-}
-
-/// The neighbours' payments and refunds near the cut that the statement's
-/// rows name: payment rows not among the day's payments (by the payment
-/// their transaction, else their payment_no, names), refund rows by the
-/// ledger's entry.
-pub(super) fn carried(
-    edges: &Edges,
-    exceptions: &[(StatementRow, Option<u32>)],
-    by_txn: &ByKey,
-    by_no: &ByKey,
-    refunds: &[StatementRow],
-    ledger: &hashbrown::HashMap<String, Refund>,
-) -> Vec<Carried> {
-    let mut out = Vec::new();
-    let mut seen = hashbrown::HashSet::new();
-    for (row, slot) in exceptions {
-        if slot.is_some() {
-            continue;
-        }
-        let pay = row
-            .provider_txn_id
-            .as_deref()
-            .and_then(|t| by_txn.get(t))
-            .or_else(|| row.payment_no.as_deref().and_then(|n| by_no.get(n)));
-        if let Some(p) = pay
-            && let Some(day) = p.paid.and_then(|at| edges.neighbour_day(at))
-            && seen.insert((PAYMENT, p.no.clone()))
-        {
-            out.push(Carried {
-                kind: PAYMENT,
-                number: p.no.clone(),
-                local_date: day.to_owned(),
-            });
-        }
-    }
-    for row in refunds {
-        if let Some(f) = row.refund_no.as_deref().and_then(|no| ledger.get(no))
-            && let Some(day) = f.finished_at.and_then(|at| edges.neighbour_day(at))
-            && seen.insert((REFUND, f.refund_no.clone()))
-        {
-            out.push(Carried {
-                kind: REFUND,
-                number: f.refund_no.clone(),
-                local_date: day.to_owned(),
-            });
-        }
-    }
-    out
 }
 
 /// What settling the edges did, for the run's figures.
@@ -390,22 +178,11 @@ pub(super) async fn settle(
             .collect();
         recon_edges::mark(&mut tx, db, provider, state, &marks, run.run_id, now).await?;
     }
-    let decided: hashbrown::HashSet<(&str, &str)> = edges
-        .decided
-        .iter()
-        .map(|d| (d.kind, d.number.as_str()))
-        .collect();
-    for (kind, number) in edges.states.keys() {
-        if !decided.contains(&(kind.as_str(), number.as_str())) {
-            recon_edges::forget(&mut tx, provider, kind, number).await?;
-        }
+    for (kind, number) in edges.forgotten() {
+        recon_edges::forget(&mut tx, provider, kind, number).await?;
     }
     tx.commit().await?;
     Ok(settled)
-}
-
-fn edge_kind(kind: &str) -> &'static str {
-    if kind == REFUND { REFUND } else { PAYMENT }
 }
 
 /// Tickets for the neighbours' records neither statement carried, each on
@@ -499,10 +276,10 @@ async fn open_missing(
             .push(found);
     }
     let mut opened = 0;
-    let zone = super::statement_zone(engine, provider);
+    let zone = super::schedule::statement_zone(engine, provider);
     for (day, found) in by_day {
         opened += found.len() as i64;
-        let range = super::day_range(day, &zone).map_err(ReconError::Invalid)?;
+        let range = day_range(day, &zone).map_err(ReconError::Invalid)?;
         let on_day = Run {
             date: day,
             range,
@@ -557,8 +334,8 @@ pub async fn expire_overdue(engine: &Engine, now: i64) -> Result<i64, ReconError
             else {
                 continue;
             };
-            let zone = super::statement_zone(engine, provider);
-            let range = super::day_range(&date, &zone).map_err(ReconError::Invalid)?;
+            let zone = super::schedule::statement_zone(engine, provider);
+            let range = day_range(&date, &zone).map_err(ReconError::Invalid)?;
             let run = Run {
                 run_id: &last.run_id,
                 provider,
@@ -591,73 +368,4 @@ pub async fn expire_overdue(engine: &Engine, now: i64) -> Result<i64, ReconError
         }
     }
     Ok(opened)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const H: i64 = 3600 * 1_000_000;
-    const START: i64 = 1_790_000_000_000_000;
-    const END: i64 = START + 24 * H;
-    const W: i64 = H / 2;
-
-    fn edges(done: (bool, bool)) -> Edges {
-        Edges::new(("2026-12-01", "2026-12-03"), (START, END), W, done)
-    }
-
-    #[test]
-    fn a_record_near_either_cut_waits_for_its_neighbour() {
-        let mut e = edges((false, false));
-        e.near_payment("TAIL", END - 2_000_000);
-        e.near_payment("HEAD", START + 2_000_000);
-        assert_eq!(e.unlisted(PAYMENT, "TAIL", None), Unlisted::InTransit);
-        assert_eq!(e.unlisted(PAYMENT, "HEAD", None), Unlisted::InTransit);
-        assert_eq!(
-            e.decided
-                .iter()
-                .map(|d| d.expected.as_str())
-                .collect::<Vec<_>>(),
-            ["2026-12-03", "2026-12-01"]
-        );
-    }
-
-    #[test]
-    fn the_window_hides_no_loss_inside_the_day() {
-        let mut e = edges((false, false));
-        // Not among the payments near a cut: absent at once.
-        assert_eq!(e.unlisted(PAYMENT, "MIDDAY", None), Unlisted::NotNear);
-        // A refund just outside the window.
-        let at = END - W - 1;
-        assert_eq!(e.unlisted(REFUND, "R1", Some(at)), Unlisted::NotNear);
-        assert!(e.decided.is_empty());
-        // No window: no edge.
-        let mut none = Edges::new(("p", "n"), (START, END), 0, (false, false));
-        assert_eq!(
-            none.unlisted(REFUND, "R1", Some(END - 1)),
-            Unlisted::NotNear
-        );
-    }
-
-    #[test]
-    fn a_neighbour_reconciled_decides() {
-        let mut e = edges((true, true));
-        e.near_payment("GONE", END - 1);
-        e.near_payment("CAME", END - 1);
-        e.state(PAYMENT, "CAME", ARRIVED);
-        e.state(PAYMENT, "GONE", IN_TRANSIT);
-        assert_eq!(e.unlisted(PAYMENT, "GONE", None), Unlisted::Missing);
-        assert_eq!(e.unlisted(PAYMENT, "CAME", None), Unlisted::Arrived);
-        assert_eq!(e.unlisted(REFUND, "R", Some(START)), Unlisted::Missing);
-    }
-
-    #[test]
-    fn a_neighbours_record_is_near_only_within_the_window() {
-        let e = edges((false, false));
-        assert_eq!(e.neighbour_day(START - 1), Some("2026-12-01"));
-        assert_eq!(e.neighbour_day(START - W - 1), None);
-        assert_eq!(e.neighbour_day(END), Some("2026-12-03"));
-        assert_eq!(e.neighbour_day(END + W), None);
-        assert_eq!(e.neighbour_day(START + 1), None);
-    }
 }

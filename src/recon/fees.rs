@@ -5,7 +5,7 @@
 //! the tolerance is a FEE_MISMATCH ticket: no hold, no money moves, a person
 //! concludes it (the provider's contract, a promotion, a mistake to claim).
 
-use super::classify::Found;
+use super::run::Found;
 use crate::domain::{Class, Money, Severity};
 use crate::providers::fees::FeeExpectation;
 use crate::statement::{RowKind, RowRef};

@@ -4,8 +4,8 @@
 //! serves it, a backup holds it with the run, and deleting a run deletes
 //! it — until the retention pass removes it.
 
-use super::ReconError;
 use super::read::{Input, StatementHash};
+use super::run::ReconError;
 use crate::engine::Engine;
 use crate::store;
 use crate::store::statement_files::{self, KeptFile};

@@ -3,9 +3,9 @@
 //! statement's exceptions name (a first part while the statement is still
 //! read, the rest after), and the refund ledger.
 
-use super::ReconError;
 use super::classify::Named;
 use super::matching::{ByKey, DayPayments, Early, Pay};
+use super::run::ReconError;
 use crate::engine::Engine;
 use crate::statement::StatementRow;
 use crate::store;

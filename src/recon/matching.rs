@@ -443,12 +443,12 @@ pub(super) fn exception_limit(floor: usize, rows: usize) -> usize {
 impl Matcher {
     /// Refuses the statement once more rows fail to match plainly than
     /// [`exception_limit`] allows.
-    pub fn within_bounds(&self) -> Result<(), super::ReconError> {
+    pub fn within_bounds(&self) -> Result<(), super::run::ReconError> {
         let n = self.exceptions.len() + self.refunds.len();
         let read = self.payment_rows as usize + self.refunds.len();
         let limit = exception_limit(self.floor, self.day.len().max(read));
         if n > limit {
-            return Err(super::ReconError::Refused(format!(
+            return Err(super::run::ReconError::Refused(format!(
                 "more than {limit} of the statement's rows (1 in {EXCEPTIONS_SHARE} of the day's, at least \
                  {floor}) do not match a payment of this day plainly ({n} by row {read}): is it this \
                  provider's statement of this day? No ticket was written",

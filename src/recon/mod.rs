@@ -14,22 +14,29 @@
 //! A reader starts here. The entry points below take the engine as an
 //! argument (`recon::import_statement(&engine, …)`) rather than being its
 //! methods: the engine knows nothing of reconciliation, and reconciliation
-//! moves a payment only through `engine::apply`. A run is [`read`] (a file,
-//! or a pull's pages) and matched as it arrives ([`matching`]) against what
+//! moves a payment only through `engine::apply`. An import is checked
+//! before a run starts ([`import`]); a run is [`read`] (a file, or a
+//! pull's pages) and matched as it arrives ([`matching`]) against what
 //! Reckon holds ([`local`]); what did not plainly match is classified
-//! ([`classify`], pure) and written ([`write`]). The worker repairs what it
-//! can ([`repair`]) and pulls each day's statements ([`schedule`]).
+//! ([`classify`], pure, the records near the day's cuts included) and
+//! written ([`write`]; the edges' states by [`edge`]). The parts share
+//! [`run`]'s types and the run's [`figures`], not this file. The worker
+//! repairs what it can ([`repair`]) and pulls each day's statements
+//! ([`schedule`]).
 
 mod classify;
 mod close;
 mod edge;
 mod fees;
+mod figures;
 mod files;
+mod import;
 mod local;
 mod matching;
 mod pull;
 mod read;
 mod repair;
+mod run;
 mod schedule;
 mod write;
 
@@ -41,61 +48,24 @@ pub use close::{
 };
 pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
+pub use import::{Import, check_import};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
+pub use run::{ReconError, day_range, new_run_id};
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 
-use crate::domain::{Class, quote};
 use crate::engine::Engine;
 use crate::statement;
-use crate::store;
 use crate::store::recon_runs::{self, NewRun};
 use crate::store::tickets;
 use classify::{Classified, Named};
+use figures::{Figures, IN_TRANSIT_FIGURE, MATCHED};
+use import::{Checked, check, earlier_run};
 use matching::Matcher;
+use run::Run;
 use serde_json::json;
 use std::collections::BTreeMap;
-
-/// A RUNNING run without progress for this long was left by a stopped
-/// process (microseconds): an hour.
-const STALE_US: i64 = 3600 * 1_000_000;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReconError {
-    #[error("{0}")]
-    Invalid(String),
-    /// The statement was read and refused; the run is FAILED with this.
-    #[error("statement refused: {0}")]
-    Refused(String),
-    /// Another pull of the same provider's day holds its lease; nothing
-    /// was started.
-    #[error("{0}")]
-    Busy(String),
-    #[error("storage error: {0}")]
-    Store(#[from] store::Error),
-}
-
-pub struct Import<'a> {
-    pub provider: &'a str,
-    /// YYYY-MM-DD, a business day in the provider's statement zone
-    /// ([`statement_zone`]).
-    pub business_date: &'a str,
-    /// upload | import | pull
-    pub source: &'a str,
-    pub file_name: Option<&'a str>,
-    pub input: Input,
-    pub started_by: &'a str,
-    /// Malformed lines the operator accepts to skip (0: none — one bad
-    /// line refuses the statement).
-    pub accept_bad_lines: u32,
-    /// The new run's id when the caller chose it (the console names the
-    /// run it is about to show before the import starts).
-    pub run_id: Option<String>,
-    /// The input's [`StatementHash`] when the caller already has it (the
-    /// console hashes an upload as it arrives); otherwise it is computed.
-    pub hash: Option<String>,
-}
 
 /// One provider's business day: its latest completed run's figures.
 #[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
@@ -110,94 +80,8 @@ pub struct ReconDay {
     pub figures: serde_json::Value,
 }
 
-/// A new run's id.
-pub fn new_run_id() -> String {
-    format!("RUN{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase()
-}
-
-/// The business day `date` in `tz` as [start, end) microseconds UTC.
-pub fn day_range(date: &str, tz: &jiff::tz::TimeZone) -> Result<(i64, i64), String> {
-    let d: jiff::civil::Date = date
-        .parse()
-        .map_err(|_| format!("business date {} is not YYYY-MM-DD", quote(date)))?;
-    let start = d
-        .to_zoned(tz.clone())
-        .map_err(|e| e.to_string())?
-        .timestamp()
-        .as_microsecond();
-    let next = d.tomorrow().map_err(|e| e.to_string())?;
-    let end = next
-        .to_zoned(tz.clone())
-        .map_err(|e| e.to_string())?
-        .timestamp()
-        .as_microsecond();
-    Ok((start, end))
-}
-
-/// What every ticket of a run carries: the run, its provider, business day
-/// (and that day's range), and file.
-#[derive(Clone, Copy)]
-struct Run<'a> {
-    run_id: &'a str,
-    provider: &'a str,
-    date: &'a str,
-    file: Option<&'a str>,
-    range: (i64, i64),
-}
-
-/// What a run's figures call what matched. Not a ticket class: a match
-/// opens no ticket.
-const MATCHED: &str = "MATCHED";
-
-/// Counts by class and the day's figures, as a run stores them.
-#[derive(Default, serde::Serialize)]
-struct Figures {
-    statement_rows: i64,
-    local_without_row: i64,
-    classes: BTreeMap<&'static str, i64>,
-    matched: i64,
-    pending: i64,
-    repaired: i64,
-    unknown: i64,
-    /// The day's gross, refunds, fees and net per currency, as the
-    /// statement states them, and the fees that were not as expected.
-    fees_and_net: fees::FeeFigures,
-    /// The day's payments and refunds near a cut, missing from this
-    /// statement and expected in the neighbouring day's (also pending).
-    in_transit: i64,
-    /// The day's records near a cut a neighbouring statement carried
-    /// (also matched).
-    edge_matched: i64,
-    /// Neighbouring days' records near the cut this statement carried.
-    edge_arrived: i64,
-    /// Neighbouring days' records expected in this statement and absent
-    /// from both: ticketed on their own day by this run.
-    edge_missing: i64,
-    /// How long the run's phases took: reading (and matching, as the rows
-    /// arrive) the statement from the start of the run, classifying what
-    /// did not plainly match, writing what was found.
-    millis: BTreeMap<&'static str, u64>,
-}
-
-impl Figures {
-    fn count(&mut self, class: Class, n: i64) {
-        *self.classes.entry(class.as_str()).or_default() += n;
-    }
-
-    fn count_matched(&mut self, n: i64) {
-        *self.classes.entry(MATCHED).or_default() += n;
-        self.matched += n;
-    }
-
-    fn count_in_transit(&mut self) {
-        *self.classes.entry(edge::IN_TRANSIT_FIGURE).or_default() += 1;
-        self.in_transit += 1;
-        self.pending += 1;
-    }
-}
-
 /// A run by its id.
-pub async fn find_run(engine: &Engine, run_id: &str) -> store::Result<Option<RunRow>> {
+pub async fn find_run(engine: &Engine, run_id: &str) -> crate::store::Result<Option<RunRow>> {
     // Run ids are visible ASCII (`new_run_id`); anything else names no
     // run, and PostgreSQL would refuse a NUL in it as an error.
     if run_id.is_empty() || run_id.len() > 64 || !run_id.bytes().all(|b| b.is_ascii_graphic()) {
@@ -206,88 +90,10 @@ pub async fn find_run(engine: &Engine, run_id: &str) -> store::Result<Option<Run
     recon_runs::get(&engine.db.pool, run_id).await
 }
 
-/// The completed run of the same statement file (by hash) for that
-/// provider and day, if there is one, saying so in its `note`.
-pub async fn earlier_run(
-    engine: &Engine,
-    provider: &str,
-    date: &str,
-    hash: &str,
-) -> store::Result<Option<RunRow>> {
-    let run = recon_runs::completed_of_file(&engine.db.pool, provider, date, hash).await?;
-    Ok(run.map(|mut run| {
-        run.note = Some(format!(
-            "this file (sha256 {hash}) was already reconciled for {provider}'s {date} by run {}: nothing was read again",
-            run.run_id
-        ));
-        run
-    }))
-}
-
-/// The bytes of a file's start that tell which bill it is.
-const HEAD_BYTES: usize = statement::MAX_LINE;
-
-/// Refuses a file that is a bill of another provider than `provider`'s,
-/// naming the bill it is and where it belongs — before any run starts,
-/// so a wrong file leaves nothing behind. A file no format knows is left
-/// for the reading to refuse with its line and reason.
-pub fn refuse_wrong_bill(engine: &Engine, provider: &str, input: &Input) -> Result<(), ReconError> {
-    let Some(chosen) = engine
-        .providers
-        .get(provider)
-        .and_then(|p| p.statement_format())
-    else {
-        return Ok(());
-    };
-    let Ok(head) = input.head(HEAD_BYTES) else {
-        return Ok(());
-    };
-    let formats = crate::providers::bill_formats();
-    let Some((format, kind)) = statement::recognise(&formats, &head) else {
-        return Ok(());
-    };
-    if *format == chosen {
-        return Ok(());
-    }
-    let bill = format.describe(kind);
-    let accounts: Vec<&str> = engine
-        .providers
-        .names()
-        .filter(|name| {
-            engine
-                .providers
-                .get(name)
-                .and_then(|p| p.statement_format())
-                .is_some_and(|f| f == *format)
-        })
-        .collect();
-    let whose = format.whose();
-    let article = |noun: &str| match noun.bytes().next().map(|b| b.to_ascii_lowercase()) {
-        Some(b'a' | b'e' | b'i' | b'o' | b'u') => "an",
-        _ => "a",
-    };
-    let chose = match chosen.whose() {
-        same if same.eq_ignore_ascii_case(provider) => provider.to_owned(),
-        other => format!("{provider} ({other})"),
-    };
-    Err(ReconError::Refused(if accounts.is_empty() {
-        format!(
-            "this is {} {bill}; no {whose} account is configured (you chose {chose}): nothing was read",
-            article(&bill)
-        )
-    } else {
-        format!(
-            "this is {} {bill}; you chose {chose}: upload it for {}; nothing was read",
-            article(&bill),
-            accounts.join(" or ")
-        )
-    }))
-}
-
 /// Reads a statement into a run and reconciles the day. A statement
 /// already reconciled for that day (same file hash) is recognised and its
 /// run returned unchanged, its `note` saying so; another provider's bill
-/// is refused by name before a run starts ([`refuse_wrong_bill`]).
+/// is refused by name before a run starts ([`check_import`]).
 ///
 /// The file is hashed, then read, on a thread of its own, handing its rows
 /// over in chunks, while the day's local payments are read; each row is
@@ -295,35 +101,10 @@ pub fn refuse_wrong_bill(engine: &Engine, provider: &str, input: &Input) -> Resu
 /// statement was read and its own figures agree; a file already reconciled
 /// for the day leaves no run behind.
 pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow, ReconError> {
-    let provider = engine.providers.get(imp.provider).cloned().ok_or_else(|| {
-        ReconError::Invalid(format!(
-            "provider {} is not configured",
-            quote(imp.provider)
-        ))
-    })?;
-    let format = provider.statement_format().ok_or_else(|| {
-        ReconError::Invalid(format!(
-            "provider {} has no statement format Reckon reads",
-            quote(imp.provider)
-        ))
-    })?;
-    let range = day_range(imp.business_date, &statement_zone(engine, imp.provider))
-        .map_err(ReconError::Invalid)?;
-    if let Input::File(path) = &imp.input
-        && let Err(e) = std::fs::File::open(path)
-    {
-        return Err(ReconError::Invalid(format!(
-            "cannot read the statement: {e}"
-        )));
-    }
-    // A file known to be reconciled already, or another provider's bill,
-    // starts no run.
-    if let Some(hash) = &imp.hash
-        && let Some(run) = earlier_run(engine, imp.provider, imp.business_date, hash).await?
-    {
-        return Ok(run);
-    }
-    refuse_wrong_bill(engine, imp.provider, &imp.input)?;
+    let (format, range) = match check(engine, &imp).await? {
+        Checked::New(format, range) => (format, range),
+        Checked::Earlier(run) => return Ok(*run),
+    };
     let pool = &engine.db.pool;
     let run_id = imp.run_id.clone().unwrap_or_else(new_run_id);
     let new = NewRun {
@@ -454,7 +235,11 @@ async fn read_into(
 
 /// Per business day and provider: the latest completed run's figures,
 /// with the tickets still open now.
-pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> store::Result<Vec<ReconDay>> {
+pub async fn recon_days(
+    engine: &Engine,
+    from: &str,
+    to: &str,
+) -> crate::store::Result<Vec<ReconDay>> {
     let pool = &engine.db.pool;
     let mut latest: BTreeMap<(String, String), RunRow> = BTreeMap::new();
     for r in recon_runs::completed_between(pool, from, to).await? {
@@ -496,9 +281,9 @@ pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> store::Result<
             }
             if let Some(classes) = figures["classes"].as_object_mut() {
                 if now_in_transit > 0 {
-                    classes.insert(edge::IN_TRANSIT_FIGURE.into(), now_in_transit.into());
+                    classes.insert(IN_TRANSIT_FIGURE.into(), now_in_transit.into());
                 } else {
-                    classes.remove(edge::IN_TRANSIT_FIGURE);
+                    classes.remove(IN_TRANSIT_FIGURE);
                 }
             }
         }
@@ -513,7 +298,7 @@ pub async fn recon_days(engine: &Engine, from: &str, to: &str) -> store::Result<
 }
 
 /// The run FAILED, saying why.
-async fn fail(engine: &Engine, run_id: &str, error: &str) -> store::Result<()> {
+async fn fail(engine: &Engine, run_id: &str, error: &str) -> crate::store::Result<()> {
     recon_runs::fail(&engine.db.pool, run_id, error, engine.now()).await
 }
 
@@ -659,7 +444,7 @@ async fn reconcile(
         &mut found,
     );
     // The neighbours' records near the cut this statement carries.
-    let carried = edge::carried(&edges, &exceptions, &by_txn, &by_no, &refunds, &ledger);
+    let carried = classify::edge::carried(&edges, &exceptions, &by_txn, &by_no, &refunds, &ledger);
     drop(ledger);
     let (fee_figures, fee_found) = fees.finish();
     figures.fees_and_net = fee_figures;

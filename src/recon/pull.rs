@@ -4,15 +4,13 @@
 //! resume holds the provider-day's lease ([`super::schedule`]).
 
 use super::read::{self, Input};
+use super::run::{ReconError, Run, STALE_US, day_range, new_run_id};
 use super::schedule::{self, statement_zone};
-use super::{
-    ReconError, Run, STALE_US, Started, day_range, fail, find_run, finish_run, new_run_id,
-    read_into,
-};
+use super::{Started, fail, find_run, finish_run, read_into};
 use crate::engine::Engine;
 use crate::providers::{CallError, Statements};
-use crate::store;
-use crate::store::recon_runs::{self, NewRun, RunRow};
+use crate::statement;
+use crate::store::recon_runs::{self, NewRun, RunRow, StagedRow};
 
 /// Pulls the day's statement through the provider's API. Page by page:
 /// each page's rows and the cursor after it are written in one
@@ -25,6 +23,8 @@ use crate::store::recon_runs::{self, NewRun, RunRow};
 ///
 /// The pull holds the day's lease, as a scheduled one does: while another
 /// pull of the day holds it, none is started ([`ReconError::Busy`]).
+///
+/// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
 pub async fn pull_statement(
     engine: &Engine,
     provider: &str,
@@ -85,7 +85,106 @@ pub(super) async fn start_pull(
         return pull_file(engine, &run_id).await;
     };
     recon_runs::set_bill_type(&engine.db.pool, &run_id, pages.bill_type()).await?;
-    read::continue_pull(engine, &run_id).await
+    continue_pull(engine, &run_id).await
+}
+
+/// Pulls the rest of a pull's statement page by page, from its saved
+/// cursor: each page's rows and the cursor after it in one transaction,
+/// so an interruption loses nothing and repeats nothing — the run FAILS
+/// with the cursor kept, and a resume goes on from there. Once the last
+/// page is in, its summary must agree with the rows staged, and the run
+/// is finished.
+async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
+    let pool = &engine.db.pool;
+    let (provider, date, mut cursor, mut rows_read) = recon_runs::pull_state(pool, run_id).await?;
+    let Some(p) = engine.providers.get(&provider).cloned() else {
+        return Err(ReconError::Invalid(format!(
+            "provider {provider} is not configured"
+        )));
+    };
+    let mut pages = 0;
+    let summary = loop {
+        let page = match p.statements() {
+            Some(Statements::Pages(pages)) => pages.statement_page(&date, cursor.as_deref()).await,
+            _ => Err(CallError::Refused(format!(
+                "{} has no statement API Reckon pulls from; upload or import the file",
+                p.name()
+            ))),
+        };
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                let error = format!(
+                    "run {run_id}: pull interrupted after {rows_read} rows ({pages} pages this time): {e}; resume continues from the saved cursor"
+                );
+                fail(engine, run_id, &error).await?;
+                return Err(ReconError::Refused(error));
+            }
+        };
+        pages += 1;
+        // The bank side's hook: the payouts the page reported (recorded
+        // again harmlessly when a resumed pull reads the page twice).
+        crate::bank::payouts_seen(engine, &provider, Some(run_id), &page.payouts).await?;
+        let mut rows = page.rows;
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.line_no = rows_read + i as i64 + 1;
+        }
+        rows_read += rows.len() as i64;
+        let staged: Vec<StagedRow> = rows.iter().map(read::staged).collect();
+        recon_runs::stage_page(
+            &engine.db,
+            run_id,
+            &staged,
+            page.next_cursor.as_deref(),
+            rows_read,
+            engine.now(),
+        )
+        .await?;
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break page.summary.unwrap_or_default(),
+        }
+    };
+    let (count, total) = recon_runs::staged_totals(pool, run_id).await?;
+    // The pages' totals are of amounts: in the rows' currency, if one.
+    let currency = match recon_runs::staged_currencies(pool, run_id)
+        .await?
+        .as_slice()
+    {
+        [one] => crate::domain::Currency::parse(one).ok(),
+        _ => None,
+    };
+    let checks: Vec<statement::Check> = summary
+        .into_iter()
+        .map(|(what, stated)| {
+            if what == "rows" {
+                statement::Check::new(&what, stated, count)
+            } else {
+                statement::Check::money(&what, stated, total, currency)
+            }
+        })
+        .collect();
+    if checks.is_empty() {
+        let error = "the statement's last page carries no summary".to_string();
+        fail(engine, run_id, &error).await?;
+        return Err(ReconError::Refused(error));
+    }
+    // (The day was checked when the pull started.)
+    let range = match day_range(&date, &statement_zone(engine, &provider)) {
+        Ok(range) => range,
+        Err(e) => {
+            fail(engine, run_id, &e).await?;
+            return Err(ReconError::Invalid(e));
+        }
+    };
+    let run = Run {
+        run_id,
+        provider: &provider,
+        date: &date,
+        file: None,
+        range,
+    };
+    finish_run(engine, &run, &checks, &[], 0, None).await
 }
 
 /// Fetches a pull's bill file and reads it into the run, as an upload is
@@ -223,7 +322,7 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
 /// Why [`resume_run`] would be refused now for another pull holding the
 /// run's day, if it would: the console says so before it resumes in the
 /// background.
-pub async fn resume_held(engine: &Engine, run_id: &str) -> store::Result<Option<String>> {
+pub async fn resume_held(engine: &Engine, run_id: &str) -> crate::store::Result<Option<String>> {
     let Some(run) = find_run(engine, run_id).await? else {
         return Ok(None);
     };
@@ -264,5 +363,5 @@ pub(super) async fn resume_leased(engine: &Engine, run_id: &str) -> Result<RunRo
     if files {
         return pull_file(engine, run_id).await;
     }
-    read::continue_pull(engine, run_id).await
+    continue_pull(engine, run_id).await
 }

@@ -1,17 +1,15 @@
 //! Reading a statement into a run. A file is hashed, then read on a thread
 //! of its own, its rows handed over in chunks and matched as they arrive
 //! while the day's payments load; the payments its exceptions name are
-//! looked up meanwhile. A pull's pages are staged in `recon_rows` page by
-//! page (each with the cursor after it), then streamed back against the
-//! day.
+//! looked up meanwhile. A pull's pages, staged in `recon_rows` page by
+//! page as they come (`super::pull`), are streamed back against the day.
 
 use super::local;
 use super::matching::{Early, Matcher};
-use super::{ReconError, Run};
+use super::run::{ReconError, Run};
 use crate::engine::Engine;
-use crate::providers::{CallError, Statements};
 use crate::statement::{self, Format, Pause, StatementRow};
-use crate::store::recon_runs::{self, RunRow, StagedRow};
+use crate::store::recon_runs::{self, StagedRow};
 use futures_util::TryStreamExt;
 use sha2::{Digest, Sha256};
 
@@ -331,105 +329,6 @@ pub(super) fn staged(r: &StatementRow) -> StagedRow<'_> {
         occurred_at: r.occurred_at,
         fee_minor: r.fee.map(|fee| fee.minor),
     }
-}
-
-/// Pulls the rest of a pull's statement page by page, from its saved
-/// cursor: each page's rows and the cursor after it in one transaction,
-/// so an interruption loses nothing and repeats nothing — the run FAILS
-/// with the cursor kept, and a resume goes on from there. Once the last
-/// page is in, its summary must agree with the rows staged, and the run
-/// is finished.
-pub(super) async fn continue_pull(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> {
-    let pool = &engine.db.pool;
-    let (provider, date, mut cursor, mut rows_read) = recon_runs::pull_state(pool, run_id).await?;
-    let Some(p) = engine.providers.get(&provider).cloned() else {
-        return Err(ReconError::Invalid(format!(
-            "provider {provider} is not configured"
-        )));
-    };
-    let mut pages = 0;
-    let summary = loop {
-        let page = match p.statements() {
-            Some(Statements::Pages(pages)) => pages.statement_page(&date, cursor.as_deref()).await,
-            _ => Err(CallError::Refused(format!(
-                "{} has no statement API Reckon pulls from; upload or import the file",
-                p.name()
-            ))),
-        };
-        let page = match page {
-            Ok(page) => page,
-            Err(e) => {
-                let error = format!(
-                    "run {run_id}: pull interrupted after {rows_read} rows ({pages} pages this time): {e}; resume continues from the saved cursor"
-                );
-                super::fail(engine, run_id, &error).await?;
-                return Err(ReconError::Refused(error));
-            }
-        };
-        pages += 1;
-        // The bank side's hook: the payouts the page reported (recorded
-        // again harmlessly when a resumed pull reads the page twice).
-        crate::bank::payouts_seen(engine, &provider, Some(run_id), &page.payouts).await?;
-        let mut rows = page.rows;
-        for (i, r) in rows.iter_mut().enumerate() {
-            r.line_no = rows_read + i as i64 + 1;
-        }
-        rows_read += rows.len() as i64;
-        let staged: Vec<StagedRow> = rows.iter().map(staged).collect();
-        recon_runs::stage_page(
-            &engine.db,
-            run_id,
-            &staged,
-            page.next_cursor.as_deref(),
-            rows_read,
-            engine.now(),
-        )
-        .await?;
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break page.summary.unwrap_or_default(),
-        }
-    };
-    let (count, total) = recon_runs::staged_totals(pool, run_id).await?;
-    // The pages' totals are of amounts: in the rows' currency, if one.
-    let currency = match recon_runs::staged_currencies(pool, run_id)
-        .await?
-        .as_slice()
-    {
-        [one] => crate::domain::Currency::parse(one).ok(),
-        _ => None,
-    };
-    let checks: Vec<statement::Check> = summary
-        .into_iter()
-        .map(|(what, stated)| {
-            if what == "rows" {
-                statement::Check::new(&what, stated, count)
-            } else {
-                statement::Check::money(&what, stated, total, currency)
-            }
-        })
-        .collect();
-    if checks.is_empty() {
-        let error = "the statement's last page carries no summary".to_string();
-        super::fail(engine, run_id, &error).await?;
-        return Err(ReconError::Refused(error));
-    }
-    // (The day was checked when the pull started.)
-    let range = match super::day_range(&date, &super::statement_zone(engine, &provider)) {
-        Ok(range) => range,
-        Err(e) => {
-            super::fail(engine, run_id, &e).await?;
-            return Err(ReconError::Invalid(e));
-        }
-    };
-    let run = Run {
-        run_id,
-        provider: &provider,
-        date: &date,
-        file: None,
-        range,
-    };
-    super::finish_run(engine, &run, &checks, &[], 0, None).await
 }
 
 /// A pull's staged rows streamed against the day's payments.

@@ -5,7 +5,7 @@
 //! ticket says what was done; a held payment is released by a person.
 //! Nothing here changes an amount or a currency.
 
-use super::ReconError;
+use super::run::ReconError;
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Source};
 use crate::providers::{CallError, Notification, Provider};

@@ -9,10 +9,10 @@
 //! its provider and day. A day's pull is leased (`statement_pulls`), so two
 //! instances on one database never pull one day at once.
 
-use super::{ReconError, RunRow, STALE_US};
+use super::run::{ReconError, STALE_US};
 use crate::domain::{AlertKind, AlertSeverity};
 use crate::engine::{Engine, StatementDay};
-use crate::store;
+use crate::store::recon_runs::RunRow;
 use crate::store::statement_pulls::{self, Tried};
 use crate::store::{alerts, recon_runs};
 use jiff::civil::Date;
@@ -92,7 +92,7 @@ pub fn window(engine: &Engine, provider: &str, now: i64) -> Vec<Date> {
 
 /// One pass of the schedule at `now`: returns how many pulls it started
 /// or resumed.
-pub async fn scheduled_pulls(engine: &Engine, now: i64) -> store::Result<usize> {
+pub async fn scheduled_pulls(engine: &Engine, now: i64) -> crate::store::Result<usize> {
     // This pass's own name on the leases it takes.
     let owner = format!("schedule ({})", uuid::Uuid::now_v7());
     let mut started = 0;
@@ -120,7 +120,7 @@ async fn provider_pulls(
     provider: &str,
     now: i64,
     owner: &str,
-) -> store::Result<usize> {
+) -> crate::store::Result<usize> {
     let days = window(engine, provider, now);
     let (Some(first), Some(last)) = (days.first(), days.last()) else {
         return Ok(0);
@@ -163,7 +163,7 @@ async fn pull_day(
     date: &str,
     owner: &str,
     now: i64,
-) -> store::Result<DayTurn> {
+) -> crate::store::Result<DayTurn> {
     let pool = &engine.db.pool;
     let Some((lease, tries)) = Lease::scheduled(engine, provider, date, owner, now).await? else {
         return Ok(DayTurn {
@@ -250,7 +250,7 @@ impl Lease {
         date: &str,
         owner: &str,
         now: i64,
-    ) -> store::Result<Option<(Lease, i64)>> {
+    ) -> crate::store::Result<Option<(Lease, i64)>> {
         let tries = statement_pulls::take(
             &engine.db.pool,
             provider,
@@ -302,7 +302,7 @@ impl Lease {
     }
 
     /// Given back, saying how the try ended.
-    async fn release(self, engine: &Engine, tried: &Tried<'_>) -> store::Result<()> {
+    async fn release(self, engine: &Engine, tried: &Tried<'_>) -> crate::store::Result<()> {
         statement_pulls::release(
             &engine.db.pool,
             &self.provider,
@@ -319,7 +319,7 @@ impl Lease {
         self,
         engine: &Engine,
         outcome: &Result<RunRow, ReconError>,
-    ) -> store::Result<()> {
+    ) -> crate::store::Result<()> {
         let latest = recon_runs::latest_pull(&engine.db.pool, &self.provider, &self.date)
             .await?
             .map(|(id, _, _)| id);
@@ -358,7 +358,7 @@ pub struct Schedule {
 }
 
 /// Every pulling provider's schedule at `now`.
-pub async fn schedules(engine: &Engine, now: i64) -> store::Result<Vec<Schedule>> {
+pub async fn schedules(engine: &Engine, now: i64) -> crate::store::Result<Vec<Schedule>> {
     let pool = &engine.db.pool;
     let mut out = Vec::new();
     for name in engine.providers.names() {
@@ -422,7 +422,7 @@ pub(super) async fn held_by(
     provider: &str,
     date: &str,
     now: i64,
-) -> store::Result<Option<String>> {
+) -> crate::store::Result<Option<String>> {
     let pool = &engine.db.pool;
     let Some((owner, until)) = statement_pulls::holder(pool, provider, date, now).await? else {
         return Ok(None);
@@ -475,7 +475,7 @@ async fn alert_if_missing(
     provider: &str,
     date: Date,
     now: i64,
-) -> store::Result<()> {
+) -> crate::store::Result<()> {
     let day = statement_day(engine, provider);
     let Some(ready) = ready_at(date, &day) else {
         return Ok(());
@@ -521,7 +521,7 @@ async fn alert_pull_failed(
     date: &str,
     error: &str,
     now: i64,
-) -> store::Result<()> {
+) -> crate::store::Result<()> {
     let error: String = error.chars().take(300).collect();
     let message = format!(
         "the scheduled pull of the {provider} statement of {date} failed: {error}. It is tried \

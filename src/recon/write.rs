@@ -12,9 +12,8 @@
 //! last commit (a repair may wait on the provider's answer; none changes
 //! what the run found).
 
-use super::classify::Found;
 use super::matching::ByKey;
-use super::{ReconError, Run};
+use super::run::{Found, ReconError, Run};
 use crate::domain::{AlertKind, AlertSeverity, Class};
 use crate::engine::Engine;
 use crate::statement::StatementRow;
@@ -179,7 +178,7 @@ pub(super) async fn write(
             .finish()
             .await
             .err()
-            .unwrap_or_else(crate::store::worker_stopped)
+            .unwrap_or(crate::store::worker_stopped())
             .into()),
     }
 }

@@ -9,6 +9,7 @@ use super::sessions::Store;
 use super::upload::{self, FormError};
 use super::{AppState, same_origin};
 use crate::accounts::internal;
+use crate::recon::{Import, ReconError};
 use app::error::AppError;
 use app::filter::QueryFilter;
 use app::tickets::{EVIDENCE_FILE_LIMIT, TicketFilter};
@@ -260,6 +261,33 @@ fn back_to_runs(run: Option<&str>, err: Option<&AppError>) -> Response {
     Redirect::to(&to).into_response()
 }
 
+/// A statement upload the console has read, held for its import.
+struct Upload {
+    provider: String,
+    date: String,
+    file: upload::KeptFile,
+    who: String,
+    accept_bad_lines: u32,
+    run_id: String,
+}
+
+impl Upload {
+    /// The upload as an import (the file stays the upload's).
+    fn import(&self) -> Import<'_> {
+        Import {
+            provider: &self.provider,
+            business_date: &self.date,
+            source: "upload",
+            file_name: self.file.name.as_deref(),
+            input: self.file.input(),
+            started_by: &self.who,
+            accept_bad_lines: self.accept_bad_lines,
+            run_id: Some(self.run_id.clone()),
+            hash: Some(self.file.hash.clone()),
+        }
+    }
+}
+
 /// `POST /runs/upload`, multipart: `provider`, `business_date`, `file`,
 /// optionally `accept_bad_lines` ([`upload`]). The file is kept in a
 /// temporary file, the run starts in the background and the runs page
@@ -271,7 +299,6 @@ pub async fn upload_statement(
     Signed(user): Signed,
     form: Multipart,
 ) -> Response {
-    use crate::recon::Import;
     if !app::api::WORK.contains(&user.role) {
         return back_to_runs(None, Some(&AppError::Forbidden));
     }
@@ -290,53 +317,35 @@ pub async fn upload_statement(
     let (Some(provider), Some(date)) = (form.provider, form.business_date) else {
         return bad("provider and business day are required".into());
     };
-    let (provider, date) = (provider.trim().to_owned(), date.trim().to_owned());
     let Some(file) = form.file.filter(|f| f.size > 0) else {
         return bad("the statement file is empty".into());
     };
+    let upload = Upload {
+        provider: provider.trim().to_owned(),
+        date: date.trim().to_owned(),
+        file,
+        who: user.username.clone(),
+        accept_bad_lines: form.accept_bad_lines,
+        run_id: crate::recon::new_run_id(),
+    };
+    // The import's own checks, in the statement's zone, answered now: the
+    // run itself goes on in the background.
     let engine = state.engine.clone();
-    match engine.providers.get(&provider) {
-        Some(p) if p.statement_format().is_some() => {}
-        _ => {
-            return bad(format!(
-                "{} has no statement Reckon reads",
-                crate::domain::quote(&provider)
-            ));
-        }
-    }
-    if let Err(e) = crate::recon::day_range(&date, &engine.settings.timezone) {
-        return bad(e);
-    }
-    match crate::recon::earlier_run(&engine, &provider, &date, &file.hash).await {
+    match crate::recon::check_import(&engine, &upload.import()).await {
+        Ok(None) => {}
         Ok(Some(run)) => {
             let said = AppError::Invalid {
                 detail: run.note.clone().unwrap_or_default(),
             };
             return back_to_runs(Some(&run.run_id), Some(&said));
         }
-        Ok(None) => {}
-        Err(e) => return back_to_runs(None, Some(&internal(e))),
+        Err(ReconError::Store(e)) => return back_to_runs(None, Some(&internal(e))),
+        Err(refused) => return bad(refused.to_string()),
     }
-    if let Err(e) = crate::recon::refuse_wrong_bill(&engine, &provider, &file.input()) {
-        return bad(e.to_string());
-    }
-    let run_id = crate::recon::new_run_id();
-    let (id, who) = (run_id.clone(), user.username.clone());
-    let accept_bad_lines = form.accept_bad_lines;
+    let run_id = upload.run_id.clone();
     tokio::spawn(async move {
-        let imp = Import {
-            provider: &provider,
-            business_date: &date,
-            source: "upload",
-            file_name: file.name.as_deref(),
-            input: file.input(),
-            started_by: &who,
-            accept_bad_lines,
-            run_id: Some(id.clone()),
-            hash: Some(file.hash.clone()),
-        };
-        if let Err(e) = crate::recon::import_statement(&engine, imp).await {
-            tracing::warn!(run_id = %id, error = %e, "uploaded statement refused");
+        if let Err(e) = crate::recon::import_statement(&engine, upload.import()).await {
+            tracing::warn!(run_id = %upload.run_id, error = %e, "uploaded statement refused");
         }
     });
     back_to_runs(Some(&run_id), None)

@@ -291,9 +291,63 @@ async fn a_file_already_reconciled_says_so(b: Backend) {
     assert_eq!(app.run_count().await, 1);
 }
 
+/// The console refuses an upload the import would refuse with the
+/// import's own words, as the API does, and starts no run: a provider
+/// not configured, a day that is not one.
+async fn the_console_refuses_an_upload_in_the_imports_words(b: Backend) {
+    let d = desk(b).await;
+    let app = &d.app;
+    let (date, at) = app.today();
+    let file = statement(&[row(
+        "payment",
+        "SBX-W1",
+        "PAY-W1",
+        ("", ""),
+        "1.00",
+        "CNY",
+        &at,
+    )]);
+    for (provider, day, says) in [
+        (
+            "nowhere",
+            date.as_str(),
+            "provider \"nowhere\" is not configured",
+        ),
+        (
+            "sandbox",
+            "2026-02-30",
+            "business date \"2026-02-30\" is not YYYY-MM-DD",
+        ),
+    ] {
+        let (status, answer) = app
+            .upload_bill(
+                &d.token,
+                provider,
+                day,
+                ("s.csv", file.clone().into_bytes()),
+            )
+            .await;
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["error"], says, "{answer}");
+        let to = app
+            .console_upload(&d.olga, provider, day, file.clone().into_bytes())
+            .await;
+        // The error, as the runs page reads it from its address.
+        let err = to.strip_prefix("/runs?err=").expect(&to);
+        let err: Value = serde_json::Deserializer::from_str(err)
+            .into_iter()
+            .next()
+            .expect(&to)
+            .unwrap();
+        assert_eq!(err["Invalid"]["detail"], says, "{to}");
+    }
+    assert_eq!(app.run_count().await, 0, "no run was started");
+}
+
 both_databases!(
     a_field_of_megabytes_is_refused_with_a_short_quote_and_pages_stay_small,
     an_overlong_form_field_is_refused_by_its_name,
     another_providers_bill_is_named_and_starts_no_run,
     a_file_already_reconciled_says_so,
+    the_console_refuses_an_upload_in_the_imports_words,
 );

@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::domain::{Currency, Money};
-use crate::recon::edge::{Edges, PAYMENT};
 use crate::statement::RowKind;
 
 const DAY: i64 = 24 * 3600 * 1_000_000;

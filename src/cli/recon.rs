@@ -15,7 +15,7 @@ pub(super) enum ReconCommand {
         /// The provider account, as configured (e.g. alipay, wechat, sandbox).
         #[arg(long)]
         provider: String,
-        /// The business day, YYYY-MM-DD, in RECKON_TIMEZONE.
+        /// The business day, YYYY-MM-DD, as the provider's statement cuts it.
         #[arg(long)]
         date: String,
         file: PathBuf,

@@ -12,6 +12,7 @@ mod ingest;
 mod intake;
 mod merchant;
 mod refund_requests;
+mod refund_tickets;
 mod refunds;
 mod refused;
 mod replay;

@@ -23,8 +23,6 @@ use crate::store::recon_runs::{self, NewRun, RunRow, StagedRow};
 ///
 /// The pull holds the day's lease, as a scheduled one does: while another
 /// pull of the day holds it, none is started ([`ReconError::Busy`]).
-///
-/// [`Provider::pulls_files`]: crate::providers::Provider::pulls_files
 pub async fn pull_statement(
     engine: &Engine,
     provider: &str,

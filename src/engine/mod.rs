@@ -11,6 +11,7 @@ pub mod clock;
 mod ingest;
 mod intake;
 mod merchant;
+mod refund_outcome;
 mod refund_requests;
 mod refund_tickets;
 mod refunds;

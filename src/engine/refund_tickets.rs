@@ -3,7 +3,7 @@
 //! and alert, and PAID_AFTER_CLOSE again when the refund of a late success
 //! failed. Nothing here moves a refund or a payment.
 
-use super::refunds::RefundOutcome;
+use super::refund_outcome::RefundOutcome;
 use crate::domain::{AlertKind, Class, PaymentStatus, Severity};
 use crate::store;
 use crate::store::{payments, refunds, tickets};

@@ -11,59 +11,17 @@
 //! transaction; on none a classification, and facts that disagree open a
 //! REFUND_MISMATCH discrepancy and an alert instead of changing anything.
 
+pub use super::refund_outcome::RefundOutcome;
 use super::refund_tickets::{disagreement, mismatch, reopen_paid_after_close};
 use super::{Engine, Source};
 use crate::domain::{
-    AlertKind, AlertSeverity, Money, Mover, PaymentNo, PaymentStatus, ProviderName,
-    ProviderRefundId, ProviderTxnId, RefundNo, RefundStatus,
+    AlertKind, AlertSeverity, Money, Mover, PaymentNo, PaymentStatus, ProviderRefundId,
+    ProviderTxnId, RefundNo, RefundStatus,
 };
-use crate::providers::{CallError, RefundNotice, RefundRequest, RefundView};
+use crate::providers::{CallError, RefundRequest, RefundView};
 use crate::store;
 use crate::store::{alerts, outbox, payments, refunds, tasks, tasks::TaskRow};
 use serde_json::json;
-
-/// A provider's word about one refund, from any source.
-#[derive(Clone, Debug)]
-pub struct RefundOutcome {
-    pub provider: ProviderName,
-    pub refund_no: Option<RefundNo>,
-    pub provider_refund_id: Option<ProviderRefundId>,
-    pub payment_no: Option<PaymentNo>,
-    pub payment_txn_id: Option<ProviderTxnId>,
-    pub target: RefundStatus,
-    pub money: Money,
-    /// `money` is the payment's refunded total (Alipay), not this refund's.
-    pub cumulative: bool,
-    pub source: Source,
-    pub evidence: String,
-    pub trace_id: String,
-    /// Why, for a failure.
-    pub error: Option<String>,
-}
-
-impl RefundOutcome {
-    pub fn of_notice(
-        n: &RefundNotice,
-        provider: &ProviderName,
-        evidence: &str,
-        trace_id: &str,
-    ) -> Self {
-        RefundOutcome {
-            provider: provider.clone(),
-            refund_no: n.refund_no.clone(),
-            provider_refund_id: n.provider_refund_id.clone(),
-            payment_no: n.payment_no.clone(),
-            payment_txn_id: n.payment_txn_id.clone(),
-            target: n.status,
-            money: n.money,
-            cumulative: n.cumulative,
-            source: Source::Callback,
-            evidence: evidence.to_owned(),
-            trace_id: trace_id.to_owned(),
-            error: None,
-        }
-    }
-}
 
 /// What `apply_refund` did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -246,13 +246,13 @@ pub async fn set_provider_id<'e>(
     Ok(())
 }
 
-/// The payment side of a settled refund. `refunded`: the reservation
-/// becomes refunded; otherwise it is released. The status it goes to is the
-/// table's ([`PaymentStatus::after_refund_settled`]), decided on the row
-/// as it is, locked by the first statement (PostgreSQL; SQLite has one
-/// writer) so the second writes what was decided. Returns (from, to), or
-/// `None` when the reservation is not there (never expected: the caller
-/// rolls back).
+/// The payment side of a settled refund, in one guarded UPDATE. `refunded`:
+/// the reservation becomes refunded; otherwise it is released. The status it
+/// goes to is the table's ([`PaymentStatus::after_refund_settled`]): REFUNDED
+/// once all is refunded, REFUNDING while other reservations remain, else
+/// back to the status it began from when the table lets a late refund start
+/// there (FAILED, CLOSED), or SUCCEEDED. Returns (from, to), or `None` when
+/// the reservation is not there (never expected: the caller rolls back).
 pub async fn settle_reservation(
     conn: &mut AnyConnection,
     payment_no: &str,
@@ -260,54 +260,29 @@ pub async fn settle_reservation(
     refunded: bool,
     now: i64,
 ) -> sqlx::Result<Option<(PaymentStatus, PaymentStatus)>> {
-    let held: Option<Reserved> = sqlx::query_as(
-        "UPDATE payments SET version = version WHERE payment_no = $1 \
-         RETURNING status, prev_status, amount_minor, refunded_minor, reserved_minor, version",
-    )
+    let add = if refunded { "$2" } else { "0" };
+    let back_to = payments::in_list(&PaymentStatus::predecessors(Refunding, Mover::LateRefund));
+    let moved: Option<(String, String)> = sqlx::query_as(&format!(
+        "UPDATE payments SET refunded_minor = refunded_minor + {add}, reserved_minor = reserved_minor - $2, \
+           prev_status = status, \
+           status = CASE WHEN refunded_minor + {add} >= amount_minor THEN '{refunded_word}' \
+                         WHEN reserved_minor - $2 > 0 THEN '{refunding}' \
+                         WHEN prev_status IN ({back_to}) THEN prev_status ELSE '{succeeded}' END, \
+           version = version + 1, updated_at = $3 \
+         WHERE payment_no = $1 AND status = '{refunding}' AND reserved_minor >= $2 \
+         RETURNING prev_status, status",
+        refunded_word = PaymentStatus::Refunded.as_str(),
+        refunding = Refunding.as_str(),
+        succeeded = PaymentStatus::Succeeded.as_str(),
+    ))
     .bind(payment_no)
+    .bind(amount_minor)
+    .bind(now)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(r) = held else {
-        return Ok(None);
-    };
-    if r.status != Refunding || r.reserved_minor < amount_minor {
-        return Ok(None);
-    }
-    let refunded_minor = r.refunded_minor + if refunded { amount_minor } else { 0 };
-    let reserved_minor = r.reserved_minor - amount_minor;
-    let began = r.prev_status.map(payments::status).transpose()?;
-    let to = PaymentStatus::after_refund_settled(
-        began,
-        refunded_minor >= r.amount_minor,
-        reserved_minor > 0,
-    );
-    let done = sqlx::query(
-        "UPDATE payments SET refunded_minor = $2, reserved_minor = $3, prev_status = status, status = $4, \
-           version = version + 1, updated_at = $5 \
-         WHERE payment_no = $1 AND version = $6 AND status = $7",
-    )
-    .bind(payment_no)
-    .bind(refunded_minor)
-    .bind(reserved_minor)
-    .bind(to.as_str())
-    .bind(now)
-    .bind(r.version)
-    .bind(r.status.as_str())
-    .execute(&mut *conn)
-    .await?;
-    Ok((done.rows_affected() == 1).then_some((r.status, to)))
-}
-
-/// A payment's refund figures as [`settle_reservation`] reads them.
-#[derive(sqlx::FromRow)]
-struct Reserved {
-    #[sqlx(try_from = "String")]
-    status: PaymentStatus,
-    prev_status: Option<String>,
-    amount_minor: i64,
-    refunded_minor: i64,
-    reserved_minor: i64,
-    version: i64,
+    moved
+        .map(|(from, to)| Ok((payments::status(from)?, payments::status(to)?)))
+        .transpose()
 }
 
 pub struct LedgerEntry<'a> {

@@ -115,12 +115,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_unique_refusal_is_recognised_and_mapped() {
-        sqlx::any::install_default_drivers();
-        let pool = sqlx::any::AnyPoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
+        let pool = crate::store::memory_pool().await;
         sqlx::query("CREATE TABLE t (k TEXT PRIMARY KEY)")
             .execute(&pool)
             .await

@@ -537,6 +537,18 @@ pub(crate) fn numbered(sql: &str) -> String {
     out
 }
 
+/// A SQLite database in memory behind one connection (each connection has
+/// a memory database of its own), for the store's own unit tests.
+#[cfg(test)]
+pub(crate) async fn memory_pool() -> AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect("sqlite::memory:")
+        .await
+        .unwrap()
+}
+
 #[cfg(test)]
 mod built_tests {
     use super::{DbKind, execute_built, fetch_all_built, numbered};
@@ -563,13 +575,7 @@ mod built_tests {
 
     #[tokio::test]
     async fn a_built_statement_binds_its_values_in_order() {
-        sqlx::any::install_default_drivers();
-        // One connection: each has a memory database of its own.
-        let pool = sqlx::any::AnyPoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
+        let pool = super::memory_pool().await;
         sqlx::query("CREATE TABLE t (a BIGINT, b TEXT, c TEXT)")
             .execute(&pool)
             .await

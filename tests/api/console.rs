@@ -843,6 +843,96 @@ async fn every_list_answers_an_empty_filter(b: Backend) {
     }
 }
 
+/// Each page's data is read once per load, so the page is drawn from the
+/// same answer the browser hydrates with. The server renders what is inside
+/// the signed-in frame more than once; a resource made there was fetched on
+/// every pass, and a run that moved between two passes left the page's
+/// WebAssembly hydrating one answer over HTML drawn from another.
+async fn every_page_reads_its_data_once_per_load(b: Backend) {
+    let d = desk(b).await;
+    let (_, at) = d.app.today();
+    let a = d.app.paid_with("ONCE-A", 1000, "10.00", "SBX-ONCE").await;
+    let rows = [
+        row("payment", "SBX-ONCE", &a, ("", ""), "10.00", "CNY", &at),
+        row(
+            "payment",
+            "SBX-ONCE-X",
+            "PAYONCEX",
+            ("", ""),
+            "1.00",
+            "CNY",
+            &at,
+        ),
+    ];
+    assert_eq!(d.reconcile(&rows, "PROVIDER_ONLY").await.len(), 1);
+    for (path, who) in [
+        ("/", &d.olga),
+        ("/tickets", &d.olga),
+        ("/callbacks", &d.olga),
+        ("/payments", &d.olga),
+        ("/runs", &d.olga),
+        ("/alerts", &d.olga),
+        ("/approvals", &d.sam),
+        ("/outbox", &d.olga),
+        ("/refused", &d.olga),
+        ("/bank", &d.olga),
+        ("/audit", &d.sam),
+        (&format!("/payments/{a}"), &d.olga),
+    ] {
+        let res = who
+            .get(format!("{}{path}", d.app.app.base))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        let html = res.text().await.unwrap();
+        let mut shapes: Vec<String> = Vec::new();
+        for data in resolved_resources(&html) {
+            // A page's own data is an object of several fields; what the
+            // frame itself carries (the session) is read once, outside it.
+            let Some(fields) = data
+                .get("Ok")
+                .and_then(Value::as_object)
+                .filter(|o| o.len() > 1)
+            else {
+                continue;
+            };
+            let mut keys: Vec<&str> = fields.keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            shapes.push(keys.join(","));
+        }
+        assert!(!shapes.is_empty(), "{path}: no data in the page");
+        let mut seen = std::collections::BTreeSet::new();
+        for shape in &shapes {
+            assert!(seen.insert(shape), "{path}: read more than once: {shape}");
+        }
+    }
+}
+
+/// The values a server-rendered page hands to its WebAssembly, parsed.
+fn resolved_resources(html: &str) -> Vec<Value> {
+    const MARK: &str = "__RESOLVED_RESOURCES[";
+    let mut found = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find(MARK) {
+        rest = &rest[at + MARK.len()..];
+        let Some(open) = rest.find("] = \"") else {
+            continue;
+        };
+        let literal = &rest[open + 4..];
+        let mut end = 1;
+        let bytes = literal.as_bytes();
+        while end < bytes.len() && bytes[end] != b'"' {
+            end += if bytes[end] == b'\\' { 2 } else { 1 };
+        }
+        let text: String = serde_json::from_str(&literal[..=end]).expect("a JSON string");
+        found.push(serde_json::from_str(&text).unwrap_or(Value::Null));
+        rest = &literal[end..];
+    }
+    found
+}
+
 both_databases!(
     a_dead_callback_replayed_moves_its_payment_once,
     a_callback_that_failed_verification_is_never_replayed,
@@ -853,4 +943,5 @@ both_databases!(
     the_console_and_the_api_refuse_the_same_upload_forms,
     lists_page_by_keyset_without_gaps_or_repeats,
     every_list_answers_an_empty_filter,
+    every_page_reads_its_data_once_per_load,
 );

@@ -18,22 +18,26 @@ use leptos_meta::Title;
 
 #[component]
 pub fn AlertsPage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <AlertsBody/>
-        </Frame>
-    }
-}
-
-#[component]
-fn AlertsBody() -> impl IntoView {
-    let Viewer { lang, user } = expect_context::<Viewer>();
     let filter = query_filter::<AlertFilter>();
     let ack = ServerAction::<AcknowledgeAlerts>::new();
     let page = Resource::new(
         move || (filter(), ack.version().get()),
         |(f, _)| list_alerts(f),
     );
+    view! {
+        <Frame allow=Role::ALL>
+            <AlertsBody page=page ack=ack/>
+        </Frame>
+    }
+}
+
+#[component]
+fn AlertsBody(
+    page: super::Loaded<AlertPage>,
+    ack: ServerAction<AcknowledgeAlerts>,
+) -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let filter = query_filter::<AlertFilter>();
     let err = action_error(ack, url_error());
     let may_ack = matches!(user.role, Role::Operator | Role::Supervisor);
     let title = Msg::Alerts.text(lang);

@@ -7,27 +7,18 @@
 use super::cells::use_zone;
 use super::confirm::ConfirmSubmit;
 use super::ticket::{Decide, ProposalCard};
-use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
-use crate::api::{ApproveFix, CommentProposal, RejectFix, list_proposals};
+use super::{ErrorNote, Frame, Loaded, Viewer, action_error, shown, url_error};
+use crate::api::{ApproveFix, CommentProposal, RejectFix, list_bulk_proposals, list_proposals};
+use crate::bulk::BulkProposal;
 use crate::codes::{Code, Codes};
 use crate::i18n::{Msg, tr};
-use crate::tickets::{ActionResult, ProposalComment};
+use crate::tickets::{ActionResult, Proposal, ProposalComment};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <ApprovalsBody/>
-        </Frame>
-    }
-}
-
-#[component]
-fn ApprovalsBody() -> impl IntoView {
-    let Viewer { lang, user } = expect_context::<Viewer>();
     let decide = Decide {
         approve: ServerAction::<ApproveFix>::new(),
         reject: ServerAction::<RejectFix>::new(),
@@ -40,6 +31,22 @@ fn ApprovalsBody() -> impl IntoView {
     };
     let queue = Resource::new(versions, |_| list_proposals("PENDING".into()));
     let recent = Resource::new(versions, |_| list_proposals("ALL".into()));
+    let bulk = Resource::new(|| (), |_| list_bulk_proposals());
+    view! {
+        <Frame allow=Role::ALL>
+            <ApprovalsBody decide=decide queue=queue recent=recent bulk=bulk/>
+        </Frame>
+    }
+}
+
+#[component]
+fn ApprovalsBody(
+    decide: Decide,
+    queue: Loaded<Vec<Proposal>>,
+    recent: Loaded<Vec<Proposal>>,
+    bulk: Loaded<Vec<BulkProposal>>,
+) -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
     let from_url = url_error();
     let page_error = move || {
         action_error(decide.approve, || None)()
@@ -74,7 +81,7 @@ fn ApprovalsBody() -> impl IntoView {
                 }), lang)
             })}
         </Transition>
-        <super::bulk::BulkProposals lang=lang/>
+        <super::bulk::BulkProposals list=bulk lang=lang/>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 shown(recent.await.map(|list| view! {

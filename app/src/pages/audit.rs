@@ -17,9 +17,10 @@ use leptos_router::hooks::use_query_map;
 
 #[component]
 pub fn AuditPage() -> impl IntoView {
+    let page = Resource::new(audit_filter(), list_audit);
     view! {
         <Frame allow=&[Role::Supervisor, Role::Admin]>
-            <AuditBody/>
+            <AuditBody page=page/>
         </Frame>
     }
 }
@@ -43,11 +44,10 @@ fn href(f: &AuditFilter, before: Option<i64>) -> String {
     format!("/audit?{}", parts.join("&"))
 }
 
-#[component]
-fn AuditBody() -> impl IntoView {
-    let Viewer { lang, .. } = expect_context::<Viewer>();
+/// The audit log's filter, as the address has it.
+fn audit_filter() -> impl Fn() -> AuditFilter + Copy + Send + Sync + 'static {
     let query = use_query_map();
-    let filter = move || {
+    move || {
         let q = query.read();
         let get = |k: &str| q.get(k).filter(|v| !v.trim().is_empty());
         AuditFilter {
@@ -58,8 +58,13 @@ fn AuditBody() -> impl IntoView {
             to: get("to"),
             before: get("before").and_then(|b| b.parse().ok()),
         }
-    };
-    let page = Resource::new(filter, list_audit);
+    }
+}
+
+#[component]
+fn AuditBody(page: super::Loaded<crate::tickets::AuditPage>) -> impl IntoView {
+    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let filter = audit_filter();
     let zone = StoredValue::new(use_zone());
     let title = tr(lang, "Audit log", "审计日志");
     view! {

@@ -47,9 +47,10 @@ pub fn SettledToBank(rows: Vec<SettledRow>, lang: Lang) -> impl IntoView {
 
 #[component]
 pub fn BankPage() -> impl IntoView {
+    let data = Resource::new(|| (), |_| load_bank());
     view! {
         <Frame allow=Role::ALL>
-            <BankBody/>
+            <BankBody data=data/>
         </Frame>
     }
 }
@@ -66,9 +67,8 @@ fn state_text(state: &str, lang: Lang) -> &'static str {
 }
 
 #[component]
-fn BankBody() -> impl IntoView {
+fn BankBody(data: super::Loaded<crate::bank::BankView>) -> impl IntoView {
     let super::Viewer { lang, user } = expect_context::<super::Viewer>();
-    let data = Resource::new(|| (), |_| load_bank());
     let title = Msg::Bank.text(lang);
     let may_work = matches!(user.role, Role::Operator | Role::Supervisor);
     let err = url_error();

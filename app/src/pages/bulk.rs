@@ -14,9 +14,9 @@ use super::ticket::{Decide, ProposalCard};
 use super::{ErrorNote, Frame, Viewer, action_error, url_error};
 use crate::api::{
     ApproveFix, BulkAction, BulkApprove, BulkPropose, BulkReject, CancelBulkJob, RejectFix,
-    UndoBulkClose, list_bulk_jobs, list_bulk_proposals, show_bulk_proposal,
+    UndoBulkClose, list_bulk_jobs, show_bulk_proposal,
 };
-use crate::bulk::{BULK_LIMIT, BulkJob, BulkProposal, UNDO_MINUTES};
+use crate::bulk::{BULK_LIMIT, BulkDetail, BulkJob, BulkProposal, UNDO_MINUTES};
 use crate::filter::QueryFilter;
 use crate::i18n::{Msg, tr};
 use crate::tickets::{FixKind, TicketFilter};
@@ -453,8 +453,7 @@ fn JobRow(
 
 /// The bulk proposals on the approvals page, newest first.
 #[component]
-pub fn BulkProposals(lang: Lang) -> impl IntoView {
-    let list = Resource::new(|| (), |_| list_bulk_proposals());
+pub fn BulkProposals(list: super::Loaded<Vec<BulkProposal>>, lang: Lang) -> impl IntoView {
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
@@ -494,16 +493,6 @@ pub fn BulkProposals(lang: Lang) -> impl IntoView {
 
 #[component]
 pub fn BulkProposalPage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <BulkProposalBody/>
-        </Frame>
-    }
-}
-
-#[component]
-fn BulkProposalBody() -> impl IntoView {
-    let Viewer { lang, user } = expect_context::<Viewer>();
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let decide = Decide {
@@ -519,6 +508,21 @@ fn BulkProposalBody() -> impl IntoView {
         )
     };
     let detail = Resource::new(move || (id(), versions()), |(id, _)| show_bulk_proposal(id));
+    view! {
+        <Frame allow=Role::ALL>
+            <BulkProposalBody decide=decide all=all none=none detail=detail/>
+        </Frame>
+    }
+}
+
+#[component]
+fn BulkProposalBody(
+    decide: Decide,
+    all: ServerAction<BulkApprove>,
+    none: ServerAction<BulkReject>,
+    detail: super::Loaded<BulkDetail>,
+) -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
     let running = Signal::derive(move || {
         detail
             .get()

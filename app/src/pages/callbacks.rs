@@ -5,7 +5,7 @@
 //! progress the page follows (and that can be left and returned to).
 
 use super::cells::{IdText, When, use_zone};
-use super::{ErrorNote, Frame, Viewer, action_error, query_filter, url_error};
+use super::{ErrorNote, Frame, Loaded, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
 use crate::codes::{Code, Codes};
 use crate::console::{CallbackDetail, CallbackFilter, CallbackPage, ReplayJob};
@@ -21,18 +21,29 @@ pub const CALLBACK_STATUSES: &[&str] = &["RECEIVED", "PROCESSING", "SUCCESS", "F
 
 #[component]
 pub fn CallbacksPage() -> impl IntoView {
+    let filter = query_filter::<CallbackFilter>();
+    let page = Resource::new(filter, list_callbacks);
+    let bulk = ServerAction::<BulkReplay>::new();
+    let jobs = Resource::new(move || bulk.version().get(), |_| replay_jobs());
     view! {
         <Frame allow=Role::ALL>
-            <CallbacksBody/>
+            <CallbacksBody page=page bulk=bulk jobs=jobs/>
         </Frame>
     }
 }
 
 #[component]
 pub fn CallbackPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let replay = ServerAction::<ReplayCallback>::new();
+    let detail = Resource::new(
+        move || (id(), replay.version().get()),
+        |(id, _)| show_callback(id),
+    );
     view! {
         <Frame allow=Role::ALL>
-            <CallbackBody/>
+            <CallbackBody replay=replay detail=detail/>
         </Frame>
     }
 }
@@ -61,12 +72,13 @@ pub fn poll_while(running: Signal<bool>, refetch: impl Fn() + Clone + 'static) {
 }
 
 #[component]
-fn CallbacksBody() -> impl IntoView {
+fn CallbacksBody(
+    page: Loaded<CallbackPage>,
+    bulk: ServerAction<BulkReplay>,
+    jobs: Loaded<Vec<ReplayJob>>,
+) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
     let filter = query_filter::<CallbackFilter>();
-    let page = Resource::new(filter, list_callbacks);
-    let bulk = ServerAction::<BulkReplay>::new();
-    let jobs = Resource::new(move || bulk.version().get(), |_| replay_jobs());
     let running = Signal::derive(move || {
         jobs.get()
             .and_then(Result::ok)
@@ -216,15 +228,11 @@ fn List(p: CallbackPage, f: CallbackFilter, lang: Lang) -> impl IntoView {
 }
 
 #[component]
-fn CallbackBody() -> impl IntoView {
+fn CallbackBody(
+    replay: ServerAction<ReplayCallback>,
+    detail: Loaded<CallbackDetail>,
+) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
-    let params = use_params_map();
-    let id = move || params.read().get("id").unwrap_or_default();
-    let replay = ServerAction::<ReplayCallback>::new();
-    let detail = Resource::new(
-        move || (id(), replay.version().get()),
-        |(id, _)| show_callback(id),
-    );
     let err = action_error(replay, url_error());
     let may_replay = matches!(user.role, Role::Operator | Role::Supervisor);
     view! {

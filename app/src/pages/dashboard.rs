@@ -20,16 +20,6 @@ use leptos_router::hooks::use_query_map;
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <DashboardBody/>
-        </Frame>
-    }
-}
-
-#[component]
-fn DashboardBody() -> impl IntoView {
-    let Viewer { lang, .. } = expect_context::<Viewer>();
     let query = use_query_map();
     let key = move || {
         let q = query.read();
@@ -39,6 +29,16 @@ fn DashboardBody() -> impl IntoView {
         )
     };
     let data = Resource::new(key, |(day, provider)| load_dashboard(day, provider));
+    view! {
+        <Frame allow=Role::ALL>
+            <DashboardBody data=data/>
+        </Frame>
+    }
+}
+
+#[component]
+fn DashboardBody(data: super::Loaded<Dashboard>) -> impl IntoView {
+    let Viewer { lang, .. } = expect_context::<Viewer>();
     let title = Msg::Dashboard.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>

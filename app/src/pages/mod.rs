@@ -90,6 +90,12 @@ pub struct Ctx {
     pub logout: ServerAction<Logout>,
 }
 
+/// A page's data as the server answered it. A page creates its resources in
+/// its route component, outside `Frame`: the server renders what is inside
+/// `Frame` more than once, and a resource made there would be fetched each
+/// time, the page drawn from the last answer and hydrated with the first.
+pub type Loaded<T> = Resource<Result<T, AppError>>;
+
 /// The signed-in viewer, provided to a page's body by [`Frame`].
 #[derive(Clone)]
 pub struct Viewer {
@@ -287,7 +293,9 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
 /// How many proposals of others wait for this supervisor's decision.
 #[component]
 fn QueueBadge(lang: Lang) -> impl IntoView {
-    let queue = Resource::new(|| (), |_| waiting_for_me());
+    // Counted in the browser: the bar is drawn inside `Frame`, where a
+    // server-side resource would be fetched on every pass (see `Loaded`).
+    let queue = LocalResource::new(waiting_for_me);
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

@@ -23,35 +23,6 @@ use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn OutboxPage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <OutboxBody/>
-        </Frame>
-    }
-}
-
-#[component]
-pub fn OutboxMessagePage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <MessageBody/>
-        </Frame>
-    }
-}
-
-/// A delivery's status in words: PENDING with attempts is retrying.
-fn status_text(d: &OutboxDelivery, lang: Lang) -> &'static str {
-    match d.status.as_str() {
-        "DELIVERED" => tr(lang, "delivered", "已送达"),
-        "DEAD" => "DEAD",
-        _ if d.attempts > 0 => tr(lang, "retrying", "重试中"),
-        _ => tr(lang, "pending", "待发送"),
-    }
-}
-
-#[component]
-fn OutboxBody() -> impl IntoView {
-    let Viewer { lang, user } = expect_context::<Viewer>();
     let filter = query_filter::<OutboxFilter>();
     let page = Resource::new(filter, list_outbox);
     let bulk = ServerAction::<BulkResendOutbox>::new();
@@ -67,6 +38,49 @@ fn OutboxBody() -> impl IntoView {
         },
         |_| outbox_jobs(),
     );
+    view! {
+        <Frame allow=Role::ALL>
+            <OutboxBody page=page bulk=bulk recover=recover cancel=cancel jobs=jobs/>
+        </Frame>
+    }
+}
+
+#[component]
+pub fn OutboxMessagePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let resend = ServerAction::<ResendOutbox>::new();
+    let detail = Resource::new(
+        move || (id(), resend.version().get()),
+        |(id, _)| show_outbox(id),
+    );
+    view! {
+        <Frame allow=Role::ALL>
+            <MessageBody resend=resend detail=detail/>
+        </Frame>
+    }
+}
+
+/// A delivery's status in words: PENDING with attempts is retrying.
+fn status_text(d: &OutboxDelivery, lang: Lang) -> &'static str {
+    match d.status.as_str() {
+        "DELIVERED" => tr(lang, "delivered", "已送达"),
+        "DEAD" => "DEAD",
+        _ if d.attempts > 0 => tr(lang, "retrying", "重试中"),
+        _ => tr(lang, "pending", "待发送"),
+    }
+}
+
+#[component]
+fn OutboxBody(
+    page: super::Loaded<OutboxPage>,
+    bulk: ServerAction<BulkResendOutbox>,
+    recover: ServerAction<RecoverOutbox>,
+    cancel: ServerAction<CancelOutboxJob>,
+    jobs: super::Loaded<Vec<OutboxJob>>,
+) -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let filter = query_filter::<OutboxFilter>();
     let running = Signal::derive(move || {
         jobs.get().and_then(Result::ok).is_some_and(|j| {
             j.iter()
@@ -297,15 +311,11 @@ fn List(p: OutboxPage, f: OutboxFilter, lang: Lang) -> impl IntoView {
 }
 
 #[component]
-fn MessageBody() -> impl IntoView {
+fn MessageBody(
+    resend: ServerAction<ResendOutbox>,
+    detail: super::Loaded<OutboxDetail>,
+) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
-    let params = use_params_map();
-    let id = move || params.read().get("id").unwrap_or_default();
-    let resend = ServerAction::<ResendOutbox>::new();
-    let detail = Resource::new(
-        move || (id(), resend.version().get()),
-        |(id, _)| show_outbox(id),
-    );
     let err = action_error(resend, url_error());
     let may_resend = matches!(user.role, Role::Operator | Role::Supervisor);
     view! {

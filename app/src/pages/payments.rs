@@ -17,27 +17,31 @@ use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn PaymentsPage() -> impl IntoView {
+    let filter = query_filter::<PaymentFilter>();
+    let page = Resource::new(filter, list_payments);
     view! {
         <Frame allow=Role::ALL>
-            <PaymentsBody/>
+            <PaymentsBody page=page/>
         </Frame>
     }
 }
 
 #[component]
 pub fn PaymentPage() -> impl IntoView {
+    let params = use_params_map();
+    let no = move || params.read().get("no").unwrap_or_default();
+    let view_of = Resource::new(no, show_payment);
     view! {
         <Frame allow=Role::ALL>
-            <PaymentBody/>
+            <PaymentBody view_of=view_of/>
         </Frame>
     }
 }
 
 #[component]
-fn PaymentsBody() -> impl IntoView {
+fn PaymentsBody(page: super::Loaded<PaymentPage>) -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
     let filter = query_filter::<PaymentFilter>();
-    let page = Resource::new(filter, list_payments);
     let title = Msg::Payments.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
@@ -129,11 +133,8 @@ fn List(p: PaymentPage, f: PaymentFilter, lang: Lang) -> impl IntoView {
 }
 
 #[component]
-fn PaymentBody() -> impl IntoView {
+fn PaymentBody(view_of: super::Loaded<PaymentView>) -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
-    let params = use_params_map();
-    let no = move || params.read().get("no").unwrap_or_default();
-    let view_of = Resource::new(no, show_payment);
     view! {
         <Title text=format!("{} · {}", Msg::Payment.text(lang), Msg::AppName.text(lang))/>
         <p><a href="/payments">{tr(lang, "← All payments", "← 全部支付单")}</a></p>

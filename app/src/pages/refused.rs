@@ -45,18 +45,23 @@ pub fn reason_name(reason: &str, lang: Lang) -> String {
 
 #[component]
 pub fn RefusedListPage() -> impl IntoView {
+    let filter = query_filter::<RefusedFilter>();
+    let page = Resource::new(filter, list_refused);
     view! {
         <Frame allow=Role::ALL>
-            <RefusedBody/>
+            <RefusedBody page=page/>
         </Frame>
     }
 }
 
 #[component]
 pub fn RefusedOnePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let detail = Resource::new(id, show_refused);
     view! {
         <Frame allow=Role::ALL>
-            <RefusedOneBody/>
+            <RefusedOneBody detail=detail/>
         </Frame>
     }
 }
@@ -73,10 +78,9 @@ pub fn RefusedOnDashboard(count: i64, lang: Lang) -> impl IntoView {
 }
 
 #[component]
-fn RefusedBody() -> impl IntoView {
+fn RefusedBody(page: super::Loaded<RefusedPage>) -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
     let filter = query_filter::<RefusedFilter>();
-    let page = Resource::new(filter, list_refused);
     let title = Msg::RefusedWebhooks.text(lang);
     view! {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
@@ -189,11 +193,8 @@ fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
 }
 
 #[component]
-fn RefusedOneBody() -> impl IntoView {
+fn RefusedOneBody(detail: super::Loaded<RefusedDetail>) -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
-    let params = use_params_map();
-    let id = move || params.read().get("id").unwrap_or_default();
-    let detail = Resource::new(id, show_refused);
     view! {
         <Title text=format!("{} · {}", Msg::RefusedWebhooks.text(lang), Msg::AppName.text(lang))/>
         <p><a href="/refused">{tr(lang, "← All refused webhooks", "← 全部被拒回调")}</a></p>

@@ -20,24 +20,25 @@ use leptos_router::hooks::use_query_map;
 
 #[component]
 pub fn RunsPage() -> impl IntoView {
-    view! {
-        <Frame allow=Role::ALL>
-            <RunsBody/>
-        </Frame>
-    }
-}
-
-#[component]
-fn RunsBody() -> impl IntoView {
-    let Viewer { lang, user } = expect_context::<Viewer>();
     let query = use_query_map();
     let after = move || query.read().get("after");
-    let shown = move || query.read().get("run");
     let resume = ServerAction::<ResumeRun>::new();
     let page = Resource::new(
         move || (after(), resume.version().get()),
         |(a, _)| list_runs(a),
     );
+    view! {
+        <Frame allow=Role::ALL>
+            <RunsBody page=page resume=resume/>
+        </Frame>
+    }
+}
+
+#[component]
+fn RunsBody(page: super::Loaded<RunPage>, resume: ServerAction<ResumeRun>) -> impl IntoView {
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let query = use_query_map();
+    let shown = move || query.read().get("run");
     // A refetch that fails or is still loading leaves the page as it was,
     // so it keeps following rather than stopping on a transient error.
     let running = Memo::new(move |before: Option<&bool>| match page.get() {

@@ -15,9 +15,15 @@ use leptos_meta::Title;
 
 #[component]
 pub fn SinksPage() -> impl IntoView {
+    let act = ServerAction::<PauseSink>::new();
+    let retry = ServerAction::<RetrySink>::new();
+    let sinks = Resource::new(
+        move || (act.version().get(), retry.version().get()),
+        |_| list_sinks(),
+    );
     view! {
         <Frame allow=Role::ALL>
-            <SinksBody/>
+            <SinksBody act=act retry=retry sinks=sinks/>
         </Frame>
     }
 }
@@ -35,14 +41,12 @@ fn when(zone: &crate::format::Zone, at: Option<i64>) -> String {
 }
 
 #[component]
-fn SinksBody() -> impl IntoView {
+fn SinksBody(
+    act: ServerAction<PauseSink>,
+    retry: ServerAction<RetrySink>,
+    sinks: super::Loaded<Vec<SinkRow>>,
+) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
-    let act = ServerAction::<PauseSink>::new();
-    let retry = ServerAction::<RetrySink>::new();
-    let sinks = Resource::new(
-        move || (act.version().get(), retry.version().get()),
-        |_| list_sinks(),
-    );
     let err = action_error(act, url_error());
     let retry_err = action_error(retry, || None);
     let may_act = matches!(user.role, Role::Operator | Role::Supervisor);

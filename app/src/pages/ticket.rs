@@ -26,11 +26,69 @@ use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn TicketPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let work = Work {
+        assign: ServerAction::<AssignTicket>::new(),
+        comment: ServerAction::<CommentTicket>::new(),
+        evidence: ServerAction::<AddEvidence>::new(),
+        conclude: ServerAction::<ConcludeTicket>::new(),
+        requery: ServerAction::<RequeryTicket>::new(),
+        replay: ServerAction::<ReplayForTicket>::new(),
+        propose: ServerAction::<ProposeFix>::new(),
+        decide: Decide {
+            approve: ServerAction::<ApproveFix>::new(),
+            reject: ServerAction::<RejectFix>::new(),
+        },
+    };
+    // The work forms' refusals show beside their form and leave the page as
+    // it is (what was typed stays); their successes reload the ticket.
+    let (assigned, commented, attached, concluded, proposed) = (
+        successes(work.assign),
+        successes(work.comment),
+        successes(work.evidence),
+        successes(work.conclude),
+        successes(work.propose),
+    );
+    let detail = Resource::new(
+        move || {
+            (
+                id(),
+                assigned.get(),
+                commented.get(),
+                attached.get(),
+                concluded.get(),
+                work.requery.version().get(),
+                work.replay.version().get(),
+                proposed.get(),
+                work.decide.approve.version().get(),
+                work.decide.reject.version().get(),
+            )
+        },
+        |(id, ..)| show_ticket(id),
+    );
+    // The queue the ticket was opened from (the list's filters travel in
+    // the address): previous and next in it, by link or by key.
+    let filter = query_filter::<TicketFilter>();
+    let neighbours = Resource::new(move || (id(), filter()), |(id, f)| ticket_neighbours(id, f));
     view! {
         <Frame allow=Role::ALL>
-            <TicketBody/>
+            <TicketBody work=work detail=detail neighbours=neighbours/>
         </Frame>
     }
+}
+
+/// The ticket page's actions, made once with its data (see `Loaded`).
+#[derive(Clone, Copy)]
+struct Work {
+    assign: ServerAction<AssignTicket>,
+    comment: ServerAction<CommentTicket>,
+    evidence: ServerAction<AddEvidence>,
+    conclude: ServerAction<ConcludeTicket>,
+    requery: ServerAction<RequeryTicket>,
+    replay: ServerAction<ReplayForTicket>,
+    propose: ServerAction<ProposeFix>,
+    decide: Decide,
 }
 
 /// The actions of a proposal card, shared with the approvals page.
@@ -41,47 +99,22 @@ pub struct Decide {
 }
 
 #[component]
-fn TicketBody() -> impl IntoView {
+fn TicketBody(
+    work: Work,
+    detail: super::Loaded<TicketDetail>,
+    neighbours: super::Loaded<Neighbours>,
+) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
-    let params = use_params_map();
-    let id = move || params.read().get("id").unwrap_or_default();
-    let assign = ServerAction::<AssignTicket>::new();
-    let comment = ServerAction::<CommentTicket>::new();
-    let evidence = ServerAction::<AddEvidence>::new();
-    let conclude = ServerAction::<ConcludeTicket>::new();
-    let requery = ServerAction::<RequeryTicket>::new();
-    let replay = ServerAction::<ReplayForTicket>::new();
-    let propose = ServerAction::<ProposeFix>::new();
-    let decide = Decide {
-        approve: ServerAction::<ApproveFix>::new(),
-        reject: ServerAction::<RejectFix>::new(),
-    };
-    // The work forms' refusals show beside their form and leave the page as
-    // it is (what was typed stays); their successes reload the ticket.
-    let (assigned, commented, attached, concluded, proposed) = (
-        successes(assign),
-        successes(comment),
-        successes(evidence),
-        successes(conclude),
-        successes(propose),
-    );
-    let detail = Resource::new(
-        move || {
-            (
-                id(),
-                assigned.get(),
-                commented.get(),
-                attached.get(),
-                concluded.get(),
-                requery.version().get(),
-                replay.version().get(),
-                proposed.get(),
-                decide.approve.version().get(),
-                decide.reject.version().get(),
-            )
-        },
-        |(id, ..)| show_ticket(id),
-    );
+    let Work {
+        assign,
+        comment,
+        evidence,
+        conclude,
+        requery,
+        replay,
+        propose,
+        decide,
+    } = work;
     let from_url = url_error();
     let page_error = move || {
         action_error(requery, || None)()
@@ -107,10 +140,7 @@ fn TicketBody() -> impl IntoView {
         to: StoredValue::new(None),
         drawn: StoredValue::new(false),
     });
-    // The queue the ticket was opened from (the list's filters travel in
-    // the address): previous and next in it, by link or by key.
     let filter = query_filter::<TicketFilter>();
-    let neighbours = Resource::new(move || (id(), filter()), |(id, f)| ticket_neighbours(id, f));
     queue_keys(filter, neighbours);
     view! {
         <Title text=format!("{} · {}", tr(lang, "Ticket", "工单"), Msg::AppName.text(lang))/>

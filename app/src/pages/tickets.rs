@@ -16,9 +16,15 @@ use leptos_meta::Title;
 
 #[component]
 pub fn TicketsPage() -> impl IntoView {
+    let filter = query_filter::<TicketFilter>();
+    // `a` assigns the current row to the viewer, through the same server
+    // function as the ticket page; the list reloads to show the owner.
+    let assign = ServerAction::<AssignTicket>::new();
+    let assigned = super::ticket::successes(assign);
+    let page = Resource::new(move || (filter(), assigned.get()), |(f, _)| list_tickets(f));
     view! {
         <Frame allow=Role::ALL>
-            <TicketsBody/>
+            <TicketsBody assign=assign page=page/>
         </Frame>
     }
 }
@@ -44,14 +50,12 @@ pub fn list_href(f: &TicketFilter) -> String {
 }
 
 #[component]
-fn TicketsBody() -> impl IntoView {
+fn TicketsBody(
+    assign: ServerAction<AssignTicket>,
+    page: super::Loaded<TicketPage>,
+) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
     let filter = query_filter::<TicketFilter>();
-    // `a` assigns the current row to the viewer, through the same server
-    // function as the ticket page; the list reloads to show the owner.
-    let assign = ServerAction::<AssignTicket>::new();
-    let assigned = super::ticket::successes(assign);
-    let page = Resource::new(move || (filter(), assigned.get()), |(f, _)| list_tickets(f));
     super::bulk::provide_picked();
     // The row the keys work on, by its place on the page; none after the
     // list's filter or page changes.

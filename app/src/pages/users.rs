@@ -11,16 +11,6 @@ use leptos_meta::Title;
 
 #[component]
 pub fn UsersPage() -> impl IntoView {
-    view! {
-        <Frame allow=&[Role::Admin]>
-            <UsersBody/>
-        </Frame>
-    }
-}
-
-#[component]
-fn UsersBody() -> impl IntoView {
-    let Viewer { user: me, lang } = expect_context::<Viewer>();
     let create = ServerAction::<CreateUser>::new();
     let set_role = ServerAction::<SetRole>::new();
     let reset = ServerAction::<ResetPassword>::new();
@@ -36,6 +26,22 @@ fn UsersBody() -> impl IntoView {
         },
         |_| list_users(),
     );
+    view! {
+        <Frame allow=&[Role::Admin]>
+            <UsersBody create=create set_role=set_role reset=reset disable=disable users=users/>
+        </Frame>
+    }
+}
+
+#[component]
+fn UsersBody(
+    create: ServerAction<CreateUser>,
+    set_role: ServerAction<SetRole>,
+    reset: ServerAction<ResetPassword>,
+    disable: ServerAction<SetDisabled>,
+    users: super::Loaded<Vec<User>>,
+) -> impl IntoView {
+    let Viewer { user: me, lang } = expect_context::<Viewer>();
     // One place for the outcome of any form on the page: an action's error
     // after hydration, or the `?err=` a plain form post came back with.
     let from_url = url_error();

@@ -80,8 +80,8 @@ pub struct BankImport<'a> {
     pub actor: &'a str,
 }
 
-/// What an import did.
-#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+/// What an import did (serialized as the CLI prints it).
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Imported {
     pub statement: StatementRow,
     /// `true` when the same file had been imported before: nothing changed.

@@ -189,24 +189,17 @@ pub(super) async fn keep<T: Serialize>(
     idempotency::answer(&mut *conn, scope, key, status, &body.to_string()).await
 }
 
-/// A payment as the API returns it. The values are the store's rows as
-/// JSON; `value_type` names those rows for the OpenAPI document.
-#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
+/// A payment with what is known of it: its effects, status history,
+/// outbox events, alerts, discrepancies and refunds.
+#[derive(Clone, Debug)]
 pub struct PaymentDetail {
-    #[schema(value_type = payments::PaymentRow)]
-    pub payment: serde_json::Value,
-    #[schema(value_type = Vec<payments::EffectRow>)]
-    pub effects: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<payments::HistoryRow>)]
-    pub history: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<outbox::EventRow>)]
-    pub outbox: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<alerts::AlertRow>)]
-    pub alerts: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<tickets::DiscrepancyRow>)]
-    pub discrepancies: Vec<serde_json::Value>,
-    #[schema(value_type = Vec<refunds::RefundRow>)]
-    pub refunds: Vec<serde_json::Value>,
+    pub payment: payments::PaymentRow,
+    pub effects: Vec<payments::EffectRow>,
+    pub history: Vec<payments::HistoryRow>,
+    pub outbox: Vec<outbox::EventRow>,
+    pub alerts: Vec<alerts::AlertRow>,
+    pub discrepancies: Vec<tickets::DiscrepancyRow>,
+    pub refunds: Vec<refunds::RefundRow>,
 }
 
 fn json_of<T: Serialize>(v: T) -> serde_json::Value {
@@ -299,37 +292,13 @@ impl Engine {
             .await?
             .ok_or_else(|| MerchantError::NotFound(payment_no.into()))?;
         Ok(PaymentDetail {
-            payment: json_of(payment),
-            effects: payments::effects(pool, payment_no)
-                .await?
-                .into_iter()
-                .map(json_of)
-                .collect(),
-            history: payments::history(pool, payment_no)
-                .await?
-                .into_iter()
-                .map(json_of)
-                .collect(),
-            outbox: outbox::events_of(pool, payment_no)
-                .await?
-                .into_iter()
-                .map(json_of)
-                .collect(),
-            alerts: alerts::alerts_for(pool, payment_no)
-                .await?
-                .into_iter()
-                .map(json_of)
-                .collect(),
-            discrepancies: tickets::discrepancies_for(pool, payment_no)
-                .await?
-                .into_iter()
-                .map(json_of)
-                .collect(),
-            refunds: refunds::of_payment(pool, payment_no)
-                .await?
-                .into_iter()
-                .map(json_of)
-                .collect(),
+            payment,
+            effects: payments::effects(pool, payment_no).await?,
+            history: payments::history(pool, payment_no).await?,
+            outbox: outbox::events_of(pool, payment_no).await?,
+            alerts: alerts::alerts_for(pool, payment_no).await?,
+            discrepancies: tickets::discrepancies_for(pool, payment_no).await?,
+            refunds: refunds::of_payment(pool, payment_no).await?,
         })
     }
 

@@ -28,9 +28,9 @@ pub struct CreateRefund {
     pub reason: String,
 }
 
-/// A refund as the API returns it: its row and, beside it, its payment's
-/// balance.
-#[derive(Serialize, utoipa::ToSchema)]
+/// A refund with its payment's balance: the answer kept under the
+/// merchant's idempotency key (as JSON) and read back for a repeat.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RefundDetail {
     #[serde(flatten)]
     pub refund: refunds::RefundRow,
@@ -39,7 +39,7 @@ pub struct RefundDetail {
 }
 
 /// A payment's refund figures, in minor units of its currency.
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RefundBalance {
     pub status: String,
     pub amount_minor: i64,
@@ -49,9 +49,9 @@ pub struct RefundBalance {
     pub refundable_minor: i64,
 }
 
-/// A refund as the API returns it, with the payment's figures.
-fn refund_json(r: refunds::RefundRow, balance: Option<refunds::Balance>) -> serde_json::Value {
-    let detail = RefundDetail {
+/// A refund with the payment's figures.
+fn refund_detail(r: refunds::RefundRow, balance: Option<refunds::Balance>) -> RefundDetail {
+    RefundDetail {
         refund: r,
         payment: balance.map(|b| RefundBalance {
             status: b.status.as_str().to_owned(),
@@ -60,8 +60,14 @@ fn refund_json(r: refunds::RefundRow, balance: Option<refunds::Balance>) -> serd
             reserved_minor: b.reserved_minor,
             refundable_minor: b.amount_minor - b.refunded_minor - b.reserved_minor,
         }),
-    };
-    serde_json::to_value(detail).unwrap_or_default()
+    }
+}
+
+impl RefundDetail {
+    /// The answer as [`Engine::request_refund`] gives and keeps it.
+    pub fn from_kept(kept: serde_json::Value) -> Result<RefundDetail, MerchantError> {
+        serde_json::from_value(kept).map_err(|e| MerchantError::Store(store::undecodable(e)))
+    }
 }
 
 impl Engine {
@@ -260,16 +266,18 @@ impl Engine {
             .await?
             .ok_or_else(|| MerchantError::Invalid("refund vanished".into()))?;
         let balance = refunds::balance(&mut *conn, payment_no.as_str()).await?;
-        Ok(Ok(refund_json(row, balance)))
+        Ok(Ok(
+            serde_json::to_value(refund_detail(row, balance)).unwrap_or_default()
+        ))
     }
 
-    pub async fn refund_detail(&self, refund_no: &str) -> Result<serde_json::Value, MerchantError> {
+    pub async fn refund_detail(&self, refund_no: &str) -> Result<RefundDetail, MerchantError> {
         RefundNo::parse(refund_no).map_err(|_| MerchantError::NotFound(refund_no.into()))?;
         let pool = &self.db.pool;
         let r = refunds::get(pool, refund_no)
             .await?
             .ok_or_else(|| MerchantError::NotFound(refund_no.into()))?;
         let balance = refunds::balance(pool, &r.payment_no).await?;
-        Ok(refund_json(r, balance))
+        Ok(refund_detail(r, balance))
     }
 }

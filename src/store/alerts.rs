@@ -110,7 +110,7 @@ pub async fn raise_alerts(
     Ok(())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct AlertRow {
     pub alert_id: String,
     pub kind: String,

@@ -7,8 +7,9 @@ use super::audit::{self, Entry};
 use super::audit_keys::Keys;
 use sqlx::{Any, AnyConnection, Executor};
 
-/// An imported statement as listed.
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+/// An imported statement as listed. Serialized as the CLI prints an
+/// import; the API answers with its own type.
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct StatementRow {
     pub statement_id: String,
     pub sha256: String,
@@ -136,7 +137,7 @@ pub async fn statements<'e>(
 }
 
 /// A bank entry as matching and the console read it.
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct EntryRow {
     pub entry_id: String,
     pub statement_id: String,
@@ -255,7 +256,7 @@ pub async fn upsert_payout<'e>(
     Ok(())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct PayoutRow {
     pub provider: String,
     pub payout_id: String,

@@ -232,7 +232,7 @@ pub async fn record(
     Ok(result)
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct EventRow {
     pub message_id: String,
     pub aggregate_id: String,

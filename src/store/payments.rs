@@ -4,7 +4,9 @@ use crate::domain::PaymentStatus::{self, Closed, Created, Failed, Succeeded};
 use crate::store::batch::{Arg, Cell, Statements, insert_rows};
 use sqlx::{Any, Executor};
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+/// The serde derives are for the engine, which keeps a payment it made as
+/// JSON under the merchant's idempotency key and reads it back for a repeat.
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct PaymentRow {
     pub payment_no: String,
     pub order_no: String,
@@ -14,7 +16,6 @@ pub struct PaymentRow {
     pub amount_minor: i64,
     pub currency: String,
     #[sqlx(try_from = "String")]
-    #[schema(value_type = String)]
     pub status: PaymentStatus,
     pub version: i64,
     pub description: Option<String>,
@@ -277,7 +278,7 @@ pub async fn release(
     Ok(reason)
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct EffectRow {
     pub effect_type: String,
     pub created_at: i64,
@@ -303,7 +304,7 @@ pub struct HistoryEntry<'a> {
     pub at: i64,
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct HistoryRow {
     pub from_status: String,
     pub to_status: String,

@@ -9,8 +9,9 @@ use super::{Db, DbKind, ROWS_PER_STATEMENT};
 use futures_util::Stream;
 use sqlx::{Any, AnyPool, Executor, QueryBuilder};
 
-/// A run, as the API and CLI report it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, sqlx::FromRow, utoipa::ToSchema)]
+/// A run. Serialized as the CLI prints it; the API answers with its own
+/// type.
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct RunRow {
     pub run_id: String,
     pub provider: String,

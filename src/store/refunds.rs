@@ -7,7 +7,9 @@ use crate::domain::{Mover, RefundStatus};
 use crate::store::payments;
 use sqlx::{Any, AnyConnection, Executor};
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+/// The serde derives are for the engine, which keeps a refund it took as
+/// JSON under the merchant's idempotency key and reads it back for a repeat.
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct RefundRow {
     pub refund_no: String,
     pub payment_no: String,

@@ -81,7 +81,7 @@ pub async fn open_with_alert(
     Ok(())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DiscrepancyRow {
     pub discrepancy_id: String,
     pub class: String,

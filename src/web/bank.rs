@@ -4,10 +4,10 @@
 
 use super::AppState;
 use super::api_error::ApiError;
+use super::api_types::{BankStatement, Imported, Payout};
 use super::bearer::Bearer;
-use crate::bank::{self, BankError, BankImport, Imported, MatchFigures};
+use crate::bank::{self, BankError, BankImport, MatchFigures};
 use crate::engine::Engine;
-use crate::store::bank::{PayoutRow, StatementRow};
 use axum::extract::{DefaultBodyLimit, Multipart, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -93,7 +93,7 @@ pub async fn upload(
     } else {
         StatusCode::CREATED
     };
-    Ok((status, Json(imported)))
+    Ok((status, Json(imported.into())))
 }
 
 /// A bank statement upload's fields, read the same for the API and the
@@ -191,7 +191,7 @@ async fn console_upload(
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct StatementList {
-    statements: Vec<StatementRow>,
+    statements: Vec<BankStatement>,
 }
 
 /// `GET /api/v1/bank/statements`: the latest imported statements.
@@ -204,12 +204,13 @@ pub async fn statements(
     let statements = crate::store::bank::statements(&engine.db.pool, LIST_LIMIT)
         .await
         .map_err(BankError::from)?;
+    let statements = statements.into_iter().map(Into::into).collect();
     Ok(Json(StatementList { statements }))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct PayoutList {
-    payouts: Vec<PayoutRow>,
+    payouts: Vec<Payout>,
 }
 
 /// `GET /api/v1/bank/payouts`: the latest payouts and their match state.
@@ -222,6 +223,7 @@ pub async fn payouts(
     let payouts = crate::store::bank::payouts(&engine.db.pool, LIST_LIMIT)
         .await
         .map_err(BankError::from)?;
+    let payouts = payouts.into_iter().map(Into::into).collect();
     Ok(Json(PayoutList { payouts }))
 }
 

@@ -4,10 +4,10 @@
 
 use super::AppState;
 use super::api_error::ApiError;
+use super::api_types::{Payment, PaymentDetail, RefundDetail, json_of};
 use super::bearer::Bearer;
-use crate::engine::{CreatePayment, CreateRefund, Engine, MerchantError, PaymentDetail};
-use crate::engine::{RefundDetail, Refused, RefusedKind};
-use crate::store::payments::PaymentRow;
+use crate::engine::{self, CreatePayment, CreateRefund, Engine, MerchantError};
+use crate::engine::{Refused, RefusedKind};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -110,7 +110,7 @@ pub struct WhoAmI {
 pub struct Closed {
     /// `applied`, `duplicate`, `out_of_order`, …
     pub result: &'static str,
-    #[schema(value_type = PaymentRow)]
+    #[schema(value_type = Payment)]
     pub payment: serde_json::Value,
 }
 
@@ -127,7 +127,7 @@ pub async fn whoami(Bearer(token): Bearer) -> Json<WhoAmI> {
         description = "The same key and body always get the first answer again")),
     request_body = CreatePayment,
     responses(
-        (status = 201, description = "Created; the provider is asked by a worker", body = PaymentRow),
+        (status = 201, description = "Created; the provider is asked by a worker", body = Payment),
         (status = 400, description = "Missing Idempotency-Key or invalid body", body = ApiError),
         (status = 409, description = "The order already has a live payment attempt", body = ApiError),
         (status = 422, description = "The Idempotency-Key was used with another body", body = ApiError),
@@ -141,7 +141,7 @@ pub async fn create(
     let key = idempotency_key(&headers)?;
     let Json(req) = body.map_err(unreadable)?;
     let payment = engine.create_payment(&scope, key, &req).await?;
-    Ok(created(payment))
+    Ok(created(Payment::from(payment)))
 }
 
 /// `POST /api/v1/payments/{payment_no}/refunds`.
@@ -166,10 +166,11 @@ pub async fn refund(
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
     let Json(req) = body.map_err(unreadable)?;
-    let refund = engine
+    let kept = engine
         .request_refund(&scope, key, &payment_no, &req)
         .await?;
-    Ok(created(refund))
+    let refund = engine::RefundDetail::from_kept(kept)?;
+    Ok(created(RefundDetail::from(refund)))
 }
 
 /// `GET /api/v1/refunds/{refund_no}`.
@@ -184,7 +185,8 @@ pub async fn show_refund(
     _token: Bearer,
     Path(refund_no): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    Ok(Json(engine.refund_detail(&refund_no).await?))
+    let refund = engine.refund_detail(&refund_no).await?;
+    Ok(Json(json_of::<RefundDetail>(refund)))
 }
 
 /// `GET /api/v1/payments/{payment_no}`.
@@ -199,7 +201,7 @@ pub async fn show(
     _token: Bearer,
     Path(payment_no): Path<String>,
 ) -> Result<Json<PaymentDetail>, ApiError> {
-    Ok(Json(engine.payment_detail(&payment_no).await?))
+    Ok(Json(engine.payment_detail(&payment_no).await?.into()))
 }
 
 /// `POST /api/v1/payments/{payment_no}/close`.
@@ -221,7 +223,7 @@ pub async fn close(
     let detail = engine.payment_detail(&payment_no).await?;
     Ok(Json(Closed {
         result: applied.class(),
-        payment: detail.payment,
+        payment: json_of::<Payment>(detail.payment),
     }))
 }
 

@@ -7,6 +7,7 @@
 //! ([`api_error`]).
 
 pub mod api_error;
+pub mod api_types;
 pub mod assets;
 pub mod bank;
 pub mod bearer;

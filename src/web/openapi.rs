@@ -1,6 +1,7 @@
 //! The OpenAPI 3.1 document of the merchant and reconciliation API, served
 //! at `GET /api/v1/openapi.json`. It is made from the handlers' own
-//! `utoipa::path` attributes and the types they answer with; the answers
+//! `utoipa::path` attributes and the types they answer with (the API's
+//! own, [`super::api_types`], never the store's rows); the answers
 //! every operation can get from the layers around it (401, 408, 413, 500)
 //! are added here once.
 

@@ -5,10 +5,11 @@
 
 use super::AppState;
 use super::api_error::ApiError;
+use super::api_types::Run;
 use super::bearer::Bearer;
 use super::upload::{self, FormError};
 use crate::engine::Engine;
-use crate::recon::{Import, ReconDay, ReconError, RunRow};
+use crate::recon::{Import, ReconDay, ReconError};
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
 use axum::http::{HeaderName, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -92,8 +93,8 @@ fn form_refused(e: FormError) -> ApiError {
 #[utoipa::path(post, path = "/api/v1/recon/runs", tag = "reconciliation",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(
-        (status = 201, description = "The run, completed or failed (a refused statement)", body = RunRow),
-        (status = 200, description = "The file was already reconciled for that day: the earlier run, its `note` saying so; nothing was read again", body = RunRow),
+        (status = 201, description = "The run, completed or failed (a refused statement)", body = Run),
+        (status = 200, description = "The file was already reconciled for that day: the earlier run, its `note` saying so; nothing was read again", body = Run),
         (status = 400, description = "An unreadable form, a missing, unknown or overlong field, an unknown provider or day", body = ApiError),
         (status = 409, description = "The day is closed (named, with its close); the run is FAILED saying so", body = ApiError),
         (status = 422, description = "The statement was refused: the run is FAILED; or the file is another provider's bill (named), and no run was started", body = ApiError),
@@ -127,7 +128,7 @@ pub async fn upload(
         Some(_) => StatusCode::OK,
         None => StatusCode::CREATED,
     };
-    Ok((status, Json(run)).into_response())
+    Ok((status, Json(Run::from(run))).into_response())
 }
 
 /// The form `POST /api/v1/recon/runs` reads (by hand, as it streams).
@@ -166,7 +167,7 @@ pub struct PullRequest {
 #[utoipa::path(post, path = "/api/v1/recon/pulls", tag = "reconciliation",
     request_body = PullRequest,
     responses(
-        (status = 201, description = "The run of the statement fetched from the provider", body = RunRow),
+        (status = 201, description = "The run of the statement fetched from the provider", body = Run),
         (status = 400, description = "Invalid body, an unknown provider or day", body = ApiError),
         (status = 409, description = "Another pull of the day holds its lease (named; no run was started), or the day is closed (a FAILED run says so)", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
@@ -175,18 +176,18 @@ pub async fn pull(
     State(engine): State<Engine>,
     Bearer(actor): Bearer,
     body: Result<Json<PullRequest>, axum::extract::rejection::JsonRejection>,
-) -> Result<(StatusCode, Json<RunRow>), ApiError> {
+) -> Result<(StatusCode, Json<Run>), ApiError> {
     let Json(req) = body.map_err(super::merchant::unreadable)?;
     let run =
         crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &actor).await?;
-    Ok((StatusCode::CREATED, Json(run)))
+    Ok((StatusCode::CREATED, Json(run.into())))
 }
 
 /// `POST /api/v1/recon/runs/{run_id}/resume`.
 #[utoipa::path(post, path = "/api/v1/recon/runs/{run_id}/resume", tag = "reconciliation",
     params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
     responses(
-        (status = 200, description = "The run, resumed to its end", body = RunRow),
+        (status = 200, description = "The run, resumed to its end", body = Run),
         (status = 400, description = "No such run, or it cannot be resumed", body = ApiError),
         (status = 409, description = "Another pull of the day holds its lease (named), or the day is closed; the run was not touched", body = ApiError),
         (status = 422, description = "The statement was refused; the run is FAILED", body = ApiError),
@@ -195,27 +196,29 @@ pub async fn resume(
     State(engine): State<Engine>,
     _token: Bearer,
     Path(run_id): Path<String>,
-) -> Result<Json<RunRow>, ApiError> {
-    Ok(Json(crate::recon::resume_run(&engine, &run_id).await?))
+) -> Result<Json<Run>, ApiError> {
+    Ok(Json(
+        crate::recon::resume_run(&engine, &run_id).await?.into(),
+    ))
 }
 
 /// `GET /api/v1/recon/runs/{run_id}`.
 #[utoipa::path(get, path = "/api/v1/recon/runs/{run_id}", tag = "reconciliation",
     params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
     responses(
-        (status = 200, description = "The run", body = RunRow),
+        (status = 200, description = "The run", body = Run),
         (status = 404, description = "No such run", body = ApiError),
     ))]
 pub async fn show(
     State(engine): State<Engine>,
     _token: Bearer,
     Path(run_id): Path<String>,
-) -> Result<Json<RunRow>, ApiError> {
+) -> Result<Json<Run>, ApiError> {
     match crate::recon::find_run(&engine, &run_id)
         .await
         .map_err(ReconError::from)?
     {
-        Some(run) => Ok(Json(run)),
+        Some(run) => Ok(Json(run.into())),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no run {run_id}"),

@@ -2,14 +2,18 @@
 //! delivery, and a message's attempts. Queuing deliveries again is the
 //! outbox room's (`crate::outbox::jobs`).
 
+use super::Desk;
 use crate::accounts::internal;
 use crate::engine::Engine;
+use crate::outbox::jobs;
 use crate::store::outbox;
 use crate::store::outbox_ops as ops;
 use app::error::AppError;
 use app::outbox::{
-    OutboxAttempt, OutboxDelivery, OutboxDetail, OutboxFilter, OutboxMessage, OutboxPage,
+    OutboxAttempt, OutboxDelivery, OutboxDetail, OutboxFilter, OutboxJob, OutboxMessage,
+    OutboxPage, Resent,
 };
+use app::types::User;
 
 const PAGE: i64 = 50;
 
@@ -28,7 +32,7 @@ fn delivery(d: ops::DeliveryRow) -> OutboxDelivery {
 
 /// A page of the outbox, newest first.
 pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, AppError> {
-    let q = crate::outbox::jobs::query(engine, filter)?;
+    let q = jobs::query(engine, filter)?;
     let db = &engine.db;
     let mut rows = ops::messages(db, &q, PAGE + 1).await.map_err(internal)?;
     let next = (rows.len() as i64 > PAGE).then(|| {
@@ -105,4 +109,58 @@ pub async fn message(engine: &Engine, id: &str) -> Result<OutboxDetail, AppError
             .collect(),
         sinks_configured: crate::outbox::any_configured(engine),
     })
+}
+
+/// The outbox page: what it reads is also the API's; queuing deliveries
+/// again is the outbox room's jobs, which audit it.
+#[async_trait::async_trait]
+impl app::ssr::Outbox for Desk {
+    async fn outbox(&self, filter: &OutboxFilter) -> Result<OutboxPage, AppError> {
+        list(&self.engine, filter).await
+    }
+
+    async fn outbox_message(&self, id: &str) -> Result<OutboxDetail, AppError> {
+        message(&self.engine, id).await
+    }
+
+    async fn outbox_resend(
+        &self,
+        actor: &User,
+        id: &str,
+        sink: Option<&str>,
+    ) -> Result<Resent, AppError> {
+        jobs::resend(&self.engine, &actor.username, id, sink).await
+    }
+
+    async fn outbox_bulk_resend(
+        &self,
+        actor: &User,
+        filter: &OutboxFilter,
+    ) -> Result<OutboxJob, AppError> {
+        jobs::start_resend(&self.engine, &actor.username, filter, jobs::Run::Background).await
+    }
+
+    async fn outbox_recover(
+        &self,
+        actor: &User,
+        sink: &str,
+        since: &str,
+    ) -> Result<OutboxJob, AppError> {
+        jobs::start_recover(
+            &self.engine,
+            &actor.username,
+            sink,
+            since,
+            jobs::Run::Background,
+        )
+        .await
+    }
+
+    async fn outbox_jobs(&self) -> Result<Vec<OutboxJob>, AppError> {
+        jobs::jobs(&self.engine).await
+    }
+
+    async fn outbox_cancel_job(&self, actor: &User, job_id: &str) -> Result<OutboxJob, AppError> {
+        jobs::cancel(&self.engine, &actor.username, job_id).await
+    }
 }

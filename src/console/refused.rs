@@ -102,10 +102,22 @@ impl Desk {
         })
     }
 
-    /// Refused webhooks kept in the 24 hours before now.
+    /// Refused webhooks kept in the 24 hours before now (the dashboard's).
     pub(super) async fn refused_last_day(&self) -> Result<i64, AppError> {
         store::count_since(&self.engine.db.pool, self.now() - DAY_US)
             .await
             .map_err(internal)
+    }
+}
+
+/// The refused page reads what the API reads.
+#[async_trait::async_trait]
+impl app::ssr::Refused for Desk {
+    async fn refused(&self, filter: &RefusedFilter) -> Result<RefusedPage, AppError> {
+        self.refused_page(filter).await
+    }
+
+    async fn refused_one(&self, id: &str) -> Result<RefusedDetail, AppError> {
+        self.refused_detail(id).await
     }
 }

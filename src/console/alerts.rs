@@ -145,28 +145,19 @@ impl app::ssr::Alerts for Desk {
     }
 }
 
+/// An alert as listed: its state and links read from the row.
 fn alert_row(a: alerts::Listed) -> AlertRow {
-    let state = if a.resolved_at.is_some() {
+    let state = if a.row.resolved_at.is_some() {
         "resolved"
-    } else if a.acknowledged_at.is_some() {
+    } else if a.row.acknowledged_at.is_some() {
         "acknowledged"
     } else {
         "open"
     };
     AlertRow {
-        links: alert_links(&a.kind, &a.dedupe_key, a.ticket_id.as_deref()),
-        id: a.alert_id,
-        kind: a.kind,
-        severity: a.severity,
-        payment_no: a.payment_no,
-        message: a.message,
-        created_at: a.created_at,
+        links: alert_links(&a.row.kind, &a.dedupe_key, a.ticket_id.as_deref()),
         state: state.to_owned(),
-        acknowledged_at: a.acknowledged_at,
-        acknowledged_by: a.acknowledged_by,
-        ack_comment: a.ack_comment,
-        resolved_at: a.resolved_at,
-        resolved_reason: a.resolved_reason,
+        ..a.row
     }
 }
 

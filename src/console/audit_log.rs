@@ -57,22 +57,9 @@ async fn read(
         to: days.1,
         before: f.before,
     };
-    let rows = store_lists::audit(db, &query, PAGE_SIZE + 1).await?;
-    let mut items: Vec<AuditEntry> = Vec::with_capacity(rows.len());
-    for e in rows {
-        let link = object_link(db, &e.object_type, &e.object_id).await?;
-        items.push(AuditEntry {
-            seq: e.seq,
-            at: e.at,
-            actor: e.actor,
-            action: e.action,
-            object_type: e.object_type,
-            object_id: e.object_id,
-            before: e.before_json,
-            after: e.after_json,
-            hash: e.hash,
-            link,
-        });
+    let mut items = store_lists::audit(db, &query, PAGE_SIZE + 1).await?;
+    for e in &mut items {
+        e.link = object_link(db, &e.object_type, &e.object_id).await?;
     }
     let (items, next) = page(items, |e: &AuditEntry| e.seq);
     Ok(AuditPage { items, next })

@@ -6,7 +6,7 @@ use crate::accounts::internal;
 use crate::domain::{Currency, Money};
 use crate::engine::Engine;
 use crate::store::bank as store;
-use app::bank::{BankStatementLine, BankView, PayoutLine, SettledRow};
+use app::bank::{BankView, PayoutLine, SettledRow};
 use app::error::AppError;
 
 /// How many statements and payouts the bank page lists.
@@ -43,33 +43,16 @@ pub(super) async fn settled_on(
 impl app::ssr::Bank for Desk {
     async fn bank(&self) -> Result<BankView, AppError> {
         let pool = &self.engine.db.pool;
-        let statements = store::statements(pool, LISTED)
+        let statements = store::statement_lines(pool, LISTED)
             .await
-            .map_err(internal)?
-            .into_iter()
-            .map(|s| BankStatementLine {
-                statement_id: s.statement_id,
-                imported_at: s.imported_at,
-                imported_by: s.imported_by,
-                format: s.format,
-                file_name: s.file_name,
-                account: s.account,
-                entries: s.entries,
-                credits: s.credits,
-            })
-            .collect();
-        let payouts = store::payouts(pool, LISTED)
+            .map_err(internal)?;
+        let payouts = store::payout_lines(pool, LISTED)
             .await
             .map_err(internal)?
             .into_iter()
             .map(|p| PayoutLine {
-                amount: major(p.amount_minor, &p.currency),
-                provider: p.provider,
-                payout_id: p.payout_id,
-                currency: p.currency,
-                arrival_on: p.arrival_on,
-                state: p.state,
-                status: p.status,
+                amount: major(p.amount_minor, &p.line.currency),
+                ..p.line
             })
             .collect();
         Ok(BankView {

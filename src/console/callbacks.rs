@@ -20,24 +20,6 @@ use app::types::User;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-pub(super) fn callback_summary(c: callbacks::Listed) -> CallbackSummary {
-    CallbackSummary {
-        id: c.id,
-        callback_id: c.callback_id,
-        provider: c.provider,
-        payment_no: c.payment_no,
-        provider_txn_id: c.provider_txn_id,
-        callback_status: c.callback_status,
-        verify_result: c.verify_result,
-        processing_status: c.processing_status,
-        outcome: c.outcome,
-        retry_count: c.retry_count,
-        duplicates: c.duplicates,
-        trace_id: c.trace_id,
-        received_at: c.received_at,
-    }
-}
-
 /// One stored callback through `apply` again, audited with what it did.
 pub(super) async fn replay_one(
     engine: &Engine,
@@ -77,8 +59,7 @@ impl app::ssr::Callbacks for Desk {
         let rows = store_lists::callbacks(&self.engine.db, &query, PAGE_SIZE + 1)
             .await
             .map_err(internal)?;
-        let items = rows.into_iter().map(callback_summary).collect();
-        let (items, next) = page(items, |c: &CallbackSummary| {
+        let (items, next) = page(rows, |c: &CallbackSummary| {
             format!("{}.{}", c.received_at, c.id)
         });
         Ok(CallbackPage { items, next })
@@ -92,26 +73,14 @@ impl app::ssr::Callbacks for Desk {
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)?;
-        let summary = callback_summary(row.listed);
+        let summary = row.listed;
         let produced: Vec<String> = payments::moves_citing(pool, id)
             .await
             .map_err(internal)?
             .into_iter()
             .map(|(from, to, source, at)| format!("{} {from} → {to} ({source})", local(at)))
             .collect();
-        let mut replays: Vec<CallbackReplay> = callbacks::replays(pool, id)
-            .await
-            .map_err(internal)?
-            .into_iter()
-            .map(|r| CallbackReplay {
-                at: r.at,
-                actor: r.actor,
-                class: r.class,
-                detail: r.detail,
-                error: r.error,
-                job: r.job,
-            })
-            .collect();
+        let mut replays = callbacks::replays(pool, id).await.map_err(internal)?;
         if replays.is_empty() {
             // Replays made before each kept its own result: their audit entries.
             replays = audit::replays_of(pool, id)
@@ -259,25 +228,15 @@ impl app::ssr::Callbacks for Desk {
             .map(|r| {
                 let classes: BTreeMap<String, i64> =
                     serde_json::from_str(&r.classes_json).unwrap_or_default();
-                let (mut status, mut error) = (r.status, r.error);
-                if status == "RUNNING" && r.updated_at < now - crate::jobs::SILENT_US {
-                    status = "FAILED".into();
-                    error = Some("interrupted (the server stopped); start it again — callbacks already replayed are no longer DEAD".into());
-                }
-                ReplayJob {
-                    id: r.job_id,
-                    provider: r.provider,
-                    from_at: r.from_at,
-                    to_at: r.to_at,
-                    requested_by: r.requested_by,
-                    status,
-                    total: r.total,
-                    done: r.done,
+                let mut job = ReplayJob {
                     classes: classes.into_iter().collect(),
-                    error,
-                    started_at: r.started_at,
-                    finished_at: r.finished_at,
+                    ..r.job
+                };
+                if job.status == "RUNNING" && r.updated_at < now - crate::jobs::SILENT_US {
+                    job.status = "FAILED".into();
+                    job.error = Some("interrupted (the server stopped); start it again — callbacks already replayed are no longer DEAD".into());
                 }
+                job
             })
             .collect())
     }
@@ -312,10 +271,10 @@ impl crate::jobs::Kind for Replay {
             .next()
             .ok_or(AppError::NotFound)?;
         Ok(Replay {
-            job_id: row.job_id,
-            provider: row.provider,
-            range: (row.from_at, row.to_at),
-            actor: row.requested_by,
+            job_id: row.job.id,
+            provider: row.job.provider,
+            range: (row.job.from_at, row.job.to_at),
+            actor: row.job.requested_by,
             left: None,
             done: 0,
             classes: BTreeMap::new(),

@@ -3,7 +3,6 @@
 //! outbox messages and deliveries, refunds and ledger, provider calls,
 //! tickets and amount adjustments), each part a line.
 
-use super::callbacks::callback_summary;
 use super::{Desk, invalid, money_text, page};
 use crate::accounts::internal;
 use crate::store::lists::{self as store_lists, After, PaymentQuery};
@@ -13,7 +12,8 @@ use app::console::{Line, PaymentFilter, PaymentPage, PaymentSummary, PaymentView
 use app::error::AppError;
 use app::tickets::PAGE_SIZE;
 
-pub(super) fn payment_summary(p: &PaymentBrief) -> PaymentSummary {
+/// A payment's record's summary, from the row the engine reads.
+fn payment_summary(p: &PaymentBrief) -> PaymentSummary {
     PaymentSummary {
         payment_no: p.payment_no.clone(),
         order_no: p.order_no.clone(),
@@ -45,7 +45,14 @@ impl app::ssr::Payments for Desk {
         let rows = store_lists::payments(&self.engine.db, &query, PAGE_SIZE + 1)
             .await
             .map_err(internal)?;
-        let items = rows.iter().map(payment_summary).collect();
+        let items = rows
+            .into_iter()
+            .map(|p| PaymentSummary {
+                amount: money_text(Some(p.amount_minor), Some(&p.currency)).unwrap_or_default(),
+                held: p.hold_reason.is_some(),
+                ..p.summary
+            })
+            .collect();
         let (items, next) = page(items, |p: &PaymentSummary| {
             format!("{}.{}", p.created_at, p.payment_no)
         });
@@ -80,7 +87,7 @@ impl app::ssr::Payments for Desk {
             .await
             .map_err(internal)?
             .into_iter()
-            .map(|c| callback_summary(c.listed))
+            .map(|c| c.listed)
             .collect();
         let effects = payments::effects(pool, no)
             .await

@@ -21,7 +21,7 @@ impl app::ssr::Runs for Desk {
         let items = rows
             .into_iter()
             .map(|r| {
-                let classes: Vec<(String, i64)> = r
+                let classes = r
                     .figures_json
                     .as_deref()
                     .and_then(|f| serde_json::from_str::<serde_json::Value>(f).ok())
@@ -34,24 +34,10 @@ impl app::ssr::Runs for Desk {
                     })
                     .unwrap_or_default();
                 RunSummary {
-                    id: r.run_id,
-                    provider: r.provider,
-                    business_date: r.business_date,
-                    source: r.source,
-                    file_name: r.file_name,
-                    status: r.status,
-                    phase: r.phase,
-                    cursor: r.cursor,
-                    rows_read: r.rows_read,
                     classes,
-                    error: r.error,
-                    started_by: r.started_by,
-                    started_at: r.started_at,
-                    finished_at: r.finished_at,
-                    checks: summary_checks(r.summary_json.as_deref()),
-                    file_hash: r.file_hash,
-                    bill_type: r.bill_type,
                     file_kept: r.file_kept == 1,
+                    checks: summary_checks(r.summary_json.as_deref()),
+                    ..r.summary
                 }
             })
             .collect();

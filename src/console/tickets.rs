@@ -15,8 +15,8 @@ use crate::triage;
 use app::ageing::AgeBucket;
 use app::error::AppError;
 use app::tickets::{
-    ActionResult, CallbackRef, FixRequest, Neighbours, Note, PAGE_SIZE, Proposal, ProposalComment,
-    Side, TicketDetail, TicketFilter, TicketPage, TicketSummary, TimelineItem,
+    ActionResult, CallbackRef, FixRequest, Neighbours, PAGE_SIZE, Proposal, ProposalComment, Side,
+    TicketDetail, TicketFilter, TicketPage, TicketSummary, TimelineItem,
 };
 use app::types::User;
 
@@ -275,19 +275,7 @@ async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<
         timeline_of_payment(db, no, &mut timeline, &mut callbacks).await?;
     }
     timeline.extend(actions_of(&t));
-    let notes: Vec<Note> = tickets::notes_of(pool, id)
-        .await?
-        .into_iter()
-        .map(|n| Note {
-            id: n.note_id,
-            kind: n.kind,
-            body: n.body,
-            file_name: n.file_name,
-            file_size: n.file_size,
-            author: n.author,
-            at: n.at,
-        })
-        .collect();
+    let notes = tickets::notes_of(pool, id).await?;
     // Proposals appear as themselves below, not again as their notes.
     for n in notes.iter().filter(|n| n.kind != "proposal") {
         timeline.push(TimelineItem {

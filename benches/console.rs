@@ -10,7 +10,7 @@
 mod support;
 
 use app::filter::QueryFilter;
-use app::ssr::Console;
+use app::ssr::{Alerts, AuditLog, Callbacks, Overview, Payments, Runs, Tickets};
 use app::tickets::{AuditFilter, TicketFilter};
 use reckon::config::LogFormat;
 use reckon::providers::signing::Secret;

@@ -96,7 +96,9 @@ pub struct ClassAges {
 /// A day's tickets: found that day, open at its end though found before
 /// it, and closed that day.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct DayChange {
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub day: String,
     pub new: i64,
     pub persisting: i64,

@@ -16,6 +16,7 @@ pub struct SettledRow {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct BankStatementLine {
     pub statement_id: String,
     pub imported_at: i64,
@@ -28,9 +29,11 @@ pub struct BankStatementLine {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct PayoutLine {
     pub provider: String,
     pub payout_id: String,
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub amount: String,
     pub currency: String,
     pub arrival_on: String,

@@ -82,6 +82,7 @@ pub struct CallbackFigures {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct AlertRow {
     pub id: String,
     pub kind: String,
@@ -90,6 +91,7 @@ pub struct AlertRow {
     pub message: String,
     pub created_at: i64,
     /// open | acknowledged | resolved (see [`ALERT_STATES`]).
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub state: String,
     pub acknowledged_at: Option<i64>,
     pub acknowledged_by: Option<String>,
@@ -99,6 +101,7 @@ pub struct AlertRow {
     pub resolved_reason: Option<String>,
     /// The console's pages of what it is about: its ticket, run, sink,
     /// outbox message, callback.
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub links: Vec<AlertLink>,
 }
 
@@ -226,6 +229,7 @@ crate::query_filter!(CallbackFilter {
 });
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct CallbackSummary {
     pub id: String,
     pub callback_id: String,
@@ -289,6 +293,7 @@ pub struct CallbackProcessing {
 
 /// One replay of a stored callback: when, by whom, and what it did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct CallbackReplay {
     pub at: i64,
     pub actor: String,
@@ -301,6 +306,7 @@ pub struct CallbackReplay {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct ReplayJob {
     pub id: String,
     pub provider: String,
@@ -310,6 +316,7 @@ pub struct ReplayJob {
     pub status: String,
     pub total: i64,
     pub done: i64,
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub classes: Vec<(String, i64)>,
     pub error: Option<String>,
     pub started_at: i64,
@@ -340,13 +347,16 @@ crate::query_filter!(PaymentFilter {
 });
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct PaymentSummary {
     pub payment_no: String,
     pub order_no: String,
     pub provider: String,
     pub provider_txn_id: Option<String>,
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub amount: String,
     pub status: String,
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub held: bool,
     pub created_at: i64,
     pub paid_at: Option<i64>,
@@ -386,6 +396,7 @@ pub struct PaymentView {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct RunSummary {
     pub id: String,
     pub provider: String,
@@ -396,6 +407,7 @@ pub struct RunSummary {
     pub phase: Option<String>,
     pub cursor: Option<String>,
     pub rows_read: i64,
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub classes: Vec<(String, i64)>,
     pub error: Option<String>,
     pub started_by: String,
@@ -407,8 +419,10 @@ pub struct RunSummary {
     /// (`wechatpay trade bill (REFUND)`), or the API a pull paged through.
     pub bill_type: Option<String>,
     /// The statement file is kept and downloads from `/runs/{id}/file`.
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub file_kept: bool,
     /// The statement's own figures against what was read.
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub checks: Vec<SummaryCheck>,
 }
 

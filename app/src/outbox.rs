@@ -47,6 +47,7 @@ pub const DELIVERY_STATUSES: [&str; 3] = ["DELIVERED", "PENDING", "DEAD"];
 /// One sink's delivery of a message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct OutboxDelivery {
     pub sink: String,
     /// DELIVERED | PENDING (retrying once it has attempts) | DEAD
@@ -64,6 +65,7 @@ pub struct OutboxDelivery {
 /// A message with its deliveries.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct OutboxMessage {
     /// The `webhook-id` consumers deduplicate on; never changes.
     pub message_id: String,
@@ -72,6 +74,7 @@ pub struct OutboxMessage {
     pub payment_no: String,
     /// Microseconds since the epoch, UTC.
     pub created_at: i64,
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub deliveries: Vec<OutboxDelivery>,
 }
 
@@ -91,6 +94,7 @@ pub struct OutboxPage {
 /// One delivery attempt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct OutboxAttempt {
     pub sink: String,
     /// Microseconds since the epoch, UTC.

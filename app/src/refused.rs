@@ -41,6 +41,7 @@ pub const DIAGNOSES: &[&str] = &[
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct RefusedSummary {
     pub id: String,
     pub provider: String,

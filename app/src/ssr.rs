@@ -1,17 +1,9 @@
-//! Server-only glue: the `Backend` the server crate implements, the one
-//! access guard every server function goes through, and the response
-//! shaping that lets forms work without JavaScript.
+//! Server-only glue: the `Backend` and the console's ports ([`ports`])
+//! the server crate implements, the one access guard every server
+//! function goes through, and the response shaping that lets forms work
+//! without JavaScript.
 
-use crate::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
-use crate::console::{
-    CallbackDetail, CallbackFilter, CallbackPage, Dashboard, PaymentFilter, PaymentPage,
-    PaymentView, ReplayJob, RunPage,
-};
 use crate::error::AppError;
-use crate::tickets::{
-    ActionResult, AuditFilter, AuditPage, FixKind, FixRequest, Proposal, TicketDetail,
-    TicketFilter, TicketPage,
-};
 use crate::types::{Lang, Role, SessionInfo, User};
 use crate::{ERROR_PARAM, ERROR_SEAL};
 use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
@@ -20,6 +12,9 @@ use leptos_axum::ResponseOptions;
 use std::net::IpAddr;
 use std::sync::Arc;
 use tower_sessions::Session;
+
+mod ports;
+pub use ports::*;
 
 pub const SESSION_USER: &str = "user_id";
 pub const SESSION_LANG: &str = "lang";
@@ -58,199 +53,6 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
-
-/// Triage, fixes and the audit log: what finance staff do in the console.
-/// Implemented in the server crate; every method that changes something
-/// writes its audit entry in the same transaction.
-#[async_trait::async_trait]
-pub trait Console: Send + Sync + 'static {
-    /// The business time zone, as pages show times in it.
-    fn zone(&self) -> crate::format::Zone;
-    async fn tickets(&self, filter: &TicketFilter) -> Result<TicketPage, AppError>;
-    async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError>;
-    /// The tickets before and after `id` in the queue `filter` lists.
-    async fn ticket_neighbours(
-        &self,
-        id: &str,
-        filter: &TicketFilter,
-    ) -> Result<crate::tickets::Neighbours, AppError>;
-    async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError>;
-    async fn comment(&self, actor: &User, id: &str, text: &str) -> Result<(), AppError>;
-    /// A comment on a proposal, without deciding it.
-    async fn comment_proposal(
-        &self,
-        actor: &User,
-        proposal_id: &str,
-        text: &str,
-    ) -> Result<crate::tickets::ProposalComment, AppError>;
-    /// `kind`: text | reference (files come through their own upload route).
-    async fn add_evidence(
-        &self,
-        actor: &User,
-        id: &str,
-        kind: &str,
-        text: &str,
-    ) -> Result<(), AppError>;
-    async fn conclude(&self, actor: &User, id: &str, conclusion: &str) -> Result<(), AppError>;
-    async fn requery(&self, actor: &User, id: &str) -> Result<ActionResult, AppError>;
-    async fn replay(
-        &self,
-        actor: &User,
-        id: &str,
-        callback_row: &str,
-    ) -> Result<ActionResult, AppError>;
-    async fn propose(&self, actor: &User, fix: &FixRequest) -> Result<String, AppError>;
-    async fn proposals(&self, status: &str) -> Result<Vec<Proposal>, AppError>;
-    async fn approve(
-        &self,
-        actor: &User,
-        proposal_id: &str,
-        comment: &str,
-    ) -> Result<ActionResult, AppError>;
-    async fn reject(&self, actor: &User, proposal_id: &str, comment: &str) -> Result<(), AppError>;
-    async fn audit(&self, filter: &AuditFilter) -> Result<AuditPage, AppError>;
-    async fn dashboard(
-        &self,
-        day: Option<&str>,
-        provider: Option<&str>,
-    ) -> Result<Dashboard, AppError>;
-    async fn callbacks(&self, filter: &CallbackFilter) -> Result<CallbackPage, AppError>;
-    async fn callback(&self, id: &str) -> Result<CallbackDetail, AppError>;
-    async fn replay_callback(&self, actor: &User, id: &str) -> Result<ActionResult, AppError>;
-    /// DEAD callbacks of a provider received in [from, to] (business days).
-    async fn start_bulk_replay(
-        &self,
-        actor: &User,
-        provider: &str,
-        from: &str,
-        to: &str,
-    ) -> Result<String, AppError>;
-    async fn replay_jobs(&self) -> Result<Vec<ReplayJob>, AppError>;
-    async fn payments(&self, filter: &PaymentFilter) -> Result<PaymentPage, AppError>;
-    async fn payment(&self, payment_no: &str) -> Result<PaymentView, AppError>;
-    async fn runs(&self, after: Option<&str>) -> Result<RunPage, AppError>;
-    async fn resume_run(&self, actor: &User, id: &str) -> Result<(), AppError>;
-    async fn alerts(
-        &self,
-        filter: &crate::console::AlertFilter,
-    ) -> Result<crate::console::AlertPage, AppError>;
-    /// The latest bank statements and payouts with their match state.
-    async fn bank(&self) -> Result<crate::bank::BankView, AppError>;
-    async fn acknowledge_alert(
-        &self,
-        actor: &User,
-        id: &str,
-        comment: &str,
-    ) -> Result<(), AppError>;
-    async fn acknowledge_alerts(
-        &self,
-        actor: &User,
-        ids: &[String],
-        comment: &str,
-    ) -> Result<crate::console::Acknowledged, AppError>;
-    /// What waits for `viewer`'s decision (never their own proposals).
-    async fn approval_queue(
-        &self,
-        viewer: &User,
-    ) -> Result<crate::console::ApprovalQueue, AppError>;
-    /// Each provider's money and close of a business day.
-    async fn day_closes(&self, day: &str) -> Result<Vec<crate::console::DayClose>, AppError>;
-    /// Close a day, or propose, approve or reject reopening it.
-    async fn day_close_action(
-        &self,
-        actor: &User,
-        action: &str,
-        provider: &str,
-        day: &str,
-        reason: &str,
-    ) -> Result<(), AppError>;
-    // Bulk work: each item through the single ticket's
-    // own action, in a background job.
-    /// `action`: ASSIGN (text = owner) | COMMENT | CLOSE (text = conclusion).
-    async fn bulk_action(
-        &self,
-        actor: &User,
-        action: &str,
-        text: &str,
-        selection: &Selection,
-    ) -> Result<BulkStarted, AppError>;
-    async fn bulk_propose(
-        &self,
-        actor: &User,
-        kind: FixKind,
-        reason: &str,
-        evidence: &str,
-        selection: &Selection,
-    ) -> Result<BulkStarted, AppError>;
-    /// Every waiting item of a bulk proposal approved (or rejected).
-    async fn bulk_decide(
-        &self,
-        actor: &User,
-        bulk_id: &str,
-        approve: bool,
-        comment: &str,
-    ) -> Result<BulkStarted, AppError>;
-    async fn bulk_cancel(&self, actor: &User, job_id: &str) -> Result<(), AppError>;
-    /// A bulk close undone within its window: its tickets reopened by a job.
-    async fn bulk_undo(&self, actor: &User, job_id: &str) -> Result<BulkStarted, AppError>;
-    async fn bulk_job(&self, job_id: &str) -> Result<BulkJob, AppError>;
-    async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError>;
-    async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError>;
-    async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError>;
-    // ---- the outbox -------------------------------------------------
-    async fn outbox(
-        &self,
-        filter: &crate::outbox::OutboxFilter,
-    ) -> Result<crate::outbox::OutboxPage, AppError>;
-    async fn outbox_message(&self, id: &str) -> Result<crate::outbox::OutboxDetail, AppError>;
-    async fn outbox_resend(
-        &self,
-        actor: &User,
-        id: &str,
-        sink: Option<&str>,
-    ) -> Result<crate::outbox::Resent, AppError>;
-    async fn outbox_bulk_resend(
-        &self,
-        actor: &User,
-        filter: &crate::outbox::OutboxFilter,
-    ) -> Result<crate::outbox::OutboxJob, AppError>;
-    async fn outbox_recover(
-        &self,
-        actor: &User,
-        sink: &str,
-        since: &str,
-    ) -> Result<crate::outbox::OutboxJob, AppError>;
-    async fn outbox_jobs(&self) -> Result<Vec<crate::outbox::OutboxJob>, AppError>;
-    async fn outbox_cancel_job(
-        &self,
-        actor: &User,
-        job_id: &str,
-    ) -> Result<crate::outbox::OutboxJob, AppError>;
-    // Outbox sinks as endpoints.
-    async fn sinks(&self) -> Result<Vec<crate::sinks::SinkRow>, AppError>;
-    /// Pause (`pause`) or resume a sink, with a reason.
-    async fn set_sink_paused(
-        &self,
-        actor: &User,
-        name: &str,
-        reason: &str,
-        pause: bool,
-    ) -> Result<(), AppError>;
-    /// A sink's deliveries waiting for a later retry made due now, with a
-    /// reason.
-    async fn retry_sink_now(
-        &self,
-        actor: &User,
-        name: &str,
-        reason: &str,
-    ) -> Result<crate::sinks::RetriedNow, AppError>;
-    // Refused webhooks.
-    async fn refused(
-        &self,
-        filter: &crate::refused::RefusedFilter,
-    ) -> Result<crate::refused::RefusedPage, AppError>;
-    async fn refused_one(&self, id: &str) -> Result<crate::refused::RefusedDetail, AppError>;
-}
 
 pub type SharedConsole = Arc<dyn Console>;
 

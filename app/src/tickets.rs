@@ -159,6 +159,7 @@ pub struct TimelineItem {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct Note {
     pub id: String,
     pub kind: String,
@@ -332,6 +333,7 @@ pub struct AuditFilter {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct AuditEntry {
     pub seq: i64,
     pub at: i64,
@@ -343,6 +345,7 @@ pub struct AuditEntry {
     pub after: Option<String>,
     pub hash: String,
     /// The console page of the entry's object, where it has one.
+    #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub link: Option<String>,
 }
 

@@ -27,13 +27,8 @@ impl Desk {
                 class: c.class,
             })
             .collect();
-        let change = |d: &str, c: ageing::DayChange| DayChange {
-            day: d.to_owned(),
-            new: c.new,
-            persisting: c.persisting,
-            resolved: c.resolved,
-        };
-        let today = ageing::day_change(db, provider, range).await?;
+        let mut today = ageing::day_change(db, provider, range).await?;
+        today.day = day.to_owned();
         // The day before, in the business zone (a day is not always 24 h).
         let before_day = day
             .parse::<jiff::civil::Date>()
@@ -41,14 +36,15 @@ impl Desk {
             .and_then(|d| d.yesterday().ok())
             .map(|d| d.to_string())
             .unwrap_or_default();
-        let before = match crate::recon::day_range(&before_day, self.tz()) {
+        let mut before = match crate::recon::day_range(&before_day, self.tz()) {
             Ok(r) => ageing::day_change(db, provider, r).await?,
-            Err(_) => Default::default(),
+            Err(_) => DayChange::default(),
         };
+        before.day = before_day;
         Ok(Ageing {
             classes,
-            day: change(day, today),
-            before: change(&before_day, before),
+            day: today,
+            before,
         })
     }
 }

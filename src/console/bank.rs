@@ -1,10 +1,13 @@
 //! The bank side as the console shows it: the day's money settled to the
 //! bank on the dashboard, and the bank page's statements and payouts.
 
+use super::Desk;
+use crate::accounts::internal;
 use crate::domain::{Currency, Money};
 use crate::engine::Engine;
 use crate::store::bank as store;
-use app::bank::{BankStatementLine, BankView, PayoutLine, SettledRow};
+use app::bank::{BankView, PayoutLine, SettledRow};
+use app::error::AppError;
 
 /// How many statements and payouts the bank page lists.
 const LISTED: i64 = 200;
@@ -36,37 +39,25 @@ pub(super) async fn settled_on(
         .collect())
 }
 
-pub(super) async fn view(engine: &Engine) -> crate::store::Result<BankView> {
-    let pool = &engine.db.pool;
-    let statements = store::statements(pool, LISTED)
-        .await?
-        .into_iter()
-        .map(|s| BankStatementLine {
-            statement_id: s.statement_id,
-            imported_at: s.imported_at,
-            imported_by: s.imported_by,
-            format: s.format,
-            file_name: s.file_name,
-            account: s.account,
-            entries: s.entries,
-            credits: s.credits,
+#[async_trait::async_trait]
+impl app::ssr::Bank for Desk {
+    async fn bank(&self) -> Result<BankView, AppError> {
+        let pool = &self.engine.db.pool;
+        let statements = store::statement_lines(pool, LISTED)
+            .await
+            .map_err(internal)?;
+        let payouts = store::payout_lines(pool, LISTED)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|p| PayoutLine {
+                amount: major(p.amount_minor, &p.line.currency),
+                ..p.line
+            })
+            .collect();
+        Ok(BankView {
+            statements,
+            payouts,
         })
-        .collect();
-    let payouts = store::payouts(pool, LISTED)
-        .await?
-        .into_iter()
-        .map(|p| PayoutLine {
-            amount: major(p.amount_minor, &p.currency),
-            provider: p.provider,
-            payout_id: p.payout_id,
-            currency: p.currency,
-            arrival_on: p.arrival_on,
-            state: p.state,
-            status: p.status,
-        })
-        .collect();
-    Ok(BankView {
-        statements,
-        payouts,
-    })
+    }
 }

@@ -57,8 +57,11 @@ impl Desk {
         }
         Ok(ids)
     }
+}
 
-    pub(super) async fn bulk_action_of(
+#[async_trait::async_trait]
+impl app::ssr::Bulk for Desk {
+    async fn bulk_action(
         &self,
         actor: &User,
         action: &str,
@@ -85,7 +88,7 @@ impl Desk {
         })
     }
 
-    pub(super) async fn bulk_propose_of(
+    async fn bulk_propose(
         &self,
         actor: &User,
         kind: FixKind,
@@ -103,7 +106,7 @@ impl Desk {
         })
     }
 
-    pub(super) async fn bulk_decide_of(
+    async fn bulk_decide(
         &self,
         actor: &User,
         bulk_id: &str,
@@ -118,15 +121,25 @@ impl Desk {
         })
     }
 
-    pub(super) async fn bulk_job_of(&self, id: &str) -> Result<BulkJob, AppError> {
+    async fn bulk_cancel(&self, actor: &User, id: &str) -> Result<(), AppError> {
+        work::cancel(&self.engine, actor, id).await
+    }
+
+    async fn bulk_undo(&self, actor: &User, id: &str) -> Result<BulkStarted, AppError> {
+        let (job_id, total) = work::undo(&self.engine, actor, id).await?;
+        Ok(BulkStarted {
+            job_id,
+            bulk_id: None,
+            total,
+        })
+    }
+
+    async fn bulk_job(&self, id: &str) -> Result<BulkJob, AppError> {
         bulk_job(&self.engine, id).await
     }
 
-    pub(super) async fn bulk_jobs_of(
-        &self,
-        bulk_id: Option<&str>,
-    ) -> Result<Vec<BulkJob>, AppError> {
-        let rows = bulk::recent_jobs(&self.engine.db.pool, bulk_id)
+    async fn bulk_jobs(&self) -> Result<Vec<BulkJob>, AppError> {
+        let rows = bulk::recent_jobs(&self.engine.db.pool, None)
             .await
             .map_err(internal)?;
         let now = self.now();
@@ -136,14 +149,14 @@ impl Desk {
             .collect())
     }
 
-    pub(super) async fn bulk_proposals_of(&self) -> Result<Vec<BulkProposal>, AppError> {
+    async fn bulk_proposals(&self) -> Result<Vec<BulkProposal>, AppError> {
         let rows = bulk::recent_bulks(&self.engine.db.pool)
             .await
             .map_err(internal)?;
         rows.into_iter().map(proposal_of).collect()
     }
 
-    pub(super) async fn bulk_detail_of(&self, id: &str) -> Result<BulkDetail, AppError> {
+    async fn bulk_proposal(&self, id: &str) -> Result<BulkDetail, AppError> {
         let pool = &self.engine.db.pool;
         let row = bulk::bulk(pool, id)
             .await
@@ -161,23 +174,6 @@ impl Desk {
             bulk: proposal_of(row)?,
             items,
             jobs,
-        })
-    }
-
-    pub(super) async fn bulk_cancel_of(&self, actor: &User, id: &str) -> Result<(), AppError> {
-        work::cancel(&self.engine, actor, id).await
-    }
-
-    pub(super) async fn bulk_undo_of(
-        &self,
-        actor: &User,
-        id: &str,
-    ) -> Result<BulkStarted, AppError> {
-        let (job_id, total) = work::undo(&self.engine, actor, id).await?;
-        Ok(BulkStarted {
-            job_id,
-            bulk_id: None,
-            total,
         })
     }
 }

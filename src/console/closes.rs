@@ -19,9 +19,10 @@ fn app_error(e: ReconError) -> AppError {
     }
 }
 
-impl Desk {
+#[async_trait::async_trait]
+impl app::ssr::DayCloses for Desk {
     /// Each configured provider's day: money and close.
-    pub(super) async fn closes_of_day(&self, day: &str) -> Result<Vec<DayClose>, AppError> {
+    async fn day_closes(&self, day: &str) -> Result<Vec<DayClose>, AppError> {
         day.parse::<jiff::civil::Date>()
             .map_err(|_| invalid(format!("{day:?} is not YYYY-MM-DD")))?;
         let runs = recon_runs::completed_between(&self.engine.db.pool, day, day)
@@ -96,7 +97,7 @@ impl Desk {
     }
 
     /// A supervisor's action on a day's close.
-    pub(super) async fn act_on_day(
+    async fn day_close_action(
         &self,
         actor: &User,
         action: &str,

@@ -5,32 +5,28 @@
 //! callbacks, the open alerts by kind and the providers whose statement of
 //! the day is alerted missing; and a supervisor's approval queue.
 
-use super::{Desk, invalid, money_text};
+use super::{Desk, invalid, money_text, zone_of};
 use crate::accounts::internal;
 use crate::recon::ReconDay;
 use crate::store;
 use crate::store::{alerts, callbacks, closes, proposals, tickets};
 use app::console::{ApprovalQueue, CallbackFigures, DashMoney, Dashboard, DayFigures, TrendPoint};
 use app::error::AppError;
+use app::ssr::DayCloses as _;
 use app::types::User;
 use std::collections::BTreeMap;
 
 /// Days the trend shows, the day itself the last.
 const TREND_DAYS: i64 = 30;
 
-impl Desk {
-    /// Today in the business time zone, moved by `days`.
-    fn business_day(&self, days: i64) -> String {
-        let now = jiff::Timestamp::from_microsecond(self.now()).unwrap_or_default();
-        let today = now.to_zoned(self.tz().clone()).date();
-        today
-            .checked_add(jiff::Span::new().days(days))
-            .unwrap_or(today)
-            .to_string()
+#[async_trait::async_trait]
+impl app::ssr::Overview for Desk {
+    fn zone(&self) -> app::format::Zone {
+        zone_of(self.tz(), self.now())
     }
 
     /// `day` (yesterday when blank) for `provider` (all when blank).
-    pub async fn dashboard_of(
+    async fn dashboard(
         &self,
         day: Option<&str>,
         provider: Option<&str>,
@@ -124,7 +120,7 @@ impl Desk {
             .await
             .map_err(internal)?;
         let closes = self
-            .closes_of_day(&day)
+            .day_closes(&day)
             .await?
             .into_iter()
             .filter(|c| provider.as_deref().is_none_or(|p| p == c.provider))
@@ -171,6 +167,42 @@ impl Desk {
             settled_to_bank,
             closes,
         })
+    }
+
+    /// What waits for `viewer`'s decision: fix proposals of others (a
+    /// bulk proposal once) and reopenings of closed days proposed by others.
+    async fn approval_queue(&self, viewer: &User) -> Result<ApprovalQueue, AppError> {
+        let pool = &self.engine.db.pool;
+        let now = self.now();
+        let (fixes, oldest_fix, next_expiry_at) = proposals::waiting_for(pool, &viewer.id, now)
+            .await
+            .map_err(internal)?;
+        let (reopens, oldest_reopen) = closes::reopens_waiting_for(pool, &viewer.id)
+            .await
+            .map_err(internal)?;
+        let oldest_at = match (oldest_fix, oldest_reopen) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(ApprovalQueue {
+            waiting: fixes + reopens,
+            oldest_at,
+            oldest: oldest_at.map(|t| self.local_minutes(t)),
+            next_expiry_at,
+            next_expiry: next_expiry_at.map(|t| self.local_minutes(t)),
+        })
+    }
+}
+
+impl Desk {
+    /// Today in the business time zone, moved by `days`.
+    fn business_day(&self, days: i64) -> String {
+        let now = jiff::Timestamp::from_microsecond(self.now()).unwrap_or_default();
+        let today = now.to_zoned(self.tz().clone()).date();
+        today
+            .checked_add(jiff::Span::new().days(days))
+            .unwrap_or(today)
+            .to_string()
     }
 
     /// Why the day's figures do not add up (`to_process` against the sum
@@ -255,30 +287,6 @@ impl Desk {
                 }
             })
             .collect())
-    }
-
-    /// What waits for `viewer`'s decision: fix proposals of others (a
-    /// bulk proposal once) and reopenings of closed days proposed by others.
-    pub async fn queue_for(&self, viewer: &User) -> Result<ApprovalQueue, AppError> {
-        let pool = &self.engine.db.pool;
-        let now = self.now();
-        let (fixes, oldest_fix, next_expiry_at) = proposals::waiting_for(pool, &viewer.id, now)
-            .await
-            .map_err(internal)?;
-        let (reopens, oldest_reopen) = closes::reopens_waiting_for(pool, &viewer.id)
-            .await
-            .map_err(internal)?;
-        let oldest_at = match (oldest_fix, oldest_reopen) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Ok(ApprovalQueue {
-            waiting: fixes + reopens,
-            oldest_at,
-            oldest: oldest_at.map(|t| self.local_minutes(t)),
-            next_expiry_at,
-            next_expiry: next_expiry_at.map(|t| self.local_minutes(t)),
-        })
     }
 
     /// The day's callbacks: received, duplicates, failed, DEAD, p99 time

@@ -2,33 +2,21 @@
 //! delivery, and a message's attempts. Queuing deliveries again is the
 //! outbox room's (`crate::outbox::jobs`).
 
+use super::Desk;
 use crate::accounts::internal;
 use crate::engine::Engine;
+use crate::outbox::jobs;
 use crate::store::outbox;
 use crate::store::outbox_ops as ops;
 use app::error::AppError;
-use app::outbox::{
-    OutboxAttempt, OutboxDelivery, OutboxDetail, OutboxFilter, OutboxMessage, OutboxPage,
-};
+use app::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxMessage, OutboxPage, Resent};
+use app::types::User;
 
 const PAGE: i64 = 50;
 
-fn delivery(d: ops::DeliveryRow) -> OutboxDelivery {
-    OutboxDelivery {
-        sink: d.sink,
-        status: d.status,
-        attempts: d.attempts,
-        next_attempt_at: d.next_attempt_at,
-        last_error: d.last_error,
-        published_at: d.published_at,
-        resent_by: d.resent_by,
-        resent_at: d.resent_at,
-    }
-}
-
 /// A page of the outbox, newest first.
 pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, AppError> {
-    let q = crate::outbox::jobs::query(engine, filter)?;
+    let q = jobs::query(engine, filter)?;
     let db = &engine.db;
     let mut rows = ops::messages(db, &q, PAGE + 1).await.map_err(internal)?;
     let next = (rows.len() as i64 > PAGE).then(|| {
@@ -38,24 +26,15 @@ pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, 
     });
     let ids: Vec<String> = rows.iter().map(|r| r.message_id.clone()).collect();
     let mut deliveries = ops::deliveries(db, &ids).await.map_err(internal)?;
-    let items = rows
-        .into_iter()
-        .map(|r| {
-            let (mine, rest) = deliveries
-                .drain(..)
-                .partition(|d| d.message_id == r.message_id);
-            deliveries = rest;
-            OutboxMessage {
-                message_id: r.message_id,
-                event_type: r.event_type,
-                payment_no: r.aggregate_id,
-                created_at: r.created_at,
-                deliveries: mine.into_iter().map(delivery).collect(),
-            }
-        })
-        .collect();
+    for m in &mut rows {
+        let (mine, rest) = deliveries
+            .drain(..)
+            .partition(|d| d.message_id == m.message_id);
+        deliveries = rest;
+        m.deliveries = mine.into_iter().map(|d| d.delivery).collect();
+    }
     Ok(OutboxPage {
-        items,
+        items: rows,
         next,
         sinks: sinks(engine).await?,
         sinks_configured: crate::outbox::any_configured(engine),
@@ -88,21 +67,64 @@ pub async fn message(engine: &Engine, id: &str) -> Result<OutboxDetail, AppError
             event_type: event.event_type,
             payment_no: event.aggregate_id,
             created_at: event.created_at,
-            deliveries: deliveries.into_iter().map(delivery).collect(),
+            deliveries: deliveries.into_iter().map(|d| d.delivery).collect(),
         },
         payload: event.payload,
-        attempts: attempts
-            .into_iter()
-            .map(|a| OutboxAttempt {
-                sink: a.sink,
-                at: a.at,
-                status_code: a.status_code,
-                latency_us: a.latency_us,
-                answer_head: a.answer_head,
-                error: a.error,
-                origin: a.origin,
-            })
-            .collect(),
+        attempts,
         sinks_configured: crate::outbox::any_configured(engine),
     })
+}
+
+/// The outbox page: what it reads is also the API's; queuing deliveries
+/// again is the outbox room's jobs, which audit it.
+#[async_trait::async_trait]
+impl app::ssr::Outbox for Desk {
+    async fn outbox(&self, filter: &OutboxFilter) -> Result<OutboxPage, AppError> {
+        list(&self.engine, filter).await
+    }
+
+    async fn outbox_message(&self, id: &str) -> Result<OutboxDetail, AppError> {
+        message(&self.engine, id).await
+    }
+
+    async fn outbox_resend(
+        &self,
+        actor: &User,
+        id: &str,
+        sink: Option<&str>,
+    ) -> Result<Resent, AppError> {
+        jobs::resend(&self.engine, &actor.username, id, sink).await
+    }
+
+    async fn outbox_bulk_resend(
+        &self,
+        actor: &User,
+        filter: &OutboxFilter,
+    ) -> Result<OutboxJob, AppError> {
+        jobs::start_resend(&self.engine, &actor.username, filter, jobs::Run::Background).await
+    }
+
+    async fn outbox_recover(
+        &self,
+        actor: &User,
+        sink: &str,
+        since: &str,
+    ) -> Result<OutboxJob, AppError> {
+        jobs::start_recover(
+            &self.engine,
+            &actor.username,
+            sink,
+            since,
+            jobs::Run::Background,
+        )
+        .await
+    }
+
+    async fn outbox_jobs(&self) -> Result<Vec<OutboxJob>, AppError> {
+        jobs::jobs(&self.engine).await
+    }
+
+    async fn outbox_cancel_job(&self, actor: &User, job_id: &str) -> Result<OutboxJob, AppError> {
+        jobs::cancel(&self.engine, &actor.username, job_id).await
+    }
 }

@@ -6,29 +6,13 @@
 use super::{Desk, mask, page};
 use crate::accounts::internal;
 use crate::store::lists::After;
-use crate::store::refused::{self as store, Listed};
+use crate::store::refused as store;
 use app::error::AppError;
 use app::refused::{HourCount, RefusedDetail, RefusedFilter, RefusedPage, RefusedSummary};
 use app::tickets::PAGE_SIZE;
 use std::collections::BTreeMap;
 
 const DAY_US: i64 = 86_400_000_000;
-
-fn summary(r: Listed) -> RefusedSummary {
-    RefusedSummary {
-        id: r.id,
-        provider: r.provider,
-        kind: r.kind,
-        reason: r.reason,
-        source_addr: r.source_addr,
-        diagnosis: r.diagnosis,
-        diagnosis_detail: r.diagnosis_detail,
-        payment_no: r.payment_no,
-        body_len: r.body_len,
-        trace_id: r.trace_id,
-        received_at: r.received_at,
-    }
-}
 
 impl Desk {
     pub async fn refused_page(&self, f: &RefusedFilter) -> Result<RefusedPage, AppError> {
@@ -58,8 +42,7 @@ impl Desk {
         let rows = store::list(db, &query, PAGE_SIZE + 1)
             .await
             .map_err(internal)?;
-        let items = rows.into_iter().map(summary).collect();
-        let (items, next) = page(items, |r: &RefusedSummary| {
+        let (items, next) = page(rows, |r: &RefusedSummary| {
             format!("{}.{}", r.received_at, r.id)
         });
         // Per hour and reason: the diagnosis where there is one, else the kind.
@@ -97,15 +80,27 @@ impl Desk {
         Ok(RefusedDetail {
             headers: mask::headers(&d.headers_json),
             body: mask::payload(&d.body_excerpt),
-            body_hash: d.listed.body_hash.clone(),
-            summary: summary(d.listed),
+            body_hash: d.body_hash,
+            summary: d.listed,
         })
     }
 
-    /// Refused webhooks kept in the 24 hours before now.
+    /// Refused webhooks kept in the 24 hours before now (the dashboard's).
     pub(super) async fn refused_last_day(&self) -> Result<i64, AppError> {
         store::count_since(&self.engine.db.pool, self.now() - DAY_US)
             .await
             .map_err(internal)
+    }
+}
+
+/// The refused page reads what the API reads.
+#[async_trait::async_trait]
+impl app::ssr::Refused for Desk {
+    async fn refused(&self, filter: &RefusedFilter) -> Result<RefusedPage, AppError> {
+        self.refused_page(filter).await
+    }
+
+    async fn refused_one(&self, id: &str) -> Result<RefusedDetail, AppError> {
+        self.refused_detail(id).await
     }
 }

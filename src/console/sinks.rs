@@ -2,11 +2,13 @@
 //! and deliveries by state. Pausing and resuming are the outbox room's
 //! (`crate::outbox::sinks`).
 
+use super::Desk;
 use crate::accounts::internal;
 use crate::engine::Engine;
 use crate::store::sinks;
 use app::error::AppError;
-use app::sinks::{SinkRow, delay_text};
+use app::sinks::{RetriedNow, SinkRow, delay_text};
+use app::types::User;
 
 /// The URL as shown: no user, password or query (a token may hide there).
 fn shown_url(url: &str) -> String {
@@ -74,4 +76,32 @@ pub async fn list(engine: &Engine) -> Result<Vec<SinkRow>, AppError> {
             }
         })
         .collect())
+}
+
+/// The sinks page: what it reads is also the API's; pausing, resuming and
+/// retrying now are the outbox room's, which audits them.
+#[async_trait::async_trait]
+impl app::ssr::Sinks for Desk {
+    async fn sinks(&self) -> Result<Vec<SinkRow>, AppError> {
+        list(&self.engine).await
+    }
+
+    async fn set_sink_paused(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+        pause: bool,
+    ) -> Result<(), AppError> {
+        crate::outbox::sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
+    }
+
+    async fn retry_sink_now(
+        &self,
+        actor: &User,
+        name: &str,
+        reason: &str,
+    ) -> Result<RetriedNow, AppError> {
+        crate::outbox::sinks::retry_now(&self.engine, &actor.username, name, reason).await
+    }
 }

@@ -1,21 +1,24 @@
 //! Tickets as the console reads them: the filtered queue (keyset pages,
 //! most severe then oldest first, with counts by status and class), one
 //! ticket with both sides, its payment's timeline, its notes and
-//! proposals, and the fixes it may get; the approval queue.
+//! proposals, and the fixes it may get; and what the ticket page does,
+//! handed to triage.
 
-use super::money_text;
+use super::{Desk, money_text};
 use crate::accounts::internal;
 use crate::domain::{Sla, TicketStatus};
 use crate::store;
 use crate::store::lists::{self, QueueAfter};
 use crate::store::tickets::TicketRow;
 use crate::store::{Db, alerts, callbacks, outbox, payments, proposals, refunds, tasks, tickets};
+use crate::triage;
 use app::ageing::AgeBucket;
 use app::error::AppError;
 use app::tickets::{
-    CallbackRef, Neighbours, Note, PAGE_SIZE, Proposal, ProposalComment, Side, TicketDetail,
-    TicketFilter, TicketPage, TicketSummary, TimelineItem,
+    ActionResult, CallbackRef, FixRequest, Neighbours, PAGE_SIZE, Proposal, ProposalComment, Side,
+    TicketDetail, TicketFilter, TicketPage, TicketSummary, TimelineItem,
 };
+use app::types::User;
 
 /// A ticket as lists show it.
 pub(crate) fn summary(t: &TicketRow) -> TicketSummary {
@@ -70,9 +73,121 @@ fn check_age(f: &TicketFilter) -> Result<(), AppError> {
     }
 }
 
-pub async fn list(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> Result<TicketPage, AppError> {
-    check_age(f)?;
-    list_page(db, f, now, sla).await.map_err(internal)
+#[async_trait::async_trait]
+impl app::ssr::Tickets for Desk {
+    async fn tickets(&self, f: &TicketFilter) -> Result<TicketPage, AppError> {
+        check_age(f)?;
+        list_page(&self.engine.db, f, self.now(), &self.engine.settings.sla)
+            .await
+            .map_err(internal)
+    }
+
+    async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError> {
+        detail(&self.engine.db, id, self.now(), &self.engine.settings.sla)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)
+    }
+
+    /// The tickets before and after `id` in the queue `f` lists. The
+    /// ticket itself need not match `f` any more (closed from the queue of
+    /// open ones): its place is its (severity, found, id) either way.
+    async fn ticket_neighbours(&self, id: &str, f: &TicketFilter) -> Result<Neighbours, AppError> {
+        let (db, now) = (&self.engine.db, self.now());
+        check_age(f)?;
+        let t = tickets::ticket(&db.pool, id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let at = QueueAfter::of(&t);
+        let next = lists::tickets(db, f, Some(&at), 1, now)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .next()
+            .map(|t| t.discrepancy_id);
+        let previous = lists::ticket_before(db, f, &at, now)
+            .await
+            .map_err(internal)?;
+        Ok(Neighbours { previous, next })
+    }
+
+    async fn proposals(&self, status: &str) -> Result<Vec<Proposal>, AppError> {
+        let pool = &self.engine.db.pool;
+        let mut list = proposals::list(pool, status, None, self.now())
+            .await
+            .map_err(internal)?;
+        // The queue's cards show what was said; the recent list does not.
+        if status == "PENDING" {
+            with_comments(pool, &mut list).await.map_err(internal)?;
+        }
+        Ok(list)
+    }
+}
+
+/// The ticket page's actions, each handed to triage, which audits it.
+#[async_trait::async_trait]
+impl app::ssr::Triage for Desk {
+    async fn assign(&self, actor: &User, id: &str, owner: &str) -> Result<(), AppError> {
+        triage::assign(&self.engine, actor, id, owner).await
+    }
+
+    async fn comment(&self, actor: &User, id: &str, text: &str) -> Result<(), AppError> {
+        triage::comment(&self.engine, actor, id, text).await
+    }
+
+    async fn comment_proposal(
+        &self,
+        actor: &User,
+        proposal_id: &str,
+        text: &str,
+    ) -> Result<ProposalComment, AppError> {
+        triage::comment_proposal(&self.engine, actor, proposal_id, text).await
+    }
+
+    async fn add_evidence(
+        &self,
+        actor: &User,
+        id: &str,
+        kind: &str,
+        text: &str,
+    ) -> Result<(), AppError> {
+        triage::add_evidence(&self.engine, actor, id, kind, text).await
+    }
+
+    async fn conclude(&self, actor: &User, id: &str, conclusion: &str) -> Result<(), AppError> {
+        triage::conclude(&self.engine, actor, id, conclusion).await
+    }
+
+    async fn requery(&self, actor: &User, id: &str) -> Result<ActionResult, AppError> {
+        triage::requery(&self.engine, actor, id).await
+    }
+
+    async fn replay(
+        &self,
+        actor: &User,
+        id: &str,
+        callback_row: &str,
+    ) -> Result<ActionResult, AppError> {
+        triage::replay(&self.engine, actor, id, callback_row).await
+    }
+
+    async fn propose(&self, actor: &User, fix: &FixRequest) -> Result<String, AppError> {
+        triage::fixes::propose(&self.engine, actor, fix).await
+    }
+
+    async fn approve(
+        &self,
+        actor: &User,
+        proposal_id: &str,
+        comment: &str,
+    ) -> Result<ActionResult, AppError> {
+        triage::fixes::approve(&self.engine, actor, proposal_id, comment).await
+    }
+
+    async fn reject(&self, actor: &User, proposal_id: &str, comment: &str) -> Result<(), AppError> {
+        triage::fixes::reject(&self.engine, actor, proposal_id, comment).await
+    }
 }
 
 async fn list_page(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> store::Result<TicketPage> {
@@ -96,34 +211,7 @@ async fn list_page(db: &Db, f: &TicketFilter, now: i64, sla: &Sla) -> store::Res
     })
 }
 
-/// The tickets before and after `id` in the queue `f` lists. The ticket
-/// itself need not match `f` any more (closed from the queue of open ones):
-/// its place is its (severity, found, id) either way.
-pub async fn neighbours(
-    db: &Db,
-    id: &str,
-    f: &TicketFilter,
-    now: i64,
-) -> Result<Neighbours, AppError> {
-    check_age(f)?;
-    let t = tickets::ticket(&db.pool, id)
-        .await
-        .map_err(internal)?
-        .ok_or(AppError::NotFound)?;
-    let at = QueueAfter::of(&t);
-    let next = lists::tickets(db, f, Some(&at), 1, now)
-        .await
-        .map_err(internal)?
-        .into_iter()
-        .next()
-        .map(|t| t.discrepancy_id);
-    let previous = lists::ticket_before(db, f, &at, now)
-        .await
-        .map_err(internal)?;
-    Ok(Neighbours { previous, next })
-}
-
-pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<TicketDetail>> {
+async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<TicketDetail>> {
     let pool = &db.pool;
     let Some(t) = tickets::ticket(pool, id).await? else {
         return Ok(None);
@@ -187,19 +275,7 @@ pub async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Opt
         timeline_of_payment(db, no, &mut timeline, &mut callbacks).await?;
     }
     timeline.extend(actions_of(&t));
-    let notes: Vec<Note> = tickets::notes_of(pool, id)
-        .await?
-        .into_iter()
-        .map(|n| Note {
-            id: n.note_id,
-            kind: n.kind,
-            body: n.body,
-            file_name: n.file_name,
-            file_size: n.file_size,
-            author: n.author,
-            at: n.at,
-        })
-        .collect();
+    let notes = tickets::notes_of(pool, id).await?;
     // Proposals appear as themselves below, not again as their notes.
     for n in notes.iter().filter(|n| n.kind != "proposal") {
         timeline.push(TimelineItem {
@@ -405,9 +481,8 @@ async fn timeline_of_payment(
     Ok(())
 }
 
-/// An evidence file's name and bytes.
 /// Fills in the comments of each proposal.
-pub async fn with_comments(pool: &store::Pool, list: &mut [Proposal]) -> store::Result<()> {
+async fn with_comments(pool: &store::Pool, list: &mut [Proposal]) -> store::Result<()> {
     for p in list.iter_mut() {
         p.comments = crate::store::audit::proposal_comments(pool, &p.id)
             .await?
@@ -425,6 +500,7 @@ pub async fn with_comments(pool: &store::Pool, list: &mut [Proposal]) -> store::
     Ok(())
 }
 
+/// An evidence file's name and bytes.
 pub async fn evidence_file(db: &Db, note_id: &str) -> Result<(String, Vec<u8>), AppError> {
     match tickets::evidence_file(&db.pool, note_id)
         .await

@@ -169,7 +169,7 @@ pub async fn resend(
             .await
             .map_err(internal)?
             .into_iter()
-            .map(|d| d.sink)
+            .map(|d| d.delivery.sink)
             .collect(),
     };
     if targets.is_empty() {

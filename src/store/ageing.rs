@@ -6,7 +6,7 @@
 use super::Db;
 use super::lists::finish;
 use crate::domain::Sla;
-use app::ageing::AgeBucket;
+use app::ageing::{AgeBucket, DayChange};
 use sqlx::{Any, QueryBuilder};
 
 const HOUR_US: i64 = 3_600_000_000;
@@ -71,19 +71,11 @@ pub async fn open_by_class(
     sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
 }
 
-/// A day's change of the queue: tickets found in it, open at its end
-/// though found before it, and closed in it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DayChange {
-    pub new: i64,
-    pub persisting: i64,
-    pub resolved: i64,
-}
-
 /// The change of the day [start, end) (microseconds), for `provider` or
-/// all. "Open at its end" is open now, or closed since its end: each a
-/// small range (the open tickets' index, `closed_at`), never a walk of every
-/// ticket found before the day.
+/// all: tickets found in it, open at its end though found before it, and
+/// closed in it (the caller names the day). "Open at its end" is open
+/// now, or closed since its end: each a small range (the open tickets'
+/// index, `closed_at`), never a walk of every ticket found before the day.
 pub async fn day_change(
     db: &Db,
     provider: Option<&str>,
@@ -96,21 +88,14 @@ pub async fn day_change(
     };
     let sql = format!(
         "SELECT \
-           (SELECT COUNT(*) FROM discrepancies WHERE found_at >= $1 AND found_at < $2{p}), \
+           (SELECT COUNT(*) FROM discrepancies WHERE found_at >= $1 AND found_at < $2{p}) AS \"new\", \
            (SELECT COUNT(*) FROM discrepancies WHERE status <> 'CLOSED' AND found_at < $1{p}) \
-           + (SELECT COUNT(*) FROM discrepancies WHERE closed_at >= $2 AND found_at < $1{p}), \
-           (SELECT COUNT(*) FROM discrepancies WHERE closed_at >= $1 AND closed_at < $2{p})"
+           + (SELECT COUNT(*) FROM discrepancies WHERE closed_at >= $2 AND found_at < $1{p}) AS persisting, \
+           (SELECT COUNT(*) FROM discrepancies WHERE closed_at >= $1 AND closed_at < $2{p}) AS resolved"
     );
-    let mut q = sqlx::query_as::<_, (i64, i64, i64)>(&sql)
-        .bind(start)
-        .bind(end);
+    let mut q = sqlx::query_as::<_, DayChange>(&sql).bind(start).bind(end);
     if let Some(p) = provider {
         q = q.bind(p.to_owned());
     }
-    let (new, persisting, resolved) = q.fetch_one(&db.pool).await?;
-    Ok(DayChange {
-        new,
-        persisting,
-        resolved,
-    })
+    q.fetch_one(&db.pool).await
 }

@@ -147,27 +147,18 @@ pub async fn raised<'e>(
 
 // ---- The console: listing, acknowledging, resolving -------------------------
 
-/// An alert as the console lists it, with the ticket raised under the same
-/// key (if any).
+/// An alert as the console lists it, with what its links are read from:
+/// its key and the ticket raised under the same key (if any).
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Listed {
-    pub alert_id: String,
+    #[sqlx(flatten)]
+    pub row: app::console::AlertRow,
     pub dedupe_key: String,
-    pub kind: String,
-    pub severity: String,
-    pub payment_no: Option<String>,
-    pub message: String,
-    pub created_at: i64,
-    pub acknowledged_at: Option<i64>,
-    pub acknowledged_by: Option<String>,
-    pub ack_comment: Option<String>,
-    pub resolved_at: Option<i64>,
-    pub resolved_reason: Option<String>,
     pub ticket_id: Option<String>,
 }
 
 /// The columns of [`Listed`], over `alerts a LEFT JOIN discrepancies d`.
-pub const LISTED_COLUMNS: &str = "a.alert_id, a.dedupe_key, a.kind, a.severity, a.payment_no, a.message, \
+pub const LISTED_COLUMNS: &str = "a.alert_id AS id, a.dedupe_key, a.kind, a.severity, a.payment_no, a.message, \
      a.created_at, a.acknowledged_at, a.acknowledged_by, a.ack_comment, a.resolved_at, a.resolved_reason, \
      d.discrepancy_id AS ticket_id";
 

@@ -389,3 +389,41 @@ pub async fn settled_by_day<'e>(
     .fetch_all(e)
     .await
 }
+
+// ---- The console's bank page -------------------------------------------
+
+/// The latest imported statements, as the console's bank page lists them.
+pub async fn statement_lines<'e>(
+    e: impl Executor<'e, Database = Any>,
+    limit: i64,
+) -> sqlx::Result<Vec<app::bank::BankStatementLine>> {
+    sqlx::query_as(&format!(
+        "SELECT {STATEMENT_COLUMNS} FROM bank_statements ORDER BY imported_at DESC, statement_id DESC LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}
+
+/// A payout as the console's bank page lists it, with the minor units its
+/// amount is shown from.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct PayoutListed {
+    #[sqlx(flatten)]
+    pub line: app::bank::PayoutLine,
+    pub amount_minor: i64,
+}
+
+/// The latest payouts, as [`payouts`] orders them.
+pub async fn payout_lines<'e>(
+    e: impl Executor<'e, Database = Any>,
+    limit: i64,
+) -> sqlx::Result<Vec<PayoutListed>> {
+    sqlx::query_as(
+        "SELECT provider, payout_id, amount_minor, currency, arrival_on, state, status FROM payouts \
+         ORDER BY arrival_on DESC, provider, payout_id LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}

@@ -2,6 +2,7 @@
 //! before anything acts on it.
 
 use crate::store::batch::{Arg, Cell, Statements};
+use app::console::{CallbackReplay, CallbackSummary};
 use sqlx::{Any, Executor};
 
 pub struct NewCallback<'a> {
@@ -288,7 +289,7 @@ pub async fn record_replay<'e>(
 pub async fn replays<'e>(
     e: impl Executor<'e, Database = Any>,
     callback_row: &str,
-) -> sqlx::Result<Vec<Replay>> {
+) -> sqlx::Result<Vec<CallbackReplay>> {
     sqlx::query_as(
         "SELECT at, actor, class, detail, error, job FROM callback_replays \
          WHERE callback_row_id = $1 ORDER BY at, id",
@@ -497,33 +498,15 @@ pub async fn dead_ids<'e>(
     .await
 }
 
-/// The columns of a callback in a list.
+/// The columns of a callback in a list (a [`CallbackSummary`]).
 pub const LISTED_COLUMNS: &str = "id, callback_id, provider, payment_no, provider_txn_id, callback_status, verify_result, \
      processing_status, outcome, retry_count, duplicates, trace_id, received_at";
-
-/// A callback as lists show it.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Listed {
-    pub id: String,
-    pub callback_id: String,
-    pub provider: String,
-    pub payment_no: Option<String>,
-    pub provider_txn_id: Option<String>,
-    pub callback_status: String,
-    pub verify_result: String,
-    pub processing_status: String,
-    pub outcome: Option<String>,
-    pub retry_count: i64,
-    pub duplicates: i64,
-    pub trace_id: String,
-    pub received_at: i64,
-}
 
 /// A callback with all it stored.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Detail {
     #[sqlx(flatten)]
-    pub listed: Listed,
+    pub listed: CallbackSummary,
     pub headers_json: String,
     pub payload: Vec<u8>,
     pub payload_hash: String,
@@ -557,7 +540,7 @@ pub async fn detail<'e>(
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct OfPayment {
     #[sqlx(flatten)]
-    pub listed: Listed,
+    pub listed: CallbackSummary,
     pub error_message: Option<String>,
 }
 

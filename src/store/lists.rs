@@ -6,8 +6,9 @@
 
 use super::tickets::{TICKET_COLUMNS, TicketRow};
 use super::{Db, DbKind};
+use app::console::{PaymentSummary, RunSummary};
 use app::filter::QueryFilter;
-use app::tickets::TicketFilter;
+use app::tickets::{AuditEntry, TicketFilter};
 use sqlx::any::AnyArguments;
 use sqlx::{Any, Execute, QueryBuilder};
 
@@ -304,7 +305,7 @@ pub async fn callbacks(
     db: &Db,
     f: &CallbackQuery<'_>,
     limit: i64,
-) -> sqlx::Result<Vec<super::callbacks::Listed>> {
+) -> sqlx::Result<Vec<app::console::CallbackSummary>> {
     let mut qb = Builder::new(format!(
         "SELECT {} FROM payment_callbacks WHERE 1 = 1",
         super::callbacks::LISTED_COLUMNS
@@ -355,14 +356,25 @@ pub struct PaymentQuery<'a> {
     pub after: Option<After>,
 }
 
+/// A payment as its list shows it, with what its amount and hold are
+/// shown from.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct PaymentListed {
+    #[sqlx(flatten)]
+    pub summary: PaymentSummary,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub hold_reason: Option<String>,
+}
+
 pub async fn payments(
     db: &Db,
     f: &PaymentQuery<'_>,
     limit: i64,
-) -> sqlx::Result<Vec<super::payments::PaymentBrief>> {
+) -> sqlx::Result<Vec<PaymentListed>> {
     let mut qb = Builder::new(format!(
-        "SELECT {}, {} FROM payments WHERE 1 = 1",
-        super::payments::BRIEF_COLUMNS,
+        "SELECT payment_no, order_no, provider, provider_txn_id, amount_minor, currency, status, \
+           created_at, paid_at, {} FROM payments WHERE 1 = 1",
         super::payments::HOLD_REASON
     ));
     if let Some(q) = f.q {
@@ -394,25 +406,12 @@ pub async fn payments(
 }
 
 /// A reconciliation run as its list shows it (`recon_runs`, written by
-/// reconciliation).
+/// reconciliation), with what its classes and checks are read from.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct RunListed {
-    pub run_id: String,
-    pub provider: String,
-    pub business_date: String,
-    pub source: String,
-    pub file_name: Option<String>,
-    pub status: String,
-    pub phase: Option<String>,
-    pub cursor: Option<String>,
-    pub rows_read: i64,
+    #[sqlx(flatten)]
+    pub summary: RunSummary,
     pub figures_json: Option<String>,
-    pub error: Option<String>,
-    pub started_by: String,
-    pub started_at: i64,
-    pub finished_at: Option<i64>,
-    pub file_hash: Option<String>,
-    pub bill_type: Option<String>,
     pub summary_json: Option<String>,
     /// The statement file is kept (`statement_files`).
     pub file_kept: i64,
@@ -422,7 +421,7 @@ pub async fn runs(db: &Db, after: Option<&After>, limit: i64) -> sqlx::Result<Ve
     // The text a run's statement or caller may have made large is read
     // bounded, as every read of runs reads it.
     let mut qb = Builder::new(format!(
-        "SELECT run_id, provider, business_date, source, status, phase, cursor, rows_read, figures_json, \
+        "SELECT run_id AS id, provider, business_date, source, status, phase, cursor, rows_read, figures_json, \
            started_by, started_at, finished_at, file_hash, bill_type, {}, \
            CAST(CASE WHEN EXISTS (SELECT 1 FROM statement_files f WHERE f.run_id = recon_runs.run_id) THEN 1 ELSE 0 END AS BIGINT) AS file_kept \
          FROM recon_runs WHERE 1 = 1",
@@ -510,24 +509,10 @@ pub struct AuditQuery<'a> {
     pub before: Option<i64>,
 }
 
-/// An audit entry as the log's page shows it.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct AuditListed {
-    pub seq: i64,
-    pub at: i64,
-    pub actor: String,
-    pub action: String,
-    pub object_type: String,
-    pub object_id: String,
-    pub before_json: Option<String>,
-    pub after_json: Option<String>,
-    pub hash: String,
-}
-
-/// Newest first.
-pub async fn audit(db: &Db, f: &AuditQuery<'_>, limit: i64) -> sqlx::Result<Vec<AuditListed>> {
+/// Newest first, without their links.
+pub async fn audit(db: &Db, f: &AuditQuery<'_>, limit: i64) -> sqlx::Result<Vec<AuditEntry>> {
     let mut qb = Builder::new(
-        "SELECT seq, at, actor, action, object_type, object_id, before_json, after_json, hash FROM audit_log \
+        "SELECT seq, at, actor, action, object_type, object_id, before_json AS before, after_json AS after, hash FROM audit_log \
          WHERE 1 = 1",
     );
     equals(&mut qb, "actor", f.actor);

@@ -5,6 +5,7 @@
 
 use super::Db;
 use super::lists::{After, finish};
+use app::outbox::{OutboxAttempt, OutboxDelivery, OutboxMessage};
 use sqlx::{Any, AnyConnection, Executor, QueryBuilder};
 
 /// Attempts kept per (message, sink): the relay's whole schedule (12) and
@@ -111,19 +112,11 @@ fn conditions(qb: &mut Builder, f: &OutboxQuery) {
     }
 }
 
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct MessageRow {
-    pub message_id: String,
-    pub aggregate_id: String,
-    pub event_type: String,
-    pub created_at: i64,
-}
-
 /// A page of messages, newest first (one row past `limit` when another
-/// page follows).
-pub async fn messages(db: &Db, f: &OutboxQuery, limit: i64) -> sqlx::Result<Vec<MessageRow>> {
+/// page follows), without their deliveries.
+pub async fn messages(db: &Db, f: &OutboxQuery, limit: i64) -> sqlx::Result<Vec<OutboxMessage>> {
     let mut qb = Builder::new(
-        "SELECT e.message_id, e.aggregate_id, e.event_type, e.created_at FROM outbox_events e WHERE 1 = 1",
+        "SELECT e.message_id, e.aggregate_id AS payment_no, e.event_type, e.created_at FROM outbox_events e WHERE 1 = 1",
     );
     conditions(&mut qb, f);
     if let Some(a) = &f.after {
@@ -140,17 +133,12 @@ pub async fn messages(db: &Db, f: &OutboxQuery, limit: i64) -> sqlx::Result<Vec<
     sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
 }
 
+/// A delivery, and the message it is of.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DeliveryRow {
     pub message_id: String,
-    pub sink: String,
-    pub status: String,
-    pub attempts: i64,
-    pub next_attempt_at: i64,
-    pub last_error: Option<String>,
-    pub published_at: Option<i64>,
-    pub resent_by: Option<String>,
-    pub resent_at: Option<i64>,
+    #[sqlx(flatten)]
+    pub delivery: OutboxDelivery,
 }
 
 /// The deliveries of these messages.
@@ -171,22 +159,11 @@ pub async fn deliveries(db: &Db, message_ids: &[String]) -> sqlx::Result<Vec<Del
     sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
 }
 
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct AttemptRow {
-    pub sink: String,
-    pub at: i64,
-    pub status_code: Option<i64>,
-    pub latency_us: i64,
-    pub answer_head: String,
-    pub error: Option<String>,
-    pub origin: String,
-}
-
 /// A message's attempts, oldest first.
 pub async fn attempts<'e>(
     e: impl Executor<'e, Database = Any>,
     message_id: &str,
-) -> sqlx::Result<Vec<AttemptRow>> {
+) -> sqlx::Result<Vec<OutboxAttempt>> {
     sqlx::query_as(
         "SELECT sink, at, status_code, latency_us, answer_head, error, origin FROM outbox_attempts \
          WHERE message_id = $1 ORDER BY at, attempt_id",

@@ -3,6 +3,7 @@
 
 use super::Db;
 use super::lists::{After, finish};
+use app::refused::RefusedSummary;
 use sqlx::{Any, Executor, QueryBuilder};
 
 /// Bytes of a refused body kept.
@@ -69,31 +70,16 @@ pub async fn prune<'e>(
     Ok(done.rows_affected())
 }
 
-/// The columns of a refused webhook in a list.
-const LISTED: &str = "id, provider, kind, reason, body_len, body_hash, payment_no, trace_id, \
+/// The columns of a refused webhook in a list (a [`RefusedSummary`]).
+const LISTED: &str = "id, provider, kind, reason, body_len, payment_no, trace_id, \
      received_at, source_addr, diagnosis, diagnosis_detail";
-
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Listed {
-    pub id: String,
-    pub provider: String,
-    pub kind: String,
-    pub reason: String,
-    pub body_len: i64,
-    pub body_hash: String,
-    pub payment_no: Option<String>,
-    pub trace_id: String,
-    pub received_at: i64,
-    pub source_addr: Option<String>,
-    pub diagnosis: Option<String>,
-    pub diagnosis_detail: Option<String>,
-}
 
 /// A refused webhook with its headers and the body's first bytes.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Detail {
     #[sqlx(flatten)]
-    pub listed: Listed,
+    pub listed: RefusedSummary,
+    pub body_hash: String,
     pub headers_json: String,
     pub body_excerpt: Vec<u8>,
 }
@@ -109,7 +95,7 @@ pub struct Query<'a> {
 }
 
 /// Newest first, `limit` rows after the cursor.
-pub async fn list(db: &Db, q: &Query<'_>, limit: i64) -> sqlx::Result<Vec<Listed>> {
+pub async fn list(db: &Db, q: &Query<'_>, limit: i64) -> sqlx::Result<Vec<RefusedSummary>> {
     let mut qb = QueryBuilder::<'static, Any>::new(format!(
         "SELECT {LISTED} FROM refused_callbacks WHERE 1 = 1"
     ));
@@ -146,7 +132,7 @@ pub async fn detail<'e>(
     id: &str,
 ) -> sqlx::Result<Option<Detail>> {
     sqlx::query_as(&format!(
-        "SELECT {LISTED}, headers_json, body_excerpt FROM refused_callbacks WHERE id = $1"
+        "SELECT {LISTED}, body_hash, headers_json, body_excerpt FROM refused_callbacks WHERE id = $1"
     ))
     .bind(id)
     .fetch_optional(e)

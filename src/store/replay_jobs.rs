@@ -89,21 +89,14 @@ pub async fn fail<'e>(
     Ok(())
 }
 
+/// A job as the console lists it, with what its classes and liveness are
+/// read from.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct JobRow {
-    pub job_id: String,
-    pub provider: String,
-    pub from_at: i64,
-    pub to_at: i64,
-    pub requested_by: String,
-    pub status: String,
-    pub total: i64,
-    pub done: i64,
+    #[sqlx(flatten)]
+    pub job: app::console::ReplayJob,
     pub classes_json: String,
-    pub error: Option<String>,
-    pub started_at: i64,
     pub updated_at: i64,
-    pub finished_at: Option<i64>,
 }
 
 /// The 20 most recent jobs, or the one named.
@@ -112,7 +105,7 @@ pub async fn recent<'e>(
     job_id: Option<&str>,
 ) -> sqlx::Result<Vec<JobRow>> {
     let sql = format!(
-        "SELECT job_id, provider, from_at, to_at, requested_by, status, total, done, classes_json, error, \
+        "SELECT job_id AS id, provider, from_at, to_at, requested_by, status, total, done, classes_json, error, \
            started_at, updated_at, finished_at FROM replay_jobs {} ORDER BY started_at DESC LIMIT 20",
         if job_id.is_some() {
             "WHERE job_id = $1"

@@ -391,23 +391,13 @@ pub async fn insert_note(
     Ok(())
 }
 
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct NoteRow {
-    pub note_id: String,
-    pub kind: String,
-    pub body: String,
-    pub file_name: Option<String>,
-    pub file_size: Option<i64>,
-    pub author: String,
-    pub at: i64,
-}
-
+/// A ticket's notes, oldest first.
 pub async fn notes_of<'e>(
     e: impl Executor<'e, Database = Any>,
     id: &str,
-) -> sqlx::Result<Vec<NoteRow>> {
+) -> sqlx::Result<Vec<app::tickets::Note>> {
     sqlx::query_as(
-        "SELECT note_id, kind, body, file_name, file_size, author, at FROM ticket_notes \
+        "SELECT note_id AS id, kind, body, file_name, file_size, author, at FROM ticket_notes \
          WHERE discrepancy_id = $1 ORDER BY at, note_id",
     )
     .bind(id)

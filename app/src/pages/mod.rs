@@ -24,6 +24,7 @@ mod tickets;
 mod users;
 
 use crate::api::{Login, Logout, SetLanguage, waiting_for_me, whoami};
+use crate::console::ApprovalQueue;
 use crate::error::AppError;
 use crate::filter::QueryFilter;
 use crate::i18n::{Msg, error_text, role_name, tr};
@@ -169,6 +170,7 @@ pub fn App() -> impl IntoView {
 pub fn Frame(allow: &'static [Role], children: ChildrenFn) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let children = StoredValue::new(children);
+    provide_context(Badge::new());
     view! {
         <Transition fallback=|| view! { <p class="loading">"…"</p> }>
             {move || Suspend::new(async move {
@@ -290,12 +292,40 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
     }
 }
 
+/// The top bar's count of proposals waiting, made the first time the bar
+/// is drawn for a supervisor and kept by `Frame`: the bar is drawn inside
+/// `Frame`'s suspense, which the server renders more than once (see
+/// `Loaded`), and it is only for supervisors, so it cannot be made before.
+#[derive(Clone, Copy)]
+struct Badge {
+    owner: StoredValue<Owner>,
+    queue: StoredValue<Option<Loaded<ApprovalQueue>>>,
+}
+
+impl Badge {
+    fn new() -> Badge {
+        Badge {
+            owner: StoredValue::new(Owner::current().expect("an owner")),
+            queue: StoredValue::new(None),
+        }
+    }
+
+    fn queue(self) -> Loaded<ApprovalQueue> {
+        if let Some(made) = self.queue.get_value() {
+            return made;
+        }
+        let made = self
+            .owner
+            .with_value(|o| o.with(|| Resource::new(|| (), |_| waiting_for_me())));
+        self.queue.set_value(Some(made));
+        made
+    }
+}
+
 /// How many proposals of others wait for this supervisor's decision.
 #[component]
 fn QueueBadge(lang: Lang) -> impl IntoView {
-    // Counted in the browser: the bar is drawn inside `Frame`, where a
-    // server-side resource would be fetched on every pass (see `Loaded`).
-    let queue = LocalResource::new(waiting_for_me);
+    let queue = expect_context::<Badge>().queue();
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {

@@ -8,6 +8,7 @@ pub mod bank;
 pub mod cli;
 pub mod config;
 pub mod console;
+pub mod context;
 pub mod demo;
 pub mod domain;
 pub mod engine;

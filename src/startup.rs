@@ -3,8 +3,10 @@
 
 use crate::accounts::Accounts;
 use crate::config::Config;
+use crate::config::{Pulls, Settings, Sink, StatementDay};
+use crate::context::{Clock, SystemClock};
 use crate::demo::Demo;
-use crate::engine::{Clock, Engine, Pulls, Settings, Sink, StatementDay, SystemClock};
+use crate::engine::Engine;
 use crate::metrics::Metrics;
 use crate::providers::signing::Secret;
 use crate::providers::{Provider, Providers};
@@ -226,7 +228,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
         .map_err(|e| anyhow::anyhow!("RECKON_TIMEZONE {}: {e}", config.timezone))?;
     Ok(Settings {
         pulls: pulls_of(config, &timezone)?,
-        closing: crate::engine::Closing {
+        closing: crate::config::Closing {
             fees: config
                 .providers
                 .iter()
@@ -358,7 +360,7 @@ pub async fn engine_of(config: &Config) -> anyhow::Result<Engine> {
         db,
         Providers::new(providers_of(config)?),
         Metrics::new(),
-        Arc::new(crate::engine::SystemClock),
+        Arc::new(crate::context::SystemClock),
         settings_of(config)?,
     ))
 }

@@ -14,8 +14,8 @@
 
 use super::config::{Channel, is_critical};
 use super::render::{EVENT_TYPE, Notification};
+use crate::context::Context;
 use crate::domain::AlertKind;
-use crate::engine::Engine;
 use crate::store;
 use crate::store::alert_dispatch::{self as dispatch, RoutedAlert};
 use crate::store::outbox;
@@ -30,9 +30,9 @@ const LEASE_US: i64 = 120_000_000;
 
 /// Routes the alerts raised since the last pass and sends the digests due
 /// at `now`. Returns how many messages it wrote.
-pub async fn route_alerts(engine: &Engine, now: i64) -> store::Result<usize> {
-    let channels = &engine.settings.channels;
-    let pool = &engine.db.pool;
+pub async fn route_alerts(ctx: &Context, now: i64) -> store::Result<usize> {
+    let channels = &ctx.settings.channels;
+    let pool = &ctx.db.pool;
     if channels.is_empty() {
         // Nothing to tell anyone: alerts are only marked, so a channel
         // configured later does not receive the backlog.
@@ -44,24 +44,24 @@ pub async fn route_alerts(engine: &Engine, now: i64) -> store::Result<usize> {
     // Due digests first: a new alert of a kind whose window just ended
     // then joins the window the digest opens, instead of reopening it and
     // leaving the held ones waiting another window.
-    let mut written = send_due_digests(engine, channels, now).await?;
+    let mut written = send_due_digests(ctx, channels, now).await?;
     while dispatch::any_unrouted(pool, now).await? {
         let leased = dispatch::lease_unrouted(
             pool,
             now,
             now + LEASE_US,
             ALERTS_PER_LEASE,
-            engine.db.skip_locked(),
+            ctx.db.skip_locked(),
         )
         .await?;
         if leased.is_empty() {
             break;
         }
-        written += route_lease(engine, channels, &leased, now).await?;
+        written += route_lease(ctx, channels, &leased, now).await?;
     }
     if written > 0 {
         tracing::info!(messages = written, "alert channel messages written");
-        engine.wake.notify_one();
+        ctx.wake.notify_one();
     }
     Ok(written)
 }
@@ -72,12 +72,12 @@ pub async fn route_alerts(engine: &Engine, now: i64) -> store::Result<usize> {
 /// per channel, so a run that raises thousands is a few messages, not
 /// thousands, and none waits.
 async fn route_lease(
-    engine: &Engine,
+    ctx: &Context,
     channels: &[Channel],
     leased: &[RoutedAlert],
     now: i64,
 ) -> store::Result<usize> {
-    let mut tx = engine.db.begin_write().await?;
+    let mut tx = ctx.db.begin_write().await?;
     let mut written = 0;
     let mut critical: std::collections::BTreeMap<(&str, &str), Vec<&RoutedAlert>> =
         Default::default();
@@ -141,8 +141,8 @@ async fn route_lease(
 
 /// Each (channel, kind) with held alerts whose window has ended, outside
 /// the channel's quiet hours: one digest, and the next window opens.
-async fn send_due_digests(engine: &Engine, channels: &[Channel], now: i64) -> store::Result<usize> {
-    let pool = &engine.db.pool;
+async fn send_due_digests(ctx: &Context, channels: &[Channel], now: i64) -> store::Result<usize> {
+    let pool = &ctx.db.pool;
     let mut written = 0;
     for (name, kind) in dispatch::held_groups(pool).await? {
         // A channel taken out of the file keeps its held alerts (in the
@@ -157,7 +157,7 @@ async fn send_due_digests(engine: &Engine, channels: &[Channel], now: i64) -> st
         {
             continue;
         }
-        let mut tx = engine.db.begin_write().await?;
+        let mut tx = ctx.db.begin_write().await?;
         let message_id = new_message_id();
         let claimed = dispatch::claim_held(&mut tx, &name, &kind, &message_id, now).await?;
         if claimed.is_empty() {

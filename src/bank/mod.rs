@@ -10,8 +10,8 @@ pub mod camt;
 pub mod csv;
 pub mod matching;
 
+use crate::context::Context;
 use crate::domain::{Class, Money, Severity, clip, quote};
-use crate::engine::Engine;
 use crate::providers::{PayoutSeen, Statements};
 use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
 use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
@@ -108,11 +108,11 @@ const NET_CHECKS_PER_PASS: i64 = 50;
 /// Asks each provider what its new automatic payouts settle, and opens a
 /// PAYOUT_AMOUNT_MISMATCH ticket for one whose amount is not that net. A
 /// payout the provider cannot answer for now is asked again next pass.
-async fn check_nets(engine: &Engine, now: i64) -> Result<i64, BankError> {
-    let pool = &engine.db.pool;
+async fn check_nets(ctx: &Context, now: i64) -> Result<i64, BankError> {
+    let pool = &ctx.db.pool;
     let mut differs = 0;
     for p in store::unchecked_payouts(pool, NET_CHECKS_PER_PASS).await? {
-        let Some(provider) = engine.providers.get(&p.provider).cloned() else {
+        let Some(provider) = ctx.providers.get(&p.provider).cloned() else {
             store::set_net(pool, &p.provider, &p.payout_id, "NOT_DERIVABLE", None).await?;
             continue;
         };
@@ -132,7 +132,7 @@ async fn check_nets(engine: &Engine, now: i64) -> Result<i64, BankError> {
             Some(n) if n == p.amount_minor => "EQUAL",
             Some(_) => "DIFFERS",
         };
-        let mut tx = engine.db.begin_write().await?;
+        let mut tx = ctx.db.begin_write().await?;
         if store::set_net(&mut *tx, &p.provider, &p.payout_id, state, net).await?
             && state == "DIFFERS"
         {
@@ -251,9 +251,9 @@ fn bounded(parsed: &ParsedStatement) -> Result<(), String> {
 /// Reads and stores a bank statement (whole, or nothing when it cannot be
 /// read), then runs a matching pass. The same file again is recognised by
 /// its hash and changes nothing.
-pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, BankError> {
+pub async fn import(ctx: &Context, imp: BankImport<'_>) -> Result<Imported, BankError> {
     let sha256 = hex::encode(Sha256::digest(imp.bytes));
-    let pool = &engine.db.pool;
+    let pool = &ctx.db.pool;
     if let Some(statement) = store::statement_by_hash(pool, &sha256).await? {
         return Ok(Imported {
             statement,
@@ -311,10 +311,10 @@ pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, Ba
             .filter(|e| e.direction == Direction::Credit)
             .count() as i64,
         imported_by: imp.actor.to_owned(),
-        imported_at: engine.now(),
+        imported_at: ctx.now(),
     };
-    let mut tx = engine.db.begin_write().await?;
-    let inserted = store::insert_statement(&mut tx, &engine.db.audit, &statement, &entries).await?;
+    let mut tx = ctx.db.begin_write().await?;
+    let inserted = store::insert_statement(&mut tx, &ctx.db.audit, &statement, &entries).await?;
     tx.commit().await?;
     if !inserted {
         // The same file, imported at the same moment by someone else.
@@ -327,7 +327,7 @@ pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, Ba
             matching: MatchFigures::default(),
         });
     }
-    let matching = match_payouts(engine, engine.now()).await?;
+    let matching = match_payouts(ctx, ctx.now()).await?;
     Ok(Imported {
         statement,
         duplicate: false,
@@ -338,7 +338,7 @@ pub async fn import(engine: &Engine, imp: BankImport<'_>) -> Result<Imported, Ba
 /// The payouts a provider's statement page reported, recorded (again,
 /// harmlessly, when a page is read twice).
 pub async fn payouts_seen(
-    engine: &Engine,
+    ctx: &Context,
     provider: &str,
     run_id: Option<&str>,
     payouts: &[PayoutSeen],
@@ -347,7 +347,7 @@ pub async fn payouts_seen(
         // A failed or cancelled payout never reaches the bank.
         let expected = !matches!(p.status.as_str(), "failed" | "canceled");
         store::upsert_payout(
-            &engine.db.pool,
+            &ctx.db.pool,
             &NewPayout {
                 provider,
                 payout_id: &p.payout_id,
@@ -360,7 +360,7 @@ pub async fn payouts_seen(
                 run_id,
                 state: if expected { "PENDING" } else { "NOT_SENT" },
                 automatic: p.automatic,
-                now: engine.now(),
+                now: ctx.now(),
             },
         )
         .await?;
@@ -369,22 +369,22 @@ pub async fn payouts_seen(
 }
 
 /// Today in the business time zone, as of `now` (µs).
-fn today(engine: &Engine, now: i64) -> jiff::civil::Date {
+fn today(ctx: &Context, now: i64) -> jiff::civil::Date {
     jiff::Timestamp::from_microsecond(now)
         .unwrap_or_default()
-        .to_zoned(engine.settings.timezone.clone())
+        .to_zoned(ctx.settings.timezone.clone())
         .date()
 }
 
 /// One matching pass over every open payout and provider credit: the
 /// decisions and their tickets in one transaction, so a pass repeated (a
 /// second instance, the next beat) finds them already decided.
-pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, BankError> {
+pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, BankError> {
     // The provider is asked outside the matching transaction.
-    let net_differs = check_nets(engine, now).await?;
-    let window = engine.settings.pulls.bank_window_days;
-    let mut tx = engine.db.begin_write().await?;
-    store::lock_matching(&mut tx, engine.db.kind).await?;
+    let net_differs = check_nets(ctx, now).await?;
+    let window = ctx.settings.pulls.bank_window_days;
+    let mut tx = ctx.db.begin_write().await?;
+    store::lock_matching(&mut tx, ctx.db.kind).await?;
     let payout_rows = store::open_payouts(&mut *tx).await?;
     let credit_rows = store::open_credits(&mut *tx).await?;
     let date = |s: &str| s.parse::<jiff::civil::Date>().ok();
@@ -436,7 +436,7 @@ pub async fn match_payouts(engine: &Engine, now: i64) -> Result<MatchFigures, Ba
         net_differs,
         ..MatchFigures::default()
     };
-    for d in matching::decide(&open_p, &open_c, window, today(engine, now)) {
+    for d in matching::decide(&open_p, &open_c, window, today(ctx, now)) {
         match d {
             Decision::Matched { payout, credit } => {
                 let (p, c) = (payouts[payout].1, credits[credit].1);

@@ -15,9 +15,12 @@ use std::path::{Path, PathBuf};
 
 pub use crate::providers::ProviderConfig;
 
+mod runtime;
 mod settings;
 mod sinks;
 mod values;
+
+pub use runtime::{Closing, Pulls, Settings, Sink, StatementDay};
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
 

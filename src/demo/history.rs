@@ -5,8 +5,9 @@
 //! morning — with a few discrepancies of every common kind. Runs once per
 //! database (skipped when older runs exist).
 
+use crate::context::ManualClock;
 use crate::domain::{Currency, Money, PaymentNo, PaymentStatus, ProviderTxnId};
-use crate::engine::{Engine, ManualClock, Outcome, Source};
+use crate::engine::{Engine, Outcome, Source};
 use crate::providers::sandbox::PaymentData;
 use crate::recon::{Import, Input};
 use crate::sandbox_server::SandboxServer;

@@ -186,9 +186,4 @@ impl Engine {
             error: None,
         })
     }
-
-    /// Lets the workers know new work (an outbox message) was written.
-    pub fn wake_workers(&self) {
-        self.wake.notify_one();
-    }
 }

@@ -7,7 +7,7 @@
 //! transaction that queues it.
 
 use crate::accounts::{TxError, internal, retrying};
-use crate::engine::Engine;
+use crate::context::Context;
 use crate::store;
 use crate::store::lists::After;
 use crate::store::outbox_ops::{self as ops, OutboxQuery};
@@ -33,11 +33,11 @@ const CHUNK_PAUSE: Duration = Duration::from_millis(25);
 
 /// A time of a filter: RFC 3339, or a business day (its start; with
 /// `end`, the next day's start).
-fn instant(engine: &Engine, text: &str, end: bool) -> Result<i64, AppError> {
+fn instant(ctx: &Context, text: &str, end: bool) -> Result<i64, AppError> {
     if let Ok(ts) = text.parse::<jiff::Timestamp>() {
         return Ok(ts.as_microsecond());
     }
-    let (start, next) = crate::recon::day_range(text, &engine.settings.timezone).map_err(|_| {
+    let (start, next) = crate::recon::day_range(text, &ctx.settings.timezone).map_err(|_| {
         invalid(format!(
             "{text:?} is neither an RFC 3339 time (2026-12-01T00:00:00Z) nor a day (YYYY-MM-DD)"
         ))
@@ -45,7 +45,7 @@ fn instant(engine: &Engine, text: &str, end: bool) -> Result<i64, AppError> {
     Ok(if end { next } else { start })
 }
 
-pub fn query(engine: &Engine, f: &OutboxFilter) -> Result<OutboxQuery, AppError> {
+pub fn query(ctx: &Context, f: &OutboxFilter) -> Result<OutboxQuery, AppError> {
     if let Some(s) = f.status.as_deref()
         && !DELIVERY_STATUSES.contains(&s)
     {
@@ -57,12 +57,9 @@ pub fn query(engine: &Engine, f: &OutboxFilter) -> Result<OutboxQuery, AppError>
     let from_at = f
         .from
         .as_deref()
-        .map(|t| instant(engine, t, false))
+        .map(|t| instant(ctx, t, false))
         .transpose()?;
-    let to_at =
-        f.to.as_deref()
-            .map(|t| instant(engine, t, true))
-            .transpose()?;
+    let to_at = f.to.as_deref().map(|t| instant(ctx, t, true)).transpose()?;
     Ok(OutboxQuery {
         event_type: f.event_type.clone(),
         sink: f.sink.clone(),
@@ -79,15 +76,15 @@ pub fn query(engine: &Engine, f: &OutboxFilter) -> Result<OutboxQuery, AppError>
 /// never queues a delivery twice. False when it was pending already
 /// (nothing done, nothing audited).
 async fn requeue_audited(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     message_id: &str,
     sink: &str,
     job: Option<(&str, i64)>,
 ) -> Result<bool, AppError> {
     retrying(|| async {
-        let now = engine.now();
-        let mut tx = engine.db.begin_write().await?;
+        let now = ctx.now();
+        let mut tx = ctx.db.begin_write().await?;
         if let Some((job_id, seq)) = job
             && !ops::claim_item(&mut tx, job_id, seq).await?
         {
@@ -101,7 +98,7 @@ async fn requeue_audited(
             let (status, attempts) = before.unwrap_or_default();
             audit::append(
                 &mut tx,
-                &engine.db.audit,
+                &ctx.db.audit,
                 &audit::Entry {
                     actor: actor.to_owned(),
                     action: "outbox.resend",
@@ -127,8 +124,8 @@ async fn requeue_audited(
 
 /// Whether the relay can deliver to `sink` (a configured sink or alert
 /// channel).
-pub fn configured(engine: &Engine, sink: &str) -> bool {
-    engine.settings.sinks.iter().any(|s| s.name == sink) || engine.settings.channel(sink).is_some()
+pub fn configured(ctx: &Context, sink: &str) -> bool {
+    ctx.settings.sinks.iter().any(|s| s.name == sink) || ctx.settings.channel(sink).is_some()
 }
 
 /// Queues one message again, to `sink` or to every sink it was meant
@@ -136,12 +133,12 @@ pub fn configured(engine: &Engine, sink: &str) -> bool {
 /// message was never meant for (400), nothing to do because every
 /// delivery named is pending already (409).
 pub async fn resend(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     message_id: &str,
     sink: Option<&str>,
 ) -> Result<Resent, AppError> {
-    let pool = &engine.db.pool;
+    let pool = &ctx.db.pool;
     if outbox::event(pool, message_id)
         .await
         .map_err(internal)?
@@ -151,7 +148,7 @@ pub async fn resend(
     }
     let targets: Vec<String> = match sink {
         Some(s) => {
-            if !configured(engine, s) {
+            if !configured(ctx, s) {
                 return Err(invalid(format!("sink {s:?} is not configured")));
             }
             if ops::delivery_status(pool, message_id, s)
@@ -165,7 +162,7 @@ pub async fn resend(
             }
             vec![s.to_owned()]
         }
-        None => ops::deliveries(&engine.db, &[message_id.to_owned()])
+        None => ops::deliveries(&ctx.db, &[message_id.to_owned()])
             .await
             .map_err(internal)?
             .into_iter()
@@ -183,12 +180,12 @@ pub async fn resend(
         already_pending: Vec::new(),
     };
     for s in targets {
-        if !configured(engine, &s) {
+        if !configured(ctx, &s) {
             return Err(invalid(format!(
                 "sink {s:?} is not configured any more; name a configured sink"
             )));
         }
-        if requeue_audited(engine, actor, message_id, &s, None).await? {
+        if requeue_audited(ctx, actor, message_id, &s, None).await? {
             out.queued.push(s);
         } else {
             out.already_pending.push(s);
@@ -202,7 +199,7 @@ pub async fn resend(
             ),
         });
     }
-    engine.wake_workers();
+    ctx.wake_workers();
     Ok(out)
 }
 
@@ -213,7 +210,7 @@ fn new_job_id() -> String {
 /// Starts queuing again every not-pending delivery the list's filter
 /// matches (only its sink's and status's, when it names them).
 pub async fn start_resend(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     filter: &OutboxFilter,
     run: Run,
@@ -227,34 +224,34 @@ pub async fn start_resend(
         ));
     }
     if let Some(s) = filter.sink.as_deref()
-        && !configured(engine, s)
+        && !configured(ctx, s)
     {
         return Err(invalid(format!("sink {s:?} is not configured")));
     }
-    let q = query(engine, &filter)?;
-    let items = ops::resendable(&engine.db, &q).await.map_err(internal)?;
+    let q = query(ctx, &filter)?;
+    let items = ops::resendable(&ctx.db, &q).await.map_err(internal)?;
     let params = serde_json::to_value(&filter).unwrap_or_default();
-    start(engine, actor, "RESEND", params, items, run).await
+    start(ctx, actor, "RESEND", params, items, run).await
 }
 
 /// Starts queuing again every DEAD delivery to `sink` whose last attempt
 /// was at or after `since` (RFC 3339 or a day).
 pub async fn start_recover(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     sink: &str,
     since: &str,
     run: Run,
 ) -> Result<OutboxJob, AppError> {
-    if !configured(engine, sink) {
+    if !configured(ctx, sink) {
         return Err(invalid(format!("sink {sink:?} is not configured")));
     }
-    let since_at = instant(engine, since, false)?;
-    let items = ops::dead_since(&engine.db.pool, sink, since_at)
+    let since_at = instant(ctx, since, false)?;
+    let items = ops::dead_since(&ctx.db.pool, sink, since_at)
         .await
         .map_err(internal)?;
     start(
-        engine,
+        ctx,
         actor,
         "RECOVER",
         json!({ "sink": sink, "since": since }),
@@ -275,7 +272,7 @@ pub enum Run {
 
 /// Writes the job with its items and its audit entry, then runs it.
 async fn start(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     kind: &'static str,
     params: serde_json::Value,
@@ -285,8 +282,8 @@ async fn start(
     let job_id = new_job_id();
     let params_json = params.to_string();
     retrying(|| async {
-        let now = engine.now();
-        let mut tx = engine.db.begin_write().await?;
+        let now = ctx.now();
+        let mut tx = ctx.db.begin_write().await?;
         ops::insert_job(
             &mut tx,
             &ops::NewJob {
@@ -301,7 +298,7 @@ async fn start(
         .await?;
         audit::append(
             &mut tx,
-            &engine.db.audit,
+            &ctx.db.audit,
             &audit::Entry {
                 actor: actor.to_owned(),
                 action: if kind == "RECOVER" {
@@ -322,15 +319,15 @@ async fn start(
     })
     .await?;
     match run {
-        Run::Background => crate::jobs::spawn::<Requeue>(engine, &job_id),
-        Run::ToTheEnd => crate::jobs::run_here::<Requeue>(engine, &job_id).await?,
+        Run::Background => crate::jobs::spawn::<Requeue>(ctx, &job_id),
+        Run::ToTheEnd => crate::jobs::run_here::<Requeue>(ctx, &job_id).await?,
     }
-    job(engine, &job_id).await
+    job(ctx, &job_id).await
 }
 
 /// A job and its progress.
-pub async fn job(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
-    let row = ops::job(&engine.db.pool, job_id)
+pub async fn job(ctx: &Context, job_id: &str) -> Result<OutboxJob, AppError> {
+    let row = ops::job(&ctx.db.pool, job_id)
         .await
         .map_err(internal)?
         .ok_or(AppError::NotFound)?;
@@ -338,8 +335,8 @@ pub async fn job(engine: &Engine, job_id: &str) -> Result<OutboxJob, AppError> {
 }
 
 /// The 20 most recent jobs.
-pub async fn jobs(engine: &Engine) -> Result<Vec<OutboxJob>, AppError> {
-    Ok(ops::recent_jobs(&engine.db.pool)
+pub async fn jobs(ctx: &Context) -> Result<Vec<OutboxJob>, AppError> {
+    Ok(ops::recent_jobs(&ctx.db.pool)
         .await
         .map_err(internal)?
         .into_iter()
@@ -365,19 +362,19 @@ fn job_view(r: ops::JobRow) -> OutboxJob {
 }
 
 /// Asks a running job to stop before its next chunk; audited.
-pub async fn cancel(engine: &Engine, actor: &str, job_id: &str) -> Result<OutboxJob, AppError> {
-    let Some(row) = ops::job(&engine.db.pool, job_id).await.map_err(internal)? else {
+pub async fn cancel(ctx: &Context, actor: &str, job_id: &str) -> Result<OutboxJob, AppError> {
+    let Some(row) = ops::job(&ctx.db.pool, job_id).await.map_err(internal)? else {
         return Err(AppError::NotFound);
     };
     let asked = retrying(|| async {
-        let now = engine.now();
-        let mut tx = engine.db.begin_write().await?;
+        let now = ctx.now();
+        let mut tx = ctx.db.begin_write().await?;
         if !ops::request_cancel(&mut *tx, job_id, now).await? {
             return Ok::<_, TxError>(false);
         }
         audit::append(
             &mut tx,
-            &engine.db.audit,
+            &ctx.db.audit,
             &audit::Entry {
                 actor: actor.to_owned(),
                 action: "outbox.cancel_job",
@@ -398,7 +395,7 @@ pub async fn cancel(engine: &Engine, actor: &str, job_id: &str) -> Result<Outbox
             detail: format!("the job is {}, not running", row.status),
         });
     }
-    job(engine, job_id).await
+    job(ctx, job_id).await
 }
 
 /// A resend or recover job as the runner works it: its items in chunks
@@ -410,13 +407,13 @@ pub struct Requeue {
 }
 
 impl crate::jobs::Kind for Requeue {
-    type Ctx = Engine;
+    type Ctx = Context;
     type Item = (i64, String, String);
     const NAME: &'static str = "outbox";
     const PAUSE: Duration = CHUNK_PAUSE;
 
-    async fn load(engine: &Engine, job_id: &str) -> Result<Self, AppError> {
-        let row = ops::job(&engine.db.pool, job_id)
+    async fn load(ctx: &Context, job_id: &str) -> Result<Self, AppError> {
+        let row = ops::job(&ctx.db.pool, job_id)
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)?;
@@ -427,26 +424,26 @@ impl crate::jobs::Kind for Requeue {
         })
     }
 
-    async fn running(&mut self, engine: &Engine) -> Result<bool, AppError> {
-        let status = ops::job_status(&engine.db.pool, &self.job_id)
+    async fn running(&mut self, ctx: &Context) -> Result<bool, AppError> {
+        let status = ops::job_status(&ctx.db.pool, &self.job_id)
             .await
             .map_err(internal)?;
         Ok(status.as_deref() == Some("RUNNING"))
     }
 
-    async fn next_chunk(&mut self, engine: &Engine) -> Result<Vec<Self::Item>, AppError> {
-        ops::next_items(&engine.db.pool, &self.job_id, CHUNK)
+    async fn next_chunk(&mut self, ctx: &Context) -> Result<Vec<Self::Item>, AppError> {
+        ops::next_items(&ctx.db.pool, &self.job_id, CHUNK)
             .await
             .map_err(internal)
     }
 
     async fn work_item(
         &mut self,
-        engine: &Engine,
+        ctx: &Context,
         (seq, message_id, sink): Self::Item,
     ) -> Result<(), AppError> {
         requeue_audited(
-            engine,
+            ctx,
             &self.requested_by,
             &message_id,
             &sink,
@@ -456,27 +453,27 @@ impl crate::jobs::Kind for Requeue {
         Ok(())
     }
 
-    async fn touch(&mut self, engine: &Engine) -> Result<(), AppError> {
-        ops::touch_job(&engine.db.pool, &self.job_id, engine.now())
+    async fn touch(&mut self, ctx: &Context) -> Result<(), AppError> {
+        ops::touch_job(&ctx.db.pool, &self.job_id, ctx.now())
             .await
             .map_err(internal)?;
-        engine.wake_workers();
+        ctx.wake_workers();
         Ok(())
     }
 
-    async fn finish(&mut self, engine: &Engine) -> Result<(), AppError> {
-        ops::finish_job(&engine.db.pool, &self.job_id, engine.now())
+    async fn finish(&mut self, ctx: &Context) -> Result<(), AppError> {
+        ops::finish_job(&ctx.db.pool, &self.job_id, ctx.now())
             .await
             .map_err(internal)?;
         tracing::info!(job = self.job_id, kind = self.kind, "outbox job ended");
         Ok(())
     }
 
-    async fn fail(engine: &Engine, job_id: &str, error: &str) -> store::Result<()> {
-        ops::fail_job(&engine.db.pool, job_id, error, engine.now()).await
+    async fn fail(ctx: &Context, job_id: &str, error: &str) -> store::Result<()> {
+        ops::fail_job(&ctx.db.pool, job_id, error, ctx.now()).await
     }
 
-    async fn silent(engine: &Engine, silent_us: i64) -> store::Result<Vec<String>> {
-        ops::unfinished(&engine.db.pool, engine.now() - silent_us).await
+    async fn silent(ctx: &Context, silent_us: i64) -> store::Result<Vec<String>> {
+        ops::unfinished(&ctx.db.pool, ctx.now() - silent_us).await
     }
 }

@@ -8,12 +8,12 @@ pub mod jobs;
 pub mod relay;
 pub mod sinks;
 
-pub use relay::Attempt;
+pub use relay::{Attempt, relay_outbox};
 pub use sinks::Failing;
 
-use crate::engine::Engine;
+use crate::context::Context;
 
 /// Whether the relay can deliver anywhere at all.
-pub fn any_configured(engine: &Engine) -> bool {
-    !engine.settings.sinks.is_empty() || !engine.settings.channels.is_empty()
+pub fn any_configured(ctx: &Context) -> bool {
+    !ctx.settings.sinks.is_empty() || !ctx.settings.channels.is_empty()
 }

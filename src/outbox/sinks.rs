@@ -7,8 +7,9 @@
 //! an active sink's deliveries waiting for a later retry made due at once.
 
 use crate::accounts::{TxError, retrying};
+use crate::config::Sink;
+use crate::context::Context;
 use crate::domain::{AlertKind, AlertSeverity};
-use crate::engine::{Engine, Sink};
 use crate::store;
 use crate::store::{alerts, audit, sinks};
 use app::error::AppError;
@@ -44,60 +45,58 @@ impl Sink {
     }
 }
 
-impl Engine {
-    /// Failed attempts were counted (`in_a_row` since `since`): the
-    /// spell's first time past the rule raises one `sink_failing` alert.
-    pub(crate) async fn sink_failing_check(
-        &self,
-        sink: &str,
-        error: &str,
-        in_a_row: i64,
-        since: i64,
-        now: i64,
-    ) -> store::Result<()> {
-        let pool = &self.db.pool;
-        let rule = self.settings.sink_failing;
-        if (in_a_row >= rule.attempts || now - since >= rule.after_us)
-            && sinks::mark_failing(pool, sink, now).await?
-        {
-            alerts::raise_alert(
-                pool,
-                &alerts::NewAlert {
-                    dedupe_key: &format!("sink_failing:{sink}:{since}"),
-                    kind: AlertKind::SinkFailing,
-                    severity: AlertSeverity::High,
-                    payment_no: None,
-                    message: &format!(
-                        "outbox sink {sink} is failing: {in_a_row} attempts failed in a row since {}; last: {error}",
-                        jiff::Timestamp::from_microsecond(since).unwrap_or_default()
-                    ),
-                    trace_id: None,
-                    now,
-                },
-            )
-            .await?;
-        }
-        Ok(())
+/// Failed attempts were counted (`in_a_row` since `since`): the
+/// spell's first time past the rule raises one `sink_failing` alert.
+pub(crate) async fn sink_failing_check(
+    ctx: &Context,
+    sink: &str,
+    error: &str,
+    in_a_row: i64,
+    since: i64,
+    now: i64,
+) -> store::Result<()> {
+    let pool = &ctx.db.pool;
+    let rule = ctx.settings.sink_failing;
+    if (in_a_row >= rule.attempts || now - since >= rule.after_us)
+        && sinks::mark_failing(pool, sink, now).await?
+    {
+        alerts::raise_alert(
+            pool,
+            &alerts::NewAlert {
+                dedupe_key: &format!("sink_failing:{sink}:{since}"),
+                kind: AlertKind::SinkFailing,
+                severity: AlertSeverity::High,
+                payment_no: None,
+                message: &format!(
+                    "outbox sink {sink} is failing: {in_a_row} attempts failed in a row since {}; last: {error}",
+                    jiff::Timestamp::from_microsecond(since).unwrap_or_default()
+                ),
+                trace_id: None,
+                now,
+            },
+        )
+        .await?;
     }
+    Ok(())
 }
 
 /// Pauses (`pause`) or resumes a configured sink, audited with `actor`
 /// and the reason. Doing what is already done is refused, so the audit
 /// log holds only changes.
 pub async fn set_paused(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     name: &str,
     reason: &str,
     pause: bool,
 ) -> Result<(), AppError> {
-    if !engine.settings.sinks.iter().any(|s| s.name == name) {
+    if !ctx.settings.sinks.iter().any(|s| s.name == name) {
         return Err(AppError::NotFound);
     }
     let reason = crate::triage::required(reason, "reason")?;
     retrying(|| async {
-        let now = engine.now();
-        let mut tx = engine.db.begin_write().await?;
+        let now = ctx.now();
+        let mut tx = ctx.db.begin_write().await?;
         let by = pause.then_some((actor, reason));
         if !sinks::set_paused(&mut tx, name, by, now).await? {
             return Err(TxError::App(AppError::Invalid {
@@ -109,7 +108,7 @@ pub async fn set_paused(
         }
         audit::append(
             &mut tx,
-            &engine.db.audit,
+            &ctx.db.audit,
             &audit::Entry {
                 actor: actor.to_owned(),
                 action: if pause { "sink.pause" } else { "sink.resume" },
@@ -126,7 +125,7 @@ pub async fn set_paused(
     })
     .await?;
     if !pause {
-        engine.wake.outbox.notify_one();
+        ctx.wake.outbox.notify_one();
     }
     tracing::info!(
         sink = name,
@@ -144,18 +143,18 @@ pub async fn set_paused(
 /// paused sink is refused (resuming it makes them due anyway); with
 /// nothing waiting, nothing changes and nothing is audited.
 pub async fn retry_now(
-    engine: &Engine,
+    ctx: &Context,
     actor: &str,
     name: &str,
     reason: &str,
 ) -> Result<RetriedNow, AppError> {
-    if !engine.settings.sinks.iter().any(|s| s.name == name) {
+    if !ctx.settings.sinks.iter().any(|s| s.name == name) {
         return Err(AppError::NotFound);
     }
     let reason = crate::triage::required(reason, "reason")?;
     let made_due = retrying(|| async {
-        let now = engine.now();
-        let mut tx = engine.db.begin_write().await?;
+        let now = ctx.now();
+        let mut tx = ctx.db.begin_write().await?;
         if sinks::is_paused(&mut tx, name).await? {
             return Err(TxError::App(AppError::Invalid {
                 detail: format!("sink {name} is paused: resume it first"),
@@ -168,7 +167,7 @@ pub async fn retry_now(
         }
         audit::append(
             &mut tx,
-            &engine.db.audit,
+            &ctx.db.audit,
             &audit::Entry {
                 actor: actor.to_owned(),
                 action: "sink.retry_now",
@@ -185,7 +184,7 @@ pub async fn retry_now(
     })
     .await?;
     if made_due > 0 {
-        engine.wake.outbox.notify_one();
+        ctx.wake.outbox.notify_one();
     }
     tracing::info!(
         sink = name,

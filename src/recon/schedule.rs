@@ -10,8 +10,9 @@
 //! instances on one database never pull one day at once.
 
 use super::run::{ReconError, STALE_US};
+use crate::config::StatementDay;
 use crate::domain::{AlertKind, AlertSeverity};
-use crate::engine::{Engine, StatementDay};
+use crate::engine::Engine;
 use crate::store::recon_runs::RunRow;
 use crate::store::statement_pulls::{self, Tried};
 use crate::store::{alerts, recon_runs};

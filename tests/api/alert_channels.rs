@@ -12,7 +12,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use base64::Engine as _;
-use reckon::engine::{Engine, ManualClock};
+use reckon::context::ManualClock;
+use reckon::engine::Engine;
 use reckon::startup::Options;
 use reckon::store::alerts::{NewAlert, raise_alert};
 use serde_json::Value;
@@ -240,8 +241,7 @@ impl AlertApp {
 
     async fn relay(&self) -> usize {
         let http = reqwest::Client::new();
-        self.engine()
-            .relay_outbox(&http, self.engine().now())
+        reckon::outbox::relay_outbox(self.engine(), &http, self.engine().now())
             .await
             .unwrap()
     }

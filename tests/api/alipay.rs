@@ -10,7 +10,7 @@ use crate::both_databases;
 use crate::helpers::{Backend, TestApp, spawn_app_with};
 use base64::Engine as _;
 use reckon::config::ProviderConfig;
-use reckon::engine::ManualClock;
+use reckon::context::ManualClock;
 use reckon::providers::alipay::AlipayConfig;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;

@@ -239,13 +239,25 @@ async fn the_outbox_retries_a_failing_sink_and_delivers_with_a_stable_id(b: Back
     let http = reqwest::Client::new();
     app.sink.fail_next(2);
     for _ in 0..2 {
-        assert_eq!(engine.relay_outbox(&http, engine.now()).await.unwrap(), 1);
+        assert_eq!(
+            reckon::outbox::relay_outbox(&engine, &http, engine.now())
+                .await
+                .unwrap(),
+            1
+        );
         app.clock.advance_secs(3600);
     }
-    assert_eq!(engine.relay_outbox(&http, engine.now()).await.unwrap(), 1);
+    assert_eq!(
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
     app.clock.advance_secs(3600);
     assert_eq!(
-        engine.relay_outbox(&http, engine.now()).await.unwrap(),
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap(),
         0,
         "delivered once"
     );

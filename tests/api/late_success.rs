@@ -72,8 +72,7 @@ impl Desk {
     /// payment, in order.
     async fn delivered(&self, payment_no: &str) -> Vec<String> {
         let engine = self.app.app_engine();
-        engine
-            .relay_outbox(&reqwest::Client::new(), engine.now())
+        reckon::outbox::relay_outbox(&engine, &reqwest::Client::new(), engine.now())
             .await
             .unwrap();
         self.app

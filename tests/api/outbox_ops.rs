@@ -181,7 +181,9 @@ async fn a_long_outage_goes_dead_and_one_recover_delivers_each_once_more(b: Back
     // The sink's whole schedule (the default: 8 attempts over about 27
     // hours) passes while it is down.
     for _ in 0..10 {
-        engine.relay_outbox(&http, engine.now()).await.unwrap();
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap();
         app.clock.advance_secs(10 * 3600);
     }
     assert_eq!(
@@ -204,7 +206,9 @@ async fn a_long_outage_goes_dead_and_one_recover_delivers_each_once_more(b: Back
     assert_eq!(app.app.alert_count("outbox_dead").await, 3);
     assert_eq!(receiver.seen().len(), 24);
     assert_eq!(
-        engine.relay_outbox(&http, engine.now()).await.unwrap(),
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap(),
         0,
         "DEAD stays dead"
     );
@@ -230,9 +234,19 @@ async fn a_long_outage_goes_dead_and_one_recover_delivers_each_once_more(b: Back
         (job["status"].as_str(), job["done"].as_i64()),
         (Some("DONE"), Some(3))
     );
-    assert_eq!(engine.relay_outbox(&http, engine.now()).await.unwrap(), 3);
+    assert_eq!(
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap(),
+        3
+    );
     app.clock.advance_secs(3600);
-    assert_eq!(engine.relay_outbox(&http, engine.now()).await.unwrap(), 0);
+    assert_eq!(
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap(),
+        0
+    );
 
     // Each message: 8 failures (the default schedule), then delivered exactly once, same id.
     let seen = receiver.seen();
@@ -427,7 +441,9 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     let engine = app.app_engine();
     let http = reqwest::Client::new();
     let p = succeeded(&app, 7).await;
-    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
     let message: String = crate::reads::message_of(app.pool(), &p).await;
     // A message written when only `shop` was a sink.
     let mut conn = app.pool().acquire().await.unwrap();
@@ -562,7 +578,12 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     assert!(audited[1].1.contains("\"ledger\""));
     // Both delivered once more, with the same id (with the shop-only
     // message's first delivery).
-    assert_eq!(engine.relay_outbox(&http, engine.now()).await.unwrap(), 3);
+    assert_eq!(
+        reckon::outbox::relay_outbox(&engine, &http, engine.now())
+            .await
+            .unwrap(),
+        3
+    );
     assert_eq!(
         count(&app, &format!("SELECT COUNT(*) FROM outbox_attempts WHERE message_id = '{message}' AND origin = 'RESEND' AND error IS NULL")).await,
         2
@@ -689,7 +710,11 @@ async fn a_bulk_resend_a_stopped_process_left_is_resumed_and_queues_each_once(b:
     );
     // And delivered once each, under its own id.
     let http = reqwest::Client::new();
-    while engine.relay_outbox(&http, engine.now()).await.unwrap() > 0 {}
+    while reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap()
+        > 0
+    {}
     let mut seen: Vec<String> = receiver.seen().into_iter().map(|(id, _)| id).collect();
     seen.sort();
     assert_eq!(seen, ids);
@@ -719,7 +744,9 @@ async fn the_command_line_recovers_and_resends(b: Backend) {
     let engine = app.app_engine();
     let http = reqwest::Client::new();
     let p = succeeded(&app, 3).await;
-    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
     let message: String = crate::reads::message_of(app.pool(), &p).await;
     // As the relay leaves a delivery at the end of its schedule.
     sqlx::query("UPDATE outbox_deliveries SET status = 'DEAD', attempts = 12 WHERE sink = 'shop'")
@@ -812,9 +839,13 @@ async fn the_command_line_retries_a_sink_now(b: Backend) {
     receiver.down.store(true, Ordering::SeqCst);
     succeeded(&app, 1).await;
     succeeded(&app, 2).await;
-    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
     app.clock.advance_secs(5);
-    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
     // Both wait for the default schedule's 5-minute step.
     assert_eq!(
         count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'shop' AND status = 'PENDING' AND attempts = 2").await,
@@ -864,7 +895,12 @@ async fn the_command_line_retries_a_sink_now(b: Backend) {
     // Due at the process's own clock: the next pass at or after it sends
     // both, long before the 5-minute step.
     let now = engine.now().max(reckon::store::now_micros());
-    assert_eq!(engine.relay_outbox(&http, now).await.unwrap(), 2);
+    assert_eq!(
+        reckon::outbox::relay_outbox(&engine, &http, now)
+            .await
+            .unwrap(),
+        2
+    );
     assert_eq!(
         count(&app, "SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'shop' AND status = 'DELIVERED' AND attempts = 3").await,
         2
@@ -973,7 +1009,9 @@ async fn measure_bulk_resend_of_10000() {
         let relay = std::time::Instant::now();
         let mut delivered = 0;
         while delivered < n {
-            delivered += engine.relay_outbox(&http, engine.now()).await.unwrap();
+            delivered += reckon::outbox::relay_outbox(&engine, &http, engine.now())
+                .await
+                .unwrap();
         }
         let relayed = relay.elapsed();
         assert_eq!(receiver.seen().len(), n);

@@ -351,7 +351,9 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
         expected
     );
     let http = reqwest::Client::new();
-    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
     let delivered = |who: &str| app.sink.seen().iter().any(|(_, body)| body.contains(who));
     assert!(delivered(&a), "others are delivered");
     assert!(!delivered(&local_only), "the held payment's effect waits");
@@ -388,7 +390,9 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    engine.relay_outbox(&http, engine.now()).await.unwrap();
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
     assert!(delivered(&local_only));
     let out = app.app.cli(
         &["payment", "release", &local_only, "--note", "again"],

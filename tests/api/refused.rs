@@ -223,7 +223,7 @@ async fn a_wechat_notification_naming_an_unknown_serial_is_diagnosed(b: Backend)
 async fn standard_webhooks_refusals_are_diagnosed(b: Backend) {
     use reckon::providers::standard::StandardConfig;
     let retired = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-    let clock = Arc::new(reckon::engine::ManualClock::default());
+    let clock = Arc::new(reckon::context::ManualClock::default());
     let app = crate::helpers::spawn_app_with(
         b,
         |c| {

@@ -164,8 +164,7 @@ async fn settle(app: &EngineApp, order: &str, status: &str) -> String {
 
 async fn relay(app: &EngineApp) -> usize {
     let engine = app.app_engine();
-    engine
-        .relay_outbox(&reqwest::Client::new(), engine.now())
+    reckon::outbox::relay_outbox(&engine, &reqwest::Client::new(), engine.now())
         .await
         .unwrap()
 }

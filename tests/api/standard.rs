@@ -7,7 +7,7 @@ use crate::helpers::{Backend, TestApp, spawn_app_with};
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
-use reckon::engine::ManualClock;
+use reckon::context::ManualClock;
 use reckon::providers::standard::Mapping;
 use reckon::providers::standard::StandardConfig;
 use reckon::startup::Options;

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use hmac::{Hmac, Mac};
 use reckon::config::ProviderConfig;
-use reckon::engine::ManualClock;
+use reckon::context::ManualClock;
 use reckon::providers::stripe::StripeConfig;
 use reckon::startup::Options;
 use sha2::Sha256;

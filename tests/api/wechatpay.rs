@@ -12,7 +12,7 @@ use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine as _;
 use reckon::config::ProviderConfig;
-use reckon::engine::ManualClock;
+use reckon::context::ManualClock;
 use reckon::providers::wechatpay::WechatPayConfig;
 use reckon::startup::Options;
 use rsa::RsaPrivateKey;

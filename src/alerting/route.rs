@@ -12,8 +12,8 @@
 //! goes at once and leaves the window as it was — with the other critical
 //! alerts of its kind routed in the same lease, if any, as one message.
 
-use super::config::{Channel, is_critical};
 use super::render::{EVENT_TYPE, Notification};
+use crate::config::{Channel, is_critical};
 use crate::context::Context;
 use crate::domain::AlertKind;
 use crate::store;

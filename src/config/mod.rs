@@ -15,11 +15,15 @@ use std::path::{Path, PathBuf};
 
 pub use crate::providers::ProviderConfig;
 
+mod alert_channels;
 mod runtime;
 mod settings;
 mod sinks;
 mod values;
 
+pub use alert_channels::{
+    Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
+};
 pub use runtime::{Closing, Pulls, Settings, Sink, StatementDay};
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
@@ -92,7 +96,7 @@ pub struct Config {
     /// when a sink counts as failing.
     pub sinks: Sinks,
     /// Alert channels (`[[alert_channels]]` in the file), checked.
-    pub alert_channels: Vec<crate::alerting::Channel>,
+    pub alert_channels: Vec<Channel>,
     /// The threshold of the refused-webhooks spike alert.
     pub refused_spike: RefusedSpike,
 }

@@ -59,7 +59,7 @@ pub struct Settings {
     /// When a sink's failures raise `sink_failing`.
     pub sink_failing: super::Failing,
     /// Alert channels, sinks of the alerts' messages only.
-    pub channels: Vec<crate::alerting::Channel>,
+    pub channels: Vec<super::Channel>,
     /// More than this many verification failures of one provider in
     /// the window raise `webhooks_refused_spike`.
     pub refused_spike: RefusedSpike,
@@ -67,7 +67,7 @@ pub struct Settings {
 
 impl Settings {
     /// The alert channel a delivery's sink names, if it is one.
-    pub fn channel(&self, sink: &str) -> Option<&crate::alerting::Channel> {
+    pub fn channel(&self, sink: &str) -> Option<&super::Channel> {
         self.channels.iter().find(|c| c.name == sink)
     }
 }

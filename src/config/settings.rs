@@ -53,7 +53,7 @@ pub(super) struct Layers {
     outbox_in_flight: Option<Text>,
     // Alert channels, file only (each with its secrets).
     #[serde(default)]
-    alert_channels: Vec<crate::alerting::ChannelToml>,
+    alert_channels: Vec<super::ChannelToml>,
     // Refused webhooks spiking
     refused_spike: Option<Text>,
 }

@@ -245,12 +245,12 @@ pub(super) fn sinks(
 
 /// Alert channels, each checked; a name is a sink's, so unique.
 pub(super) fn alert_channels(
-    raws: &[crate::alerting::ChannelToml],
+    raws: &[super::ChannelToml],
     timezone: &str,
     outbox_sinks: &[(String, String)],
     sinks: &super::sinks::Sinks,
-) -> Result<Vec<crate::alerting::Channel>, ConfigError> {
-    let mut alert_channels: Vec<crate::alerting::Channel> = Vec::new();
+) -> Result<Vec<super::Channel>, ConfigError> {
+    let mut alert_channels: Vec<super::Channel> = Vec::new();
     for raw in raws {
         let refused = |hint: String| ConfigError::Invalid {
             key: "alert_channels",

@@ -3,9 +3,10 @@
 //! `ingest`). Once stored, Reckon owns it: only a failure to store is
 //! answered with "try again". Failed processing is retried by a worker.
 
-use super::ingest::{Delivery, Incoming, Ingested, Seen, repeat_of};
+use super::ingest::{Incoming, Ingested};
+use super::redelivery::{Delivery, Seen, repeat_of};
 use super::refunds::{RefundOutcome, apply_refund_in};
-use super::{Applied, Engine, Outcome, Source};
+use super::{Applied, Engine, Outcome, Source, retry_delay};
 use crate::domain::{AlertKind, AlertSeverity, ProviderName};
 use crate::providers::{Answer, Notification, Provider, RefundNotice, Reply, VerifyError};
 use crate::store;
@@ -489,12 +490,6 @@ pub struct Refusal<'a> {
     pub verify_error: Option<&'a VerifyError>,
 }
 
-/// 2^n minutes after the n-th failure, at most 64 minutes.
-pub fn retry_delay(failures: i64) -> i64 {
-    let minutes = 1i64 << failures.clamp(0, 6);
-    minutes * 60_000_000
-}
-
 pub fn notice_outcome(
     n: &crate::providers::PaymentNotice,
     provider: &ProviderName,
@@ -533,16 +528,5 @@ pub fn view_outcome(
         evidence: evidence.to_owned(),
         trace_id: uuid::Uuid::new_v4().simple().to_string(),
         paid_at: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::retry_delay;
-
-    #[test]
-    fn retries_back_off_to_an_hour() {
-        let minutes: Vec<i64> = (1..=10).map(|n| retry_delay(n) / 60_000_000).collect();
-        assert_eq!(minutes, [2, 4, 8, 16, 32, 64, 64, 64, 64, 64]);
     }
 }

@@ -10,6 +10,7 @@ mod calls;
 mod ingest;
 mod intake;
 mod merchant;
+mod redelivery;
 mod refund_outcome;
 mod refund_requests;
 mod refund_tickets;
@@ -43,6 +44,12 @@ pub const BATCH: i64 = 50;
 /// A callback retry's or an outbox delivery's lease: longer than a batch
 /// of them, so a lease only lapses when its holder died.
 pub(crate) const LEASE_US: i64 = 30_000_000;
+
+/// 2^n minutes after the n-th failure, at most 64 minutes.
+pub(crate) fn retry_delay(failures: i64) -> i64 {
+    let minutes = 1i64 << failures.clamp(0, 6);
+    minutes * 60_000_000
+}
 
 /// The payment engine: its context and what only it has — the outbox
 /// routes `apply` writes events to, the provider-call slots, the intake's
@@ -147,5 +154,16 @@ impl std::ops::Deref for Engine {
 
     fn deref(&self) -> &Context {
         &self.ctx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_delay;
+
+    #[test]
+    fn retries_back_off_to_an_hour() {
+        let minutes: Vec<i64> = (1..=10).map(|n| retry_delay(n) / 60_000_000).collect();
+        assert_eq!(minutes, [2, 4, 8, 16, 32, 64, 64, 64, 64, 64]);
     }
 }

@@ -52,8 +52,8 @@ pub async fn change_amount_in(
         &mut *conn,
         &[payments::HistoryEntry {
             payment_no: &b.payment_no,
-            from: b.status.as_str(),
-            to: b.status.as_str(),
+            from: b.status,
+            to: b.status,
             source: Source::ManualFix.as_str(),
             evidence: &evidence,
             trace_id: &trace,

@@ -364,8 +364,8 @@ async fn finish_moves(
         .iter()
         .map(|(o, from, _, _)| payments::HistoryEntry {
             payment_no: o.payment_no.as_str(),
-            from: from.as_str(),
-            to: o.target.as_str(),
+            from: *from,
+            to: o.target,
             source: o.source.as_str(),
             evidence: &o.evidence,
             trace_id: &o.trace_id,

@@ -548,8 +548,8 @@ async fn record_decline(
         &mut *conn,
         &[crate::store::payments::HistoryEntry {
             payment_no: c.outcome.payment_no.as_str(),
-            from: status.as_str(),
-            to: status.as_str(),
+            from: status,
+            to: status,
             source: c.outcome.source.as_str(),
             evidence: &evidence,
             trace_id: &c.trace_id,

@@ -243,8 +243,8 @@ impl Engine {
                 &mut *conn,
                 &[payments::HistoryEntry {
                     payment_no: payment_no.as_str(),
-                    from: prev.as_str(),
-                    to: PaymentStatus::Refunding.as_str(),
+                    from: prev,
+                    to: PaymentStatus::Refunding,
                     source: Source::Merchant.as_str(),
                     evidence: &refund_no,
                     trace_id: &refund_no,

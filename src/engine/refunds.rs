@@ -162,8 +162,8 @@ pub async fn apply_refund_in(
                 &mut *conn,
                 &[payments::HistoryEntry {
                     payment_no: &r.payment_no,
-                    from: p_from.as_str(),
-                    to: p_to.as_str(),
+                    from: p_from,
+                    to: p_to,
                     source: o.source.as_str(),
                     evidence: &r.refund_no,
                     trace_id: &o.trace_id,
@@ -272,8 +272,8 @@ pub async fn refund_late_success_in(
         &mut *conn,
         &[payments::HistoryEntry {
             payment_no: &payment.payment_no,
-            from: prev.as_str(),
-            to: PaymentStatus::Refunding.as_str(),
+            from: prev,
+            to: PaymentStatus::Refunding,
             source: Source::ManualFix.as_str(),
             evidence: &evidence,
             trace_id,

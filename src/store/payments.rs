@@ -296,8 +296,8 @@ pub async fn effects<'e>(
 
 pub struct HistoryEntry<'a> {
     pub payment_no: &'a str,
-    pub from: &'a str,
-    pub to: &'a str,
+    pub from: PaymentStatus,
+    pub to: PaymentStatus,
     pub source: &'a str,
     pub evidence: &'a str,
     pub trace_id: &'a str,
@@ -306,8 +306,10 @@ pub struct HistoryEntry<'a> {
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct HistoryRow {
-    pub from_status: String,
-    pub to_status: String,
+    #[sqlx(try_from = "String")]
+    pub from_status: PaymentStatus,
+    #[sqlx(try_from = "String")]
+    pub to_status: PaymentStatus,
     pub source: String,
     pub evidence_ref: String,
     pub trace_id: String,
@@ -481,8 +483,8 @@ pub async fn insert_history_many(
             [
                 id.as_str().into(),
                 h.payment_no.into(),
-                h.from.into(),
-                h.to.into(),
+                h.from.as_str().into(),
+                h.to.as_str().into(),
                 h.source.into(),
                 h.evidence.into(),
                 h.trace_id.into(),

@@ -88,8 +88,8 @@ pub struct StatusChange {
 impl From<payments::HistoryRow> for StatusChange {
     fn from(h: payments::HistoryRow) -> StatusChange {
         StatusChange {
-            from_status: h.from_status,
-            to_status: h.to_status,
+            from_status: h.from_status.as_str().to_owned(),
+            to_status: h.to_status.as_str().to_owned(),
             source: h.source,
             evidence_ref: h.evidence_ref,
             trace_id: h.trace_id,

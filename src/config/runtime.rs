@@ -72,8 +72,7 @@ impl Settings {
     }
 }
 
-/// What closing a day reads (reconciliation's; the engine only carries
-/// it): each account's expected fee, and the highest severity of ticket a
+/// What closing a day reads (reconciliation's): each account's expected fee, and the highest severity of ticket a
 /// day may keep open and still close by itself (None: no open ticket).
 #[derive(Clone, Debug)]
 pub struct Closing {
@@ -93,8 +92,7 @@ impl Default for Closing {
     }
 }
 
-/// The statement schedule's settings (reconciliation reads them; the
-/// engine only carries them).
+/// The statement schedule's settings (reconciliation reads them).
 #[derive(Clone, Debug)]
 pub struct Pulls {
     /// Per provider account: the zone its statement's days are cut in and

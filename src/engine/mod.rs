@@ -1,7 +1,7 @@
 //! The payment engine: [`apply`] (the one rule), callback intake, the
 //! passes of the worker lanes that are its own (callback retries, provider
-//! calls, the outbox relay; the loop is `crate::workers`), and the
-//! merchant operations (create, close). It knows nothing of HTTP routing,
+//! calls; the loop is `crate::workers`), and the merchant operations
+//! (create, close, refund). It knows nothing of HTTP routing,
 //! Leptos or reconciliation; the web layer hands it bytes and headers.
 
 mod amount;

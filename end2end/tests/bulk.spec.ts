@@ -1,4 +1,4 @@
-import { test, expect, APIRequestContext, Page } from '@playwright/test';
+import { test, expect, APIRequestContext, Page, Response } from '@playwright/test';
 import { ADMIN_PASSWORD, hydrated, signIn, providerOnlyTickets } from './helpers';
 
 // Users made by the e2e setup: olivia (operator), sam and sue (supervisors).
@@ -79,6 +79,16 @@ async function jobIds(page: Page): Promise<string[]> {
   return page.locator('#bulk-jobs .job').evaluateAll((jobs) => jobs.map((j) => j.getAttribute('data-job') ?? ''));
 }
 
+/** The jobs the tickets page lists, once the fetch it makes after hydrating
+ * has answered and its answer is drawn. */
+async function loadedJobIds(page: Page, answered: Promise<Response>): Promise<string[]> {
+  const jobs: unknown[] = await (await answered).json();
+  await expect.poll(async () => (await jobIds(page)).length).toBe(jobs.length);
+  return jobIds(page);
+}
+
+const jobsAnswered = (page: Page) => page.waitForResponse((r) => r.url().includes('/api/bulk/jobs') && r.ok());
+
 // The sandbox's slow settling is this test's own: reset even when it fails,
 // so the specs after it see a sandbox that settles at once.
 test.afterEach(async ({ request }) => {
@@ -151,9 +161,10 @@ test('with nothing ticked, bulk work sends nothing and says why', async ({ page,
   const prefix = await providerOnly(request, 2);
   await signIn(page, 'olivia', PASSWORD);
   await expect(page.locator('#who')).toContainText('olivia');
+  const answered = jobsAnswered(page);
   await listOf(page, prefix, 2);
   const sent = bulkRequests(page);
-  const before = await jobIds(page);
+  const before = await loadedJobIds(page, answered);
 
   // Nothing ticked and the whole filter not chosen: both starts are off,
   // and the page says what to do.
@@ -171,9 +182,10 @@ test('with nothing ticked, bulk work sends nothing and says why', async ({ page,
 
   // No request went, no job appeared, the tickets are as they were.
   expect(sent).toEqual([]);
+  const again = jobsAnswered(page);
   await page.reload();
   await hydrated(page);
-  expect(await jobIds(page)).toEqual(before);
+  expect(await loadedJobIds(page, again)).toEqual(before);
   await expect(page.locator('#tickets td.status')).toHaveText(['open', 'open']);
 });
 

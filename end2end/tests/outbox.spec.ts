@@ -3,9 +3,9 @@ import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { ADMIN_PASSWORD, clickNav, hydrated, signIn } from './helpers';
 
-// Issue 28 (helper A): the outbox page lists a message, its page shows the
-// attempts, and a resend from the browser delivers it again (same
-// webhook-id) — in English and in Chinese. The server's sink `e2e-shop`
+// The outbox page lists a message, its page shows the attempts, and a
+// resend from the browser delivers it again (same webhook-id) — in English
+// and in Chinese. The server's sink `e2e-shop`
 // points at the receiver this spec serves (.ci/test sets it).
 const DB = process.env.RECKON_DB ?? '';
 const SINK_PORT = Number(process.env.OUTBOX_SINK_PORT ?? '0');
@@ -51,6 +51,24 @@ c.commit()`,
   ]);
 }
 
+/** What e2e-shop still owes: deliveries PENDING, and failed attempts in a
+ * row. The receiver listens only while this file runs, so the specs before
+ * it leave the sink down with a backlog; once a probe gets through, all of
+ * it is made due at once, and a message staged before then would be sent
+ * with it. */
+function sinkBacklog(): number {
+  const out = execFileSync('python3', [
+    '-c',
+    `import sqlite3,sys
+c = sqlite3.connect(sys.argv[1], timeout=10)
+p = c.execute("SELECT COUNT(*) FROM outbox_deliveries WHERE sink = 'e2e-shop' AND status = 'PENDING'").fetchone()[0]
+f = c.execute("SELECT COALESCE(MAX(consecutive_failures), 0) FROM sink_state WHERE sink = 'e2e-shop'").fetchone()[0]
+print(p + f)`,
+    DB,
+  ]);
+  return Number(String(out).trim());
+}
+
 /** A message whose delivery to e2e-shop failed twice and waits for the
  * schedule's 5-minute step. */
 function waitingMessage(messageId: string, paymentNo: string) {
@@ -72,6 +90,9 @@ c.commit()`,
 test('retry now on the sinks page sends a delivery waiting for its next step', async ({ page }) => {
   const t = tag();
   const message = `msg-e2e-rn-${t}`;
+  // The sink is back and has caught up, so the message staged next is the
+  // one waiting for its schedule's next step.
+  await expect.poll(sinkBacklog, { timeout: 60_000 }).toBe(0);
   waitingMessage(message, `PAYRN${t}`);
 
   await signIn(page, 'olivia', ADMIN_PASSWORD);

@@ -3,6 +3,10 @@
 //! e-mail, phone, buyer and payer ids, cards, addresses, IPs) masked. A
 //! key is sensitive when one of its words (split on anything but letters
 //! and digits) is in the list; everything under a sensitive key is masked.
+//! Values are read too, whatever their key: a card number (Luhn), an
+//! e-mail address, a phone number or an IP address inside any text is
+//! masked where it stands (`values`). A body cut short (a refused
+//! webhook's first 4 KiB) is masked token by token, as far as it goes.
 
 const SENSITIVE: &[&str] = &[
     "sign",
@@ -111,6 +115,18 @@ fn mask_json(v: &mut serde_json::Value) {
             }
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(mask_json),
+        serde_json::Value::String(s) => {
+            if let Some(masked) = values::mask(s) {
+                *s = masked;
+            }
+        }
+        serde_json::Value::Number(n) => {
+            // A card number sent as a JSON number.
+            let digits = n.to_string();
+            if values::is_card_number(&digits) {
+                *v = serde_json::Value::String(values::mask_card(&digits));
+            }
+        }
         _ => {}
     }
 }
@@ -128,7 +144,7 @@ pub fn headers(json: &str) -> Vec<(String, String)> {
             let shown = if is_sensitive(&k) {
                 mask_value(&text)
             } else {
-                text
+                values::mask(&text).unwrap_or(text)
             };
             (k, shown)
         })
@@ -136,11 +152,19 @@ pub fn headers(json: &str) -> Vec<(String, String)> {
 }
 
 /// A raw body as text a person may read: JSON pretty-printed, form data
-/// one field per line, both masked; anything else is not shown.
+/// one field per line, both masked; JSON cut short masked as far as it
+/// goes; anything else is not shown.
 pub fn payload(bytes: &[u8]) -> String {
     if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes) {
         mask_json(&mut v);
         return serde_json::to_string_pretty(&v).unwrap_or_default();
+    }
+    if let Some(text) = std::str::from_utf8(bytes)
+        .ok()
+        .or_else(|| utf8_prefix(bytes))
+        && matches!(text.trim_start().chars().next(), Some('{' | '['))
+    {
+        return lenient::mask(text);
     }
     if let Ok(text) = std::str::from_utf8(bytes)
         && text.contains('=')
@@ -151,7 +175,7 @@ pub fn payload(bytes: &[u8]) -> String {
                 let shown = if is_sensitive(&k) {
                     mask_value(&v)
                 } else {
-                    v.into_owned()
+                    values::mask(&v).unwrap_or_else(|| v.into_owned())
                 };
                 format!("{k}={shown}")
             })
@@ -163,6 +187,16 @@ pub fn payload(bytes: &[u8]) -> String {
         bytes.len()
     )
 }
+
+/// The valid UTF-8 start of bytes cut in the middle of a character.
+fn utf8_prefix(bytes: &[u8]) -> Option<&str> {
+    let valid = std::str::from_utf8(bytes).err()?.valid_up_to();
+    // Only a cut at the very end: anything else is not text.
+    (bytes.len() - valid < 4).then(|| std::str::from_utf8(&bytes[..valid]).ok())?
+}
+
+mod lenient;
+mod values;
 
 #[cfg(test)]
 mod tests {

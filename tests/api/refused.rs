@@ -432,7 +432,70 @@ async fn a_failing_scheduled_pull_is_alerted_once_per_provider_and_day(b: Backen
     assert!(alerts[0].1.contains("500"), "{}", alerts[0].1);
 }
 
+/// A refused webhook over 4 KiB keeps only its start, cut in the middle
+/// of the JSON: what it shows is masked by key and by value all the same,
+/// up to a card number cut in two at the end.
+async fn a_refused_body_cut_short_shows_no_personal_data(b: Backend) {
+    let s = spawn_stripe_app_with(b, |_| {}).await;
+    let token = s
+        .app
+        .accounts
+        .create_token(&reckon::accounts::Actor::cli(), "ops")
+        .await
+        .unwrap();
+    let p = s
+        .app
+        .register_payment("stripe-eu", "RF-CUT", 500, "EUR")
+        .await;
+    let template = serde_json::json!({
+        "id": "evt_cut", "object": "event", "type": "payment_intent.succeeded",
+        "data": { "object": {
+            "id": format!("pi_{p}"), "object": "payment_intent", "amount": 500, "currency": "eur",
+            "receipt_email": "wang.li@example.com",
+            "shipping": { "name": "Wang Li", "phone": "+86 138 0013 8000" },
+            "description": "for lee@example.org, tel 13900139000, from 203.0.113.9, paid by 5555 5555 5555 4444",
+            "metadata": { "payment_no": p, "memo": "MEMO", "coupon": "ref=SPRING" },
+        }}
+    })
+    .to_string();
+    // A memo long enough that a card number starts 6 bytes before the cut.
+    let at = template.find("MEMO").unwrap();
+    let memo = format!("{} 4111111111111111 and more", "x".repeat(4090 - at - 1));
+    let body = template.replace("MEMO", &memo);
+    assert!(body.len() > 4096 && serde_json::from_str::<serde_json::Value>(&body).is_ok());
+    assert_eq!(&body[4090..4096], "411111");
+    let now = s.now();
+    assert_eq!(
+        s.post(&body, &sign("whsec_someone_else", now, &body))
+            .await
+            .status(),
+        400
+    );
+    let page = api(&s.app, &token, "refused").await;
+    let id = page["items"][0]["id"].as_str().unwrap().to_owned();
+    let one = api(&s.app, &token, &format!("refused/{id}")).await;
+    let shown = one["body"].as_str().unwrap();
+    for leaked in [
+        "wang.li@example.com",
+        "Wang Li",
+        "138 0013 8000",
+        "lee@example.org",
+        "13900139000",
+        "203.0.113.9",
+        "5555 5555 5555 4444",
+        "411111",
+    ] {
+        assert!(!shown.contains(leaked), "{leaked} shown:\n{shown}");
+    }
+    // What a person needs to triage is still there (the keys come in
+    // order, so the event's id and type are past the cut).
+    for kept in [&p, "\"amount\":500", "\"currency\":\"eur\"", "****4444"] {
+        assert!(shown.contains(kept), "{kept} lost:\n{shown}");
+    }
+}
+
 both_databases!(
+    a_refused_body_cut_short_shows_no_personal_data,
     stripe_refusals_are_diagnosed_by_their_cause,
     a_wechat_notification_naming_an_unknown_serial_is_diagnosed,
     standard_webhooks_refusals_are_diagnosed,

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod alerting;
+pub mod audit_anchor;
 pub mod auth;
 pub mod bank;
 pub mod cli;

@@ -134,6 +134,12 @@ impl Application {
             engine: engine.clone(),
         };
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
+        if options.workers {
+            tokio::spawn(crate::audit_anchor::run(
+                engine.db.clone(),
+                crate::audit_anchor::path(&config.data_dir),
+            ));
+        }
         // The demo writes its history first (the daily pull must find it).
         if options.workers && demo.is_none() {
             crate::workers::spawn(&engine);

@@ -34,6 +34,7 @@ pub enum Codes {
 /// Every code of each set the console shows, for the tests that hold the
 /// catalogue complete (the server's own lists are checked against these).
 pub const ALERT_KINDS: &[&str] = &[
+    "audit_tampered",
     "callback_conflict",
     "callback_dead",
     "conflict",
@@ -202,6 +203,7 @@ impl Codes {
                 _ => return None,
             },
             Codes::AlertKind => match code {
+                "audit_tampered" => ("Audit log tampered with", "审计日志被篡改"),
                 "callback_conflict" => ("Callbacks disagree", "回调结果冲突"),
                 "callback_dead" => ("Callback given up", "回调处理已放弃"),
                 "conflict" => ("Outcome conflicts", "支付结果冲突"),

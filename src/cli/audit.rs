@@ -14,6 +14,8 @@ pub(super) enum AuditCommand {
     Verify {
         /// A checkpoint line printed by `audit checkpoint` (or the file
         /// holding it): also prove that nothing up to it has changed.
+        /// Without it, the anchor the server keeps beside the audit key
+        /// (`audit.anchor`) is used when there is one.
         #[arg(long, value_name = "CHECKPOINT")]
         against: Option<String>,
     },
@@ -28,8 +30,18 @@ pub(super) enum AuditCommand {
 pub(super) async fn audit(config: &Config, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         AuditCommand::Verify { against } => {
-            let checkpoint = match against.as_deref().map(read_checkpoint).transpose() {
-                Ok(cp) => cp,
+            let given = against.as_deref().map(read_checkpoint).transpose();
+            // Without a checkpoint given, the anchor the server keeps.
+            let anchor_path = crate::audit_anchor::path(&config.data_dir);
+            let (checkpoint, from_anchor) = match given {
+                Ok(Some(cp)) => (Some(cp), false),
+                Ok(None) => match crate::audit_anchor::read(&anchor_path) {
+                    Ok(cp) => (cp.clone(), cp.is_some()),
+                    Err(why) => {
+                        eprintln!("reckon: {why}");
+                        return Ok(ExitCode::FAILURE);
+                    }
+                },
                 Err(why) => {
                     eprintln!("reckon: error: {why}");
                     return Ok(ExitCode::from(2));
@@ -54,6 +66,9 @@ pub(super) async fn audit(config: &Config, cmd: AuditCommand) -> anyhow::Result<
                     }
                     if let Some(cp) = &checkpoint {
                         line += &format!("; unchanged up to entry {} since {}", cp.seq, cp.at);
+                        if from_anchor {
+                            line += &format!(" (the anchor {})", anchor_path.display());
+                        }
                     }
                     println!("{line}");
                 }

@@ -9,6 +9,7 @@ use std::str::FromStr;
 /// where the kind names its subject there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AlertKind {
+    AuditTampered,
     CallbackConflict,
     CallbackDead,
     Conflict,
@@ -27,7 +28,8 @@ pub enum AlertKind {
 }
 
 impl AlertKind {
-    pub const ALL: [AlertKind; 15] = [
+    pub const ALL: [AlertKind; 16] = [
+        AlertKind::AuditTampered,
         AlertKind::CallbackConflict,
         AlertKind::CallbackDead,
         AlertKind::Conflict,
@@ -47,6 +49,7 @@ impl AlertKind {
 
     pub const fn as_str(self) -> &'static str {
         match self {
+            AlertKind::AuditTampered => "audit_tampered",
             AlertKind::CallbackConflict => "callback_conflict",
             AlertKind::CallbackDead => "callback_dead",
             AlertKind::Conflict => "conflict",

@@ -164,6 +164,23 @@ impl Checkpoint {
         format!("{CHECKPOINT_PREFIX}|{seq}|{hash}|{at}|{key_id}")
     }
 
+    /// The head `seq`/`hash` signed now with the signing key, if any.
+    pub fn sign(keys: &Keys, seq: i64, hash: String) -> Option<Checkpoint> {
+        let key = keys.signing()?;
+        let at = jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let mut m = key.mac();
+        m.update(Self::signed_text(seq, &hash, &at, &key.id).as_bytes());
+        Some(Checkpoint {
+            seq,
+            hash,
+            at,
+            key_id: key.id.clone(),
+            mac: hex::encode(m.finalize().into_bytes()),
+        })
+    }
+
     /// One line: `reckon-audit-checkpoint v1 seq=… hash=… at=… key=… mac=…`.
     pub fn line(&self) -> String {
         format!(
@@ -218,27 +235,26 @@ pub async fn next_seq(pool: &AnyPool) -> sqlx::Result<i64> {
     Ok(seq + 1)
 }
 
+/// The head of the chain: the last entry's number and hash.
+pub async fn head(pool: &AnyPool) -> sqlx::Result<(i64, String)> {
+    sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
+        .fetch_one(pool)
+        .await
+}
+
+/// The stored hash of entry `seq`, if it is there.
+pub async fn hash_of(pool: &AnyPool, seq: i64) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT hash FROM audit_log WHERE seq = $1")
+        .bind(seq)
+        .fetch_optional(pool)
+        .await
+}
+
 /// Signs the head of the chain as it is now.
 pub async fn checkpoint(pool: &AnyPool, keys: &Keys) -> sqlx::Result<Checkpoint> {
-    let key = keys
-        .signing()
-        .ok_or_else(|| sqlx::Error::Configuration(keys.source.clone().into()))?;
-    let (seq, hash): (i64, String) =
-        sqlx::query_as("SELECT seq, hash FROM audit_head WHERE id = 1")
-            .fetch_one(pool)
-            .await?;
-    let at = jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
-    let mut m = key.mac();
-    m.update(Checkpoint::signed_text(seq, &hash, &at, &key.id).as_bytes());
-    Ok(Checkpoint {
-        seq,
-        hash,
-        at,
-        key_id: key.id.clone(),
-        mac: hex::encode(m.finalize().into_bytes()),
-    })
+    let (seq, hash) = head(pool).await?;
+    Checkpoint::sign(keys, seq, hash)
+        .ok_or_else(|| sqlx::Error::Configuration(keys.source.clone().into()))
 }
 
 /// Walks the whole log in order, streaming; with `against`, also proves

@@ -9,6 +9,7 @@ mod alert_channels;
 mod alerts;
 mod alipay;
 mod assets;
+mod audit_anchor;
 mod auth;
 mod bank;
 mod bulk;

@@ -116,7 +116,7 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         started_by: imp.started_by,
         now: engine.now(),
     };
-    recon_runs::start(pool, &new).await?;
+    start_run(engine, &new, imp.hash.as_deref()).await?;
     tracing::info!(
         run_id,
         provider = imp.provider,
@@ -158,6 +158,38 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         .await;
     }
     read
+}
+
+/// Starts a run and records who brought which statement in — an upload,
+/// an import from the command line or a pull — in one transaction.
+pub(crate) async fn start_run(
+    engine: &Engine,
+    new: &NewRun<'_>,
+    hash: Option<&str>,
+) -> Result<(), ReconError> {
+    let action = match new.source {
+        "pull" => "statement.pull",
+        "import" => "statement.import",
+        _ => "statement.upload",
+    };
+    let entry = crate::store::audit::Entry {
+        actor: new.started_by.to_owned(),
+        action,
+        object_type: "recon_run",
+        object_id: new.run_id.to_owned(),
+        before: None,
+        after: Some(json!({
+            "provider": new.provider,
+            "business_date": new.business_date,
+            "file_name": new.file_name,
+            "statement_hash": hash,
+        })),
+    };
+    let mut tx = engine.db.begin_write().await?;
+    recon_runs::start(&mut *tx, new).await?;
+    crate::store::audit::append(&mut tx, &engine.db.audit, &entry, new.now).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The started run a statement file is read into.

@@ -74,7 +74,7 @@ pub(super) async fn start_pull(
         started_by,
         now: engine.now(),
     };
-    recon_runs::start(&engine.db.pool, &new).await?;
+    super::start_run(engine, &new, None).await?;
     if let Err(e) = super::close::refuse_if_closed(engine, provider, date).await {
         super::fail(engine, &run_id, &e.to_string()).await?;
         return Err(e);

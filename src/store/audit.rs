@@ -80,6 +80,15 @@ pub async fn append(
     Ok(seq)
 }
 
+/// An entry on its own, for what changes no row: a download of raw data,
+/// a sign-in. Its own write transaction.
+pub async fn record(db: &super::Db, entry: &Entry, at: i64) -> super::Result<()> {
+    let mut tx = db.begin_write().await?;
+    append(&mut tx, &db.audit, entry, at).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 pub struct StoredEntry {
     pub seq: i64,

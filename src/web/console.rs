@@ -111,6 +111,19 @@ pub async fn export(
 ) -> Response {
     let mut filter = TicketFilter::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     filter.after = None;
+    let entry = crate::store::audit::Entry {
+        actor: user.username.clone(),
+        action: "export.download",
+        object_type: "export",
+        object_id: "tickets.csv".into(),
+        before: None,
+        after: Some(serde_json::json!({ "filter": pairs })),
+    };
+    if let Err(e) = crate::store::audit::record(&state.engine.db, &entry, state.engine.now()).await
+    {
+        tracing::error!(error = %e, "ticket export not audited, so not sent");
+        return (StatusCode::INTERNAL_SERVER_ERROR, "could not export").into_response();
+    }
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let db = state.engine.db.clone();
     let now = state.engine.now();
@@ -208,11 +221,26 @@ pub async fn upload_evidence(
 /// rendered inline, whatever it claims to be).
 pub async fn download_evidence(
     State(state): State<AppState>,
-    Signed(_user): Signed,
+    Signed(user): Signed,
     Path(note): Path<String>,
 ) -> Response {
     match crate::console::evidence_file(&state.engine.db, &note).await {
         Ok((name, bytes)) => {
+            let entry = crate::store::audit::Entry {
+                actor: user.username.clone(),
+                action: "evidence.download",
+                object_type: "ticket_note",
+                object_id: note.clone(),
+                before: None,
+                after: Some(serde_json::json!({ "file_name": name, "bytes": bytes.len() })),
+            };
+            if let Err(e) =
+                crate::store::audit::record(&state.engine.db, &entry, state.engine.now()).await
+            {
+                tracing::error!(error = %e, "evidence download not audited, so not sent");
+                return (StatusCode::INTERNAL_SERVER_ERROR, "could not read the file")
+                    .into_response();
+            }
             let safe = super::recon::safe_file_name(&name);
             (
                 [
@@ -235,10 +263,10 @@ pub async fn download_evidence(
 /// `GET /runs/{run_id}/file`: the run's statement as it was received.
 pub async fn download_statement(
     State(state): State<AppState>,
-    Signed(_user): Signed,
+    Signed(user): Signed,
     Path(run_id): Path<String>,
 ) -> Response {
-    match super::recon::statement_file(&state.engine, &run_id).await {
+    match super::recon::statement_file(&state.engine, &run_id, &user.username).await {
         Ok(Some(file)) => file,
         Ok(None) => (StatusCode::NOT_FOUND, "no statement file kept for this run").into_response(),
         Err(e) => {

@@ -237,10 +237,10 @@ pub async fn show(
     ))]
 pub async fn file(
     State(engine): State<Engine>,
-    _token: Bearer,
+    Bearer(token): Bearer,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    match statement_file(&engine, &run_id).await? {
+    match statement_file(&engine, &run_id, &format!("token:{token}")).await? {
         Some(file) => Ok(file),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -251,14 +251,30 @@ pub async fn file(
     }
 }
 
-/// The run's kept statement as a download, for the API and the console.
-pub async fn statement_file(engine: &Engine, run_id: &str) -> Result<Option<Response>, ReconError> {
+/// The run's kept statement as a download, for the API and the console;
+/// each download audited (`statement.download`) before it is sent.
+pub async fn statement_file(
+    engine: &Engine,
+    run_id: &str,
+    actor: &str,
+) -> Result<Option<Response>, ReconError> {
     if crate::recon::find_run(engine, run_id).await?.is_none() {
         return Ok(None);
     }
     let Some((name, sha256, bytes)) = crate::recon::kept_file(engine, run_id).await? else {
         return Ok(None);
     };
+    let entry = crate::store::audit::Entry {
+        actor: actor.to_owned(),
+        action: "statement.download",
+        object_type: "recon_run",
+        object_id: run_id.to_owned(),
+        before: None,
+        after: Some(
+            serde_json::json!({ "file_name": name, "sha256": sha256, "bytes": bytes.len() }),
+        ),
+    };
+    crate::store::audit::record(&engine.db, &entry, engine.now()).await?;
     let safe = safe_file_name(&name);
     let headers = [
         (header::CONTENT_TYPE, "application/octet-stream".to_owned()),

@@ -237,9 +237,11 @@ async fn two_instances_pull_each_day_once(b: Backend) {
     // Slow answers, so both passes are at the same days at once.
     gate.delay_ms.store(150, Ordering::SeqCst);
     let first = app.app_engine();
-    let db = reckon::store::Db::connect(&app.app.config.database_url)
+    let mut db = reckon::store::Db::connect(&app.app.config.database_url)
         .await
         .unwrap();
+    // The same audit key, as a second instance of one deployment has.
+    db.audit = first.db.audit.clone();
     let second = reckon::engine::Engine::new(
         db,
         first.providers.clone(),
@@ -452,6 +454,26 @@ async fn the_kept_file_downloads_byte_identical(b: Backend) {
         .await
         .unwrap();
     assert_eq!(res.status(), 404);
+    // The upload and each download are in the audit log, by whom.
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "SELECT action, actor FROM audit_log WHERE object_type = 'recon_run' AND object_id = $1 ORDER BY seq",
+    )
+    .bind(run_id)
+    .fetch_all(&app.app.accounts.db.pool)
+    .await
+    .unwrap();
+    let actions: Vec<&str> = audited.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(
+        actions,
+        [
+            "statement.upload",
+            "statement.download",
+            "statement.download"
+        ],
+        "{audited:?}"
+    );
+    assert!(audited[1].1.starts_with("token:"), "{audited:?}");
+    assert!(!audited[2].1.starts_with("token:"), "{audited:?}");
 }
 
 /// The retention pass deletes the files kept longer than the configured

@@ -54,12 +54,7 @@ async fn stripe_refusals_are_diagnosed_by_their_cause(b: Backend) {
         }
     })
     .await;
-    let token = s
-        .app
-        .accounts
-        .create_token(&reckon::accounts::Actor::cli(), "ops")
-        .await
-        .unwrap();
+    let token = s.app.api_token("ops").await;
     let p = s
         .app
         .register_payment("stripe-eu", "RF-1", 500, "EUR")

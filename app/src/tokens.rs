@@ -90,10 +90,7 @@ impl Scope {
                 "upload, pull and resume statements",
                 "上传、拉取和续跑对账单",
             ),
-            Scope::StatementsDownload => (
-                "download raw statement files",
-                "下载原始对账单文件",
-            ),
+            Scope::StatementsDownload => ("download raw statement files", "下载原始对账单文件"),
             Scope::BankRead => ("read bank statements and payouts", "查看银行流水和结算"),
             Scope::BankWrite => (
                 "import bank statements and run matching",
@@ -223,7 +220,11 @@ mod tests {
             Ok(vec![Scope::PaymentsRead, Scope::ReconWrite])
         );
         assert_eq!(Scope::parse_list(["all"]), Ok(Scope::ALL.to_vec()));
-        assert!(Scope::parse_list([""]).unwrap_err().contains("at least one"));
+        assert!(
+            Scope::parse_list([""])
+                .unwrap_err()
+                .contains("at least one")
+        );
         assert!(
             Scope::parse_list(["payments:delete"])
                 .unwrap_err()

@@ -27,7 +27,11 @@ fn scopes_text(scopes: &[Scope]) -> String {
 
 /// The column read back; a name this build does not know grants nothing.
 fn scopes_of(text: Option<String>) -> Option<Vec<Scope>> {
-    text.map(|t| t.split_whitespace().filter_map(|s| s.parse().ok()).collect())
+    text.map(|t| {
+        t.split_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect()
+    })
 }
 
 pub async fn insert<'e>(
@@ -161,14 +165,14 @@ impl From<ListRow> for TokenRow {
 
 /// Every token, revoked ones too, newest first.
 pub async fn list<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<TokenRow>> {
-    Ok(sqlx::query_as::<_, ListRow>(&format!(
-        "{ROW_SELECT} ORDER BY t.created_at DESC, t.name"
-    ))
-    .fetch_all(e)
-    .await?
-    .into_iter()
-    .map(TokenRow::from)
-    .collect())
+    Ok(
+        sqlx::query_as::<_, ListRow>(&format!("{ROW_SELECT} ORDER BY t.created_at DESC, t.name"))
+            .fetch_all(e)
+            .await?
+            .into_iter()
+            .map(TokenRow::from)
+            .collect(),
+    )
 }
 
 pub async fn by_id<'e>(
@@ -203,14 +207,14 @@ pub async fn revoke<'e>(
     id: &str,
     now: i64,
 ) -> sqlx::Result<u64> {
-    Ok(sqlx::query(
-        "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+    Ok(
+        sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(now)
+            .bind(id)
+            .execute(e)
+            .await?
+            .rows_affected(),
     )
-    .bind(now)
-    .bind(id)
-    .execute(e)
-    .await?
-    .rows_affected())
 }
 
 /// The names of the unrevoked tokens made before scopes, which may do

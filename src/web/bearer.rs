@@ -32,7 +32,11 @@ use Need::Scope as S;
 pub const ROUTES: &[(&str, &str, Need)] = &[
     ("get", "/api/v1/whoami", Need::Token),
     ("post", "/api/v1/payments", S(Scope::PaymentsWrite)),
-    ("get", "/api/v1/payments/{payment_no}", S(Scope::PaymentsRead)),
+    (
+        "get",
+        "/api/v1/payments/{payment_no}",
+        S(Scope::PaymentsRead),
+    ),
     (
         "post",
         "/api/v1/payments/{payment_no}/close",

@@ -139,14 +139,23 @@ async fn tokens_are_scoped_listed_and_revoked_on_the_command_line(b: Backend) {
     let none = app.cli(&["token", "create", "--name", "bare"], None);
     assert_eq!(none.status.code(), Some(2));
     let odd = app.cli(
-        &["token", "create", "--name", "odd", "--scope", "payments:read,payments:delete"],
+        &[
+            "token",
+            "create",
+            "--name",
+            "odd",
+            "--scope",
+            "payments:read,payments:delete",
+        ],
         None,
     );
     assert!(!odd.status.success());
     let err = String::from_utf8_lossy(&odd.stderr);
     assert!(err.contains("unknown scope `payments:delete`"), "{err}");
     let stranger = app.cli(
-        &["token", "create", "--name", "x", "--scope", "all", "--owner", "nobody"],
+        &[
+            "token", "create", "--name", "x", "--scope", "all", "--owner", "nobody",
+        ],
         None,
     );
     assert!(!stranger.status.success());
@@ -154,17 +163,31 @@ async fn tokens_are_scoped_listed_and_revoked_on_the_command_line(b: Backend) {
 
     let shop = stdout(&app.cli(
         &[
-            "token", "create", "--name", "shop", "--scope", "payments:read,refunds:write",
-            "--expires-days", "30", "--owner", "ada",
+            "token",
+            "create",
+            "--name",
+            "shop",
+            "--scope",
+            "payments:read,refunds:write",
+            "--expires-days",
+            "30",
+            "--owner",
+            "ada",
         ],
         None,
     ));
     let shop = shop.trim().to_owned();
-    let ops = stdout(&app.cli(&["token", "create", "--name", "ops", "--scope", "all"], None));
+    let ops = stdout(&app.cli(
+        &["token", "create", "--name", "ops", "--scope", "all"],
+        None,
+    ));
     assert_eq!(whoami(shop.clone()).await.unwrap().status(), 200);
 
     let list = stdout(&app.cli(&["token", "list"], None));
-    assert!(!list.contains(&shop) && !list.contains(ops.trim()), "{list}");
+    assert!(
+        !list.contains(&shop) && !list.contains(ops.trim()),
+        "{list}"
+    );
     let line = |name: &str| {
         list.lines()
             .find(|l| l.starts_with(&format!("{name}\t")))

@@ -19,7 +19,11 @@ const PW: &str = "correct horse battery";
 const EXPECTED: &[(&str, &str, Option<&str>)] = &[
     ("get", "/api/v1/whoami", None),
     ("post", "/api/v1/payments", Some("payments:write")),
-    ("get", "/api/v1/payments/{payment_no}", Some("payments:read")),
+    (
+        "get",
+        "/api/v1/payments/{payment_no}",
+        Some("payments:read"),
+    ),
     (
         "post",
         "/api/v1/payments/{payment_no}/close",
@@ -197,7 +201,9 @@ fn documented(doc: &Value) -> Vec<(String, String, Vec<String>)> {
     let mut ops = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
-            let security = op["security"].as_array().expect("every operation states its security");
+            let security = op["security"]
+                .as_array()
+                .expect("every operation states its security");
             // `[{}]`: open to anyone (the document itself).
             if security.iter().all(|r| r.as_object().unwrap().is_empty()) {
                 continue;
@@ -261,7 +267,10 @@ async fn every_api_route_answers_each_token_as_its_scope_says(b: Backend) {
     for (m, p) in in_test.difference(&in_doc) {
         wrong.push(format!("{m} {p}: in EXPECTED but not served"));
     }
-    assert_eq!(in_server, in_doc, "the server's scope table and the document");
+    assert_eq!(
+        in_server, in_doc,
+        "the server's scope table and the document"
+    );
     for (method, path, scopes) in &routes {
         let need = EXPECTED
             .iter()
@@ -278,8 +287,7 @@ async fn every_api_route_answers_each_token_as_its_scope_says(b: Backend) {
     let callers = callers(app).await;
     let mut cells = 0;
     for (method, path, _) in &routes {
-        let Some((_, _, need)) = EXPECTED.iter().find(|(m, p, _)| m == method && p == path)
-        else {
+        let Some((_, _, need)) = EXPECTED.iter().find(|(m, p, _)| m == method && p == path) else {
             continue;
         };
         for (caller, token) in &callers {
@@ -309,7 +317,9 @@ async fn every_api_route_answers_each_token_as_its_scope_says(b: Backend) {
                     let error = body["error"].as_str().unwrap_or_default();
                     if !error.contains(scope)
                         || challenge.as_deref()
-                            != Some(&*format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\""))
+                            != Some(&*format!(
+                                "Bearer error=\"insufficient_scope\", scope=\"{scope}\""
+                            ))
                     {
                         wrong.push(format!(
                             "{method} {path} as {caller:?}: the 403 does not name {scope}: {body} {challenge:?}"
@@ -317,7 +327,9 @@ async fn every_api_route_answers_each_token_as_its_scope_says(b: Backend) {
                     }
                 }
                 Outcome::Unauthorized if challenge.as_deref() != Some("Bearer") => {
-                    wrong.push(format!("{method} {path} as {caller:?}: no Bearer challenge"));
+                    wrong.push(format!(
+                        "{method} {path} as {caller:?}: no Bearer challenge"
+                    ));
                 }
                 Outcome::Handled if status >= 500 => {
                     wrong.push(format!("{method} {path} as {caller:?}: {status} {body}"));
@@ -488,9 +500,19 @@ async fn admins_make_and_revoke_tokens_in_the_console(b: Backend) {
     assert_eq!(days, 90);
     assert_eq!((row.last_used_at, row.revoked_at), (None, None));
     let listed_text = serde_json::to_string(&listed).unwrap();
-    assert!(!listed_text.contains(&made.token), "the token is shown once");
+    assert!(
+        !listed_text.contains(&made.token),
+        "the token is shown once"
+    );
 
-    let refund = || call(&app, "get", "/api/v1/refunds/{refund_no}", Some(&made.token));
+    let refund = || {
+        call(
+            &app,
+            "get",
+            "/api/v1/refunds/{refund_no}",
+            Some(&made.token),
+        )
+    };
     assert_eq!(refund().await.status(), 404, "read: past the token");
     assert_eq!(
         call(&app, "get", "/api/v1/recon/days", Some(&made.token))
@@ -507,7 +529,11 @@ async fn admins_make_and_revoke_tokens_in_the_console(b: Backend) {
             "unknown scope",
         ),
         (
-            vec![("name", "soon"), ("scopes[]", "recon:read"), ("expires_days", "0")],
+            vec![
+                ("name", "soon"),
+                ("scopes[]", "recon:read"),
+                ("expires_days", "0"),
+            ],
             "1 to 3650 days",
         ),
         (
@@ -563,7 +589,10 @@ async fn admins_make_and_revoke_tokens_in_the_console(b: Backend) {
         .iter()
         .map(|(actor, action, _)| (actor.as_str(), action.as_str()))
         .collect();
-    assert_eq!(actions, [("root", "token.create"), ("root", "token.revoke")]);
+    assert_eq!(
+        actions,
+        [("root", "token.create"), ("root", "token.revoke")]
+    );
     let after: Value = serde_json::from_str(&audited[0].2).unwrap();
     assert_eq!(after["scopes"], json!(["payments:read", "refunds:write"]));
     assert_eq!(after["owner"], "root");

@@ -3,7 +3,7 @@
 
 use crate::auth;
 use crate::metrics::Metrics;
-use crate::store::{self, Db, audit, now_micros, throttle, tokens, users};
+use crate::store::{self, Db, audit, now_micros, throttle, users};
 use app::error::AppError;
 use app::types::{Lang, Role, User};
 use serde_json::json;
@@ -382,59 +382,6 @@ impl Accounts {
         .await
     }
 
-    /// A new merchant API token; the token itself is returned once and only
-    /// its hash is kept.
-    pub async fn create_token(&self, actor: &Actor, name: &str) -> Result<String, AppError> {
-        let name = name.trim();
-        if name.is_empty() || name.len() > 64 {
-            return Err(AppError::Transport(
-                "a token name is 1–64 characters".into(),
-            ));
-        }
-        let new = auth::new_api_token();
-        let id = uuid::Uuid::now_v7().to_string();
-        retrying(|| async {
-            let now = now_micros();
-            let mut tx = self.db.begin_write().await?;
-            let row = tokens::NewToken {
-                id: &id,
-                name,
-                hash: &new.hash,
-                prefix: &new.prefix,
-                created_by: &actor.name,
-                now,
-            };
-            match tokens::insert(&mut *tx, &row).await {
-                Err(e) if store::is_unique_violation(&e) => {
-                    return Err(TxError::App(AppError::Transport(format!(
-                        "a token named `{name}` already exists"
-                    ))));
-                }
-                other => other?,
-            }
-            let entry = audit::Entry {
-                actor: actor.name.clone(),
-                action: "token.create",
-                object_type: "api_token",
-                object_id: id.clone(),
-                before: None,
-                after: Some(json!({ "name": name, "prefix": new.prefix })),
-            };
-            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
-            tx.commit().await?;
-            Ok(())
-        })
-        .await?;
-        Ok(new.token)
-    }
-
-    /// The token's name when the bearer token is valid.
-    pub async fn authenticate_token(&self, token: &str) -> Result<Option<String>, AppError> {
-        tokens::authenticate(&self.db.pool, &auth::token_hash(token), now_micros())
-            .await
-            .map_err(internal)
-    }
-
     /// Demo mode: the user exists with this role and a fresh password, which
     /// is returned to print.
     pub async fn ensure_demo_user(&self, username: &str, role: Role) -> Result<String, AppError> {
@@ -510,3 +457,6 @@ impl app::ssr::Backend for Accounts {
         Accounts::set_disabled(self, &Actor::user(actor), user_id, disabled).await
     }
 }
+
+mod tokens;
+pub use tokens::{ApiToken, TokenCheck, TokenRequest};

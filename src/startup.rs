@@ -96,6 +96,8 @@ impl Application {
         let addr = listener.local_addr()?;
         let metrics = Metrics::new();
         let accounts = Accounts::new(db.clone(), metrics.clone());
+        // Tokens from before scopes still work: named here until replaced.
+        accounts.warn_unscoped_tokens().await?;
 
         let mut providers = providers_of(config)?;
         let mut extra = axum::Router::new();

@@ -21,6 +21,7 @@ pub mod sinks;
 #[cfg(feature = "ssr")]
 pub mod ssr;
 pub mod tickets;
+pub mod tokens;
 pub mod types;
 
 pub use pages::{App, shell};

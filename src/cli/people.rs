@@ -1,11 +1,13 @@
 //! `reckon user …` and `reckon token …`: console users and merchant API
 //! tokens, each change audited as the command line.
 
-use crate::accounts::{Accounts, Actor};
+use crate::accounts::{Accounts, Actor, TokenRequest};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::startup::open_database;
 use anyhow::{Context, bail};
+use app::error::AppError;
+use app::tokens::Scope;
 use app::types::Role;
 use clap::Subcommand;
 use std::io::{IsTerminal, Read};
@@ -46,7 +48,26 @@ pub(super) enum TokenCommand {
     Create {
         #[arg(long)]
         name: String,
+        /// What it may do: scopes separated by commas, or `all` for every
+        /// scope (payments:read, payments:write, refunds:write,
+        /// recon:read, recon:write, statements:download, bank:read,
+        /// bank:write, outbox:read, outbox:write, sinks:write,
+        /// webhooks:read).
+        #[arg(long, value_delimiter = ',', required = true)]
+        scope: Vec<String>,
+        /// Days until it stops working; without it, it never expires.
+        #[arg(long)]
+        expires_days: Option<u32>,
+        /// The user answerable for it: while they are disabled, it is
+        /// refused.
+        #[arg(long)]
+        owner: Option<String>,
     },
+    /// List every token (never the tokens themselves): name, prefix,
+    /// owner, scopes, created, expires, last used, revoked.
+    List,
+    /// Revoke a token by name: its next call is refused.
+    Revoke { name: String },
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {
@@ -89,11 +110,75 @@ pub(super) async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()
     Ok(())
 }
 pub(super) async fn token(config: &Config, cmd: TokenCommand) -> anyhow::Result<()> {
-    let TokenCommand::Create { name } = cmd;
     let accounts = accounts(config).await?;
-    let token = accounts.create_token(&Actor::cli(), &name).await?;
-    println!("{token}");
+    match cmd {
+        TokenCommand::Create {
+            name,
+            scope,
+            expires_days,
+            owner,
+        } => {
+            let scopes = Scope::parse_list(scope.iter().map(String::as_str))
+                .map_err(|e| anyhow::anyhow!("--scope: {e}"))?;
+            let owner_id = match owner {
+                Some(username) => match accounts.by_username(&username).await {
+                    Ok(user) => Some(user.id),
+                    Err(AppError::NotFound | AppError::InvalidUsername) => {
+                        bail!("--owner: no user named `{username}`; nothing was created")
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+                None => None,
+            };
+            let req = TokenRequest {
+                name,
+                scopes,
+                expires_days,
+                owner_id,
+            };
+            let made = accounts.create_token(&Actor::cli(), &req).await?;
+            println!("{}", made.token);
+        }
+        TokenCommand::List => {
+            let tokens = accounts.list_tokens().await?;
+            println!("NAME\tPREFIX\tOWNER\tSCOPES\tCREATED\tEXPIRES\tLAST USED\tREVOKED");
+            for t in tokens {
+                let scopes = match &t.scopes {
+                    Some(s) => s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+                    None => "(every scope: made before scopes)".to_owned(),
+                };
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    t.name,
+                    t.prefix,
+                    t.owner.as_deref().unwrap_or("-"),
+                    scopes,
+                    when(Some(t.created_at), "-"),
+                    when(t.expires_at, "never"),
+                    when(t.last_used_at, "never"),
+                    when(t.revoked_at, "-"),
+                );
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            let token = match accounts.token_by_name(&name).await {
+                Ok(token) => token,
+                Err(AppError::NotFound) => bail!("no token named `{name}`"),
+                Err(e) => return Err(e.into()),
+            };
+            accounts.revoke_token(&Actor::cli(), &token.id).await?;
+            println!("revoked token {}", token.name);
+        }
+    }
     Ok(())
+}
+
+/// A time in the list: RFC 3339 in UTC, or `none` when there is none.
+fn when(micros: Option<i64>, none: &str) -> String {
+    micros
+        .and_then(|m| jiff::Timestamp::from_microsecond(m).ok())
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| none.to_owned())
 }
 
 async fn accounts(config: &Config) -> anyhow::Result<Accounts> {

@@ -25,6 +25,7 @@ mod refused;
 mod runs;
 pub mod sinks;
 mod tickets;
+mod tokens;
 
 pub use bulk::bulk_job;
 pub use export::export_csv;

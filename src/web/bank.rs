@@ -81,12 +81,13 @@ pub struct BankUploadForm {
     ))]
 pub async fn upload(
     State(engine): State<Engine>,
-    Bearer(actor): Bearer,
+    Bearer(token): Bearer,
     mut form: Multipart,
 ) -> Result<(StatusCode, Json<Imported>), ApiError> {
     let form = read_form(&mut form)
         .await
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+    let actor = token.actor();
     let imported = bank::import(&engine, form.import(&actor)).await?;
     let status = if imported.duplicate {
         StatusCode::OK

@@ -118,7 +118,7 @@ pub struct Closed {
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "merchant",
     responses((status = 200, description = "The token is valid", body = WhoAmI)))]
 pub async fn whoami(Bearer(token): Bearer) -> Json<WhoAmI> {
-    Json(WhoAmI { token })
+    Json(WhoAmI { token: token.name })
 }
 
 /// `POST /api/v1/payments`.
@@ -134,13 +134,15 @@ pub async fn whoami(Bearer(token): Bearer) -> Json<WhoAmI> {
     ))]
 pub async fn create(
     State(engine): State<Engine>,
-    Bearer(scope): Bearer,
+    Bearer(token): Bearer,
     headers: HeaderMap,
     body: Result<Json<CreatePayment>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
     let Json(req) = body.map_err(unreadable)?;
-    let payment = engine.create_payment(&scope, key, &req).await?;
+    // Idempotency keys are kept under the token's name, as they always
+    // were: a retry across an upgrade still finds its first answer.
+    let payment = engine.create_payment(&token.name, key, &req).await?;
     Ok(created(Payment::from(payment)))
 }
 
@@ -159,7 +161,7 @@ pub async fn create(
     ))]
 pub async fn refund(
     State(engine): State<Engine>,
-    Bearer(scope): Bearer,
+    Bearer(token): Bearer,
     Path(payment_no): Path<String>,
     headers: HeaderMap,
     body: Result<Json<CreateRefund>, JsonRejection>,
@@ -167,7 +169,7 @@ pub async fn refund(
     let key = idempotency_key(&headers)?;
     let Json(req) = body.map_err(unreadable)?;
     let kept = engine
-        .request_refund(&scope, key, &payment_no, &req)
+        .request_refund(&token.name, key, &payment_no, &req)
         .await?;
     let refund = engine::RefundDetail::from_kept(kept)?;
     Ok(created(RefundDetail::from(refund)))

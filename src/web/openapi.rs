@@ -6,6 +6,7 @@
 //! are added here once.
 
 use super::api_error::ApiError;
+use super::bearer::{Need, need};
 use super::{bank, bulk, merchant, outbox, recon, refused, sinks};
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -19,8 +20,10 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
     info(
         title = "Reckon merchant and reconciliation API",
         description = "Payments, refunds and statement reconciliation. Every call but this \
-            document's needs an API token (`reckon token create`) as `Authorization: Bearer …`. \
-            Every error answer is an `Error`: `{\"error\": \"…\"}`."
+            document's needs an API token (`reckon token create`, or the console's tokens page) \
+            as `Authorization: Bearer …`, and each operation one scope of the token's, named in \
+            its `security` (the `bearer` scheme lists them all). Every error answer is an \
+            `Error`: `{\"error\": \"…\"}`."
     ),
     paths(
         document,
@@ -93,25 +96,51 @@ pub async fn document() -> impl IntoResponse {
     )
 }
 
-/// The bearer scheme, required by default, and the answers the layers
-/// give any operation: 401 (the token extractor), 408 (the timeout), 413
+/// The bearer scheme with every scope, each operation's scope (from
+/// [`super::bearer::ROUTES`]), and the answers the layers give any
+/// operation: 401 and 403 (the token extractor), 408 (the timeout), 413
 /// (the body limit, for posts) and 500.
 struct Shared;
+
+/// The bearer scheme's description: what a token is and every scope.
+fn scheme_description() -> String {
+    let mut text = String::from(
+        "An API token made by an admin (`reckon token create --name N --scope S[,S…]`, or the \
+         console's tokens page), sent as `Authorization: Bearer …`. A token has an owner, an \
+         optional expiry and scopes; each operation needs one scope, named in its `security`. \
+         No token, or one that is unknown, revoked, expired or whose owner is disabled: 401. \
+         A token without the operation's scope: 403, naming it. Tokens made before scopes may \
+         use every scope. The scopes:\n",
+    );
+    for scope in app::tokens::Scope::ALL {
+        text.push_str(&format!(
+            "\n- `{scope}`: {}",
+            scope.describe(app::types::Lang::En)
+        ));
+    }
+    text
+}
 
 impl utoipa::Modify for Shared {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(scheme_description()))
+                    .build(),
+            ),
         );
         openapi.security = Some(vec![SecurityRequirement::new(
             "bearer",
             Vec::<String>::new(),
         )]);
-        for item in openapi.paths.paths.values_mut() {
-            let operations = [(&mut item.get, false), (&mut item.post, true)];
-            for (operation, posts) in operations {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let operations = [(&mut item.get, "get"), (&mut item.post, "post")];
+            for (operation, method) in operations {
+                let posts = method == "post";
                 let Some(operation) = operation.as_mut() else {
                     continue;
                 };
@@ -132,6 +161,23 @@ impl utoipa::Modify for Shared {
                     add("413", "The request body is too large");
                 }
                 add("500", "Reckon failed (storage); nothing was changed");
+                if open {
+                    continue;
+                }
+                let scopes: Vec<String> = match need(method, path) {
+                    Some(Need::Scope(scope)) => {
+                        operation
+                            .responses
+                            .responses
+                            .entry("403".to_owned())
+                            .or_insert_with(|| {
+                                error_response(&format!("The token lacks the scope {scope}"))
+                            });
+                        vec![scope.as_str().to_owned()]
+                    }
+                    Some(Need::Token) | None => Vec::new(),
+                };
+                operation.security = Some(vec![SecurityRequirement::new("bearer", scopes)]);
             }
         }
     }

@@ -27,10 +27,6 @@ pub fn router() -> Router<super::AppState> {
         .route("/api/v1/outbox/{message_id}/resend", post(resend))
 }
 
-fn actor(token: &str) -> String {
-    format!("token:{token}")
-}
-
 /// The console's errors as the API's: a refusal names itself.
 fn refused(e: AppError) -> ApiError {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -118,7 +114,7 @@ pub async fn resend(
         Err(e) => return Err(super::merchant::unreadable(e)),
     };
     let sink = req.sink.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    crate::outbox::jobs::resend(&engine, &actor(&token), &message_id, sink)
+    crate::outbox::jobs::resend(&engine, &token.actor(), &message_id, sink)
         .await
         .map(Json)
         .map_err(|e| refused_or_missing(e, || format!("no message {message_id}")))
@@ -142,7 +138,7 @@ pub async fn bulk_resend(
     let Json(filter) = body.map_err(super::merchant::unreadable)?;
     let job = crate::outbox::jobs::start_resend(
         &engine,
-        &actor(&token),
+        &token.actor(),
         &filter.cleaned(),
         Run::Background,
     )
@@ -178,7 +174,7 @@ pub async fn recover(
     let Json(req) = body.map_err(super::merchant::unreadable)?;
     let job = crate::outbox::jobs::start_recover(
         &engine,
-        &actor(&token),
+        &token.actor(),
         req.sink.trim(),
         req.since.trim(),
         Run::Background,
@@ -220,7 +216,7 @@ pub async fn cancel_job(
     Bearer(token): Bearer,
     Path(job_id): Path<String>,
 ) -> Result<Json<OutboxJob>, ApiError> {
-    crate::outbox::jobs::cancel(&engine, &actor(&token), &job_id)
+    crate::outbox::jobs::cancel(&engine, &token.actor(), &job_id)
         .await
         .map(Json)
         .map_err(|e| refused_or_missing(e, || format!("no outbox job {job_id}")))

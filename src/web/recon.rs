@@ -101,7 +101,7 @@ fn form_refused(e: FormError) -> ApiError {
     ))]
 pub async fn upload(
     State(engine): State<Engine>,
-    Bearer(actor): Bearer,
+    Bearer(token): Bearer,
     form: Multipart,
 ) -> Result<Response, ApiError> {
     let form = upload::read(form).await.map_err(form_refused)?;
@@ -112,6 +112,7 @@ pub async fn upload(
             "provider, business_date and file are required",
         ));
     };
+    let actor = token.actor();
     let imp = Import {
         provider: provider.trim(),
         business_date: date.trim(),
@@ -174,12 +175,13 @@ pub struct PullRequest {
     ))]
 pub async fn pull(
     State(engine): State<Engine>,
-    Bearer(actor): Bearer,
+    Bearer(token): Bearer,
     body: Result<Json<PullRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
     let Json(req) = body.map_err(super::merchant::unreadable)?;
     let run =
-        crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &actor).await?;
+        crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &token.actor())
+            .await?;
     Ok((StatusCode::CREATED, Json(run.into())))
 }
 
@@ -240,7 +242,7 @@ pub async fn file(
     Bearer(token): Bearer,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    match statement_file(&engine, &run_id, &format!("token:{token}")).await? {
+    match statement_file(&engine, &run_id, &token.actor()).await? {
         Some(file) => Ok(file),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,

@@ -1,8 +1,8 @@
 //! Outbox sinks through the API (Bearer API token):
 //! each sink's state and deliveries by state, pausing or resuming one, and
 //! making its deliveries that wait for a later retry due now, each with a
-//! reason — audited with the token's name, as the console audits a
-//! person's.
+//! reason — audited as `token:<name>`, as the console audits a person
+//! by name.
 
 use super::api_error::ApiError;
 use super::bearer::Bearer;
@@ -152,11 +152,11 @@ async fn set(
     ))]
 pub async fn pause(
     State(engine): State<Engine>,
-    Bearer(actor): Bearer,
+    Bearer(token): Bearer,
     Path(name): Path<String>,
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SinkView>, ApiError> {
-    set(&engine, &actor, &name, body, true).await
+    set(&engine, &token.actor(), &name, body, true).await
 }
 
 /// `POST /api/v1/sinks/{name}/resume`: its waiting deliveries go out.
@@ -170,11 +170,11 @@ pub async fn pause(
     ))]
 pub async fn resume(
     State(engine): State<Engine>,
-    Bearer(actor): Bearer,
+    Bearer(token): Bearer,
     Path(name): Path<String>,
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SinkView>, ApiError> {
-    set(&engine, &actor, &name, body, false).await
+    set(&engine, &token.actor(), &name, body, false).await
 }
 
 /// `POST /api/v1/sinks/{name}/retry`: every pending delivery to the sink
@@ -190,12 +190,12 @@ pub async fn resume(
     ))]
 pub async fn retry(
     State(engine): State<Engine>,
-    Bearer(actor): Bearer,
+    Bearer(token): Bearer,
     Path(name): Path<String>,
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<RetryNowView>, ApiError> {
     let Json(req) = body.map_err(super::merchant::unreadable)?;
-    let done = crate::outbox::sinks::retry_now(&engine, &actor, &name, &req.reason)
+    let done = crate::outbox::sinks::retry_now(&engine, &token.actor(), &name, &req.reason)
         .await
         .map_err(|e| api_error(e, &name))?;
     Ok(Json(RetryNowView {

@@ -44,10 +44,7 @@ fn payout_txn(id: &str, amount: i64, arrival: i64, descriptor: Option<&str>, at:
 }
 
 async fn token(app: &TestApp) -> String {
-    app.accounts
-        .create_token(&reckon::accounts::Actor::cli(), "bank")
-        .await
-        .unwrap()
+    app.api_token("bank").await
 }
 
 async fn upload(app: &TestApp, token: &str, name: &str, bytes: Vec<u8>) -> reqwest::Response {

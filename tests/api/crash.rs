@@ -93,7 +93,11 @@ struct Drill {
 async fn drill(b: Backend) -> Drill {
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(b, dir.path()).await;
-    let out = run_cli(&config, &["token", "create", "--name", "shop"], None);
+    let out = run_cli(
+        &config,
+        &["token", "create", "--name", "shop", "--scope", "all"],
+        None,
+    );
     assert!(
         out.status.success(),
         "{}",

@@ -274,11 +274,7 @@ impl EngineApp {
     }
 
     pub async fn token(&self) -> String {
-        self.app
-            .accounts
-            .create_token(&reckon::accounts::Actor::cli(), "shop")
-            .await
-            .unwrap()
+        self.app.api_token("shop").await
     }
 
     pub async fn create(

@@ -203,6 +203,26 @@ impl TestApp {
             .unwrap()
     }
 
+    /// An API token with every scope, made as `reckon token create --scope
+    /// all` makes it.
+    pub async fn api_token(&self, name: &str) -> String {
+        self.api_token_with(name, &app::tokens::Scope::ALL).await
+    }
+
+    pub async fn api_token_with(&self, name: &str, scopes: &[app::tokens::Scope]) -> String {
+        let req = reckon::accounts::TokenRequest {
+            name: name.to_owned(),
+            scopes: scopes.to_vec(),
+            expires_days: None,
+            owner_id: None,
+        };
+        self.accounts
+            .create_token(&Actor::cli(), &req)
+            .await
+            .unwrap()
+            .token
+    }
+
     /// Calls a server function the way the hydrated console does.
     pub async fn call(&self, endpoint: &str, form: &[(&str, &str)]) -> reqwest::Response {
         self.call_with(&self.client, endpoint, form).await

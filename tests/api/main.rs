@@ -43,6 +43,7 @@ mod schedule;
 mod sinks;
 mod standard;
 mod stripe;
+mod tokens;
 mod tour;
 mod triage;
 mod uploads;

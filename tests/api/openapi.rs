@@ -76,10 +76,7 @@ async fn assert_error_shape(res: reqwest::Response, status: u16) {
 }
 
 async fn token(app: &TestApp) -> String {
-    app.accounts
-        .create_token(&reckon::accounts::Actor::cli(), "contract")
-        .await
-        .unwrap()
+    app.api_token("contract").await
 }
 
 async fn the_document_is_openapi_3_1_and_lists_every_route(backend: Backend) {

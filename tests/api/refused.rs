@@ -54,12 +54,7 @@ async fn stripe_refusals_are_diagnosed_by_their_cause(b: Backend) {
         }
     })
     .await;
-    let token = s
-        .app
-        .accounts
-        .create_token(&reckon::accounts::Actor::cli(), "ops")
-        .await
-        .unwrap();
+    let token = s.app.api_token("ops").await;
     let p = s
         .app
         .register_payment("stripe-eu", "RF-1", 500, "EUR")
@@ -437,12 +432,7 @@ async fn a_failing_scheduled_pull_is_alerted_once_per_provider_and_day(b: Backen
 /// up to a card number cut in two at the end.
 async fn a_refused_body_cut_short_shows_no_personal_data(b: Backend) {
     let s = spawn_stripe_app_with(b, |_| {}).await;
-    let token = s
-        .app
-        .accounts
-        .create_token(&reckon::accounts::Actor::cli(), "ops")
-        .await
-        .unwrap();
+    let token = s.app.api_token("ops").await;
     let p = s
         .app
         .register_payment("stripe-eu", "RF-CUT", 500, "EUR")

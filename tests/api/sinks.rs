@@ -344,7 +344,7 @@ async fn a_paused_sink_delivers_everything_after_resume(b: Backend) {
     assert_eq!(
         audited,
         [
-            ("sink.pause".to_owned(), "shop".to_owned()),
+            ("sink.pause".to_owned(), "token:shop".to_owned()),
             ("sink.resume".to_owned(), "olivia".to_owned())
         ]
     );
@@ -697,7 +697,7 @@ async fn retry_now_sends_a_sinks_waiting_deliveries_at_once(b: Backend) {
     assert_eq!(before["waiting_for_retry"], 2);
     assert_eq!(after["made_due"], 2);
     assert_eq!(after["reason"], "the shop is back");
-    assert_eq!(audited[1].0, "shop", "the API token's name");
+    assert_eq!(audited[1].0, "token:shop", "the API token, named as one");
     assert!(audited[1].3.contains("back again"), "{}", audited[1].3);
 }
 

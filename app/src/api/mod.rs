@@ -156,3 +156,6 @@ pub use sinks::*;
 // Refused webhooks.
 mod refused;
 pub use refused::*;
+// API tokens.
+mod tokens;
+pub use tokens::*;

@@ -21,6 +21,7 @@ mod runs;
 mod sinks;
 mod ticket;
 mod tickets;
+mod tokens;
 mod users;
 
 use crate::api::{Login, Logout, SetLanguage, waiting_for_me, whoami};
@@ -158,6 +159,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/sinks") view=sinks::SinksPage ssr=SsrMode::Async/>
                 <Route path=path!("/refused") view=refused::RefusedListPage ssr=SsrMode::Async/>
                 <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
+                <Route path=path!("/tokens") view=tokens::TokensPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -274,6 +276,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                         <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
                         {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                         {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
+                        {is_admin.then(|| view! { <A href="/tokens" attr:id="nav-tokens">{Msg::NavTokens.text(lang)}</A> })}
                     </div>
                 </details>
             </nav>

@@ -16,6 +16,7 @@ use crate::tickets::{
     ActionResult, AuditFilter, AuditPage, FixKind, FixRequest, Neighbours, Proposal,
     ProposalComment, TicketDetail, TicketFilter, TicketPage,
 };
+use crate::tokens::{CreatedToken, Scope, TokenRow};
 use crate::types::User;
 
 /// The console as a whole: every area. Server functions hold it as
@@ -35,6 +36,7 @@ pub trait Console:
     + Outbox
     + Sinks
     + Refused
+    + ApiTokens
     + 'static
 {
 }
@@ -54,6 +56,7 @@ impl<T> Console for T where
         + Outbox
         + Sinks
         + Refused
+        + ApiTokens
         + 'static
 {
 }
@@ -287,4 +290,19 @@ pub trait Sinks: Send + Sync {
 pub trait Refused: Send + Sync {
     async fn refused(&self, filter: &RefusedFilter) -> Result<RefusedPage, AppError>;
     async fn refused_one(&self, id: &str) -> Result<RefusedDetail, AppError>;
+}
+
+/// API tokens (admins): list, make (owned by `actor`; the token shown
+/// once), revoke.
+#[async_trait::async_trait]
+pub trait ApiTokens: Send + Sync {
+    async fn api_tokens(&self) -> Result<Vec<TokenRow>, AppError>;
+    async fn create_api_token(
+        &self,
+        actor: &User,
+        name: &str,
+        scopes: &[Scope],
+        expires_days: Option<u32>,
+    ) -> Result<CreatedToken, AppError>;
+    async fn revoke_api_token(&self, actor: &User, id: &str) -> Result<(), AppError>;
 }

@@ -333,12 +333,7 @@ async fn a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets(b: Back
     );
     // The run says which bill it read, and the API's run says so too.
     assert_eq!(run.bill_type.as_deref(), Some("wechatpay trade bill (ALL)"));
-    let token = w
-        .app
-        .accounts
-        .create_token(&reckon::accounts::Actor::cli(), "desk")
-        .await
-        .unwrap();
+    let token = w.app.api_token("desk").await;
     let shown = w.app.api_run(&token, &run.run_id).await;
     assert_eq!(shown["bill_type"], "wechatpay trade bill (ALL)", "{shown}");
     assert_every_class(&w.app, &run, true, &local_only, &lag).await;

@@ -95,7 +95,8 @@ impl Application {
         })?;
         let addr = listener.local_addr()?;
         let metrics = Metrics::new();
-        let accounts = Accounts::new(db.clone(), metrics.clone());
+        let accounts = Accounts::new(db.clone(), metrics.clone())
+            .with_sign_in(config.sign_in, options.clock.clone());
 
         let mut providers = providers_of(config)?;
         let mut extra = axum::Router::new();

@@ -124,6 +124,8 @@ pub enum Msg {
     SkipToContent,
     AssignToMe,
     KeyboardShortcuts,
+    // Console sessions (the top bar, the users page, the sessions page).
+    Sessions,
 }
 
 impl Msg {
@@ -273,6 +275,7 @@ impl Msg {
             SkipToContent => ("Skip to content", "跳到正文"),
             AssignToMe => ("Assign to me", "分配给我"),
             KeyboardShortcuts => ("Keyboard shortcuts", "键盘快捷键"),
+            Sessions => ("Sessions", "登录会话"),
         }
     }
 }

@@ -30,7 +30,11 @@ fn browser(agent: &str) -> reqwest::Client {
 
 async fn sign_in(app: &TestApp, c: &reqwest::Client, username: &str, password: &str) {
     let res = app
-        .call_with(c, "login", &[("username", username), ("password", password)])
+        .call_with(
+            c,
+            "login",
+            &[("username", username), ("password", password)],
+        )
         .await;
     assert_eq!(res.status(), 200, "{username} signs in");
 }
@@ -39,7 +43,11 @@ async fn sign_in(app: &TestApp, c: &reqwest::Client, username: &str, password: &
 async fn who(app: &TestApp, c: &reqwest::Client) -> Option<String> {
     let res = app.call_with(c, "session", &[]).await;
     assert_eq!(res.status(), 200);
-    res.json::<SessionInfo>().await.unwrap().user.map(|u| u.username)
+    res.json::<SessionInfo>()
+        .await
+        .unwrap()
+        .user
+        .map(|u| u.username)
 }
 
 /// Signed out for good: no user, its server functions refused, its pages
@@ -195,9 +203,13 @@ async fn a_disabled_users_sessions_end_and_enabling_brings_none_back(b: Backend)
     let disabled = |flag: &'static str| {
         let (app, admin, id) = (&app, &admin, ulla.id.clone());
         async move {
-            app.call_with(admin, "users/disabled", &[("user_id", &id), ("disabled", flag)])
-                .await
-                .status()
+            app.call_with(
+                admin,
+                "users/disabled",
+                &[("user_id", &id), ("disabled", flag)],
+            )
+            .await
+            .status()
         }
     };
 
@@ -230,14 +242,17 @@ async fn an_idle_session_ends_and_activity_keeps_one_alive(b: Backend) {
     // Unseen for 15 minutes, it is over.
     clock.advance_secs(15 * MIN);
     assert!(thrown_out(&app, &laptop).await);
-    let (reason, ended_at, last_seen): (String, i64, i64) = sqlx::query_as(
-        "SELECT end_reason, ended_at, last_seen_at FROM user_sessions",
-    )
-    .fetch_one(&app.accounts.db.pool)
-    .await
-    .unwrap();
+    let (reason, ended_at, last_seen): (String, i64, i64) =
+        sqlx::query_as("SELECT end_reason, ended_at, last_seen_at FROM user_sessions")
+            .fetch_one(&app.accounts.db.pool)
+            .await
+            .unwrap();
     assert_eq!(reason, "idle");
-    assert_eq!(ended_at - last_seen, 15 * MIN * 1_000_000, "ended when it died");
+    assert_eq!(
+        ended_at - last_seen,
+        15 * MIN * 1_000_000,
+        "ended when it died"
+    );
 }
 
 async fn a_session_ends_at_its_lifetime_however_active(b: Backend) {
@@ -250,9 +265,7 @@ async fn a_session_ends_at_its_lifetime_however_active(b: Backend) {
     for step in 0..11 {
         clock.advance_secs(10 * MIN);
         let lang = if step % 2 == 0 { "zh" } else { "en" };
-        let res = app
-            .call_with(&laptop, "language", &[("lang", lang)])
-            .await;
+        let res = app.call_with(&laptop, "language", &[("lang", lang)]).await;
         assert_eq!(res.status(), 200);
         assert_eq!(who(&app, &laptop).await.as_deref(), Some("ulla"));
     }
@@ -394,8 +407,12 @@ async fn a_lock_out_lasts_its_configured_time_and_is_audited(b: Backend) {
     let attempt = |password: &'static str| {
         let (app, laptop) = (&app, &laptop);
         async move {
-            app.call_with(laptop, "login", &[("username", "ulla"), ("password", password)])
-                .await
+            app.call_with(
+                laptop,
+                "login",
+                &[("username", "ulla"), ("password", password)],
+            )
+            .await
         }
     };
     for _ in 0..5 {
@@ -427,6 +444,8 @@ async fn a_lock_out_lasts_its_configured_time_and_is_audited(b: Backend) {
     let locked = audit(&app, "user.locked").await;
     assert_eq!(locked.len(), 1, "the lock's start, once");
     assert_eq!(locked[0].1, "ulla");
+    assert_eq!(json(&locked[0].2)["username"], "ulla");
+    assert_eq!(json(&locked[0].2)["agent"], "Attacker Browser/6.6");
     let until = json(&locked[0].2)["locked_until"].as_i64().unwrap();
     assert_eq!(until, locked_at + 45 * MIN * 1_000_000);
     let everything: Vec<(Option<String>,)> = sqlx::query_as("SELECT after_json FROM audit_log")

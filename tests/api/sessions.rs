@@ -87,7 +87,8 @@ async fn list(app: &TestApp, c: &reqwest::Client, user_id: Option<&str>) -> Sess
     res.json().await.unwrap()
 }
 
-/// An app on a clock the test moves, with these settings.
+/// An app whose sessions and sign-in locks run on a clock the test moves,
+/// with these settings.
 async fn on_clock(b: Backend, env: &[(&str, &str)]) -> (TestApp, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::default());
     let env: Vec<(String, String)> = env
@@ -103,7 +104,7 @@ async fn on_clock(b: Backend, env: &[(&str, &str)]) -> (TestApp, Arc<ManualClock
         b,
         |c| c.sign_in = sign_in,
         Options {
-            clock: clock.clone(),
+            session_clock: clock.clone(),
             workers: false,
             ..Options::default()
         },

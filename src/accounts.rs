@@ -2,13 +2,18 @@
 //! change is one transaction holding the change and its audit entry.
 
 use crate::auth;
+use crate::config::SignIn;
+use crate::context::{Clock, SystemClock};
 use crate::metrics::Metrics;
+use crate::store::user_sessions::{self, Lifespan};
 use crate::store::{self, Db, audit, now_micros, throttle, users};
 use app::error::AppError;
+use app::sessions::{SessionList, SessionRow};
+use app::ssr::{Live, Peer, SignedIn};
 use app::types::{Lang, Role, User};
 use serde_json::json;
 use std::future::Future;
-use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Who does something: a console user, or the command line.
 #[derive(Clone, Debug)]
@@ -32,22 +37,40 @@ impl Actor {
     }
 }
 
-/// Sign-in throttling: per username and per address.
-pub const USER_THROTTLE: throttle::Policy = throttle::Policy {
-    max_failures: 5,
-    window_us: 15 * 60 * 1_000_000,
-    lock_us: 15 * 60 * 1_000_000,
-};
-pub const ADDR_THROTTLE: throttle::Policy = throttle::Policy {
-    max_failures: 20,
-    window_us: 15 * 60 * 1_000_000,
-    lock_us: 15 * 60 * 1_000_000,
-};
+/// Sign-in throttling counts failures per username and per address in
+/// this window; the lock's length and the username's limit are settings.
+const THROTTLE_WINDOW_US: i64 = 15 * 60 * 1_000_000;
+/// Failed sign-ins from one address before it is locked.
+const ADDR_MAX_FAILURES: i64 = 20;
+/// A session's last-seen time moves at most this often, so reading pages
+/// does not become a write per request.
+const TOUCH_EVERY_US: i64 = 60 * 1_000_000;
+/// The User-Agent kept of a sign-in, and the username kept of a failed
+/// one, at most (characters).
+const AGENT_CHARS: usize = 256;
+const TRIED_CHARS: usize = 64;
+/// The actor of what no signed-in user did: a failed sign-in, a lock.
+const ANONYMOUS: &str = "anonymous";
+
+/// Why sessions end, as the register and the audit log name it.
+pub mod end_reason {
+    /// Ended by a person: its user, or an admin (console or command line).
+    pub const ENDED: &str = "ended";
+    pub const PASSWORD: &str = "password";
+    pub const ROLE: &str = "role";
+    pub const DISABLED: &str = "disabled";
+    /// A second factor reset by another admin.
+    pub const MFA_RESET: &str = "mfa_reset";
+    pub const SIGNED_OUT: &str = "signed_out";
+}
 
 #[derive(Clone)]
 pub struct Accounts {
     pub db: Db,
     pub metrics: Metrics,
+    /// Sessions' idle timeout and lifetime, the sign-in lock-out.
+    pub sign_in: SignIn,
+    clock: Arc<dyn Clock>,
 }
 
 /// A transaction's failure: a refusal to report, or a database error (a
@@ -96,7 +119,51 @@ where
 
 impl Accounts {
     pub fn new(db: Db, metrics: Metrics) -> Accounts {
-        Accounts { db, metrics }
+        Accounts {
+            db,
+            metrics,
+            sign_in: SignIn::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The same, with these session and lock-out settings, timed by `clock`
+    /// (a test's clock moves sessions past their idle timeout without
+    /// waiting).
+    pub fn with_sign_in(self, sign_in: SignIn, clock: Arc<dyn Clock>) -> Accounts {
+        Accounts {
+            sign_in,
+            clock,
+            ..self
+        }
+    }
+
+    /// Now, by this server's clock: sessions and sign-in locks are timed by it.
+    pub fn now(&self) -> i64 {
+        self.clock.now_micros()
+    }
+
+    fn lifespan(&self) -> Lifespan {
+        Lifespan {
+            idle_us: self.sign_in.idle_us,
+            lifetime_us: self.sign_in.lifetime_us,
+        }
+    }
+
+    fn user_throttle(&self) -> throttle::Policy {
+        throttle::Policy {
+            max_failures: self.sign_in.max_failures,
+            window_us: THROTTLE_WINDOW_US,
+            lock_us: self.sign_in.lock_out_us,
+        }
+    }
+
+    fn addr_throttle(&self) -> throttle::Policy {
+        throttle::Policy {
+            max_failures: ADDR_MAX_FAILURES,
+            window_us: THROTTLE_WINDOW_US,
+            lock_us: self.sign_in.lock_out_us,
+        }
     }
 
     pub async fn user(&self, id: &str) -> Result<Option<User>, AppError> {
@@ -123,38 +190,51 @@ impl Accounts {
     /// The attempt is counted against the username and the address before
     /// the password is checked (so concurrent attempts cannot all slip under
     /// the limit), then argon2 runs behind the hash gate. A right password
-    /// clears the username's count and gives the address its attempt back.
+    /// clears the username's count, gives the address its attempt back and
+    /// opens a session in the register. A wrong one is audited with the
+    /// name tried, the address and the browser; so is the start of a lock
+    /// (the attempts it refuses are only counted).
     pub async fn login(
         &self,
         username: &str,
         password: &str,
-        addr: IpAddr,
-    ) -> Result<User, AppError> {
-        let now = now_micros();
+        peer: &Peer,
+    ) -> Result<SignedIn, AppError> {
+        let now = self.now();
         let name = username.trim().to_ascii_lowercase();
+        let addr = peer.addr;
         let user_key = format!("user:{name}");
         let addr_key = format!("addr:{addr}");
+        let attempt = uuid::Uuid::new_v4().simple().to_string();
         let pool = &self.db.pool;
         let refused = |until: i64| {
             self.metrics.login("throttled");
             // Another attempt may have set the lock after `now` was read.
-            let left = (until - now_micros()).max(0) as u64;
+            let left = (until - self.now()).max(0) as u64;
             let minutes = left.div_ceil(60_000_000).max(1);
             tracing::warn!(username = %name, %addr, minutes, "sign-in refused: throttled");
             AppError::Throttled { minutes }
         };
-        if let Some(until) = throttle::reserve(pool, &user_key, now, USER_THROTTLE)
+        if let Some(lock) = throttle::reserve(pool, &user_key, now, self.user_throttle(), &attempt)
             .await
             .map_err(internal)?
         {
-            return Err(refused(until));
+            if lock.started {
+                self.record_lock("username", &clip(&name, TRIED_CHARS), lock.until, peer)
+                    .await?;
+            }
+            return Err(refused(lock.until));
         }
-        if let Some(until) = throttle::reserve(pool, &addr_key, now, ADDR_THROTTLE)
+        if let Some(lock) = throttle::reserve(pool, &addr_key, now, self.addr_throttle(), &attempt)
             .await
             .map_err(internal)?
         {
             throttle::release(pool, &user_key).await.map_err(internal)?;
-            return Err(refused(until));
+            if lock.started {
+                self.record_lock("address", &addr.to_string(), lock.until, peer)
+                    .await?;
+            }
+            return Err(refused(lock.until));
         }
 
         let found = match auth::parse_username(&name) {
@@ -181,45 +261,133 @@ impl Accounts {
             Some(user) if password_ok && !user.disabled => {
                 throttle::clear(pool, &user_key).await.map_err(internal)?;
                 throttle::release(pool, &addr_key).await.map_err(internal)?;
-                self.audited(&Actor::user(&user), "user.login", &user.id, None, None)
-                    .await?;
+                let session_id = self.open_session(&user, peer).await?;
                 self.metrics.login("success");
                 tracing::info!(username = %user.username, %addr, "signed in");
-                Ok(user)
+                Ok(SignedIn { user, session_id })
             }
-            _ => {
+            other => {
+                let why = match other {
+                    None => "unknown_user",
+                    Some(_) if !password_ok => "wrong_password",
+                    Some(_) => "disabled",
+                };
                 self.metrics.login("bad_credentials");
                 tracing::warn!(username = %name, %addr, "sign-in failed");
+                let tried = clip(&name, TRIED_CHARS);
+                self.record(audit::Entry {
+                    actor: ANONYMOUS.into(),
+                    action: "user.login_failed",
+                    object_type: "username",
+                    object_id: tried.clone(),
+                    before: None,
+                    after: Some(json!({
+                        "username": tried,
+                        "address": addr.to_string(),
+                        "agent": clip(&peer.agent, AGENT_CHARS),
+                        "reason": why,
+                    })),
+                })
+                .await?;
                 Err(AppError::BadCredentials)
             }
         }
     }
 
-    pub async fn logout(&self, user: &User) -> Result<(), AppError> {
-        self.audited(&Actor::user(user), "user.logout", &user.id, None, None)
-            .await
+    /// Opens a session in the register for `user`, signed in from `peer`,
+    /// with its `user.login` entry in the same transaction; its id.
+    pub async fn open_session(&self, user: &User, peer: &Peer) -> Result<String, AppError> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let address = peer.addr.to_string();
+        let agent = clip(&peer.agent, AGENT_CHARS);
+        retrying(|| async {
+            let now = self.now();
+            let mut tx = self.db.begin_write().await?;
+            let row = user_sessions::NewSession {
+                id: &id,
+                user_id: &user.id,
+                address: &address,
+                user_agent: &agent,
+                now,
+            };
+            user_sessions::insert(&mut *tx, &row).await?;
+            let entry = audit::Entry {
+                actor: user.username.clone(),
+                action: "user.login",
+                object_type: "user",
+                object_id: user.id.clone(),
+                before: None,
+                after: Some(json!({ "address": address, "agent": agent, "session": id })),
+            };
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await?;
+        Ok(id)
     }
 
-    /// An audit entry on its own, for events that change no row.
-    async fn audited(
+    /// The start of a sign-in lock, by username or by address.
+    async fn record_lock(
         &self,
-        actor: &Actor,
-        action: &'static str,
-        user_id: &str,
-        before: Option<serde_json::Value>,
-        after: Option<serde_json::Value>,
+        by: &'static str,
+        key: &str,
+        until: i64,
+        peer: &Peer,
     ) -> Result<(), AppError> {
-        let entry = audit::Entry {
-            actor: actor.name.clone(),
-            action,
-            object_type: "user",
-            object_id: user_id.to_owned(),
-            before,
-            after,
-        };
+        tracing::warn!(by, key, "sign-in locked after repeated failures");
+        self.record(audit::Entry {
+            actor: ANONYMOUS.into(),
+            action: "user.locked",
+            object_type: by,
+            object_id: key.to_owned(),
+            before: None,
+            after: Some(json!({
+                by: key,
+                "locked_until": until,
+                "address": peer.addr.to_string(),
+                "agent": clip(&peer.agent, AGENT_CHARS),
+            })),
+        })
+        .await
+    }
+
+    /// An audit entry in a transaction of its own.
+    async fn record(&self, entry: audit::Entry) -> Result<(), AppError> {
         retrying(|| async {
             let mut tx = self.db.begin_write().await?;
-            audit::append(&mut tx, &self.db.audit, &entry, now_micros()).await?;
+            audit::append(&mut tx, &self.db.audit, &entry, self.now()).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Signing out: the audit entry, and the register's session ended with it.
+    pub async fn logout(&self, user: &User, session_id: Option<&str>) -> Result<(), AppError> {
+        retrying(|| async {
+            let now = self.now();
+            let mut tx = self.db.begin_write().await?;
+            if let Some(id) = session_id {
+                user_sessions::end_one(
+                    &mut *tx,
+                    id,
+                    now,
+                    self.lifespan(),
+                    end_reason::SIGNED_OUT,
+                    &user.username,
+                )
+                .await?;
+            }
+            let entry = audit::Entry {
+                actor: user.username.clone(),
+                action: "user.logout",
+                object_type: "user",
+                object_id: user.id.clone(),
+                before: None,
+                after: session_id.map(|id| json!({ "session": id })),
+            };
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
             Ok(())
         })
@@ -301,6 +469,10 @@ impl Accounts {
                 after: Some(json!({ "role": role })),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            if before.role != role {
+                self.end_sessions_in(&mut tx, actor, user_id, end_reason::ROLE)
+                    .await?;
+            }
             tx.commit().await?;
             Ok(())
         })
@@ -330,6 +502,8 @@ impl Accounts {
                 after: Some(json!({ "password_changed_at": now })),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            self.end_sessions_in(&mut tx, actor, user_id, end_reason::PASSWORD)
+                .await?;
             tx.commit().await?;
             Ok(())
         })
@@ -376,6 +550,11 @@ impl Accounts {
                 after: Some(json!({ "disabled": disabled })),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            // Enabling again brings no session back: they ended here.
+            if disabled {
+                self.end_sessions_in(&mut tx, actor, user_id, end_reason::DISABLED)
+                    .await?;
+            }
             tx.commit().await?;
             Ok(())
         })
@@ -408,6 +587,159 @@ impl Accounts {
     }
 }
 
+// ---- Console sessions ------------------------------------------------
+
+impl Accounts {
+    /// The enabled user of a live session. A session found dead by time is
+    /// closed in the register with when and why it died; a live one's
+    /// last-seen time moves when it is a minute old.
+    pub async fn session_user(&self, session_id: &str) -> Result<Option<Live>, AppError> {
+        let pool = &self.db.pool;
+        let now = self.now();
+        let span = self.lifespan();
+        let found = user_sessions::find(pool, session_id)
+            .await
+            .map_err(internal)?;
+        let Some(found) = found.filter(|f| f.ended_at.is_none()) else {
+            return Ok(None);
+        };
+        if let Some(why) = span.expired(found.created_at, found.last_seen_at, now) {
+            user_sessions::close_dead(pool, session_id, now, span)
+                .await
+                .map_err(internal)?;
+            tracing::info!(user_id = %found.user_id, why, "a console session ran out");
+            return Ok(None);
+        }
+        let user = users::by_id(pool, &found.user_id)
+            .await
+            .map_err(internal)?
+            .filter(|u| !u.disabled);
+        let Some(user) = user else { return Ok(None) };
+        let mut touched = None;
+        if now - found.last_seen_at >= TOUCH_EVERY_US
+            && user_sessions::touch(pool, session_id, now, now - TOUCH_EVERY_US)
+                .await
+                .map_err(internal)?
+                > 0
+        {
+            touched = Some(now);
+        }
+        Ok(Some(Live { user, touched }))
+    }
+
+    /// A user's live sessions, the most recently seen first.
+    pub async fn sessions_of(&self, user_id: &str) -> Result<(User, Vec<SessionRow>), AppError> {
+        let pool = &self.db.pool;
+        let user = users::by_id(pool, user_id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let rows = user_sessions::live_of(pool, user_id, self.now(), self.lifespan())
+            .await
+            .map_err(internal)?;
+        Ok((user, rows))
+    }
+
+    /// Ends one live session, with its `session.end` entry. `owner`: the
+    /// only user whose session may be ended (anyone else's is not found).
+    /// A session already over is left as it is.
+    pub async fn end_session(
+        &self,
+        actor: &Actor,
+        session_id: &str,
+        owner: Option<&str>,
+    ) -> Result<(), AppError> {
+        retrying(|| async {
+            let now = self.now();
+            let mut tx = self.db.begin_write().await?;
+            let found = user_sessions::find(&mut *tx, session_id)
+                .await?
+                .filter(|f| owner.is_none_or(|o| o == f.user_id))
+                .ok_or(AppError::NotFound)?;
+            let ended = user_sessions::end_one(
+                &mut *tx,
+                session_id,
+                now,
+                self.lifespan(),
+                end_reason::ENDED,
+                &actor.name,
+            )
+            .await?;
+            if ended == 0 {
+                return Ok(());
+            }
+            let entry = session_end(actor, session_id, &found.user_id, end_reason::ENDED);
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            tx.commit().await?;
+            tracing::info!(actor = %actor.name, user_id = %found.user_id, "a console session ended");
+            Ok(())
+        })
+        .await
+    }
+
+    /// Ends every live session of a user; how many.
+    pub async fn end_sessions(&self, actor: &Actor, user_id: &str) -> Result<u64, AppError> {
+        let ended = retrying(|| async {
+            let mut tx = self.db.begin_write().await?;
+            users::by_id(&mut *tx, user_id)
+                .await?
+                .ok_or(AppError::NotFound)?;
+            let ended = self
+                .end_sessions_in(&mut tx, actor, user_id, end_reason::ENDED)
+                .await?;
+            tx.commit().await?;
+            Ok(ended)
+        })
+        .await?;
+        tracing::info!(actor = %actor.name, %user_id, ended, "a user's console sessions ended");
+        Ok(ended as u64)
+    }
+
+    /// Ends every live session of `user_id` inside the caller's transaction,
+    /// each with its `session.end` entry: a password, role or second-factor
+    /// change, or a disable, takes effect in every browser at once. How many.
+    pub(crate) async fn end_sessions_in(
+        &self,
+        tx: &mut store::Conn,
+        actor: &Actor,
+        user_id: &str,
+        reason: &'static str,
+    ) -> store::Result<usize> {
+        let now = self.now();
+        let ended =
+            user_sessions::end_all_of(tx, user_id, now, self.lifespan(), reason, &actor.name)
+                .await?;
+        for id in &ended {
+            let entry = session_end(actor, id, user_id, reason);
+            audit::append(tx, &self.db.audit, &entry, now).await?;
+        }
+        Ok(ended.len())
+    }
+}
+
+/// The audit entry of a session ended by `actor`.
+fn session_end(actor: &Actor, session_id: &str, user_id: &str, reason: &str) -> audit::Entry {
+    audit::Entry {
+        actor: actor.name.clone(),
+        action: "session.end",
+        object_type: "session",
+        object_id: session_id.to_owned(),
+        before: None,
+        after: Some(json!({ "user_id": user_id, "reason": reason })),
+    }
+}
+
+/// At most `max` characters of `text`.
+fn clip(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// Whose sessions a console user may see and end: their own, and an
+/// admin anyone's.
+fn may_manage_sessions(actor: &User, user_id: &str) -> bool {
+    actor.role == Role::Admin || actor.id == user_id
+}
+
 #[async_trait::async_trait]
 impl app::ssr::Backend for Accounts {
     async fn user(&self, id: &str) -> Result<Option<User>, AppError> {
@@ -416,11 +748,16 @@ impl app::ssr::Backend for Accounts {
     async fn has_users(&self) -> Result<bool, AppError> {
         Accounts::has_users(self).await
     }
-    async fn login(&self, username: &str, password: &str, addr: IpAddr) -> Result<User, AppError> {
-        Accounts::login(self, username, password, addr).await
+    async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        peer: &Peer,
+    ) -> Result<SignedIn, AppError> {
+        Accounts::login(self, username, password, peer).await
     }
-    async fn logout(&self, user: &User) -> Result<(), AppError> {
-        Accounts::logout(self, user).await
+    async fn logout(&self, user: &User, session_id: Option<&str>) -> Result<(), AppError> {
+        Accounts::logout(self, user, session_id).await
     }
     async fn set_lang(&self, user: &User, lang: Lang) -> Result<(), AppError> {
         Accounts::set_lang(self, user, lang).await
@@ -455,6 +792,32 @@ impl app::ssr::Backend for Accounts {
         disabled: bool,
     ) -> Result<(), AppError> {
         Accounts::set_disabled(self, &Actor::user(actor), user_id, disabled).await
+    }
+    // Console sessions.
+    async fn session_user(&self, session_id: &str) -> Result<Option<Live>, AppError> {
+        Accounts::session_user(self, session_id).await
+    }
+    async fn sessions(&self, actor: &User, user_id: &str) -> Result<SessionList, AppError> {
+        if !may_manage_sessions(actor, user_id) {
+            return Err(AppError::Forbidden);
+        }
+        let (user, items) = self.sessions_of(user_id).await?;
+        Ok(SessionList {
+            own: user.id == actor.id,
+            user_id: user.id,
+            username: user.username,
+            items,
+        })
+    }
+    async fn end_session(&self, actor: &User, session_id: &str) -> Result<(), AppError> {
+        let owner = (actor.role != Role::Admin).then_some(actor.id.as_str());
+        Accounts::end_session(self, &Actor::user(actor), session_id, owner).await
+    }
+    async fn end_sessions(&self, actor: &User, user_id: &str) -> Result<u64, AppError> {
+        if !may_manage_sessions(actor, user_id) {
+            return Err(AppError::Forbidden);
+        }
+        Accounts::end_sessions(self, &Actor::user(actor), user_id).await
     }
 }
 

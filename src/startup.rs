@@ -49,6 +49,10 @@ pub struct Options {
     pub workers: bool,
     /// How long the demo runs before reconciling its first day.
     pub demo_recon_after: Duration,
+    /// Times console sessions and sign-in locks: apart from `clock`, so a
+    /// test can move the engine's time by days without ending its
+    /// sessions, or age its sessions without moving the engine.
+    pub session_clock: Arc<dyn Clock>,
 }
 
 impl Default for Options {
@@ -58,6 +62,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             workers: true,
             demo_recon_after: Duration::from_secs(60),
+            session_clock: Arc::new(SystemClock),
         }
     }
 }
@@ -95,7 +100,8 @@ impl Application {
         })?;
         let addr = listener.local_addr()?;
         let metrics = Metrics::new();
-        let accounts = Accounts::new(db.clone(), metrics.clone());
+        let accounts = Accounts::new(db.clone(), metrics.clone())
+            .with_sign_in(config.sign_in, options.session_clock.clone());
         // Tokens from before scopes still work: named here until replaced.
         accounts.warn_unscoped_tokens().await?;
 

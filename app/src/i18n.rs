@@ -126,6 +126,8 @@ pub enum Msg {
     KeyboardShortcuts,
     // API tokens (the navigation and the tokens page).
     NavTokens,
+    // Console sessions (the top bar, the users page, the sessions page).
+    Sessions,
 }
 
 impl Msg {
@@ -276,6 +278,7 @@ impl Msg {
             AssignToMe => ("Assign to me", "分配给我"),
             KeyboardShortcuts => ("Keyboard shortcuts", "键盘快捷键"),
             NavTokens => ("API tokens", "API 令牌"),
+            Sessions => ("Sessions", "登录会话"),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod outbox;
 pub mod pages;
 pub mod readable;
 pub mod refused;
+pub mod sessions;
 pub mod sinks;
 #[cfg(feature = "ssr")]
 pub mod ssr;

@@ -18,6 +18,36 @@ pub use ports::*;
 
 pub const SESSION_USER: &str = "user_id";
 pub const SESSION_LANG: &str = "lang";
+/// The session's own id in the session register (the cookie's id changes
+/// at sign-in; this one is the session's for its whole life).
+pub const SESSION_ID: &str = "session_id";
+/// When the register last saw this session: written when it moves, so the
+/// record (and the cookie's idle expiry) is saved again about once a minute.
+pub const SESSION_SEEN: &str = "seen_at";
+
+/// Where a sign-in comes from: the peer's address and the browser's
+/// description of itself (its User-Agent).
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub addr: IpAddr,
+    pub agent: String,
+}
+
+/// A sign-in that succeeded: the user, and the id of the session the
+/// register opened for it.
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    pub user: User,
+    pub session_id: String,
+}
+
+/// A live session's user, and the time it was last seen when that was
+/// just moved (`None`: not moved by this request).
+#[derive(Clone, Debug)]
+pub struct Live {
+    pub user: User,
+    pub touched: Option<i64>,
+}
 
 /// Everything the console may ask of the server. Implemented in the server
 /// crate; pages and server functions never see SQL.
@@ -25,9 +55,16 @@ pub const SESSION_LANG: &str = "lang";
 pub trait Backend: Send + Sync + 'static {
     async fn user(&self, id: &str) -> Result<Option<User>, AppError>;
     async fn has_users(&self) -> Result<bool, AppError>;
-    /// Checks throttling, then the password. Records the outcome.
-    async fn login(&self, username: &str, password: &str, addr: IpAddr) -> Result<User, AppError>;
-    async fn logout(&self, user: &User) -> Result<(), AppError>;
+    /// Checks throttling, then the password. Records the outcome; a
+    /// success opens a session in the register.
+    async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        peer: &Peer,
+    ) -> Result<SignedIn, AppError>;
+    /// Records the sign-out and ends the register's session, if named.
+    async fn logout(&self, user: &User, session_id: Option<&str>) -> Result<(), AppError>;
     async fn set_lang(&self, user: &User, lang: Lang) -> Result<(), AppError>;
     async fn list_users(&self) -> Result<Vec<User>, AppError>;
     async fn create_user(
@@ -50,6 +87,21 @@ pub trait Backend: Send + Sync + 'static {
         user_id: &str,
         disabled: bool,
     ) -> Result<(), AppError>;
+    // Console sessions.
+    /// The enabled user of a live session; `None` when the session is
+    /// unknown, ended, idle past the timeout or older than its lifetime.
+    async fn session_user(&self, session_id: &str) -> Result<Option<Live>, AppError>;
+    /// A user's live sessions: their own, or any user's for an admin.
+    async fn sessions(
+        &self,
+        actor: &User,
+        user_id: &str,
+    ) -> Result<crate::sessions::SessionList, AppError>;
+    /// Ends one live session: the actor's own, or any for an admin.
+    async fn end_session(&self, actor: &User, session_id: &str) -> Result<(), AppError>;
+    /// Ends every live session of a user (the actor's own, or any user's
+    /// for an admin); how many were ended.
+    async fn end_sessions(&self, actor: &User, user_id: &str) -> Result<u64, AppError>;
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
@@ -77,18 +129,40 @@ pub async fn session() -> Result<Session, AppError> {
         .map_err(|e| internal(&format!("session unavailable: {e}")))
 }
 
-/// The signed-in, enabled user of this request, if any. Reads the user row
-/// every time so a disabled account or a changed role takes effect at once.
+/// The signed-in, enabled user of this request, if any: the session must
+/// be live in the register (so ending it there, by a person or by a change
+/// to its user, ends it here), and its user enabled. A dead session is
+/// cleared, so the browser is signed out cleanly.
 pub async fn signed_in(
     backend: &SharedBackend,
     session: &Session,
 ) -> Result<Option<User>, AppError> {
-    let id: Option<String> = session
-        .get(SESSION_USER)
-        .await
-        .map_err(|e| internal(&format!("session read failed: {e}")))?;
+    let read = |e: tower_sessions::session::Error| internal(&format!("session read failed: {e}"));
+    let id: Option<String> = session.get(SESSION_USER).await.map_err(read)?;
     let Some(id) = id else { return Ok(None) };
-    Ok(backend.user(&id).await?.filter(|u| !u.disabled))
+    let register: Option<String> = session.get(SESSION_ID).await.map_err(read)?;
+    let live = match register {
+        Some(register) => backend.session_user(&register).await?,
+        None => None,
+    };
+    match live {
+        Some(Live { user, touched }) if user.id == id => {
+            if let Some(seen) = touched {
+                session
+                    .insert(SESSION_SEEN, seen)
+                    .await
+                    .map_err(|e| internal(&format!("session write failed: {e}")))?;
+            }
+            Ok(Some(user))
+        }
+        _ => {
+            session
+                .flush()
+                .await
+                .map_err(|e| internal(&format!("session flush failed: {e}")))?;
+            Ok(None)
+        }
+    }
 }
 
 /// The one access check. Every server function that is not part of signing

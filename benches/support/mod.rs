@@ -45,6 +45,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         sinks: Default::default(),
         alert_channels: Vec::new(),
         refused_spike: Default::default(),
+        sign_in: Default::default(),
     }
 }
 

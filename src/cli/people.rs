@@ -3,6 +3,7 @@
 
 use crate::accounts::{Accounts, Actor, TokenRequest};
 use crate::config::Config;
+use crate::context::SystemClock;
 use crate::metrics::Metrics;
 use crate::startup::open_database;
 use anyhow::{Context, bail};
@@ -12,6 +13,7 @@ use app::types::Role;
 use clap::Subcommand;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Subcommand, Debug)]
 pub(super) enum UserCommand {
@@ -39,6 +41,12 @@ pub(super) enum UserCommand {
         #[arg(long)]
         username: String,
     },
+    /// List a user's live console sessions: when each began and was last
+    /// seen, and where from.
+    Sessions { username: String },
+    /// End every live console session of a user (each is audited as the
+    /// command line).
+    EndSessions { username: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -106,8 +114,39 @@ pub(super) async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()
             accounts.set_disabled(&Actor::cli(), &user.id, true).await?;
             println!("disabled {}", user.username);
         }
+        UserCommand::Sessions { username } => {
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            let (user, sessions) = accounts.sessions_of(&user.id).await?;
+            if sessions.is_empty() {
+                println!("{} has no live sessions", user.username);
+            }
+            for s in sessions {
+                println!(
+                    "{}  started {}  last seen {}  from {}  {}",
+                    s.id,
+                    utc(s.created_at),
+                    utc(s.last_seen_at),
+                    s.address,
+                    s.user_agent
+                );
+            }
+        }
+        UserCommand::EndSessions { username } => {
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            let ended = accounts.end_sessions(&Actor::cli(), &user.id).await?;
+            println!("ended {ended} sessions of {}", user.username);
+        }
     }
     Ok(())
+}
+
+/// A time as UTC, to the second.
+fn utc(micros: i64) -> String {
+    jiff::Timestamp::from_microsecond(micros)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| micros.to_string())
 }
 pub(super) async fn token(config: &Config, cmd: TokenCommand) -> anyhow::Result<()> {
     let accounts = accounts(config).await?;
@@ -182,7 +221,8 @@ fn when(micros: Option<i64>, none: &str) -> String {
 }
 
 async fn accounts(config: &Config) -> anyhow::Result<Accounts> {
-    Ok(Accounts::new(open_database(config).await?, Metrics::new()))
+    Ok(Accounts::new(open_database(config).await?, Metrics::new())
+        .with_sign_in(config.sign_in, Arc::new(SystemClock)))
 }
 
 /// From a file, a terminal prompt (not echoed, asked twice), or piped

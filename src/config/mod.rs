@@ -24,7 +24,7 @@ mod values;
 pub use alert_channels::{
     Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
 };
-pub use runtime::{Closing, Pulls, Settings, Sink, StatementDay};
+pub use runtime::{Closing, Pulls, Settings, SignIn, Sink, StatementDay};
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
 
@@ -99,6 +99,9 @@ pub struct Config {
     pub alert_channels: Vec<Channel>,
     /// The threshold of the refused-webhooks spike alert.
     pub refused_spike: RefusedSpike,
+    /// Console sessions' idle timeout and lifetime, and the sign-in
+    /// lock-out.
+    pub sign_in: SignIn,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

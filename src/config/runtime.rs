@@ -162,3 +162,31 @@ impl Default for Settings {
         }
     }
 }
+
+/// Console sign-in and sessions: how long a session may stay idle and
+/// live at most, and how many failed sign-ins lock a username for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignIn {
+    /// A session unseen this long is over (microseconds).
+    pub idle_us: i64,
+    /// A session is over this long after it began, however active
+    /// (microseconds).
+    pub lifetime_us: i64,
+    /// Failed sign-ins of one username in the counting window before the
+    /// next attempt is refused.
+    pub max_failures: i64,
+    /// How long a locked username or address stays locked (microseconds).
+    pub lock_out_us: i64,
+}
+
+impl Default for SignIn {
+    fn default() -> Self {
+        const MIN: i64 = 60_000_000;
+        SignIn {
+            idle_us: 15 * MIN,
+            lifetime_us: 12 * 60 * MIN,
+            max_failures: 5,
+            lock_out_us: 30 * MIN,
+        }
+    }
+}

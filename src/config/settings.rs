@@ -56,10 +56,15 @@ pub(super) struct Layers {
     alert_channels: Vec<super::ChannelToml>,
     // Refused webhooks spiking
     refused_spike: Option<Text>,
+    // Console sessions and the sign-in lock-out.
+    session_idle_minutes: Option<Text>,
+    session_lifetime_hours: Option<Text>,
+    login_max_failures: Option<Text>,
+    lockout_minutes: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 30] = [
+pub(super) const VARIABLES: [(&str, &str); 34] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -96,6 +101,11 @@ pub(super) const VARIABLES: [(&str, &str); 30] = [
     ("outbox_in_flight", "RECKON_OUTBOX_IN_FLIGHT"),
     // Refused webhooks spiking
     ("refused_spike", "RECKON_REFUSED_SPIKE"),
+    // Console sessions and the sign-in lock-out.
+    ("session_idle_minutes", "RECKON_SESSION_IDLE_MINUTES"),
+    ("session_lifetime_hours", "RECKON_SESSION_LIFETIME_HOURS"),
+    ("login_max_failures", "RECKON_LOGIN_MAX_FAILURES"),
+    ("lockout_minutes", "RECKON_LOCKOUT_MINUTES"),
 ];
 
 /// Each setting read and checked; a bad one is named by its variable.
@@ -217,6 +227,13 @@ pub(super) fn checked(
     // More than N verification failures of one provider in
     // M minutes raise webhooks_refused_spike (`N/M`, default 20/5).
     let refused_spike = values::refused_spike(text(layers.refused_spike))?;
+    // Console sessions: idle timeout, lifetime; the sign-in lock-out.
+    let sign_in = values::sign_in([
+        layers.session_idle_minutes,
+        layers.session_lifetime_hours,
+        layers.login_max_failures,
+        layers.lockout_minutes,
+    ])?;
 
     Ok(Config {
         listen,
@@ -246,5 +263,6 @@ pub(super) fn checked(
         sinks,
         alert_channels,
         refused_spike,
+        sign_in,
     })
 }

@@ -658,3 +658,56 @@ fn the_refused_spike_threshold_reads_n_per_m_minutes() {
         assert!(e.contains("RECKON_REFUSED_SPIKE"), "{bad}: {e}");
     }
 }
+
+/// Sessions and the sign-in lock-out: the defaults, a file's and the
+/// environment's values, and a lock-out under 30 minutes refused.
+#[test]
+fn session_timeouts_and_the_lock_out_read_with_a_floor_of_thirty_minutes() {
+    const MIN: i64 = 60_000_000;
+    let c = Config::from_toml("", |_| None).unwrap();
+    assert_eq!(
+        (
+            c.sign_in.idle_us,
+            c.sign_in.lifetime_us,
+            c.sign_in.max_failures,
+            c.sign_in.lock_out_us
+        ),
+        (15 * MIN, 12 * 60 * MIN, 5, 30 * MIN)
+    );
+    let file = "session_idle_minutes = 5\nsession_lifetime_hours = 8\nlogin_max_failures = 3\nlockout_minutes = 60\n";
+    let c = Config::from_toml(file, |_| None).unwrap();
+    assert_eq!(
+        (
+            c.sign_in.idle_us,
+            c.sign_in.lifetime_us,
+            c.sign_in.max_failures,
+            c.sign_in.lock_out_us
+        ),
+        (5 * MIN, 8 * 60 * MIN, 3, 60 * MIN)
+    );
+    let env = |k: &str| (k == "RECKON_SESSION_IDLE_MINUTES").then(|| "30".to_owned());
+    assert_eq!(
+        Config::from_toml(file, env).unwrap().sign_in.idle_us,
+        30 * MIN
+    );
+
+    for bad in ["29", "0", "-30", "half an hour"] {
+        let e = Config::from_toml(&format!("lockout_minutes = \"{bad}\"\n"), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("RECKON_LOCKOUT_MINUTES") && e.contains("at least 30 minutes"),
+            "{bad}: {e}"
+        );
+    }
+    for (key, variable) in [
+        ("session_idle_minutes", "RECKON_SESSION_IDLE_MINUTES"),
+        ("session_lifetime_hours", "RECKON_SESSION_LIFETIME_HOURS"),
+        ("login_max_failures", "RECKON_LOGIN_MAX_FAILURES"),
+    ] {
+        let e = Config::from_toml(&format!("{key} = 0\n"), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(variable), "{key}: {e}");
+    }
+}

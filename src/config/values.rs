@@ -507,3 +507,52 @@ pub(super) fn default_site_dir() -> PathBuf {
     }
     beside
 }
+
+/// The console's sessions and sign-in lock-out: `RECKON_SESSION_IDLE_MINUTES`
+/// (default 15), `RECKON_SESSION_LIFETIME_HOURS` (default 12),
+/// `RECKON_LOGIN_MAX_FAILURES` (default 5) and `RECKON_LOCKOUT_MINUTES`
+/// (default 30, never less).
+pub(super) fn sign_in(
+    [idle, lifetime, max_failures, lockout]: [Option<Text>; 4],
+) -> Result<super::SignIn, ConfigError> {
+    const MIN: i64 = 60_000_000;
+    let lockout_given = text(lockout);
+    let lockout_minutes = match &lockout_given {
+        None => super::SignIn::default().lock_out_us / MIN,
+        Some(given) => given
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|m| (MIN_LOCKOUT_MINUTES..=7 * 24 * 60).contains(m))
+            .ok_or_else(|| ConfigError::Invalid {
+                key: "RECKON_LOCKOUT_MINUTES",
+                value: given.clone(),
+                hint: format!(
+                    "expected minutes from {MIN_LOCKOUT_MINUTES} to {}: a username or address locked after repeated failed sign-ins stays locked at least {MIN_LOCKOUT_MINUTES} minutes",
+                    7 * 24 * 60
+                ),
+            })?,
+    };
+    Ok(super::SignIn {
+        idle_us: number("RECKON_SESSION_IDLE_MINUTES", idle, 15, 24 * 60, "minutes")? * MIN,
+        lifetime_us: number(
+            "RECKON_SESSION_LIFETIME_HOURS",
+            lifetime,
+            12,
+            30 * 24,
+            "hours",
+        )? * 60
+            * MIN,
+        max_failures: number(
+            "RECKON_LOGIN_MAX_FAILURES",
+            max_failures,
+            5,
+            100,
+            "failed sign-ins",
+        )?,
+        lock_out_us: lockout_minutes * MIN,
+    })
+}
+
+/// The shortest sign-in lock-out allowed.
+const MIN_LOCKOUT_MINUTES: i64 = 30;

@@ -14,20 +14,30 @@ pub struct Policy {
     pub lock_us: i64,
 }
 
+/// A key's lock: when it ends, and whether the attempt that asked set it
+/// (so its start is told once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lock {
+    pub until: i64,
+    pub started: bool,
+}
+
 /// Counts one attempt for `key` at `now` and answers whether it may go on:
-/// `None` when it may, or the time the key's lock ends. The attempt past
-/// `max_failures` in the window sets the lock; a locked key's row is left as
-/// it is (a refused attempt does not lengthen the lock), and an expired lock
-/// starts a new window.
+/// `None` when it may, or the key's lock. The attempt past `max_failures`
+/// in the window sets the lock, and leaves its `attempt` id on the row; a
+/// locked key's row is left as it is (a refused attempt does not lengthen
+/// the lock), and an expired lock starts a new window.
 pub async fn reserve<'e>(
     e: impl Executor<'e, Database = Any>,
     key: &str,
     now: i64,
     p: Policy,
-) -> sqlx::Result<Option<i64>> {
-    let until: i64 = sqlx::query_scalar(
-        "INSERT INTO login_throttle (throttle_key, failures, first_failure_at, locked_until) \
-         VALUES ($1, 1, $2, CASE WHEN 1 > $3 THEN $2 + $5 ELSE 0 END) \
+    attempt: &str,
+) -> sqlx::Result<Option<Lock>> {
+    let (until, locked_by): (i64, String) = sqlx::query_as(
+        "INSERT INTO login_throttle (throttle_key, failures, first_failure_at, locked_until, locked_by) \
+         VALUES ($1, 1, $2, CASE WHEN 1 > $3 THEN $2 + $5 ELSE 0 END, \
+                 CASE WHEN 1 > $3 THEN $6 ELSE '' END) \
          ON CONFLICT (throttle_key) DO UPDATE SET \
            failures = CASE WHEN login_throttle.locked_until > $2 THEN login_throttle.failures \
                            WHEN login_throttle.locked_until > 0 \
@@ -43,17 +53,26 @@ pub async fn reserve<'e>(
                                WHEN login_throttle.locked_until > 0 \
                                  OR login_throttle.first_failure_at < $2 - $4 THEN 0 \
                                WHEN login_throttle.failures + 1 > $3 THEN $2 + $5 \
-                               ELSE 0 END \
-         RETURNING locked_until",
+                               ELSE 0 END, \
+           locked_by = CASE WHEN login_throttle.locked_until > $2 THEN login_throttle.locked_by \
+                            WHEN login_throttle.locked_until > 0 \
+                              OR login_throttle.first_failure_at < $2 - $4 THEN '' \
+                            WHEN login_throttle.failures + 1 > $3 THEN $6 \
+                            ELSE '' END \
+         RETURNING locked_until, locked_by",
     )
     .bind(key)
     .bind(now)
     .bind(p.max_failures)
     .bind(p.window_us)
     .bind(p.lock_us)
+    .bind(attempt)
     .fetch_one(e)
     .await?;
-    Ok((until > now).then_some(until))
+    Ok((until > now).then(|| Lock {
+        until,
+        started: locked_by == attempt,
+    }))
 }
 
 /// Gives back an attempt `reserve` counted that turned out not to be a

@@ -80,7 +80,8 @@ pub fn upload_router(state: AppState, sessions: SessionManagerLayer<Store>) -> R
     evidence.merge(statement)
 }
 
-/// The signed-in, enabled user of a console request.
+/// The signed-in, enabled user of a console request: the same check as
+/// the pages' (a live session in the register).
 pub struct Signed(pub User);
 
 impl FromRequestParts<AppState> for Signed {
@@ -91,13 +92,9 @@ impl FromRequestParts<AppState> for Signed {
         let session = Session::from_request_parts(parts, state)
             .await
             .map_err(|_| denied())?;
-        let id: Option<String> = session
-            .get(app::ssr::SESSION_USER)
-            .await
-            .map_err(|_| denied())?;
-        let Some(id) = id else { return Err(denied()) };
-        match state.accounts.user(&id).await {
-            Ok(Some(user)) if !user.disabled => Ok(Signed(user)),
+        let backend: app::ssr::SharedBackend = std::sync::Arc::new(state.accounts.clone());
+        match app::ssr::signed_in(&backend, &session).await {
+            Ok(Some(user)) => Ok(Signed(user)),
             _ => Err(denied()),
         }
     }

@@ -80,7 +80,11 @@ pub fn router(
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_secure(cookie_secure)
-        .with_expiry(Expiry::OnInactivity(CookieDuration::hours(8)));
+        // The record and its cookie outlive no idle session: they are saved
+        // again whenever the register sees the session (about once a minute).
+        .with_expiry(Expiry::OnInactivity(CookieDuration::microseconds(
+            state.accounts.sign_in.idle_us,
+        )));
     let options = state.leptos_options.clone();
 
     let console = Router::new()

@@ -74,7 +74,7 @@ async fn five_failures_lock_the_username_even_for_the_right_password(b: Backend)
     assert_eq!(res.status(), 429);
     assert_eq!(
         res.json::<AppError>().await.unwrap(),
-        AppError::Throttled { minutes: 15 }
+        AppError::Throttled { minutes: 30 }
     );
     assert_eq!(app.session_user().await, None);
     // Another user from the same address is not locked by alice's failures.
@@ -377,10 +377,10 @@ async fn concurrent_wrong_sign_ins_for_one_user_check_at_most_five(b: Backend) {
         match res.status().as_u16() {
             401 => wrong += 1,
             429 => {
-                assert_eq!(res.headers()["retry-after"], "900");
+                assert_eq!(res.headers()["retry-after"], "1800");
                 assert_eq!(
                     res.json::<AppError>().await.unwrap(),
-                    AppError::Throttled { minutes: 15 }
+                    AppError::Throttled { minutes: 30 }
                 );
                 refused += 1;
             }

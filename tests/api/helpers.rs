@@ -89,6 +89,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         sinks: Default::default(),
         alert_channels: Vec::new(),
         refused_spike: Default::default(),
+        sign_in: Default::default(),
     }
 }
 

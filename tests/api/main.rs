@@ -40,6 +40,7 @@ mod refused;
 mod relay;
 mod run_once;
 mod schedule;
+mod sessions;
 mod sinks;
 mod standard;
 mod stripe;

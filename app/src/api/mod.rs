@@ -31,16 +31,33 @@ pub async fn login(username: String, password: String) -> Result<(), AppError> {
             .map_err(|e| ssr::internal(&format!("peer address unavailable: {e}")))?
             .0
             .ip();
-        let user = backend.login(&username, &password, addr).await?;
+        let agent = leptos_axum::extract::<axum::http::HeaderMap>()
+            .await
+            .ok()
+            .and_then(|h| {
+                h.get(axum::http::header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        let peer = ssr::Peer { addr, agent };
+        let signed = backend.login(&username, &password, &peer).await?;
         // A new session id at sign-in, so a planted id is worthless.
         session
             .cycle_id()
             .await
             .map_err(|e| ssr::internal(&format!("session cycle failed: {e}")))?;
+        let written = |e: tower_sessions::session::Error| {
+            ssr::internal(&format!("session write failed: {e}"))
+        };
         session
-            .insert(ssr::SESSION_USER, &user.id)
+            .insert(ssr::SESSION_USER, &signed.user.id)
             .await
-            .map_err(|e| ssr::internal(&format!("session write failed: {e}")))?;
+            .map_err(written)?;
+        session
+            .insert(ssr::SESSION_ID, &signed.session_id)
+            .await
+            .map_err(written)?;
         leptos_axum::redirect("/");
         Ok(())
     })
@@ -51,7 +68,15 @@ pub async fn login(username: String, password: String) -> Result<(), AppError> {
 pub async fn logout() -> Result<(), AppError> {
     respond(async {
         let caller = guard(Role::ALL).await?;
-        caller.backend.logout(&caller.user).await?;
+        let register: Option<String> = caller
+            .session
+            .get(ssr::SESSION_ID)
+            .await
+            .map_err(|e| ssr::internal(&format!("session read failed: {e}")))?;
+        caller
+            .backend
+            .logout(&caller.user, register.as_deref())
+            .await?;
         caller
             .session
             .flush()
@@ -159,3 +184,6 @@ pub use refused::*;
 // API tokens.
 mod tokens;
 pub use tokens::*;
+// Console sessions.
+mod sessions;
+pub use sessions::*;

@@ -18,6 +18,7 @@ mod outbox;
 mod payments;
 mod refused;
 mod runs;
+mod sessions;
 mod sinks;
 mod ticket;
 mod tickets;
@@ -160,6 +161,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/refused") view=refused::RefusedListPage ssr=SsrMode::Async/>
                 <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
                 <Route path=path!("/tokens") view=tokens::TokensPage ssr=SsrMode::Async/>
+                <Route path=path!("/sessions") view=sessions::SessionsPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }
@@ -283,7 +285,11 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
             <div class="account">
                 <span class="who" id="who">
                     <span class="signed-in-as">{Msg::SignedInAs.text(lang)} " "</span>
-                    <strong>{user.username.clone()}</strong>
+                    // One's own name opens one's sessions.
+                    <A href="/sessions" attr:id="nav-sessions"
+                        attr:title=tr(lang, "Your sessions", "您的登录会话")>
+                        <strong>{user.username.clone()}</strong>
+                    </A>
                     " (" {role_name(user.role, lang)} ")"
                 </span>
                 <LangSwitch action=ctx.set_lang lang=lang/>

@@ -8,6 +8,7 @@ use crate::i18n::{Msg, in_zone, role_name};
 use crate::types::{Lang, Role, User};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::components::A;
 
 #[component]
 pub fn UsersPage() -> impl IntoView {
@@ -144,6 +145,10 @@ fn UserRow(
                         placeholder=Msg::NewPassword.text(lang)/>
                     <button type="submit" class="reset-submit">{Msg::ResetPassword.text(lang)}</button>
                 </ActionForm>
+                <A href=format!("/sessions?user={}", user.id) attr:class="sessions-link">
+                    {Msg::Sessions.text(lang)}
+                </A>
+                " "
                 // No one may disable themselves (the server refuses it too).
                 {(!is_me).then(|| view! {
                     <ActionForm action=disable attr:class="inline">

@@ -1,0 +1,54 @@
+import { test, expect } from '@playwright/test';
+import { ADMIN_PASSWORD, hydrated, signIn, unique } from './helpers';
+
+test('a user ends another session of theirs from the sessions page, and that browser is sent to sign in', async ({ browser, baseURL }) => {
+  // A user of this test's own, so no other spec's sessions are touched.
+  const name = unique('sess');
+  const password = 'sessions-password-1';
+  const adminContext = await browser.newContext();
+  const admin = await adminContext.newPage();
+  await signIn(admin, 'admin', ADMIN_PASSWORD);
+  await expect(admin.locator('#who')).toContainText('admin');
+  const created = await admin.request.post('/api/users/create', {
+    headers: { origin: baseURL! },
+    form: { username: name, role: 'operator', password },
+  });
+  expect(created.status(), await created.text()).toBe(200);
+  await adminContext.close();
+
+  // The same user in two browsers.
+  const otherContext = await browser.newContext();
+  const other = await otherContext.newPage();
+  await signIn(other, name, password);
+  await expect(other.locator('#who')).toContainText(name);
+
+  const mineContext = await browser.newContext();
+  const mine = await mineContext.newPage();
+  await signIn(mine, name, password);
+  await expect(mine.locator('#who')).toContainText(name);
+  await hydrated(mine);
+
+  // One's own name in the top bar opens one's sessions, in place.
+  await mine.evaluate(() => ((window as any).__noReload = true));
+  await mine.click('#nav-sessions');
+  await expect(mine).toHaveURL(/\/sessions$/);
+  const rows = mine.locator('#sessions tbody tr');
+  await expect(rows).toHaveCount(2);
+  await expect(mine.locator('#sessions tr.current')).toHaveCount(1);
+  await expect(mine.locator('#sessions tr.current .this-session')).toBeVisible();
+
+  await mine.locator('#sessions tr:not(.current) .end-session').click();
+  await expect(rows).toHaveCount(1);
+  await expect(mine.locator('#sessions tr.current')).toHaveCount(1);
+  expect(await mine.evaluate(() => (window as any).__noReload)).toBe(true);
+
+  // The ended browser's next page sends it to sign in; this one stays.
+  await other.reload();
+  await expect(other).toHaveURL(/\/login$/);
+  await expect(other.locator('#login-form')).toBeVisible();
+  await mine.reload();
+  await expect(mine.locator('#who')).toContainText(name);
+
+  await otherContext.close();
+  await mineContext.close();
+});

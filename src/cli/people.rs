@@ -37,6 +37,16 @@ pub(super) enum UserCommand {
         #[arg(long)]
         username: String,
     },
+    /// Set a user's role. A supervisor or admin role given here counts as
+    /// confirmed (whoever runs this holds the database already); given
+    /// again, it confirms a console grant waiting for a second admin.
+    Role {
+        #[arg(long)]
+        username: String,
+        /// operator, supervisor or admin.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -84,6 +94,17 @@ pub(super) async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()
             let user = accounts.by_username(&username).await?;
             accounts.set_disabled(&Actor::cli(), &user.id, true).await?;
             println!("disabled {}", user.username);
+        }
+        UserCommand::Role { username, role } => {
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            accounts.set_role(&Actor::cli(), &user.id, role).await?;
+            let confirmed = if role.decides() {
+                ", confirmed from the command line"
+            } else {
+                ""
+            };
+            println!("{} is {role}{confirmed}", user.username);
         }
     }
     Ok(())

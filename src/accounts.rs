@@ -475,13 +475,21 @@ impl Accounts {
             if users::update_password(&mut *tx, user_id, &hash, now).await? == 0 {
                 return Err(TxError::App(AppError::NotFound));
             }
+            let mut after = json!({ "password_changed_at": now });
+            // Whoever sets another's password can sign in as them: one
+            // admin could otherwise borrow a confirmed supervisor.
+            if let Some(by) = actor.user_id.as_deref().filter(|by| *by != user_id)
+                && users::regrant_after_reset(&mut *tx, user_id, by, &actor.name, now).await? > 0
+            {
+                after["pending"] = json!(true);
+            }
             let entry = audit::Entry {
                 actor: actor.name.clone(),
                 action: "user.password",
                 object_type: "user",
                 object_id: user_id.to_owned(),
                 before: None,
-                after: Some(json!({ "password_changed_at": now })),
+                after: Some(after),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;

@@ -275,6 +275,30 @@ pub async fn revoke_grant<'e>(
         .rows_affected())
 }
 
+/// After an admin set user `id`'s password, the admin holds the account:
+/// a deciding role becomes a pending grant of theirs again, for a second
+/// admin to confirm. Rows changed (0: an operator, nothing to confirm).
+pub async fn regrant_after_reset<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    by_id: &str,
+    by_name: &str,
+    now: i64,
+) -> sqlx::Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE users SET role_granted_by_id = $1, role_granted_by = $2, role_granted_at = $3, \
+           role_confirmed_by_id = NULL, role_confirmed_by = NULL, role_confirmed_at = NULL \
+         WHERE id = $4 AND role <> 'operator'",
+    )
+    .bind(by_id)
+    .bind(by_name)
+    .bind(now)
+    .bind(id)
+    .execute(e)
+    .await?
+    .rows_affected())
+}
+
 /// The condition, for a deciding statement, that the user whose id is
 /// bound as `decider` may decide at all: enabled, and their role is not a
 /// pending grant.

@@ -1,6 +1,7 @@
 //! Segregation of duties over real HTTP with real sessions, on SQLite and
 //! PostgreSQL: a role that decides, granted by an admin in the console,
-//! decides nothing until a second admin confirms it; no one decides what
+//! decides nothing until a second admin confirms it (nor after an admin
+//! set that user's password); no one decides what
 //! was proposed by an account they created or whose role they granted or
 //! confirmed — fixes, bulk proposals and a day's reopening alike; and the
 //! command line proposes a hold's release instead of releasing it.
@@ -208,6 +209,43 @@ async fn one_admin_alone_cannot_satisfy_the_two_person_rule(b: Backend) {
     assert_eq!(d.app.status("PAYSOD1").await, "SUCCEEDED");
     assert_eq!(d.effects("PAYSOD1").await, 1);
     assert_eq!(d.app.count("outbox_events", "PAYSOD1").await, 1);
+
+    // root sets sid's password, and so could sign in as sid: sid's role is
+    // root's pending grant again, until a second admin — or the host —
+    // confirms it.
+    let (status, body) = d
+        .call(
+            &root,
+            "users/password",
+            &[
+                ("user_id", &id_of(&d, "sid").await),
+                ("password", "a new long secret"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let sid = listed(&d, &ada, "sid").await;
+    assert!(sid.grant.pending, "{sid:?}");
+    assert_eq!(sid.grant.granted_by.as_deref(), Some("root"));
+    assert_eq!(
+        confirm(&d, &root, "sid", "supervisor").await,
+        (403, json!("OwnGrant"))
+    );
+    let out = d.app.app.cli(
+        &["user", "role", "--username", "sid", "--role", "supervisor"],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("confirmed from the command line"));
+    let sid = listed(&d, &ada, "sid").await;
+    assert_eq!(
+        (sid.grant.pending, sid.grant.confirmed_by.as_deref()),
+        (false, Some("cli"))
+    );
 
     // A pending grant revoked: the user is an operator again.
     let (status, body) = d

@@ -35,6 +35,38 @@ impl Actor {
             name: user.username.clone(),
         }
     }
+    /// As the author of an account or a grant: a console user's grant of a
+    /// deciding role waits for a second admin, the host's does not.
+    fn by(&self) -> users::By<'_> {
+        users::By {
+            id: self.user_id.as_deref(),
+            name: &self.name,
+        }
+    }
+}
+
+/// What the audit entry of a grant of `role` by `actor` says of it: pending
+/// until a second admin confirms it, or confirmed at once by the host.
+fn grant_note(actor: &Actor, role: Role, mut after: serde_json::Value) -> serde_json::Value {
+    if role.decides() {
+        match &actor.user_id {
+            Some(_) => after["pending"] = json!(true),
+            None => after["confirmed_by"] = json!(actor.name),
+        }
+    }
+    after
+}
+
+/// An admin whose own grant is pending gives no one a deciding role: else
+/// one admin could make a second "admin" and confirm its grants.
+async fn may_grant(tx: &mut store::Tx<'_>, actor: &Actor, role: Role) -> Result<(), TxError> {
+    if let Some(id) = &actor.user_id
+        && role.decides()
+        && users::grant_pending(&mut **tx, id).await?
+    {
+        return Err(TxError::App(AppError::GrantPending));
+    }
+    Ok(())
 }
 
 /// Sign-in throttling counts failures per username and per address in
@@ -415,12 +447,14 @@ impl Accounts {
         retrying(|| async {
             let now = now_micros();
             let mut tx = self.db.begin_write().await?;
+            may_grant(&mut tx, actor, role).await?;
             let new = users::NewUser {
                 id: &id,
                 username: &username,
                 role,
                 password_hash: &hash,
                 now,
+                by: actor.by(),
             };
             match users::insert(&mut *tx, &new).await {
                 Err(e) if store::is_unique_violation(&e) => {
@@ -434,7 +468,11 @@ impl Accounts {
                 object_type: "user",
                 object_id: id.clone(),
                 before: None,
-                after: Some(json!({ "username": username, "role": role })),
+                after: Some(grant_note(
+                    actor,
+                    role,
+                    json!({ "username": username, "role": role }),
+                )),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             let user = users::by_id(&mut *tx, &id)
@@ -457,16 +495,32 @@ impl Accounts {
             let before = users::by_id(&mut *tx, user_id)
                 .await?
                 .ok_or(AppError::NotFound)?;
-            if users::update_role(&mut *tx, user_id, role, now).await? == 0 {
-                return Err(TxError::App(AppError::LastAdmin));
+            may_grant(&mut tx, actor, role).await?;
+            // The same role again from the console grants nothing anew (a
+            // confirmed grant stays confirmed); from the host it confirms.
+            let unchanged = before.role == role && actor.user_id.is_some();
+            let grant = (!unchanged).then(|| actor.by());
+            if users::update_role(&mut *tx, user_id, role, now, grant).await? == 0 {
+                return Err(TxError::App(if unchanged {
+                    AppError::Refused {
+                        detail: "the role changed meanwhile; look again".into(),
+                    }
+                } else {
+                    AppError::LastAdmin
+                }));
             }
+            let after = json!({ "role": role });
             let entry = audit::Entry {
                 actor: actor.name.clone(),
                 action: "user.role",
                 object_type: "user",
                 object_id: user_id.to_owned(),
                 before: Some(json!({ "role": before.role })),
-                after: Some(json!({ "role": role })),
+                after: Some(if unchanged {
+                    after
+                } else {
+                    grant_note(actor, role, after)
+                }),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             if before.role != role {
@@ -474,6 +528,106 @@ impl Accounts {
                     .await?;
             }
             tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// A second admin confirms user `user_id`'s pending grant of `role`
+    /// (the role the admin saw): from then on it decides. Never the
+    /// grantee, the granter, or an admin whose own grant is pending — the
+    /// statement itself says so.
+    pub async fn confirm_grant(
+        &self,
+        actor: &Actor,
+        user_id: &str,
+        role: Role,
+    ) -> Result<(), AppError> {
+        let Some(actor_id) = actor.user_id.as_deref() else {
+            return Err(AppError::Forbidden);
+        };
+        retrying(|| async {
+            let now = now_micros();
+            let mut tx = self.db.begin_write().await?;
+            let user = users::by_id(&mut *tx, user_id)
+                .await?
+                .ok_or(AppError::NotFound)?;
+            if users::confirm_grant(&mut *tx, user_id, role, actor_id, &actor.name, now).await? == 0 {
+                let why = if !user.grant.pending || user.role != role {
+                    AppError::NoGrantPending
+                } else if user.id == actor_id || user.grant.granted_by_id.as_deref() == Some(actor_id)
+                {
+                    AppError::OwnGrant
+                } else if users::grant_pending(&mut *tx, actor_id).await? {
+                    AppError::GrantPending
+                } else {
+                    AppError::Forbidden
+                };
+                return Err(TxError::App(why));
+            }
+            let entry = audit::Entry {
+                actor: actor.name.clone(),
+                action: "user.grant.confirm",
+                object_type: "user",
+                object_id: user_id.to_owned(),
+                before: Some(json!({
+                    "role": role,
+                    "granted_by": user.grant.granted_by,
+                    "pending": true,
+                })),
+                after: Some(json!({ "role": role, "confirmed_by": actor.name })),
+            };
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            tx.commit().await?;
+            tracing::info!(actor = %actor.name, user = %user.username, %role, "role grant confirmed");
+            Ok(())
+        })
+        .await
+    }
+
+    /// An admin other than the grantee withdraws user `user_id`'s pending
+    /// grant of `role`: the user is an operator again.
+    pub async fn revoke_grant(
+        &self,
+        actor: &Actor,
+        user_id: &str,
+        role: Role,
+    ) -> Result<(), AppError> {
+        let Some(actor_id) = actor.user_id.as_deref() else {
+            return Err(AppError::Forbidden);
+        };
+        if actor_id == user_id {
+            return Err(AppError::NotOnYourself);
+        }
+        retrying(|| async {
+            let now = now_micros();
+            let mut tx = self.db.begin_write().await?;
+            let user = users::by_id(&mut *tx, user_id)
+                .await?
+                .ok_or(AppError::NotFound)?;
+            if users::revoke_grant(&mut *tx, user_id, role, actor_id, &actor.name, now).await? == 0
+            {
+                return Err(TxError::App(if !user.grant.pending || user.role != role {
+                    AppError::NoGrantPending
+                } else {
+                    AppError::LastAdmin
+                }));
+            }
+            let entry = audit::Entry {
+                actor: actor.name.clone(),
+                action: "user.grant.revoke",
+                object_type: "user",
+                object_id: user_id.to_owned(),
+                before: Some(json!({
+                    "role": role,
+                    "granted_by": user.grant.granted_by,
+                    "pending": true,
+                })),
+                after: Some(json!({ "role": Role::Operator })),
+            };
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            tx.commit().await?;
+            tracing::info!(actor = %actor.name, user = %user.username, %role, "role grant revoked");
             Ok(())
         })
         .await
@@ -493,13 +647,21 @@ impl Accounts {
             if users::update_password(&mut *tx, user_id, &hash, now).await? == 0 {
                 return Err(TxError::App(AppError::NotFound));
             }
+            let mut after = json!({ "password_changed_at": now });
+            // Whoever sets another's password can sign in as them: one
+            // admin could otherwise borrow a confirmed supervisor.
+            if let Some(by) = actor.user_id.as_deref().filter(|by| *by != user_id)
+                && users::regrant_after_reset(&mut *tx, user_id, by, &actor.name, now).await? > 0
+            {
+                after["pending"] = json!(true);
+            }
             let entry = audit::Entry {
                 actor: actor.name.clone(),
                 action: "user.password",
                 object_type: "user",
                 object_id: user_id.to_owned(),
                 before: None,
-                after: Some(json!({ "password_changed_at": now })),
+                after: Some(after),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             self.end_sessions_in(&mut tx, actor, user_id, end_reason::PASSWORD)
@@ -740,6 +902,30 @@ fn may_manage_sessions(actor: &User, user_id: &str) -> bool {
     actor.role == Role::Admin || actor.id == user_id
 }
 
+/// Why user `decider` may not decide what user `proposer` proposed, if
+/// they may not: it is their own; their role is a pending grant; they
+/// created the proposer's account or granted or confirmed its role. The
+/// deciding statements refuse all of it themselves; this says why.
+pub(crate) async fn decision_refusal(
+    pool: &store::Pool,
+    decider: &str,
+    proposer: &str,
+) -> Result<Option<AppError>, AppError> {
+    if decider == proposer {
+        return Ok(Some(AppError::OwnProposal));
+    }
+    if users::grant_pending(pool, decider)
+        .await
+        .map_err(internal)?
+    {
+        return Ok(Some(AppError::GrantPending));
+    }
+    Ok(users::vouched_for(pool, decider, proposer)
+        .await
+        .map_err(internal)?
+        .map(|(proposer, link)| AppError::NotIndependent { proposer, link }))
+}
+
 #[async_trait::async_trait]
 impl app::ssr::Backend for Accounts {
     async fn user(&self, id: &str) -> Result<Option<User>, AppError> {
@@ -776,6 +962,12 @@ impl app::ssr::Backend for Accounts {
     }
     async fn set_role(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError> {
         Accounts::set_role(self, &Actor::user(actor), user_id, role).await
+    }
+    async fn confirm_grant(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError> {
+        Accounts::confirm_grant(self, &Actor::user(actor), user_id, role).await
+    }
+    async fn revoke_grant(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError> {
+        Accounts::revoke_grant(self, &Actor::user(actor), user_id, role).await
     }
     async fn reset_password(
         &self,

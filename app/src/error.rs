@@ -59,6 +59,18 @@ pub enum AppError {
     UndoExpired { minutes: u64 },
     #[error("the provider could not be asked: {detail}")]
     ProviderUnavailable { detail: String },
+    /// The caller's role was granted by an admin in the console and no
+    /// second admin has confirmed it: it decides nothing yet.
+    #[error("your role waits for a second admin's confirmation")]
+    GrantPending,
+    /// The decider vouched for the proposer: `link` is `created` (their
+    /// account), `granted` or `confirmed` (their current role).
+    #[error("you {link} the account or role of {proposer}, who proposed this")]
+    NotIndependent { proposer: String, link: String },
+    #[error("a grant is confirmed by an admin who is neither its granter nor its grantee")]
+    OwnGrant,
+    #[error("no grant of this role is waiting for confirmation")]
+    NoGrantPending,
     #[error("internal error (trace {trace_id})")]
     Internal { trace_id: String },
     #[error("request failed: {0}")]
@@ -87,7 +99,11 @@ impl AppError {
             AppError::Required { .. }
             | AppError::FixNotApplicable { .. }
             | AppError::Invalid { .. } => 400,
-            AppError::OwnProposal => 403,
+            AppError::OwnProposal
+            | AppError::GrantPending
+            | AppError::NotIndependent { .. }
+            | AppError::OwnGrant => 403,
+            AppError::NoGrantPending => 409,
             AppError::FileTooLarge { .. } => 413,
             AppError::ProviderUnavailable { .. } => 502,
             AppError::UsernameTaken

@@ -397,6 +397,34 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
             format!("The provider could not be asked: {detail}")
         }
         (AppError::ProviderUnavailable { detail }, Lang::Zh) => format!("无法查询渠道：{detail}"),
+        (AppError::GrantPending, Lang::En) => "Your role was granted in the console and waits for a second admin to confirm it: until then you cannot approve or reject, nor grant or confirm a role that decides.".into(),
+        (AppError::GrantPending, Lang::Zh) => {
+            "您的角色由管理员在控制台授予，尚待另一位管理员确认；确认前您不能审批或驳回，也不能授予或确认有决定权的角色。".into()
+        }
+        (AppError::NotIndependent { proposer, link }, Lang::En) => {
+            let what = match link.as_str() {
+                "created" => format!("created {proposer}'s account"),
+                "granted" => format!("granted {proposer}'s role"),
+                _ => format!("confirmed {proposer}'s role"),
+            };
+            format!("You {what}, and {proposer} proposed this: someone who did neither decides it.")
+        }
+        (AppError::NotIndependent { proposer, link }, Lang::Zh) => {
+            let what = match link.as_str() {
+                "created" => format!("创建了 {proposer} 的账户"),
+                "granted" => format!("授予了 {proposer} 的角色"),
+                _ => format!("确认了 {proposer} 的角色"),
+            };
+            format!("您{what}，而此项由 {proposer} 提出：须由与其无此关系的人决定。")
+        }
+        (AppError::OwnGrant, Lang::En) => {
+            "A role grant is confirmed by a second admin: neither the admin who granted it nor its grantee.".into()
+        }
+        (AppError::OwnGrant, Lang::Zh) => "角色授权须由另一位管理员确认：授权人和被授权人都不能确认。".into(),
+        (AppError::NoGrantPending, Lang::En) => {
+            "No grant of this role is waiting for confirmation (it was confirmed, revoked or changed meanwhile).".into()
+        }
+        (AppError::NoGrantPending, Lang::Zh) => "没有待确认的该角色授权（可能已被确认、撤销或更改）。".into(),
         (AppError::Internal { trace_id }, Lang::En) => {
             format!("Something went wrong on the server (trace {trace_id}).")
         }

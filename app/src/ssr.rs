@@ -75,6 +75,10 @@ pub trait Backend: Send + Sync + 'static {
         password: &str,
     ) -> Result<User, AppError>;
     async fn set_role(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError>;
+    /// A second admin confirms a pending grant of `role` (the role seen).
+    async fn confirm_grant(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError>;
+    /// An admin other than the grantee withdraws a pending grant of `role`.
+    async fn revoke_grant(&self, actor: &User, user_id: &str, role: Role) -> Result<(), AppError>;
     async fn reset_password(
         &self,
         actor: &User,

@@ -127,6 +127,35 @@ pub struct User {
     pub disabled: bool,
     /// Microseconds since the epoch, UTC.
     pub created_at: i64,
+    /// Who made the account and who granted and confirmed its role.
+    #[serde(default)]
+    pub grant: Grant,
+}
+
+/// Who made an account and who gave it its current role: names as the
+/// audit log writes them (a username; `cli` or `demo` for the server's
+/// host), ids for console users.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub created_by: Option<String>,
+    pub created_by_id: Option<String>,
+    pub granted_by: Option<String>,
+    pub granted_by_id: Option<String>,
+    pub granted_at: Option<i64>,
+    pub confirmed_by: Option<String>,
+    pub confirmed_at: Option<i64>,
+    /// A role that can decide (supervisor, admin), granted by an admin in
+    /// the console and not yet confirmed by a second one: until then it
+    /// decides nothing — fixes, bulk proposals, reopenings, grants.
+    pub pending: bool,
+}
+
+impl Role {
+    /// Whether the role decides what others propose or grant (and so
+    /// needs a second admin's confirmation when granted in the console).
+    pub fn decides(self) -> bool {
+        self != Role::Operator
+    }
 }
 
 /// Who is looking at the console, and in which language.

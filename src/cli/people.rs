@@ -47,6 +47,16 @@ pub(super) enum UserCommand {
     /// End every live console session of a user (each is audited as the
     /// command line).
     EndSessions { username: String },
+    /// Set a user's role. A supervisor or admin role given here counts as
+    /// confirmed (whoever runs this holds the database already); given
+    /// again, it confirms a console grant waiting for a second admin.
+    Role {
+        #[arg(long)]
+        username: String,
+        /// operator, supervisor or admin.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -137,6 +147,17 @@ pub(super) async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()
             let user = accounts.by_username(&username).await?;
             let ended = accounts.end_sessions(&Actor::cli(), &user.id).await?;
             println!("ended {ended} sessions of {}", user.username);
+        }
+        UserCommand::Role { username, role } => {
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            accounts.set_role(&Actor::cli(), &user.id, role).await?;
+            let confirmed = if role.decides() {
+                ", confirmed from the command line"
+            } else {
+                ""
+            };
+            println!("{} is {role}{confirmed}", user.username);
         }
     }
     Ok(())

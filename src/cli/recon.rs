@@ -1,5 +1,5 @@
 //! `reckon recon …`, `reckon bank …` and `reckon payment …`: statements
-//! imported and pulled, bank statements matched, a hold released.
+//! imported and pulled, bank statements matched, a hold's release proposed.
 
 use crate::config::Config;
 use anyhow::Context;
@@ -57,15 +57,22 @@ pub(super) enum BankCommand {
 
 #[derive(Subcommand, Debug)]
 pub(super) enum PaymentCommand {
-    /// Lift reconciliation's hold on a payment (LOCAL_ONLY, ONE_TO_MANY)
-    /// once a person has decided; audited with the note.
+    /// Propose lifting reconciliation's hold on a payment (LOCAL_ONLY,
+    /// ONE_TO_MANY): a RELEASE_HOLD fix on the payment's ticket, proposed
+    /// as `cli`, which a supervisor approves (or rejects) in the console.
+    /// The hold stays until then.
     Release {
         payment_no: String,
+        /// Why the hold may go (the proposal's reason).
         #[arg(long)]
         note: String,
-        /// Who decides (recorded in the audit log).
-        #[arg(long, default_value = "cli")]
-        actor: String,
+        /// What shows it (the proposal's evidence).
+        #[arg(long)]
+        evidence: Option<String>,
+        /// No longer taken: the command line is no console user and names
+        /// none. Say who asked in --note.
+        #[arg(long, hide = true)]
+        actor: Option<String>,
     },
 }
 
@@ -146,16 +153,39 @@ pub(super) async fn payment(config: &Config, cmd: PaymentCommand) -> anyhow::Res
     let PaymentCommand::Release {
         payment_no,
         note,
+        evidence,
         actor,
     } = cmd;
+    if actor.is_some() {
+        eprintln!(
+            "reckon: error: --actor is no longer taken: the command line proposes the release as `cli` \
+             and a supervisor approves it in the console; say who asked in --note"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let evidence = evidence.unwrap_or_else(|| "none given on the command line".into());
     let engine = crate::startup::engine_of(config).await?;
-    match crate::recon::release_hold(&engine, &actor, &payment_no, &note).await {
-        Ok(reason) => println!("released {payment_no} (was held: {reason})"),
-        Err(crate::recon::ReconError::Invalid(why)) => {
-            eprintln!("reckon: error: {why}");
+    match crate::triage::fixes::propose_release_from_host(&engine, &payment_no, &note, &evidence)
+        .await
+    {
+        Ok(r) => {
+            if r.reopened {
+                println!(
+                    "reopened ticket {} (it was closed with {payment_no} still held)",
+                    r.ticket
+                );
+            }
+            println!(
+                "proposed releasing the hold on {payment_no} ({}): proposal {} on ticket {}; \
+                 the hold stays until a supervisor approves it in the console",
+                r.hold_reason, r.proposal, r.ticket
+            );
+        }
+        Err(e @ app::error::AppError::Internal { .. }) => return Err(e.into()),
+        Err(e) => {
+            eprintln!("reckon: error: {e}");
             return Ok(ExitCode::from(2));
         }
-        Err(e) => return Err(e.into()),
     }
     Ok(ExitCode::SUCCESS)
 }

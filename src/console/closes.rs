@@ -4,7 +4,7 @@
 //! (`recon::close`), which records and audits them.
 
 use super::{Desk, invalid, money_text};
-use crate::accounts::internal;
+use crate::accounts::{decision_refusal, internal};
 use crate::recon::{self, ReconError};
 use crate::store::recon_runs;
 use app::console::{CloseInfo, DayClose, DayMoney, ReopenInfo};
@@ -137,12 +137,27 @@ impl app::ssr::DayCloses for Desk {
                 let (_, pending) = recon::day_close(engine, provider, day)
                     .await
                     .map_err(internal)?;
-                if pending.is_some_and(|p| p.proposer_id == actor.id) {
+                if pending.as_ref().is_some_and(|p| p.proposer_id == actor.id) {
                     return Err(AppError::OwnProposal);
                 }
                 let approve = action == "approve_reopen";
-                recon::decide_reopen(engine, provider, day, &actor.id, &actor.username, approve)
-                    .await
+                let decided = recon::decide_reopen(
+                    engine,
+                    provider,
+                    day,
+                    &actor.id,
+                    &actor.username,
+                    approve,
+                )
+                .await;
+                // The deciding statement refused: say why, if it was who decides.
+                if let (Err(ReconError::Busy(_)), Some(p)) = (&decided, &pending)
+                    && let Some(why) =
+                        decision_refusal(&engine.db.pool, &actor.id, &p.proposer_id).await?
+                {
+                    return Err(why);
+                }
+                decided
             }
             other => return Err(invalid(format!("unknown action {other:?}"))),
         }

@@ -381,7 +381,9 @@ pub async fn propose_reopen(
 }
 
 /// A second supervisor approves (the day is reopened) or rejects the
-/// pending proposal. The proposer cannot decide their own.
+/// pending proposal. The proposer cannot decide their own, nor can a
+/// supervisor whose role is a pending grant or who vouched for the
+/// proposer (the deciding statement's conditions).
 pub async fn decide_reopen(
     engine: &Engine,
     provider: &str,
@@ -406,7 +408,7 @@ pub async fn decide_reopen(
     let status = if approve { "APPROVED" } else { "REJECTED" };
     if !closes::decide_reopen(&mut tx, &p.reopen_id, status, by_id, by_name, now).await? {
         return Err(ReconError::Busy(
-            "the proposal was decided meanwhile".into(),
+            "the proposal was decided meanwhile, or is not this supervisor's to decide".into(),
         ));
     }
     if approve && !closes::mark_reopened(&mut tx, provider, p.close_seq, by_name, now).await? {

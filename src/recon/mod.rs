@@ -51,7 +51,7 @@ pub use files::{expire_files, keep_downloaded, kept_file};
 pub use import::{Import, check_import};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};
-pub use repair::{REPAIRS_PER_PASS, release_hold, run_repairs};
+pub use repair::{REPAIRS_PER_PASS, run_repairs};
 pub use run::{ReconError, day_range, new_run_id};
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 

@@ -2,17 +2,17 @@
 //! A STATUS_LAG payment (paid at the provider, still CREATED or PENDING
 //! here) is repaired by the worker — its stored verified callback
 //! replayed, else the provider asked, through `engine::apply` — and its
-//! ticket says what was done; a held payment is released by a person.
+//! ticket says what was done; a held payment is released by a person's
+//! RELEASE_HOLD fix, approved by a second (`triage::fixes`).
 //! Nothing here changes an amount or a currency.
 
-use super::run::ReconError;
 use crate::domain::{PaymentNo, PaymentStatus, ProviderTxnId};
 use crate::engine::{Applied, Engine, Source};
 use crate::providers::{CallError, Notification, Provider};
 use crate::store;
 use crate::store::recon_reads::{self, StoredCallback};
 use crate::store::tasks::{self, TaskRow};
-use crate::store::{audit, payments, proposals, recon_runs, tickets};
+use crate::store::{proposals, recon_runs, tickets};
 use futures_util::{StreamExt, TryStreamExt};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -241,40 +241,4 @@ async fn repair_one(
         )
     );
     Ok((payment_no, actions, fixed))
-}
-
-/// A person's decision on a held payment: the hold is lifted (audited
-/// with their note); its held outbox messages go out again.
-pub async fn release_hold(
-    engine: &Engine,
-    actor: &str,
-    payment_no: &str,
-    note: &str,
-) -> Result<String, ReconError> {
-    if note.trim().is_empty() {
-        return Err(ReconError::Invalid("a note saying why is required".into()));
-    }
-    let now = engine.now();
-    let mut tx = engine.db.begin_write().await?;
-    let Some(reason) = payments::release(&mut tx, payment_no, now).await? else {
-        return Err(ReconError::Invalid(format!(
-            "payment {payment_no} is not held"
-        )));
-    };
-    audit::append(
-        &mut tx,
-        &engine.db.audit,
-        &audit::Entry {
-            actor: actor.to_owned(),
-            action: "payment.release_hold",
-            object_type: "payment",
-            object_id: payment_no.to_owned(),
-            before: Some(json!({ "hold_reason": reason })),
-            after: Some(json!({ "hold_reason": null, "note": note.trim() })),
-        },
-        now,
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(reason)
 }

@@ -1,10 +1,12 @@
 //! The `day_closes` and `day_reopens` tables: a provider's business day
 //! closed (a signed record chained to the provider's previous close), and
 //! its reopening under the two-person rule. The deciding statements carry
-//! their own conditions — never the proposer, never a decided proposal,
+//! their own conditions — never the proposer, nor a decider whose role is a
+//! pending grant or who vouched for the proposer, never a decided proposal,
 //! never a day that is not closed — so the database refuses what the
 //! console would.
 
+use super::users::{decider_confirmed, independent_of};
 use sqlx::{Any, AnyConnection, Executor};
 
 const CLOSE_COLUMNS: &str = "provider, seq, business_date, state, how, closed_by, reason, closed_at, \
@@ -193,16 +195,21 @@ pub async fn reopens_waiting_for<'e>(
     e: impl Executor<'e, Database = Any>,
     viewer_id: &str,
 ) -> sqlx::Result<(i64, Option<i64>)> {
-    sqlx::query_as(
-        "SELECT COUNT(*), MIN(proposed_at) FROM day_reopens WHERE status = 'PENDING' AND proposer_id <> $1",
-    )
+    sqlx::query_as(&format!(
+        "SELECT COUNT(*), MIN(proposed_at) FROM day_reopens WHERE status = 'PENDING' AND proposer_id <> $1 \
+           AND {} AND {}",
+        decider_confirmed("$1"),
+        independent_of("$1", "day_reopens.proposer_id"),
+    ))
     .bind(viewer_id)
     .fetch_one(e)
     .await
 }
 
 /// Decides a pending proposal: APPROVED or REJECTED, by someone who is not
-/// its proposer. False when it is not pending or the decider proposed it.
+/// its proposer, whose role is not a pending grant and who did not vouch
+/// for the proposer (create their account, grant or confirm their role).
+/// False when it is not pending or the decider may not decide it.
 pub async fn decide_reopen(
     conn: &mut AnyConnection,
     reopen_id: &str,
@@ -211,17 +218,20 @@ pub async fn decide_reopen(
     by_name: &str,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let done = sqlx::query::<Any>(
+    let sql = format!(
         "UPDATE day_reopens SET status = $1, decided_by_id = $2, decided_by_name = $3, decided_at = $4 \
-         WHERE reopen_id = $5 AND status = 'PENDING' AND proposer_id <> $2",
-    )
-    .bind(status)
-    .bind(by_id)
-    .bind(by_name)
-    .bind(now)
-    .bind(reopen_id)
-    .execute(conn)
-    .await?;
+         WHERE reopen_id = $5 AND status = 'PENDING' AND proposer_id <> $2 AND {} AND {}",
+        decider_confirmed("$2"),
+        independent_of("$2", "day_reopens.proposer_id"),
+    );
+    let done = sqlx::query::<Any>(&sql)
+        .bind(status)
+        .bind(by_id)
+        .bind(by_name)
+        .bind(now)
+        .bind(reopen_id)
+        .execute(conn)
+        .await?;
     Ok(done.rows_affected() == 1)
 }
 

@@ -1,8 +1,11 @@
 //! The `fix_proposals` table: a fix proposed on a ticket, waiting for a
 //! second person's decision (two-person rule). The deciding statements
-//! carry their own conditions — never the proposer, never a decided, stale
-//! or expired proposal — so the database refuses what the console would.
+//! carry their own conditions — never the proposer, never a decider whose
+//! role is a pending grant or who vouched for the proposer (created their
+//! account, granted or confirmed their role), never a decided, stale or
+//! expired proposal — so the database refuses what the console would.
 
+use super::users::{decider_confirmed, independent_of};
 use app::tickets::Proposal;
 use sqlx::any::AnyRow;
 use sqlx::{Any, AnyConnection, Executor, Row};
@@ -126,11 +129,13 @@ pub async fn waiting_for<'e>(
     viewer_id: &str,
     now: i64,
 ) -> sqlx::Result<(i64, Option<i64>, Option<i64>)> {
-    sqlx::query_as(
+    sqlx::query_as(&format!(
         "SELECT COUNT(DISTINCT COALESCE(bulk_id, proposal_id)), MIN(proposed_at), MIN(expires_at) \
          FROM fix_proposals WHERE status = 'PENDING' AND stale_reason IS NULL AND expires_at > $1 \
-           AND proposer_id <> $2",
-    )
+           AND proposer_id <> $2 AND {} AND {}",
+        decider_confirmed("$2"),
+        independent_of("$2", "fix_proposals.proposer_id"),
+    ))
     .bind(now)
     .bind(viewer_id)
     .fetch_one(e)
@@ -224,18 +229,21 @@ pub struct Decision<'a> {
 }
 
 /// The approval: one conditional statement. The proposer never matches
-/// (and the CHECK constraint refuses it even if this line changed); a
-/// decided, stale or expired proposal never matches, nor one whose ticket
-/// closed; of two approvers at once, the second finds it decided. Returns
-/// the rows changed.
+/// (and the CHECK constraint refuses it even if this line changed), nor a
+/// decider whose role is a pending grant or who vouched for the proposer;
+/// a decided, stale or expired proposal never matches, nor one whose
+/// ticket closed; of two approvers at once, the second finds it decided.
+/// Returns the rows changed.
 pub async fn approve(conn: &mut AnyConnection, id: &str, d: &Decision<'_>) -> sqlx::Result<u64> {
-    Ok(sqlx::query(
+    Ok(sqlx::query(&format!(
         "UPDATE fix_proposals SET status = 'EXECUTED', decided_by_id = $1, decided_by_name = $2, \
            decided_at = $3, decision_comment = $4 \
          WHERE proposal_id = $5 AND status = 'PENDING' AND stale_reason IS NULL AND expires_at > $3 \
-           AND proposer_id <> $1 AND EXISTS (SELECT 1 FROM discrepancies d \
+           AND proposer_id <> $1 AND {} AND {} AND EXISTS (SELECT 1 FROM discrepancies d \
              WHERE d.discrepancy_id = fix_proposals.discrepancy_id AND d.status <> 'CLOSED')",
-    )
+        decider_confirmed("$1"),
+        independent_of("$1", "fix_proposals.proposer_id"),
+    ))
     .bind(d.by_id)
     .bind(d.by_name)
     .bind(d.at)
@@ -246,13 +254,17 @@ pub async fn approve(conn: &mut AnyConnection, id: &str, d: &Decision<'_>) -> sq
     .rows_affected())
 }
 
-/// The rejection, never by the proposer; returns the rows changed.
+/// The rejection, under the approval's conditions on who decides (never
+/// the proposer, a pending grant, or whoever vouched for the proposer);
+/// returns the rows changed.
 pub async fn reject(conn: &mut AnyConnection, id: &str, d: &Decision<'_>) -> sqlx::Result<u64> {
-    Ok(sqlx::query(
+    Ok(sqlx::query(&format!(
         "UPDATE fix_proposals SET status = 'REJECTED', decided_by_id = $1, decided_by_name = $2, \
            decided_at = $3, decision_comment = $4 \
-         WHERE proposal_id = $5 AND status = 'PENDING' AND proposer_id <> $1",
-    )
+         WHERE proposal_id = $5 AND status = 'PENDING' AND proposer_id <> $1 AND {} AND {}",
+        decider_confirmed("$1"),
+        independent_of("$1", "fix_proposals.proposer_id"),
+    ))
     .bind(d.by_id)
     .bind(d.by_name)
     .bind(d.at)

@@ -11,7 +11,7 @@
 //! tickets it closed.
 
 use super::{Reopened, entry, fixes, required};
-use crate::accounts::{TxError, internal, retrying};
+use crate::accounts::{TxError, decision_refusal, internal, retrying};
 use crate::engine::Engine;
 use crate::store;
 use crate::store::bulk::{self, NewBulk, NewJob};
@@ -317,10 +317,11 @@ pub async fn decide(
     let Some(b) = bulk::bulk(pool, bulk_id).await.map_err(internal)? else {
         return Err(AppError::NotFound);
     };
-    // Each item's own statement refuses the proposer too; said here at
+    // Each item's own statement refuses the proposer too, and a decider
+    // whose grant is pending or who vouched for the proposer; said here at
     // once rather than as N skipped items.
-    if b.proposer_id == actor.id {
-        return Err(AppError::OwnProposal);
+    if let Some(why) = decision_refusal(pool, &actor.id, &b.proposer_id).await? {
+        return Err(why);
     }
     let items = bulk::pending_items(pool, bulk_id).await.map_err(internal)?;
     if items.is_empty() {

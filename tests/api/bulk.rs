@@ -15,7 +15,7 @@ use std::time::Duration;
 /// `n` payments Reckon has as CREATED that the provider's statement lists
 /// as paid — with the provider unreachable, each a STATUS_LAG ticket a
 /// BACKFILL fixes. Returns the payments, in order.
-async fn lagging(d: &Desk, prefix: &str, n: usize) -> Vec<String> {
+pub(crate) async fn lagging(d: &Desk, prefix: &str, n: usize) -> Vec<String> {
     let (_, at) = d.app.today();
     d.app.sandbox_down(true);
     let mut payments = Vec::new();
@@ -42,7 +42,7 @@ async fn lagging(d: &Desk, prefix: &str, n: usize) -> Vec<String> {
 }
 
 /// Polls a job until it ends; the job.
-async fn finished(d: &Desk, job: &str) -> Value {
+pub(crate) async fn finished(d: &Desk, job: &str) -> Value {
     for _ in 0..1200 {
         let (status, j) = d.call(&d.sam, "bulk/job", &[("id", job)]).await;
         assert_eq!(status, 200, "{j}");
@@ -56,7 +56,7 @@ async fn finished(d: &Desk, job: &str) -> Value {
 
 /// `who` proposes one BACKFILL for every STATUS_LAG ticket; the bulk
 /// proposal, once all its items are proposed.
-async fn propose_all(d: &Desk, who: &reqwest::Client, n: i64) -> String {
+pub(crate) async fn propose_all(d: &Desk, who: &reqwest::Client, n: i64) -> String {
     let (status, started) = d
         .call(
             who,

@@ -21,6 +21,7 @@ mod console;
 mod crash;
 mod day_edge;
 mod demo;
+mod duties;
 mod engine;
 mod fees;
 mod fix_journeys;

@@ -374,7 +374,8 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     let late = app.notice("evt-late-h", &one_to_many, "CLOSED", "7.00", "CNY", "SBX-H");
     assert_eq!(app.post_signed("evt-late-h", &late).await.status(), 200);
     assert_eq!(app.status(&one_to_many).await, "SUCCEEDED", "locked");
-    // A person decides: released (audited), and the effect goes out.
+    // The command line asks for the release: a proposal, nothing released
+    // yet; a supervisor approves it in the console, and the effect goes out.
     let out = app.app.cli(
         &[
             "payment",
@@ -390,6 +391,32 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    reckon::outbox::relay_outbox(&engine, &http, engine.now())
+        .await
+        .unwrap();
+    assert!(!delivered(&local_only), "held until a supervisor approves");
+    app.app
+        .add_user("sue", app::types::Role::Supervisor, "correct horse battery")
+        .await;
+    assert_eq!(
+        app.app.login("sue", "correct horse battery").await.status(),
+        200
+    );
+    let proposal: String = sqlx::query_scalar(
+        "SELECT proposal_id FROM fix_proposals WHERE payment_no = $1 AND status = 'PENDING'",
+    )
+    .bind(&local_only)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let res = app
+        .app
+        .call(
+            "fixes/approve",
+            &[("proposal", &proposal), ("comment", "the provider agrees")],
+        )
+        .await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     reckon::outbox::relay_outbox(&engine, &http, engine.now())
         .await
         .unwrap();
@@ -432,7 +459,8 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     assert_eq!(f["statement_rows"], 10, "{days}");
     assert_eq!(f["matched"], 2, "the payment and its refund: {days}");
     assert_eq!(f["repaired"], 1, "{days}");
-    assert_eq!(f["unknown"], 7, "{days}");
+    // Open tickets: the LOCAL_ONLY one closed when its release was approved.
+    assert_eq!(f["unknown"], 6, "{days}");
     assert_eq!(
         f["to_process"], 11,
         "10 rows and one local payment without a row: {days}"
@@ -463,8 +491,8 @@ async fn a_day_with_every_class_makes_exactly_its_tickets_and_a_rerun_changes_no
     assert_eq!(after.len(), tickets.len(), "{after:?}");
     assert_eq!(
         after.iter().filter(|t| t.2 == "CLOSED").count(),
-        1,
-        "the repaired one stays closed"
+        2,
+        "the repaired one and the released one stay closed"
     );
     assert_eq!(app.count("payment_effects", &lag).await, 1);
 }

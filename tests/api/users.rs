@@ -82,7 +82,12 @@ async fn an_admin_manages_users_and_every_change_is_audited(b: Backend) {
     );
     let role_change = &rows[3];
     assert_eq!(role_change.3.as_deref(), Some(r#"{"role":"operator"}"#));
-    assert_eq!(role_change.4.as_deref(), Some(r#"{"role":"supervisor"}"#));
+    // A role that decides, granted in the console: pending until a second
+    // admin confirms it.
+    assert_eq!(
+        role_change.4.as_deref(),
+        Some(r#"{"pending":true,"role":"supervisor"}"#)
+    );
     let password_change = &rows[4];
     assert!(
         !password_change.4.as_deref().unwrap().contains("argon2"),

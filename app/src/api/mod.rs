@@ -137,6 +137,32 @@ pub async fn set_role(user_id: String, role: Role) -> Result<(), AppError> {
     .await
 }
 
+/// A pending grant of `role` confirmed by a second admin.
+#[server(endpoint = "users/confirm")]
+pub async fn confirm_grant(user_id: String, role: Role) -> Result<(), AppError> {
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller
+            .backend
+            .confirm_grant(&caller.user, &user_id, role)
+            .await
+    })
+    .await
+}
+
+/// A pending grant of `role` withdrawn: the user is an operator again.
+#[server(endpoint = "users/revoke")]
+pub async fn revoke_grant(user_id: String, role: Role) -> Result<(), AppError> {
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller
+            .backend
+            .revoke_grant(&caller.user, &user_id, role)
+            .await
+    })
+    .await
+}
+
 #[server(endpoint = "users/password")]
 pub async fn reset_password(user_id: String, password: String) -> Result<(), AppError> {
     respond(async {

@@ -1,9 +1,14 @@
 //! Users (admins only): list, create, change role, reset password, disable.
 //! The server enforces the role and writes every change to the audit log.
+//! A role that decides (supervisor, admin) granted here waits for a second
+//! admin's confirmation: the row says so and offers "confirm" to the admins
+//! who may (neither the granter nor the grantee), "revoke" to the others.
 
 use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
-use crate::api::{CreateUser, ResetPassword, SetDisabled, SetRole, list_users};
+use crate::api::{
+    ConfirmGrant, CreateUser, ResetPassword, RevokeGrant, SetDisabled, SetRole, list_users,
+};
 use crate::i18n::{Msg, in_zone, role_name};
 use crate::types::{Lang, Role, User};
 use leptos::prelude::*;
@@ -16,6 +21,10 @@ pub fn UsersPage() -> impl IntoView {
     let set_role = ServerAction::<SetRole>::new();
     let reset = ServerAction::<ResetPassword>::new();
     let disable = ServerAction::<SetDisabled>::new();
+    let grants = Grants {
+        confirm: ServerAction::<ConfirmGrant>::new(),
+        revoke: ServerAction::<RevokeGrant>::new(),
+    };
     let users = Resource::new(
         move || {
             (
@@ -23,15 +32,24 @@ pub fn UsersPage() -> impl IntoView {
                 set_role.version().get(),
                 reset.version().get(),
                 disable.version().get(),
+                grants.confirm.version().get(),
+                grants.revoke.version().get(),
             )
         },
         |_| list_users(),
     );
     view! {
         <Frame allow=&[Role::Admin]>
-            <UsersBody create=create set_role=set_role reset=reset disable=disable users=users/>
+            <UsersBody create=create set_role=set_role reset=reset disable=disable grants=grants users=users/>
         </Frame>
     }
+}
+
+/// A pending grant's two answers.
+#[derive(Clone, Copy)]
+struct Grants {
+    confirm: ServerAction<ConfirmGrant>,
+    revoke: ServerAction<RevokeGrant>,
 }
 
 #[component]
@@ -40,6 +58,7 @@ fn UsersBody(
     set_role: ServerAction<SetRole>,
     reset: ServerAction<ResetPassword>,
     disable: ServerAction<SetDisabled>,
+    grants: Grants,
     users: super::Loaded<Vec<User>>,
 ) -> impl IntoView {
     let Viewer { user: me, lang } = expect_context::<Viewer>();
@@ -51,9 +70,12 @@ fn UsersBody(
             .or_else(action_error(set_role, || None))
             .or_else(action_error(reset, || None))
             .or_else(action_error(disable, || None))
+            .or_else(action_error(grants.confirm, || None))
+            .or_else(action_error(grants.revoke, || None))
             .or_else(from_url)
     };
     let me_id = StoredValue::new(me.id.clone());
+    let me_pending = me.grant.pending;
 
     view! {
         <Title text=format!("{} · {}", Msg::UsersTitle.text(lang), Msg::AppName.text(lang))/>
@@ -90,13 +112,18 @@ fn UsersBody(
                                 <th>{Msg::Role.text(lang)}</th>
                                 <th>{Msg::Status.text(lang)}</th>
                                 <th>{in_zone(lang, "Created", "创建时间", &use_zone())}</th>
+                                <th>{match lang { Lang::En => "Grant", Lang::Zh => "授权" }}</th>
                                 <th>{Msg::Actions.text(lang)}</th>
                             </tr>
                         </thead>
                         <tbody>
                             {list.into_iter().map(|u| {
                                 let is_me = me_id.with_value(|id| *id == u.id);
-                                view! { <UserRow user=u is_me=is_me lang=lang set_role=set_role reset=reset disable=disable/> }
+                                // Confirmed by a second admin: neither the
+                                // granter, nor the grantee, nor a pending one.
+                                let may_confirm = !is_me && !me_pending
+                                    && me_id.with_value(|id| u.grant.granted_by_id.as_deref() != Some(id));
+                                view! { <UserRow user=u is_me=is_me may_confirm=may_confirm lang=lang set_role=set_role reset=reset disable=disable grants=grants/> }
                             }).collect_view()}
                         </tbody>
                     </table>
@@ -107,13 +134,16 @@ fn UsersBody(
 }
 
 #[component]
+#[allow(clippy::too_many_arguments)]
 fn UserRow(
     user: User,
     is_me: bool,
+    may_confirm: bool,
     lang: Lang,
     set_role: ServerAction<SetRole>,
     reset: ServerAction<ResetPassword>,
     disable: ServerAction<SetDisabled>,
+    grants: Grants,
 ) -> impl IntoView {
     let zone = use_zone();
     let (id_role, id_reset, id_disable) = (user.id.clone(), user.id.clone(), user.id.clone());
@@ -138,6 +168,7 @@ fn UserRow(
                 {if user.disabled { Msg::Disabled.text(lang) } else { Msg::Active.text(lang) }}
             </td>
             <td>{zone.minutes(user.created_at)}</td>
+            <td class="grant"><GrantCell user=user.clone() is_me=is_me may_confirm=may_confirm lang=lang grants=grants/></td>
             <td>
                 <ActionForm action=reset attr:class="inline">
                     <input type="hidden" name="user_id" value=id_reset/>
@@ -161,6 +192,72 @@ fn UserRow(
                 })}
             </td>
         </tr>
+    }
+}
+
+/// Who made the account and gave its role; a pending grant with its
+/// answers.
+#[component]
+fn GrantCell(
+    user: User,
+    is_me: bool,
+    may_confirm: bool,
+    lang: Lang,
+    grants: Grants,
+) -> impl IntoView {
+    let zone = use_zone();
+    let g = user.grant.clone();
+    let name = |n: &Option<String>| n.clone().unwrap_or_else(|| "—".into());
+    let created = g.created_by.as_ref().map(|by| match lang {
+        Lang::En => format!("created by {by}"),
+        Lang::Zh => format!("由 {by} 创建"),
+    });
+    let granted = name(&g.granted_by);
+    let when = g.granted_at.map(|t| zone.minutes(t)).unwrap_or_default();
+    let state = if g.pending {
+        match lang {
+            Lang::En => format!(
+                "{} granted by {granted} at {when}: waiting for a second admin",
+                role_name(user.role, lang)
+            ),
+            Lang::Zh => format!(
+                "{} 于 {when} 授予{}：待另一位管理员确认",
+                granted,
+                role_name(user.role, lang)
+            ),
+        }
+    } else if let Some(by) = &g.confirmed_by {
+        match lang {
+            Lang::En => format!("{} confirmed by {by}", role_name(user.role, lang)),
+            Lang::Zh => format!("{}已由 {by} 确认", role_name(user.role, lang)),
+        }
+    } else if g.granted_by.is_some() {
+        match lang {
+            Lang::En => format!("{} granted by {granted}", role_name(user.role, lang)),
+            Lang::Zh => format!("{}由 {granted} 授予", role_name(user.role, lang)),
+        }
+    } else {
+        String::new()
+    };
+    let (id_confirm, id_revoke) = (user.id.clone(), user.id.clone());
+    let role = user.role.as_str();
+    view! {
+        <span class:grant-pending=g.pending>{state}</span>
+        {created.map(|c| view! { <br/><span class="hint">{c}</span> })}
+        {(g.pending && may_confirm).then(|| view! {
+            <ActionForm action=grants.confirm attr:class="inline">
+                <input type="hidden" name="user_id" value=id_confirm/>
+                <input type="hidden" name="role" value=role/>
+                <button type="submit" class="confirm-grant">{match lang { Lang::En => "Confirm", Lang::Zh => "确认授权" }}</button>
+            </ActionForm>
+        })}
+        {(g.pending && !is_me).then(|| view! {
+            <ActionForm action=grants.revoke attr:class="inline">
+                <input type="hidden" name="user_id" value=id_revoke/>
+                <input type="hidden" name="role" value=role/>
+                <button type="submit" class="revoke-grant">{match lang { Lang::En => "Revoke", Lang::Zh => "撤销授权" }}</button>
+            </ActionForm>
+        })}
     }
 }
 

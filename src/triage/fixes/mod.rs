@@ -3,7 +3,9 @@
 //! version ([`propose`], its intent worked out by [`plan`]); a *different*
 //! supervisor approves it. The database itself refuses a decision by the
 //! proposer: the approving UPDATE carries `proposer_id <> approver` and a
-//! CHECK constraint backs it. Approval executes the fix in the same
+//! CHECK constraint backs it; it refuses too a decider whose role is a
+//! pending grant, or who created the proposer's account or granted or
+//! confirmed their role. Approval executes the fix in the same
 //! transaction ([`execute`], one function per kind), through
 //! `engine::apply` (source = manual fix) wherever a status moves, so the
 //! effect and the outbox message follow as for any outcome. A payment that
@@ -14,11 +16,11 @@ mod execute;
 mod plan;
 mod propose;
 
-pub use propose::propose;
 pub(crate) use propose::propose_item;
+pub use propose::{HostRelease, propose, propose_release_from_host};
 
 use super::{entry, required};
-use crate::accounts::{internal, retrying};
+use crate::accounts::{decision_refusal, internal, retrying};
 use crate::domain::PaymentStatus::{self, Created, Failed, Pending, Succeeded};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress};
 use crate::domain::{Class, Mover};
@@ -162,11 +164,22 @@ async fn refusal(engine: &Engine, actor: &User, id: &str, now: i64) -> AppError 
         Ok(None) => AppError::NotFound,
         Ok(Some(p)) if p.proposer_id == actor.id => AppError::OwnProposal,
         Ok(Some(p)) if p.status != "PENDING" => AppError::ProposalDecided,
-        Ok(Some(p)) if p.stale_reason.is_some() => AppError::ProposalStale {
+        Ok(Some(p)) => match decision_refusal(&engine.db.pool, &actor.id, &p.proposer_id).await {
+            Err(e) => e,
+            Ok(Some(why)) => why,
+            Ok(None) => refusal_of_proposal(p, now),
+        },
+    }
+}
+
+/// Why a pending proposal could not be decided, by someone who may decide it.
+fn refusal_of_proposal(p: Proposal, now: i64) -> AppError {
+    match p {
+        p if p.stale_reason.is_some() => AppError::ProposalStale {
             reason: p.stale_reason.unwrap_or_default(),
         },
-        Ok(Some(p)) if p.expires_at <= now => AppError::ProposalExpired,
-        Ok(Some(_)) => AppError::TicketClosed,
+        p if p.expires_at <= now => AppError::ProposalExpired,
+        _ => AppError::TicketClosed,
     }
 }
 

@@ -40,7 +40,9 @@ pub fn read(path: &Path) -> Result<Option<Checkpoint>, String> {
 
 /// Replaces the anchor in one step: a crash leaves the old one or the new.
 fn write(path: &Path, cp: &Checkpoint) -> std::io::Result<()> {
-    let tmp = path.with_extension("anchor.tmp");
+    // A name of its own per write: two watches at once (two instances on
+    // one data directory) never rename each other's half-written file.
+    let tmp = path.with_extension(format!("anchor.{}.tmp", uuid::Uuid::new_v4().simple()));
     let mut file = std::fs::File::create(&tmp)?;
     writeln!(file, "{}", cp.line())?;
     file.sync_all()?;

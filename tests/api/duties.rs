@@ -303,6 +303,12 @@ async fn whoever_vouched_for_a_proposer_never_decides_their_proposals(b: Backend
     assert_eq!(confirm(&d, &abe, "root", "supervisor").await.0, 200);
     grant(&d, &abe, "ada", "supervisor").await;
     assert_eq!(confirm(&d, &cal, "ada", "supervisor").await.0, 200);
+    // A role change ends the user's sessions: they sign in again.
+    let (root, ada, olga) = (
+        session(&d, "root").await,
+        session(&d, "ada").await,
+        session(&d, "olga").await,
+    );
 
     let (_, at) = d.app.today();
     let rows = [
@@ -329,7 +335,7 @@ async fn whoever_vouched_for_a_proposer_never_decides_their_proposals(b: Backend
     let t1 = d.ticket_of("PAYVOUCH1", "PROVIDER_ONLY").await;
     let t2 = d.ticket_of("PAYVOUCH2", "PROVIDER_ONLY").await;
     let by_oleg = d.propose_backfill(&oleg, &t1, "ORDER-VOUCH-1").await;
-    let by_olga = d.propose_backfill(&d.olga, &t2, "ORDER-VOUCH-2").await;
+    let by_olga = d.propose_backfill(&olga, &t2, "ORDER-VOUCH-2").await;
 
     for endpoint in ["fixes/approve", "fixes/reject"] {
         assert_eq!(
@@ -462,6 +468,8 @@ async fn reopening_a_day_follows_the_same_rule(b: Backend) {
     assert_eq!(status, 200, "{body}");
 
     grant(&d, &ada, "root", "supervisor").await;
+    // The role change ended root's sessions.
+    let root = session(&d, "root").await;
     let (status, body) = act(&d, &root, "approve_reopen", &date).await;
     assert_eq!((status, body), (403, json!("GrantPending")));
     assert_eq!(confirm(&d, &abe, "root", "supervisor").await.0, 200);

@@ -386,13 +386,7 @@ impl Accounts {
 
     /// An audit entry in a transaction of its own.
     async fn record(&self, entry: audit::Entry) -> Result<(), AppError> {
-        retrying(|| async {
-            let mut tx = self.db.begin_write().await?;
-            audit::append(&mut tx, &self.db.audit, &entry, self.now()).await?;
-            tx.commit().await?;
-            Ok(())
-        })
-        .await
+        retrying(|| async { Ok(audit::record(&self.db, &entry, self.now()).await?) }).await
     }
 
     /// Signing out: the audit entry, and the register's session ended with it.

@@ -162,26 +162,15 @@ async fn audit_one(
     (object_type, object_id): (&'static str, &str),
     after: serde_json::Value,
 ) -> Result<(), AppError> {
-    retrying(|| async {
-        let mut tx = engine.db.begin_write().await?;
-        audit::append(
-            &mut tx,
-            &engine.db.audit,
-            &audit::Entry {
-                actor: actor.to_owned(),
-                action,
-                object_type,
-                object_id: object_id.to_owned(),
-                before: None,
-                after: Some(after.clone()),
-            },
-            engine.now(),
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(())
-    })
-    .await
+    let entry = audit::Entry {
+        actor: actor.to_owned(),
+        action,
+        object_type,
+        object_id: object_id.to_owned(),
+        before: None,
+        after: Some(after),
+    };
+    retrying(|| async { Ok(audit::record(&engine.db, &entry, engine.now()).await?) }).await
 }
 
 #[cfg(test)]

@@ -434,7 +434,7 @@ impl Accounts {
         role: Role,
         password: &str,
     ) -> Result<User, AppError> {
-        let username = auth::parse_username(username)?;
+        let username = auth::new_username(username)?;
         auth::check_password_rules(password)?;
         let hash = auth::hash_password(password.to_owned()).await?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -717,6 +717,42 @@ impl Accounts {
         .await
     }
 
+    /// An admin gives another user raw access (stored callbacks and refused
+    /// webhooks unmasked) or takes it away; never their own.
+    pub async fn set_view_raw(
+        &self,
+        actor: &Actor,
+        user_id: &str,
+        allow: bool,
+    ) -> Result<(), AppError> {
+        if actor.user_id.as_deref() == Some(user_id) {
+            return Err(AppError::NotOnYourself);
+        }
+        retrying(|| async {
+            let now = now_micros();
+            let mut tx = self.db.begin_write().await?;
+            let by = allow.then_some(actor.name.as_str());
+            if users::set_view_raw(&mut *tx, user_id, by, now).await? == 0 {
+                users::by_id(&mut *tx, user_id)
+                    .await?
+                    .ok_or(AppError::NotFound)?;
+                return Ok(()); // already so: nothing to record
+            }
+            let entry = audit::Entry {
+                actor: actor.name.clone(),
+                action: "user.view_raw",
+                object_type: "user",
+                object_id: user_id.to_owned(),
+                before: Some(json!({ "view_raw": !allow })),
+                after: Some(json!({ "view_raw": allow })),
+            };
+            audit::append(&mut tx, &self.db.audit, &entry, now).await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Demo mode: the user exists with this role and a fresh password, which
     /// is returned to print.
     pub async fn ensure_demo_user(&self, username: &str, role: Role) -> Result<String, AppError> {
@@ -979,6 +1015,18 @@ impl app::ssr::Backend for Accounts {
     ) -> Result<(), AppError> {
         Accounts::set_disabled(self, &Actor::user(actor), user_id, disabled).await
     }
+    async fn set_view_raw(&self, actor: &User, user_id: &str, allow: bool) -> Result<(), AppError> {
+        Accounts::set_view_raw(self, &Actor::user(actor), user_id, allow).await
+    }
+    async fn change_password(
+        &self,
+        user: &User,
+        current: &str,
+        password: &str,
+        peer: &Peer,
+    ) -> Result<(), AppError> {
+        Accounts::change_own_password(self, user, current, password, peer).await
+    }
     // Console sessions.
     async fn session_user(&self, session_id: &str) -> Result<Option<Live>, AppError> {
         Accounts::session_user(self, session_id).await
@@ -1007,5 +1055,6 @@ impl app::ssr::Backend for Accounts {
     }
 }
 
+mod password;
 mod tokens;
 pub use tokens::{ApiToken, TokenCheck, TokenRequest};

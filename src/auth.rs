@@ -39,6 +39,23 @@ pub fn parse_username(input: &str) -> Result<String, AppError> {
     }
 }
 
+/// Names Reckon's own actions are audited under (the host's commands, the
+/// demo, the daily auto-close): no person may be given one, so the audit
+/// log and the two-person rule never mistake a person for them.
+pub const RESERVED_USERNAMES: [&str; 5] = ["cli", "demo", "host", "reckon", "system"];
+
+/// A new user's name: [`parse_username`]'s rules, and none of the
+/// [`RESERVED_USERNAMES`].
+pub fn new_username(input: &str) -> Result<String, AppError> {
+    let name = parse_username(input)?;
+    if RESERVED_USERNAMES.contains(&name.as_str()) {
+        return Err(AppError::Invalid {
+            detail: format!("the username \"{name}\" is reserved for Reckon's own actions"),
+        });
+    }
+    Ok(name)
+}
+
 pub fn check_password_rules(password: &str) -> Result<(), AppError> {
     if password.chars().count() < MIN_PASSWORD_CHARS || password.len() > MAX_PASSWORD_BYTES {
         return Err(AppError::WeakPassword {
@@ -187,6 +204,21 @@ pub fn token_hash(token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reckons_own_names_are_not_given_to_people() {
+        for name in RESERVED_USERNAMES {
+            assert!(parse_username(name).is_ok(), "{name} is a well-formed name");
+            assert!(
+                matches!(
+                    new_username(&name.to_uppercase()),
+                    Err(AppError::Invalid { .. })
+                ),
+                "{name}"
+            );
+        }
+        assert_eq!(new_username("clio").unwrap(), "clio");
+    }
 
     #[test]
     fn usernames_follow_the_rules() {

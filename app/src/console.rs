@@ -252,6 +252,14 @@ pub struct CallbackPage {
     pub next: Option<String>,
 }
 
+/// What was received, unmasked, for a user with raw access: the stored
+/// headers and body as they came (a refused webhook's first bytes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawView {
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallbackDetail {
     pub summary: CallbackSummary,

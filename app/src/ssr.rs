@@ -91,6 +91,17 @@ pub trait Backend: Send + Sync + 'static {
         user_id: &str,
         disabled: bool,
     ) -> Result<(), AppError>;
+    /// An admin gives another user raw access or takes it away.
+    async fn set_view_raw(&self, actor: &User, user_id: &str, allow: bool) -> Result<(), AppError>;
+    /// A user changes their own password, giving the current one first;
+    /// every session of theirs ends.
+    async fn change_password(
+        &self,
+        user: &User,
+        current: &str,
+        password: &str,
+        peer: &Peer,
+    ) -> Result<(), AppError>;
     // Console sessions.
     /// The enabled user of a live session; `None` when the session is
     /// unknown, ended, idle past the timeout or older than its lifetime.
@@ -125,6 +136,28 @@ pub struct Caller {
 
 pub fn backend() -> Result<SharedBackend, AppError> {
     use_context::<SharedBackend>().ok_or_else(|| internal("backend missing from context"))
+}
+
+/// Where this request came from: the address and the browser's name, as
+/// sign-ins and password changes are audited.
+pub async fn peer() -> Result<Peer, AppError> {
+    use axum::extract::ConnectInfo;
+    use std::net::SocketAddr;
+    let addr = leptos_axum::extract::<ConnectInfo<SocketAddr>>()
+        .await
+        .map_err(|e| internal(&format!("peer address unavailable: {e}")))?
+        .0
+        .ip();
+    let agent = leptos_axum::extract::<axum::http::HeaderMap>()
+        .await
+        .ok()
+        .and_then(|h| {
+            h.get(axum::http::header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    Ok(Peer { addr, agent })
 }
 
 pub async fn session() -> Result<Session, AppError> {

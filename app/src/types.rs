@@ -130,6 +130,10 @@ pub struct User {
     /// Who made the account and who granted and confirmed its role.
     #[serde(default)]
     pub grant: Grant,
+    /// May see stored callbacks and refused webhooks unmasked (each time
+    /// audited); granted by an admin other than the user.
+    #[serde(default)]
+    pub view_raw: bool,
 }
 
 /// Who made an account and who gave it its current role: names as the

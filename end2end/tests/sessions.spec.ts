@@ -52,3 +52,44 @@ test('a user ends another session of theirs from the sessions page, and that bro
   await otherContext.close();
   await mineContext.close();
 });
+
+test('a user changes their own password from their sessions page and signs in with the new one', async ({ browser, baseURL }) => {
+  const name = unique('pw');
+  const password = 'first-password-of-mine';
+  const next = 'second-password-of-mine';
+  const adminContext = await browser.newContext();
+  const admin = await adminContext.newPage();
+  await signIn(admin, 'admin', ADMIN_PASSWORD);
+  await expect(admin.locator('#who')).toContainText('admin');
+  const created = await admin.request.post('/api/users/create', {
+    headers: { origin: baseURL! },
+    form: { username: name, role: 'operator', password },
+  });
+  expect(created.status(), await created.text()).toBe(200);
+  await adminContext.close();
+
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, name, password);
+  await hydrated(page);
+  await page.click('#nav-sessions');
+  await expect(page).toHaveURL(/\/sessions$/);
+
+  // A wrong current password is refused, and the user stays signed in.
+  await page.fill('#current-password', 'not-my-password-at-all');
+  await page.fill('#new-password', next);
+  await page.fill('#repeat-password', next);
+  await page.click('#change-password');
+  await expect(page.locator('.error')).toContainText('current password is wrong');
+  await expect(page.locator('#who')).toContainText(name);
+
+  await page.fill('#current-password', password);
+  await page.fill('#new-password', next);
+  await page.fill('#repeat-password', next);
+  await page.click('#change-password');
+  // Every session ends, this one too: off to sign in, with the new password.
+  await expect(page).toHaveURL(/\/login$/);
+  await signIn(page, name, next);
+  await expect(page.locator('#who')).toContainText(name);
+  await context.close();
+});

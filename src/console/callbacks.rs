@@ -12,7 +12,7 @@ use crate::store::lists::{self as store_lists, After, CallbackQuery};
 use crate::store::{audit, callbacks, payments, replay_jobs};
 use app::console::{
     CallbackDetail, CallbackFilter, CallbackPage, CallbackProcessing, CallbackReplay,
-    CallbackSummary, ReplayJob,
+    CallbackSummary, RawView, ReplayJob,
 };
 use app::error::AppError;
 use app::tickets::{ActionResult, PAGE_SIZE};
@@ -159,6 +159,30 @@ impl app::ssr::Callbacks for Desk {
             refund_no: row.refund_no,
             produced,
             replays,
+        })
+    }
+
+    async fn callback_raw(&self, actor: &User, id: &str) -> Result<RawView, AppError> {
+        if !actor.view_raw {
+            return Err(AppError::Forbidden);
+        }
+        let row = callbacks::detail(&self.engine.db.pool, id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        // Written before anything is shown: a look that cannot be recorded
+        // is not given.
+        audit_one(
+            &self.engine,
+            &actor.username,
+            "callback.view_raw",
+            ("callback", id),
+            json!({ "payload_hash": row.payload_hash }),
+        )
+        .await?;
+        Ok(RawView {
+            headers: mask::raw_headers(&row.headers_json),
+            body: mask::raw_payload(&row.payload),
         })
     }
 

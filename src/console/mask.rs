@@ -132,6 +132,30 @@ fn mask_json(v: &mut serde_json::Value) {
 }
 
 /// Stored headers (a JSON object of name → value) as pairs, masked.
+/// Headers as stored, for raw access: nothing masked.
+pub fn raw_headers(json: &str) -> Vec<(String, String)> {
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(json).unwrap_or_default();
+    map.into_iter()
+        .map(|(k, v)| {
+            let text = v
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            (k, text)
+        })
+        .collect()
+}
+
+/// A body as stored, for raw access: JSON laid out, other text as it is,
+/// bytes that are not UTF-8 shown replaced.
+pub fn raw_payload(bytes: &[u8]) -> String {
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
 pub fn headers(json: &str) -> Vec<(String, String)> {
     let map: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(json).unwrap_or_default();

@@ -7,9 +7,11 @@ use super::{Desk, mask, page};
 use crate::accounts::internal;
 use crate::store::lists::After;
 use crate::store::refused as store;
+use app::console::RawView;
 use app::error::AppError;
 use app::refused::{HourCount, RefusedDetail, RefusedFilter, RefusedPage, RefusedSummary};
 use app::tickets::PAGE_SIZE;
+use app::types::User;
 use std::collections::BTreeMap;
 
 const DAY_US: i64 = 86_400_000_000;
@@ -102,5 +104,32 @@ impl app::ssr::Refused for Desk {
 
     async fn refused_one(&self, id: &str) -> Result<RefusedDetail, AppError> {
         self.refused_detail(id).await
+    }
+
+    async fn refused_raw(&self, actor: &User, id: &str) -> Result<RawView, AppError> {
+        if !actor.view_raw {
+            return Err(AppError::Forbidden);
+        }
+        if id.contains('\0') {
+            return Err(AppError::NotFound);
+        }
+        let d = store::detail(&self.engine.db.pool, id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        // Written before anything is shown: a look that cannot be recorded
+        // is not given.
+        super::audit_one(
+            &self.engine,
+            &actor.username,
+            "refused.view_raw",
+            ("refused_webhook", id),
+            serde_json::json!({ "body_hash": d.body_hash }),
+        )
+        .await?;
+        Ok(RawView {
+            headers: mask::raw_headers(&d.headers_json),
+            body: mask::raw_payload(&d.body_excerpt),
+        })
     }
 }

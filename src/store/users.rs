@@ -5,7 +5,7 @@ use sqlx::{Any, Executor};
 
 const COLUMNS: &str = "id, username, role, lang, disabled_at, created_at, \
      created_by_id, created_by, role_granted_by_id, role_granted_by, role_granted_at, \
-     role_confirmed_by, role_confirmed_at";
+     role_confirmed_by, role_confirmed_at, view_raw_at";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -22,6 +22,7 @@ struct Row {
     role_granted_at: Option<i64>,
     role_confirmed_by: Option<String>,
     role_confirmed_at: Option<i64>,
+    view_raw_at: Option<i64>,
 }
 
 impl TryFrom<Row> for User {
@@ -47,6 +48,7 @@ impl TryFrom<Row> for User {
             role,
             lang: r.lang.and_then(|l| l.parse::<Lang>().ok()),
             disabled: r.disabled_at.is_some(),
+            view_raw: r.view_raw_at.is_some(),
             id: r.id,
             username: r.username,
             created_at: r.created_at,
@@ -339,6 +341,27 @@ pub async fn vouched_for<'e>(
     .bind(proposer)
     .fetch_optional(e)
     .await
+}
+
+/// Gives (`by` some admin's name) or takes away (`None`) a user's raw
+/// access; 0 when the user does not exist or already is so.
+pub async fn set_view_raw<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    by: Option<&str>,
+    now: i64,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE users SET view_raw_at = CASE WHEN $2 IS NULL THEN NULL ELSE $3 END, \
+                view_raw_by = $2, updated_at = $3 \
+         WHERE id = $1 AND (view_raw_at IS NULL) = ($2 IS NOT NULL)",
+    )
+    .bind(id)
+    .bind(by)
+    .bind(now)
+    .execute(e)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 pub async fn update_password<'e>(

@@ -149,6 +149,105 @@ async fn an_admins_password_reset_ends_every_session_of_the_user(b: Backend) {
     assert_eq!(who(&app, &laptop).await.as_deref(), Some("ulla"));
 }
 
+async fn a_users_own_password_change_needs_the_current_one_and_ends_every_session(b: Backend) {
+    let app = spawn_app(b).await;
+    let ulla = app.add_user("ulla", Role::Supervisor, PW).await;
+    let (laptop, phone) = (browser("laptop"), browser("phone"));
+    sign_in(&app, &laptop, "ulla", PW).await;
+    sign_in(&app, &phone, "ulla", PW).await;
+    let change = |current: &'static str, password: &'static str, repeat: &'static str| {
+        let (app, laptop) = (&app, &laptop);
+        async move {
+            app.call_with(
+                laptop,
+                "account/password",
+                &[
+                    ("current", current),
+                    ("password", password),
+                    ("repeat", repeat),
+                ],
+            )
+            .await
+        }
+    };
+    const NEW: &str = "my own new password";
+
+    // Refused, and nothing changes: a wrong current password (audited), a
+    // repetition that differs, a weak new one.
+    for (res, detail) in [
+        (
+            change("wrong horse battery", NEW, NEW).await,
+            Some("the current password is wrong"),
+        ),
+        (
+            change(PW, NEW, "my own new passwork").await,
+            Some("the new password and its repetition differ"),
+        ),
+        (change(PW, "short", "short").await, None),
+    ] {
+        assert_eq!(res.status(), 400);
+        let err: AppError = res.json().await.unwrap();
+        match detail {
+            Some(d) => assert_eq!(err, AppError::Invalid { detail: d.into() }),
+            None => assert_eq!(err, AppError::WeakPassword { min: 12 }),
+        }
+    }
+    assert_eq!(who(&app, &phone).await.as_deref(), Some("ulla"));
+    let failed = audit(&app, "user.password_change_failed").await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].0, "ulla");
+    assert_eq!(json(&failed[0].2)["agent"], "laptop");
+
+    let res = change(PW, NEW, NEW).await;
+    assert_eq!(res.status(), 200);
+    // Both browsers are out, this one too; the old password is dead.
+    assert!(thrown_out(&app, &laptop).await);
+    assert!(thrown_out(&app, &phone).await);
+    assert_eq!(app.login("ulla", PW).await.status(), 401);
+    sign_in(&app, &phone, "ulla", NEW).await;
+    // Their own change keeps their grant: no admin learnt the password.
+    let user = app.accounts.user(&ulla.id).await.unwrap().unwrap();
+    assert!(!user.grant.pending, "{:?}", user.grant);
+    let changes = audit(&app, "user.password").await;
+    assert_eq!(changes.len(), 1);
+    assert_eq!(
+        (changes[0].0.as_str(), changes[0].1.as_str()),
+        ("ulla", ulla.id.as_str())
+    );
+    let ends = audit(&app, "session.end").await;
+    assert_eq!(ends.len(), 2);
+    assert!(
+        ends.iter()
+            .all(|(actor, _, after)| actor == "ulla" && json(after)["reason"] == "password")
+    );
+}
+
+async fn wrong_current_passwords_lock_the_password_change_as_sign_ins_do(b: Backend) {
+    let (app, _clock) = on_clock(b, &[("RECKON_LOGIN_MAX_FAILURES", "3")]).await;
+    app.add_user("ulla", Role::Operator, PW).await;
+    let laptop = browser("laptop");
+    sign_in(&app, &laptop, "ulla", PW).await;
+    let mut last = None;
+    for _ in 0..4 {
+        let res = app
+            .call_with(
+                &laptop,
+                "account/password",
+                &[
+                    ("current", "guess guess guess"),
+                    ("password", "my own new password"),
+                    ("repeat", "my own new password"),
+                ],
+            )
+            .await;
+        last = Some(res.json::<AppError>().await.unwrap());
+    }
+    assert!(matches!(last, Some(AppError::Throttled { .. })), "{last:?}");
+    // The username is locked for signing in too, even with the right password.
+    assert_eq!(app.login("ulla", PW).await.status(), 429);
+    assert_eq!(audit(&app, "user.locked").await.len(), 1);
+}
+
 async fn reckon_user_passwd_ends_every_session_of_the_user(b: Backend) {
     let app = spawn_app(b).await;
     app.add_user("ulla", Role::Operator, PW).await;
@@ -479,6 +578,8 @@ async fn an_unknown_username_is_audited_as_tried(b: Backend) {
 
 both_databases!(
     an_admins_password_reset_ends_every_session_of_the_user,
+    a_users_own_password_change_needs_the_current_one_and_ends_every_session,
+    wrong_current_passwords_lock_the_password_change_as_sign_ins_do,
     reckon_user_passwd_ends_every_session_of_the_user,
     a_role_change_ends_every_session_of_the_user,
     a_disabled_users_sessions_end_and_enabling_brings_none_back,

@@ -122,6 +122,13 @@ async fn bad_input_is_refused_with_a_reason_and_changes_nothing(b: Backend) {
         ),
         (create("root", PW).await, 409, AppError::UsernameTaken),
         (
+            create("CLI", PW).await,
+            400,
+            AppError::Invalid {
+                detail: "the username \"cli\" is reserved for Reckon's own actions".into(),
+            },
+        ),
+        (
             app.call("users/role", &[("user_id", &root.id), ("role", "operator")])
                 .await,
             403,

@@ -4,8 +4,8 @@
 
 use crate::console::{
     Acknowledged, AlertFilter, AlertPage, ApprovalQueue, CallbackDetail, CallbackFilter,
-    CallbackPage, Dashboard as DashboardData, PaymentFilter, PaymentPage, PaymentView, ReplayJob,
-    RunPage,
+    CallbackPage, Dashboard as DashboardData, PaymentFilter, PaymentPage, PaymentView, RawView,
+    ReplayJob, RunPage,
 };
 use crate::error::AppError;
 use crate::tickets::ActionResult;
@@ -57,6 +57,18 @@ pub async fn show_callback(id: String) -> Result<CallbackDetail, AppError> {
         let desk = console()?;
         guard(Role::ALL).await?;
         desk.callback(&id).await
+    })
+    .await
+}
+
+/// The callback unmasked: users an admin gave raw access; each look is
+/// audited.
+#[server(endpoint = "callbacks/raw")]
+pub async fn raw_callback(id: String) -> Result<RawView, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(Role::ALL).await?;
+        desk.callback_raw(&caller.user, &id).await
     })
     .await
 }

@@ -22,25 +22,9 @@ pub async fn whoami() -> Result<SessionInfo, AppError> {
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String) -> Result<(), AppError> {
     respond(async {
-        use axum::extract::ConnectInfo;
-        use std::net::SocketAddr;
         let backend = ssr::backend()?;
         let session = ssr::session().await?;
-        let addr = leptos_axum::extract::<ConnectInfo<SocketAddr>>()
-            .await
-            .map_err(|e| ssr::internal(&format!("peer address unavailable: {e}")))?
-            .0
-            .ip();
-        let agent = leptos_axum::extract::<axum::http::HeaderMap>()
-            .await
-            .ok()
-            .and_then(|h| {
-                h.get(axum::http::header::USER_AGENT)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            })
-            .unwrap_or_default();
-        let peer = ssr::Peer { addr, agent };
+        let peer = ssr::peer().await?;
         let signed = backend.login(&username, &password, &peer).await?;
         // A new session id at sign-in, so a planted id is worthless.
         session
@@ -170,6 +154,20 @@ pub async fn reset_password(user_id: String, password: String) -> Result<(), App
         caller
             .backend
             .reset_password(&caller.user, &user_id, &password)
+            .await
+    })
+    .await
+}
+
+/// Gives a user raw access (callbacks and refused webhooks unmasked,
+/// each look audited) or takes it away; admins, never for themselves.
+#[server(endpoint = "users/view-raw")]
+pub async fn set_view_raw(user_id: String, allow: bool) -> Result<(), AppError> {
+    respond(async {
+        let caller = guard(ADMIN).await?;
+        caller
+            .backend
+            .set_view_raw(&caller.user, &user_id, allow)
             .await
     })
     .await

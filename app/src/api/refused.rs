@@ -1,6 +1,8 @@
 //! The refused webhooks page's server functions: open to every role, like
-//! the other lists (nothing here changes anything).
+//! the other lists (nothing here changes anything); a body unmasked only
+//! to users with raw access.
 
+use crate::console::RawView;
 use crate::error::AppError;
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
 use leptos::prelude::*;
@@ -30,6 +32,18 @@ pub async fn show_refused(id: String) -> Result<RefusedDetail, AppError> {
         let desk = console()?;
         guard(Role::ALL).await?;
         desk.refused_one(&id).await
+    })
+    .await
+}
+
+/// The refused webhook unmasked: users an admin gave raw access; each look
+/// is audited.
+#[server(endpoint = "refused/raw")]
+pub async fn raw_refused(id: String) -> Result<RawView, AppError> {
+    respond(async {
+        let desk = console()?;
+        let caller = guard(Role::ALL).await?;
+        desk.refused_raw(&caller.user, &id).await
     })
     .await
 }

@@ -59,3 +59,30 @@ pub async fn end_all_sessions(user_id: String) -> Result<u64, AppError> {
     })
     .await
 }
+
+/// The caller changes their own password, giving the current one first.
+/// Every session of theirs ends, this one too: a password someone else
+/// learnt stops working everywhere at once. Back to the sign-in page.
+#[server(endpoint = "account/password")]
+pub async fn change_password(
+    current: String,
+    password: String,
+    repeat: String,
+) -> Result<(), AppError> {
+    respond(async {
+        let caller = guard(Role::ALL).await?;
+        if password != repeat {
+            return Err(AppError::Invalid {
+                detail: "the new password and its repetition differ".into(),
+            });
+        }
+        let peer = ssr::peer().await?;
+        caller
+            .backend
+            .change_password(&caller.user, &current, &password, &peer)
+            .await?;
+        leptos_axum::redirect("/login");
+        Ok(())
+    })
+    .await
+}

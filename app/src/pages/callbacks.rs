@@ -5,6 +5,7 @@
 //! progress the page follows (and that can be left and returned to).
 
 use super::cells::{IdText, When, use_zone};
+use super::raw::{RawOf, RawSection};
 use super::{ErrorNote, Frame, Loaded, Viewer, action_error, query_filter, url_error};
 use crate::api::{BulkReplay, ReplayCallback, list_callbacks, replay_jobs, show_callback};
 use crate::codes::{Code, Codes};
@@ -235,6 +236,7 @@ fn CallbackBody(
     let Viewer { lang, user } = expect_context::<Viewer>();
     let err = action_error(replay, url_error());
     let may_replay = matches!(user.role, Role::Operator | Role::Supervisor);
+    let view_raw = user.view_raw;
     view! {
         <Title text=format!("{} · {}", Msg::Callback.text(lang), Msg::AppName.text(lang))/>
         <p><a href="/callbacks">{tr(lang, "← All callbacks", "← 全部回调")}</a></p>
@@ -247,7 +249,13 @@ fn CallbackBody(
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 match detail.await {
-                    Ok(d) => view! { <Detail d=d lang=lang replay=replay may_replay=may_replay/> }.into_any(),
+                    Ok(d) => {
+                        let id = d.summary.id.clone();
+                        view! {
+                            <Detail d=d lang=lang replay=replay may_replay=may_replay/>
+                            {view_raw.then(|| view! { <RawSection id=id of=RawOf::Callback lang=lang/> })}
+                        }.into_any()
+                    }
                     Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
                 }
             })}

@@ -16,6 +16,7 @@ pub mod empty;
 mod login;
 mod outbox;
 mod payments;
+mod raw;
 mod refused;
 mod runs;
 mod sessions;

@@ -7,6 +7,7 @@
 //! detail Reckon wrote when it refused it.
 
 use super::cells::use_zone;
+use super::raw::{RawOf, RawSection};
 use super::{ErrorNote, Frame, Viewer, query_filter};
 use crate::api::{list_refused, show_refused};
 use crate::filter::QueryFilter;
@@ -194,14 +195,21 @@ fn List(p: RefusedPage, f: RefusedFilter, lang: Lang) -> impl IntoView {
 
 #[component]
 fn RefusedOneBody(detail: super::Loaded<RefusedDetail>) -> impl IntoView {
-    let Viewer { lang, .. } = expect_context::<Viewer>();
+    let Viewer { lang, user } = expect_context::<Viewer>();
+    let view_raw = user.view_raw;
     view! {
         <Title text=format!("{} · {}", Msg::RefusedWebhooks.text(lang), Msg::AppName.text(lang))/>
         <p><a href="/refused">{tr(lang, "← All refused webhooks", "← 全部被拒回调")}</a></p>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
                 match detail.await {
-                    Ok(d) => view! { <Detail d=d lang=lang/> }.into_any(),
+                    Ok(d) => {
+                        let id = d.summary.id.clone();
+                        view! {
+                            <Detail d=d lang=lang/>
+                            {view_raw.then(|| view! { <RawSection id=id of=RawOf::Refused lang=lang/> })}
+                        }.into_any()
+                    }
                     Err(e) => view! { <ErrorNote err=Some(e) lang=lang/> }.into_any(),
                 }
             })}

@@ -5,7 +5,7 @@
 
 use super::cells::{When, use_zone};
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
-use crate::api::{EndAllSessions, EndSession, list_sessions};
+use crate::api::{ChangePassword, EndAllSessions, EndSession, list_sessions};
 use crate::i18n::{Msg, in_zone, tr};
 use crate::sessions::{SessionList, SessionRow};
 use crate::types::{Lang, Role};
@@ -17,6 +17,7 @@ use leptos_router::hooks::use_query_map;
 pub fn SessionsPage() -> impl IntoView {
     let end = ServerAction::<EndSession>::new();
     let end_all = ServerAction::<EndAllSessions>::new();
+    let change = ServerAction::<ChangePassword>::new();
     let query = use_query_map();
     let list = Resource::new(
         move || {
@@ -30,7 +31,7 @@ pub fn SessionsPage() -> impl IntoView {
     );
     view! {
         <Frame allow=Role::ALL>
-            <SessionsBody end=end end_all=end_all list=list/>
+            <SessionsBody end=end end_all=end_all change=change list=list/>
         </Frame>
     }
 }
@@ -39,6 +40,7 @@ pub fn SessionsPage() -> impl IntoView {
 fn SessionsBody(
     end: ServerAction<EndSession>,
     end_all: ServerAction<EndAllSessions>,
+    change: ServerAction<ChangePassword>,
     list: super::Loaded<SessionList>,
 ) -> impl IntoView {
     let Viewer { lang, .. } = expect_context::<Viewer>();
@@ -46,6 +48,7 @@ fn SessionsBody(
     let page_error = move || {
         action_error(end, || None)()
             .or_else(action_error(end_all, || None))
+            .or_else(action_error(change, || None))
             .or_else(from_url)
     };
     view! {
@@ -53,8 +56,12 @@ fn SessionsBody(
         {move || view! { <ErrorNote err=page_error() lang=lang/> }}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {
-                shown(list.await.map(|list| view! {
-                    <SessionTable list=list lang=lang end=end end_all=end_all/>
+                shown(list.await.map(|list| {
+                    let own = list.own;
+                    view! {
+                        <SessionTable list=list lang=lang end=end end_all=end_all/>
+                        {own.then(|| view! { <PasswordChange change=change lang=lang/> })}
+                    }
                 }), lang)
             })}
         </Transition>
@@ -154,5 +161,44 @@ fn SessionLine(row: SessionRow, lang: Lang, end: ServerAction<EndSession>) -> im
                 </ActionForm>
             </td>
         </tr>
+    }
+}
+
+/// One's own password, changed by giving the current one; every session
+/// ends with it, this one too, so the browser goes to the sign-in page.
+#[component]
+fn PasswordChange(change: ServerAction<ChangePassword>, lang: Lang) -> impl IntoView {
+    // Signed out by the change: who is looking is asked again, so every
+    // page sends this browser to sign in.
+    let info = expect_context::<super::Ctx>().info;
+    Effect::new(move |_| {
+        if matches!(change.value().get(), Some(Ok(()))) {
+            info.refetch();
+        }
+    });
+    view! {
+        <section id="password-change">
+            <h2>{tr(lang, "Change your password", "修改密码")}</h2>
+            <p class="hint">{tr(
+                lang,
+                "Every session of yours ends with the change, this one too: you sign in again with the new password.",
+                "修改后您的全部会话都会结束（包括当前会话），请用新密码重新登录。",
+            )}</p>
+            <ActionForm action=change attr:id="password-form">
+                <label>
+                    {tr(lang, "Current password", "当前密码")}
+                    <input type="password" name="current" id="current-password" autocomplete="current-password" required/>
+                </label>
+                <label>
+                    {tr(lang, "New password", "新密码")}
+                    <input type="password" name="password" id="new-password" autocomplete="new-password" required/>
+                </label>
+                <label>
+                    {tr(lang, "New password again", "再次输入新密码")}
+                    <input type="password" name="repeat" id="repeat-password" autocomplete="new-password" required/>
+                </label>
+                <button type="submit" id="change-password">{tr(lang, "Change password", "修改密码")}</button>
+            </ActionForm>
+        </section>
     }
 }

@@ -7,7 +7,8 @@
 use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{
-    ConfirmGrant, CreateUser, ResetPassword, RevokeGrant, SetDisabled, SetRole, list_users,
+    ConfirmGrant, CreateUser, ResetPassword, RevokeGrant, SetDisabled, SetRole, SetViewRaw,
+    list_users,
 };
 use crate::i18n::{Msg, in_zone, role_name};
 use crate::types::{Lang, Role, User};
@@ -24,6 +25,7 @@ pub fn UsersPage() -> impl IntoView {
     let grants = Grants {
         confirm: ServerAction::<ConfirmGrant>::new(),
         revoke: ServerAction::<RevokeGrant>::new(),
+        raw: ServerAction::<SetViewRaw>::new(),
     };
     let users = Resource::new(
         move || {
@@ -34,6 +36,7 @@ pub fn UsersPage() -> impl IntoView {
                 disable.version().get(),
                 grants.confirm.version().get(),
                 grants.revoke.version().get(),
+                grants.raw.version().get(),
             )
         },
         |_| list_users(),
@@ -45,11 +48,12 @@ pub fn UsersPage() -> impl IntoView {
     }
 }
 
-/// A pending grant's two answers.
+/// A pending grant's two answers, and raw access given or taken.
 #[derive(Clone, Copy)]
 struct Grants {
     confirm: ServerAction<ConfirmGrant>,
     revoke: ServerAction<RevokeGrant>,
+    raw: ServerAction<SetViewRaw>,
 }
 
 #[component]
@@ -72,6 +76,7 @@ fn UsersBody(
             .or_else(action_error(disable, || None))
             .or_else(action_error(grants.confirm, || None))
             .or_else(action_error(grants.revoke, || None))
+            .or_else(action_error(grants.raw, || None))
             .or_else(from_url)
     };
     let me_id = StoredValue::new(me.id.clone());
@@ -147,6 +152,7 @@ fn UserRow(
 ) -> impl IntoView {
     let zone = use_zone();
     let (id_role, id_reset, id_disable) = (user.id.clone(), user.id.clone(), user.id.clone());
+    let id_raw = user.id.clone();
     let role_label = match lang {
         Lang::En => format!("Role of {}", user.username),
         Lang::Zh => format!("{} 的角色", user.username),
@@ -166,6 +172,9 @@ fn UserRow(
             </td>
             <td class="status">
                 {if user.disabled { Msg::Disabled.text(lang) } else { Msg::Active.text(lang) }}
+                {user.view_raw.then(|| view! {
+                    " · " <span class="raw-access">{match lang { Lang::En => "raw access", Lang::Zh => "可看原文" }}</span>
+                })}
             </td>
             <td>{zone.minutes(user.created_at)}</td>
             <td class="grant"><GrantCell user=user.clone() is_me=is_me may_confirm=may_confirm lang=lang grants=grants/></td>
@@ -187,6 +196,20 @@ fn UserRow(
                         <input type="hidden" name="disabled" value=(!user.disabled).to_string()/>
                         <button type="submit" class="disable-submit">
                             {if user.disabled { Msg::Enable.text(lang) } else { Msg::Disable.text(lang) }}
+                        </button>
+                    </ActionForm>
+                    // Raw access: callbacks and refused webhooks unmasked,
+                    // each look audited; never given to oneself.
+                    <ActionForm action=grants.raw attr:class="inline">
+                        <input type="hidden" name="user_id" value=id_raw/>
+                        <input type="hidden" name="allow" value=(!user.view_raw).to_string()/>
+                        <button type="submit" class="raw-submit">
+                            {match (user.view_raw, lang) {
+                                (false, Lang::En) => "Give raw access",
+                                (false, Lang::Zh) => "授予原文查看",
+                                (true, Lang::En) => "Take raw access",
+                                (true, Lang::Zh) => "收回原文查看",
+                            }}
                         </button>
                     </ActionForm>
                 })}

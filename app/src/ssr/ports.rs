@@ -6,7 +6,8 @@
 use crate::bulk::{BulkDetail, BulkJob, BulkProposal, BulkStarted, Selection};
 use crate::console::{
     Acknowledged, AlertFilter, AlertPage, ApprovalQueue, CallbackDetail, CallbackFilter,
-    CallbackPage, Dashboard, DayClose, PaymentFilter, PaymentPage, PaymentView, ReplayJob, RunPage,
+    CallbackPage, Dashboard, DayClose, PaymentFilter, PaymentPage, PaymentView, RawView, ReplayJob,
+    RunPage,
 };
 use crate::error::AppError;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
@@ -132,6 +133,8 @@ pub trait Triage: Send + Sync {
 pub trait Callbacks: Send + Sync {
     async fn callbacks(&self, filter: &CallbackFilter) -> Result<CallbackPage, AppError>;
     async fn callback(&self, id: &str) -> Result<CallbackDetail, AppError>;
+    /// The callback unmasked, for a user with raw access; the look audited.
+    async fn callback_raw(&self, actor: &User, id: &str) -> Result<RawView, AppError>;
     async fn replay_callback(&self, actor: &User, id: &str) -> Result<ActionResult, AppError>;
     /// DEAD callbacks of a provider received in [from, to] (business days).
     async fn start_bulk_replay(
@@ -290,6 +293,9 @@ pub trait Sinks: Send + Sync {
 pub trait Refused: Send + Sync {
     async fn refused(&self, filter: &RefusedFilter) -> Result<RefusedPage, AppError>;
     async fn refused_one(&self, id: &str) -> Result<RefusedDetail, AppError>;
+    /// The refused webhook unmasked, for a user with raw access; the look
+    /// audited.
+    async fn refused_raw(&self, actor: &User, id: &str) -> Result<RawView, AppError>;
 }
 
 /// API tokens (admins): list, make (owned by `actor`; the token shown

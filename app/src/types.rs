@@ -130,6 +130,9 @@ pub struct User {
     /// Who made the account and who granted and confirmed its role.
     #[serde(default)]
     pub grant: Grant,
+    /// Signs in with a second factor (filled in on the users page's list).
+    #[serde(default)]
+    pub mfa: bool,
 }
 
 /// Who made an account and who gave it its current role: names as the

@@ -22,43 +22,18 @@ pub async fn whoami() -> Result<SessionInfo, AppError> {
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String) -> Result<(), AppError> {
     respond(async {
-        use axum::extract::ConnectInfo;
-        use std::net::SocketAddr;
         let backend = ssr::backend()?;
         let session = ssr::session().await?;
-        let addr = leptos_axum::extract::<ConnectInfo<SocketAddr>>()
-            .await
-            .map_err(|e| ssr::internal(&format!("peer address unavailable: {e}")))?
-            .0
-            .ip();
-        let agent = leptos_axum::extract::<axum::http::HeaderMap>()
-            .await
-            .ok()
-            .and_then(|h| {
-                h.get(axum::http::header::USER_AGENT)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            })
-            .unwrap_or_default();
-        let peer = ssr::Peer { addr, agent };
-        let signed = backend.login(&username, &password, &peer).await?;
-        // A new session id at sign-in, so a planted id is worthless.
-        session
-            .cycle_id()
-            .await
-            .map_err(|e| ssr::internal(&format!("session cycle failed: {e}")))?;
-        let written = |e: tower_sessions::session::Error| {
-            ssr::internal(&format!("session write failed: {e}"))
-        };
-        session
-            .insert(ssr::SESSION_USER, &signed.user.id)
-            .await
-            .map_err(written)?;
-        session
-            .insert(ssr::SESSION_ID, &signed.session_id)
-            .await
-            .map_err(written)?;
-        leptos_axum::redirect("/");
+        let peer = ssr::peer().await?;
+        match backend.login(&username, &password, &peer).await? {
+            ssr::LoginOutcome::SignedIn(signed) => {
+                ssr::start_session(&session, &signed).await?;
+                leptos_axum::redirect("/");
+            }
+            ssr::LoginOutcome::SecondFactor(pending) => {
+                mfa::await_second_step(&session, &pending).await?;
+            }
+        }
         Ok(())
     })
     .await
@@ -213,3 +188,6 @@ pub use tokens::*;
 // Console sessions.
 mod sessions;
 pub use sessions::*;
+// The second factor.
+mod mfa;
+pub use mfa::*;

@@ -52,6 +52,7 @@ fn host() -> User {
         disabled: false,
         created_at: 0,
         grant: Default::default(),
+        mfa: false,
     }
 }
 

@@ -48,7 +48,7 @@ pub struct SignedIn {
 /// What a right password leads to: a session, or the second step first.
 #[derive(Clone, Debug)]
 pub enum LoginOutcome {
-    SignedIn(SignedIn),
+    SignedIn(Box<SignedIn>),
     /// The user must give a code (or enrol first).
     SecondFactor(Pending),
 }

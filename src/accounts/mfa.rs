@@ -74,7 +74,10 @@ impl Accounts {
             let session_id = self.open_session(&user, peer).await?;
             self.metrics.login("success");
             tracing::info!(username = %user.username, addr = %peer.addr, "signed in");
-            return Ok(LoginOutcome::SignedIn(SignedIn { user, session_id }));
+            return Ok(LoginOutcome::SignedIn(Box::new(SignedIn {
+                user,
+                session_id,
+            })));
         }
         throttle::release(&self.db.pool, user_key)
             .await

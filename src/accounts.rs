@@ -8,8 +8,9 @@ use crate::metrics::Metrics;
 use crate::store::user_sessions::{self, Lifespan};
 use crate::store::{self, Db, audit, now_micros, throttle, users};
 use app::error::AppError;
+use app::mfa::{Enrolment, MfaStatus, Pending};
 use app::sessions::{SessionList, SessionRow};
-use app::ssr::{Live, Peer, SignedIn};
+use app::ssr::{Live, LoginOutcome, Peer, SignedIn};
 use app::types::{Lang, Role, User};
 use serde_json::json;
 use std::future::Future;
@@ -207,7 +208,8 @@ impl Accounts {
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>, AppError> {
-        users::list(&self.db.pool).await.map_err(internal)
+        let list = users::list(&self.db.pool).await.map_err(internal)?;
+        self.mark_enrolled(list).await
     }
 
     pub async fn by_username(&self, username: &str) -> Result<User, AppError> {
@@ -231,43 +233,11 @@ impl Accounts {
         username: &str,
         password: &str,
         peer: &Peer,
-    ) -> Result<SignedIn, AppError> {
-        let now = self.now();
+    ) -> Result<LoginOutcome, AppError> {
         let name = username.trim().to_ascii_lowercase();
         let addr = peer.addr;
-        let user_key = format!("user:{name}");
-        let addr_key = format!("addr:{addr}");
-        let attempt = uuid::Uuid::new_v4().simple().to_string();
+        let (user_key, addr_key) = self.reserve_attempt(&name, peer).await?;
         let pool = &self.db.pool;
-        let refused = |until: i64| {
-            self.metrics.login("throttled");
-            // Another attempt may have set the lock after `now` was read.
-            let left = (until - self.now()).max(0) as u64;
-            let minutes = left.div_ceil(60_000_000).max(1);
-            tracing::warn!(username = %name, %addr, minutes, "sign-in refused: throttled");
-            AppError::Throttled { minutes }
-        };
-        if let Some(lock) = throttle::reserve(pool, &user_key, now, self.user_throttle(), &attempt)
-            .await
-            .map_err(internal)?
-        {
-            if lock.started {
-                self.record_lock("username", &clip(&name, TRIED_CHARS), lock.until, peer)
-                    .await?;
-            }
-            return Err(refused(lock.until));
-        }
-        if let Some(lock) = throttle::reserve(pool, &addr_key, now, self.addr_throttle(), &attempt)
-            .await
-            .map_err(internal)?
-        {
-            throttle::release(pool, &user_key).await.map_err(internal)?;
-            if lock.started {
-                self.record_lock("address", &addr.to_string(), lock.until, peer)
-                    .await?;
-            }
-            return Err(refused(lock.until));
-        }
 
         let found = match auth::parse_username(&name) {
             Ok(valid) => users::credentials(pool, &valid).await.map_err(internal)?,
@@ -291,12 +261,8 @@ impl Accounts {
         };
         match user {
             Some(user) if password_ok && !user.disabled => {
-                throttle::clear(pool, &user_key).await.map_err(internal)?;
                 throttle::release(pool, &addr_key).await.map_err(internal)?;
-                let session_id = self.open_session(&user, peer).await?;
-                self.metrics.login("success");
-                tracing::info!(username = %user.username, %addr, "signed in");
-                Ok(SignedIn { user, session_id })
+                self.after_password(user, peer, &user_key).await
             }
             other => {
                 let why = match other {
@@ -306,29 +272,69 @@ impl Accounts {
                 };
                 self.metrics.login("bad_credentials");
                 tracing::warn!(username = %name, %addr, "sign-in failed");
-                let tried = clip(&name, TRIED_CHARS);
-                self.record(audit::Entry {
-                    actor: ANONYMOUS.into(),
-                    action: "user.login_failed",
-                    object_type: "username",
-                    object_id: tried.clone(),
-                    before: None,
-                    after: Some(json!({
-                        "username": tried,
-                        "address": addr.to_string(),
-                        "agent": clip(&peer.agent, AGENT_CHARS),
-                        "reason": why,
-                    })),
-                })
-                .await?;
+                self.login_failed(&name, peer, why).await?;
                 Err(AppError::BadCredentials)
             }
         }
     }
 
+    /// Counts a sign-in attempt (a password or a second factor) against the
+    /// username and the address before it is checked, so concurrent
+    /// attempts cannot all slip under the limit; a lock refuses it, and the
+    /// start of a lock is audited. The two throttle keys.
+    async fn reserve_attempt(&self, name: &str, peer: &Peer) -> Result<(String, String), AppError> {
+        let now = self.now();
+        let addr = peer.addr;
+        let user_key = format!("user:{name}");
+        let addr_key = format!("addr:{addr}");
+        let attempt = uuid::Uuid::new_v4().simple().to_string();
+        let pool = &self.db.pool;
+        let refused = |until: i64| {
+            self.metrics.login("throttled");
+            // Another attempt may have set the lock after `now` was read.
+            let left = (until - self.now()).max(0) as u64;
+            let minutes = left.div_ceil(60_000_000).max(1);
+            tracing::warn!(username = %name, %addr, minutes, "sign-in refused: throttled");
+            AppError::Throttled { minutes }
+        };
+        if let Some(lock) = throttle::reserve(pool, &user_key, now, self.user_throttle(), &attempt)
+            .await
+            .map_err(internal)?
+        {
+            if lock.started {
+                self.record_lock("username", &clip(name, TRIED_CHARS), lock.until, peer)
+                    .await?;
+            }
+            return Err(refused(lock.until));
+        }
+        if let Some(lock) = throttle::reserve(pool, &addr_key, now, self.addr_throttle(), &attempt)
+            .await
+            .map_err(internal)?
+        {
+            throttle::release(pool, &user_key).await.map_err(internal)?;
+            if lock.started {
+                self.record_lock("address", &addr.to_string(), lock.until, peer)
+                    .await?;
+            }
+            return Err(refused(lock.until));
+        }
+        Ok((user_key, addr_key))
+    }
+
     /// Opens a session in the register for `user`, signed in from `peer`,
     /// with its `user.login` entry in the same transaction; its id.
     pub async fn open_session(&self, user: &User, peer: &Peer) -> Result<String, AppError> {
+        self.open_session_with(user, peer, None).await
+    }
+
+    /// The same, noting the second factor given (`totp`, `recovery`, or
+    /// `enrolled` for one set up during this sign-in) in the entry.
+    pub async fn open_session_with(
+        &self,
+        user: &User,
+        peer: &Peer,
+        factor: Option<&str>,
+    ) -> Result<String, AppError> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let address = peer.addr.to_string();
         let agent = clip(&peer.agent, AGENT_CHARS);
@@ -349,7 +355,12 @@ impl Accounts {
                 object_type: "user",
                 object_id: user.id.clone(),
                 before: None,
-                after: Some(json!({ "address": address, "agent": agent, "session": id })),
+                after: Some(match factor {
+                    Some(factor) => json!({
+                        "address": address, "agent": agent, "session": id, "second_factor": factor,
+                    }),
+                    None => json!({ "address": address, "agent": agent, "session": id }),
+                }),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
@@ -969,7 +980,7 @@ impl app::ssr::Backend for Accounts {
         username: &str,
         password: &str,
         peer: &Peer,
-    ) -> Result<SignedIn, AppError> {
+    ) -> Result<LoginOutcome, AppError> {
         Accounts::login(self, username, password, peer).await
     }
     async fn logout(&self, user: &User, session_id: Option<&str>) -> Result<(), AppError> {
@@ -1053,8 +1064,44 @@ impl app::ssr::Backend for Accounts {
         }
         Accounts::end_sessions(self, &Actor::user(actor), user_id).await
     }
+    // The second factor.
+    async fn pending_user(&self, pending: &Pending) -> Result<User, AppError> {
+        Accounts::pending_user(self, pending).await
+    }
+    async fn second_factor(
+        &self,
+        pending: &Pending,
+        code: &str,
+        peer: &Peer,
+    ) -> Result<SignedIn, AppError> {
+        Accounts::second_factor(self, pending, code, peer).await
+    }
+    async fn enrolled_sign_in(&self, pending: &Pending, peer: &Peer) -> Result<SignedIn, AppError> {
+        Accounts::enrolled_sign_in(self, pending, peer).await
+    }
+    async fn mfa_status(&self, user: &User) -> Result<MfaStatus, AppError> {
+        Accounts::mfa_status(self, user).await
+    }
+    async fn mfa_begin(&self, user: &User) -> Result<Enrolment, AppError> {
+        Accounts::mfa_begin(self, user).await
+    }
+    async fn mfa_confirm(&self, user: &User, code: &str) -> Result<Vec<String>, AppError> {
+        Accounts::mfa_confirm(self, user, code).await
+    }
+    async fn mfa_recovery_codes(
+        &self,
+        user: &User,
+        code: &str,
+        peer: &Peer,
+    ) -> Result<Vec<String>, AppError> {
+        Accounts::mfa_recovery_codes(self, user, code, peer).await
+    }
+    async fn mfa_reset(&self, actor: &User, user_id: &str) -> Result<(), AppError> {
+        Accounts::mfa_reset(self, &Actor::user(actor), user_id).await
+    }
 }
 
+mod mfa;
 mod password;
 mod tokens;
 pub use tokens::{ApiToken, TokenCheck, TokenRequest};

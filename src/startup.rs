@@ -100,8 +100,17 @@ impl Application {
         })?;
         let addr = listener.local_addr()?;
         let metrics = Metrics::new();
+        let mut sign_in = config.sign_in;
+        // The demo prints passwords to sign in with at once: a second factor
+        // would stop its visitors at the door, unless one was asked for.
+        if options.demo && !sign_in.mfa.given {
+            sign_in.mfa = crate::config::MfaRoles::default();
+            tracing::info!(
+                "demo: no role needs a second factor (set RECKON_MFA_ROLES to require one)"
+            );
+        }
         let accounts = Accounts::new(db.clone(), metrics.clone())
-            .with_sign_in(config.sign_in, options.session_clock.clone());
+            .with_sign_in(sign_in, options.session_clock.clone());
         // Tokens from before scopes still work: named here until replaced.
         accounts.warn_unscoped_tokens().await?;
 

@@ -71,6 +71,12 @@ pub enum AppError {
     OwnGrant,
     #[error("no grant of this role is waiting for confirmation")]
     NoGrantPending,
+    /// A second factor's code that is wrong, or was already used.
+    #[error("wrong or already used code")]
+    WrongCode,
+    /// An admin's own second factor is reset by another admin or the host.
+    #[error("you cannot reset your own second factor")]
+    OwnSecondFactor,
     #[error("internal error (trace {trace_id})")]
     Internal { trace_id: String },
     #[error("request failed: {0}")]
@@ -89,8 +95,8 @@ impl AppError {
     /// The HTTP status a direct caller of a server function sees.
     pub fn status(&self) -> u16 {
         match self {
-            AppError::Unauthenticated | AppError::BadCredentials => 401,
-            AppError::Forbidden | AppError::NotOnYourself => 403,
+            AppError::Unauthenticated | AppError::BadCredentials | AppError::WrongCode => 401,
+            AppError::Forbidden | AppError::NotOnYourself | AppError::OwnSecondFactor => 403,
             AppError::Throttled { .. } => 429,
             AppError::Busy { .. } => 503,
             AppError::InvalidUsername | AppError::WeakPassword { .. } | AppError::Transport(_) => {

@@ -421,6 +421,16 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
             "A role grant is confirmed by a second admin: neither the admin who granted it nor its grantee.".into()
         }
         (AppError::OwnGrant, Lang::Zh) => "角色授权须由另一位管理员确认：授权人和被授权人都不能确认。".into(),
+        (AppError::WrongCode, Lang::En) => {
+            "Wrong code, or a code already used: wait for the next one.".into()
+        }
+        (AppError::WrongCode, Lang::Zh) => "验证码错误或已使用过，请等待下一个验证码。".into(),
+        (AppError::OwnSecondFactor, Lang::En) => {
+            "You cannot reset your own second factor: another admin, or `reckon user mfa-reset` on the host, can.".into()
+        }
+        (AppError::OwnSecondFactor, Lang::Zh) => {
+            "不能重置自己的第二因素：请另一位管理员操作，或在主机上运行 `reckon user mfa-reset`。".into()
+        }
         (AppError::NoGrantPending, Lang::En) => {
             "No grant of this role is waiting for confirmation (it was confirmed, revoked or changed meanwhile).".into()
         }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod filter;
 pub mod format;
 pub mod i18n;
+pub mod mfa;
 pub mod outbox;
 pub mod pages;
 pub mod readable;

@@ -4,6 +4,7 @@
 //! without JavaScript.
 
 use crate::error::AppError;
+use crate::mfa::{Enrolment, MfaStatus, Pending};
 use crate::types::{Lang, Role, SessionInfo, User};
 use crate::{ERROR_PARAM, ERROR_SEAL};
 use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
@@ -24,6 +25,9 @@ pub const SESSION_ID: &str = "session_id";
 /// When the register last saw this session: written when it moves, so the
 /// record (and the cookie's idle expiry) is saved again about once a minute.
 pub const SESSION_SEEN: &str = "seen_at";
+/// A sign-in waiting for its second factor ([`crate::mfa::Pending`]): no
+/// `SESSION_USER` is set until it is given, so no guard lets it through.
+pub const SESSION_PENDING: &str = "mfa_pending";
 
 /// Where a sign-in comes from: the peer's address and the browser's
 /// description of itself (its User-Agent).
@@ -39,6 +43,14 @@ pub struct Peer {
 pub struct SignedIn {
     pub user: User,
     pub session_id: String,
+}
+
+/// What a right password leads to: a session, or the second step first.
+#[derive(Clone, Debug)]
+pub enum LoginOutcome {
+    SignedIn(Box<SignedIn>),
+    /// The user must give a code (or enrol first).
+    SecondFactor(Pending),
 }
 
 /// A live session's user, and the time it was last seen when that was
@@ -62,7 +74,7 @@ pub trait Backend: Send + Sync + 'static {
         username: &str,
         password: &str,
         peer: &Peer,
-    ) -> Result<SignedIn, AppError>;
+    ) -> Result<LoginOutcome, AppError>;
     /// Records the sign-out and ends the register's session, if named.
     async fn logout(&self, user: &User, session_id: Option<&str>) -> Result<(), AppError>;
     async fn set_lang(&self, user: &User, lang: Lang) -> Result<(), AppError>;
@@ -117,6 +129,37 @@ pub trait Backend: Send + Sync + 'static {
     /// Ends every live session of a user (the actor's own, or any user's
     /// for an admin); how many were ended.
     async fn end_sessions(&self, actor: &User, user_id: &str) -> Result<u64, AppError>;
+    // The second factor.
+    /// The user of a sign-in waiting for its second step, while it may
+    /// still go on (recent, the user enabled, the step still needed).
+    async fn pending_user(&self, pending: &Pending) -> Result<User, AppError>;
+    /// The second step: a TOTP code or a recovery code, counted against
+    /// the lock-out like a password; right, it opens the session.
+    async fn second_factor(
+        &self,
+        pending: &Pending,
+        code: &str,
+        peer: &Peer,
+    ) -> Result<SignedIn, AppError>;
+    /// Opens the session of a pending sign-in that has just enrolled.
+    async fn enrolled_sign_in(&self, pending: &Pending, peer: &Peer) -> Result<SignedIn, AppError>;
+    async fn mfa_status(&self, user: &User) -> Result<MfaStatus, AppError>;
+    /// A new secret for the user to confirm (replacing one not confirmed).
+    async fn mfa_begin(&self, user: &User) -> Result<Enrolment, AppError>;
+    /// Confirms the enrolment with a current code: the recovery codes,
+    /// shown this once.
+    async fn mfa_confirm(&self, user: &User, code: &str) -> Result<Vec<String>, AppError>;
+    /// New recovery codes for a current code (counted against the
+    /// lock-out); the old ones stop working.
+    async fn mfa_recovery_codes(
+        &self,
+        user: &User,
+        code: &str,
+        peer: &Peer,
+    ) -> Result<Vec<String>, AppError>;
+    /// An admin removes another user's second factor and ends their
+    /// sessions.
+    async fn mfa_reset(&self, actor: &User, user_id: &str) -> Result<(), AppError>;
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
@@ -138,8 +181,13 @@ pub fn backend() -> Result<SharedBackend, AppError> {
     use_context::<SharedBackend>().ok_or_else(|| internal("backend missing from context"))
 }
 
-/// Where this request came from: the address and the browser's name, as
-/// sign-ins and password changes are audited.
+pub async fn session() -> Result<Session, AppError> {
+    leptos_axum::extract::<Session>()
+        .await
+        .map_err(|e| internal(&format!("session unavailable: {e}")))
+}
+
+/// Where this request comes from: the peer's address and User-Agent.
 pub async fn peer() -> Result<Peer, AppError> {
     use axum::extract::ConnectInfo;
     use std::net::SocketAddr;
@@ -152,7 +200,7 @@ pub async fn peer() -> Result<Peer, AppError> {
         .await
         .ok()
         .and_then(|h| {
-            h.get(axum::http::header::USER_AGENT)
+            h.get(header::USER_AGENT)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         })
@@ -160,10 +208,37 @@ pub async fn peer() -> Result<Peer, AppError> {
     Ok(Peer { addr, agent })
 }
 
-pub async fn session() -> Result<Session, AppError> {
-    leptos_axum::extract::<Session>()
+/// The sign-in of this session waiting for its second factor, if any.
+pub async fn pending(session: &Session) -> Result<Option<Pending>, AppError> {
+    session
+        .get(SESSION_PENDING)
         .await
-        .map_err(|e| internal(&format!("session unavailable: {e}")))
+        .map_err(|e| internal(&format!("session read failed: {e}")))
+}
+
+/// Makes this session a full one for `signed`: the pending sign-in (if
+/// any) gone, a new cookie id (so a planted id is worthless), the user and
+/// the register's session id written.
+pub async fn start_session(session: &Session, signed: &SignedIn) -> Result<(), AppError> {
+    let written =
+        |e: tower_sessions::session::Error| internal(&format!("session write failed: {e}"));
+    session
+        .remove::<Pending>(SESSION_PENDING)
+        .await
+        .map_err(written)?;
+    session
+        .cycle_id()
+        .await
+        .map_err(|e| internal(&format!("session cycle failed: {e}")))?;
+    session
+        .insert(SESSION_USER, &signed.user.id)
+        .await
+        .map_err(written)?;
+    session
+        .insert(SESSION_ID, &signed.session_id)
+        .await
+        .map_err(written)?;
+    Ok(())
 }
 
 /// The signed-in, enabled user of this request, if any: the session must

@@ -134,6 +134,9 @@ pub struct User {
     /// audited); granted by an admin other than the user.
     #[serde(default)]
     pub view_raw: bool,
+    /// Signs in with a second factor (filled in on the users page's list).
+    #[serde(default)]
+    pub mfa: bool,
 }
 
 /// Who made an account and who gave it its current role: names as the

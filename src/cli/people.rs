@@ -47,6 +47,13 @@ pub(super) enum UserCommand {
     /// End every live console session of a user (each is audited as the
     /// command line).
     EndSessions { username: String },
+    /// Show whether a user has a second factor, whether their role needs
+    /// one, and how many recovery codes they have left.
+    Mfa { username: String },
+    /// Remove a user's second factor (for one who lost it, or an admin
+    /// locked out): every session of theirs ends, and they enrol again at
+    /// their next sign-in if their role needs it.
+    MfaReset { username: String },
     /// Set a user's role. A supervisor or admin role given here counts as
     /// confirmed (whoever runs this holds the database already); given
     /// again, it confirms a console grant waiting for a second admin.
@@ -123,6 +130,35 @@ pub(super) async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()
             let user = accounts.by_username(&username).await?;
             accounts.set_disabled(&Actor::cli(), &user.id, true).await?;
             println!("disabled {}", user.username);
+        }
+        UserCommand::Mfa { username } => {
+            let accounts = accounts(config).await?;
+            let (user, status) = accounts.mfa_of(&username).await?;
+            println!(
+                "{}: second factor {}; {} by role {}; {} recovery codes left",
+                user.username,
+                if status.enrolled {
+                    "set up"
+                } else {
+                    "not set up"
+                },
+                if status.required {
+                    "required"
+                } else {
+                    "not required"
+                },
+                user.role,
+                status.recovery_left
+            );
+        }
+        UserCommand::MfaReset { username } => {
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            accounts.mfa_reset(&Actor::cli(), &user.id).await?;
+            println!(
+                "second factor of {} removed; their sessions ended",
+                user.username
+            );
         }
         UserCommand::Sessions { username } => {
             let accounts = accounts(config).await?;

@@ -24,7 +24,7 @@ mod values;
 pub use alert_channels::{
     Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
 };
-pub use runtime::{Closing, Pulls, Settings, SignIn, Sink, StatementDay};
+pub use runtime::{Closing, MfaRoles, Pulls, Settings, SignIn, Sink, StatementDay};
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
 

@@ -177,6 +177,37 @@ pub struct SignIn {
     pub max_failures: i64,
     /// How long a locked username or address stays locked (microseconds).
     pub lock_out_us: i64,
+    /// The roles that sign in with a second factor.
+    pub mfa: MfaRoles,
+}
+
+/// The roles whose users must sign in with a second factor (TOTP): each
+/// role by name. `Default` is none (tests and benches); the setting's
+/// default is supervisors and admins.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MfaRoles {
+    pub operator: bool,
+    pub supervisor: bool,
+    pub admin: bool,
+    /// Named in the file or the environment, not defaulted: the demo turns
+    /// only a defaulted one off.
+    pub given: bool,
+}
+
+impl MfaRoles {
+    /// Whether a user of the role named `role` must have a second factor.
+    pub fn requires(&self, role: &str) -> bool {
+        match role {
+            "operator" => self.operator,
+            "supervisor" => self.supervisor,
+            "admin" => self.admin,
+            _ => false,
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.operator || self.supervisor || self.admin
+    }
 }
 
 impl Default for SignIn {
@@ -187,6 +218,7 @@ impl Default for SignIn {
             lifetime_us: 12 * 60 * MIN,
             max_failures: 5,
             lock_out_us: 30 * MIN,
+            mfa: MfaRoles::default(),
         }
     }
 }

@@ -61,10 +61,12 @@ pub(super) struct Layers {
     session_lifetime_hours: Option<Text>,
     login_max_failures: Option<Text>,
     lockout_minutes: Option<Text>,
+    // The second factor's roles.
+    mfa_roles: Option<Text>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 34] = [
+pub(super) const VARIABLES: [(&str, &str); 35] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -106,6 +108,7 @@ pub(super) const VARIABLES: [(&str, &str); 34] = [
     ("session_lifetime_hours", "RECKON_SESSION_LIFETIME_HOURS"),
     ("login_max_failures", "RECKON_LOGIN_MAX_FAILURES"),
     ("lockout_minutes", "RECKON_LOCKOUT_MINUTES"),
+    ("mfa_roles", "RECKON_MFA_ROLES"),
 ];
 
 /// Each setting read and checked; a bad one is named by its variable.
@@ -228,12 +231,13 @@ pub(super) fn checked(
     // M minutes raise webhooks_refused_spike (`N/M`, default 20/5).
     let refused_spike = values::refused_spike(text(layers.refused_spike))?;
     // Console sessions: idle timeout, lifetime; the sign-in lock-out.
-    let sign_in = values::sign_in([
+    let mut sign_in = values::sign_in([
         layers.session_idle_minutes,
         layers.session_lifetime_hours,
         layers.login_max_failures,
         layers.lockout_minutes,
     ])?;
+    sign_in.mfa = values::mfa_roles(layers.mfa_roles)?;
 
     Ok(Config {
         listen,

@@ -711,3 +711,23 @@ fn session_timeouts_and_the_lock_out_read_with_a_floor_of_thirty_minutes() {
         assert!(e.contains(variable), "{key}: {e}");
     }
 }
+
+#[test]
+fn the_roles_that_need_a_second_factor_are_supervisors_and_admins_unless_set() {
+    let c = Config::from_toml("", |_| None).unwrap();
+    let m = c.sign_in.mfa;
+    assert!(!m.operator && m.supervisor && m.admin && !m.given);
+    let c = Config::from_toml("mfa_roles = \"operator, Admin\"\n", |_| None).unwrap();
+    let m = c.sign_in.mfa;
+    assert!(m.operator && !m.supervisor && m.admin && m.given);
+    let env = |k: &str| (k == "RECKON_MFA_ROLES").then(|| "none".to_owned());
+    let m = Config::from_toml("mfa_roles = \"admin\"\n", env)
+        .unwrap()
+        .sign_in
+        .mfa;
+    assert!(!m.any() && m.given);
+    let e = Config::from_toml("mfa_roles = \"admin,boss\"\n", |_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("RECKON_MFA_ROLES"), "{e}");
+}

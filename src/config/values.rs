@@ -551,7 +551,42 @@ pub(super) fn sign_in(
             "failed sign-ins",
         )?,
         lock_out_us: lockout_minutes * MIN,
+        mfa: super::MfaRoles::default(),
     })
+}
+
+/// `RECKON_MFA_ROLES`: the roles that sign in with a second factor, by
+/// name and comma-separated, or `none`; supervisors and admins unless set.
+pub(super) fn mfa_roles(given: Option<Text>) -> Result<super::MfaRoles, ConfigError> {
+    let Some(given) = text(given) else {
+        return Ok(super::MfaRoles {
+            supervisor: true,
+            admin: true,
+            ..Default::default()
+        });
+    };
+    let mut roles = super::MfaRoles {
+        given: true,
+        ..Default::default()
+    };
+    let bad = |value: &str| ConfigError::Invalid {
+        key: "RECKON_MFA_ROLES",
+        value: value.to_owned(),
+        hint: "expected `none` or roles separated by commas, each of operator, supervisor, admin"
+            .into(),
+    };
+    if given.trim().eq_ignore_ascii_case("none") {
+        return Ok(roles);
+    }
+    for name in given.split(',').map(|n| n.trim().to_ascii_lowercase()) {
+        match name.as_str() {
+            "operator" => roles.operator = true,
+            "supervisor" => roles.supervisor = true,
+            "admin" => roles.admin = true,
+            _ => return Err(bad(&given)),
+        }
+    }
+    Ok(roles)
 }
 
 /// The shortest sign-in lock-out allowed.

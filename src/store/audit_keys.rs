@@ -62,6 +62,16 @@ impl Key {
     pub fn mac(&self) -> Hmac<Sha256> {
         Hmac::<Sha256>::new_from_slice(&self.bytes).expect("HMAC takes any key length")
     }
+
+    /// A key of its own for another use (`label` names the use), derived
+    /// from this one, so it too lives only outside the database and is
+    /// kept, and rotated, with the audit key.
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        let mut mac = self.mac();
+        mac.update(b"reckon derived key\0");
+        mac.update(label.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
 }
 
 /// The key that signs new entries, and every key that may have signed one.

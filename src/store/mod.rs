@@ -37,6 +37,7 @@ pub mod tasks;
 pub mod throttle;
 pub mod tickets;
 pub mod tokens;
+pub mod user_mfa;
 pub mod user_sessions;
 pub mod users;
 

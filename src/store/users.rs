@@ -52,6 +52,7 @@ impl TryFrom<Row> for User {
             id: r.id,
             username: r.username,
             created_at: r.created_at,
+            mfa: false,
         })
     }
 }

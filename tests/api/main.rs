@@ -29,6 +29,7 @@ mod fix_journeys;
 mod health;
 mod lanes;
 mod late_success;
+mod mfa;
 mod money;
 mod openapi;
 mod outbox_ops;

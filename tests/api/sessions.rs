@@ -95,11 +95,13 @@ async fn on_clock(b: Backend, env: &[(&str, &str)]) -> (TestApp, Arc<ManualClock
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let sign_in = reckon::config::Config::from_sources(|key| {
+    let mut sign_in = reckon::config::Config::from_sources(|key| {
         env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
     })
     .expect("the settings read")
     .sign_in;
+    // These journeys sign in with a password alone.
+    sign_in.mfa = Default::default();
     let app = spawn_app_with(
         b,
         |c| c.sign_in = sign_in,

@@ -25,24 +25,15 @@ pub async fn login(username: String, password: String) -> Result<(), AppError> {
         let backend = ssr::backend()?;
         let session = ssr::session().await?;
         let peer = ssr::peer().await?;
-        let signed = backend.login(&username, &password, &peer).await?;
-        // A new session id at sign-in, so a planted id is worthless.
-        session
-            .cycle_id()
-            .await
-            .map_err(|e| ssr::internal(&format!("session cycle failed: {e}")))?;
-        let written = |e: tower_sessions::session::Error| {
-            ssr::internal(&format!("session write failed: {e}"))
-        };
-        session
-            .insert(ssr::SESSION_USER, &signed.user.id)
-            .await
-            .map_err(written)?;
-        session
-            .insert(ssr::SESSION_ID, &signed.session_id)
-            .await
-            .map_err(written)?;
-        leptos_axum::redirect("/");
+        match backend.login(&username, &password, &peer).await? {
+            ssr::LoginOutcome::SignedIn(signed) => {
+                ssr::start_session(&session, &signed).await?;
+                leptos_axum::redirect("/");
+            }
+            ssr::LoginOutcome::SecondFactor(pending) => {
+                mfa::await_second_step(&session, &pending).await?;
+            }
+        }
         Ok(())
     })
     .await
@@ -211,3 +202,6 @@ pub use tokens::*;
 // Console sessions.
 mod sessions;
 pub use sessions::*;
+// The second factor.
+mod mfa;
+pub use mfa::*;

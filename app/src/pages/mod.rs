@@ -14,6 +14,7 @@ mod confirm;
 mod dashboard;
 pub mod empty;
 mod login;
+mod mfa;
 mod outbox;
 mod payments;
 mod raw;
@@ -163,6 +164,9 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
                 <Route path=path!("/tokens") view=tokens::TokensPage ssr=SsrMode::Async/>
                 <Route path=path!("/sessions") view=sessions::SessionsPage ssr=SsrMode::Async/>
+                <Route path=path!("/security") view=mfa::SecurityPage ssr=SsrMode::Async/>
+                <Route path=path!("/login/code") view=mfa::SecondStepPage ssr=SsrMode::Async/>
+                <Route path=path!("/login/enrol") view=mfa::EnrolStepPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

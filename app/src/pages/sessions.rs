@@ -11,6 +11,7 @@ use crate::sessions::{SessionList, SessionRow};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 #[component]
@@ -103,6 +104,11 @@ fn SessionTable(
     view! {
         <h1 id="sessions-title">{heading}</h1>
         <p class="hint">{intro}</p>
+        {own.then(|| view! {
+            <p><A href="/security" attr:id="security-link">
+                {tr(lang, "Second factor (authenticator app)", "第二因素（身份验证器应用）")}
+            </A></p>
+        })}
         {if empty {
             view! { <p id="no-sessions">{tr(lang, "No live sessions.", "没有有效的会话。")}</p> }.into_any()
         } else {

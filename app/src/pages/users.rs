@@ -7,8 +7,8 @@
 use super::cells::use_zone;
 use super::{ErrorNote, Frame, Viewer, action_error, shown, url_error};
 use crate::api::{
-    ConfirmGrant, CreateUser, ResetPassword, RevokeGrant, SetDisabled, SetRole, SetViewRaw,
-    list_users,
+    ConfirmGrant, CreateUser, ResetMfa, ResetPassword, RevokeGrant, SetDisabled, SetRole,
+    SetViewRaw, list_users,
 };
 use crate::i18n::{Msg, in_zone, role_name};
 use crate::types::{Lang, Role, User};
@@ -26,6 +26,7 @@ pub fn UsersPage() -> impl IntoView {
         confirm: ServerAction::<ConfirmGrant>::new(),
         revoke: ServerAction::<RevokeGrant>::new(),
         raw: ServerAction::<SetViewRaw>::new(),
+        reset_mfa: ServerAction::<ResetMfa>::new(),
     };
     let users = Resource::new(
         move || {
@@ -37,6 +38,7 @@ pub fn UsersPage() -> impl IntoView {
                 grants.confirm.version().get(),
                 grants.revoke.version().get(),
                 grants.raw.version().get(),
+                grants.reset_mfa.version().get(),
             )
         },
         |_| list_users(),
@@ -48,12 +50,14 @@ pub fn UsersPage() -> impl IntoView {
     }
 }
 
-/// A pending grant's two answers, and raw access given or taken.
+/// A pending grant's two answers, raw access given or taken, and a second
+/// factor's reset.
 #[derive(Clone, Copy)]
 struct Grants {
     confirm: ServerAction<ConfirmGrant>,
     revoke: ServerAction<RevokeGrant>,
     raw: ServerAction<SetViewRaw>,
+    reset_mfa: ServerAction<ResetMfa>,
 }
 
 #[component]
@@ -77,6 +81,7 @@ fn UsersBody(
             .or_else(action_error(grants.confirm, || None))
             .or_else(action_error(grants.revoke, || None))
             .or_else(action_error(grants.raw, || None))
+            .or_else(action_error(grants.reset_mfa, || None))
             .or_else(from_url)
     };
     let me_id = StoredValue::new(me.id.clone());
@@ -175,6 +180,9 @@ fn UserRow(
                 {user.view_raw.then(|| view! {
                     " · " <span class="raw-access">{match lang { Lang::En => "raw access", Lang::Zh => "可看原文" }}</span>
                 })}
+                {user.mfa.then(|| view! {
+                    <br/><span class="mfa-on">{match lang { Lang::En => "second factor", Lang::Zh => "已设第二因素" }}</span>
+                })}
             </td>
             <td>{zone.minutes(user.created_at)}</td>
             <td class="grant"><GrantCell user=user.clone() is_me=is_me may_confirm=may_confirm lang=lang grants=grants/></td>
@@ -188,6 +196,17 @@ fn UserRow(
                 <A href=format!("/sessions?user={}", user.id) attr:class="sessions-link">
                     {Msg::Sessions.text(lang)}
                 </A>
+                " "
+                // Another admin's reset: it ends the user's sessions. One's
+                // own is not reset here (the server refuses it too).
+                {(user.mfa && !is_me).then(|| view! {
+                    <ActionForm action=grants.reset_mfa attr:class="inline">
+                        <input type="hidden" name="user_id" value=user.id.clone()/>
+                        <button type="submit" class="mfa-reset-submit">
+                            {match lang { Lang::En => "Reset second factor", Lang::Zh => "重置第二因素" }}
+                        </button>
+                    </ActionForm>
+                })}
                 " "
                 // No one may disable themselves (the server refuses it too).
                 {(!is_me).then(|| view! {

@@ -53,6 +53,7 @@ fn host() -> User {
         created_at: 0,
         grant: Default::default(),
         view_raw: false,
+        mfa: false,
     }
 }
 

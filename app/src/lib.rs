@@ -15,6 +15,7 @@ pub mod format;
 pub mod i18n;
 pub mod outbox;
 pub mod pages;
+pub mod policy;
 pub mod readable;
 pub mod refused;
 pub mod sessions;

@@ -9,6 +9,7 @@ use crate::console::{
     CallbackPage, Dashboard, DayClose, PaymentFilter, PaymentPage, PaymentView, ReplayJob, RunPage,
 };
 use crate::error::AppError;
+use crate::policy::PolicyPage;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
 use crate::sinks::{RetriedNow, SinkRow};
@@ -37,6 +38,7 @@ pub trait Console:
     + Sinks
     + Refused
     + ApiTokens
+    + Policies
     + 'static
 {
 }
@@ -57,6 +59,7 @@ impl<T> Console for T where
         + Sinks
         + Refused
         + ApiTokens
+        + Policies
         + 'static
 {
 }
@@ -305,4 +308,21 @@ pub trait ApiTokens: Send + Sync {
         expires_days: Option<u32>,
     ) -> Result<CreatedToken, AppError>;
     async fn revoke_api_token(&self, actor: &User, id: &str) -> Result<(), AppError>;
+}
+
+/// The approval policy: the version in force, the change waiting and the
+/// past; an admin's change proposed, or another admin's decided (the
+/// answer says where it stands).
+#[async_trait::async_trait]
+pub trait Policies: Send + Sync {
+    async fn policy_page(&self) -> Result<PolicyPage, AppError>;
+    async fn propose_policy(&self, actor: &User, text: &str, reason: &str)
+    -> Result<String, AppError>;
+    async fn decide_policy(
+        &self,
+        actor: &User,
+        id: &str,
+        approve: bool,
+        comment: &str,
+    ) -> Result<String, AppError>;
 }

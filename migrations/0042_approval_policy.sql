@@ -27,7 +27,8 @@ CREATE UNIQUE INDEX approval_policies_one_active ON approval_policies (status) W
 
 -- One row per (thing proposed, approver): the same person never counts
 -- twice, and never for what they proposed. `subject` is fix, reopen or
--- policy; `subject_id` the proposal's id in its own table.
+-- policy; `subject_id` the proposal's id in its own table; `ordinal` is
+-- 1 for the first approval of it, 2 for the second, ...
 CREATE TABLE approvals (
     subject TEXT NOT NULL,
     subject_id TEXT NOT NULL,
@@ -35,8 +36,10 @@ CREATE TABLE approvals (
     approver_name TEXT NOT NULL,
     proposer_id TEXT NOT NULL,
     approved_at BIGINT NOT NULL,
+    ordinal BIGINT NOT NULL,
     comment TEXT NOT NULL,
     PRIMARY KEY (subject, subject_id, approver_id),
+    CONSTRAINT approvals_one_per_place UNIQUE (subject, subject_id, ordinal),
     CONSTRAINT approvals_not_own CHECK (approver_id <> proposer_id)
 );
 

@@ -117,8 +117,8 @@ pub async fn approve(
         return Ok(None);
     }
     sqlx::query(&format!(
-        "INSERT INTO approvals (subject, subject_id, approver_id, approver_name, proposer_id, approved_at, comment) \
-         SELECT $1, $2, $3, $4, proposer_id, $5, $6 FROM {table} WHERE {key} = $2"
+        "INSERT INTO approvals (subject, subject_id, approver_id, approver_name, proposer_id, approved_at, \
+           ordinal, comment) SELECT $1, $2, $3, $4, proposer_id, $5, approval_count, $6 FROM {table} WHERE {key} = $2"
     ))
     .bind(subject.name())
     .bind(id)
@@ -168,7 +168,7 @@ pub async fn names<'e>(
 ) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar(
         "SELECT approver_name FROM approvals WHERE subject = $1 AND subject_id = $2 \
-         ORDER BY approved_at, approver_name",
+         ORDER BY ordinal",
     )
     .bind(subject.name())
     .bind(id)
@@ -180,7 +180,7 @@ pub async fn names<'e>(
 /// row's id column, qualified), one name a line, for a list's SELECT.
 pub fn names_column(subject: Subject, key: &str) -> String {
     format!(
-        "(SELECT string_agg(ap.approver_name, '\n' ORDER BY ap.approved_at, ap.approver_name) \
+        "(SELECT string_agg(ap.approver_name, '\n' ORDER BY ap.ordinal) \
            FROM approvals ap WHERE ap.subject = '{}' AND ap.subject_id = {key})",
         subject.name()
     )

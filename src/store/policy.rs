@@ -57,7 +57,8 @@ pub async fn pending<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<O
 /// Every version that was in force, and changes rejected, newest first.
 pub async fn history<'e>(e: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<PolicyRow>> {
     sqlx::query_as(&format!(
-        "SELECT {} FROM approval_policies WHERE status <> 'PENDING' ORDER BY proposed_at DESC LIMIT 100",
+        "SELECT {} FROM approval_policies WHERE status <> 'PENDING' \
+         ORDER BY proposed_at DESC, COALESCE(version, 0) DESC LIMIT 100",
         columns()
     ))
     .fetch_all(e)

@@ -26,7 +26,10 @@ pub(super) async fn policy(config: &Config, cmd: PolicyCommand) -> anyhow::Resul
         return Ok(());
     }
     let a = &page.active;
-    println!("approval policy version {} (digest {})", a.version, a.digest);
+    println!(
+        "approval policy version {} (digest {})",
+        a.version, a.digest
+    );
     if a.version == 0 {
         println!("built in: one approver besides the proposer for every action");
     } else {

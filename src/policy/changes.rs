@@ -47,7 +47,13 @@ fn entry(actor: &User, action: &'static str, id: &str, after: serde_json::Value)
 }
 
 /// An admin proposes `text` as the next version; its id.
-pub async fn propose(db: &Db, actor: &User, text: &str, reason: &str, now: i64) -> Result<String, AppError> {
+pub async fn propose(
+    db: &Db,
+    actor: &User,
+    text: &str,
+    reason: &str,
+    now: i64,
+) -> Result<String, AppError> {
     if actor.role != Role::Admin {
         return Err(AppError::Forbidden);
     }
@@ -63,7 +69,9 @@ pub async fn propose(db: &Db, actor: &User, text: &str, reason: &str, now: i64) 
         let (version, current) = in_force(&mut tx).await?;
         if current == policy {
             return Err(TxError::App(AppError::Invalid {
-                detail: format!("this is the policy in force (version {version}): nothing to change"),
+                detail: format!(
+                    "this is the policy in force (version {version}): nothing to change"
+                ),
             }));
         }
         let id = format!("POL{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase();
@@ -82,7 +90,8 @@ pub async fn propose(db: &Db, actor: &User, text: &str, reason: &str, now: i64) 
         if let Err(e) = store_policy::insert(&mut tx, &row).await {
             if store::is_unique_violation(&e) {
                 return Err(TxError::App(AppError::Refused {
-                    detail: "a policy change is already waiting for approval: it is decided first".into(),
+                    detail: "a policy change is already waiting for approval: it is decided first"
+                        .into(),
                 }));
             }
             return Err(e.into());
@@ -95,7 +104,13 @@ pub async fn propose(db: &Db, actor: &User, text: &str, reason: &str, now: i64) 
             "reason": reason,
             "required_approvals": required,
         });
-        audit::append(&mut tx, &db.audit, &entry(actor, "policy.propose", &id, after), now).await?;
+        audit::append(
+            &mut tx,
+            &db.audit,
+            &entry(actor, "policy.propose", &id, after),
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(id)
     })
@@ -108,7 +123,13 @@ fn text_of(p: &Policy) -> Vec<String> {
 
 /// An admin approves change `id`; the change is in force once the count
 /// it needs is reached. The answer says where it stands.
-pub async fn approve(db: &Db, actor: &User, id: &str, comment: &str, now: i64) -> Result<String, AppError> {
+pub async fn approve(
+    db: &Db,
+    actor: &User,
+    id: &str,
+    comment: &str,
+    now: i64,
+) -> Result<String, AppError> {
     let outcome = retrying(|| async {
         let mut tx = db.begin_write().await?;
         let approver = Approver {
@@ -140,7 +161,13 @@ pub async fn approve(db: &Db, actor: &User, id: &str, comment: &str, now: i64) -
             "status": if version.is_some() { "ACTIVE" } else { "PENDING" },
             "comment": comment,
         });
-        audit::append(&mut tx, &db.audit, &entry(actor, "policy.approve", id, after), now).await?;
+        audit::append(
+            &mut tx,
+            &db.audit,
+            &entry(actor, "policy.approve", id, after),
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(Some(match version {
             Some(v) => format!("version {v} is in force"),
@@ -155,14 +182,26 @@ pub async fn approve(db: &Db, actor: &User, id: &str, comment: &str, now: i64) -
 }
 
 /// An admin who may decide change `id` rejects it.
-pub async fn reject(db: &Db, actor: &User, id: &str, comment: &str, now: i64) -> Result<(), AppError> {
+pub async fn reject(
+    db: &Db,
+    actor: &User,
+    id: &str,
+    comment: &str,
+    now: i64,
+) -> Result<(), AppError> {
     let done = retrying(|| async {
         let mut tx = db.begin_write().await?;
         if !store_policy::reject(&mut tx, id, &actor.id, &actor.username, now).await? {
             return Ok(false);
         }
         let after = json!({ "status": "REJECTED", "comment": comment });
-        audit::append(&mut tx, &db.audit, &entry(actor, "policy.reject", id, after), now).await?;
+        audit::append(
+            &mut tx,
+            &db.audit,
+            &entry(actor, "policy.reject", id, after),
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     })

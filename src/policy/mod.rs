@@ -162,9 +162,9 @@ impl Policy {
             let count = words
                 .get(1)
                 .ok_or_else(|| format!("line {at}: {action} needs a number of approvers"))?;
-            let count: i64 = count.parse().map_err(|_| {
-                format!("line {at}: {count:?} is not a number of approvers")
-            })?;
+            let count: i64 = count
+                .parse()
+                .map_err(|_| format!("line {at}: {count:?} is not a number of approvers"))?;
             if count < FLOOR {
                 return Err(format!(
                     "line {at}: {action} needs at least {FLOOR} approver besides the proposer; {count} is below the floor"
@@ -194,7 +194,11 @@ impl Policy {
                     if m.minor < 0 {
                         return Err(format!("line {at}: a threshold is an amount of 0 or more"));
                     }
-                    if rule.above.iter().any(|t| t.currency == c.code() && t.minor == m.minor) {
+                    if rule
+                        .above
+                        .iter()
+                        .any(|t| t.currency == c.code() && t.minor == m.minor)
+                    {
                         return Err(format!(
                             "line {at}: {action} above {} {} is given twice",
                             m.major_string(),
@@ -237,9 +241,7 @@ impl Policy {
 /// The money a fix moves, from its plan: the amount it sets or refunds,
 /// else the payment's (the largest of a merge's).
 pub fn amount_of(before: &Value, after: &Value) -> Option<(i64, String)> {
-    let pick = |v: &Value, key: &str| {
-        Some((v[key].as_i64()?, v["currency"].as_str()?.to_owned()))
-    };
+    let pick = |v: &Value, key: &str| Some((v[key].as_i64()?, v["currency"].as_str()?.to_owned()));
     pick(after, "amount_minor")
         .or_else(|| pick(after, "refund_minor"))
         .or_else(|| pick(before, "amount_minor"))

@@ -432,11 +432,15 @@ pub async fn decide_reopen(
                 "the proposal was decided meanwhile, or is not this supervisor's to decide".into(),
             )
         };
-        let count = match approvals::approve(&mut tx, Subject::Reopen, &p.reopen_id, &approver).await {
+        let count = match approvals::approve(&mut tx, Subject::Reopen, &p.reopen_id, &approver)
+            .await
+        {
             Ok(Some(count)) => count,
             Ok(None) => {
                 drop(tx);
-                if approvals::has_approved(&engine.db.pool, Subject::Reopen, &p.reopen_id, by_id).await? {
+                if approvals::has_approved(&engine.db.pool, Subject::Reopen, &p.reopen_id, by_id)
+                    .await?
+                {
                     return Err(ReconError::Invalid(already_approved()));
                 }
                 return Err(refused());

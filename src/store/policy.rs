@@ -144,7 +144,13 @@ pub async fn activate(
 /// Rejects change `id`, by an admin who may decide it (the approval's
 /// conditions on who decides). False when it was not pending or the
 /// decider may not decide it.
-pub async fn reject(conn: &mut AnyConnection, id: &str, by_id: &str, by: &str, now: i64) -> sqlx::Result<bool> {
+pub async fn reject(
+    conn: &mut AnyConnection,
+    id: &str,
+    by_id: &str,
+    by: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
     use super::users::{decider_confirmed, independent_of};
     let done = sqlx::query(&format!(
         "UPDATE approval_policies SET status = 'REJECTED', decided_by_name = $1, decided_at = $2 \

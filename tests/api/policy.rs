@@ -44,7 +44,10 @@ async fn approve(d: &Desk, who: &reqwest::Client, proposal: &str) -> (u16, Value
     d.call(
         who,
         "fixes/approve",
-        &[("proposal", proposal), ("comment", "checked against the bill")],
+        &[
+            ("proposal", proposal),
+            ("comment", "checked against the bill"),
+        ],
     )
     .await
 }
@@ -79,7 +82,10 @@ async fn propose_policy(d: &Desk, who: &reqwest::Client, text: &str) -> (u16, Va
     d.call(
         who,
         "policy/propose",
-        &[("text", text), ("reason", "finance: large amounts need two people")],
+        &[
+            ("text", text),
+            ("reason", "finance: large amounts need two people"),
+        ],
     )
     .await
 }
@@ -88,7 +94,11 @@ async fn decide_policy(d: &Desk, who: &reqwest::Client, id: &str, what: &str) ->
     d.call(
         who,
         "policy/decide",
-        &[("id", id), ("what", what), ("comment", "agreed with finance")],
+        &[
+            ("id", id),
+            ("what", what),
+            ("comment", "agreed with finance"),
+        ],
     )
     .await
 }
@@ -113,7 +123,13 @@ async fn the_default_policy_is_one_approver_as_before(b: Backend) {
     let page = policy(&d, &d.sam).await;
     assert_eq!(page["active"]["version"], 0);
     let text = page["active"]["text"].as_str().unwrap();
-    for action in ["BACKFILL 1", "RELEASE_HOLD 1", "BULK 1", "REOPEN_DAY 1", "POLICY_CHANGE 1"] {
+    for action in [
+        "BACKFILL 1",
+        "RELEASE_HOLD 1",
+        "BULK 1",
+        "REOPEN_DAY 1",
+        "POLICY_CHANGE 1",
+    ] {
         assert!(text.lines().any(|l| l == action), "{action} in {text}");
     }
     let out = d.app.app.cli(&["policy", "show"], None);
@@ -152,7 +168,11 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
     let proposal = d.propose_backfill(&d.olga, &small, "ORDER-POL-1").await;
     assert_eq!(queued(&d, &proposal).await["required"], 1);
     let (status, done) = approve(&d, &d.sam, &proposal).await;
-    assert_eq!((status, &done["class"]), (200, &json!("executed")), "{done}");
+    assert_eq!(
+        (status, &done["class"]),
+        (200, &json!("executed")),
+        "{done}"
+    );
     assert_eq!(effects(&d, "PAYPOL1").await, (1, 1));
 
     // Above it: two.
@@ -163,10 +183,16 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
     let (status, first) = approve(&d, &d.sam, &proposal).await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["class"], "approved", "{first}");
-    assert!(first["detail"].as_str().unwrap().starts_with("1 of 2"), "{first}");
+    assert!(
+        first["detail"].as_str().unwrap().starts_with("1 of 2"),
+        "{first}"
+    );
     assert_eq!(effects(&d, "PAYPOL2").await, (0, 0), "nothing moved yet");
     let p = queued(&d, &proposal).await;
-    assert_eq!((p["status"].as_str(), &p["approved_by"]), (Some("PENDING"), &json!(["sam"])));
+    assert_eq!(
+        (p["status"].as_str(), &p["approved_by"]),
+        (Some("PENDING"), &json!(["sam"]))
+    );
 
     // The same supervisor again counts for nothing.
     let (status, again) = approve(&d, &d.sam, &proposal).await;
@@ -196,8 +222,14 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
     assert_eq!(p["status"], "EXECUTED");
     assert_eq!(p["approved_by"], json!(["sam", "sue"]));
     let actions = d.audit_actions(start).await;
-    assert!(actions.contains(&("sam".into(), "fix.approval".into())), "{actions:?}");
-    assert!(actions.contains(&("sue".into(), "fix.approve".into())), "{actions:?}");
+    assert!(
+        actions.contains(&("sam".into(), "fix.approval".into())),
+        "{actions:?}"
+    );
+    assert!(
+        actions.contains(&("sue".into(), "fix.approve".into())),
+        "{actions:?}"
+    );
 
     // A supervisor's own proposal: they never count for it.
     let own = missing(&d, "PAYPOL3", "20000.00").await;
@@ -206,7 +238,11 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
     assert_eq!((status, err), (403, json!("OwnProposal")));
     let (status, one) = approve(&d, &d.sue, &proposal).await;
     assert_eq!((status, &one["class"]), (200, &json!("approved")), "{one}");
-    assert_eq!(effects(&d, "PAYPOL3").await, (0, 0), "the proposer is no second");
+    assert_eq!(
+        effects(&d, "PAYPOL3").await,
+        (0, 0),
+        "the proposer is no second"
+    );
 }
 
 /// Two supervisors approve at the same moment a proposal that needs two:
@@ -221,10 +257,17 @@ async fn approvals_at_the_same_moment_execute_once(b: Backend) {
 
     let ticket = missing(&d, "PAYRACE1", "50000.00").await;
     let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-RACE-1").await;
-    let (a, b2) = tokio::join!(approve(&d, &d.sam, &proposal), approve(&d, &d.sue, &proposal));
+    let (a, b2) = tokio::join!(
+        approve(&d, &d.sam, &proposal),
+        approve(&d, &d.sue, &proposal)
+    );
     let mut classes = vec![a.1["class"].clone(), b2.1["class"].clone()];
     classes.sort_by_key(|c| c.to_string());
-    assert_eq!(classes, vec![json!("approved"), json!("executed")], "{a:?} {b2:?}");
+    assert_eq!(
+        classes,
+        vec![json!("approved"), json!("executed")],
+        "{a:?} {b2:?}"
+    );
     assert_eq!(effects(&d, "PAYRACE1").await, (1, 1), "executed once");
     assert_eq!(queued(&d, &proposal).await["status"], "EXECUTED");
 
@@ -269,7 +312,10 @@ async fn a_policy_change_needs_another_admin_and_applies_to_later_proposals(b: B
     let id = id.as_str().unwrap().to_owned();
     let (status, again) = propose_policy(&d, &ada, "BACKFILL 3").await;
     assert_eq!(status, 409, "one change at a time: {again}");
-    assert_eq!(decide_policy(&d, &root, &id, "approve").await, (403, json!("OwnProposal")));
+    assert_eq!(
+        decide_policy(&d, &root, &id, "approve").await,
+        (403, json!("OwnProposal"))
+    );
     assert_eq!(decide_policy(&d, &d.sam, &id, "approve").await.0, 403);
     let page = policy(&d, &d.sam).await;
     assert_eq!(page["active"]["version"], 0, "not in force while waiting");
@@ -306,7 +352,11 @@ async fn a_policy_change_needs_another_admin_and_applies_to_later_proposals(b: B
     // Proposed before: still one approver.
     for p in [&early, &meanwhile] {
         let (status, done) = approve(&d, &d.sam, p).await;
-        assert_eq!((status, &done["class"]), (200, &json!("executed")), "{done}");
+        assert_eq!(
+            (status, &done["class"]),
+            (200, &json!("executed")),
+            "{done}"
+        );
     }
     // Proposed after: two.
     let after = missing(&d, "PAYCHG3", "30000.00").await;
@@ -319,7 +369,10 @@ async fn a_policy_change_needs_another_admin_and_applies_to_later_proposals(b: B
     let id2 = id2.as_str().unwrap().to_owned();
     let (status, said) = decide_policy(&d, &ada, &id2, "approve").await;
     assert_eq!((status, said), (200, json!("1 of 2 approvals")));
-    assert_eq!(decide_policy(&d, &ada, &id2, "approve").await, (409, json!("AlreadyApproved")));
+    assert_eq!(
+        decide_policy(&d, &ada, &id2, "approve").await,
+        (409, json!("AlreadyApproved"))
+    );
     assert_eq!(policy(&d, &ada).await["active"]["version"], 1);
     let (status, said) = decide_policy(&d, &abe, &id2, "approve").await;
     assert_eq!((status, said), (200, json!("version 2 is in force")));
@@ -357,14 +410,18 @@ async fn the_floor_is_enforced(b: Backend) {
         let detail = err["Invalid"]["detail"].as_str().unwrap_or_default();
         assert!(detail.contains(says), "{text}: {err}");
     }
-    assert!(policy(&d, &root).await["pending"].is_null(), "nothing stored");
+    assert!(
+        policy(&d, &root).await["pending"].is_null(),
+        "nothing stored"
+    );
 
     let ticket = missing(&d, "PAYFLOOR", "10.00").await;
     let proposal = d.propose_backfill(&d.olga, &ticket, "ORDER-FLOOR").await;
-    let refused = sqlx::query("UPDATE fix_proposals SET required_approvals = 0 WHERE proposal_id = $1")
-        .bind(&proposal)
-        .execute(d.app.pool())
-        .await;
+    let refused =
+        sqlx::query("UPDATE fix_proposals SET required_approvals = 0 WHERE proposal_id = $1")
+            .bind(&proposal)
+            .execute(d.app.pool())
+            .await;
     assert!(refused.is_err(), "the table keeps the floor");
     assert_eq!(queued(&d, &proposal).await["required"], 1);
 }
@@ -400,8 +457,19 @@ async fn reopening_a_day_counts_distinct_approvers(b: Backend) {
     let sid = signed_in(&d, "sid", Role::Supervisor).await;
     put_in_force(&d, &root, &ada, "REOPEN_DAY 2").await;
     let (date, at) = d.app.today();
-    let p = d.app.paid_with("POL-DAY", 1000, "10.00", "SBX-POL-DAY").await;
-    let rows = [row("payment", "SBX-POL-DAY", &p, ("", ""), "10.00", "CNY", &at)];
+    let p = d
+        .app
+        .paid_with("POL-DAY", 1000, "10.00", "SBX-POL-DAY")
+        .await;
+    let rows = [row(
+        "payment",
+        "SBX-POL-DAY",
+        &p,
+        ("", ""),
+        "10.00",
+        "CNY",
+        &at,
+    )];
     d.reconcile(&rows, "PROVIDER_ONLY").await;
     assert_eq!(day_state(&d, &date).await, "CLOSED");
 

@@ -51,7 +51,8 @@ pub async fn decide_policy(
                 });
             }
         };
-        desk.decide_policy(&caller.user, &id, approve, &comment).await
+        desk.decide_policy(&caller.user, &id, approve, &comment)
+            .await
     })
     .await
 }

@@ -16,13 +16,13 @@ pub mod empty;
 mod login;
 mod outbox;
 mod payments;
+mod policy;
 mod refused;
 mod runs;
 mod sessions;
 mod sinks;
 mod ticket;
 mod tickets;
-mod policy;
 mod tokens;
 mod users;
 

@@ -47,17 +47,13 @@ fn PolicyBody(
             .or_else(from_url)
     };
     let said = move || {
-        decide
-            .value()
-            .get()
-            .and_then(Result::ok)
-            .or_else(|| {
-                propose
-                    .value()
-                    .get()
-                    .and_then(Result::ok)
-                    .map(|_| tr(lang, "proposed", "已提议").to_owned())
-            })
+        decide.value().get().and_then(Result::ok).or_else(|| {
+            propose
+                .value()
+                .get()
+                .and_then(Result::ok)
+                .map(|_| tr(lang, "proposed", "已提议").to_owned())
+        })
     };
     let user = StoredValue::new(user);
     view! {
@@ -158,7 +154,9 @@ fn Rules(text: String, lang: Lang) -> impl IntoView {
             let w: Vec<&str> = l.split_whitespace().collect();
             match w.as_slice() {
                 [a, n] => Some((a.to_string(), n.to_string(), String::new())),
-                [a, n, _, amount, cur] => Some((a.to_string(), n.to_string(), format!("{amount} {cur}"))),
+                [a, n, _, amount, cur] => {
+                    Some((a.to_string(), n.to_string(), format!("{amount} {cur}")))
+                }
                 _ => None,
             }
         })

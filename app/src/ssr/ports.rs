@@ -9,8 +9,8 @@ use crate::console::{
     CallbackPage, Dashboard, DayClose, PaymentFilter, PaymentPage, PaymentView, ReplayJob, RunPage,
 };
 use crate::error::AppError;
-use crate::policy::PolicyPage;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
+use crate::policy::PolicyPage;
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
 use crate::sinks::{RetriedNow, SinkRow};
 use crate::tickets::{
@@ -316,8 +316,12 @@ pub trait ApiTokens: Send + Sync {
 #[async_trait::async_trait]
 pub trait Policies: Send + Sync {
     async fn policy_page(&self) -> Result<PolicyPage, AppError>;
-    async fn propose_policy(&self, actor: &User, text: &str, reason: &str)
-    -> Result<String, AppError>;
+    async fn propose_policy(
+        &self,
+        actor: &User,
+        text: &str,
+        reason: &str,
+    ) -> Result<String, AppError>;
     async fn decide_policy(
         &self,
         actor: &User,

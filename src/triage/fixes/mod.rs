@@ -27,8 +27,8 @@ use crate::domain::PaymentStatus::{self, Created, Failed, Pending, Succeeded};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress};
 use crate::domain::{Class, Mover};
 use crate::engine::Engine;
-use crate::store::payments::PaymentBrief;
 use crate::store::approvals::{self, Approver, Count, Subject};
+use crate::store::payments::PaymentBrief;
 use crate::store::proposals::{self, Decision};
 use crate::store::tickets::{Move, TicketRow, insert_note, move_ticket};
 use crate::store::{self, audit};
@@ -291,10 +291,21 @@ async fn approved_partly(
 ) -> Result<ActionResult, AppError> {
     let (approvals, required) = (count.approvals, count.required);
     let ticket = proposals::ticket_of(&mut *tx, id).await.map_err(internal)?;
-    let body = format!("approved by {} ({approvals} of {required} approvals): {comment}", actor.username);
-    insert_note(&mut tx, &ticket, "action", &body, None, &actor.username, now)
-        .await
-        .map_err(internal)?;
+    let body = format!(
+        "approved by {} ({approvals} of {required} approvals): {comment}",
+        actor.username
+    );
+    insert_note(
+        &mut tx,
+        &ticket,
+        "action",
+        &body,
+        None,
+        &actor.username,
+        now,
+    )
+    .await
+    .map_err(internal)?;
     let entry = entry(
         actor,
         "fix.approval",

@@ -507,9 +507,17 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
         fix_name(p.kind, lang),
         p.payment_no.clone().unwrap_or_default(),
     );
-    let approve_q = match lang {
-        Lang::En => format!("Approve and execute {fix} for {payment} now?"),
-        Lang::Zh => format!("批准并立即执行 {payment} 的{fix}？"),
+    // Short of the last approval it needs, an approval executes nothing yet.
+    let (so_far, required) = (p.approved_by.len(), p.required);
+    let approve_q = match (lang, so_far as i64 + 1 >= required) {
+        (Lang::En, true) => format!("Approve and execute {fix} for {payment} now?"),
+        (Lang::Zh, true) => format!("批准并立即执行 {payment} 的{fix}？"),
+        (Lang::En, false) => format!(
+            "Approve {fix} for {payment}? It is executed once {required} approvers have approved it ({so_far} so far)."
+        ),
+        (Lang::Zh, false) => {
+            format!("批准 {payment} 的{fix}？须 {required} 人批准后才执行（目前 {so_far} 人）。")
+        }
     };
     let reject_q = match lang {
         Lang::En => format!(

@@ -17,6 +17,7 @@ pub mod jobs;
 mod memory;
 pub mod metrics;
 pub mod outbox;
+pub mod policy;
 pub mod providers;
 pub mod recon;
 pub mod sandbox_server;

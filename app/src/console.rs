@@ -546,4 +546,9 @@ pub struct ReopenInfo {
     pub proposer: String,
     pub reason: String,
     pub proposed_at: i64,
+    /// How many distinct approvers it needs, and who approved so far.
+    #[serde(default)]
+    pub required: i64,
+    #[serde(default)]
+    pub approved_by: Vec<String>,
 }

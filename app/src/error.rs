@@ -37,6 +37,8 @@ pub enum AppError {
     ProposalExpired,
     #[error("the proposal was already decided")]
     ProposalDecided,
+    #[error("you approved this proposal already: another approver is needed")]
+    AlreadyApproved,
     #[error("the payment changed since the proposal: {reason}")]
     ProposalStale { reason: String },
     #[error("the ticket is closed")]
@@ -116,6 +118,7 @@ impl AppError {
             | AppError::LastAdmin
             | AppError::ProposalExpired
             | AppError::ProposalDecided
+            | AppError::AlreadyApproved
             | AppError::ProposalStale { .. }
             | AppError::TicketClosed
             | AppError::AlreadyProposed

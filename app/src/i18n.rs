@@ -359,6 +359,10 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         (AppError::ProposalExpired, Lang::Zh) => "该提议已过期；如仍需修复请重新提议。".into(),
         (AppError::ProposalDecided, Lang::En) => "The proposal was already decided.".into(),
         (AppError::ProposalDecided, Lang::Zh) => "该提议已被处理。".into(),
+        (AppError::AlreadyApproved, Lang::En) => {
+            "You approved this proposal already: another approver is needed.".into()
+        }
+        (AppError::AlreadyApproved, Lang::Zh) => "您已批准过该提议：还需要另一位审批人。".into(),
         (AppError::ProposalStale { reason }, Lang::En) => format!(
             "The payment changed since the proposal ({reason}); nothing was executed. Propose again."
         ),
@@ -475,6 +479,19 @@ pub fn tr(lang: Lang, en: &'static str, zh: &'static str) -> &'static str {
     match lang {
         Lang::En => en,
         Lang::Zh => zh,
+    }
+}
+
+/// Where a proposal's approvals stand: "1 of 2 approvals", with who gave
+/// them so far.
+pub fn approvals_so_far(lang: Lang, approved_by: &[String], required: i64) -> String {
+    let n = approved_by.len();
+    let who = approved_by.join(", ");
+    match (lang, n) {
+        (Lang::En, 0) => format!("0 of {required} approvals"),
+        (Lang::En, _) => format!("{n} of {required} approvals (by {who})"),
+        (Lang::Zh, 0) => format!("已批准 0 / 需要 {required} 人"),
+        (Lang::Zh, _) => format!("已批准 {n} / 需要 {required} 人（{who}）"),
     }
 }
 

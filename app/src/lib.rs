@@ -16,6 +16,7 @@ pub mod i18n;
 pub mod mfa;
 pub mod outbox;
 pub mod pages;
+pub mod policy;
 pub mod readable;
 pub mod refused;
 pub mod sessions;

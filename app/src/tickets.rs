@@ -293,9 +293,19 @@ pub struct Proposal {
     pub decided_at: Option<i64>,
     pub decision_comment: Option<String>,
     pub result: Option<String>,
+    /// How many distinct approvers it needs (fixed when it was proposed).
+    #[serde(default = "one")]
+    pub required: i64,
+    /// Who approved it so far, in order.
+    #[serde(default)]
+    pub approved_by: Vec<String>,
     /// What people said about it before it was decided, oldest first.
     #[serde(default)]
     pub comments: Vec<ProposalComment>,
+}
+
+fn one() -> i64 {
+    1
 }
 
 /// A comment on a proposal (also a note on its ticket).

@@ -6,6 +6,7 @@
 mod audit;
 mod outbox;
 mod people;
+mod policy;
 mod recon;
 mod serve;
 
@@ -52,6 +53,9 @@ enum Command {
     /// Inspect the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// The approval policy: how many approvers each action needs.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Reconcile provider statements.
     #[command(subcommand)]
     Recon(recon::ReconCommand),
@@ -139,6 +143,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Payment(cmd) => return recon::payment(&config, cmd).await,
         Command::Outbox(cmd) => return outbox::outbox(&config, cmd).await,
         Command::Audit(cmd) => return audit::audit(&config, cmd).await,
+        Command::Policy(cmd) => policy::policy(&config, cmd).await?,
     }
     Ok(ExitCode::SUCCESS)
 }

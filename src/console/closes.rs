@@ -89,6 +89,11 @@ impl app::ssr::DayCloses for Desk {
                     proposer: r.proposer_name,
                     reason: r.reason,
                     proposed_at: r.proposed_at,
+                    required: r.required_approvals,
+                    approved_by: r
+                        .approved_by
+                        .map(|s| s.lines().map(str::to_owned).collect())
+                        .unwrap_or_default(),
                 }),
                 provider,
             });

@@ -21,6 +21,7 @@ mod export;
 pub mod mask;
 pub mod outbox;
 mod payments;
+mod policy;
 mod refused;
 mod runs;
 pub mod sinks;

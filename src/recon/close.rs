@@ -16,6 +16,8 @@
 use super::run::ReconError;
 use crate::domain::Severity;
 use crate::engine::Engine;
+use crate::policy::{REOPEN_DAY, changes::in_force};
+use crate::store::approvals::{self, Approver, Subject};
 use crate::store::audit;
 use crate::store::closes::{self, CloseRow, ReopenRow};
 use crate::store::recon_runs;
@@ -320,7 +322,12 @@ async fn close(
     )))
 }
 
-/// One supervisor proposes reopening a closed day, with a reason.
+fn already_approved() -> String {
+    "you approved reopening this day already: another supervisor's approval is needed".into()
+}
+
+/// One supervisor proposes reopening a closed day, with a reason; it needs
+/// the approvers the policy in force sets for REOPEN_DAY.
 pub async fn propose_reopen(
     engine: &Engine,
     provider: &str,
@@ -342,6 +349,7 @@ pub async fn propose_reopen(
             "{provider}'s day {date} is not closed"
         )));
     };
+    let (policy_version, policy) = in_force(&mut tx).await?;
     let row = ReopenRow {
         reopen_id: format!("REO{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase(),
         provider: provider.to_owned(),
@@ -354,8 +362,10 @@ pub async fn propose_reopen(
         status: "PENDING".into(),
         decided_by_name: None,
         decided_at: None,
+        required_approvals: policy.required(REOPEN_DAY, None),
+        approved_by: None,
     };
-    closes::propose_reopen(&mut tx, &row)
+    closes::propose_reopen(&mut tx, &row, policy_version)
         .await
         .on_unique_violation(|| {
             ReconError::Busy(format!(
@@ -371,7 +381,12 @@ pub async fn propose_reopen(
             object_type: "day",
             object_id: object_id(provider, date),
             before: Some(json!({ "seq": c.seq, "state": "CLOSED" })),
-            after: Some(json!({ "reopen_id": row.reopen_id, "reason": reason })),
+            after: Some(json!({
+                "reopen_id": row.reopen_id,
+                "reason": reason,
+                "required_approvals": row.required_approvals,
+                "policy_version": policy_version,
+            })),
         },
         now,
     )
@@ -404,6 +419,60 @@ pub async fn decide_reopen(
             "the supervisor who proposed reopening the day cannot decide it: a second supervisor does"
                 .into(),
         ));
+    }
+    if approve {
+        let approver = Approver {
+            id: by_id,
+            name: by_name,
+            at: now,
+            comment: "",
+        };
+        let refused = || {
+            ReconError::Busy(
+                "the proposal was decided meanwhile, or is not this supervisor's to decide".into(),
+            )
+        };
+        let count = match approvals::approve(&mut tx, Subject::Reopen, &p.reopen_id, &approver)
+            .await
+        {
+            Ok(Some(count)) => count,
+            Ok(None) => {
+                drop(tx);
+                if approvals::has_approved(&engine.db.pool, Subject::Reopen, &p.reopen_id, by_id)
+                    .await?
+                {
+                    return Err(ReconError::Invalid(already_approved()));
+                }
+                return Err(refused());
+            }
+            Err(e) if store::is_unique_violation(&e) => {
+                return Err(ReconError::Invalid(already_approved()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !count.reached() {
+            // Short of the count the proposal needs: recorded; it waits.
+            audit::append(
+                &mut tx,
+                &engine.db.audit,
+                &audit::Entry {
+                    actor: by_name.to_owned(),
+                    action: "day.reopen.approval",
+                    object_type: "day",
+                    object_id: object_id(provider, date),
+                    before: None,
+                    after: Some(json!({
+                        "reopen_id": p.reopen_id,
+                        "approvals": count.approvals,
+                        "required_approvals": count.required,
+                    })),
+                },
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            return Ok(());
+        }
     }
     let status = if approve { "APPROVED" } else { "REJECTED" };
     if !closes::decide_reopen(&mut tx, &p.reopen_id, status, by_id, by_name, now).await? {

@@ -6,6 +6,7 @@
 //! never a day that is not closed — so the database refuses what the
 //! console would.
 
+use super::approvals::{Subject, enough, names_column};
 use super::users::{decider_confirmed, independent_of};
 use sqlx::{Any, AnyConnection, Executor};
 
@@ -49,6 +50,10 @@ pub struct ReopenRow {
     pub status: String,
     pub decided_by_name: Option<String>,
     pub decided_at: Option<i64>,
+    /// How many distinct approvers it needs, fixed when it was proposed.
+    pub required_approvals: i64,
+    /// Who approved it so far, one name a line.
+    pub approved_by: Option<String>,
 }
 
 /// The provider's last close record (any day, any state): what the next
@@ -154,10 +159,15 @@ pub async fn open_by_severity<'e>(
 
 /// A proposal to reopen the day's close `close_seq`. At most one is
 /// pending per day (the table's index refuses a second).
-pub async fn propose_reopen(conn: &mut AnyConnection, r: &ReopenRow) -> sqlx::Result<()> {
+pub async fn propose_reopen(
+    conn: &mut AnyConnection,
+    r: &ReopenRow,
+    policy_version: i64,
+) -> sqlx::Result<()> {
     sqlx::query::<Any>(
         "INSERT INTO day_reopens (reopen_id, provider, business_date, close_seq, reason, proposer_id, \
-         proposer_name, proposed_at, status) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
+         proposer_name, proposed_at, status, required_approvals, policy_version) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING', $9, $10)",
     )
     .bind(&r.reopen_id)
     .bind(&r.provider)
@@ -167,6 +177,8 @@ pub async fn propose_reopen(conn: &mut AnyConnection, r: &ReopenRow) -> sqlx::Re
     .bind(&r.proposer_id)
     .bind(&r.proposer_name)
     .bind(r.proposed_at)
+    .bind(r.required_approvals)
+    .bind(policy_version)
     .execute(conn)
     .await?;
     Ok(())
@@ -178,11 +190,12 @@ pub async fn pending_reopen<'e>(
     provider: &str,
     date: &str,
 ) -> sqlx::Result<Option<ReopenRow>> {
-    sqlx::query_as(
+    sqlx::query_as(&format!(
         "SELECT reopen_id, provider, business_date, close_seq, reason, proposer_id, proposer_name, \
-         proposed_at, status, decided_by_name, decided_at FROM day_reopens \
-         WHERE provider = $1 AND business_date = $2 AND status = 'PENDING'",
-    )
+         proposed_at, status, decided_by_name, decided_at, required_approvals, {} AS approved_by \
+         FROM day_reopens WHERE provider = $1 AND business_date = $2 AND status = 'PENDING'",
+        names_column(Subject::Reopen, "day_reopens.reopen_id")
+    ))
     .bind(provider)
     .bind(date)
     .fetch_optional(e)
@@ -197,7 +210,8 @@ pub async fn reopens_waiting_for<'e>(
 ) -> sqlx::Result<(i64, Option<i64>)> {
     sqlx::query_as(&format!(
         "SELECT COUNT(*), MIN(proposed_at) FROM day_reopens WHERE status = 'PENDING' AND proposer_id <> $1 \
-           AND {} AND {}",
+           AND {} AND {} AND NOT EXISTS (SELECT 1 FROM approvals ap WHERE ap.subject = 'reopen' \
+             AND ap.subject_id = day_reopens.reopen_id AND ap.approver_id = $1)",
         decider_confirmed("$1"),
         independent_of("$1", "day_reopens.proposer_id"),
     ))
@@ -208,8 +222,10 @@ pub async fn reopens_waiting_for<'e>(
 
 /// Decides a pending proposal: APPROVED or REJECTED, by someone who is not
 /// its proposer, whose role is not a pending grant and who did not vouch
-/// for the proposer (create their account, grant or confirm their role).
-/// False when it is not pending or the decider may not decide it.
+/// for the proposer (create their account, grant or confirm their role);
+/// APPROVED only once its distinct approvals (`approvals::approve`, in the
+/// same transaction) reach the count it needs. False when it is not
+/// pending or the decider may not decide it.
 pub async fn decide_reopen(
     conn: &mut AnyConnection,
     reopen_id: &str,
@@ -220,9 +236,11 @@ pub async fn decide_reopen(
 ) -> sqlx::Result<bool> {
     let sql = format!(
         "UPDATE day_reopens SET status = $1, decided_by_id = $2, decided_by_name = $3, decided_at = $4 \
-         WHERE reopen_id = $5 AND status = 'PENDING' AND proposer_id <> $2 AND {} AND {}",
+         WHERE reopen_id = $5 AND status = 'PENDING' AND proposer_id <> $2 AND {} AND {} \
+           AND ($1 = 'REJECTED' OR {})",
         decider_confirmed("$2"),
         independent_of("$2", "day_reopens.proposer_id"),
+        enough(Subject::Reopen),
     );
     let done = sqlx::query::<Any>(&sql)
         .bind(status)

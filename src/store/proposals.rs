@@ -5,14 +5,23 @@
 //! account, granted or confirmed their role), never a decided, stale or
 //! expired proposal — so the database refuses what the console would.
 
+use super::approvals::{Subject, enough, names_column};
 use super::users::{decider_confirmed, independent_of};
 use app::tickets::Proposal;
 use sqlx::any::AnyRow;
 use sqlx::{Any, AnyConnection, Executor, Row};
 
-const PROPOSAL_COLUMNS: &str = "p.proposal_id, p.discrepancy_id, d.class, p.kind, p.payment_no, p.before_json, \
-     p.after_json, p.reason, p.evidence, p.proposer_id, p.proposer_name, p.proposed_at, p.expires_at, p.status, \
-     p.stale_reason, p.decided_by_name, p.decided_at, p.decision_comment, p.result";
+/// A proposal's columns, with the count of approvers it needs and who
+/// approved it so far (one name a line).
+fn proposal_columns() -> String {
+    format!(
+        "p.proposal_id, p.discrepancy_id, d.class, p.kind, p.payment_no, p.before_json, \
+         p.after_json, p.reason, p.evidence, p.proposer_id, p.proposer_name, p.proposed_at, p.expires_at, p.status, \
+         p.stale_reason, p.decided_by_name, p.decided_at, p.decision_comment, p.result, p.required_approvals, \
+         {} AS approved_by",
+        names_column(Subject::Fix, "p.proposal_id")
+    )
+}
 
 /// A proposal with its ticket's class, as the console shows it at `now`
 /// (before and after pretty-printed; `expired` when past its time).
@@ -49,6 +58,11 @@ fn proposal_of(row: &AnyRow, now: i64) -> sqlx::Result<Proposal> {
         decided_at: row.try_get("decided_at")?,
         decision_comment: row.try_get("decision_comment")?,
         result: row.try_get("result")?,
+        required: row.try_get("required_approvals")?,
+        approved_by: row
+            .try_get::<Option<String>, _>("approved_by")?
+            .map(|s| s.lines().map(str::to_owned).collect())
+            .unwrap_or_default(),
         comments: Vec::new(),
     })
 }
@@ -63,7 +77,8 @@ pub async fn list<'e>(
     now: i64,
 ) -> sqlx::Result<Vec<Proposal>> {
     let base = format!(
-        "SELECT {PROPOSAL_COLUMNS} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id"
+        "SELECT {} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id",
+        proposal_columns()
     );
     let (sql, bind) = match (ticket, status) {
         (Some(t), _) => (
@@ -97,8 +112,9 @@ pub async fn of_bulk<'e>(
     now: i64,
 ) -> sqlx::Result<Vec<Proposal>> {
     sqlx::query(&format!(
-        "SELECT {PROPOSAL_COLUMNS} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id \
-         WHERE p.bulk_id = $1 ORDER BY p.proposed_at, p.proposal_id"
+        "SELECT {} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id \
+         WHERE p.bulk_id = $1 ORDER BY p.proposed_at, p.proposal_id",
+        proposal_columns()
     ))
     .bind(bulk_id.to_owned())
     .try_map(move |row: AnyRow| proposal_of(&row, now))
@@ -112,8 +128,9 @@ pub async fn get<'e>(
     now: i64,
 ) -> sqlx::Result<Option<Proposal>> {
     sqlx::query(&format!(
-        "SELECT {PROPOSAL_COLUMNS} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id \
-         WHERE p.proposal_id = $1"
+        "SELECT {} FROM fix_proposals p JOIN discrepancies d ON d.discrepancy_id = p.discrepancy_id \
+         WHERE p.proposal_id = $1",
+        proposal_columns()
     ))
     .bind(id.to_owned())
     .try_map(move |row: AnyRow| proposal_of(&row, now))
@@ -122,7 +139,7 @@ pub async fn get<'e>(
 }
 
 /// What waits for `viewer`'s decision at `now`: fix proposals of others
-/// that can still be approved (a bulk proposal's items counted once, as
+/// that can still be approved and they have not approved yet (a bulk proposal's items counted once, as
 /// the bulk), the earliest proposed, and the earliest to expire.
 pub async fn waiting_for<'e>(
     e: impl Executor<'e, Database = Any>,
@@ -132,7 +149,8 @@ pub async fn waiting_for<'e>(
     sqlx::query_as(&format!(
         "SELECT COUNT(DISTINCT COALESCE(bulk_id, proposal_id)), MIN(proposed_at), MIN(expires_at) \
          FROM fix_proposals WHERE status = 'PENDING' AND stale_reason IS NULL AND expires_at > $1 \
-           AND proposer_id <> $2 AND {} AND {}",
+           AND proposer_id <> $2 AND {} AND {} AND NOT EXISTS (SELECT 1 FROM approvals ap \
+             WHERE ap.subject = 'fix' AND ap.subject_id = fix_proposals.proposal_id AND ap.approver_id = $2)",
         decider_confirmed("$2"),
         independent_of("$2", "fix_proposals.proposer_id"),
     ))
@@ -193,13 +211,17 @@ pub struct NewProposal<'a> {
     pub expires_at: i64,
     /// The bulk proposal this is an item of.
     pub bulk_id: Option<&'a str>,
+    /// How many distinct approvers it needs, under policy `policy_version`.
+    pub required: i64,
+    pub policy_version: i64,
 }
 
 pub async fn insert(conn: &mut AnyConnection, p: &NewProposal<'_>) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO fix_proposals (proposal_id, discrepancy_id, kind, payment_no, payment_version, before_json, \
-           after_json, reason, evidence, proposer_id, proposer_name, proposed_at, expires_at, status, bulk_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'PENDING', $14)",
+           after_json, reason, evidence, proposer_id, proposer_name, proposed_at, expires_at, status, bulk_id, \
+           required_approvals, policy_version) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'PENDING', $14, $15, $16)",
     )
     .bind(p.id)
     .bind(p.ticket_id)
@@ -215,6 +237,8 @@ pub async fn insert(conn: &mut AnyConnection, p: &NewProposal<'_>) -> sqlx::Resu
     .bind(p.proposed_at)
     .bind(p.expires_at)
     .bind(p.bulk_id)
+    .bind(p.required)
+    .bind(p.policy_version)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -228,21 +252,24 @@ pub struct Decision<'a> {
     pub comment: &'a str,
 }
 
-/// The approval: one conditional statement. The proposer never matches
+/// The approval that executes: one conditional statement, made by the
+/// approver whose approval (`approvals::approve`, in the same transaction)
+/// completed the count the proposal needs. The proposer never matches
 /// (and the CHECK constraint refuses it even if this line changed), nor a
 /// decider whose role is a pending grant or who vouched for the proposer;
 /// a decided, stale or expired proposal never matches, nor one whose
-/// ticket closed; of two approvers at once, the second finds it decided.
-/// Returns the rows changed.
+/// ticket closed, nor one short of approvals; of two approvers at once,
+/// the second finds it decided. Returns the rows changed.
 pub async fn approve(conn: &mut AnyConnection, id: &str, d: &Decision<'_>) -> sqlx::Result<u64> {
     Ok(sqlx::query(&format!(
         "UPDATE fix_proposals SET status = 'EXECUTED', decided_by_id = $1, decided_by_name = $2, \
            decided_at = $3, decision_comment = $4 \
          WHERE proposal_id = $5 AND status = 'PENDING' AND stale_reason IS NULL AND expires_at > $3 \
            AND proposer_id <> $1 AND {} AND {} AND EXISTS (SELECT 1 FROM discrepancies d \
-             WHERE d.discrepancy_id = fix_proposals.discrepancy_id AND d.status <> 'CLOSED')",
+             WHERE d.discrepancy_id = fix_proposals.discrepancy_id AND d.status <> 'CLOSED') AND {}",
         decider_confirmed("$1"),
         independent_of("$1", "fix_proposals.proposer_id"),
+        enough(Subject::Fix),
     ))
     .bind(d.by_id)
     .bind(d.by_name)

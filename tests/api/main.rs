@@ -34,6 +34,7 @@ mod money;
 mod openapi;
 mod outbox_ops;
 mod pipeline;
+mod policy;
 mod provider_truth;
 mod pulls;
 mod reads;

@@ -196,6 +196,9 @@ pub use sinks::*;
 // Refused webhooks.
 mod refused;
 pub use refused::*;
+// The approval policy.
+mod policy;
+pub use policy::*;
 // API tokens.
 mod tokens;
 pub use tokens::*;

@@ -63,7 +63,7 @@ fn ApprovalsBody(
             "涉及资金或与渠道结果相悖的状态变更须在此由第二人审批；提议人不能审批自己的提议。")}</p>
         {move || view! { <ErrorNote err=page_error() lang=lang/> }}
         {move || decide.approve.value().get().and_then(Result::ok).map(|r: ActionResult| view! {
-            <p class="result" id="action-result" role="status">{tr(lang, "Executed:", "已执行：")} " " {r.detail}</p>
+            <p class="result" id="action-result" role="status">{if r.class == "approved" { tr(lang, "Approved:", "已批准：") } else { tr(lang, "Executed:", "已执行：") }} " " {r.detail}</p>
         })}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {

@@ -10,7 +10,7 @@ use super::confirm::ConfirmSubmit;
 use super::{ErrorNote, Viewer, action_error, shown};
 use crate::api::{ActOnDay, day_closes};
 use crate::console::DayClose;
-use crate::i18n::{Msg, tr};
+use crate::i18n::{Msg, approvals_so_far, tr};
 use crate::tickets::encode;
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
@@ -176,6 +176,9 @@ fn CloseRow(
                 })}
                 {pending.clone().map(|p| view! {
                     <p class="reopen-pending">{tr(lang, "Reopening proposed by", "重开申请人")} " " {p.proposer.clone()} ": " {p.reason.clone()}</p>
+                    {(p.required > 1 || !p.approved_by.is_empty()).then(|| view! {
+                        <p class="approvals">{approvals_so_far(lang, &p.approved_by, p.required)}</p>
+                    })}
                 })}
                 {(supervisor && !closed && c.has_run).then(|| form("close", tr(lang, "Close the day", "日结"), true, "close-day"))}
                 {(supervisor && closed && pending.is_none()).then(|| form("propose_reopen", tr(lang, "Propose reopening", "申请重开"), true, "propose-reopen"))}

@@ -17,6 +17,7 @@ mod login;
 mod mfa;
 mod outbox;
 mod payments;
+mod policy;
 mod raw;
 mod refused;
 mod runs;
@@ -163,6 +164,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/refused") view=refused::RefusedListPage ssr=SsrMode::Async/>
                 <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
                 <Route path=path!("/tokens") view=tokens::TokensPage ssr=SsrMode::Async/>
+                <Route path=path!("/policy") view=policy::PolicyPageView ssr=SsrMode::Async/>
                 <Route path=path!("/sessions") view=sessions::SessionsPage ssr=SsrMode::Async/>
                 <Route path=path!("/security") view=mfa::SecurityPage ssr=SsrMode::Async/>
                 <Route path=path!("/login/code") view=mfa::SecondStepPage ssr=SsrMode::Async/>
@@ -282,6 +284,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                     <div class="menu">
                         <A href="/sinks" attr:id="nav-sinks">{Msg::Sinks.text(lang)}</A>
                         {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
+                        {sees_audit.then(|| view! { <A href="/policy" attr:id="nav-policy">{tr(lang, "Approval policy", "审批策略")}</A> })}
                         {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
                         {is_admin.then(|| view! { <A href="/tokens" attr:id="nav-tokens">{Msg::NavTokens.text(lang)}</A> })}
                     </div>

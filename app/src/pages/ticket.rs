@@ -14,7 +14,7 @@ use crate::api::{
 };
 use crate::codes::{Code, Codes};
 use crate::error::AppError;
-use crate::i18n::{Msg, fix_name, in_zone, ticket_status, tr};
+use crate::i18n::{Msg, approvals_so_far, fix_name, in_zone, ticket_status, tr};
 use crate::readable::{proposal_rows, proposal_sentence};
 use crate::tickets::{
     ActionResult, FixKind, Neighbours, Proposal, Side, TicketDetail, TicketFilter,
@@ -491,7 +491,11 @@ fn Detail(
 pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> impl IntoView {
     let own = p.proposer_id == viewer.id;
     let open = p.status == "PENDING" && !p.expired && p.stale_reason.is_none();
-    let may_decide = open && !own && viewer.role == Role::Supervisor;
+    let approved_already = p.approved_by.contains(&viewer.username);
+    let may_decide = open && !own && !approved_already && viewer.role == Role::Supervisor;
+    // Several approvers: the count, and who approved so far.
+    let tally = (p.required > 1 || !p.approved_by.is_empty())
+        .then(|| approvals_so_far(lang, &p.approved_by, p.required));
     let state = if p.expired {
         tr(lang, "expired", "已过期").to_owned()
     } else if p.stale_reason.is_some() && p.status == "PENDING" {
@@ -503,9 +507,17 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
         fix_name(p.kind, lang),
         p.payment_no.clone().unwrap_or_default(),
     );
-    let approve_q = match lang {
-        Lang::En => format!("Approve and execute {fix} for {payment} now?"),
-        Lang::Zh => format!("批准并立即执行 {payment} 的{fix}？"),
+    // Short of the last approval it needs, an approval executes nothing yet.
+    let (so_far, required) = (p.approved_by.len(), p.required);
+    let approve_q = match (lang, so_far as i64 + 1 >= required) {
+        (Lang::En, true) => format!("Approve and execute {fix} for {payment} now?"),
+        (Lang::Zh, true) => format!("批准并立即执行 {payment} 的{fix}？"),
+        (Lang::En, false) => format!(
+            "Approve {fix} for {payment}? It is executed once {required} approvers have approved it ({so_far} so far)."
+        ),
+        (Lang::Zh, false) => {
+            format!("批准 {payment} 的{fix}？须 {required} 人批准后才执行（目前 {so_far} 人）。")
+        }
     };
     let reject_q = match lang {
         Lang::En => format!(
@@ -558,6 +570,10 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
                 <p class="decision">{Msg::DecidedBy.text(lang)} " " {by} ": " {p.decision_comment.clone().unwrap_or_default()}
                     {p.result.clone().map(|r| view! { <br/>{r} })}</p>
             })}
+            {tally.map(|t| view! { <p class="approvals" data-required=p.required.to_string()
+                data-approved=p.approved_by.len().to_string()>{t}</p> })}
+            {(open && approved_already).then(|| view! { <p class="hint approved-already">{tr(lang,
+                "You approved it: it waits for another approver.", "您已批准：等待另一位审批人。")}</p> })}
             {(open && own).then(|| view! { <p class="hint own">{tr(lang, "Your proposal: another supervisor must decide it.", "这是您的提议：须由另一位主管审批。")}</p> })}
             <ProposalDiscussion id=p.id.clone() comments=p.comments.clone()
                 may_comment=open && matches!(viewer.role, Role::Operator | Role::Supervisor)

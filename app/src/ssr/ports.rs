@@ -11,6 +11,7 @@ use crate::console::{
 };
 use crate::error::AppError;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
+use crate::policy::PolicyPage;
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
 use crate::sinks::{RetriedNow, SinkRow};
 use crate::tickets::{
@@ -38,6 +39,7 @@ pub trait Console:
     + Sinks
     + Refused
     + ApiTokens
+    + Policies
     + 'static
 {
 }
@@ -58,6 +60,7 @@ impl<T> Console for T where
         + Sinks
         + Refused
         + ApiTokens
+        + Policies
         + 'static
 {
 }
@@ -311,4 +314,25 @@ pub trait ApiTokens: Send + Sync {
         expires_days: Option<u32>,
     ) -> Result<CreatedToken, AppError>;
     async fn revoke_api_token(&self, actor: &User, id: &str) -> Result<(), AppError>;
+}
+
+/// The approval policy: the version in force, the change waiting and the
+/// past; an admin's change proposed, or another admin's decided (the
+/// answer says where it stands).
+#[async_trait::async_trait]
+pub trait Policies: Send + Sync {
+    async fn policy_page(&self) -> Result<PolicyPage, AppError>;
+    async fn propose_policy(
+        &self,
+        actor: &User,
+        text: &str,
+        reason: &str,
+    ) -> Result<String, AppError>;
+    async fn decide_policy(
+        &self,
+        actor: &User,
+        id: &str,
+        approve: bool,
+        comment: &str,
+    ) -> Result<String, AppError>;
 }

@@ -1,7 +1,9 @@
 //! Fixes under the two-person rule. A proposal records what it intends
 //! (before and after), why, the evidence, who and when, and the payment's
-//! version ([`propose`], its intent worked out by [`plan`]); a *different*
-//! supervisor approves it. The database itself refuses a decision by the
+//! version ([`propose`], its intent worked out by [`plan`]), and how many
+//! distinct approvers it needs under the approval policy then in force
+//! (`crate::policy`); *other* supervisors approve it, each approval a row
+//! of its own, and the one that completes the count executes it. The database itself refuses a decision by the
 //! proposer: the approving UPDATE carries `proposer_id <> approver` and a
 //! CHECK constraint backs it; it refuses too a decider whose role is a
 //! pending grant, or who created the proposer's account or granted or
@@ -25,6 +27,7 @@ use crate::domain::PaymentStatus::{self, Created, Failed, Pending, Succeeded};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress};
 use crate::domain::{Class, Mover};
 use crate::engine::Engine;
+use crate::store::approvals::{self, Approver, Count, Subject};
 use crate::store::payments::PaymentBrief;
 use crate::store::proposals::{self, Decision};
 use crate::store::tickets::{Move, TicketRow, insert_note, move_ticket};
@@ -164,6 +167,7 @@ async fn refusal(engine: &Engine, actor: &User, id: &str, now: i64) -> AppError 
         Ok(None) => AppError::NotFound,
         Ok(Some(p)) if p.proposer_id == actor.id => AppError::OwnProposal,
         Ok(Some(p)) if p.status != "PENDING" => AppError::ProposalDecided,
+        Ok(Some(p)) if p.approved_by.contains(&actor.username) => AppError::AlreadyApproved,
         Ok(Some(p)) => match decision_refusal(&engine.db.pool, &actor.id, &p.proposer_id).await {
             Err(e) => e,
             Ok(Some(why)) => why,
@@ -188,7 +192,10 @@ fn back_to_work(now: i64) -> Move<'static> {
     Move::new(InProgress, &[AwaitingApproval], now)
 }
 
-/// Approves a proposal and executes it, in one transaction.
+/// Approves a proposal: the approval is recorded, and the approval that
+/// completes the count the proposal needs executes it, in the same
+/// transaction. An approval short of the count is recorded and audited,
+/// and the proposal waits for the next approver.
 pub async fn approve(
     engine: &Engine,
     actor: &User,
@@ -197,7 +204,34 @@ pub async fn approve(
 ) -> Result<ActionResult, AppError> {
     let comment = required(comment, "comment")?;
     let now = engine.now();
+    let busy = || AppError::Refused {
+        detail: "the database was busy with another decision on this proposal; look again".into(),
+    };
     let mut tx = engine.db.begin_write().await.map_err(internal)?;
+    let approver = Approver {
+        id: &actor.id,
+        name: &actor.username,
+        at: now,
+        comment,
+    };
+    let count = match approvals::approve(&mut tx, Subject::Fix, id, &approver).await {
+        Ok(Some(count)) => count,
+        Ok(None) => {
+            drop(tx);
+            let why = refusal(engine, actor, id, now).await;
+            tracing::warn!(proposal = id, by = %actor.username, refusal = %why, "approval refused");
+            return Err(why);
+        }
+        // The same approver twice at once: the other one counted.
+        Err(e) if store::is_unique_violation(&e) => return Err(AppError::AlreadyApproved),
+        // Another decision holds the proposal right now: its outcome
+        // decides; nothing was done here.
+        Err(e) if store::is_retryable(&e) => return Err(busy()),
+        Err(e) => return Err(internal(e)),
+    };
+    if !count.reached() {
+        return approved_partly(engine, tx, actor, id, comment, count, now).await;
+    }
     let decision = Decision {
         by_id: &actor.id,
         by_name: &actor.username,
@@ -209,13 +243,7 @@ pub async fn approve(
         Err(e) => {
             drop(tx);
             if store::is_retryable(&e) {
-                // Another decision holds the proposal right now: its
-                // outcome decides; nothing was done here.
-                return Err(AppError::Refused {
-                    detail:
-                        "the database was busy with another decision on this proposal; look again"
-                            .into(),
-                });
+                return Err(busy());
             }
             return Err(internal(e));
         }
@@ -248,6 +276,52 @@ pub async fn approve(
     engine.wake_workers();
     tracing::info!(proposal = id, kind = %p.kind, by = %actor.username, "fix executed");
     Ok(result)
+}
+
+/// An approval that leaves the proposal short of its count: recorded,
+/// noted on the ticket and audited; the proposal waits.
+async fn approved_partly(
+    engine: &Engine,
+    mut tx: store::Tx<'static>,
+    actor: &User,
+    id: &str,
+    comment: &str,
+    count: Count,
+    now: i64,
+) -> Result<ActionResult, AppError> {
+    let (approvals, required) = (count.approvals, count.required);
+    let ticket = proposals::ticket_of(&mut *tx, id).await.map_err(internal)?;
+    let body = format!(
+        "approved by {} ({approvals} of {required} approvals): {comment}",
+        actor.username
+    );
+    insert_note(
+        &mut tx,
+        &ticket,
+        "action",
+        &body,
+        None,
+        &actor.username,
+        now,
+    )
+    .await
+    .map_err(internal)?;
+    let entry = entry(
+        actor,
+        "fix.approval",
+        ("proposal", id),
+        None,
+        json!({ "approvals": approvals, "required_approvals": required, "comment": comment }),
+    );
+    audit::append(&mut tx, &engine.db.audit, &entry, now)
+        .await
+        .map_err(internal)?;
+    tx.commit().await.map_err(internal)?;
+    tracing::info!(proposal = id, by = %actor.username, approvals, required, "fix approved, waiting for more");
+    Ok(ActionResult {
+        class: "approved".into(),
+        detail: format!("{approvals} of {required} approvals: waiting for another approver"),
+    })
 }
 
 /// A stale proposal goes back to the queue marked stale; a failed one is

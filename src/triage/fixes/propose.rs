@@ -8,6 +8,7 @@ use super::{PROPOSAL_TTL_US, entry, required};
 use crate::accounts::{Actor, TxError, retrying};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress, Open};
 use crate::engine::Engine;
+use crate::policy::{self, changes::in_force};
 use crate::store::proposals::{self, NewProposal};
 use crate::store::tickets::{self, Move, insert_note, move_ticket};
 use crate::store::{Tx, audit, payments};
@@ -174,6 +175,14 @@ async fn propose_in(
     let why = "superseded by a newer proposal";
     proposals::supersede_pending(tx, &t.discrepancy_id, why).await?;
     let id = uuid::Uuid::now_v7().to_string();
+    // The count it needs is fixed now, under the policy in force now.
+    let (policy_version, policy) = in_force(tx).await?;
+    let amount = policy::amount_of(&plan.before, &plan.after);
+    let required = policy.required_for_fix(
+        fix.kind,
+        amount.as_ref().map(|(m, c)| (*m, c.as_str())),
+        bulk.is_some(),
+    );
     let (before, after) = (plan.before.to_string(), plan.after.to_string());
     proposals::insert(
         tx,
@@ -192,6 +201,8 @@ async fn propose_in(
             proposed_at: now,
             expires_at: now + PROPOSAL_TTL_US,
             bulk_id: bulk,
+            required,
+            policy_version,
         },
     )
     .await?;
@@ -228,6 +239,8 @@ async fn propose_in(
             "evidence": evidence,
             "expires_at": now + PROPOSAL_TTL_US,
             "bulk": bulk,
+            "required_approvals": required,
+            "policy_version": policy_version,
         }),
     );
     audit::append(tx, &engine.db.audit, &entry, now).await?;

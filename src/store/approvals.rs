@@ -1,0 +1,187 @@
+//! The `approvals` table: one row per (proposal, approver). A proposal
+//! (a fix, a day's reopening, a policy change) carries the number of
+//! distinct approvers it needs; each approval is recorded here by
+//! [`approve`], under the deciding statements' conditions, and the
+//! proposal's own deciding statement executes it only once the rows
+//! counted here reach its number.
+
+use super::users::{decider_confirmed, independent_of};
+use sqlx::{Any, AnyConnection, Executor};
+
+/// What is approved: the table of its proposals and that table's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subject {
+    Fix,
+    Reopen,
+    Policy,
+}
+
+impl Subject {
+    pub fn name(self) -> &'static str {
+        match self {
+            Subject::Fix => "fix",
+            Subject::Reopen => "reopen",
+            Subject::Policy => "policy",
+        }
+    }
+
+    fn table(self) -> (&'static str, &'static str) {
+        match self {
+            Subject::Fix => ("fix_proposals", "proposal_id"),
+            Subject::Reopen => ("day_reopens", "reopen_id"),
+            Subject::Policy => ("approval_policies", "policy_id"),
+        }
+    }
+
+    /// What the proposal must be, besides pending, for anyone to approve
+    /// it: a fix not stale, not expired, its ticket open; a policy change
+    /// approved by admins only. (`$1` the approver, `$3` now.)
+    fn conditions(self) -> &'static str {
+        match self {
+            Subject::Fix => {
+                "AND stale_reason IS NULL AND expires_at > $3 AND EXISTS (SELECT 1 FROM discrepancies d \
+                   WHERE d.discrepancy_id = fix_proposals.discrepancy_id AND d.status <> 'CLOSED')"
+            }
+            Subject::Reopen => "",
+            Subject::Policy => {
+                "AND EXISTS (SELECT 1 FROM users au WHERE au.id = $1 AND au.role = 'admin')"
+            }
+        }
+    }
+}
+
+/// The condition, for a proposal's deciding statement, that the distinct
+/// approvals of its row (`table.key`) reached the number it needs.
+pub fn enough(subject: Subject) -> String {
+    let (table, key) = subject.table();
+    format!(
+        "(SELECT COUNT(*) FROM approvals ap WHERE ap.subject = '{}' AND ap.subject_id = {table}.{key}) \
+           >= {table}.required_approvals",
+        subject.name()
+    )
+}
+
+/// An approver and what they said.
+pub struct Approver<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub at: i64,
+    pub comment: &'a str,
+}
+
+/// Where an approval stands once recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count {
+    pub approvals: i64,
+    pub required: i64,
+}
+
+impl Count {
+    pub fn reached(self) -> bool {
+        self.approvals >= self.required
+    }
+}
+
+/// Records `a`'s approval of proposal `id`, if it may be: the proposal is
+/// pending (and meets its subject's conditions), `a` is not its proposer,
+/// holds a confirmed deciding role, did not vouch for the proposer and has
+/// not approved it already. None when refused. The first statement takes
+/// the proposal's row (PostgreSQL locks it until commit), so two approvers
+/// at once take turns: the second counts the first's row once it is
+/// committed, and finds the proposal decided if the first executed it.
+/// The same approver twice at once: the second breaks the unique key.
+pub async fn approve(
+    conn: &mut AnyConnection,
+    subject: Subject,
+    id: &str,
+    a: &Approver<'_>,
+) -> sqlx::Result<Option<Count>> {
+    let (table, key) = subject.table();
+    let took = sqlx::query(&format!(
+        "UPDATE {table} SET approval_count = approval_count + 1 \
+         WHERE {key} = $2 AND status = 'PENDING' AND proposer_id <> $1 AND {} AND {} {} \
+           AND NOT EXISTS (SELECT 1 FROM approvals ap WHERE ap.subject = $4 AND ap.subject_id = $2 \
+             AND ap.approver_id = $1)",
+        decider_confirmed("$1"),
+        independent_of("$1", &format!("{table}.proposer_id")),
+        subject.conditions(),
+    ))
+    .bind(a.id)
+    .bind(id)
+    .bind(a.at)
+    .bind(subject.name())
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if took == 0 {
+        return Ok(None);
+    }
+    sqlx::query(&format!(
+        "INSERT INTO approvals (subject, subject_id, approver_id, approver_name, proposer_id, approved_at, \
+           ordinal, comment) SELECT $1, $2, $3, $4, proposer_id, $5, approval_count, $6 FROM {table} WHERE {key} = $2"
+    ))
+    .bind(subject.name())
+    .bind(id)
+    .bind(a.id)
+    .bind(a.name)
+    .bind(a.at)
+    .bind(a.comment)
+    .execute(&mut *conn)
+    .await?;
+    let (approvals, required): (i64, i64) = sqlx::query_as(&format!(
+        "SELECT (SELECT COUNT(*) FROM approvals ap WHERE ap.subject = $1 AND ap.subject_id = $2), \
+           required_approvals FROM {table} WHERE {key} = $2"
+    ))
+    .bind(subject.name())
+    .bind(id)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(Some(Count {
+        approvals,
+        required,
+    }))
+}
+
+/// Whether `approver` approved proposal `id` already.
+pub async fn has_approved<'e>(
+    e: impl Executor<'e, Database = Any>,
+    subject: Subject,
+    id: &str,
+    approver: &str,
+) -> sqlx::Result<bool> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM approvals WHERE subject = $1 AND subject_id = $2 AND approver_id = $3",
+    )
+    .bind(subject.name())
+    .bind(id)
+    .bind(approver)
+    .fetch_one(e)
+    .await?;
+    Ok(n > 0)
+}
+
+/// Who approved proposal `id`, in order.
+pub async fn names<'e>(
+    e: impl Executor<'e, Database = Any>,
+    subject: Subject,
+    id: &str,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT approver_name FROM approvals WHERE subject = $1 AND subject_id = $2 \
+         ORDER BY ordinal",
+    )
+    .bind(subject.name())
+    .bind(id)
+    .fetch_all(e)
+    .await
+}
+
+/// The SQL of a column listing who approved a row of `subject` (`key` the
+/// row's id column, qualified), one name a line, for a list's SELECT.
+pub fn names_column(subject: Subject, key: &str) -> String {
+    format!(
+        "(SELECT string_agg(ap.approver_name, '\n' ORDER BY ap.ordinal) \
+           FROM approvals ap WHERE ap.subject = '{}' AND ap.subject_id = {key})",
+        subject.name()
+    )
+}

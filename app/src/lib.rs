@@ -18,6 +18,7 @@ pub mod pages;
 pub mod readable;
 pub mod refused;
 pub mod sessions;
+pub mod settings;
 pub mod sinks;
 #[cfg(feature = "ssr")]
 pub mod ssr;

@@ -13,6 +13,7 @@ pub mod batch;
 pub mod bulk;
 pub mod callbacks;
 pub mod closes;
+pub mod config_versions;
 mod error;
 pub mod idempotency;
 pub mod leader;

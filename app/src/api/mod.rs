@@ -208,6 +208,9 @@ pub use sinks::*;
 mod refused;
 pub use refused::*;
 // API tokens.
+mod settings;
+pub use settings::*;
+
 mod tokens;
 pub use tokens::*;
 // Console sessions.

@@ -19,6 +19,7 @@ mod payments;
 mod refused;
 mod runs;
 mod sessions;
+mod settings;
 mod sinks;
 mod ticket;
 mod tickets;
@@ -161,6 +162,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/refused") view=refused::RefusedListPage ssr=SsrMode::Async/>
                 <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
                 <Route path=path!("/tokens") view=tokens::TokensPage ssr=SsrMode::Async/>
+                <Route path=path!("/settings") view=settings::SettingsPage ssr=SsrMode::Async/>
                 <Route path=path!("/sessions") view=sessions::SessionsPage ssr=SsrMode::Async/>
             </Routes>
         </Router>
@@ -241,6 +243,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let is_admin = user.role == Role::Admin;
     let sees_audit = matches!(user.role, Role::Supervisor | Role::Admin);
+    let decides = sees_audit;
     view! {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
@@ -279,6 +282,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                         {sees_audit.then(|| view! { <A href="/audit" attr:id="nav-audit">{tr(lang, "Audit", "审计")}</A> })}
                         {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
                         {is_admin.then(|| view! { <A href="/tokens" attr:id="nav-tokens">{Msg::NavTokens.text(lang)}</A> })}
+                        {decides.then(|| view! { <A href="/settings" attr:id="nav-settings">{Msg::NavSettings.text(lang)}</A> })}
                     </div>
                 </details>
             </nav>

@@ -11,6 +11,7 @@ use crate::console::{
 use crate::error::AppError;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
+use crate::settings::{EditableSettings, SettingsView};
 use crate::sinks::{RetriedNow, SinkRow};
 use crate::tickets::{
     ActionResult, AuditFilter, AuditPage, FixKind, FixRequest, Neighbours, Proposal,
@@ -37,6 +38,7 @@ pub trait Console:
     + Sinks
     + Refused
     + ApiTokens
+    + SettingsVersions
     + 'static
 {
 }
@@ -57,6 +59,7 @@ impl<T> Console for T where
         + Sinks
         + Refused
         + ApiTokens
+        + SettingsVersions
         + 'static
 {
 }
@@ -305,4 +308,19 @@ pub trait ApiTokens: Send + Sync {
         expires_days: Option<u32>,
     ) -> Result<CreatedToken, AppError>;
     async fn revoke_api_token(&self, actor: &User, id: &str) -> Result<(), AppError>;
+}
+
+/// The settings that decide money (supervisors and admins): the version in
+/// force and its history; a change proposed by one, approved or rejected
+/// by another (the proposer may withdraw their own).
+#[async_trait::async_trait]
+pub trait SettingsVersions: Send + Sync {
+    async fn settings_view(&self) -> Result<SettingsView, AppError>;
+    async fn propose_settings(
+        &self,
+        actor: &User,
+        edits: &EditableSettings,
+        reason: &str,
+    ) -> Result<(), AppError>;
+    async fn decide_settings(&self, actor: &User, id: &str, approve: bool) -> Result<(), AppError>;
 }

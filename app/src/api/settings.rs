@@ -5,9 +5,11 @@
 //! step.
 
 use crate::error::AppError;
-use crate::settings::{EditableSettings, SettingsView};
+use crate::settings::SettingsView;
 use leptos::prelude::*;
 
+#[cfg(feature = "ssr")]
+use crate::settings::EditableSettings;
 #[cfg(feature = "ssr")]
 use crate::ssr::{console, guard, respond};
 #[cfg(feature = "ssr")]

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod bank;
 pub mod cli;
 pub mod config;
+pub mod config_versions;
 pub mod console;
 pub mod context;
 pub mod demo;

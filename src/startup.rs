@@ -131,6 +131,11 @@ impl Application {
             options.clock.clone(),
             settings,
         );
+        // The money-deciding settings: the host's recorded as a version
+        // when they changed, or the console's version still in force.
+        crate::config_versions::at_start(&engine)
+            .await
+            .context("cannot record the settings' version")?;
         // The page names its assets by their fingerprint, so browsers may
         // cache them for good (`web::assets`).
         let pkg = match web::assets::fingerprint(&config.site_dir) {
@@ -379,13 +384,19 @@ fn pulls_of(config: &Config, timezone: &jiff::tz::TimeZone) -> anyhow::Result<Pu
 /// workers — for command-line work beside (or without) a running server.
 pub async fn engine_of(config: &Config) -> anyhow::Result<Engine> {
     let db = open_database(config).await?;
-    Ok(Engine::new(
+    let engine = Engine::new(
         db,
         Providers::new(providers_of(config)?),
         Metrics::new(),
         Arc::new(crate::context::SystemClock),
         settings_of(config)?,
-    ))
+    );
+    // A command that runs or closes a day records the version it used,
+    // as the server does.
+    crate::config_versions::at_start(&engine)
+        .await
+        .context("cannot record the settings' version")?;
+    Ok(engine)
 }
 
 /// Opens the database named by the configuration and applies migrations.

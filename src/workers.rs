@@ -179,6 +179,11 @@ where
 /// ran; the others were held by another instance.
 pub async fn statement_beat(engine: &Engine, me: &Instance) -> Vec<&'static str> {
     let e = engine;
+    // Every instance: a version adopted elsewhere is in force here from
+    // this beat on.
+    if let Err(e) = crate::config_versions::follow(engine).await {
+        tracing::error!(error = %e, "settings' version");
+    }
     let mut beat = Beat::new(e, me);
     beat.job(jobs::STATEMENT_PULLS, |now| recon::scheduled_pulls(e, now))
         .await;

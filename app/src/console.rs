@@ -426,6 +426,8 @@ pub struct RunSummary {
     /// What the run read: the bill format and the layout the file was
     /// (`wechatpay trade bill (REFUND)`), or the API a pull paged through.
     pub bill_type: Option<String>,
+    /// The version of the money-deciding settings the run used.
+    pub config_version: Option<i64>,
     /// The statement file is kept and downloads from `/runs/{id}/file`.
     #[cfg_attr(feature = "ssr", sqlx(skip))]
     pub file_kept: bool,
@@ -538,6 +540,8 @@ pub struct CloseInfo {
     pub hash: String,
     pub reopened_by: Option<String>,
     pub reopened_at: Option<i64>,
+    /// The version of the money-deciding settings in force at the close.
+    pub config_version: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

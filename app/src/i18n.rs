@@ -126,6 +126,7 @@ pub enum Msg {
     KeyboardShortcuts,
     // API tokens (the navigation and the tokens page).
     NavTokens,
+    NavSettings,
     // Console sessions (the top bar, the users page, the sessions page).
     Sessions,
 }
@@ -278,6 +279,7 @@ impl Msg {
             AssignToMe => ("Assign to me", "分配给我"),
             KeyboardShortcuts => ("Keyboard shortcuts", "键盘快捷键"),
             NavTokens => ("API tokens", "API 令牌"),
+            NavSettings => ("Settings", "配置"),
             Sessions => ("Sessions", "登录会话"),
         }
     }

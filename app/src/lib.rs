@@ -20,6 +20,7 @@ pub mod policy;
 pub mod readable;
 pub mod refused;
 pub mod sessions;
+pub mod settings;
 pub mod sinks;
 #[cfg(feature = "ssr")]
 pub mod ssr;

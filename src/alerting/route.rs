@@ -31,7 +31,8 @@ const LEASE_US: i64 = 120_000_000;
 /// Routes the alerts raised since the last pass and sends the digests due
 /// at `now`. Returns how many messages it wrote.
 pub async fn route_alerts(ctx: &Context, now: i64) -> store::Result<usize> {
-    let channels = &ctx.settings.channels;
+    let settings = ctx.settings();
+    let channels = &settings.channels;
     let pool = &ctx.db.pool;
     if channels.is_empty() {
         // Nothing to tell anyone: alerts are only marked, so a channel

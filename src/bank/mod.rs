@@ -372,7 +372,7 @@ pub async fn payouts_seen(
 fn today(ctx: &Context, now: i64) -> jiff::civil::Date {
     jiff::Timestamp::from_microsecond(now)
         .unwrap_or_default()
-        .to_zoned(ctx.settings.timezone.clone())
+        .to_zoned(ctx.settings().timezone.clone())
         .date()
 }
 
@@ -382,7 +382,7 @@ fn today(ctx: &Context, now: i64) -> jiff::civil::Date {
 pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, BankError> {
     // The provider is asked outside the matching transaction.
     let net_differs = check_nets(ctx, now).await?;
-    let window = ctx.settings.pulls.bank_window_days;
+    let window = ctx.settings().pulls.bank_window_days;
     let mut tx = ctx.db.begin_write().await?;
     store::lock_matching(&mut tx, ctx.db.kind).await?;
     let payout_rows = store::open_payouts(&mut *tx).await?;

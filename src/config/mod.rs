@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 pub use crate::providers::ProviderConfig;
 
 mod alert_channels;
+pub mod evidence;
 mod runtime;
 mod settings;
 mod sinks;

@@ -176,13 +176,7 @@ pub(super) fn checked(
         366,
         "days",
     )?;
-    let statement_missing_hours = values::number(
-        "RECKON_STATEMENT_MISSING_HOURS",
-        layers.statement_missing_hours,
-        6,
-        24 * 30,
-        "hours",
-    )?;
+    let statement_missing_hours = values::statement_missing_hours(layers.statement_missing_hours)?;
     let statement_keep_days = values::number(
         "RECKON_STATEMENT_KEEP_DAYS",
         layers.statement_keep_days,
@@ -192,27 +186,18 @@ pub(super) fn checked(
     )?;
     // Days either side of a payout's arrival its bank credit may be
     // booked; past them an unmatched payout or provider credit is a ticket.
-    let bank_window_days = values::number(
-        "RECKON_BANK_WINDOW_DAYS",
-        layers.bank_window_days,
-        super::DEFAULT_BANK_WINDOW_DAYS,
-        60,
-        "days",
-    )?;
+    let bank_window_days = values::bank_window_days(layers.bank_window_days)?;
     // Closing the day — the highest severity a day may keep open and
     // still close by itself (NONE: only a day without open tickets).
     let (close_allow_open, close_auto) = values::closing(layers.close_allow_open)?;
 
     // Ticket ageing and SLA: hours per class.
-    let sla_text = text(layers.sla_hours).unwrap_or_default();
-    let sla = crate::domain::Sla::parse(&sla_text).map_err(|hint| ConfigError::Invalid {
-        key: "RECKON_SLA_HOURS",
-        value: sla_text.clone(),
-        hint,
-    })?;
+    let sla = values::sla_hours(text(layers.sla_hours))?;
 
     // The day's edge
-    let cut_window = values::cut_window(text(layers.cut_window_minutes), &providers)?;
+    let cut_window = values::cut_window(text(layers.cut_window_minutes), |name| {
+        providers.iter().any(|p| p.name() == name)
+    })?;
 
     // The file's [[sinks]] beside RECKON_OUTBOX_SINKS's.
     let sinks = values::sinks(

@@ -317,7 +317,7 @@ pub(super) fn close_allow_open(given: Option<String>) -> Result<Option<Severity>
 /// `30,wechat=60`.
 pub(super) fn cut_window(
     given: Option<String>,
-    providers: &[ProviderConfig],
+    is_provider: impl Fn(&str) -> bool,
 ) -> Result<super::CutWindow, ConfigError> {
     let mut window = super::CutWindow::default();
     let Some(given) = given else {
@@ -340,7 +340,7 @@ pub(super) fn cut_window(
             None => window.minutes = minutes(item)?,
             Some((name, m)) => {
                 let name = name.trim();
-                if !providers.iter().any(|p| p.name() == name) {
+                if !is_provider(name) {
                     return Err(refused(format!(
                         "{name:?} is not a configured provider account"
                     )));
@@ -451,6 +451,35 @@ pub(super) fn providers(
         }
     }
     Ok(providers)
+}
+
+/// `RECKON_BANK_WINDOW_DAYS`: days either side of a payout's arrival its
+/// bank credit may be booked; past them an unmatched payout or provider
+/// credit is a ticket.
+pub(super) fn bank_window_days(given: Option<Text>) -> Result<i64, ConfigError> {
+    number(
+        "RECKON_BANK_WINDOW_DAYS",
+        given,
+        super::DEFAULT_BANK_WINDOW_DAYS,
+        60,
+        "days",
+    )
+}
+
+/// `RECKON_STATEMENT_MISSING_HOURS`: how long after it should be ready a
+/// statement still missing raises an alert.
+pub(super) fn statement_missing_hours(given: Option<Text>) -> Result<i64, ConfigError> {
+    number("RECKON_STATEMENT_MISSING_HOURS", given, 6, 24 * 30, "hours")
+}
+
+/// `RECKON_SLA_HOURS`: hours per ticket class (`CLASS=HOURS`, `*=HOURS`).
+pub(super) fn sla_hours(given: Option<String>) -> Result<crate::domain::Sla, ConfigError> {
+    let given = given.unwrap_or_default();
+    crate::domain::Sla::parse(&given).map_err(|hint| ConfigError::Invalid {
+        key: "RECKON_SLA_HOURS",
+        value: given.clone(),
+        hint,
+    })
 }
 
 /// A whole number from 1 to `max`: the one given, else `default`;

@@ -16,7 +16,8 @@ impl Desk {
         range: (i64, i64),
     ) -> store::Result<Ageing> {
         let db = &self.engine.db;
-        let sla = &self.engine.settings.sla;
+        let settings = self.engine.settings();
+        let sla = &settings.sla;
         let classes = ageing::open_by_class(db, provider, self.now(), sla)
             .await?
             .into_iter()

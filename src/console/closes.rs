@@ -83,6 +83,7 @@ impl app::ssr::DayCloses for Desk {
                     hash: c.hash,
                     reopened_by: c.reopened_by,
                     reopened_at: c.reopened_at,
+                    config_version: c.config_version,
                 }),
                 reopen: reopen.map(|r| ReopenInfo {
                     proposer_id: r.proposer_id,

@@ -24,6 +24,7 @@ mod payments;
 mod policy;
 mod refused;
 mod runs;
+mod settings;
 pub mod sinks;
 mod tickets;
 mod tokens;
@@ -54,7 +55,8 @@ impl Desk {
     }
 
     fn tz(&self) -> &jiff::tz::TimeZone {
-        &self.engine.settings.timezone
+        // The business zone is the host's alone: no version changes it.
+        &self.engine.live.host().timezone
     }
 
     /// The business day `day` (YYYY-MM-DD) as [start, end) microseconds.

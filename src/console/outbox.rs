@@ -44,8 +44,8 @@ pub async fn list(engine: &Engine, filter: &OutboxFilter) -> Result<OutboxPage, 
 /// Configured sinks, and any a delivery still names.
 async fn sinks(engine: &Engine) -> Result<Vec<String>, AppError> {
     let mut all = ops::known_sinks(&engine.db.pool).await.map_err(internal)?;
-    all.extend(engine.settings.sinks.iter().map(|s| s.name.clone()));
-    all.extend(engine.settings.channels.iter().map(|c| c.name.clone()));
+    all.extend(engine.settings().sinks.iter().map(|s| s.name.clone()));
+    all.extend(engine.settings().channels.iter().map(|c| c.name.clone()));
     all.sort();
     all.dedup();
     Ok(all)

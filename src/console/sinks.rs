@@ -34,7 +34,7 @@ pub async fn list(engine: &Engine) -> Result<Vec<SinkRow>, AppError> {
     let states = sinks::states(pool).await.map_err(internal)?;
     let counts = sinks::counts(pool).await.map_err(internal)?;
     Ok(engine
-        .settings
+        .settings()
         .sinks
         .iter()
         .map(|s| {

@@ -77,13 +77,13 @@ fn check_age(f: &TicketFilter) -> Result<(), AppError> {
 impl app::ssr::Tickets for Desk {
     async fn tickets(&self, f: &TicketFilter) -> Result<TicketPage, AppError> {
         check_age(f)?;
-        list_page(&self.engine.db, f, self.now(), &self.engine.settings.sla)
+        list_page(&self.engine.db, f, self.now(), &self.engine.settings().sla)
             .await
             .map_err(internal)
     }
 
     async fn ticket(&self, id: &str) -> Result<TicketDetail, AppError> {
-        detail(&self.engine.db, id, self.now(), &self.engine.settings.sla)
+        detail(&self.engine.db, id, self.now(), &self.engine.settings().sla)
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)

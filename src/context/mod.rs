@@ -4,8 +4,10 @@
 //! and `apply`); a room that moves no payment takes only this.
 
 mod clock;
+mod live;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use live::Live;
 
 use crate::config::Settings;
 use crate::metrics::Metrics;
@@ -20,7 +22,9 @@ pub struct Context {
     pub providers: Providers,
     pub metrics: Metrics,
     pub clock: Arc<dyn Clock>,
-    pub settings: Arc<Settings>,
+    /// The settings in force (the host's, with the adopted version's
+    /// console-editable values): see [`Context::settings`].
+    pub live: Arc<Live>,
     /// Wakes the workers' lanes when new work was just written.
     pub(crate) wake: Arc<Wake>,
 }
@@ -38,9 +42,21 @@ impl Context {
             providers,
             metrics,
             clock,
-            settings: Arc::new(settings),
+            live: Arc::new(Live::new(settings)),
             wake: Arc::default(),
         }
+    }
+
+    /// The settings in force now. A piece of work (a run, a pass) takes
+    /// them once at its start and keeps them to its end.
+    pub fn settings(&self) -> Arc<Settings> {
+        self.live.get().0
+    }
+
+    /// The version of the money-deciding settings in force, if one was
+    /// recorded.
+    pub fn config_version(&self) -> Option<i64> {
+        self.live.get().1
     }
 
     pub fn now(&self) -> i64 {

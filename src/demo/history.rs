@@ -17,7 +17,7 @@ use std::sync::Arc;
 const DAYS: i64 = 30;
 
 pub async fn history(engine: Engine, sandbox: SandboxServer) -> anyhow::Result<()> {
-    let tz = engine.settings.timezone.clone();
+    let tz = engine.settings().timezone.clone();
     let today = jiff::Timestamp::now().to_zoned(tz.clone()).date();
     let first = today.checked_sub(jiff::Span::new().days(DAYS))?;
     let written = payments::count_written(&engine.db.pool, "demo", "demo history").await?;
@@ -32,7 +32,7 @@ pub async fn history(engine: Engine, sandbox: SandboxServer) -> anyhow::Result<(
         engine.providers.clone(),
         engine.metrics.clone(),
         clock.clone(),
-        (*engine.settings).clone(),
+        (*engine.settings()).clone(),
     );
     let Some(sandbox_provider) = engine.providers.get("sandbox").cloned() else {
         return Ok(());

@@ -112,7 +112,7 @@ pub(super) async fn disagreements(engine: Engine, sandbox: SandboxServer, after:
             });
         }
         let today = jiff::Timestamp::now()
-            .to_zoned(engine.settings.timezone.clone())
+            .to_zoned(engine.settings().timezone.clone())
             .date()
             .to_string();
         match crate::recon::pull_statement(&engine, "sandbox", &today, "demo").await {

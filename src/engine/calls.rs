@@ -256,7 +256,7 @@ impl Engine {
                 return tasks::close(pool, &task.task_id, "DONE", None, now).await;
             }
             let first_delay = self
-                .settings
+                .settings()
                 .query_schedule
                 .first()
                 .copied()
@@ -347,7 +347,7 @@ impl Engine {
             Err(e) => Some(e.to_string()),
         };
         let next_index = usize::try_from(task.attempts + 1).unwrap_or(usize::MAX);
-        match self.settings.query_schedule.get(next_index) {
+        match self.settings().query_schedule.get(next_index) {
             Some(delay) => {
                 tasks::retry_at(pool, &task.task_id, now + delay, error.as_deref(), now).await
             }

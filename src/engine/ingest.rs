@@ -389,7 +389,7 @@ impl Engine {
             Applied::UnknownPayment => {
                 // The first try failed: retried later, or DEAD at once when
                 // only one try is allowed.
-                let next = (1 < self.settings.callback_max_tries).then(|| now + retry_delay(1));
+                let next = (1 < self.settings().callback_max_tries).then(|| now + retry_delay(1));
                 callbacks::failed(&mut *conn, &c.id, callbacks::UNKNOWN_PAYMENT, next, now).await?;
                 if next.is_none() {
                     self.metrics.callback("dead");

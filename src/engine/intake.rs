@@ -63,7 +63,7 @@ impl Engine {
             // What the body claims is not believed; at most it makes
             // Reckon ask the provider, who is the authority.
             let claimed = self
-                .settings
+                .settings()
                 .query_on_unverified
                 .contains(provider.name().as_str())
                 .then(|| match provider.parse(headers, body) {
@@ -236,7 +236,7 @@ impl Engine {
                 *gate = (minute, 0);
             }
             gate.1 += 1;
-            (gate.1 <= self.settings.refused_per_minute).then_some(gate.1)
+            (gate.1 <= self.settings().refused_per_minute).then_some(gate.1)
         };
         let Some(nth) = admitted else {
             return;
@@ -271,7 +271,7 @@ impl Engine {
             return;
         }
         if nth % 8 == 0
-            && let Err(e) = refused::prune(&self.db.pool, name, self.settings.refused_keep).await
+            && let Err(e) = refused::prune(&self.db.pool, name, self.settings().refused_keep).await
         {
             tracing::warn!(error = %e, "could not prune refused callbacks");
         }
@@ -448,7 +448,7 @@ impl Engine {
     ) -> store::Result<()> {
         self.metrics.callback("failed");
         let tries = callbacks::retry_count(&self.db.pool, id).await? + 1;
-        let next = (tries < self.settings.callback_max_tries).then(|| now + retry_delay(tries));
+        let next = (tries < self.settings().callback_max_tries).then(|| now + retry_delay(tries));
         callbacks::failed(&self.db.pool, id, error, next, now).await?;
         if next.is_none() {
             self.metrics.callback("dead");

@@ -449,7 +449,7 @@ impl Engine {
         } else {
             usize::try_from(task.attempts + 1).unwrap_or(usize::MAX)
         };
-        match self.settings.query_schedule.get(attempt) {
+        match self.settings().query_schedule.get(attempt) {
             Some(delay) if task.kind == tasks::REFUND => {
                 tasks::schedule_refund(
                     pool,

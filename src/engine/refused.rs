@@ -100,7 +100,7 @@ impl Engine {
     /// at once only when they may just have crossed the threshold and this
     /// instance has not alerted the spell yet.
     pub(super) async fn count_failure(&self, provider: &str, now: i64) {
-        let spike = self.settings.refused_spike;
+        let spike = self.settings().refused_spike;
         let add = {
             let mut tallies = self
                 .refused_tally
@@ -141,7 +141,7 @@ impl Engine {
         add: i64,
         now: i64,
     ) -> store::Result<(i64, bool)> {
-        let spike = self.settings.refused_spike;
+        let spike = self.settings().refused_spike;
         let mut conn = self.db.pool.acquire().await?;
         let count = refused::tally(&mut conn, provider, add, now, spike.window_us).await?;
         if rand::random::<u8>() == 0 {

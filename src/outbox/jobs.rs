@@ -37,7 +37,7 @@ fn instant(ctx: &Context, text: &str, end: bool) -> Result<i64, AppError> {
     if let Ok(ts) = text.parse::<jiff::Timestamp>() {
         return Ok(ts.as_microsecond());
     }
-    let (start, next) = crate::recon::day_range(text, &ctx.settings.timezone).map_err(|_| {
+    let (start, next) = crate::recon::day_range(text, &ctx.settings().timezone).map_err(|_| {
         invalid(format!(
             "{text:?} is neither an RFC 3339 time (2026-12-01T00:00:00Z) nor a day (YYYY-MM-DD)"
         ))
@@ -125,7 +125,7 @@ async fn requeue_audited(
 /// Whether the relay can deliver to `sink` (a configured sink or alert
 /// channel).
 pub fn configured(ctx: &Context, sink: &str) -> bool {
-    ctx.settings.sinks.iter().any(|s| s.name == sink) || ctx.settings.channel(sink).is_some()
+    ctx.settings().sinks.iter().any(|s| s.name == sink) || ctx.settings().channel(sink).is_some()
 }
 
 /// Queues one message again, to `sink` or to every sink it was meant

@@ -15,5 +15,5 @@ use crate::context::Context;
 
 /// Whether the relay can deliver anywhere at all.
 pub fn any_configured(ctx: &Context) -> bool {
-    !ctx.settings.sinks.is_empty() || !ctx.settings.channels.is_empty()
+    !ctx.settings().sinks.is_empty() || !ctx.settings().channels.is_empty()
 }

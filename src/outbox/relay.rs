@@ -119,7 +119,7 @@ impl Lane {
 /// Every lane this configuration has: each sink, each alert channel, and
 /// the deliveries of sinks no longer configured.
 pub fn lanes(ctx: &Context) -> Vec<Lane> {
-    let settings = &ctx.settings;
+    let settings = ctx.settings();
     let mut configured: Vec<String> = settings.sinks.iter().map(|s| s.name.clone()).collect();
     configured.extend(settings.channels.iter().map(|c| c.name.clone()));
     settings
@@ -441,7 +441,7 @@ async fn record_pass(
 fn next_attempt(ctx: &Context, target: &Target, attempts: i64, now: i64) -> Option<i64> {
     match target {
         Target::Sink(sink) => sink.next_attempt(attempts, now),
-        Target::Channel(_) | Target::Gone(_) => (attempts < ctx.settings.outbox_max_attempts)
+        Target::Channel(_) | Target::Gone(_) => (attempts < ctx.settings().outbox_max_attempts)
             .then(|| now + (10_000_000i64 << attempts.min(9)).min(3_600_000_000)),
     }
 }

@@ -56,7 +56,7 @@ pub(crate) async fn sink_failing_check(
     now: i64,
 ) -> store::Result<()> {
     let pool = &ctx.db.pool;
-    let rule = ctx.settings.sink_failing;
+    let rule = ctx.settings().sink_failing;
     if (in_a_row >= rule.attempts || now - since >= rule.after_us)
         && sinks::mark_failing(pool, sink, now).await?
     {
@@ -90,7 +90,7 @@ pub async fn set_paused(
     reason: &str,
     pause: bool,
 ) -> Result<(), AppError> {
-    if !ctx.settings.sinks.iter().any(|s| s.name == name) {
+    if !ctx.settings().sinks.iter().any(|s| s.name == name) {
         return Err(AppError::NotFound);
     }
     let reason = crate::triage::required(reason, "reason")?;
@@ -148,7 +148,7 @@ pub async fn retry_now(
     name: &str,
     reason: &str,
 ) -> Result<RetriedNow, AppError> {
-    if !ctx.settings.sinks.iter().any(|s| s.name == name) {
+    if !ctx.settings().sinks.iter().any(|s| s.name == name) {
         return Err(AppError::NotFound);
     }
     let reason = crate::triage::required(reason, "reason")?;

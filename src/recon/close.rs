@@ -104,7 +104,7 @@ pub async fn auto_close(
     date: &str,
 ) -> Result<Option<CloseRow>, ReconError> {
     let pool = &engine.db.pool;
-    if !engine.settings.closing.auto || closes::closed(pool, provider, date).await?.is_some() {
+    if !engine.settings().closing.auto || closes::closed(pool, provider, date).await?.is_some() {
         return Ok(None);
     }
     // An empty statement is as often a bill not ready as a quiet day: such
@@ -121,7 +121,11 @@ pub async fn auto_close(
     if crate::store::recon_edges::count_in_transit(pool, provider, date).await? > 0 {
         return Ok(None);
     }
-    let allowed = engine.settings.closing.allow_open.map_or(0, Severity::rank);
+    let allowed = engine
+        .settings()
+        .closing
+        .allow_open
+        .map_or(0, Severity::rank);
     for (severity, n) in closes::open_by_severity(pool, provider, date).await? {
         let rank = severity
             .parse::<Severity>()
@@ -148,7 +152,7 @@ pub async fn close_ready_days(engine: &Engine, now: i64) -> Result<usize, ReconE
         return Ok(0);
     };
     // Zones run up to a day either side of UTC.
-    let back = engine.settings.pulls.catch_up_days.max(1) + 1;
+    let back = engine.settings().pulls.catch_up_days.max(1) + 1;
     let from = today
         .checked_sub(jiff::Span::new().days(back))
         .unwrap_or(today);
@@ -245,6 +249,8 @@ async fn close(
         .signing()
         .ok_or_else(|| ReconError::Invalid(engine.db.audit.source.clone()))?
         .clone();
+    // The settings in force decided whether the day may close.
+    let config_version = engine.config_version();
     // Two closes of one provider at once take the same place in its chain:
     // the second is refused by the key and tries again after the first.
     for _ in 0..3 {
@@ -257,7 +263,7 @@ async fn close(
         }
         let prev = closes::last_of_provider(&mut tx, provider).await?;
         let (seq, prev_hash) = prev.map_or((1, GENESIS.to_owned()), |p| (p.seq + 1, p.hash));
-        let body = canonical(&json!({
+        let mut body = json!({
             "format": REPORT_FORMAT,
             "provider": provider,
             "business_date": date,
@@ -271,7 +277,13 @@ async fn close(
             "open_tickets": open,
             "statements": statements,
             "prev_hash": prev_hash,
-        }));
+        });
+        // The settings' version joins the body only when there is one, so
+        // a close's body keeps the shape it had before versions.
+        if let Some(v) = config_version {
+            body["config_version"] = v.into();
+        }
+        let body = canonical(&body);
         let hash = body_hash(&body);
         let row = CloseRow {
             provider: provider.to_owned(),
@@ -289,6 +301,7 @@ async fn close(
             key_id: key.id.clone(),
             reopened_by: None,
             reopened_at: None,
+            config_version,
         };
         match closes::insert(&mut tx, &row).await {
             Err(e) if store::is_unique_violation(&e) => {

@@ -28,7 +28,8 @@ use serde_json::json;
 /// The cut window of `provider` (microseconds): its own setting, else the
 /// default (`RECKON_CUT_WINDOW_MINUTES`).
 pub fn cut_window(engine: &Engine, provider: &str) -> i64 {
-    let pulls = &engine.settings.pulls;
+    let settings = engine.settings();
+    let pulls = &settings.pulls;
     pulls
         .cut_windows
         .get(provider)
@@ -313,7 +314,7 @@ pub async fn expire_overdue(engine: &Engine, now: i64) -> Result<i64, ReconError
                 continue;
             };
             let overdue = super::schedule::ready_at(expected, &day)
-                .is_some_and(|ready| now >= ready + engine.settings.pulls.missing_after_us);
+                .is_some_and(|ready| now >= ready + engine.settings().pulls.missing_after_us);
             // A row still in transit after its neighbour's completed run was
             // missed by it (the two runs overlapped): absent now as well.
             if overdue || recon_runs::has_completed(pool, provider, &row.expected_date).await? {

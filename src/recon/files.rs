@@ -119,7 +119,7 @@ pub async fn kept_file(
 /// The retention pass: deletes the files kept longer than the configured
 /// days; how many.
 pub async fn expire_files(engine: &Engine, now: i64) -> store::Result<u64> {
-    let before = now - engine.settings.pulls.keep_files_days * DAY_US;
+    let before = now - engine.settings().pulls.keep_files_days * DAY_US;
     let deleted = statement_files::delete_kept_before(&engine.db.pool, before).await?;
     if deleted > 0 {
         tracing::info!(deleted, "statement files past their retention deleted");

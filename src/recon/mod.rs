@@ -115,6 +115,7 @@ pub async fn import_statement(engine: &Engine, imp: Import<'_>) -> Result<RunRow
         file_name: imp.file_name,
         started_by: imp.started_by,
         now: engine.now(),
+        config_version: engine.config_version(),
     };
     start_run(engine, &new, imp.hash.as_deref()).await?;
     tracing::info!(

@@ -73,6 +73,7 @@ pub(super) async fn start_pull(
         file_name: None,
         started_by,
         now: engine.now(),
+        config_version: engine.config_version(),
     };
     super::start_run(engine, &new, None).await?;
     if let Err(e) = super::close::refuse_if_closed(engine, provider, date).await {
@@ -274,7 +275,7 @@ async fn no_statement(
         .parse::<jiff::civil::Date>()
         .ok()
         .and_then(|d| schedule::ready_at(d, &schedule::statement_day(engine, provider)))
-        .map(|ready| ready + engine.settings.pulls.missing_after_us);
+        .map(|ready| ready + engine.settings().pulls.missing_after_us);
     match overdue {
         Some(at) if engine.now() >= at => {}
         _ => return wait("before the bill is overdue".into()).await,

@@ -243,7 +243,7 @@ pub(super) async fn read_and_match(
         "the day's payments read"
     );
     let mut matcher = Matcher::new(day);
-    matcher.fees = super::fees::DayFees::new(engine.settings.closing.fees.get(provider));
+    matcher.fees = super::fees::DayFees::new(engine.settings().closing.fees.get(provider));
     matcher.started = Some(started);
     let mut received = 0i64;
     // While the reader sets the pace, the payments the exceptions name
@@ -334,7 +334,7 @@ pub(super) fn staged(r: &StatementRow) -> StagedRow<'_> {
 /// A pull's staged rows streamed against the day's payments.
 pub(super) async fn match_staged(engine: &Engine, run: &Run<'_>) -> Result<Matcher, ReconError> {
     let mut matcher = Matcher::new(local::day_payments(engine, run.provider, run.range).await?);
-    matcher.fees = super::fees::DayFees::new(engine.settings.closing.fees.get(run.provider));
+    matcher.fees = super::fees::DayFees::new(engine.settings().closing.fees.get(run.provider));
     let mut rows = recon_runs::staged_rows(&engine.db.pool, run.run_id);
     while let Some(r) = rows.try_next().await? {
         let currency = crate::domain::Currency::parse(&r.currency)

@@ -41,13 +41,13 @@ pub fn statement_zone(engine: &Engine, provider: &str) -> jiff::tz::TimeZone {
 
 pub(super) fn statement_day(engine: &Engine, provider: &str) -> StatementDay {
     engine
-        .settings
+        .settings()
         .pulls
         .days
         .get(provider)
         .cloned()
         .unwrap_or_else(|| StatementDay {
-            zone: engine.settings.timezone.clone(),
+            zone: engine.settings().timezone.clone(),
             ready_hour: DEFAULT_READY_HOUR,
         })
 }
@@ -82,7 +82,7 @@ pub fn window(engine: &Engine, provider: &str, now: i64) -> Vec<Date> {
     }
     let mut days = Vec::new();
     let mut d = latest;
-    for _ in 0..engine.settings.pulls.catch_up_days.max(1) {
+    for _ in 0..engine.settings().pulls.catch_up_days.max(1) {
         days.push(d);
         let Ok(before) = d.yesterday() else { break };
         d = before;
@@ -481,11 +481,11 @@ async fn alert_if_missing(
     let Some(ready) = ready_at(date, &day) else {
         return Ok(());
     };
-    if now < ready + engine.settings.pulls.missing_after_us {
+    if now < ready + engine.settings().pulls.missing_after_us {
         return Ok(());
     }
     let zone = day.zone.iana_name().unwrap_or("UTC");
-    let hours = engine.settings.pulls.missing_after_us / 3_600_000_000;
+    let hours = engine.settings().pulls.missing_after_us / 3_600_000_000;
     let message = format!(
         "the {provider} statement of {date} is still missing {hours} hours after it should have \
          been ready ({:02}:00 {zone} the day after): see the runs page for the last pull's error, \

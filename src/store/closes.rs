@@ -11,7 +11,7 @@ use super::users::{decider_confirmed, independent_of};
 use sqlx::{Any, AnyConnection, Executor};
 
 const CLOSE_COLUMNS: &str = "provider, seq, business_date, state, how, closed_by, reason, closed_at, \
-     body_json, prev_hash, hash, key_id, signature, reopened_by, reopened_at";
+     body_json, prev_hash, hash, key_id, signature, reopened_by, reopened_at, config_version";
 
 /// A close record as stored.
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -34,6 +34,9 @@ pub struct CloseRow {
     pub signature: String,
     pub reopened_by: Option<String>,
     pub reopened_at: Option<i64>,
+    /// The version of the money-deciding settings in force when the day
+    /// closed (None: a close from before versions).
+    pub config_version: Option<i64>,
 }
 
 /// A proposal to reopen a closed day.
@@ -75,8 +78,8 @@ pub async fn last_of_provider(
 pub async fn insert(conn: &mut AnyConnection, r: &CloseRow) -> sqlx::Result<()> {
     sqlx::query::<Any>(
         "INSERT INTO day_closes (provider, seq, business_date, state, how, closed_by, reason, closed_at, \
-         body_json, prev_hash, hash, key_id, signature) \
-         VALUES ($1, $2, $3, 'CLOSED', $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         body_json, prev_hash, hash, key_id, signature, config_version) \
+         VALUES ($1, $2, $3, 'CLOSED', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(&r.provider)
     .bind(r.seq)
@@ -90,6 +93,7 @@ pub async fn insert(conn: &mut AnyConnection, r: &CloseRow) -> sqlx::Result<()> 
     .bind(&r.hash)
     .bind(&r.key_id)
     .bind(&r.signature)
+    .bind(r.config_version)
     .execute(conn)
     .await?;
     Ok(())

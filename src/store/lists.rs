@@ -422,7 +422,7 @@ pub async fn runs(db: &Db, after: Option<&After>, limit: i64) -> sqlx::Result<Ve
     // bounded, as every read of runs reads it.
     let mut qb = Builder::new(format!(
         "SELECT run_id AS id, provider, business_date, source, status, phase, cursor, rows_read, figures_json, \
-           started_by, started_at, finished_at, file_hash, bill_type, {}, \
+           started_by, started_at, finished_at, file_hash, bill_type, config_version, {}, \
            CAST(CASE WHEN EXISTS (SELECT 1 FROM statement_files f WHERE f.run_id = recon_runs.run_id) THEN 1 ELSE 0 END AS BIGINT) AS file_kept \
          FROM recon_runs WHERE 1 = 1",
         super::recon_runs::BOUNDED_COLUMNS

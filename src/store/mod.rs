@@ -14,6 +14,7 @@ pub mod batch;
 pub mod bulk;
 pub mod callbacks;
 pub mod closes;
+pub mod config_versions;
 mod error;
 pub mod idempotency;
 pub mod leader;

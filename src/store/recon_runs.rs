@@ -30,6 +30,9 @@ pub struct RunRow {
     pub started_by: String,
     pub started_at: i64,
     pub finished_at: Option<i64>,
+    /// The version of the money-deciding settings the run used (None:
+    /// a run from before versions).
+    pub config_version: Option<i64>,
     /// Said of a run answered for a file sent again: the file was already
     /// reconciled for that day by this run, and nothing was read again.
     #[sqlx(skip)]
@@ -38,7 +41,7 @@ pub struct RunRow {
 }
 
 const RUN_COLUMNS: &str = "run_id, provider, business_date, source, file_hash, bill_type, status, rows_read, \
-     figures_json, started_by, started_at, finished_at";
+     figures_json, started_by, started_at, finished_at, config_version";
 
 /// The most of a run's error that is kept (bytes): an error is written
 /// cut to this, whatever built it.
@@ -134,14 +137,16 @@ pub struct NewRun<'a> {
     pub file_name: Option<&'a str>,
     pub started_by: &'a str,
     pub now: i64,
+    /// The version of the settings in force as it starts.
+    pub config_version: Option<i64>,
 }
 
 /// A run starts RUNNING, reading.
 pub async fn start<'e>(e: impl Executor<'e, Database = Any>, r: &NewRun<'_>) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO recon_runs (run_id, provider, business_date, source, file_name, status, \
-           rows_read, started_by, started_at, phase, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, 'RUNNING', 0, $6, $7, 'reading', $7)",
+           rows_read, started_by, started_at, phase, updated_at, config_version) \
+         VALUES ($1, $2, $3, $4, $5, 'RUNNING', 0, $6, $7, 'reading', $7, $8)",
     )
     .bind(r.run_id)
     .bind(r.provider)
@@ -153,6 +158,7 @@ pub async fn start<'e>(e: impl Executor<'e, Database = Any>, r: &NewRun<'_>) -> 
     )
     .bind(r.started_by)
     .bind(r.now)
+    .bind(r.config_version)
     .execute(e)
     .await?;
     Ok(())

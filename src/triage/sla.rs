@@ -23,7 +23,8 @@ pub use crate::store::alerts::sla_key;
 /// the alert's dedupe key each keep a second instance or a second pass
 /// from raising it again.
 pub async fn raise_overdue(engine: &Engine, now: i64) -> store::Result<usize> {
-    let sla = &engine.settings.sla;
+    let settings = engine.settings();
+    let sla = &settings.sla;
     let mut raised = 0;
     loop {
         let due = tickets::sla_due(&engine.db, sla, now, SLA_PER_QUERY).await?;

@@ -320,6 +320,9 @@ pub struct Run {
     pub started_by: String,
     pub started_at: i64,
     pub finished_at: Option<i64>,
+    /// The version of the money-deciding settings the run used (absent
+    /// for a run from before versions).
+    pub config_version: Option<i64>,
     /// Said of a run answered for a file sent again: the file was already
     /// reconciled for that day by this run, and nothing was read again.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -344,6 +347,7 @@ impl From<recon_runs::RunRow> for Run {
             started_by: r.started_by,
             started_at: r.started_at,
             finished_at: r.finished_at,
+            config_version: r.config_version,
             note: r.note,
         }
     }

@@ -17,6 +17,7 @@ mod bulk;
 mod cli;
 mod cli_accounts;
 mod close;
+mod config_versions;
 mod connections;
 mod console;
 mod crash;

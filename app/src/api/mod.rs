@@ -200,6 +200,9 @@ pub use refused::*;
 mod policy;
 pub use policy::*;
 // API tokens.
+mod settings;
+pub use settings::*;
+
 mod tokens;
 pub use tokens::*;
 // Console sessions.

@@ -169,6 +169,7 @@ fn CloseRow(
                         {k.reason.clone().map(|r| view! { " · " {r} })}
                     </span>
                     " " <code class="close-hash" title=k.hash.clone()>{k.hash.chars().take(12).collect::<String>()}</code>
+                    {k.config_version.map(|v| view! { " " <a class="muted close-config-version" href="/settings">{tr(lang, "settings v", "配置版本 v")} {v}</a> })}
                     " " <a class="close-export" href=export.clone() download="">{tr(lang, "signed report", "签名报告")}</a>
                     {k.reopened_by.clone().map(|by| view! {
                         <span class="muted">" · " {tr(lang, "reopened by", "重开人")} " " {by}</span>

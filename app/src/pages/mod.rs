@@ -22,6 +22,7 @@ mod raw;
 mod refused;
 mod runs;
 mod sessions;
+mod settings;
 mod sinks;
 mod ticket;
 mod tickets;
@@ -165,6 +166,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/refused/:id") view=refused::RefusedOnePage ssr=SsrMode::Async/>
                 <Route path=path!("/tokens") view=tokens::TokensPage ssr=SsrMode::Async/>
                 <Route path=path!("/policy") view=policy::PolicyPageView ssr=SsrMode::Async/>
+                <Route path=path!("/settings") view=settings::SettingsPage ssr=SsrMode::Async/>
                 <Route path=path!("/sessions") view=sessions::SessionsPage ssr=SsrMode::Async/>
                 <Route path=path!("/security") view=mfa::SecurityPage ssr=SsrMode::Async/>
                 <Route path=path!("/login/code") view=mfa::SecondStepPage ssr=SsrMode::Async/>
@@ -248,6 +250,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let is_admin = user.role == Role::Admin;
     let sees_audit = matches!(user.role, Role::Supervisor | Role::Admin);
+    let decides = sees_audit;
     view! {
         <header class="topbar">
             <span class="brand">{Msg::AppName.text(lang)}</span>
@@ -287,6 +290,7 @@ fn Nav(user: User, lang: Lang) -> impl IntoView {
                         {sees_audit.then(|| view! { <A href="/policy" attr:id="nav-policy">{tr(lang, "Approval policy", "审批策略")}</A> })}
                         {is_admin.then(|| view! { <A href="/users" attr:id="nav-users">{Msg::NavUsers.text(lang)}</A> })}
                         {is_admin.then(|| view! { <A href="/tokens" attr:id="nav-tokens">{Msg::NavTokens.text(lang)}</A> })}
+                        {decides.then(|| view! { <A href="/settings" attr:id="nav-settings">{Msg::NavSettings.text(lang)}</A> })}
                     </div>
                 </details>
             </nav>

@@ -174,6 +174,7 @@ fn Run(
                 }}
                 {r.bill_type.clone().map(|t| view! { <br/><span class="run-bill-type" title=tr(lang, "Bill type", "账单类型")>{t}</span> })}
                 {r.file_hash.clone().map(|h| view! { <br/><span class="muted run-hash">"sha256 " <IdText id=h lang=lang/></span> })}
+                {r.config_version.map(|v| view! { <br/><a class="muted run-config-version" href="/settings">{tr(lang, "settings v", "配置版本 v")} {v}</a> })}
                 {r.cursor.clone().map(|c| view! { <br/><span class="muted">{tr(lang, "cursor", "游标")} " " {c}</span> })}
                 {(!r.checks.is_empty()).then(|| view! {
                     <br/><span class="run-checks">

@@ -13,6 +13,7 @@ use crate::error::AppError;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
 use crate::policy::PolicyPage;
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
+use crate::settings::{EditableSettings, SettingsView};
 use crate::sinks::{RetriedNow, SinkRow};
 use crate::tickets::{
     ActionResult, AuditFilter, AuditPage, FixKind, FixRequest, Neighbours, Proposal,
@@ -40,6 +41,7 @@ pub trait Console:
     + Refused
     + ApiTokens
     + Policies
+    + SettingsVersions
     + 'static
 {
 }
@@ -61,6 +63,7 @@ impl<T> Console for T where
         + Refused
         + ApiTokens
         + Policies
+        + SettingsVersions
         + 'static
 {
 }
@@ -335,4 +338,19 @@ pub trait Policies: Send + Sync {
         approve: bool,
         comment: &str,
     ) -> Result<String, AppError>;
+}
+
+/// The settings that decide money (supervisors and admins): the version in
+/// force and its history; a change proposed by one, approved or rejected
+/// by another (the proposer may withdraw their own).
+#[async_trait::async_trait]
+pub trait SettingsVersions: Send + Sync {
+    async fn settings_view(&self) -> Result<SettingsView, AppError>;
+    async fn propose_settings(
+        &self,
+        actor: &User,
+        edits: &EditableSettings,
+        reason: &str,
+    ) -> Result<(), AppError>;
+    async fn decide_settings(&self, actor: &User, id: &str, approve: bool) -> Result<(), AppError>;
 }

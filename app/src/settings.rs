@@ -1,0 +1,67 @@
+//! The settings that decide money, as the Settings page shows them: the
+//! version in force, its history with who proposed and approved each and
+//! what each changed, a change waiting for its second person, and the
+//! console-editable values in the host variables' own formats.
+
+use serde::{Deserialize, Serialize};
+
+/// One setting that differs between a version and the one before it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingChange {
+    /// Its path in the settings document (`sla_hours.LOCAL_ONLY`).
+    pub setting: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// A version, or a console proposal (no number until approved).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsVersion {
+    pub id: String,
+    pub version: Option<i64>,
+    /// PENDING | ADOPTED | REJECTED
+    pub status: String,
+    /// host | console
+    pub source: String,
+    pub digest: String,
+    pub reason: Option<String>,
+    pub proposed_by: String,
+    pub proposed_by_id: Option<String>,
+    /// Who approved (or rejected) it.
+    pub decided_by: Option<String>,
+    pub created_at: i64,
+    pub decided_at: Option<i64>,
+    /// What it changed against the version before it (a proposal: the
+    /// version it changes).
+    pub changes: Vec<SettingChange>,
+}
+
+/// The console-editable settings, as text in the host variables' formats.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditableSettings {
+    /// `RECKON_SLA_HOURS`: `CLASS=HOURS, …, *=HOURS`.
+    pub sla_hours: String,
+    /// `RECKON_CUT_WINDOW_MINUTES`: `30, account=MINUTES`.
+    pub cut_window_minutes: String,
+    /// `RECKON_BANK_WINDOW_DAYS`.
+    pub bank_window_days: String,
+    /// `RECKON_STATEMENT_MISSING_HOURS`.
+    pub statement_missing_hours: String,
+    /// `RECKON_CLOSE_ALLOW_OPEN`: OFF, NONE, LOW, MEDIUM, HIGH or CRITICAL.
+    pub close_allow_open: String,
+}
+
+/// The Settings page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsView {
+    /// The version this instance uses now.
+    pub in_force: Option<i64>,
+    /// The settings document in force, pretty-printed.
+    pub document: String,
+    pub editable: EditableSettings,
+    pub pending: Option<SettingsVersion>,
+    /// Newest first.
+    pub history: Vec<SettingsVersion>,
+    /// People other than the proposer who approve a change.
+    pub approvals_needed: usize,
+}

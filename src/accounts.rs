@@ -102,6 +102,8 @@ pub struct Accounts {
     pub metrics: Metrics,
     /// Sessions' idle timeout and lifetime, the sign-in lock-out.
     pub sign_in: SignIn,
+    /// Whether passwords are taken, and the identity provider's button.
+    pub ways: app::types::SignInWays,
     clock: Arc<dyn Clock>,
 }
 
@@ -155,6 +157,7 @@ impl Accounts {
             db,
             metrics,
             sign_in: SignIn::default(),
+            ways: Default::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -232,6 +235,10 @@ impl Accounts {
         password: &str,
         peer: &Peer,
     ) -> Result<SignedIn, AppError> {
+        if !self.ways.passwords {
+            self.metrics.login("passwords_off");
+            return Err(AppError::PasswordsOff);
+        }
         let now = self.now();
         let name = username.trim().to_ascii_lowercase();
         let addr = peer.addr;
@@ -329,6 +336,17 @@ impl Accounts {
     /// Opens a session in the register for `user`, signed in from `peer`,
     /// with its `user.login` entry in the same transaction; its id.
     pub async fn open_session(&self, user: &User, peer: &Peer) -> Result<String, AppError> {
+        self.open_session_via(user, peer, None).await
+    }
+
+    /// The same, naming how the user proved who they are (`via`: the
+    /// identity provider) in the entry.
+    pub async fn open_session_via(
+        &self,
+        user: &User,
+        peer: &Peer,
+        via: Option<&str>,
+    ) -> Result<String, AppError> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let address = peer.addr.to_string();
         let agent = clip(&peer.agent, AGENT_CHARS);
@@ -349,7 +367,12 @@ impl Accounts {
                 object_type: "user",
                 object_id: user.id.clone(),
                 before: None,
-                after: Some(json!({ "address": address, "agent": agent, "session": id })),
+                after: Some(match via {
+                    None => json!({ "address": address, "agent": agent, "session": id }),
+                    Some(via) => {
+                        json!({ "address": address, "agent": agent, "session": id, "via": via })
+                    }
+                }),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
@@ -385,7 +408,7 @@ impl Accounts {
     }
 
     /// An audit entry in a transaction of its own.
-    async fn record(&self, entry: audit::Entry) -> Result<(), AppError> {
+    pub(crate) async fn record(&self, entry: audit::Entry) -> Result<(), AppError> {
         retrying(|| async { Ok(audit::record(&self.db, &entry, self.now()).await?) }).await
     }
 
@@ -1005,7 +1028,12 @@ impl app::ssr::Backend for Accounts {
         }
         Accounts::end_sessions(self, &Actor::user(actor), user_id).await
     }
+    fn sign_in_ways(&self) -> app::types::SignInWays {
+        self.ways.clone()
+    }
 }
 
+mod oidc;
 mod tokens;
+pub use oidc::{Identity, SsoRefusal, username_from};
 pub use tokens::{ApiToken, TokenCheck, TokenRequest};

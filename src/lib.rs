@@ -16,6 +16,7 @@ pub mod engine;
 pub mod jobs;
 mod memory;
 pub mod metrics;
+pub mod oidc;
 pub mod outbox;
 pub mod providers;
 pub mod recon;

@@ -71,6 +71,10 @@ pub enum AppError {
     OwnGrant,
     #[error("no grant of this role is waiting for confirmation")]
     NoGrantPending,
+    /// The console takes no passwords: sign-in is through the identity
+    /// provider only.
+    #[error("password sign-in is turned off: sign in through the identity provider")]
+    PasswordsOff,
     #[error("internal error (trace {trace_id})")]
     Internal { trace_id: String },
     #[error("request failed: {0}")]
@@ -104,6 +108,7 @@ impl AppError {
             | AppError::NotIndependent { .. }
             | AppError::OwnGrant => 403,
             AppError::NoGrantPending => 409,
+            AppError::PasswordsOff => 403,
             AppError::FileTooLarge { .. } => 413,
             AppError::ProviderUnavailable { .. } => 502,
             AppError::UsernameTaken

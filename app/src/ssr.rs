@@ -106,6 +106,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Ends every live session of a user (the actor's own, or any user's
     /// for an admin); how many were ended.
     async fn end_sessions(&self, actor: &User, user_id: &str) -> Result<u64, AppError>;
+    /// The login page's ways in (passwords only, unless configured).
+    fn sign_in_ways(&self) -> crate::types::SignInWays {
+        Default::default()
+    }
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
@@ -218,6 +222,7 @@ pub async fn session_info() -> Result<SessionInfo, AppError> {
         lang,
         needs_first_admin,
         zone,
+        sign_in: backend.sign_in_ways(),
     })
 }
 

@@ -61,6 +61,8 @@ pub(super) struct Layers {
     session_lifetime_hours: Option<Text>,
     login_max_failures: Option<Text>,
     lockout_minutes: Option<Text>,
+    // Sign-in through an OpenID Provider, file only (its secret also by env).
+    oidc: Option<super::oidc::OidcSection>,
 }
 
 /// The environment variable of each file key.
@@ -235,6 +237,8 @@ pub(super) fn checked(
         layers.lockout_minutes,
     ])?;
 
+    let oidc = super::oidc::oidc(layers.oidc, &env)?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -264,5 +268,6 @@ pub(super) fn checked(
         alert_channels,
         refused_spike,
         sign_in,
+        oidc,
     })
 }

@@ -29,6 +29,7 @@ mod health;
 mod lanes;
 mod late_success;
 mod money;
+mod oidc;
 mod openapi;
 mod outbox_ops;
 mod pipeline;

@@ -3,7 +3,8 @@
 //! browser drives it: Reckon's start link, the provider's own login and
 //! consent pages, the callback. Accounts made just in time with the role
 //! the groups claim maps to, roles following the claims at each sign-in,
-//! unmapped groups, disabled users, a replayed or foreign callback and the
+//! unmapped groups, disabled users, a replayed or foreign callback, an ID
+//! token without the flow's nonce, a code without its PKCE verifier and the
 //! provider's own refusal all refused with a page and an audit entry, and
 //! password sign-in turned off with the first admin bound on the host.
 
@@ -399,6 +400,22 @@ async fn a_callback_is_taken_once_and_only_from_its_browser(backend: Backend) {
     assert_eq!((status, reason.as_str()), (400, "unknown_state"));
     assert_eq!(audit(&app, "user.login").await.len(), 1);
 
+    // The ID token must carry this flow's nonce, and the provider checks
+    // the PKCE verifier against the challenge: either changed, no session.
+    let pool = &app.accounts.db.pool;
+    for tamper in [
+        "UPDATE oidc_flows SET nonce = 'not-the-nonce-sent'",
+        "UPDATE oidc_flows SET verifier = 'not-the-verifier-sent-not-the-verifier-sent-0123456789'",
+    ] {
+        let t = browser();
+        let callback = through_op(&app, &t, "alice").await;
+        sqlx::query(tamper).execute(pool).await.unwrap();
+        let (status, reason) = refusal(t.get(&callback).send().await.unwrap()).await;
+        assert_eq!((status, reason.as_str()), (502, "bad_token"), "{tamper}");
+        assert_eq!(who(&app, &t).await, None);
+    }
+    assert_eq!(audit(&app, "user.login").await.len(), 1);
+
     // The provider's own refusal (the user pressed "deny").
     let d = browser();
     let start = d
@@ -435,6 +452,8 @@ async fn a_callback_is_taken_once_and_only_from_its_browser(backend: Backend) {
             json!("other_browser"),
             json!("unknown_state"),
             json!("unknown_state"),
+            json!("bad_token"),
+            json!("bad_token"),
             json!("provider_error")
         ]
     );

@@ -103,6 +103,8 @@ pub struct Accounts {
     pub metrics: Metrics,
     /// Sessions' idle timeout and lifetime, the sign-in lock-out.
     pub sign_in: SignIn,
+    /// Whether passwords are taken, and the identity provider's button.
+    pub ways: app::types::SignInWays,
     clock: Arc<dyn Clock>,
 }
 
@@ -156,6 +158,7 @@ impl Accounts {
             db,
             metrics,
             sign_in: SignIn::default(),
+            ways: Default::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -234,6 +237,10 @@ impl Accounts {
         password: &str,
         peer: &Peer,
     ) -> Result<LoginOutcome, AppError> {
+        if !self.ways.passwords {
+            self.metrics.login("passwords_off");
+            return Err(AppError::PasswordsOff);
+        }
         let name = username.trim().to_ascii_lowercase();
         let addr = peer.addr;
         let (user_key, addr_key) = self.reserve_attempt(&name, peer).await?;
@@ -324,7 +331,7 @@ impl Accounts {
     /// Opens a session in the register for `user`, signed in from `peer`,
     /// with its `user.login` entry in the same transaction; its id.
     pub async fn open_session(&self, user: &User, peer: &Peer) -> Result<String, AppError> {
-        self.open_session_with(user, peer, None).await
+        self.open_session_as(user, peer, None, None).await
     }
 
     /// The same, noting the second factor given (`totp`, `recovery`, or
@@ -334,6 +341,27 @@ impl Accounts {
         user: &User,
         peer: &Peer,
         factor: Option<&str>,
+    ) -> Result<String, AppError> {
+        self.open_session_as(user, peer, factor, None).await
+    }
+
+    /// The same, naming how the user proved who they are (`via`: the
+    /// identity provider) in the entry.
+    pub async fn open_session_via(
+        &self,
+        user: &User,
+        peer: &Peer,
+        via: Option<&str>,
+    ) -> Result<String, AppError> {
+        self.open_session_as(user, peer, None, via).await
+    }
+
+    async fn open_session_as(
+        &self,
+        user: &User,
+        peer: &Peer,
+        factor: Option<&str>,
+        via: Option<&str>,
     ) -> Result<String, AppError> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let address = peer.addr.to_string();
@@ -355,11 +383,15 @@ impl Accounts {
                 object_type: "user",
                 object_id: user.id.clone(),
                 before: None,
-                after: Some(match factor {
-                    Some(factor) => json!({
-                        "address": address, "agent": agent, "session": id, "second_factor": factor,
-                    }),
-                    None => json!({ "address": address, "agent": agent, "session": id }),
+                after: Some({
+                    let mut after = json!({ "address": address, "agent": agent, "session": id });
+                    if let Some(factor) = factor {
+                        after["second_factor"] = json!(factor);
+                    }
+                    if let Some(via) = via {
+                        after["via"] = json!(via);
+                    }
+                    after
                 }),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
@@ -396,7 +428,7 @@ impl Accounts {
     }
 
     /// An audit entry in a transaction of its own.
-    async fn record(&self, entry: audit::Entry) -> Result<(), AppError> {
+    pub(crate) async fn record(&self, entry: audit::Entry) -> Result<(), AppError> {
         retrying(|| async { Ok(audit::record(&self.db, &entry, self.now()).await?) }).await
     }
 
@@ -1099,9 +1131,14 @@ impl app::ssr::Backend for Accounts {
     async fn mfa_reset(&self, actor: &User, user_id: &str) -> Result<(), AppError> {
         Accounts::mfa_reset(self, &Actor::user(actor), user_id).await
     }
+    fn sign_in_ways(&self) -> app::types::SignInWays {
+        self.ways.clone()
+    }
 }
 
 mod mfa;
+mod oidc;
 mod password;
 mod tokens;
+pub use oidc::{Identity, SsoRefusal, username_from};
 pub use tokens::{ApiToken, TokenCheck, TokenRequest};

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod jobs;
 mod memory;
 pub mod metrics;
+pub mod oidc;
 pub mod outbox;
 pub mod policy;
 pub mod providers;

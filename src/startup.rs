@@ -109,8 +109,24 @@ impl Application {
                 "demo: no role needs a second factor (set RECKON_MFA_ROLES to require one)"
             );
         }
-        let accounts = Accounts::new(db.clone(), metrics.clone())
+        let mut accounts = Accounts::new(db.clone(), metrics.clone())
             .with_sign_in(sign_in, options.session_clock.clone());
+        let sso = match &config.oidc {
+            Some(settings) => {
+                accounts.ways = app::types::SignInWays {
+                    passwords: settings.local_passwords,
+                    provider: Some(settings.name.clone()),
+                };
+                let sso = Arc::new(crate::oidc::Sso::new(settings.clone())?);
+                // Discovered now if the provider answers; else at the first
+                // sign-in, which says plainly that it is unreachable.
+                if let Err(e) = sso.client().await {
+                    tracing::warn!(issuer = %settings.issuer, error = ?e, "the identity provider could not be discovered at start; sign-in through it will try again");
+                }
+                Some(sso)
+            }
+            None => None,
+        };
         // Tokens from before scopes still work: named here until replaced.
         accounts.warn_unscoped_tokens().await?;
 
@@ -154,6 +170,7 @@ impl Application {
             accounts: accounts.clone(),
             metrics: metrics.clone(),
             engine: engine.clone(),
+            sso,
         };
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
         if options.workers {

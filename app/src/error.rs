@@ -79,6 +79,10 @@ pub enum AppError {
     /// An admin's own second factor is reset by another admin or the host.
     #[error("you cannot reset your own second factor")]
     OwnSecondFactor,
+    /// The console takes no passwords: sign-in is through the identity
+    /// provider only.
+    #[error("password sign-in is turned off: sign in through the identity provider")]
+    PasswordsOff,
     #[error("internal error (trace {trace_id})")]
     Internal { trace_id: String },
     #[error("request failed: {0}")]
@@ -112,6 +116,7 @@ impl AppError {
             | AppError::NotIndependent { .. }
             | AppError::OwnGrant => 403,
             AppError::NoGrantPending => 409,
+            AppError::PasswordsOff => 403,
             AppError::FileTooLarge { .. } => 413,
             AppError::ProviderUnavailable { .. } => 502,
             AppError::UsernameTaken

@@ -440,6 +440,10 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
         (AppError::NoGrantPending, Lang::En) => {
             "No grant of this role is waiting for confirmation (it was confirmed, revoked or changed meanwhile).".into()
         }
+        (AppError::PasswordsOff, Lang::En) => {
+            "Password sign-in is turned off: sign in through the identity provider.".into()
+        }
+        (AppError::PasswordsOff, Lang::Zh) => "密码登录已关闭，请通过身份提供方登录。".into(),
         (AppError::NoGrantPending, Lang::Zh) => "没有待确认的该角色授权（可能已被确认、撤销或更改）。".into(),
         (AppError::Internal { trace_id }, Lang::En) => {
             format!("Something went wrong on the server (trace {trace_id}).")

@@ -160,6 +160,10 @@ pub trait Backend: Send + Sync + 'static {
     /// An admin removes another user's second factor and ends their
     /// sessions.
     async fn mfa_reset(&self, actor: &User, user_id: &str) -> Result<(), AppError>;
+    /// The login page's ways in (passwords only, unless configured).
+    fn sign_in_ways(&self) -> crate::types::SignInWays {
+        Default::default()
+    }
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
@@ -326,6 +330,7 @@ pub async fn session_info() -> Result<SessionInfo, AppError> {
         lang,
         needs_first_admin,
         zone,
+        sign_in: backend.sign_in_ways(),
     })
 }
 

@@ -176,6 +176,27 @@ pub struct SessionInfo {
     /// The business time zone: times are shown in it.
     #[serde(default)]
     pub zone: crate::format::Zone,
+    /// How one may sign in: with a password, through an identity provider.
+    #[serde(default)]
+    pub sign_in: SignInWays,
+}
+
+/// The login page's ways in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInWays {
+    /// The password form is shown and taken.
+    pub passwords: bool,
+    /// The identity provider's name, for its "Sign in with …" button.
+    pub provider: Option<String>,
+}
+
+impl Default for SignInWays {
+    fn default() -> Self {
+        SignInWays {
+            passwords: true,
+            provider: None,
+        }
+    }
 }
 
 impl SessionInfo {

@@ -46,6 +46,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         alert_channels: Vec::new(),
         refused_spike: Default::default(),
         sign_in: Default::default(),
+        oidc: None,
     }
 }
 

@@ -28,6 +28,19 @@ pub(super) enum UserCommand {
         /// Read the password from this file instead of standard input.
         #[arg(long)]
         password_file: Option<PathBuf>,
+        /// The user signs in through the configured identity provider
+        /// (`[oidc]`) as this subject (its `sub` claim): no password is
+        /// asked or kept.
+        #[arg(long, conflicts_with = "password_file")]
+        oidc_subject: Option<String>,
+    },
+    /// Bind an existing user to a subject (`sub` claim) of the configured
+    /// identity provider: their next sign-in through it is theirs.
+    Bind {
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        oidc_subject: String,
     },
     /// Set a new password, read from standard input (or --password-file).
     Passwd {
@@ -104,7 +117,39 @@ pub(super) async fn user(config: &Config, cmd: UserCommand) -> anyhow::Result<()
         UserCommand::Add {
             username,
             role,
+            oidc_subject: Some(subject),
+            ..
+        } => {
+            let issuer = oidc_issuer(config)?;
+            let accounts = accounts(config).await?;
+            let user = accounts
+                .create_sso_user(&Actor::cli(), &username, role, issuer, &subject)
+                .await?;
+            println!(
+                "created user {} ({}), signing in through {issuer} as {subject}",
+                user.username, user.role
+            );
+        }
+        UserCommand::Bind {
+            username,
+            oidc_subject,
+        } => {
+            let issuer = oidc_issuer(config)?;
+            let accounts = accounts(config).await?;
+            let user = accounts.by_username(&username).await?;
+            accounts
+                .bind_identity(&Actor::cli(), &user.id, issuer, &oidc_subject)
+                .await?;
+            println!(
+                "{} signs in through {issuer} as {oidc_subject}",
+                user.username
+            );
+        }
+        UserCommand::Add {
+            username,
+            role,
             password_file,
+            oidc_subject: None,
         } => {
             let password = read_password(password_file.as_deref())?;
             let accounts = accounts(config).await?;
@@ -275,6 +320,16 @@ fn when(micros: Option<i64>, none: &str) -> String {
         .and_then(|m| jiff::Timestamp::from_microsecond(m).ok())
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_else(|| none.to_owned())
+}
+
+/// The configured identity provider's issuer, which a subject belongs to.
+fn oidc_issuer(config: &Config) -> anyhow::Result<&str> {
+    match &config.oidc {
+        Some(oidc) => Ok(&oidc.issuer),
+        None => bail!(
+            "no identity provider is configured: add an [oidc] section to the config file first"
+        ),
+    }
 }
 
 async fn accounts(config: &Config) -> anyhow::Result<Accounts> {

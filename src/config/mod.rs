@@ -17,6 +17,7 @@ pub use crate::providers::ProviderConfig;
 
 mod alert_channels;
 pub mod evidence;
+mod oidc;
 mod runtime;
 mod settings;
 mod sinks;
@@ -25,6 +26,7 @@ mod values;
 pub use alert_channels::{
     Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
 };
+pub use oidc::{CALLBACK_PATH as OIDC_CALLBACK_PATH, Oidc};
 pub use runtime::{Closing, MfaRoles, Pulls, Settings, SignIn, Sink, StatementDay};
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};
@@ -103,6 +105,8 @@ pub struct Config {
     /// Console sessions' idle timeout and lifetime, and the sign-in
     /// lock-out.
     pub sign_in: SignIn,
+    /// Sign-in through an OpenID Provider (`[oidc]`), if set.
+    pub oidc: Option<Oidc>,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

@@ -63,6 +63,8 @@ pub(super) struct Layers {
     lockout_minutes: Option<Text>,
     // The second factor's roles.
     mfa_roles: Option<Text>,
+    // Sign-in through an OpenID Provider, file only (its secret also by env).
+    oidc: Option<super::oidc::OidcSection>,
 }
 
 /// The environment variable of each file key.
@@ -224,6 +226,8 @@ pub(super) fn checked(
     ])?;
     sign_in.mfa = values::mfa_roles(layers.mfa_roles)?;
 
+    let oidc = super::oidc::oidc(layers.oidc, &env)?;
+
     Ok(Config {
         listen,
         database_url: database_url.into(),
@@ -253,5 +257,6 @@ pub(super) fn checked(
         alert_channels,
         refused_spike,
         sign_in,
+        oidc,
     })
 }

@@ -731,3 +731,69 @@ fn the_roles_that_need_a_second_factor_are_supervisors_and_admins_unless_set() {
         .to_string();
     assert!(e.contains("RECKON_MFA_ROLES"), "{e}");
 }
+
+/// The `[oidc]` section: defaults filled in, `openid` always asked for,
+/// the claim's values per role, passwords turned off by `off`, the
+/// secret from the environment over the file's and never printed; a
+/// section mapping no value, or a bad URL, refused by its key.
+#[test]
+fn the_oidc_section_is_read_and_checked() {
+    let section = |extra: &str| {
+        format!(
+            "[oidc]\nissuer = \"https://idp.example/realms/finance\"\nclient_id = \"reckon\"\n\
+             client_secret = \"from-the-file\"\npublic_url = \"https://reckon.example/\"\n{extra}"
+        )
+    };
+    let c = Config::from_toml(&section("admin = [\"fin-admins\"]\n"), |_| None).unwrap();
+    let o = c.oidc.as_ref().unwrap();
+    assert_eq!(o.redirect_url, "https://reckon.example/auth/oidc/callback");
+    assert_eq!(o.scopes, ["openid", "profile", "email"]);
+    assert_eq!((o.role_claim.as_str(), o.local_passwords), ("groups", true));
+    assert_eq!(
+        o.role_for(&["x".into(), "fin-admins".into()]),
+        Some(app::types::Role::Admin)
+    );
+    assert_eq!(o.role_for(&["x".into()]), None);
+    assert!(
+        !format!("{c:?}").contains("from-the-file"),
+        "the secret never prints"
+    );
+
+    let c = Config::from_toml(
+        &section(
+            "scopes = [\"groups\"]\nrole_claim = \"roles\"\noperator = [\"ops\"]\nsupervisor = [\"sup\", \"ops\"]\nlocal_passwords = \"off\"\n",
+        ),
+        |k| (k == "RECKON_OIDC_CLIENT_SECRET").then(|| "from-env".into()),
+    )
+    .unwrap();
+    let o = c.oidc.unwrap();
+    assert_eq!(o.scopes, ["openid", "groups"]);
+    assert_eq!(
+        o.role_for(&["ops".into()]),
+        Some(app::types::Role::Supervisor)
+    );
+    assert!(!o.local_passwords);
+    use secrecy::ExposeSecret;
+    assert_eq!(o.client_secret.unwrap().expose_secret(), "from-env");
+
+    assert!(Config::from_toml("", |_| None).unwrap().oidc.is_none());
+    for (extra, key) in [
+        ("", "oidc.role_claim"),
+        (
+            "admin = [\"a\"]\nlocal_passwords = \"maybe\"\n",
+            "oidc.local_passwords",
+        ),
+    ] {
+        let e = Config::from_toml(&section(extra), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key), "{e}");
+    }
+    let e = Config::from_toml(
+        &section("admin = [\"a\"]\n").replace("https://idp.example", "idp.example"),
+        |_| None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("oidc.issuer"), "{e}");
+}

@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod leader;
 pub mod lists;
 pub mod nonces;
+pub mod oidc;
 pub mod outbox;
 pub mod outbox_ops;
 pub mod payments;

@@ -16,6 +16,7 @@ pub mod console;
 pub mod health;
 pub mod listener;
 pub mod merchant;
+pub mod oidc;
 pub mod openapi;
 pub mod outbox;
 pub mod recon;
@@ -59,6 +60,8 @@ pub struct AppState {
     pub accounts: Accounts,
     pub metrics: Metrics,
     pub engine: Engine,
+    /// Sign-in through an OpenID Provider, when configured.
+    pub sso: Option<Arc<crate::oidc::Sso>>,
 }
 
 /// `extra` is merged in front of everything (the in-process sandbox).
@@ -98,6 +101,7 @@ pub fn router(
         .merge(sinks::router())
         .merge(refused::router())
         .merge(console::router())
+        .merge(oidc::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             shell(options.clone())
         })

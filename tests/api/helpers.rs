@@ -90,6 +90,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         alert_channels: Vec::new(),
         refused_spike: Default::default(),
         sign_in: Default::default(),
+        oidc: None,
     }
 }
 

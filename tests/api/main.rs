@@ -32,6 +32,7 @@ mod lanes;
 mod late_success;
 mod mfa;
 mod money;
+mod oidc;
 mod openapi;
 mod outbox_ops;
 mod pipeline;

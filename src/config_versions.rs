@@ -77,26 +77,30 @@ pub async fn at_start(ctx: &Context) -> Result<i64, VersionError> {
             Err(e) if store::is_unique_violation(&e) => continue,
             n => n?,
         };
-        audit::append(
-            &mut tx,
-            &ctx.db.audit,
-            &audit::Entry {
-                actor: HOST.to_owned(),
-                action: "config.version.host",
-                object_type: OBJECT,
-                object_id: number.to_string(),
-                before: in_force.as_ref().map(
-                    |v| json!({ "version": v.version, "digest": v.digest, "source": v.source }),
-                ),
-                after: Some(json!({
-                    "version": number,
-                    "digest": digest,
-                    "changes": changes_json(in_force.as_ref(), &doc),
-                })),
-            },
-            now,
-        )
-        .await?;
+        // The first version is the baseline, kept with its source and time
+        // in its own row; each one after it is a change, and audited.
+        if in_force.is_some() {
+            audit::append(
+                &mut tx,
+                &ctx.db.audit,
+                &audit::Entry {
+                    actor: HOST.to_owned(),
+                    action: "config.version.host",
+                    object_type: OBJECT,
+                    object_id: number.to_string(),
+                    before: in_force.as_ref().map(
+                        |v| json!({ "version": v.version, "digest": v.digest, "source": v.source }),
+                    ),
+                    after: Some(json!({
+                        "version": number,
+                        "digest": digest,
+                        "changes": changes_json(in_force.as_ref(), &doc),
+                    })),
+                },
+                now,
+            )
+            .await?;
+        }
         tx.commit().await?;
         tracing::info!(
             version = number,
@@ -109,6 +113,20 @@ pub async fn at_start(ctx: &Context) -> Result<i64, VersionError> {
     Err(VersionError::Busy(
         "the settings' versions kept changing while this instance started: start it again".into(),
     ))
+}
+
+/// A command on the host (a run, a close, a release) works under the
+/// version in force, as the servers do; it records none of its own, so a
+/// shell with other settings than the servers' cannot change theirs. Only
+/// on a database with no version yet is the host's recorded.
+pub async fn for_command(ctx: &Context) -> Result<i64, VersionError> {
+    match config_versions::in_force(&ctx.db.pool).await? {
+        Some(v) => {
+            adopt(ctx, &v)?;
+            Ok(v.version.unwrap_or_default())
+        }
+        None => at_start(ctx).await,
+    }
 }
 
 /// Adopts the version in force if another instance (or a decision on

@@ -408,9 +408,9 @@ pub async fn engine_of(config: &Config) -> anyhow::Result<Engine> {
         Arc::new(crate::context::SystemClock),
         settings_of(config)?,
     );
-    // A command that runs or closes a day records the version it used,
-    // as the server does.
-    crate::config_versions::at_start(&engine)
+    // A command that runs or closes a day works under the version in
+    // force and records it, as the server does.
+    crate::config_versions::for_command(&engine)
         .await
         .context("cannot record the settings' version")?;
     Ok(engine)

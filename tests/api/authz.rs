@@ -22,6 +22,9 @@ enum May {
     Anyone,
     Signed,
     Only(&'static [Role]),
+    /// Only a sign-in waiting for its second factor, which none of the
+    /// callers is (tests/api/mfa.rs has one).
+    SecondStep,
 }
 
 const WORK: &[Role] = &[Role::Operator, Role::Supervisor];
@@ -268,6 +271,47 @@ const SERVER_FUNCTIONS: &[(&str, Form, May)] = &[
     ("tokens/list", &[], May::Only(ADMIN)),
     ("tokens/create", &[("name", FRESH)], May::Only(ADMIN)),
     ("tokens/revoke", &[("id", NONE)], May::Only(ADMIN)),
+    // The second factor: the sign-in's second step, and one's own.
+    ("mfa/step", &[], May::Anyone),
+    ("mfa/verify", &[("code", "000000")], May::SecondStep),
+    ("mfa/status", &[], May::Signed),
+    ("mfa/mine", &[], May::Signed),
+    ("mfa/begin", &[], May::Signed),
+    ("mfa/confirm", &[("code", "000000")], May::Signed),
+    ("mfa/recovery", &[("code", "000000")], May::Signed),
+    ("users/mfa-reset", &[("user_id", OTHER)], May::Only(ADMIN)),
+    // The approval policy: read by those who decide or oversee, changed
+    // by admins (below the floor: refused past the guard).
+    ("policy/show", &[], May::Only(OVERSIGHT)),
+    (
+        "policy/propose",
+        &[("text", "BACKFILL 0"), ("reason", "x")],
+        May::Only(ADMIN),
+    ),
+    (
+        "policy/decide",
+        &[("id", NONE), ("what", "approve")],
+        May::Only(ADMIN),
+    ),
+    // The settings' versions (nothing changed: refused past the guard).
+    ("settings/view", &[], May::Only(OVERSIGHT)),
+    (
+        "settings/propose",
+        &[
+            ("sla_hours", ""),
+            ("cut_window_minutes", ""),
+            ("bank_window_days", ""),
+            ("statement_missing_hours", ""),
+            ("close_allow_open", ""),
+            ("reason", "x"),
+        ],
+        May::Only(OVERSIGHT),
+    ),
+    (
+        "settings/decide",
+        &[("id", NONE), ("what", "approve")],
+        May::Only(OVERSIGHT),
+    ),
     // Last: it ends the caller's session.
     ("logout", &[], May::Signed),
 ];
@@ -297,6 +341,9 @@ const PAGES: &[(&str, May)] = &[
     ("/refused/no-such-id", May::Signed),
     ("/tokens", May::Only(ADMIN)),
     ("/sessions", May::Signed),
+    ("/security", May::Signed),
+    ("/policy", May::Only(OVERSIGHT)),
+    ("/settings", May::Only(OVERSIGHT)),
 ];
 
 /// The console's plain routes: downloads (GET) and uploads (POST,
@@ -342,6 +389,7 @@ enum Outcome {
 fn expected(caller: Caller, may: May) -> Outcome {
     match (may, caller) {
         (May::Anyone, _) => Outcome::Handled,
+        (May::SecondStep, _) => Outcome::SignIn,
         (_, Caller::Anonymous | Caller::Token) => Outcome::SignIn,
         (May::Signed, Caller::As(_)) => Outcome::Handled,
         (May::Only(roles), Caller::As(role)) if roles.contains(&role) => Outcome::Handled,

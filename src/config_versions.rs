@@ -135,7 +135,9 @@ pub async fn follow(ctx: &Context) -> Result<(), VersionError> {
     let Some(v) = config_versions::in_force(&ctx.db.pool).await? else {
         return Ok(());
     };
-    if v.version != ctx.config_version() {
+    // Only ever forward: a look that read the version before a decision
+    // here committed a newer one must not put the older back.
+    if v.version > ctx.config_version() {
         adopt(ctx, &v)?;
         tracing::info!(version = v.version, "settings of another version adopted");
     }

@@ -50,15 +50,32 @@ impl Subject {
     }
 }
 
-/// The condition, for a proposal's deciding statement, that the distinct
-/// approvals of its row (`table.key`) reached the number it needs.
-pub fn enough(subject: Subject) -> String {
+/// The approvals of a proposal's row (`table.key`) that still count: each
+/// approver still a confirmed decider, still independent of the proposer
+/// (and, for a policy change, still an admin) — one disabled, demoted or
+/// who vouched for the proposer since no longer counts.
+fn counted(subject: Subject) -> String {
     let (table, key) = subject.table();
+    let admin = match subject {
+        Subject::Policy => {
+            " AND EXISTS (SELECT 1 FROM users aa WHERE aa.id = ap.approver_id AND aa.role = 'admin')"
+        }
+        Subject::Fix | Subject::Reopen => "",
+    };
     format!(
-        "(SELECT COUNT(*) FROM approvals ap WHERE ap.subject = '{}' AND ap.subject_id = {table}.{key}) \
-           >= {table}.required_approvals",
-        subject.name()
+        "(SELECT COUNT(*) FROM approvals ap WHERE ap.subject = '{}' AND ap.subject_id = {table}.{key} \
+           AND {} AND {}{admin})",
+        subject.name(),
+        decider_confirmed("ap.approver_id"),
+        independent_of("ap.approver_id", &format!("{table}.proposer_id")),
     )
+}
+
+/// The condition, for a proposal's deciding statement, that the distinct
+/// approvals of its row that still count reached the number it needs.
+pub fn enough(subject: Subject) -> String {
+    let table = subject.table().0;
+    format!("{} >= {table}.required_approvals", counted(subject))
 }
 
 /// An approver and what they said.
@@ -129,10 +146,9 @@ pub async fn approve(
     .execute(&mut *conn)
     .await?;
     let (approvals, required): (i64, i64) = sqlx::query_as(&format!(
-        "SELECT (SELECT COUNT(*) FROM approvals ap WHERE ap.subject = $1 AND ap.subject_id = $2), \
-           required_approvals FROM {table} WHERE {key} = $2"
+        "SELECT {}, required_approvals FROM {table} WHERE {key} = $1",
+        counted(subject)
     ))
-    .bind(subject.name())
     .bind(id)
     .fetch_one(&mut *conn)
     .await?;

@@ -243,6 +243,40 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
         (0, 0),
         "the proposer is no second"
     );
+
+    // An approver who stops being one no longer counts: sam approves,
+    // is disabled, and sue's approval is then the only one.
+    let later = missing(&d, "PAYPOL4", "30000.00").await;
+    let proposal = d.propose_backfill(&d.olga, &later, "ORDER-POL-4").await;
+    let (status, first) = approve(&d, &d.sam, &proposal).await;
+    assert_eq!(
+        (status, &first["class"]),
+        (200, &json!("approved")),
+        "{first}"
+    );
+    let sam = d.app.app.accounts.by_username("sam").await.unwrap();
+    d.app
+        .app
+        .accounts
+        .set_disabled(&reckon::accounts::Actor::cli(), &sam.id, true)
+        .await
+        .unwrap();
+    let (status, second) = approve(&d, &d.sue, &proposal).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["class"], "approved", "{second}");
+    assert!(
+        second["detail"].as_str().unwrap().starts_with("1 of 2"),
+        "{second}"
+    );
+    assert_eq!(effects(&d, "PAYPOL4").await, (0, 0), "one approver left");
+    let sid = signed_in(&d, "sid", Role::Supervisor).await;
+    let (status, done) = approve(&d, &sid, &proposal).await;
+    assert_eq!(
+        (status, &done["class"]),
+        (200, &json!("executed")),
+        "{done}"
+    );
+    assert_eq!(effects(&d, "PAYPOL4").await, (1, 1));
 }
 
 /// Two supervisors approve at the same moment a proposal that needs two:

@@ -157,14 +157,9 @@ pub fn raw_payload(bytes: &[u8]) -> String {
 }
 
 pub fn headers(json: &str) -> Vec<(String, String)> {
-    let map: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(json).unwrap_or_default();
-    map.into_iter()
-        .map(|(k, v)| {
-            let text = v
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| v.to_string());
+    raw_headers(json)
+        .into_iter()
+        .map(|(k, text)| {
             let shown = if is_sensitive(&k) {
                 mask_value(&text)
             } else {

@@ -5,6 +5,8 @@ use crate::auth;
 use crate::config::SignIn;
 use crate::context::{Clock, SystemClock};
 use crate::metrics::Metrics;
+use crate::policy::held;
+use crate::store::approvals::{self, Subject};
 use crate::store::user_sessions::{self, Lifespan};
 use crate::store::{self, Db, audit, now_micros, throttle, users};
 use app::error::AppError;
@@ -60,6 +62,19 @@ fn grant_note(actor: &Actor, role: Role, mut after: serde_json::Value) -> serde_
 
 /// An admin whose own grant is pending gives no one a deciding role: else
 /// one admin could make a second "admin" and confirm its grants.
+/// A console grant of a deciding role just made waits for as many
+/// admins' confirmations as the approval policy in force asks.
+pub(crate) async fn open_grant(tx: &mut store::Tx<'_>, user_id: &str) -> Result<(), TxError> {
+    let (_, policy) = crate::policy::changes::in_force(tx).await?;
+    users::open_grant(
+        &mut **tx,
+        user_id,
+        policy.required(crate::policy::ROLE_GRANT, None),
+    )
+    .await?;
+    Ok(())
+}
+
 async fn may_grant(tx: &mut store::Tx<'_>, actor: &Actor, role: Role) -> Result<(), TxError> {
     if let Some(id) = &actor.user_id
         && role.decides()
@@ -481,6 +496,34 @@ impl Accounts {
         auth::check_password_rules(password)?;
         let hash = auth::hash_password(password.to_owned()).await?;
         let id = uuid::Uuid::now_v7().to_string();
+        // A console admin's new user waits for approval when the policy
+        // says so; the host's never does.
+        if let Some(by_id) = actor.user_id.as_deref()
+            && let Some(need) = held::needed(&self.db, crate::policy::USER_CREATE, None).await?
+        {
+            // Only what the admin could do now is held.
+            retrying(|| async {
+                let mut tx = self.db.begin_write().await?;
+                may_grant(&mut tx, actor, role).await?;
+                Ok::<_, TxError>(())
+            })
+            .await?;
+            let by = held::Proposer {
+                id: by_id.to_owned(),
+                name: actor.name.clone(),
+            };
+            let params = held::Params::UserCreate {
+                user_id: id,
+                username: username.clone(),
+                role,
+                password_hash: hash,
+            };
+            let summary = format!("create user {username} as {role}");
+            let reason = "new user";
+            return Err(
+                held::hold(&self.db, &by, &username, &summary, reason, &params, need).await,
+            );
+        }
         retrying(|| async {
             let now = now_micros();
             let mut tx = self.db.begin_write().await?;
@@ -499,6 +542,7 @@ impl Accounts {
                 }
                 other => other?,
             }
+            open_grant(&mut tx, &id).await?;
             let entry = audit::Entry {
                 actor: actor.name.clone(),
                 action: "user.create",
@@ -546,6 +590,7 @@ impl Accounts {
                     AppError::LastAdmin
                 }));
             }
+            open_grant(&mut tx, user_id).await?;
             let after = json!({ "role": role });
             let entry = audit::Entry {
                 actor: actor.name.clone(),
@@ -589,19 +634,53 @@ impl Accounts {
             let user = users::by_id(&mut *tx, user_id)
                 .await?
                 .ok_or(AppError::NotFound)?;
-            if users::confirm_grant(&mut *tx, user_id, role, actor_id, &actor.name, now).await? == 0 {
-                let why = if !user.grant.pending || user.role != role {
-                    AppError::NoGrantPending
-                } else if user.id == actor_id || user.grant.granted_by_id.as_deref() == Some(actor_id)
-                {
-                    AppError::OwnGrant
-                } else if users::grant_pending(&mut *tx, actor_id).await? {
-                    AppError::GrantPending
-                } else {
-                    AppError::Forbidden
-                };
-                return Err(TxError::App(why));
-            }
+            let refused = |why| Err(TxError::App(why));
+            let approver = approvals::Approver {
+                id: actor_id,
+                name: &actor.name,
+                at: now,
+                comment: "",
+            };
+            let grant_id = user.grant.grant_id.clone().unwrap_or_default();
+            let count = if user.grant.pending && user.role == role {
+                match approvals::approve(&mut tx, Subject::Grant, &grant_id, &approver).await {
+                    Err(e) if store::is_unique_violation(&e) => {
+                        return refused(AppError::AlreadyApproved);
+                    }
+                    other => other?,
+                }
+            } else {
+                None
+            };
+            let confirmed = match count {
+                Some(c) if c.reached() => {
+                    users::confirm_grant(&mut *tx, user_id, role, actor_id, &actor.name, now).await?
+                        > 0
+                }
+                Some(_) => false,
+                None => {
+                    let why = if !user.grant.pending || user.role != role {
+                        AppError::NoGrantPending
+                    } else if user.id == actor_id
+                        || user.grant.granted_by_id.as_deref() == Some(actor_id)
+                    {
+                        AppError::OwnGrant
+                    } else if users::grant_pending(&mut *tx, actor_id).await? {
+                        AppError::GrantPending
+                    } else if approvals::has_approved(&mut *tx, Subject::Grant, &grant_id, actor_id)
+                        .await?
+                    {
+                        AppError::AlreadyApproved
+                    } else {
+                        AppError::Forbidden
+                    };
+                    return refused(why);
+                }
+            };
+            let count = count.unwrap_or(approvals::Count {
+                approvals: 0,
+                required: 1,
+            });
             let entry = audit::Entry {
                 actor: actor.name.clone(),
                 action: "user.grant.confirm",
@@ -612,7 +691,13 @@ impl Accounts {
                     "granted_by": user.grant.granted_by,
                     "pending": true,
                 })),
-                after: Some(json!({ "role": role, "confirmed_by": actor.name })),
+                after: Some(json!({
+                    "role": role,
+                    "confirmed_by": actor.name,
+                    "confirmations": count.approvals,
+                    "confirmations_required": count.required,
+                    "pending": !confirmed,
+                })),
             };
             audit::append(&mut tx, &self.db.audit, &entry, now).await?;
             tx.commit().await?;
@@ -690,6 +775,7 @@ impl Accounts {
             if let Some(by) = actor.user_id.as_deref().filter(|by| *by != user_id)
                 && users::regrant_after_reset(&mut *tx, user_id, by, &actor.name, now).await? > 0
             {
+                open_grant(&mut tx, user_id).await?;
                 after["pending"] = json!(true);
             }
             let entry = audit::Entry {

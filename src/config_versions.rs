@@ -14,6 +14,7 @@
 use crate::config::Settings;
 use crate::config::evidence::{self, Edits};
 use crate::context::Context;
+use crate::store::approvals::{self, Approver, Subject};
 use crate::store::config_versions::{self, VersionRow};
 use crate::store::{self, ResultExt, audit};
 use serde_json::{Value, json};
@@ -33,13 +34,6 @@ pub enum VersionError {
     Busy(String),
     #[error(transparent)]
     Store(#[from] store::Error),
-}
-
-/// How many people other than the proposer approve a change of the
-/// money-deciding settings. One place decides it, so an approval policy
-/// can answer here.
-pub fn required_approvals() -> usize {
-    1
 }
 
 /// Compares the host's settings with the version in force, records a new
@@ -209,7 +203,11 @@ pub async fn propose(
         ));
     }
     let now = ctx.now();
+    let mut tx = ctx.db.begin_write().await?;
+    // The count it needs is fixed now, under the approval policy in force.
+    let (_, policy) = crate::policy::changes::in_force(&mut tx).await?;
     let row = VersionRow {
+        required_approvals: policy.required(crate::policy::SETTINGS_CHANGE, None),
         id: new_id(),
         version: None,
         status: "PENDING".into(),
@@ -226,7 +224,6 @@ pub async fn propose(
         decided_at: None,
         activated_at: None,
     };
-    let mut tx = ctx.db.begin_write().await?;
     config_versions::propose(&mut tx, &row)
         .await
         .on_unique_violation(|| {
@@ -247,6 +244,7 @@ pub async fn propose(
             after: Some(json!({
                 "reason": reason,
                 "digest": row.digest,
+                "required_approvals": row.required_approvals,
                 "changes": changes
                     .iter()
                     .map(|c| json!({ "setting": c.path, "before": c.before, "after": c.after }))
@@ -282,6 +280,7 @@ pub async fn decide(
             "no change of the settings {id} is waiting for a decision"
         )));
     };
+    let mut tally = None;
     let number = if approve {
         if p.proposed_by_id.as_deref() == Some(by_id) {
             return Err(VersionError::Invalid(
@@ -289,26 +288,52 @@ pub async fn decide(
                     .into(),
             ));
         }
-        debug_assert_eq!(required_approvals(), 1, "one approval adopts a version");
-        let approved = config_versions::approve(&mut tx, id, by_id, by_name, now).await;
-        let Some(n) = (match approved {
-            Err(e) if store::is_unique_violation(&e) => None,
-            n => n?,
-        }) else {
-            let in_force = config_versions::in_force(&mut *tx)
-                .await?
-                .and_then(|v| v.version);
-            return Err(VersionError::Busy(if in_force != p.base_version {
-                format!(
-                    "the settings changed since this was proposed (version {} is in force, it changed version {}): reject it and propose again",
-                    in_force.unwrap_or_default(),
-                    p.base_version.unwrap_or_default()
-                )
-            } else {
-                "not yours to approve: your role is waiting for a second admin's confirmation, or you created the proposer's account or granted their role".into()
-            }));
+        let approver = Approver {
+            id: by_id,
+            name: by_name,
+            at: now,
+            comment: "",
         };
-        Some(n)
+        const TWICE: &str = "you approved this change already: it waits for another approver";
+        let count = match approvals::approve(&mut tx, Subject::Settings, id, &approver).await {
+            Err(e) if store::is_unique_violation(&e) => {
+                return Err(VersionError::Busy(TWICE.into()));
+            }
+            other => other?,
+        };
+        let Some(count) = count else {
+            return Err(VersionError::Busy(
+                if approvals::has_approved(&mut *tx, Subject::Settings, id, by_id).await? {
+                    TWICE.into()
+                } else {
+                    "not yours to approve: your role is waiting for a second admin's confirmation, or you created the proposer's account or granted their role".into()
+                },
+            ));
+        };
+        tally = Some(count);
+        if !count.reached() {
+            None
+        } else {
+            let approved = config_versions::approve(&mut tx, id, by_id, by_name, now).await;
+            let Some(n) = (match approved {
+                Err(e) if store::is_unique_violation(&e) => None,
+                n => n?,
+            }) else {
+                let in_force = config_versions::in_force(&mut *tx)
+                    .await?
+                    .and_then(|v| v.version);
+                return Err(VersionError::Busy(if in_force != p.base_version {
+                    format!(
+                        "the settings changed since this was proposed (version {} is in force, it changed version {}): reject it and propose again",
+                        in_force.unwrap_or_default(),
+                        p.base_version.unwrap_or_default()
+                    )
+                } else {
+                    "not yours to approve: your role is waiting for a second admin's confirmation, or you created the proposer's account or granted their role".into()
+                }));
+            };
+            Some(n)
+        }
     } else {
         if config_versions::reject(&mut tx, id, by_id, by_name, now).await? == 0 {
             return Err(VersionError::Busy(
@@ -330,7 +355,12 @@ pub async fn decide(
             object_type: OBJECT,
             object_id: id.to_owned(),
             before: Some(json!({ "version": p.base_version, "proposed_by": p.proposed_by })),
-            after: Some(json!({ "version": number, "digest": p.digest })),
+            after: Some(json!({
+                "version": number,
+                "digest": p.digest,
+                "approvals": tally.map(|c: approvals::Count| c.approvals),
+                "required_approvals": p.required_approvals,
+            })),
         },
         now,
     )

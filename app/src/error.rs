@@ -71,6 +71,11 @@ pub enum AppError {
     NotIndependent { proposer: String, link: String },
     #[error("a grant is confirmed by an admin who is neither its granter nor its grantee")]
     OwnGrant,
+    /// Not done yet: the approval policy holds the action until others
+    /// approve it on the Approvals page. A 409, so that every caller —
+    /// the console's server functions too — reads it as not done.
+    #[error("held for approval: action {action_id} needs {required} approval(s) before it runs")]
+    Held { action_id: String, required: i64 },
     #[error("no grant of this role is waiting for confirmation")]
     NoGrantPending,
     /// A second factor's code that is wrong, or was already used.
@@ -129,6 +134,7 @@ impl AppError {
             | AppError::AlreadyProposed
             | AppError::NotReplayable
             | AppError::Refused { .. }
+            | AppError::Held { .. }
             | AppError::UndoExpired { .. } => 409,
             AppError::NotFound => 404,
             AppError::Internal { .. } => 500,

@@ -423,6 +423,12 @@ pub fn error_text(err: &AppError, lang: Lang) -> String {
             };
             format!("您{what}，而此项由 {proposer} 提出：须由与其无此关系的人决定。")
         }
+        (AppError::Held { action_id, required }, Lang::En) => format!(
+            "Held for approval: the approval policy asks {required} approver(s) besides you before this runs. It waits on the Approvals page as {action_id}."
+        ),
+        (AppError::Held { action_id, required }, Lang::Zh) => {
+            format!("已提交审批：按审批规则，须由您以外的 {required} 人批准后才会执行。请在审批页查看 {action_id}。")
+        }
         (AppError::OwnGrant, Lang::En) => {
             "A role grant is confirmed by a second admin: neither the admin who granted it nor its grantee.".into()
         }

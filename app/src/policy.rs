@@ -34,3 +34,26 @@ pub struct PolicyPage {
     /// The actions a rule may name, in order.
     pub actions: Vec<String>,
 }
+
+/// An action the approval policy holds until others approve it: a sink's
+/// pause, a large bulk resend, a user's creation, a token that can write.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldAction {
+    pub id: String,
+    /// SINK_PAUSE | BULK_RESEND | USER_CREATE | TOKEN_CREATE
+    pub action: String,
+    /// What it does, in a line.
+    pub summary: String,
+    pub reason: String,
+    /// PENDING | DONE | REJECTED | WITHDRAWN
+    pub status: String,
+    pub proposer: String,
+    pub proposer_id: String,
+    pub proposed_at: i64,
+    pub required: i64,
+    pub approved_by: Vec<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<i64>,
+    /// What ran: a job's id, a user's name, a token's name.
+    pub outcome: Option<String>,
+}

@@ -29,6 +29,10 @@ pub struct SettingsVersion {
     pub proposed_by_id: Option<String>,
     /// Who approved (or rejected) it.
     pub decided_by: Option<String>,
+    /// Who approved it so far, in order.
+    pub approved_by: Vec<String>,
+    /// How many approvers it needs (fixed when proposed).
+    pub required: i64,
     pub created_at: i64,
     pub decided_at: Option<i64>,
     /// What it changed against the version before it (a proposal: the
@@ -62,6 +66,6 @@ pub struct SettingsView {
     pub pending: Option<SettingsVersion>,
     /// Newest first.
     pub history: Vec<SettingsVersion>,
-    /// People other than the proposer who approve a change.
-    pub approvals_needed: usize,
+    /// People other than the proposer who approve a change proposed now.
+    pub approvals_needed: i64,
 }

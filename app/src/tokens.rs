@@ -196,6 +196,10 @@ pub struct CreatedToken {
     pub name: String,
     pub prefix: String,
     pub token: String,
+    /// Set when the approval policy holds the token: it works once the
+    /// held action with this id is approved.
+    #[serde(default)]
+    pub held_action: Option<String>,
 }
 
 #[cfg(test)]

@@ -151,6 +151,11 @@ pub struct Grant {
     pub granted_at: Option<i64>,
     pub confirmed_by: Option<String>,
     pub confirmed_at: Option<i64>,
+    /// The console grant's own id, and how many admins have confirmed it
+    /// of the number the approval policy asked when it was made.
+    pub grant_id: Option<String>,
+    pub confirmations: i64,
+    pub confirmations_required: i64,
     /// A role that can decide (supervisor, admin), granted by an admin in
     /// the console and not yet confirmed by a second one: until then it
     /// decides nothing — fixes, bulk proposals, reopenings, grants.

@@ -4,6 +4,8 @@
 
 use super::{Accounts, Actor, TxError, internal, retrying};
 use crate::auth;
+use crate::policy::TOKEN_CREATE;
+use crate::policy::held;
 use crate::store::{self, audit, now_micros, tokens, users};
 use app::error::AppError;
 use app::tokens::{CreatedToken, MAX_EXPIRY_DAYS, Scope, TokenRow};
@@ -35,6 +37,15 @@ impl ApiToken {
     /// name that could be read as a user's.
     pub fn actor(&self) -> String {
         format!("token:{}", self.name)
+    }
+
+    /// The token as the proposer of an action held for approval: no
+    /// console user, so nobody can have vouched for it.
+    pub fn proposer(&self) -> crate::policy::held::Proposer {
+        crate::policy::held::Proposer {
+            id: format!("token:{}", self.id),
+            name: self.actor(),
+        }
     }
 }
 
@@ -99,6 +110,59 @@ impl Accounts {
         scopes.dedup();
         let new = auth::new_api_token();
         let id = uuid::Uuid::now_v7().to_string();
+        // A console admin's token that can write waits for approval when
+        // the policy says so: the secret is shown now and works once the
+        // token exists. The host's never waits.
+        if let Some(by_id) = actor.user_id.as_deref()
+            && scopes.iter().any(|s| s.as_str().ends_with(":write"))
+            && let Some(need) = held::needed(&self.db, TOKEN_CREATE, None).await?
+        {
+            if let Some(owner_id) = &req.owner_id {
+                let owner = users::by_id(&self.db.pool, owner_id)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| invalid("the token's owner does not exist"))?;
+                if owner.disabled {
+                    return Err(invalid(format!(
+                        "the token's owner `{}` is disabled",
+                        owner.username
+                    )));
+                }
+            }
+            let by = held::Proposer {
+                id: by_id.to_owned(),
+                name: actor.name.clone(),
+            };
+            let params = held::Params::TokenCreate {
+                token_id: id.clone(),
+                name: name.to_owned(),
+                hash: new.hash.clone(),
+                prefix: new.prefix.clone(),
+                owner_id: req.owner_id.clone(),
+                scopes: scopes.clone(),
+                expires_at: req
+                    .expires_days
+                    .map(|d| now_micros() + i64::from(d) * DAY_US),
+            };
+            let summary = format!(
+                "create token {name} with {}",
+                scopes
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            let held = held::hold(&self.db, &by, name, &summary, "new token", &params, need).await;
+            let AppError::Held { action_id, .. } = held else {
+                return Err(held);
+            };
+            return Ok(CreatedToken {
+                name: name.to_owned(),
+                prefix: new.prefix,
+                token: new.token,
+                held_action: Some(action_id),
+            });
+        }
         retrying(|| async {
             let now = now_micros();
             let expires_at = req.expires_days.map(|d| now + i64::from(d) * DAY_US);
@@ -161,6 +225,7 @@ impl Accounts {
             name: name.to_owned(),
             prefix: new.prefix,
             token: new.token,
+            held_action: None,
         })
     }
 

@@ -92,7 +92,7 @@ pub(super) async fn outbox(config: &Config, cmd: OutboxCommand) -> anyhow::Resul
                 eprintln!("reckon: error: name --message, or a filter (--status, --sink, …)");
                 return Ok(ExitCode::from(2));
             }
-            outbox::start_resend(&engine, &actor, &filter, Run::ToTheEnd)
+            outbox::start_resend(&engine, &actor, None, &filter, Run::ToTheEnd)
                 .await
                 .map(|j| serde_json::to_value(j).unwrap_or_default())
         }

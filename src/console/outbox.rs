@@ -101,7 +101,15 @@ impl app::ssr::Outbox for Desk {
         actor: &User,
         filter: &OutboxFilter,
     ) -> Result<OutboxJob, AppError> {
-        jobs::start_resend(&self.engine, &actor.username, filter, jobs::Run::Background).await
+        let by = crate::policy::held::Proposer::user(actor);
+        jobs::start_resend(
+            &self.engine,
+            &actor.username,
+            Some(&by),
+            filter,
+            jobs::Run::Background,
+        )
+        .await
     }
 
     async fn outbox_recover(

@@ -6,7 +6,7 @@ use super::Desk;
 use crate::accounts::internal;
 use crate::policy::changes;
 use app::error::AppError;
-use app::policy::PolicyPage;
+use app::policy::{HeldAction, PolicyPage};
 use app::types::User;
 
 #[async_trait::async_trait]
@@ -36,6 +36,27 @@ impl app::ssr::Policies for Desk {
             changes::approve(db, actor, id, comment, now).await
         } else {
             changes::reject(db, actor, id, comment, now)
+                .await
+                .map(|()| "rejected".to_owned())
+        }
+    }
+
+    async fn held_actions(&self) -> Result<Vec<HeldAction>, AppError> {
+        crate::policy::held::list(&self.engine.db).await
+    }
+
+    async fn decide_held(
+        &self,
+        actor: &User,
+        id: &str,
+        approve: bool,
+        comment: &str,
+    ) -> Result<String, AppError> {
+        let ctx = self.engine.context();
+        if approve {
+            crate::policy::held::approve(ctx, actor, id, comment).await
+        } else {
+            crate::policy::held::reject(ctx, actor, id, comment)
                 .await
                 .map(|()| "rejected".to_owned())
         }

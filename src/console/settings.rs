@@ -6,6 +6,7 @@ use super::Desk;
 use crate::accounts::{decision_refusal, internal};
 use crate::config::evidence::Edits;
 use crate::config_versions::{self, VersionError};
+use crate::store::approvals::{self, Subject};
 use crate::store::config_versions as versions;
 use app::error::AppError;
 use app::settings::{EditableSettings, SettingChange, SettingsVersion, SettingsView};
@@ -41,6 +42,9 @@ impl app::ssr::SettingsVersions for Desk {
             .map_err(internal)?;
         let mut history = Vec::with_capacity(rows.len());
         for v in rows {
+            let approved_by = approvals::names(&ctx.db.pool, Subject::Settings, &v.id)
+                .await
+                .map_err(internal)?;
             let changes = config_versions::changes_of(ctx, &v)
                 .await
                 .map_err(app_error)?
@@ -61,12 +65,19 @@ impl app::ssr::SettingsVersions for Desk {
                 proposed_by: v.proposed_by,
                 proposed_by_id: v.proposed_by_id,
                 decided_by: v.approved_by,
+                approved_by,
+                required: v.required_approvals,
                 created_at: v.created_at,
                 decided_at: v.decided_at,
                 changes,
             });
         }
         let pending = history.iter().find(|v| v.status == "PENDING").cloned();
+        let mut conn = ctx.db.pool.acquire().await.map_err(internal)?;
+        let (_, policy) = crate::policy::changes::in_force(&mut conn)
+            .await
+            .map_err(internal)?;
+        let approvals_needed = policy.required(crate::policy::SETTINGS_CHANGE, None);
         let document =
             serde_json::to_string_pretty(&crate::config::evidence::document(&ctx.settings()))
                 .unwrap_or_default();
@@ -76,7 +87,7 @@ impl app::ssr::SettingsVersions for Desk {
             editable: editable(config_versions::edits_in_force(ctx)),
             pending,
             history,
-            approvals_needed: config_versions::required_approvals(),
+            approvals_needed,
         })
     }
 

@@ -93,7 +93,16 @@ impl app::ssr::Sinks for Desk {
         reason: &str,
         pause: bool,
     ) -> Result<(), AppError> {
-        crate::outbox::sinks::set_paused(&self.engine, &actor.username, name, reason, pause).await
+        let by = crate::policy::held::Proposer::user(actor);
+        crate::outbox::sinks::set_paused(
+            &self.engine,
+            &actor.username,
+            Some(&by),
+            name,
+            reason,
+            pause,
+        )
+        .await
     }
 
     async fn retry_sink_now(

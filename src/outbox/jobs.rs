@@ -8,6 +8,8 @@
 
 use crate::accounts::{TxError, internal, retrying};
 use crate::context::Context;
+use crate::policy::held::{self, Params, Proposer};
+use crate::policy::{BULK_RESEND, DELIVERIES};
 use crate::store;
 use crate::store::lists::After;
 use crate::store::outbox_ops::{self as ops, OutboxQuery};
@@ -203,15 +205,19 @@ pub async fn resend(
     Ok(out)
 }
 
-fn new_job_id() -> String {
+pub fn new_job_id() -> String {
     format!("OBJ{}", uuid::Uuid::now_v7().simple()).to_ascii_uppercase()
 }
 
 /// Starts queuing again every not-pending delivery the list's filter
 /// matches (only its sink's and status's, when it names them).
+///
+/// A resend the approval policy holds (above its number of deliveries)
+/// waits for approval instead; `by` None is the server's host, never held.
 pub async fn start_resend(
     ctx: &Context,
     actor: &str,
+    by: Option<&Proposer>,
     filter: &OutboxFilter,
     run: Run,
 ) -> Result<OutboxJob, AppError> {
@@ -230,6 +236,20 @@ pub async fn start_resend(
     }
     let q = query(ctx, &filter)?;
     let items = ops::resendable(&ctx.db, &q).await.map_err(internal)?;
+    let deliveries = i64::try_from(items.len()).unwrap_or(i64::MAX);
+    if let Some(by) = by
+        && let Some(need) =
+            held::needed(&ctx.db, BULK_RESEND, Some((deliveries, DELIVERIES))).await?
+    {
+        let summary = format!(
+            "resend {deliveries} deliveries matching {}",
+            serde_json::to_string(&filter).unwrap_or_default()
+        );
+        let object = serde_json::to_string(&filter).unwrap_or_default();
+        let params = Params::BulkResend { filter, deliveries };
+        let reason = "bulk resend";
+        return Err(held::hold(&ctx.db, by, &object, &summary, reason, &params, need).await);
+    }
     let params = serde_json::to_value(&filter).unwrap_or_default();
     start(ctx, actor, "RESEND", params, items, run).await
 }
@@ -280,49 +300,79 @@ async fn start(
     run: Run,
 ) -> Result<OutboxJob, AppError> {
     let job_id = new_job_id();
-    let params_json = params.to_string();
     retrying(|| async {
         let now = ctx.now();
         let mut tx = ctx.db.begin_write().await?;
-        ops::insert_job(
-            &mut tx,
-            &ops::NewJob {
-                job_id: &job_id,
-                kind,
-                params_json: &params_json,
-                requested_by: actor,
-                now,
-            },
-            &items,
-        )
-        .await?;
-        audit::append(
-            &mut tx,
-            &ctx.db.audit,
-            &audit::Entry {
-                actor: actor.to_owned(),
-                action: if kind == "RECOVER" {
-                    "outbox.recover"
-                } else {
-                    "outbox.bulk_resend"
-                },
-                object_type: "outbox_job",
-                object_id: job_id.clone(),
-                before: None,
-                after: Some(json!({ "params": params, "deliveries": items.len() })),
-            },
-            now,
+        write_job(
+            &mut tx, ctx, actor, kind, &job_id, &params, &items, None, now,
         )
         .await?;
         tx.commit().await?;
         Ok::<_, TxError>(())
     })
     .await?;
+    run_job(ctx, &job_id, run).await
+}
+
+/// Runs a job written by [`write_job`] once its transaction committed.
+pub async fn run_job(ctx: &Context, job_id: &str, run: Run) -> Result<OutboxJob, AppError> {
     match run {
-        Run::Background => crate::jobs::spawn::<Requeue>(ctx, &job_id),
-        Run::ToTheEnd => crate::jobs::run_here::<Requeue>(ctx, &job_id).await?,
+        Run::Background => crate::jobs::spawn::<Requeue>(ctx, job_id),
+        Run::ToTheEnd => crate::jobs::run_here::<Requeue>(ctx, job_id).await?,
     }
-    job(ctx, &job_id).await
+    job(ctx, job_id).await
+}
+
+/// Writes job `job_id` (queuing `items` again) with its audit entry in the
+/// caller's transaction — `approved_by`, when approvers let it run.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn write_job(
+    tx: &mut store::Tx<'_>,
+    ctx: &Context,
+    actor: &str,
+    kind: &str,
+    job_id: &str,
+    params: &serde_json::Value,
+    items: &[(String, String)],
+    approved_by: Option<&[String]>,
+    now: i64,
+) -> Result<(), TxError> {
+    let params_json = params.to_string();
+    ops::insert_job(
+        tx,
+        &ops::NewJob {
+            job_id,
+            kind,
+            params_json: &params_json,
+            requested_by: actor,
+            now,
+        },
+        items,
+    )
+    .await?;
+    let mut after = json!({ "params": params, "deliveries": items.len() });
+    if let Some(names) = approved_by {
+        after["approved_by"] = json!(names);
+    }
+    audit::append(
+        tx,
+        &ctx.db.audit,
+        &audit::Entry {
+            actor: actor.to_owned(),
+            action: if kind == "RECOVER" {
+                "outbox.recover"
+            } else {
+                "outbox.bulk_resend"
+            },
+            object_type: "outbox_job",
+            object_id: job_id.to_owned(),
+            before: None,
+            after: Some(after),
+        },
+        now,
+    )
+    .await?;
+    Ok(())
 }
 
 /// A job and its progress.

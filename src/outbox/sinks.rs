@@ -10,6 +10,8 @@ use crate::accounts::{TxError, retrying};
 use crate::config::Sink;
 use crate::context::Context;
 use crate::domain::{AlertKind, AlertSeverity};
+use crate::policy::SINK_PAUSE;
+use crate::policy::held::{self, Params, Proposer};
 use crate::store;
 use crate::store::{alerts, audit, sinks};
 use app::error::AppError;
@@ -83,9 +85,12 @@ pub(crate) async fn sink_failing_check(
 /// Pauses (`pause`) or resumes a configured sink, audited with `actor`
 /// and the reason. Doing what is already done is refused, so the audit
 /// log holds only changes.
+/// A pause the approval policy holds waits for approval instead (the
+/// `Held` answer names it); `by` None is the server's host, never held.
 pub async fn set_paused(
     ctx: &Context,
     actor: &str,
+    by: Option<&Proposer>,
     name: &str,
     reason: &str,
     pause: bool,
@@ -94,6 +99,17 @@ pub async fn set_paused(
         return Err(AppError::NotFound);
     }
     let reason = crate::triage::required(reason, "reason")?;
+    if pause
+        && let Some(by) = by
+        && let Some(need) = held::needed(&ctx.db, SINK_PAUSE, None).await?
+    {
+        let params = Params::SinkPause {
+            sink: name.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let summary = format!("pause sink {name}");
+        return Err(held::hold(&ctx.db, by, name, &summary, reason, &params, need).await);
+    }
     retrying(|| async {
         let now = ctx.now();
         let mut tx = ctx.db.begin_write().await?;

@@ -1,14 +1,19 @@
 //! The approval policy finance configures: for each action — every fix
-//! kind, a bulk proposal's items, reopening a closed day, and changing the
-//! policy itself — how many distinct approvers it needs, raised above
-//! amount thresholds per currency. Nothing goes below one approver (the
-//! floor is checked when a policy is read from text, whatever it says).
+//! kind, a bulk proposal's items, reopening a closed day, changing the
+//! policy or the settings, granting a deciding role, and the actions held
+//! until approved (a sink's pause, a large bulk resend, a user's creation,
+//! a token that can write) — how many distinct approvers it needs, raised
+//! above amount thresholds per currency (a bulk resend's: above a number
+//! of deliveries). What moves money, holds, roles or the rules never goes
+//! below one approver; a held action's floor is none, today's behaviour
+//! (floors are checked when a policy is read from text, whatever it says).
 //! The count a proposal needs is worked out here when it is proposed and
 //! stored on it; the database counts the approvals (`store::approvals`).
 //! Versions are kept by `store::policy`; [`changes`] proposes and decides
 //! a new one.
 
 pub mod changes;
+pub mod held;
 
 use crate::domain::{Currency, Money};
 use app::tickets::FixKind;
@@ -18,6 +23,9 @@ use sha2::{Digest, Sha256};
 
 /// No action that moves money or holds, nor the policy, needs fewer.
 pub const FLOOR: i64 = 1;
+/// What an action held until approved needs unless the policy says more:
+/// it runs at once, as it always did.
+pub const NONE: i64 = 0;
 /// A count nobody could meet is refused, not stored.
 pub const CEILING: i64 = 5;
 
@@ -25,12 +33,40 @@ pub const CEILING: i64 = 5;
 pub const BULK: &str = "BULK";
 pub const REOPEN_DAY: &str = "REOPEN_DAY";
 pub const POLICY_CHANGE: &str = "POLICY_CHANGE";
+pub const SETTINGS_CHANGE: &str = "SETTINGS_CHANGE";
+/// Confirming a supervisor or admin role an admin gave in the console.
+pub const ROLE_GRANT: &str = "ROLE_GRANT";
+/// The actions held until approved only when the policy says so.
+pub const SINK_PAUSE: &str = "SINK_PAUSE";
+pub const BULK_RESEND: &str = "BULK_RESEND";
+pub const USER_CREATE: &str = "USER_CREATE";
+/// Creating an API token with any write scope.
+pub const TOKEN_CREATE: &str = "TOKEN_CREATE";
+pub const HELD: [&str; 4] = [SINK_PAUSE, BULK_RESEND, USER_CREATE, TOKEN_CREATE];
+
+/// A bulk resend's threshold counts deliveries, not money.
+pub const DELIVERIES: &str = "deliveries";
 
 /// Every action a rule may name, in the order the policy lists them.
 pub fn actions() -> Vec<&'static str> {
     let mut all: Vec<&'static str> = FixKind::ALL.iter().map(|k| k.as_str()).collect();
-    all.extend([BULK, REOPEN_DAY, POLICY_CHANGE]);
+    all.extend([BULK, REOPEN_DAY, POLICY_CHANGE, SETTINGS_CHANGE, ROLE_GRANT]);
+    all.extend(HELD);
     all
+}
+
+/// The fewest approvers a rule for `action` may ask.
+pub fn floor(action: &str) -> i64 {
+    if HELD.contains(&action) { NONE } else { FLOOR }
+}
+
+/// A threshold's amount as text: money in its currency's major units, a
+/// count of deliveries as it is.
+fn threshold_text(t: &Threshold) -> String {
+    match Currency::parse(&t.currency) {
+        Ok(c) => Money::new(t.minor, c).major_string(),
+        Err(_) => t.minor.to_string(),
+    }
 }
 
 /// Above `minor` (in the currency's minor units), `approvers` are needed.
@@ -63,7 +99,7 @@ impl Default for Policy {
                 .into_iter()
                 .map(|a| Rule {
                     action: a.to_owned(),
-                    approvers: FLOOR,
+                    approvers: floor(a),
                     above: Vec::new(),
                 })
                 .collect(),
@@ -73,10 +109,11 @@ impl Default for Policy {
 
 impl Policy {
     /// How many distinct approvers `action` needs for `amount` (minor
-    /// units and currency code), never fewer than the floor.
+    /// units and currency code; a bulk resend's deliveries and
+    /// [`DELIVERIES`]), never fewer than the action's floor.
     pub fn required(&self, action: &str, amount: Option<(i64, &str)>) -> i64 {
         let Some(rule) = self.rules.iter().find(|r| r.action == action) else {
-            return FLOOR;
+            return floor(action);
         };
         let above = |t: &&Threshold| {
             amount.is_some_and(|(minor, currency)| {
@@ -88,7 +125,7 @@ impl Policy {
             .filter(above)
             .map(|t| t.approvers)
             .fold(rule.approvers, i64::max)
-            .max(FLOOR)
+            .max(floor(action))
     }
 
     /// What a fix of `kind` moving `amount` needs; a bulk proposal's item
@@ -126,9 +163,7 @@ impl Policy {
         for r in &self.rules {
             out.push_str(&format!("{} {}\n", r.action, r.approvers));
             for t in &r.above {
-                let amount = Currency::parse(&t.currency)
-                    .map(|c| Money::new(t.minor, c).major_string())
-                    .unwrap_or_else(|_| t.minor.to_string());
+                let amount = threshold_text(t);
                 out.push_str(&format!(
                     "{} {} above {amount} {}\n",
                     r.action, t.approvers, t.currency
@@ -165,9 +200,10 @@ impl Policy {
             let count: i64 = count
                 .parse()
                 .map_err(|_| format!("line {at}: {count:?} is not a number of approvers"))?;
-            if count < FLOOR {
+            let least = floor(action);
+            if count < least {
                 return Err(format!(
-                    "line {at}: {action} needs at least {FLOOR} approver besides the proposer; {count} is below the floor"
+                    "line {at}: {action} needs at least {least} approver besides the proposer; {count} is below the floor"
                 ));
             }
             if count > CEILING {
@@ -187,6 +223,30 @@ impl Policy {
                     }
                     base_given.push(action);
                     rule.approvers = count;
+                }
+                [above, amount, unit]
+                    if above.eq_ignore_ascii_case("above")
+                        && action == BULK_RESEND
+                        && unit.eq_ignore_ascii_case(DELIVERIES) =>
+                {
+                    let n: i64 = amount.parse().ok().filter(|n| *n >= 0).ok_or_else(|| {
+                        format!("line {at}: {amount:?} is not a number of deliveries")
+                    })?;
+                    if rule.above.iter().any(|t| t.minor == n) {
+                        return Err(format!(
+                            "line {at}: {action} above {n} {DELIVERIES} is given twice"
+                        ));
+                    }
+                    rule.above.push(Threshold {
+                        currency: DELIVERIES.to_owned(),
+                        minor: n,
+                        approvers: count,
+                    });
+                }
+                [_, _, _] if action == BULK_RESEND => {
+                    return Err(format!(
+                        "line {at}: expected \"{action} N\" or \"{action} N above COUNT {DELIVERIES}\""
+                    ));
                 }
                 [above, amount, currency] if above.eq_ignore_ascii_case("above") => {
                     let c = Currency::parse(currency).map_err(|e| format!("line {at}: {e}"))?;
@@ -223,9 +283,7 @@ impl Policy {
                 return Err(format!(
                     "{}: above {} {} needs {} approvers, fewer than the {} it needs at any amount",
                     r.action,
-                    Currency::parse(&t.currency)
-                        .map(|c| Money::new(t.minor, c).major_string())
-                        .unwrap_or_default(),
+                    threshold_text(t),
                     t.currency,
                     t.approvers,
                     r.approvers
@@ -259,12 +317,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_is_one_approver_for_everything() {
+    fn the_default_is_one_approver_for_everything_but_held_actions() {
         let p = Policy::default();
         for a in actions() {
-            assert_eq!(p.required(a, Some((i64::MAX, "CNY"))), 1, "{a}");
+            let want = if HELD.contains(&a) { 0 } else { 1 };
+            assert_eq!(p.required(a, Some((i64::MAX, "CNY"))), want, "{a}");
         }
         assert_eq!(Policy::parse("").unwrap(), p);
+    }
+
+    #[test]
+    fn a_bulk_resend_is_held_above_a_number_of_deliveries() {
+        let p = Policy::parse("BULK_RESEND 1 above 100 deliveries\nSINK_PAUSE 1").unwrap();
+        assert_eq!(p.required(BULK_RESEND, Some((100, DELIVERIES))), 0);
+        assert_eq!(p.required(BULK_RESEND, Some((101, DELIVERIES))), 1);
+        assert_eq!(p.required(SINK_PAUSE, None), 1);
+        assert_eq!(p.required(USER_CREATE, None), 0);
+        assert_eq!(Policy::parse(&p.text()).unwrap(), p, "text round trip");
+        let refused = |t: &str| Policy::parse(t).unwrap_err();
+        assert!(refused("BULK_RESEND 1 above 10.00 CNY").contains("COUNT deliveries"));
+        assert!(refused("BULK_RESEND 1 above -3 deliveries").contains("not a number"));
+        assert!(refused("ROLE_GRANT 0").contains("below the floor"));
+        assert!(refused("SETTINGS_CHANGE 0").contains("below the floor"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The `approvals` table: one row per (proposal, approver). A proposal
-//! (a fix, a day's reopening, a policy change) carries the number of
+//! (a fix, a day's reopening, a change of the policy or the settings, a
+//! role grant, a held action) carries the number of
 //! distinct approvers it needs; each approval is recorded here by
 //! [`approve`], under the deciding statements' conditions, and the
 //! proposal's own deciding statement executes it only once the rows
@@ -14,6 +15,11 @@ pub enum Subject {
     Fix,
     Reopen,
     Policy,
+    Settings,
+    /// A deciding role an admin gave in the console, confirmed by admins.
+    Grant,
+    /// An action held until approved.
+    Held,
 }
 
 impl Subject {
@@ -22,6 +28,9 @@ impl Subject {
             Subject::Fix => "fix",
             Subject::Reopen => "reopen",
             Subject::Policy => "policy",
+            Subject::Settings => "settings",
+            Subject::Grant => "grant",
+            Subject::Held => "held",
         }
     }
 
@@ -30,44 +39,89 @@ impl Subject {
             Subject::Fix => ("fix_proposals", "proposal_id"),
             Subject::Reopen => ("day_reopens", "reopen_id"),
             Subject::Policy => ("approval_policies", "policy_id"),
+            Subject::Settings => ("config_versions", "id"),
+            Subject::Grant => ("users", "role_grant_id"),
+            Subject::Held => ("held_actions", "action_id"),
+        }
+    }
+
+    /// The proposer's column, the condition that the row waits for
+    /// approvals, the column every approval touches and the count needed.
+    fn columns(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Subject::Settings => (
+                "proposed_by_id",
+                "status = 'PENDING'",
+                "approval_count",
+                "required_approvals",
+            ),
+            Subject::Grant => (
+                "role_granted_by_id",
+                "role <> 'operator' AND role_confirmed_at IS NULL",
+                "role_confirmations",
+                "role_confirmations_required",
+            ),
+            _ => (
+                "proposer_id",
+                "status = 'PENDING'",
+                "approval_count",
+                "required_approvals",
+            ),
         }
     }
 
     /// What the proposal must be, besides pending, for anyone to approve
-    /// it: a fix not stale, not expired, its ticket open; a policy change
-    /// approved by admins only. (`$1` the approver, `$3` now.)
+    /// it: a fix not stale, not expired, its ticket open; a grant never
+    /// confirmed by its grantee. (`$1` the approver, `$3` now.)
     fn conditions(self) -> &'static str {
         match self {
             Subject::Fix => {
                 "AND stale_reason IS NULL AND expires_at > $3 AND EXISTS (SELECT 1 FROM discrepancies d \
                    WHERE d.discrepancy_id = fix_proposals.discrepancy_id AND d.status <> 'CLOSED')"
             }
-            Subject::Reopen => "",
-            Subject::Policy => {
-                "AND EXISTS (SELECT 1 FROM users au WHERE au.id = $1 AND au.role = 'admin')"
+            Subject::Grant => "AND users.id <> $1",
+            Subject::Reopen | Subject::Policy | Subject::Settings | Subject::Held => "",
+        }
+    }
+
+    /// The condition on an approver (`who`, an id) beyond a confirmed
+    /// deciding role: an admin for the policy, roles, users and tokens.
+    fn approver(self, who: &str) -> String {
+        let admin =
+            format!("EXISTS (SELECT 1 FROM users aa WHERE aa.id = {who} AND aa.role = 'admin')");
+        match self {
+            Subject::Policy | Subject::Grant => admin,
+            Subject::Held => {
+                format!("(held_actions.action IN ('SINK_PAUSE', 'BULK_RESEND') OR {admin})")
             }
+            Subject::Fix | Subject::Reopen | Subject::Settings => "1 = 1".into(),
+        }
+    }
+
+    /// Whether an approver must not have vouched for the proposer. A
+    /// grant's confirmer is only never its granter nor its grantee.
+    fn independent(self, approver: &str) -> String {
+        let (table, _) = self.table();
+        match self {
+            Subject::Grant => "1 = 1".into(),
+            _ => independent_of(approver, &format!("{table}.{}", self.columns().0)),
         }
     }
 }
 
 /// The approvals of a proposal's row (`table.key`) that still count: each
 /// approver still a confirmed decider, still independent of the proposer
-/// (and, for a policy change, still an admin) — one disabled, demoted or
-/// who vouched for the proposer since no longer counts.
+/// (and, where only admins approve, still an admin) — one disabled,
+/// demoted or who vouched for the proposer since no longer counts.
 fn counted(subject: Subject) -> String {
     let (table, key) = subject.table();
-    let admin = match subject {
-        Subject::Policy => {
-            " AND EXISTS (SELECT 1 FROM users aa WHERE aa.id = ap.approver_id AND aa.role = 'admin')"
-        }
-        Subject::Fix | Subject::Reopen => "",
-    };
     format!(
         "(SELECT COUNT(*) FROM approvals ap WHERE ap.subject = '{}' AND ap.subject_id = {table}.{key} \
-           AND {} AND {}{admin})",
+           AND {} AND {} AND {})",
         subject.name(),
         decider_confirmed("ap.approver_id"),
-        independent_of("ap.approver_id", &format!("{table}.proposer_id")),
+        subject.independent("ap.approver_id"),
+        subject.approver("ap.approver_id"),
     )
 }
 
@@ -75,7 +129,7 @@ fn counted(subject: Subject) -> String {
 /// approvals of its row that still count reached the number it needs.
 pub fn enough(subject: Subject) -> String {
     let table = subject.table().0;
-    format!("{} >= {table}.required_approvals", counted(subject))
+    format!("{} >= {table}.{}", counted(subject), subject.columns().3)
 }
 
 /// An approver and what they said.
@@ -114,13 +168,15 @@ pub async fn approve(
     a: &Approver<'_>,
 ) -> sqlx::Result<Option<Count>> {
     let (table, key) = subject.table();
+    let (proposer, pending, counter, required) = subject.columns();
     let took = sqlx::query(&format!(
-        "UPDATE {table} SET approval_count = approval_count + 1 \
-         WHERE {key} = $2 AND status = 'PENDING' AND proposer_id <> $1 AND {} AND {} {} \
+        "UPDATE {table} SET {counter} = {counter} + 1 \
+         WHERE {key} = $2 AND {pending} AND {proposer} <> $1 AND {} AND {} AND {} {} \
            AND NOT EXISTS (SELECT 1 FROM approvals ap WHERE ap.subject = $4 AND ap.subject_id = $2 \
              AND ap.approver_id = $1)",
         decider_confirmed("$1"),
-        independent_of("$1", &format!("{table}.proposer_id")),
+        subject.independent("$1"),
+        subject.approver("$1"),
         subject.conditions(),
     ))
     .bind(a.id)
@@ -135,7 +191,7 @@ pub async fn approve(
     }
     sqlx::query(&format!(
         "INSERT INTO approvals (subject, subject_id, approver_id, approver_name, proposer_id, approved_at, \
-           ordinal, comment) SELECT $1, $2, $3, $4, proposer_id, $5, approval_count, $6 FROM {table} WHERE {key} = $2"
+           ordinal, comment) SELECT $1, $2, $3, $4, {proposer}, $5, {counter}, $6 FROM {table} WHERE {key} = $2"
     ))
     .bind(subject.name())
     .bind(id)
@@ -146,7 +202,7 @@ pub async fn approve(
     .execute(&mut *conn)
     .await?;
     let (approvals, required): (i64, i64) = sqlx::query_as(&format!(
-        "SELECT {}, required_approvals FROM {table} WHERE {key} = $1",
+        "SELECT {}, {required} FROM {table} WHERE {key} = $1",
         counted(subject)
     ))
     .bind(id)

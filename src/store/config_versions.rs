@@ -10,7 +10,8 @@ use super::users::{decider_confirmed, independent_of};
 use sqlx::{Any, AnyConnection, Executor};
 
 const COLUMNS: &str = "id, version, status, source, digest, body_json, base_version, reason, \
-     proposed_by_id, proposed_by, approved_by_id, approved_by, created_at, decided_at, activated_at";
+     proposed_by_id, proposed_by, approved_by_id, approved_by, created_at, decided_at, activated_at, \
+     required_approvals";
 
 /// A version (or a proposal) as stored.
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -33,6 +34,9 @@ pub struct VersionRow {
     pub created_at: i64,
     pub decided_at: Option<i64>,
     pub activated_at: Option<i64>,
+    /// How many others approve a console proposal (the approval policy's
+    /// count when it was proposed).
+    pub required_approvals: i64,
 }
 
 /// The version in force: the highest number.
@@ -126,8 +130,8 @@ pub async fn record_host(
 pub async fn propose(conn: &mut AnyConnection, r: &VersionRow) -> sqlx::Result<()> {
     sqlx::query::<Any>(
         "INSERT INTO config_versions (id, status, source, digest, body_json, base_version, reason, \
-           proposed_by_id, proposed_by, created_at) \
-         VALUES ($1, 'PENDING', 'console', $2, $3, $4, $5, $6, $7, $8)",
+           proposed_by_id, proposed_by, created_at, required_approvals) \
+         VALUES ($1, 'PENDING', 'console', $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&r.id)
     .bind(&r.digest)
@@ -137,13 +141,15 @@ pub async fn propose(conn: &mut AnyConnection, r: &VersionRow) -> sqlx::Result<(
     .bind(&r.proposed_by_id)
     .bind(&r.proposed_by)
     .bind(r.created_at)
+    .bind(r.required_approvals)
     .execute(conn)
     .await?;
     Ok(())
 }
 
-/// The approval: one conditional statement giving the proposal the next
-/// number. The proposer never matches (and the CHECK constraint refuses it
+/// The last approval it needs: one conditional statement giving the
+/// proposal the next number once the approvals that still count reach
+/// its number (`approvals`, subject settings). The proposer never matches (and the CHECK constraint refuses it
 /// even if this line changed), nor a decider whose role is a pending grant
 /// or who vouched for the proposer; a decided proposal never matches, nor
 /// one whose base is no longer the version in force. Returns the number
@@ -161,10 +167,11 @@ pub async fn approve(
            approved_by_id = $1, approved_by = $2, decided_at = $3, activated_at = $3 \
          WHERE id = $4 AND status = 'PENDING' AND proposed_by_id <> $1 \
            AND base_version = (SELECT MAX(v.version) FROM config_versions v) \
-           AND {} AND {} \
+           AND {} AND {} AND {} \
          RETURNING version",
         decider_confirmed("$1"),
         independent_of("$1", "config_versions.proposed_by_id"),
+        super::approvals::enough(super::approvals::Subject::Settings),
     ))
     .bind(by_id)
     .bind(by_name)

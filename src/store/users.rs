@@ -5,7 +5,8 @@ use sqlx::{Any, Executor};
 
 const COLUMNS: &str = "id, username, role, lang, disabled_at, created_at, \
      created_by_id, created_by, role_granted_by_id, role_granted_by, role_granted_at, \
-     role_confirmed_by, role_confirmed_at, view_raw_at";
+     role_confirmed_by, role_confirmed_at, view_raw_at, role_grant_id, role_confirmations, \
+     role_confirmations_required";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -23,6 +24,9 @@ struct Row {
     role_confirmed_by: Option<String>,
     role_confirmed_at: Option<i64>,
     view_raw_at: Option<i64>,
+    role_grant_id: Option<String>,
+    role_confirmations: i64,
+    role_confirmations_required: i64,
 }
 
 impl TryFrom<Row> for User {
@@ -44,6 +48,9 @@ impl TryFrom<Row> for User {
                 granted_at: r.role_granted_at,
                 confirmed_by: r.role_confirmed_by,
                 confirmed_at: r.role_confirmed_at,
+                grant_id: r.role_grant_id,
+                confirmations: r.role_confirmations,
+                confirmations_required: r.role_confirmations_required,
             },
             role,
             lang: r.lang.and_then(|l| l.parse::<Lang>().ok()),
@@ -220,9 +227,31 @@ pub async fn grant_pending<'e>(
     Ok(n > 0)
 }
 
-/// Confirms user `id`'s pending grant of `role` by admin `by_id`: one
-/// conditional statement — never by its grantee nor its granter, only by an
-/// enabled admin whose own role is confirmed. Rows changed.
+/// Gives user `id`'s pending console grant (if any) a fresh id and the
+/// number of admins' confirmations the approval policy asks now; the
+/// confirmations of an earlier grant never count for it. Rows changed.
+pub async fn open_grant<'e>(
+    e: impl Executor<'e, Database = Any>,
+    id: &str,
+    required: i64,
+) -> sqlx::Result<u64> {
+    Ok(sqlx::query(&format!(
+        "UPDATE users SET role_grant_id = $1, role_confirmations = 0, role_confirmations_required = $2 \
+         WHERE id = $3 AND {PENDING}"
+    ))
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(required.max(1))
+    .bind(id)
+    .execute(e)
+    .await?
+    .rows_affected())
+}
+
+/// Confirms user `id`'s pending grant of `role` by admin `by_id`, once
+/// the confirmations that still count (`approvals`, subject grant) reach
+/// the number it needs: one conditional statement — never by its grantee
+/// nor its granter, only by an enabled admin whose own role is confirmed.
+/// Rows changed.
 pub async fn confirm_grant<'e>(
     e: impl Executor<'e, Database = Any>,
     id: &str,
@@ -236,7 +265,9 @@ pub async fn confirm_grant<'e>(
          WHERE id = $4 AND role = $5 AND {PENDING} \
            AND id <> $1 AND role_granted_by_id IS NOT NULL AND role_granted_by_id <> $1 \
            AND EXISTS (SELECT 1 FROM users a WHERE a.id = $1 AND a.role = 'admin' \
-             AND a.disabled_at IS NULL AND a.role_confirmed_at IS NOT NULL)"
+             AND a.disabled_at IS NULL AND a.role_confirmed_at IS NOT NULL) \
+           AND {}",
+        super::approvals::enough(super::approvals::Subject::Grant)
     );
     Ok(sqlx::query(&sql)
         .bind(by_id)

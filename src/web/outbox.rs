@@ -128,6 +128,7 @@ pub async fn resend(
     responses(
         (status = 202, description = "The job, started; follow it at /api/v1/outbox/jobs/{job_id}", body = OutboxJob),
         (status = 400, description = "An unreadable filter, an unknown sink or status, a bad time", body = ApiError),
+        (status = 409, description = "Held for approval under the approval policy (above its number of deliveries): the error names the held action", body = ApiError),
     ))]
 pub async fn bulk_resend(
     State(engine): State<Engine>,
@@ -139,6 +140,7 @@ pub async fn bulk_resend(
     let job = crate::outbox::jobs::start_resend(
         &engine,
         &token.actor(),
+        Some(&token.proposer()),
         &filter.cleaned(),
         Run::Background,
     )

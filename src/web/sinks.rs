@@ -79,6 +79,7 @@ fn api_error(e: AppError, name: &str) -> ApiError {
         AppError::Required { .. } | AppError::Invalid { .. } => {
             ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
         }
+        AppError::Held { .. } => ApiError::new(StatusCode::CONFLICT, e.to_string()),
         e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
@@ -123,13 +124,13 @@ pub async fn list(
 
 async fn set(
     engine: &Engine,
-    actor: &str,
+    actor: &crate::policy::held::Proposer,
     name: &str,
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
     pause: bool,
 ) -> Result<Json<SinkView>, ApiError> {
     let Json(req) = body.map_err(super::merchant::unreadable)?;
-    crate::outbox::sinks::set_paused(engine, actor, name, &req.reason, pause)
+    crate::outbox::sinks::set_paused(engine, &actor.name, Some(actor), name, &req.reason, pause)
         .await
         .map_err(|e| api_error(e, name))?;
     let view = sink_views(engine)
@@ -148,6 +149,7 @@ async fn set(
     responses(
         (status = 200, description = "The sink, paused", body = SinkView),
         (status = 400, description = "No reason, or the sink is already paused", body = ApiError),
+        (status = 409, description = "Held for approval under the approval policy: the error names the held action", body = ApiError),
         (status = 404, description = "No such sink", body = ApiError),
     ))]
 pub async fn pause(
@@ -156,7 +158,7 @@ pub async fn pause(
     Path(name): Path<String>,
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SinkView>, ApiError> {
-    set(&engine, &token.actor(), &name, body, true).await
+    set(&engine, &token.proposer(), &name, body, true).await
 }
 
 /// `POST /api/v1/sinks/{name}/resume`: its waiting deliveries go out.
@@ -174,7 +176,7 @@ pub async fn resume(
     Path(name): Path<String>,
     body: Result<Json<PauseRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SinkView>, ApiError> {
-    set(&engine, &token.actor(), &name, body, false).await
+    set(&engine, &token.proposer(), &name, body, false).await
 }
 
 /// `POST /api/v1/sinks/{name}/retry`: every pending delivery to the sink

@@ -293,6 +293,14 @@ const SERVER_FUNCTIONS: &[(&str, Form, May)] = &[
         &[("id", NONE), ("what", "approve")],
         May::Only(ADMIN),
     ),
+    // Actions held for approval: seen and decided by those who decide
+    // (whether this one may is the database's to say: none here).
+    ("held/list", &[], May::Only(OVERSIGHT)),
+    (
+        "held/decide",
+        &[("id", NONE), ("what", "approve")],
+        May::Only(OVERSIGHT),
+    ),
     // The settings' versions (nothing changed: refused past the guard).
     ("settings/view", &[], May::Only(OVERSIGHT)),
     (

@@ -28,6 +28,7 @@ mod engine;
 mod fees;
 mod fix_journeys;
 mod health;
+mod held;
 mod lanes;
 mod late_success;
 mod mfa;

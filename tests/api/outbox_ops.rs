@@ -920,7 +920,7 @@ async fn the_command_line_retries_a_sink_now(b: Backend) {
             .contains("nothing was waiting")
     );
     // Paused: refused, with what to do.
-    reckon::outbox::sinks::set_paused(&engine, "carol", "shop", "maintenance", true)
+    reckon::outbox::sinks::set_paused(&engine, "carol", None, "shop", "maintenance", true)
         .await
         .unwrap();
     let out = reckon(

@@ -523,7 +523,143 @@ async fn reopening_a_day_counts_distinct_approvers(b: Backend) {
     assert_eq!(day_state(&d, &date).await, "REOPENED");
 }
 
+/// `who` proposes the settings in force with SLA hours `sla`: the answer.
+async fn propose_settings(d: &Desk, who: &reqwest::Client, sla: &str) -> (u16, Value) {
+    let (status, page) = d.call(who, "settings/view", &[]).await;
+    assert_eq!(status, 200, "{page}");
+    let e = &page["editable"];
+    let field = |k: &str| e[k].as_str().unwrap().to_owned();
+    let form = [
+        ("sla_hours", sla.to_owned()),
+        ("cut_window_minutes", field("cut_window_minutes")),
+        ("bank_window_days", field("bank_window_days")),
+        ("statement_missing_hours", field("statement_missing_hours")),
+        ("close_allow_open", field("close_allow_open")),
+        ("reason", "month-end".to_owned()),
+    ];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    d.call(who, "settings/propose", &form).await
+}
+
+/// The settings page's pending change (status, approvers, needed) and
+/// the version in force.
+async fn settings_state(d: &Desk, who: &reqwest::Client) -> (Value, i64) {
+    let (status, page) = d.call(who, "settings/view", &[]).await;
+    assert_eq!(status, 200, "{page}");
+    (page["pending"].clone(), page["in_force"].as_i64().unwrap())
+}
+
+async fn decide_settings(d: &Desk, who: &reqwest::Client, id: &str) -> (u16, Value) {
+    d.call(who, "settings/decide", &[("id", id), ("what", "approve")])
+        .await
+}
+
+/// `who` confirms `user`'s grant of `role`: the answer.
+async fn confirm(d: &Desk, who: &reqwest::Client, user: &str, role: &str) -> (u16, Value) {
+    d.call(who, "users/confirm", &[("user_id", user), ("role", role)])
+        .await
+}
+
+/// Under "SETTINGS_CHANGE 2" a change of the settings waits after its
+/// first approval and is adopted at the second, by another person; under
+/// "ROLE_GRANT 2" a supervisor created in the console decides nothing
+/// after one admin's confirmation, the same admin cannot count twice, and
+/// a second admin's confirmation makes the role decide. A grant made under
+/// the earlier policy keeps the count it was made with.
+async fn settings_and_role_grants_need_the_policys_count(b: Backend) {
+    let d = desk(b).await;
+    let root = signed_in(&d, "root", Role::Admin).await;
+    let ada = signed_in(&d, "ada", Role::Admin).await;
+    let cy = signed_in(&d, "cy", Role::Admin).await;
+    // A grant made under the default: one confirmation.
+    let (status, early) = d
+        .call(
+            &root,
+            "users/create",
+            &[
+                ("username", "early"),
+                ("role", "supervisor"),
+                ("password", PW),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{early}");
+    assert_eq!(early["grant"]["confirmations_required"], 1, "{early}");
+    put_in_force(&d, &root, &ada, "SETTINGS_CHANGE 2\nROLE_GRANT 2\n").await;
+
+    // Settings: sam proposes, sue approves (1 of 2), ada approves (adopted).
+    let (_, before) = settings_state(&d, &d.sam).await;
+    let (status, said) = propose_settings(&d, &d.sam, "*=36").await;
+    assert_eq!(status, 200, "{said}");
+    let (pending, _) = settings_state(&d, &d.sam).await;
+    assert_eq!(pending["required"], 2, "{pending}");
+    let id = pending["id"].as_str().unwrap().to_owned();
+    let (status, said) = decide_settings(&d, &d.sue, &id).await;
+    assert_eq!(status, 200, "{said}");
+    let (pending, in_force) = settings_state(&d, &d.sam).await;
+    assert_eq!(in_force, before, "one approval of two changes nothing");
+    assert_eq!(pending["approved_by"], json!(["sue"]), "{pending}");
+    let (status, said) = decide_settings(&d, &d.sue, &id).await;
+    assert_eq!(status, 409, "the same approver twice: {said}");
+    let (status, said) = decide_settings(&d, &d.sam, &id).await;
+    assert_eq!(status, 403, "never the proposer: {said}");
+    let (status, said) = decide_settings(&d, &ada, &id).await;
+    assert_eq!(status, 200, "{said}");
+    let (pending, in_force) = settings_state(&d, &d.sam).await;
+    assert!(pending.is_null(), "{pending}");
+    assert_eq!(in_force, before + 1, "adopted at the second approval");
+
+    // Role grants: root creates sid as a supervisor; ada confirms (1 of 2).
+    let (status, sid) = d
+        .call(
+            &root,
+            "users/create",
+            &[
+                ("username", "sid"),
+                ("role", "supervisor"),
+                ("password", PW),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{sid}");
+    assert_eq!(sid["grant"]["confirmations_required"], 2, "{sid}");
+    let sid_id = sid["id"].as_str().unwrap().to_owned();
+    let (status, said) = confirm(&d, &ada, &sid_id, "supervisor").await;
+    assert_eq!(status, 200, "{said}");
+    let sid_now = d.app.app.accounts.by_username("sid").await.unwrap();
+    assert!(
+        sid_now.grant.pending,
+        "one confirmation of two: {sid_now:?}"
+    );
+    assert_eq!(sid_now.grant.confirmations, 1);
+    let (status, said) = confirm(&d, &ada, &sid_id, "supervisor").await;
+    assert_eq!(status, 409, "the same admin twice: {said}");
+    let (status, said) = confirm(&d, &root, &sid_id, "supervisor").await;
+    assert_eq!(status, 403, "never the granter: {said}");
+    let (status, said) = confirm(&d, &cy, &sid_id, "supervisor").await;
+    assert_eq!(status, 200, "{said}");
+    let sid_now = d.app.app.accounts.by_username("sid").await.unwrap();
+    assert!(!sid_now.grant.pending, "{sid_now:?}");
+    assert_eq!(sid_now.grant.confirmed_by.as_deref(), Some("cy"));
+
+    // The earlier grant keeps its count of one.
+    let early_id = early["id"].as_str().unwrap().to_owned();
+    let (status, said) = confirm(&d, &ada, &early_id, "supervisor").await;
+    assert_eq!(status, 200, "{said}");
+    assert!(
+        !d.app
+            .app
+            .accounts
+            .by_username("early")
+            .await
+            .unwrap()
+            .grant
+            .pending
+    );
+}
+
 both_databases!(
+    settings_and_role_grants_need_the_policys_count,
     the_default_policy_is_one_approver_as_before,
     above_the_threshold_two_distinct_supervisors_execute_once,
     approvals_at_the_same_moment_execute_once,

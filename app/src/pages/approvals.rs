@@ -8,10 +8,14 @@ use super::cells::use_zone;
 use super::confirm::ConfirmSubmit;
 use super::ticket::{Decide, ProposalCard};
 use super::{ErrorNote, Frame, Loaded, Viewer, action_error, shown, url_error};
-use crate::api::{ApproveFix, CommentProposal, RejectFix, list_bulk_proposals, list_proposals};
+use crate::api::{
+    ApproveFix, CommentProposal, DecideHeld, RejectFix, held_actions, list_bulk_proposals,
+    list_proposals,
+};
 use crate::bulk::BulkProposal;
 use crate::codes::{Code, Codes};
 use crate::i18n::{Msg, tr};
+use crate::policy::HeldAction;
 use crate::tickets::{ActionResult, Proposal, ProposalComment};
 use crate::types::{Lang, Role};
 use leptos::prelude::*;
@@ -32,9 +36,11 @@ pub fn ApprovalsPage() -> impl IntoView {
     let queue = Resource::new(versions, |_| list_proposals("PENDING".into()));
     let recent = Resource::new(versions, |_| list_proposals("ALL".into()));
     let bulk = Resource::new(|| (), |_| list_bulk_proposals());
+    let held_decide = ServerAction::<DecideHeld>::new();
+    let held = Resource::new(move || held_decide.version().get(), |_| held_actions());
     view! {
         <Frame allow=Role::ALL>
-            <ApprovalsBody decide=decide queue=queue recent=recent bulk=bulk/>
+            <ApprovalsBody decide=decide queue=queue recent=recent bulk=bulk held=held held_decide=held_decide/>
         </Frame>
     }
 }
@@ -45,6 +51,8 @@ fn ApprovalsBody(
     queue: Loaded<Vec<Proposal>>,
     recent: Loaded<Vec<Proposal>>,
     bulk: Loaded<Vec<BulkProposal>>,
+    held: Loaded<Vec<HeldAction>>,
+    held_decide: ServerAction<DecideHeld>,
 ) -> impl IntoView {
     let Viewer { lang, user } = expect_context::<Viewer>();
     let from_url = url_error();
@@ -81,6 +89,9 @@ fn ApprovalsBody(
                 }), lang)
             })}
         </Transition>
+        {(user.get_value().role != Role::Operator).then(|| view! {
+            <super::held::HeldActions list=held decide=held_decide viewer=user.get_value() lang=lang/>
+        })}
         <super::bulk::BulkProposals list=bulk lang=lang/>
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>
             {move || Suspend::new(async move {

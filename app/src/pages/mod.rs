@@ -13,6 +13,7 @@ mod closes;
 mod confirm;
 mod dashboard;
 pub mod empty;
+mod held;
 mod login;
 mod mfa;
 mod outbox;

@@ -87,9 +87,11 @@ fn SettingsBody(
                                         ": " {p.reason.clone().unwrap_or_default()}
                                     </p>
                                     <Changes changes=p.changes.clone() lang=lang/>
-                                    <p class="hint">{match lang {
-                                        Lang::En => format!("Needs {} approval(s) by someone other than the proposer.", v.approvals_needed),
-                                        Lang::Zh => format!("需要申请人以外的 {} 人批准。", v.approvals_needed),
+                                    <p class="hint" id="settings-approvals">{match lang {
+                                        Lang::En => format!("Approved by {} of the {} needed besides the proposer{}.", p.approved_by.len(), p.required,
+                                            if p.approved_by.is_empty() { String::new() } else { format!(": {}", p.approved_by.join(", ")) }),
+                                        Lang::Zh => format!("需要申请人以外的 {} 人批准，已批准 {} 人{}。", p.required, p.approved_by.len(),
+                                            if p.approved_by.is_empty() { String::new() } else { format!("：{}", p.approved_by.join("、")) }),
                                     }}</p>
                                     {(!mine).then(move || view! {
                                         <ActionForm action=decide attr:class="inline">

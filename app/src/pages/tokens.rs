@@ -69,6 +69,12 @@ fn TokensBody(
                         " 已创建。请立即复制：它只显示这一次，Reckon 只保存其哈希。")}
                 </p>
                 <p><code id="new-token">{t.token.clone()}</code></p>
+                {t.held_action.clone().map(|id| view! {
+                    <p id="token-held">{match lang {
+                        Lang::En => format!("It can write, so the approval policy holds it: it works once another admin approves {id} on the Approvals page."),
+                        Lang::Zh => format!("该令牌有写权限，按审批规则须经另一位管理员在审批页批准 {id} 后才可使用。"),
+                    }}</p>
+                })}
             </section>
         })}
 

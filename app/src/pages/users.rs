@@ -285,6 +285,12 @@ fn GrantCell(
     let role = user.role.as_str();
     view! {
         <span class:grant-pending=g.pending>{state}</span>
+        {(g.pending && g.confirmations_required > 1).then(|| view! {
+            <br/><span class="hint grant-confirmations">{match lang {
+                Lang::En => format!("{} of {} admins' confirmations", g.confirmations, g.confirmations_required),
+                Lang::Zh => format!("已有 {} 位管理员确认，共需 {} 位", g.confirmations, g.confirmations_required),
+            }}</span>
+        })}
         {created.map(|c| view! { <br/><span class="hint">{c}</span> })}
         {(g.pending && may_confirm).then(|| view! {
             <ActionForm action=grants.confirm attr:class="inline">

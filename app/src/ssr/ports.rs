@@ -11,7 +11,7 @@ use crate::console::{
 };
 use crate::error::AppError;
 use crate::outbox::{OutboxDetail, OutboxFilter, OutboxJob, OutboxPage, Resent};
-use crate::policy::PolicyPage;
+use crate::policy::{HeldAction, PolicyPage};
 use crate::refused::{RefusedDetail, RefusedFilter, RefusedPage};
 use crate::settings::{EditableSettings, SettingsView};
 use crate::sinks::{RetriedNow, SinkRow};
@@ -332,6 +332,17 @@ pub trait Policies: Send + Sync {
         reason: &str,
     ) -> Result<String, AppError>;
     async fn decide_policy(
+        &self,
+        actor: &User,
+        id: &str,
+        approve: bool,
+        comment: &str,
+    ) -> Result<String, AppError>;
+    /// The actions held for approval: pending first, then the latest decided.
+    async fn held_actions(&self) -> Result<Vec<HeldAction>, AppError>;
+    /// Approves (it runs at the last approval it needs) or rejects (the
+    /// proposer: withdraws) held action `id`.
+    async fn decide_held(
         &self,
         actor: &User,
         id: &str,

@@ -172,7 +172,12 @@ impl Application {
             engine: engine.clone(),
             sso,
         };
-        let router = web::router(state, session_store.clone(), config.cookie_secure, extra);
+        let router = web::router(state, session_store.clone(), config.cookie_secure, extra).layer(
+            axum::middleware::from_fn_with_state(
+                Arc::new(config.trusted_proxies.clone()),
+                web::proxy::real_peer,
+            ),
+        );
         if options.workers {
             tokio::spawn(crate::audit_anchor::run(
                 engine.db.clone(),

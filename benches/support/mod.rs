@@ -47,6 +47,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         refused_spike: Default::default(),
         sign_in: Default::default(),
         oidc: None,
+        trusted_proxies: Vec::new(),
     }
 }
 

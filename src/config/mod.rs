@@ -107,6 +107,9 @@ pub struct Config {
     pub sign_in: SignIn,
     /// Sign-in through an OpenID Provider (`[oidc]`), if set.
     pub oidc: Option<Oidc>,
+    /// `RECKON_TRUSTED_PROXIES`: the reverse proxies (addresses or
+    /// networks) whose `X-Forwarded-For` names the client; none by default.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// `RECKON_CUT_WINDOW_MINUTES`: a payment or refund finished this close to

@@ -63,12 +63,14 @@ pub(super) struct Layers {
     lockout_minutes: Option<Text>,
     // The second factor's roles.
     mfa_roles: Option<Text>,
+    // The reverse proxies whose X-Forwarded-For is believed.
+    trusted_proxies: Option<Text>,
     // Sign-in through an OpenID Provider, file only (its secret also by env).
     oidc: Option<super::oidc::OidcSection>,
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 35] = [
+pub(super) const VARIABLES: [(&str, &str); 36] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -111,6 +113,7 @@ pub(super) const VARIABLES: [(&str, &str); 35] = [
     ("login_max_failures", "RECKON_LOGIN_MAX_FAILURES"),
     ("lockout_minutes", "RECKON_LOCKOUT_MINUTES"),
     ("mfa_roles", "RECKON_MFA_ROLES"),
+    ("trusted_proxies", "RECKON_TRUSTED_PROXIES"),
 ];
 
 /// Each setting read and checked; a bad one is named by its variable.
@@ -227,6 +230,7 @@ pub(super) fn checked(
     sign_in.mfa = values::mfa_roles(layers.mfa_roles)?;
 
     let oidc = super::oidc::oidc(layers.oidc, &env)?;
+    let trusted_proxies = values::trusted_proxies(layers.trusted_proxies)?;
 
     Ok(Config {
         listen,
@@ -258,5 +262,6 @@ pub(super) fn checked(
         refused_spike,
         sign_in,
         oidc,
+        trusted_proxies,
     })
 }

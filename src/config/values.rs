@@ -620,3 +620,25 @@ pub(super) fn mfa_roles(given: Option<Text>) -> Result<super::MfaRoles, ConfigEr
 
 /// The shortest sign-in lock-out allowed.
 const MIN_LOCKOUT_MINUTES: i64 = 30;
+
+/// `RECKON_TRUSTED_PROXIES`: addresses or networks (`10.0.0.5`,
+/// `10.0.0.0/8`, `::1`), separated by commas; empty trusts none.
+pub(super) fn trusted_proxies(given: Option<Text>) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+    let Some(given) = text(given) else {
+        return Ok(Vec::new());
+    };
+    given
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<ipnet::IpNet>()
+                .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| ConfigError::Invalid {
+                    key: "RECKON_TRUSTED_PROXIES",
+                    value: s.to_owned(),
+                    hint: "expected addresses or networks separated by commas, such as 127.0.0.1, 10.0.0.0/8".into(),
+                })
+        })
+        .collect()
+}

@@ -19,6 +19,7 @@ pub mod merchant;
 pub mod oidc;
 pub mod openapi;
 pub mod outbox;
+pub mod proxy;
 pub mod recon;
 pub mod refused;
 pub mod sessions;

@@ -349,6 +349,90 @@ fn client_from(addr: &str) -> reqwest::Client {
         .unwrap()
 }
 
+/// The address the audit log recorded for `action`'s latest entry.
+async fn audited_address(app: &crate::helpers::TestApp, action: &str) -> String {
+    let after: String = sqlx::query_scalar(
+        "SELECT after_json FROM audit_log WHERE action = $1 ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(action)
+    .fetch_one(&app.engine.db.pool)
+    .await
+    .unwrap();
+    let after: serde_json::Value = serde_json::from_str(&after).unwrap();
+    after["address"].as_str().unwrap().to_owned()
+}
+
+/// A sign-in through `client` claiming to be forwarded for `forwarded`.
+async fn login_via(
+    app: &crate::helpers::TestApp,
+    client: &reqwest::Client,
+    forwarded: &str,
+    name: &str,
+    password: &str,
+) -> u16 {
+    client
+        .post(format!("{}/api/login", app.base))
+        .headers(app.origin())
+        .header("x-forwarded-for", forwarded)
+        .form(&[("username", name), ("password", password)])
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Behind a trusted proxy (127.0.0.1 here) the client is the address the
+/// proxy forwarded for: the audit log records it, and twenty failures
+/// lock that address, not the proxy every other client comes through.
+/// From anywhere else the header is anyone's and is not believed.
+async fn behind_a_trusted_proxy_the_forwarded_client_is_seen(b: Backend) {
+    let app = crate::helpers::spawn_app_with(
+        b,
+        |c| c.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()],
+        reckon::startup::Options::default(),
+    )
+    .await;
+    app.add_user("alice", Role::Operator, PW).await;
+    let proxy = crate::helpers::client();
+    assert_eq!(
+        login_via(&app, &proxy, "1.2.3.4, 203.0.113.7", "alice", PW).await,
+        200
+    );
+    assert_eq!(audited_address(&app, "user.login").await, "203.0.113.7");
+    for i in 0..20 {
+        let status = login_via(
+            &app,
+            &proxy,
+            "203.0.113.9",
+            &format!("guess{i}"),
+            "wrong horse battery",
+        )
+        .await;
+        assert_eq!(status, 401);
+    }
+    assert_eq!(
+        login_via(&app, &proxy, "203.0.113.9", "alice", PW).await,
+        429,
+        "that client is locked"
+    );
+    assert_eq!(
+        login_via(&app, &crate::helpers::client(), "203.0.113.7", "alice", PW).await,
+        200,
+        "another client through the same proxy is not"
+    );
+    let elsewhere = client_from("127.0.0.2");
+    assert_eq!(
+        login_via(&app, &elsewhere, "203.0.113.7", "alice", PW).await,
+        200
+    );
+    assert_eq!(
+        audited_address(&app, "user.login").await,
+        "127.0.0.2",
+        "not a trusted proxy"
+    );
+}
+
 /// How many sign-ins the server counted with this outcome.
 fn logins(app: &crate::helpers::TestApp, outcome: &str) -> u64 {
     let series = format!("reckon_login_attempts_total{{outcome=\"{outcome}\"}}");
@@ -479,6 +563,7 @@ both_databases!(
     login_with_a_wrong_password_is_refused,
     five_failures_lock_the_username_even_for_the_right_password,
     twenty_failures_from_one_address_lock_the_address,
+    behind_a_trusted_proxy_the_forwarded_client_is_seen,
     concurrent_wrong_sign_ins_for_one_user_check_at_most_five,
     sign_ins_beyond_the_hash_queue_are_told_to_come_back,
     a_session_survives_a_server_restart,

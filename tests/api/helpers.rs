@@ -91,6 +91,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         refused_spike: Default::default(),
         sign_in: Default::default(),
         oidc: None,
+        trusted_proxies: Vec::new(),
     }
 }
 

@@ -29,20 +29,32 @@ pub(crate) fn call_error(e: reqwest::Error) -> CallError {
     }
 }
 
-/// A download (a bill): its status and bytes. A server error is unknown,
-/// as a broken connection is: the caller may try again.
+/// A download (a bill): its status and body, written to a temporary file
+/// as it arrives, at most `limit` bytes (`what` names it in the refusal).
+/// A server error is unknown, as a broken connection is: the caller may
+/// try again.
 pub(crate) async fn download(
     call: reqwest::RequestBuilder,
-) -> Result<(http::StatusCode, Vec<u8>), CallError> {
+    limit: u64,
+    what: &str,
+) -> Result<(http::StatusCode, super::spool::Spooled), CallError> {
+    use super::spool::BodyError;
     let res = call.send().await.map_err(call_error)?;
     let status = res.status();
-    let body = res.bytes().await.map_err(call_error)?;
     if status.is_server_error() {
         return Err(CallError::Network(format!(
             "the bill download answered {status}"
         )));
     }
-    Ok((status, body.to_vec()))
+    let body = super::spool::body(res, limit).await.map_err(|e| match e {
+        BodyError::TooLong => CallError::Refused(format!(
+            "{what} is longer than {limit} bytes, the most this account takes \
+             (max_bill_bytes); the rest was not downloaded and nothing was read"
+        )),
+        BodyError::Read(e) => call_error(e),
+        BodyError::Write(e) => CallError::Refused(format!("{what} could not be written down: {e}")),
+    })?;
+    Ok((status, body))
 }
 
 /// A required header as text.

@@ -12,7 +12,7 @@ use super::{
 use crate::both_databases;
 use crate::helpers::Backend;
 use crate::wechatpay::{
-    APIV3_KEY, Api, MCH_ID, SERIAL, Wechat, authorized, sign_error, signed, spawn,
+    APIV3_KEY, Api, MCH_ID, SERIAL, Wechat, authorized, sign_error, signed, spawn, spawn_limited,
 };
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Uri};
@@ -41,6 +41,9 @@ pub(crate) struct Desk {
     wrong_hash: bool,
     /// Refusals come unsigned (as WeChat Pay's SDKs allow).
     unsigned_refusals: bool,
+    /// Downloads answer these bytes as they are (a bomb, an overlong
+    /// plain bill) instead of the bill gzipped.
+    packed: Option<Vec<u8>>,
     pub(crate) downloads: usize,
 }
 
@@ -157,6 +160,9 @@ async fn download(
     let token = q.get("token").cloned().unwrap_or_default();
     let mut desk = api.bills.lock().unwrap();
     desk.downloads += 1;
+    if let Some(packed) = desk.packed.clone() {
+        return ([("content-type", "application/x-gzip")], packed).into_response();
+    }
     let Some(bill) = desk.bills.get(&token.replacen('-', "/", 1)) else {
         return (axum::http::StatusCode::BAD_REQUEST, "").into_response();
     };
@@ -403,6 +409,39 @@ async fn a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row(b: Back
     resume_completes(&w.app, &run_id).await;
 }
 
+/// A gzip bomb (64 MiB of zeros in some 64 KiB) and a plain download
+/// longer than the account's `max_bill_bytes` (1 MiB here): each is cut
+/// at the limit and refused by name, the run FAILED with no row read and
+/// no file kept; the bill itself then completes.
+async fn a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing(b: Backend) {
+    let limit = 1 << 20;
+    let w = spawn_limited(b, Some(limit)).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for _ in 0..64 {
+        gz.write_all(&[0u8; 1 << 20]).unwrap();
+    }
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 1 << 20, "{} bytes on the wire", bomb.len());
+    w.fault(|d| d.packed = Some(bomb));
+    let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
+    assert!(
+        error.contains(&format!("WeChat Pay's ALL bill for {date} gunzips to more than {limit} bytes"))
+            && error.contains("max_bill_bytes"),
+        "{error}"
+    );
+    w.fault(|d| d.packed = Some(vec![b'x'; 2 << 20]));
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(
+        error.contains(&format!("WeChat Pay's ALL bill for {date} is longer than {limit} bytes")),
+        "{error}"
+    );
+    assert!(tickets(&w.app).await.is_empty());
+    w.fault(|d| d.packed = None);
+    resume_completes(&w.app, &run_id).await;
+}
+
 /// The fund-flow bill of the basic account, through the same checks.
 async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Backend) {
     let w = spawn(b).await;
@@ -423,7 +462,11 @@ async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Back
     assert!(matches!(none, CallError::NoStatement(_)), "{none:?}");
     w.put_bill("BASIC", &date, fund.as_bytes().to_vec());
     let file = wechat.fund_flow_bill(&date).await.unwrap();
-    assert_eq!(file.bytes, fund.as_bytes(), "gunzipped, BOM kept");
+    assert_eq!(
+        std::fs::read(file.body.path()).unwrap(),
+        fund.as_bytes(),
+        "gunzipped, BOM kept"
+    );
     assert_eq!(file.bill_type, "BASIC fund flow");
     w.fault(|d| d.wrong_hash = true);
     let err = wechat.fund_flow_bill(&date).await.unwrap_err();
@@ -504,4 +547,5 @@ both_databases!(
     a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row,
     the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked,
     reckon_recon_pull_pulls_a_wechat_bill,
+    a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing,
 );

@@ -131,7 +131,13 @@ fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
             );
             let what = c["what"].as_str().unwrap_or_default();
             let currency = c["currency"].as_str();
+            // Fees are summed at five places, not in minor units.
+            let fee_units = c["fee_units"].as_bool() == Some(true);
             let shown = |figure: i64| match currency {
+                Some(code) if fee_units => format!(
+                    "{} {code}",
+                    app::format::major(figure, crate::domain::Fee::DECIMALS)
+                ),
                 Some(code) => app::format::money(figure, code),
                 None => figure.to_string(),
             };

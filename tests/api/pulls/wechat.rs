@@ -442,6 +442,63 @@ async fn a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing(b: Bac
     resume_completes(&w.app, &run_id).await;
 }
 
+/// WeChat Pay's published ALL bill with 手续费 to five places (0.6% of
+/// 19.99 is 0.11994) and 手续费总金额 their exact sum: the day reconciles,
+/// its fees summed exactly and booked rounded once to the fen. A total the
+/// rows do not add up to fails the run naming both figures, reading none.
+async fn a_wechat_bill_with_fees_in_fractions_of_a_fen_reconciles_exactly(b: Backend) {
+    let w = spawn(b).await;
+    let date = w.today();
+    let mut rows = Vec::new();
+    for order in ["WXF1", "WXF2", "WXF3"] {
+        rows.push(w.paid(order, 1999).await);
+    }
+    let rows: Vec<Row> = rows
+        .iter()
+        .map(|(p, txn)| Row {
+            txn,
+            payment_no: p,
+            currency: "CNY",
+            amount: "19.99",
+            refund: None,
+        })
+        .collect();
+    let plain = String::from_utf8(bill(&date, &rows)).unwrap();
+    let exact = |total: &str| {
+        let (body, summary) = plain.trim_end().rsplit_once("\r\n").unwrap();
+        let body = body.replace("`0.01000,`0.60%", "`0.11994,`0.60%");
+        let summary = summary.replace(",`0.03,", &format!(",`{total},"));
+        format!("{body}\r\n{summary}\r\n").into_bytes()
+    };
+    w.put_bill("ALL", &date, exact("0.35981"));
+    let error = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("手续费总金额: the statement says 0.35981 CNY, 0.35982 CNY read"),
+        "{error}"
+    );
+    let (run_id, status): (String, String) =
+        sqlx::query_as("SELECT run_id, status FROM recon_runs WHERE business_date = $1")
+            .bind(&date)
+            .fetch_one(&w.app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(status, "FAILED");
+    assert!(tickets(&w.app).await.is_empty(), "nothing of the day written");
+    w.put_bill("ALL", &date, exact("0.35982"));
+    let run = reckon::recon::resume_run(&w.app.engine, &run_id).await.unwrap();
+    assert_eq!((run.status.as_str(), run.rows_read), ("COMPLETED", 3), "{run:?}");
+    assert!(tickets(&w.app).await.is_empty());
+    let figures: serde_json::Value =
+        serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();
+    let cny = &figures["fees_and_net"]["currencies"]["CNY"];
+    assert_eq!(cny["fees_e5"], 35_982, "{cny}");
+    assert_eq!(cny["fees_minor"], 36, "booked once, rounded: {cny}");
+    assert_eq!(cny["net_minor"], 3 * 1999 - 36, "{cny}");
+}
+
 /// The fund-flow bill of the basic account, through the same checks.
 async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Backend) {
     let w = spawn(b).await;
@@ -548,4 +605,5 @@ both_databases!(
     the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked,
     reckon_recon_pull_pulls_a_wechat_bill,
     a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing,
+    a_wechat_bill_with_fees_in_fractions_of_a_fen_reconciles_exactly,
 );

@@ -77,10 +77,7 @@ impl Alipay {
             .await
             .map_err(crate::providers::wire::call_error)?;
         let status = res.status();
-        let bytes = res
-            .bytes()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
+        let bytes = crate::providers::wire::answer(res).await?;
         if !status.is_success() {
             return Err(CallError::Network(format!("the gateway answered {status}")));
         }

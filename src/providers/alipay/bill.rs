@@ -60,7 +60,7 @@ pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), 
         if size > left {
             return Err(refused(format!(
                 "{} declares {size} bytes, past the {limit} bytes its entries may unpack to \
-                 together (max_bill_bytes): refused as a decompression bomb, nothing was read",
+                 together (max_bill_bytes): refused as a decompression bomb",
                 quote(&name)
             )));
         }
@@ -69,7 +69,7 @@ pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), 
         let written = spool::write(entry, size, |_| {}).map_err(|e| match e {
             SpoolError::TooLong => refused(format!(
                 "{} unpacks to more than the {size} bytes it declares: \
-                 refused as a decompression bomb, nothing was read",
+                 refused as a decompression bomb",
                 quote(&name)
             )),
             SpoolError::Read(e) => refused(format!("{} does not unzip: {e}", quote(&name))),

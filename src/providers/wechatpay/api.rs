@@ -80,7 +80,7 @@ fn unpack_bill(
         spool::write(gz, limit, |b| sha1.update(b)).map_err(|e| match e {
             SpoolError::TooLong => CallError::Refused(format!(
                 "{what} gunzips to more than {limit} bytes, the most this account takes \
-                 (max_bill_bytes): refused as a decompression bomb, nothing was read"
+                 (max_bill_bytes): refused as a decompression bomb"
             )),
             SpoolError::Read(e) => {
                 CallError::Refused(format!("{what} does not gunzip: {e}"))
@@ -177,10 +177,7 @@ impl WechatPay {
             .map_err(crate::providers::wire::call_error)?;
         let status = res.status();
         let headers = res.headers().clone();
-        let body = res
-            .bytes()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
+        let body = crate::providers::wire::answer(res).await?;
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }
@@ -192,7 +189,7 @@ impl WechatPay {
         } else {
             self.verify_signed(&headers, &body, now).is_ok()
         };
-        Ok((status, body.to_vec(), verified))
+        Ok((status, body, verified))
     }
 
     pub(super) async fn domestic_refund(

@@ -27,12 +27,12 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use futures_util::StreamExt;
 use rsa::RsaPrivateKey;
 use rsa::pkcs1v15::{Signature, SigningKey, VerifyingKey};
 use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey};
 use rsa::signature::{SignatureEncoding, Signer, Verifier};
 use sha2::Sha256;
-use futures_util::StreamExt;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -120,10 +120,19 @@ async fn trade_bill(
     headers: HeaderMap,
 ) -> Response {
     if !api.authorized(&uri, &headers) {
-        return api.signed(StatusCode::UNAUTHORIZED, serde_json::json!({"code": "SIGN_ERROR"}));
+        return api.signed(
+            StatusCode::UNAUTHORIZED,
+            serde_json::json!({"code": "SIGN_ERROR"}),
+        );
     }
     let date = q.get("bill_date").cloned().unwrap_or_default();
-    if api.bill.lock().unwrap().as_ref().is_none_or(|(day, _)| *day != date) {
+    if api
+        .bill
+        .lock()
+        .unwrap()
+        .as_ref()
+        .is_none_or(|(day, _)| *day != date)
+    {
         return api.signed(
             StatusCode::BAD_REQUEST,
             serde_json::json!({"code": "STATEMENT_CREATING", "message": "not yet"}),
@@ -141,7 +150,10 @@ async fn trade_bill(
 
 async fn download(State(api): State<Arc<BillApi>>, uri: Uri, headers: HeaderMap) -> Response {
     if !api.authorized(&uri, &headers) {
-        return api.signed(StatusCode::UNAUTHORIZED, serde_json::json!({"code": "SIGN_ERROR"}));
+        return api.signed(
+            StatusCode::UNAUTHORIZED,
+            serde_json::json!({"code": "SIGN_ERROR"}),
+        );
     }
     let bill = api.bill.lock().unwrap().clone().map(|(_, bill)| bill);
     match bill {

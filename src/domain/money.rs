@@ -129,12 +129,17 @@ impl Fee {
             code: currency.code,
             exponent: Self::DECIMALS,
         };
-        Money::parse_major(amount, finer).map(|m| Fee { e5: m.minor, currency })
+        Money::parse_major(amount, finer).map(|m| Fee {
+            e5: m.minor,
+            currency,
+        })
     }
 
     /// A fee stated in the currency's minor units (Stripe's, Alipay's).
     pub fn of_money(m: Money) -> Fee {
-        let scale = 10i64.pow(u32::from(Self::DECIMALS.saturating_sub(m.currency.exponent)));
+        let scale = 10i64.pow(u32::from(
+            Self::DECIMALS.saturating_sub(m.currency.exponent),
+        ));
         Fee {
             e5: m.minor.saturating_mul(scale),
             currency: m.currency,

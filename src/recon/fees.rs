@@ -315,7 +315,11 @@ mod tests {
         let mut d = DayFees::new(Some(&e));
         d.add(&exact(RowKind::Payment, 1_999, "0.15994"));
         let (_, found) = d.finish();
-        assert!(found[0].reason.contains("0.15994 CNY"), "{}", found[0].reason);
+        assert!(
+            found[0].reason.contains("0.15994 CNY"),
+            "{}",
+            found[0].reason
+        );
     }
 
     #[test]

@@ -110,8 +110,9 @@ pub async fn kept_file(
     // Unpacked no further than the size it was kept with: a damaged or
     // altered row cannot unpack into more memory than its file had.
     let size = f.size_bytes.max(0) as u64;
-    let damaged =
-        |why: String| ReconError::Invalid(format!("the kept file of run {run_id} is damaged: {why}"));
+    let damaged = |why: String| {
+        ReconError::Invalid(format!("the kept file of run {run_id} is damaged: {why}"))
+    };
     let mut bytes = Vec::with_capacity(size as usize);
     flate2::read::GzDecoder::new(f.gzip.as_slice())
         .take(size + 1)
@@ -120,7 +121,11 @@ pub async fn kept_file(
     if bytes.len() as u64 != size {
         return Err(damaged(format!(
             "it unpacks to {} bytes, it was kept with {size}",
-            if bytes.len() as u64 > size { format!("more than {size}") } else { bytes.len().to_string() }
+            if bytes.len() as u64 > size {
+                format!("more than {size}")
+            } else {
+                bytes.len().to_string()
+            }
         )));
     }
     Ok(Some((f.file_name, f.sha256, bytes)))

@@ -354,9 +354,9 @@ pub(super) async fn match_staged(engine: &Engine, run: &Run<'_>) -> Result<Match
             status: r.status,
             occurred_at: r.occurred_at,
             // Staged rows are pages' (Stripe's): fees in whole minor units.
-            fee: r
-                .fee_minor
-                .map(|minor| crate::domain::Fee::of_money(crate::domain::Money::new(minor, currency))),
+            fee: r.fee_minor.map(|minor| {
+                crate::domain::Fee::of_money(crate::domain::Money::new(minor, currency))
+            }),
         };
         matcher.feed(row.borrowed());
         matcher.within_bounds()?;

@@ -99,8 +99,7 @@ pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), 
     };
     let stated = summary_figures(&summary)
         .map_err(|why| refused(format!("{}: {why}", quote(&summary_name))))?;
-    let read =
-        detail_figures(&bytes).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
+    let read = detail_figures(&bytes).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
     if stated != read {
         return Err(refused(format!(
             "the summary {} says {} trades, {} refunds, 商家实收 {} fen; \
@@ -359,7 +358,12 @@ mod tests {
             assert!(err.contains(says), "{err}");
         }
         let alone = zip_of(&[("x_业务明细.csv", DETAIL)]);
-        assert!(detail(&alone, LIMIT).unwrap_err().to_string().contains("汇总"));
+        assert!(
+            detail(&alone, LIMIT)
+                .unwrap_err()
+                .to_string()
+                .contains("汇总")
+        );
         assert!(detail(b"PK not a zip", LIMIT).is_err());
     }
 
@@ -369,8 +373,8 @@ mod tests {
     fn entries_past_the_limit_or_too_many_of_them_are_refused() {
         let s = summary("1,1,7.50");
         let good = zip_of(&[("x_业务明细.csv", DETAIL), ("x_业务明细(汇总).csv", &s)]);
-        let both = (encoding_rs::GBK.encode(DETAIL).0.len() + encoding_rs::GBK.encode(&s).0.len())
-            as u64;
+        let both =
+            (encoding_rs::GBK.encode(DETAIL).0.len() + encoding_rs::GBK.encode(&s).0.len()) as u64;
         assert!(detail(&good, both).is_ok());
         let err = detail(&good, both - 1).unwrap_err().to_string();
         assert!(

@@ -9,13 +9,13 @@
 
 use super::{Api, Transaction, WechatPay, WxRefund, trade_state};
 use crate::domain::{PaymentNo, ProviderTxnId};
+use crate::providers::spool::{self, SpoolError, Spooled};
 use crate::providers::{CallError, ProviderView, RefundRequest, RefundView, StatementFile};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use http::StatusCode;
 use rsa::signature::{SignatureEncoding, Signer};
 use serde::Deserialize;
-use crate::providers::spool::{self, SpoolError, Spooled};
 use std::io::Read;
 
 /// WeChat Pay's answer to a bill application: where the bill is (for 30
@@ -82,9 +82,7 @@ fn unpack_bill(
                 "{what} gunzips to more than {limit} bytes, the most this account takes \
                  (max_bill_bytes): refused as a decompression bomb"
             )),
-            SpoolError::Read(e) => {
-                CallError::Refused(format!("{what} does not gunzip: {e}"))
-            }
+            SpoolError::Read(e) => CallError::Refused(format!("{what} does not gunzip: {e}")),
             SpoolError::Write(e) => {
                 CallError::Refused(format!("{what} could not be written down: {e}"))
             }
@@ -465,7 +463,8 @@ mod tests {
         let err = unpack(&packed, &answer("SHA1", plain), n - 1).unwrap_err();
         let err = err.to_string();
         assert!(
-            err.contains(&format!("gunzips to more than {} bytes", n - 1)) && err.contains("the bill"),
+            err.contains(&format!("gunzips to more than {} bytes", n - 1))
+                && err.contains("the bill"),
             "{err}"
         );
     }

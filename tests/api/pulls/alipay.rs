@@ -323,7 +323,10 @@ async fn alipay_bombs_and_overlong_downloads_are_refused_reading_nothing(b: Back
     let (run_id, error) = pull_fails(&a.app, "alipay", &date).await;
     assert!(
         error.contains("业务明细.csv")
-            && error.contains(&format!("declares {} bytes, past the {limit} bytes", 64 << 20)),
+            && error.contains(&format!(
+                "declares {} bytes, past the {limit} bytes",
+                64 << 20
+            )),
         "{error}"
     );
     // The same entry claiming 1,000 bytes: cut where its claim ends.
@@ -333,14 +336,18 @@ async fn alipay_bombs_and_overlong_downloads_are_refused_reading_nothing(b: Back
         error.contains("unpacks to more than the 1000 bytes it declares"),
         "{error}"
     );
-    let many: Vec<(String, Vec<u8>)> = (0..1000).map(|i| (format!("{i}.csv"), Vec::new())).collect();
+    let many: Vec<(String, Vec<u8>)> = (0..1000)
+        .map(|i| (format!("{i}.csv"), Vec::new()))
+        .collect();
     pack(zip_of(&many));
     let error = resume_fails(&a.app, &run_id).await;
     assert!(error.contains("declares 1000 entries"), "{error}");
     pack(vec![b'P'; 2 << 20]);
     let error = resume_fails(&a.app, &run_id).await;
     assert!(
-        error.contains(&format!("Alipay's trade bill for {date} is longer than {limit} bytes")),
+        error.contains(&format!(
+            "Alipay's trade bill for {date} is longer than {limit} bytes"
+        )),
         "{error}"
     );
     a.gateway.bills.lock().unwrap().packed = None;

@@ -427,14 +427,17 @@ async fn a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing(b: Bac
     w.fault(|d| d.packed = Some(bomb));
     let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
     assert!(
-        error.contains(&format!("WeChat Pay's ALL bill for {date} gunzips to more than {limit} bytes"))
-            && error.contains("max_bill_bytes"),
+        error.contains(&format!(
+            "WeChat Pay's ALL bill for {date} gunzips to more than {limit} bytes"
+        )) && error.contains("max_bill_bytes"),
         "{error}"
     );
     w.fault(|d| d.packed = Some(vec![b'x'; 2 << 20]));
     let error = resume_fails(&w.app, &run_id).await;
     assert!(
-        error.contains(&format!("WeChat Pay's ALL bill for {date} is longer than {limit} bytes")),
+        error.contains(&format!(
+            "WeChat Pay's ALL bill for {date} is longer than {limit} bytes"
+        )),
         "{error}"
     );
     assert!(tickets(&w.app).await.is_empty());
@@ -486,10 +489,19 @@ async fn a_wechat_bill_with_fees_in_fractions_of_a_fen_reconciles_exactly(b: Bac
             .await
             .unwrap();
     assert_eq!(status, "FAILED");
-    assert!(tickets(&w.app).await.is_empty(), "nothing of the day written");
+    assert!(
+        tickets(&w.app).await.is_empty(),
+        "nothing of the day written"
+    );
     w.put_bill("ALL", &date, exact("0.35982"));
-    let run = reckon::recon::resume_run(&w.app.engine, &run_id).await.unwrap();
-    assert_eq!((run.status.as_str(), run.rows_read), ("COMPLETED", 3), "{run:?}");
+    let run = reckon::recon::resume_run(&w.app.engine, &run_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.rows_read),
+        ("COMPLETED", 3),
+        "{run:?}"
+    );
     assert!(tickets(&w.app).await.is_empty());
     let figures: serde_json::Value =
         serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();

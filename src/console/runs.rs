@@ -153,3 +153,22 @@ fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    /// A fee total is in 1/100,000 of the major unit: shown to its five
+    /// places, not read as minor units.
+    #[test]
+    fn a_fee_total_is_shown_to_five_places_and_amounts_in_minor_units() {
+        let json = r#"{"checks":[
+            {"what":"手续费总金额","stated":35981,"read":35982,"currency":"CNY","fee_units":true},
+            {"what":"应结订单总金额","stated":5997,"read":5997,"currency":"CNY"}]}"#;
+        let checks = super::summary_checks(Some(json));
+        assert_eq!(
+            (checks[0].stated_text.as_str(), checks[0].read_text.as_str()),
+            ("0.35981 CNY", "0.35982 CNY")
+        );
+        assert!(!checks[0].holds);
+        assert_eq!(checks[1].stated_text, "59.97 CNY");
+    }
+}

@@ -382,4 +382,24 @@ mod tests {
             assert!(code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase()));
         }
     }
+
+    /// A fee is exact to five places and rounds half away from zero only
+    /// when asked for minor units; a whole one reads as money does.
+    #[test]
+    fn a_fee_keeps_five_places_and_rounds_half_away_from_zero() {
+        let cny = cur("CNY");
+        let fee = Fee::parse_major("0.11994", cny).unwrap();
+        assert_eq!((fee.e5, fee.minor(), fee.is_whole()), (11_994, 12, false));
+        assert_eq!(fee.shown(), "0.11994 CNY");
+        assert_eq!(Fee::parse_major("-0.00500", cny).unwrap().minor(), -1);
+        assert_eq!(Fee::parse_major("0.00499", cny).unwrap().minor(), 0);
+        assert_eq!(
+            Fee::parse_major("1.19000", cny).unwrap().shown(),
+            "1.19 CNY"
+        );
+        assert!(Fee::parse_major("0.119941", cny).is_err());
+        let jpy = Fee::of_money(Money::new(150, cur("JPY")));
+        assert_eq!((jpy.e5, jpy.minor()), (15_000_000, 150));
+        assert_eq!(Fee::minor_of(-149_500, cny), -150);
+    }
 }

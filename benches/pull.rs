@@ -457,7 +457,7 @@ fn main() {
             };
             let file = bills.statement_file(DATE).await.unwrap();
             let fetch = started.elapsed().as_secs_f64();
-            assert_eq!(file.bytes.len() as u64, std::fs::metadata(&bill_path).unwrap().len());
+            assert_eq!(file.body.len(), std::fs::metadata(&bill_path).unwrap().len());
             drop(file);
             engine.db.pool.close().await;
             drop(engine);

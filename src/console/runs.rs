@@ -131,7 +131,13 @@ fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
             );
             let what = c["what"].as_str().unwrap_or_default();
             let currency = c["currency"].as_str();
+            // Fees are summed at five places, not in minor units.
+            let fee_units = c["fee_units"].as_bool() == Some(true);
             let shown = |figure: i64| match currency {
+                Some(code) if fee_units => format!(
+                    "{} {code}",
+                    app::format::major(figure, crate::domain::Fee::DECIMALS)
+                ),
                 Some(code) => app::format::money(figure, code),
                 None => figure.to_string(),
             };
@@ -146,4 +152,23 @@ fn summary_checks(summary_json: Option<&str>) -> Vec<SummaryCheck> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A fee total is in 1/100,000 of the major unit: shown to its five
+    /// places, not read as minor units.
+    #[test]
+    fn a_fee_total_is_shown_to_five_places_and_amounts_in_minor_units() {
+        let json = r#"{"checks":[
+            {"what":"手续费总金额","stated":35981,"read":35982,"currency":"CNY","fee_units":true},
+            {"what":"应结订单总金额","stated":5997,"read":5997,"currency":"CNY"}]}"#;
+        let checks = super::summary_checks(Some(json));
+        assert_eq!(
+            (checks[0].stated_text.as_str(), checks[0].read_text.as_str()),
+            ("0.35981 CNY", "0.35982 CNY")
+        );
+        assert!(!checks[0].holds);
+        assert_eq!(checks[1].stated_text, "59.97 CNY");
+    }
 }

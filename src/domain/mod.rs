@@ -18,7 +18,7 @@ pub use ids::{
     CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo,
 };
-pub use money::{Currency, Money, MoneyError, trimmed};
+pub use money::{Currency, Fee, Money, MoneyError, trimmed};
 pub use quote::{QUOTED_CHARS, clip, grouped, quote, quote_start};
 pub use refund::RefundStatus;
 pub use sla::{MAX_SLA_HOURS, Sla};

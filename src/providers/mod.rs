@@ -15,6 +15,7 @@ pub mod fees;
 pub mod keys;
 pub mod sandbox;
 pub mod signing;
+pub mod spool;
 pub mod standard;
 pub mod stripe;
 pub mod wechatpay;
@@ -216,14 +217,15 @@ pub struct PayoutSeen {
 
 /// A day's bill as the provider hands it out through its bill API: the
 /// bytes its [`Provider::statement_format`] reads (already gunzipped or
-/// unzipped), checked against the provider's own digest and signatures.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// unzipped), checked against the provider's own digest and signatures,
+/// in a temporary file (removed with this), never whole in memory.
+#[derive(Debug)]
 pub struct StatementFile {
     /// The file's name, as the provider names it (or as Reckon would).
     pub name: String,
     /// The provider's word for the bill (`ALL`, `trade`, …).
     pub bill_type: String,
-    pub bytes: Vec<u8>,
+    pub body: spool::Spooled,
 }
 
 /// What a provider says about a payment when asked.

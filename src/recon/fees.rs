@@ -6,7 +6,7 @@
 //! concludes it (the provider's contract, a promotion, a mistake to claim).
 
 use super::run::Found;
-use crate::domain::{Class, Money, Severity};
+use crate::domain::{Class, Fee, Money, Severity};
 use crate::providers::fees::FeeExpectation;
 use crate::statement::{RowKind, RowRef};
 use std::collections::BTreeMap;
@@ -24,7 +24,12 @@ pub(super) struct Sums {
     /// Succeeded refund rows and what they gave back.
     pub refunds: i64,
     pub refunds_minor: i64,
-    /// Every row's fee: taken on payments, given back on refunds (negative).
+    /// Every row's fee: taken on payments, given back on refunds (negative),
+    /// summed exactly at the statement's precision, in 1/100,000 of the
+    /// major unit (WeChat Pay states fees to five places).
+    pub fees_e5: i64,
+    /// `fees_e5` rounded once, half away from zero, to the minor unit: the
+    /// day's fees as money is booked (what `net_minor` takes off).
     pub fees_minor: i64,
     /// Gross less refunds less fees: what the provider owes for the day.
     pub net_minor: i64,
@@ -47,6 +52,9 @@ struct Mismatch {
     txn: Option<String>,
     payment_no: Option<String>,
     money: Money,
+    /// The fee as stated, exact; and rounded to the minor unit, as the
+    /// expected fee is.
+    fee: Fee,
     charged: i64,
     expected: i64,
 }
@@ -116,14 +124,16 @@ impl DayFees {
         }
         // Every row's fee counts, as the provider's own fee total does.
         match row.fee {
-            Some(fee) => sums.fees_minor = sums.fees_minor.saturating_add(fee.minor),
+            Some(fee) => sums.fees_e5 = sums.fees_e5.saturating_add(fee.e5),
             None => sums.rows_without_fee += 1,
         }
         if let (Some(e), Some(fee), RowKind::Payment, true) =
             (self.expect, row.fee, row.kind, succeeded)
         {
+            // Compared in the minor unit the expectation is stated in: a
+            // fee of 0.11994 is the expected 0.12 of 0.6% of 19.99.
             let expected = expected_fee(row.money.minor, e);
-            if fee.minor.abs_diff(expected) > e.tolerance.unsigned_abs() {
+            if fee.minor().abs_diff(expected) > e.tolerance.unsigned_abs() {
                 self.mismatched += 1;
                 if self.mismatches.len() < MAX_FEE_TICKETS {
                     self.mismatches.push(Mismatch {
@@ -131,7 +141,8 @@ impl DayFees {
                         txn: row.provider_txn_id.map(str::to_owned),
                         payment_no: row.payment_no.map(str::to_owned),
                         money: row.money,
-                        charged: fee.minor,
+                        fee,
+                        charged: fee.minor(),
                         expected,
                     });
                 }
@@ -143,7 +154,10 @@ impl DayFees {
     /// tolerance (MEDIUM when more was taken than expected, LOW when less).
     pub fn finish(self) -> (FeeFigures, Vec<Found>) {
         let mut currencies = self.sums;
-        for s in currencies.values_mut() {
+        for (code, s) in currencies.iter_mut() {
+            if let Ok(currency) = crate::domain::Currency::parse(code) {
+                s.fees_minor = Fee::minor_of(s.fees_e5, currency);
+            }
             s.net_minor = s
                 .gross_minor
                 .saturating_sub(s.refunds_minor)
@@ -180,7 +194,7 @@ impl DayFees {
                     )),
                     reason: format!(
                         "the statement's fee is {} where {rate} of {} is {} (tolerance {}): check the rate agreed with the provider, then conclude",
-                        money(m.charged),
+                        m.fee.shown(),
                         m.money.shown(),
                         money(m.expected),
                         money(self.expect.map_or(0, |e| e.tolerance)),
@@ -219,7 +233,15 @@ mod tests {
                 "CLOSED"
             },
             occurred_at: None,
-            fee: fee.map(|f| Money::new(f, cny)),
+            fee: fee.map(|f| Fee::of_money(Money::new(f, cny))),
+        }
+    }
+
+    fn exact(kind: RowKind, minor: i64, fee: &str) -> RowRef<'static> {
+        let cny = Currency::parse("CNY").unwrap();
+        RowRef {
+            fee: Some(Fee::parse_major(fee, cny).unwrap()),
+            ..row(kind, minor, None, "ok")
         }
     }
 
@@ -265,6 +287,39 @@ mod tests {
         assert_eq!(found[1].severity, Severity::Low);
         assert!(found[0].reason.contains("1.50 CNY"), "{}", found[0].reason);
         assert!(found[0].reason.contains("1.19 CNY"), "{}", found[0].reason);
+    }
+
+    /// Fees at five places sum exactly; the day's total is rounded once,
+    /// where net is booked, not row by row (three rows of 0.11994 are
+    /// 0.35982, booked 0.36; rounded each, 0.36 too, but ten are 1.1994,
+    /// booked 1.20 where ten rounded rows would make 1.20 — and 0.00500
+    /// twice is 0.01, where each rounded alone is 0.01 and the two 0.02).
+    #[test]
+    fn fractional_fees_sum_exactly_and_the_day_rounds_once() {
+        let e = expecting("0.6%", 0);
+        let mut d = DayFees::new(Some(&e));
+        for _ in 0..3 {
+            d.add(&exact(RowKind::Payment, 1_999, "0.11994"));
+        }
+        d.add(&exact(RowKind::Payment, 100, "0.00500"));
+        d.add(&exact(RowKind::Payment, 100, "0.00500"));
+        d.add(&exact(RowKind::Refund, 1_999, "-0.11994"));
+        let (f, found) = d.finish();
+        let cny = f.currencies["CNY"];
+        assert_eq!(cny.fees_e5, 3 * 11_994 + 2 * 500 - 11_994);
+        assert_eq!(cny.fees_minor, 25, "0.24988 booked as 0.25");
+        assert_eq!(cny.net_minor, 3 * 1_999 + 200 - 1_999 - 25);
+        // 0.11994 is the expected 0.6% of 19.99 (0.12); 0.005 of 1.00 is
+        // 0.006, both 0.01 in fen.
+        assert!(found.is_empty(), "{} found", found.len());
+        let mut d = DayFees::new(Some(&e));
+        d.add(&exact(RowKind::Payment, 1_999, "0.15994"));
+        let (_, found) = d.finish();
+        assert!(
+            found[0].reason.contains("0.15994 CNY"),
+            "{}",
+            found[0].reason
+        );
     }
 
     #[test]

@@ -107,12 +107,27 @@ pub async fn kept_file(
     let Some(f) = statement_files::get(&engine.db.pool, run_id).await? else {
         return Ok(None);
     };
-    let mut bytes = Vec::with_capacity(f.size_bytes.max(0) as usize);
+    // Unpacked no further than the size it was kept with: a damaged or
+    // altered row cannot unpack into more memory than its file had.
+    let size = f.size_bytes.max(0) as u64;
+    let damaged = |why: String| {
+        ReconError::Invalid(format!("the kept file of run {run_id} is damaged: {why}"))
+    };
+    let mut bytes = Vec::with_capacity(size as usize);
     flate2::read::GzDecoder::new(f.gzip.as_slice())
+        .take(size + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| {
-            ReconError::Invalid(format!("the kept file of run {run_id} is damaged: {e}"))
-        })?;
+        .map_err(|e| damaged(e.to_string()))?;
+    if bytes.len() as u64 != size {
+        return Err(damaged(format!(
+            "it unpacks to {} bytes, it was kept with {size}",
+            if bytes.len() as u64 > size {
+                format!("more than {size}")
+            } else {
+                bytes.len().to_string()
+            }
+        )));
+    }
     Ok(Some((f.file_name, f.sha256, bytes)))
 }
 

@@ -242,12 +242,15 @@ async fn pull_file(engine: &Engine, run_id: &str) -> Result<RunRow, ReconError> 
     };
     let how = read::Reading {
         format,
-        input: Input::Bytes(file.bytes),
+        // Read from its temporary file, which goes when the run is done.
+        input: Input::File(file.body.path().to_owned()),
         tolerance: 0,
         known_hash: None,
         told: Default::default(),
     };
-    read_into(engine, &into, how).await
+    let read = read_into(engine, &into, how).await;
+    drop(file);
+    read
 }
 
 /// The provider says it made no bill for the day because nothing happened

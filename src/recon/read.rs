@@ -327,7 +327,7 @@ pub(super) fn staged(r: &StatementRow) -> StagedRow<'_> {
         currency: r.money.currency.code(),
         status: &r.status,
         occurred_at: r.occurred_at,
-        fee_minor: r.fee.map(|fee| fee.minor),
+        fee_minor: r.fee.map(|fee| fee.minor()),
     }
 }
 
@@ -353,9 +353,10 @@ pub(super) async fn match_staged(engine: &Engine, run: &Run<'_>) -> Result<Match
             money: crate::domain::Money::new(r.amount_minor, currency),
             status: r.status,
             occurred_at: r.occurred_at,
-            fee: r
-                .fee_minor
-                .map(|minor| crate::domain::Money::new(minor, currency)),
+            // Staged rows are pages' (Stripe's): fees in whole minor units.
+            fee: r.fee_minor.map(|minor| {
+                crate::domain::Fee::of_money(crate::domain::Money::new(minor, currency))
+            }),
         };
         matcher.feed(row.borrowed());
         matcher.within_bounds()?;

@@ -21,7 +21,7 @@ struct Packed {
     kind: RowKind,
     money: Money,
     occurred_at: Option<i64>,
-    fee: Option<Money>,
+    fee: Option<crate::domain::Fee>,
     /// provider_txn_id, payment_no, refund_no, provider_refund_id, status:
     /// (start, end), `ABSENT` for none.
     spans: [(usize, usize); 5],

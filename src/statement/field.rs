@@ -1,7 +1,7 @@
 //! Reading a statement's fields: amounts exactly, currencies, ids that may
 //! be absent, and totals that must not wrap.
 
-use crate::domain::{Currency, Money, quote, trimmed};
+use crate::domain::{Currency, Fee, Money, quote, trimmed};
 
 /// The currency of the row before, kept for a next row whose code is
 /// spelled the same (a statement is mostly of one currency): no search of
@@ -57,14 +57,15 @@ pub fn money(text: &str, currency: Currency) -> Result<Money, String> {
 }
 
 /// A fee column's value, its sign kept (`column` names it in a refusal);
-/// `None` for an empty field. Exact, as amounts are: a fee with fractions
-/// of the currency's minor unit is refused, not rounded.
-pub fn fee(text: &str, currency: Currency, column: &str) -> Result<Option<Money>, String> {
+/// `None` for an empty field. Exact, as amounts are, to the five places a
+/// statement states a fee in (fractions of the minor unit kept, never
+/// rounded); more places are refused.
+pub fn fee(text: &str, currency: Currency, column: &str) -> Result<Option<Fee>, String> {
     let t = trimmed(text);
     if t.is_empty() {
         return Ok(None);
     }
-    Money::parse_major(t, currency)
+    Fee::parse_major(t, currency)
         .map(Some)
         .map_err(|e| format!("{column} {}: {e}", quote(text)))
 }

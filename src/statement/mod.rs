@@ -36,6 +36,11 @@ pub struct Check {
     /// all in it); none for a count, or a total over several currencies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub currency: Option<crate::domain::Currency>,
+    /// The figures are in 1/100,000 of the currency's major unit, not its
+    /// minor units: fees summed at the precision the statement states
+    /// them ([`crate::domain::Fee`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fee_units: bool,
 }
 
 impl Check {
@@ -46,6 +51,16 @@ impl Check {
             read,
             waived: None,
             currency: None,
+            fee_units: false,
+        }
+    }
+
+    /// A total of fees in `currency`, exact at five places.
+    pub fn fees(what: &str, stated: i64, read: i64, currency: crate::domain::Currency) -> Check {
+        Check {
+            currency: Some(currency),
+            fee_units: true,
+            ..Check::new(what, stated, read)
         }
     }
 
@@ -72,6 +87,11 @@ impl Check {
     /// currency, a count as it is.
     pub fn shown(&self, figure: i64) -> String {
         match self.currency {
+            Some(c) if self.fee_units => crate::domain::Fee {
+                e5: figure,
+                currency: c,
+            }
+            .shown(),
             Some(c) => crate::domain::Money::new(figure, c).shown(),
             None => figure.to_string(),
         }

@@ -35,8 +35,9 @@ pub struct StatementRow {
     pub occurred_at: Option<i64>,
     /// The provider's fee on this row, in the row's currency, when the
     /// statement has a fee column: positive for a fee the merchant paid,
-    /// negative for one given back (a refunded payment's fee).
-    pub fee: Option<Money>,
+    /// negative for one given back (a refunded payment's fee); exact at the
+    /// statement's precision (WeChat Pay's five places).
+    pub fee: Option<crate::domain::Fee>,
 }
 
 /// A statement row borrowed from where it was read (a [`Chunk`], a line,
@@ -52,7 +53,7 @@ pub struct RowRef<'a> {
     pub money: Money,
     pub status: &'a str,
     pub occurred_at: Option<i64>,
-    pub fee: Option<Money>,
+    pub fee: Option<crate::domain::Fee>,
 }
 
 impl RowRef<'_> {

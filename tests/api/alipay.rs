@@ -166,6 +166,11 @@ fn sign_answer(g: &Gateway, method: &str, inner: serde_json::Value) -> String {
 }
 
 pub(crate) async fn spawn(b: Backend) -> AlipayApp {
+    spawn_limited(b, None).await
+}
+
+/// [`spawn`], the account taking bills of at most `max_bill_bytes`.
+pub(crate) async fn spawn_limited(b: Backend, max_bill_bytes: Option<u64>) -> AlipayApp {
     let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
     let der = key.to_public_key().to_public_key_der().unwrap();
     let public_key = base64::engine::general_purpose::STANDARD.encode(der.as_bytes());
@@ -209,6 +214,7 @@ pub(crate) async fn spawn(b: Backend) -> AlipayApp {
                 timeout_ms: Some(400),
                 query_on_unverified: true,
                 fees: None,
+                max_bill_bytes,
             })];
             c.refused_keep = 5;
         },

@@ -168,10 +168,12 @@ async fn a_days_fee_figures_are_gross_refunds_fees_and_net(b: Backend) {
         .find(|c| c["what"].as_str().unwrap().contains("手续费总金额"))
         .cloned()
         .unwrap_or_else(|| panic!("the fee total is checked: {summary}"));
+    // Fees are summed at the bill's five places (1/100,000 yuan).
     assert_eq!(
         (fee_check["stated"].clone(), fee_check["read"].clone()),
-        (179.into(), 179.into())
+        (179_000.into(), 179_000.into())
     );
+    assert_eq!(fee_check["fee_units"], true, "{fee_check}");
 
     let f = figures(&run);
     let cny = &f["fees_and_net"]["currencies"]["CNY"];

@@ -1193,6 +1193,7 @@ pub(crate) mod bills {
                 timeout_ms: None,
                 query_on_unverified: false,
                 fees: None,
+                max_bill_bytes: None,
             }));
         })
         .await

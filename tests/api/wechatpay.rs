@@ -271,6 +271,11 @@ fn sealed_with(
 }
 
 pub(crate) async fn spawn(b: Backend) -> Wechat {
+    spawn_limited(b, None).await
+}
+
+/// [`spawn`], the account taking bills of at most `max_bill_bytes`.
+pub(crate) async fn spawn_limited(b: Backend, max_bill_bytes: Option<u64>) -> Wechat {
     let key = RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
     let pem = key
         .to_public_key()
@@ -324,6 +329,7 @@ pub(crate) async fn spawn(b: Backend) -> Wechat {
                         .into(),
                 ),
                 timeout_ms: Some(400),
+                max_bill_bytes,
                 ..WechatPayConfig::default()
             })];
         },

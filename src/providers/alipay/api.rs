@@ -77,10 +77,7 @@ impl Alipay {
             .await
             .map_err(crate::providers::wire::call_error)?;
         let status = res.status();
-        let bytes = res
-            .bytes()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
+        let bytes = crate::providers::wire::answer(res).await?;
         if !status.is_success() {
             return Err(CallError::Network(format!("the gateway answered {status}")));
         }
@@ -286,19 +283,22 @@ impl Alipay {
                 "the answer names no bill_download_url".into(),
             ));
         };
-        let (status, zip) = crate::providers::wire::download(self.http.get(url)).await?;
+        let what = format!("Alipay's trade bill for {date}");
+        let limit = self.max_bill_bytes;
+        let (status, zip) =
+            crate::providers::wire::download(self.http.get(url), limit, &what).await?;
         if !status.is_success() {
             return Err(CallError::Refused(format!(
                 "the bill download answered {status} (a bill_download_url lasts 30 s: resume asks again)"
             )));
         }
-        let (name, bytes) = tokio::task::spawn_blocking(move || super::bill::detail_of(&zip))
+        let (name, body) = tokio::task::spawn_blocking(move || super::bill::detail_of(&zip, limit))
             .await
             .map_err(|e| CallError::Refused(format!("unzipping the bill stopped: {e}")))??;
         Ok(StatementFile {
             name,
             bill_type: "trade".into(),
-            bytes,
+            body,
         })
     }
 }

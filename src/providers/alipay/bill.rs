@@ -6,11 +6,14 @@
 
 use crate::domain::{Currency, Money, quote};
 use crate::providers::CallError;
+use crate::providers::spool::{self, SpoolError, Spooled};
 use crate::statement::csv::CsvFields;
-use std::io::Read;
+use std::io::{BufRead, Read, Seek};
 
-/// An entry that unpacks larger than this is refused.
-const MAX_ENTRY_BYTES: u64 = 1 << 30;
+/// The most entries a bill zip may hold: Alipay's holds two (the detail
+/// and its 汇总). Counted before the zip's directory is read, so a zip of
+/// millions of entries is refused without reading them into memory.
+const MAX_ENTRIES: u64 = 64;
 
 /// What both files say about the day: trade and refund orders, and the
 /// merchant's net receipts (商家实收) in fen.
@@ -21,35 +24,71 @@ struct Figures {
     received: i64,
 }
 
-/// The zip's 业务明细 entry (its name and bytes), once the 汇总 agrees.
-pub(super) fn detail_of(zip: &[u8]) -> Result<(String, Vec<u8>), CallError> {
+/// The zip's 业务明细 entry (its name and file), once the 汇总 agrees.
+/// Each CSV entry is unzipped to a file of its own, checked against the
+/// size it declares, and all of them together against `limit`.
+pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), CallError> {
     let refused = |why: String| CallError::Refused(format!("the Alipay bill zip: {why}"));
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip))
-        .map_err(|e| refused(format!("not a zip ({e})")))?;
+    let mut file = zip
+        .open()
+        .map_err(|e| refused(format!("cannot be read: {e}")))?;
+    let declared = entries_declared(&mut file).map_err(|e| refused(format!("not a zip ({e})")))?;
+    if declared > MAX_ENTRIES {
+        return Err(refused(format!(
+            "it declares {declared} entries, more than the {MAX_ENTRIES} a bill may hold; nothing was read"
+        )));
+    }
+    let mut archive =
+        zip::ZipArchive::new(file).map_err(|e| refused(format!("not a zip ({e})")))?;
+    if archive.len() as u64 > MAX_ENTRIES {
+        return Err(refused(format!(
+            "it holds {} entries, more than the {MAX_ENTRIES} a bill may hold; nothing was read",
+            archive.len()
+        )));
+    }
     let (mut detail, mut summary) = (None, None);
+    let mut left = limit;
     for i in 0..archive.len() {
-        let mut entry = archive
+        let entry = archive
             .by_index(i)
             .map_err(|e| refused(format!("entry {i}: {e}")))?;
         let name = entry_name(entry.name_raw());
         if !name.ends_with(".csv") {
             continue;
         }
-        let mut bytes = Vec::new();
-        (&mut entry)
-            .take(MAX_ENTRY_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| refused(format!("{} does not unzip: {e}", quote(&name))))?;
-        if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        let size = entry.size();
+        if size > left {
             return Err(refused(format!(
-                "{} unpacks to more than {MAX_ENTRY_BYTES} bytes",
+                "{} declares {size} bytes, past the {limit} bytes its entries may unpack to \
+                 together (max_bill_bytes): refused as a decompression bomb",
                 quote(&name)
             )));
         }
+        // Limited to what it declares: an entry that unpacks to more is
+        // refused as soon as it does.
+        let written = spool::write(entry, size, |_| {}).map_err(|e| match e {
+            SpoolError::TooLong => refused(format!(
+                "{} unpacks to more than the {size} bytes it declares: \
+                 refused as a decompression bomb",
+                quote(&name)
+            )),
+            SpoolError::Read(e) => refused(format!("{} does not unzip: {e}", quote(&name))),
+            SpoolError::Write(e) => {
+                refused(format!("{} could not be written down: {e}", quote(&name)))
+            }
+        })?;
+        if written.len() != size {
+            return Err(refused(format!(
+                "{} unpacks to {} bytes, it declares {size}; nothing was read",
+                quote(&name),
+                written.len()
+            )));
+        }
+        left -= size;
         if name.contains("汇总") {
-            summary = Some((name, bytes));
+            summary = Some((name, written));
         } else if name.ends_with("业务明细.csv") {
-            detail = Some((name, bytes));
+            detail = Some((name, written));
         }
     }
     let Some((name, bytes)) = detail else {
@@ -58,10 +97,9 @@ pub(super) fn detail_of(zip: &[u8]) -> Result<(String, Vec<u8>), CallError> {
     let Some((summary_name, summary)) = summary else {
         return Err(refused("no …_业务明细(汇总).csv in it".into()));
     };
-    let stated = summary_figures(&text(&summary))
+    let stated = summary_figures(&summary)
         .map_err(|why| refused(format!("{}: {why}", quote(&summary_name))))?;
-    let read =
-        detail_figures(&text(&bytes)).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
+    let read = detail_figures(&bytes).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
     if stated != read {
         return Err(refused(format!(
             "the summary {} says {} trades, {} refunds, 商家实收 {} fen; \
@@ -79,6 +117,48 @@ pub(super) fn detail_of(zip: &[u8]) -> Result<(String, Vec<u8>), CallError> {
     Ok((name, bytes))
 }
 
+/// How many entries a zip's end of central directory declares (its
+/// ZIP64 record's count when it has one), read from the file's tail.
+fn entries_declared(file: &mut (impl Read + Seek)) -> std::io::Result<u64> {
+    use std::io::{Error, SeekFrom};
+    let len = file.seek(SeekFrom::End(0))?;
+    // The record is 22 bytes and a comment of up to 65,535.
+    let tail_len = len.min(22 + 65_535);
+    file.seek(SeekFrom::Start(len - tail_len))?;
+    let mut tail = vec![0u8; tail_len as usize];
+    file.read_exact(&mut tail)?;
+    let at = (0..tail.len().saturating_sub(21))
+        .rev()
+        .find(|&i| tail[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
+        .ok_or_else(|| Error::other("no end of central directory"))?;
+    let u16_at = |i: usize| u16::from_le_bytes([tail[i], tail[i + 1]]) as u64;
+    let total = u16_at(at + 10);
+    if total != 0xFFFF {
+        file.rewind()?;
+        return Ok(total);
+    }
+    // ZIP64: the locator just before the record names where the ZIP64
+    // end of central directory is; its count is at offset 32.
+    let locator = (len - tail_len + at as u64)
+        .checked_sub(20)
+        .ok_or_else(|| Error::other("a ZIP64 count without its locator"))?;
+    let mut buf = [0u8; 20];
+    file.seek(SeekFrom::Start(locator))?;
+    file.read_exact(&mut buf)?;
+    if buf[..4] != [0x50, 0x4b, 0x06, 0x07] {
+        return Err(Error::other("a ZIP64 count without its locator"));
+    }
+    let record = u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes"));
+    let mut rec = [0u8; 40];
+    file.seek(SeekFrom::Start(record))?;
+    file.read_exact(&mut rec)?;
+    if rec[..4] != [0x50, 0x4b, 0x06, 0x06] {
+        return Err(Error::other("no ZIP64 end of central directory"));
+    }
+    file.rewind()?;
+    Ok(u64::from_le_bytes(rec[32..40].try_into().expect("8 bytes")))
+}
+
 /// An entry's name: UTF-8 when it is (the zip's UTF-8 flag), else GBK as
 /// Alipay writes it.
 fn entry_name(raw: &[u8]) -> String {
@@ -88,7 +168,7 @@ fn entry_name(raw: &[u8]) -> String {
     }
 }
 
-/// A file's text: GBK as Alipay writes it (UTF-8 when it is valid UTF-8).
+/// A line's text: GBK as Alipay writes it (UTF-8 when it is valid UTF-8).
 fn text(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(t) => t.trim_start_matches('\u{feff}').to_owned(),
@@ -109,14 +189,36 @@ fn count(n: &str) -> Result<i64, String> {
         .map_err(|_| format!("count {} is not a number", quote(n)))
 }
 
-/// The lines of a table (`#` lines left out), each split; the header is
-/// the first line whose first field is `first`.
-fn table(text: &str, first: &str) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+/// The rows of a table read line by line from `file` (`#` lines left
+/// out), each split and handed to `row` with the header: the first line
+/// whose first field is `first`. A line is read up to the longest a
+/// statement's may be, so a file of one endless line costs no more.
+fn table(
+    file: &Spooled,
+    first: &str,
+    mut row: impl FnMut(&[String], &[String]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut lines = file.open().map_err(|e| format!("cannot be read: {e}"))?;
     let mut csv = CsvFields::new();
     let mut header: Option<Vec<String>> = None;
-    let mut rows = Vec::new();
-    for line in text.lines() {
-        let line = line.trim_end_matches('\r');
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        let n = (&mut lines)
+            .take(crate::statement::MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| format!("cannot be read: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        if bytes.len() > crate::statement::MAX_LINE {
+            return Err(format!(
+                "a line longer than {} bytes",
+                crate::statement::MAX_LINE
+            ));
+        }
+        let line = text(&bytes);
+        let line = line.trim_end_matches(['\r', '\n']);
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
@@ -127,11 +229,13 @@ fn table(text: &str, first: &str) -> Result<(Vec<String>, Vec<Vec<String>>), Str
         match &header {
             None if fields.first().is_some_and(|h| h == first) => header = Some(fields),
             None => {}
-            Some(_) => rows.push(fields),
+            Some(h) => row(h, &fields)?,
         }
     }
-    let header = header.ok_or_else(|| format!("no header starting {first}"))?;
-    Ok((header, rows))
+    if header.is_none() {
+        return Err(format!("no header starting {first}"));
+    }
+    Ok(())
 }
 
 fn column(header: &[String], name: &str) -> Result<usize, String> {
@@ -142,50 +246,58 @@ fn column(header: &[String], name: &str) -> Result<usize, String> {
 }
 
 /// The 汇总's 合计 row (or, without one, its stores added up).
-fn summary_figures(text: &str) -> Result<Figures, String> {
-    let (header, rows) = table(text, "门店编号")?;
-    let (t, r, m) = (
-        column(&header, "交易订单总笔数")?,
-        column(&header, "退款订单总笔数")?,
-        column(&header, "商家实收（元）")?,
-    );
-    let at = |row: &Vec<String>, i: usize| row.get(i).cloned().unwrap_or_default();
-    let of = |row: &Vec<String>| -> Result<Figures, String> {
-        Ok(Figures {
-            trades: count(&at(row, t))?,
-            refunds: count(&at(row, r))?,
-            received: fen(&at(row, m))?,
-        })
-    };
-    if let Some(total) = rows.iter().find(|row| row[0].starts_with("合计")) {
-        return of(total);
+fn summary_figures(file: &Spooled) -> Result<Figures, String> {
+    // A store's row that does not read matters only without a 合计.
+    let (mut total, mut sum) = (None, Ok(Figures::default()));
+    table(file, "门店编号", |header, row| {
+        let (t, r, m) = (
+            column(header, "交易订单总笔数")?,
+            column(header, "退款订单总笔数")?,
+            column(header, "商家实收（元）")?,
+        );
+        let at = |i: usize| row.get(i).map_or("", String::as_str);
+        let f = (|| {
+            Ok::<_, String>(Figures {
+                trades: count(at(t))?,
+                refunds: count(at(r))?,
+                received: fen(at(m))?,
+            })
+        })();
+        if at(0).starts_with("合计") {
+            if total.is_none() {
+                total = Some(f?);
+            }
+        } else if let (Ok(s), Ok(f)) = (&mut sum, &f) {
+            s.trades += f.trades;
+            s.refunds += f.refunds;
+            s.received += f.received;
+        } else if let (Ok(_), Err(e)) = (&sum, f) {
+            sum = Err(e);
+        }
+        Ok(())
+    })?;
+    match total {
+        Some(total) => Ok(total),
+        None => sum,
     }
-    let mut sum = Figures::default();
-    for row in &rows {
-        let f = of(row)?;
-        sum.trades += f.trades;
-        sum.refunds += f.refunds;
-        sum.received += f.received;
-    }
-    Ok(sum)
 }
 
 /// What the 业务明细 lists: its 交易 and 退款 rows, and their 商家实收.
-fn detail_figures(text: &str) -> Result<Figures, String> {
-    let (header, rows) = table(text, "支付宝交易号")?;
-    let (kind, m) = (
-        column(&header, "业务类型")?,
-        column(&header, "商家实收（元）")?,
-    );
+fn detail_figures(file: &Spooled) -> Result<Figures, String> {
     let mut figures = Figures::default();
-    for row in &rows {
+    table(file, "支付宝交易号", |header, row| {
+        let (kind, m) = (
+            column(header, "业务类型")?,
+            column(header, "商家实收（元）")?,
+        );
         match row.get(kind).map(String::as_str) {
             Some("交易") => figures.trades += 1,
             Some("退款") => figures.refunds += 1,
             _ => {}
         }
         figures.received += fen(row.get(m).map_or("", String::as_str))?;
-    }
+        Ok(())
+    })?;
     Ok(figures)
 }
 
@@ -215,18 +327,26 @@ mod tests {
         assert_eq!(entry_name("a_业务明细.csv".as_bytes()), "a_业务明细.csv");
     }
 
+    fn detail(zip: &[u8], limit: u64) -> Result<(String, Vec<u8>), CallError> {
+        let zip = spool::of_bytes(zip).unwrap();
+        detail_of(&zip, limit).map(|(name, f)| (name, std::fs::read(f.path()).unwrap()))
+    }
+
+    const LIMIT: u64 = spool::MAX_BILL_BYTES;
+
+    fn summary(t: &str) -> String {
+        format!(
+            "#支付宝业务汇总查询\n门店编号,门店名称,交易订单总笔数,退款订单总笔数,商家实收（元）\n合计,,{t}\n"
+        )
+    }
+
     #[test]
     fn the_detail_is_handed_over_only_when_its_summary_agrees() {
-        let summary = |t: &str| {
-            format!(
-                "#支付宝业务汇总查询\n门店编号,门店名称,交易订单总笔数,退款订单总笔数,商家实收（元）\n合计,,{t}\n"
-            )
-        };
         let good = zip_of(&[
             ("x_业务明细.csv", DETAIL),
             ("x_业务明细(汇总).csv", &summary("1,1,7.50")),
         ]);
-        let (name, bytes) = detail_of(&good).unwrap();
+        let (name, bytes) = detail(&good, LIMIT).unwrap();
         assert_eq!(name, "x_业务明细.csv");
         assert_eq!(bytes, encoding_rs::GBK.encode(DETAIL).0.into_owned());
         for (off, says) in [("2,1,7.50", "2 trades"), ("1,1,10.00", "1000 fen")] {
@@ -234,11 +354,39 @@ mod tests {
                 ("x_业务明细.csv", DETAIL),
                 ("x_业务明细(汇总).csv", &summary(off)),
             ]);
-            let err = detail_of(&zip).unwrap_err().to_string();
+            let err = detail(&zip, LIMIT).unwrap_err().to_string();
             assert!(err.contains(says), "{err}");
         }
         let alone = zip_of(&[("x_业务明细.csv", DETAIL)]);
-        assert!(detail_of(&alone).unwrap_err().to_string().contains("汇总"));
-        assert!(detail_of(b"PK not a zip").is_err());
+        assert!(
+            detail(&alone, LIMIT)
+                .unwrap_err()
+                .to_string()
+                .contains("汇总")
+        );
+        assert!(detail(b"PK not a zip", LIMIT).is_err());
+    }
+
+    /// The entries together may unpack to the limit, not a byte more; a
+    /// zip of more entries than a bill has is refused by its count.
+    #[test]
+    fn entries_past_the_limit_or_too_many_of_them_are_refused() {
+        let s = summary("1,1,7.50");
+        let good = zip_of(&[("x_业务明细.csv", DETAIL), ("x_业务明细(汇总).csv", &s)]);
+        let both =
+            (encoding_rs::GBK.encode(DETAIL).0.len() + encoding_rs::GBK.encode(&s).0.len()) as u64;
+        assert!(detail(&good, both).is_ok());
+        let err = detail(&good, both - 1).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("past the {} bytes", both - 1)) && err.contains("汇总"),
+            "{err}"
+        );
+        let names: Vec<String> = (0..=MAX_ENTRIES).map(|i| format!("{i}.txt")).collect();
+        let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "")).collect();
+        let err = detail(&zip_of(&many), LIMIT).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("declares {} entries", MAX_ENTRIES + 1)),
+            "{err}"
+        );
     }
 }

@@ -43,6 +43,10 @@ pub struct AlipayConfig {
     /// (milliseconds, default 10000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The longest bill taken, downloaded or unpacked (bytes, default
+    /// 1 GiB): a longer one is refused, not read.
+    #[serde(default)]
+    pub max_bill_bytes: Option<u64>,
     /// A webhook that fails verification but names a payment makes Reckon
     /// ask Alipay about that payment.
     #[serde(default)]

@@ -63,6 +63,8 @@ pub struct Alipay {
     /// private key: both set, or no status queries.
     gateway: Option<(String, SigningKey<Sha256>)>,
     http: reqwest::Client,
+    /// The longest bill taken: the zip downloaded, its entries unzipped.
+    max_bill_bytes: u64,
 }
 
 impl Alipay {
@@ -90,6 +92,7 @@ impl Alipay {
             key: VerifyingKey::new(key),
             gateway,
             http: super::wire::client(super::wire::timeout(c.timeout_ms)),
+            max_bill_bytes: super::spool::limit(c.max_bill_bytes),
         })
     }
 }

@@ -6,7 +6,7 @@
 //! that is not ASCII, once. The other files of the download (the 汇总
 //! summary, the 账务明细 account bill) are refused by name.
 
-use crate::domain::{Money, quote};
+use crate::domain::{Fee, quote};
 use crate::statement::csv::CsvFields;
 use crate::statement::time::local_time;
 use crate::statement::{
@@ -130,7 +130,7 @@ impl BillFormat for AlipayBill {
         // Alipay writes the fee it takes as negative, the fee a refund gives
         // back as positive: turned round, to be the fee the merchant paid.
         let fee = match self.fee {
-            Some(i) => fee(f(i), cny(), "服务费（元）")?.map(|m| Money::new(-m.minor, m.currency)),
+            Some(i) => fee(f(i), cny(), "服务费（元）")?.map(|m| Fee { e5: -m.e5, ..m }),
             None => None,
         };
         let occurred_at = local_time(f(5), 8).or_else(|| local_time(f(4), 8));
@@ -216,9 +216,9 @@ mod tests {
         assert_eq!(rows[1].refund_no.as_deref(), Some("RFDB"));
         assert_eq!(checks.len(), 2);
         assert!(checks.iter().all(|c| c.stated == c.read), "{checks:?}");
-        assert_eq!(rows[0].fee.map(|f| f.minor), Some(53), "the fee taken");
+        assert_eq!(rows[0].fee.map(|f| f.minor()), Some(53), "the fee taken");
         assert_eq!(
-            rows[1].fee.map(|f| f.minor),
+            rows[1].fee.map(|f| f.minor()),
             Some(-12),
             "the fee given back"
         );

@@ -154,15 +154,15 @@ impl Sandbox {
         if status.is_server_error() {
             return Err(CallError::Network(format!("sandbox answered {status}")));
         }
+        let body = super::wire::answer(res).await;
         if !status.is_success() {
-            let text = res.text().await.unwrap_or_default();
+            let text = String::from_utf8_lossy(body.as_deref().unwrap_or_default()).into_owned();
             return Err(CallError::Refused(format!(
                 "{status}: {}",
                 text.chars().take(200).collect::<String>()
             )));
         }
-        res.json::<T>()
-            .await
+        serde_json::from_slice::<T>(&body?)
             .map_err(|e| CallError::Network(format!("unreadable answer: {e}")))
     }
 }

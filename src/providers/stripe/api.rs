@@ -34,10 +34,8 @@ impl Stripe {
                 "Stripe answered {status} (rate limited): try again later"
             )));
         }
-        let text = res
-            .text()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
+        let text =
+            String::from_utf8_lossy(&crate::providers::wire::answer(res).await?).into_owned();
         let body = serde_json::from_str::<serde_json::Value>(&text);
         if !status.is_success() {
             let message = body

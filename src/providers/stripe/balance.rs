@@ -153,7 +153,7 @@ impl BalanceTransaction {
         // fee is in the account's, which the row does not carry.
         let fee = (kind == RowKind::Payment
             && money.currency.code().eq_ignore_ascii_case(&self.currency))
-        .then(|| Money::new(self.fee, money.currency));
+        .then(|| crate::domain::Fee::of_money(Money::new(self.fee, money.currency)));
         Ok(Some(StatementRow {
             line_no,
             kind,

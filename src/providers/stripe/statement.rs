@@ -190,7 +190,7 @@ po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Str
         assert_eq!(rows[1].money.minor, 1200);
         assert_eq!(rows[1].provider_refund_id.as_deref(), Some("re_1"));
         assert_eq!(rows[1].refund_no.as_deref(), Some("RFDS"));
-        assert_eq!(rows[0].fee.map(|f| f.minor), Some(147));
+        assert_eq!(rows[0].fee.map(|f| f.minor()), Some(147));
         let bad = text.replace("42.00", "4x.00");
         assert_eq!(read_all(FORMAT, bad.as_bytes()).unwrap_err().line, 2);
     }
@@ -202,7 +202,7 @@ po_1,txn_3,2026-11-30 12:00:00,2026-12-02 00:00:00,eur,-1.47,0.00,-1.47,fee,,Str
         let (rows, _) = read_all(FORMAT, &fixture("stripe_itemized_default.csv")).unwrap();
         assert_eq!(rows.len(), 2, "the dispute is not a payment or a refund");
         assert_eq!(rows[0].provider_txn_id.as_deref(), Some("ch_3QaB01"));
-        assert_eq!(rows[0].fee.map(|f| f.minor), Some(152));
+        assert_eq!(rows[0].fee.map(|f| f.minor()), Some(152));
         assert_eq!(rows[0].money.minor, 4200);
         assert_eq!(rows[1].kind, RowKind::Refund);
         assert_eq!(

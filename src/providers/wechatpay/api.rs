@@ -9,6 +9,7 @@
 
 use super::{Api, Transaction, WechatPay, WxRefund, trade_state};
 use crate::domain::{PaymentNo, ProviderTxnId};
+use crate::providers::spool::{self, SpoolError, Spooled};
 use crate::providers::{CallError, ProviderView, RefundRequest, RefundView, StatementFile};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -16,10 +17,6 @@ use http::StatusCode;
 use rsa::signature::{SignatureEncoding, Signer};
 use serde::Deserialize;
 use std::io::Read;
-
-/// A bill that unpacks larger than this is refused, not unpacked into
-/// memory without end.
-const MAX_BILL_BYTES: u64 = 1 << 30;
 
 /// WeChat Pay's answer to a bill application: where the bill is (for 30
 /// seconds) and the digest of the bill as it is before gzip.
@@ -59,9 +56,15 @@ fn authorization(
 }
 
 /// The bill as WeChat Pay made it: gunzipped (asked for GZIP; a plain
-/// answer is taken as it is) and checked against the digest of the signed
-/// answer, BOM and all, before anything reads a row.
-fn unpack_bill(packed: &[u8], answer: &BillAnswer) -> Result<Vec<u8>, CallError> {
+/// answer is taken as it is) into a file of its own, at most `limit`
+/// bytes, and checked against the digest of the signed answer, BOM and
+/// all, before anything reads a row. `what` names the bill in a refusal.
+fn unpack_bill(
+    packed: Spooled,
+    answer: &BillAnswer,
+    limit: u64,
+    what: &str,
+) -> Result<Spooled, CallError> {
     use sha1::Digest;
     if !answer.hash_type.eq_ignore_ascii_case("SHA1") {
         return Err(CallError::Refused(format!(
@@ -69,22 +72,34 @@ fn unpack_bill(packed: &[u8], answer: &BillAnswer) -> Result<Vec<u8>, CallError>
             answer.hash_type
         )));
     }
-    let bill = if packed.starts_with(&[0x1f, 0x8b]) {
-        let mut bill = Vec::with_capacity(packed.len() * 8);
-        flate2::read::GzDecoder::new(packed)
-            .take(MAX_BILL_BYTES + 1)
-            .read_to_end(&mut bill)
-            .map_err(|e| CallError::Refused(format!("the bill does not gunzip: {e}")))?;
-        if bill.len() as u64 > MAX_BILL_BYTES {
-            return Err(CallError::Refused(format!(
-                "the bill unpacks to more than {MAX_BILL_BYTES} bytes"
-            )));
-        }
-        bill
+    let unreadable = |e: std::io::Error| CallError::Refused(format!("{what}: {e}"));
+    let mut sha1 = sha1::Sha1::new();
+    let gzipped = packed.head(2).map_err(unreadable)? == [0x1f, 0x8b];
+    let bill = if gzipped {
+        let gz = flate2::read::GzDecoder::new(packed.open().map_err(unreadable)?);
+        spool::write(gz, limit, |b| sha1.update(b)).map_err(|e| match e {
+            SpoolError::TooLong => CallError::Refused(format!(
+                "{what} gunzips to more than {limit} bytes, the most this account takes \
+                 (max_bill_bytes): refused as a decompression bomb"
+            )),
+            SpoolError::Read(e) => CallError::Refused(format!("{what} does not gunzip: {e}")),
+            SpoolError::Write(e) => {
+                CallError::Refused(format!("{what} could not be written down: {e}"))
+            }
+        })?
     } else {
-        packed.to_vec()
+        let mut file = packed.open().map_err(unreadable)?;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = file.read(&mut buf).map_err(unreadable)?;
+            if n == 0 {
+                break;
+            }
+            sha1.update(&buf[..n]);
+        }
+        packed
     };
-    let digest = hex::encode(sha1::Sha1::digest(&bill));
+    let digest = hex::encode(sha1.finalize());
     if !digest.eq_ignore_ascii_case(answer.hash_value.trim()) {
         return Err(CallError::Refused(format!(
             "the downloaded bill's SHA1 is {digest}, WeChat Pay's hash_value says {}: \
@@ -160,10 +175,7 @@ impl WechatPay {
             .map_err(crate::providers::wire::call_error)?;
         let status = res.status();
         let headers = res.headers().clone();
-        let body = res
-            .bytes()
-            .await
-            .map_err(crate::providers::wire::call_error)?;
+        let body = crate::providers::wire::answer(res).await?;
         if status.is_server_error() {
             return Err(CallError::Network(format!("WeChat Pay answered {status}")));
         }
@@ -175,7 +187,7 @@ impl WechatPay {
         } else {
             self.verify_signed(&headers, &body, now).is_ok()
         };
-        Ok((status, body.to_vec(), verified))
+        Ok((status, body, verified))
     }
 
     pub(super) async fn domestic_refund(
@@ -326,8 +338,10 @@ impl WechatPay {
         }
         let answer: BillAnswer = serde_json::from_slice(&body)
             .map_err(|e| CallError::Refused(format!("unreadable bill answer: {e}")))?;
-        let packed = self.download(&answer.download_url).await?;
-        let bill = tokio::task::spawn_blocking(move || unpack_bill(&packed, &answer))
+        let what = format!("WeChat Pay's {bill_type} bill for {date}");
+        let packed = self.download(&answer.download_url, &what).await?;
+        let limit = self.max_bill_bytes;
+        let bill = tokio::task::spawn_blocking(move || unpack_bill(packed, &answer, limit, &what))
             .await
             .map_err(|e| CallError::Refused(format!("unpacking the bill stopped: {e}")))??;
         let mch_id = self.api.as_ref().map_or("", |a| a.mch_id.as_str());
@@ -337,14 +351,14 @@ impl WechatPay {
                 bill_type.replace(' ', "-")
             ),
             bill_type: bill_type.to_owned(),
-            bytes: bill,
+            body: bill,
         })
     }
 
     /// GETs a bill's `download_url`, signed like any request over its path
     /// and query; only from WeChat Pay (the merchant's signature goes
     /// nowhere else).
-    async fn download(&self, url: &str) -> Result<Vec<u8>, CallError> {
+    async fn download(&self, url: &str, what: &str) -> Result<Spooled, CallError> {
         let Some(api) = &self.api else {
             return Err(CallError::Refused(format!(
                 "{} has no API credentials configured",
@@ -377,9 +391,10 @@ impl WechatPay {
             .header("authorization", authorization)
             .header("accept", "*/*")
             .header("user-agent", concat!("reckon/", env!("CARGO_PKG_VERSION")));
-        let (status, body) = crate::providers::wire::download(call).await?;
+        let (status, body) =
+            crate::providers::wire::download(call, self.max_bill_bytes, what).await?;
         if !status.is_success() {
-            let (code, message) = refusal(&body);
+            let (code, message) = refusal(&body.head(64 * 1024).unwrap_or_default());
             return Err(CallError::Refused(format!(
                 "the bill download answered {status} {code}: {message} (a download_url lasts 30 s: resume applies again)"
             )));
@@ -412,6 +427,11 @@ mod tests {
         }
     }
 
+    fn unpack(packed: &[u8], answer: &BillAnswer, limit: u64) -> Result<Vec<u8>, CallError> {
+        let packed = spool::of_bytes(packed).unwrap();
+        unpack_bill(packed, answer, limit, "the bill").map(|b| std::fs::read(b.path()).unwrap())
+    }
+
     /// The digest is of the bill before gzip, its byte-order mark included.
     #[test]
     fn a_bill_is_gunzipped_and_checked_against_the_digest_of_its_plain_bytes() {
@@ -420,18 +440,33 @@ mod tests {
         gz.write_all(bill).unwrap();
         let packed = gz.finish().unwrap();
         let plain = hex::encode(sha1::Sha1::digest(bill)).to_ascii_uppercase();
+        let limit = spool::MAX_BILL_BYTES;
         assert_eq!(
-            unpack_bill(&packed, &answer("SHA1", plain.clone())).unwrap(),
+            unpack(&packed, &answer("SHA1", plain.clone()), limit).unwrap(),
             bill
         );
         assert_eq!(
-            unpack_bill(bill, &answer("SHA1", plain.clone())).unwrap(),
+            unpack(bill, &answer("SHA1", plain.clone()), limit).unwrap(),
             bill
         );
         let of_packed = hex::encode(sha1::Sha1::digest(&packed));
-        assert!(unpack_bill(&packed, &answer("SHA1", of_packed)).is_err());
-        assert!(unpack_bill(&packed, &answer("MD5", plain)).is_err());
-        assert!(unpack_bill(&packed[..packed.len() / 2], &answer("SHA1", String::new())).is_err());
+        assert!(unpack(&packed, &answer("SHA1", of_packed), limit).is_err());
+        assert!(unpack(&packed, &answer("MD5", plain.clone()), limit).is_err());
+        let half = &packed[..packed.len() / 2];
+        assert!(unpack(half, &answer("SHA1", String::new()), limit).is_err());
+        // One byte past the limit is a bomb; the limit itself is a bill.
+        let n = bill.len() as u64;
+        assert_eq!(
+            unpack(&packed, &answer("SHA1", plain.clone()), n).unwrap(),
+            bill
+        );
+        let err = unpack(&packed, &answer("SHA1", plain), n - 1).unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.contains(&format!("gunzips to more than {} bytes", n - 1))
+                && err.contains("the bill"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct WechatPay {
     apiv3_key: [u8; 32],
     api: Option<Api>,
     http: reqwest::Client,
+    /// The longest bill taken, downloaded or gunzipped.
+    max_bill_bytes: u64,
 }
 
 /// What calling the API needs: where, who, and the key that signs.
@@ -235,6 +237,7 @@ impl WechatPay {
             apiv3_key,
             api,
             http: super::wire::client(super::wire::timeout(c.timeout_ms)),
+            max_bill_bytes: super::spool::limit(c.max_bill_bytes),
         })
     }
 

@@ -5,7 +5,7 @@
 //! zip of the 业务明细 and its 汇总, both GBK.
 
 use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
-use crate::alipay::{APP_ID, AlipayApp, Gateway, spawn};
+use crate::alipay::{APP_ID, AlipayApp, Gateway, spawn, spawn_limited};
 use crate::both_databases;
 use crate::helpers::Backend;
 use axum::extract::{Query, State};
@@ -29,6 +29,9 @@ pub(crate) struct Desk {
     /// The next this many downloads answer 500.
     broken_downloads: usize,
     downloads: usize,
+    /// Downloads answer these bytes as they are (a bomb, too many
+    /// entries, an overlong download) instead of the day's zip.
+    packed: Option<Vec<u8>>,
 }
 
 pub(crate) fn routes() -> axum::Router<Gateway> {
@@ -56,6 +59,9 @@ async fn download(State(g): State<Gateway>, Query(q): Query<BTreeMap<String, Str
         return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "").into_response();
     }
     desk.downloads += 1;
+    if let Some(packed) = desk.packed.clone() {
+        return ([("content-type", "application/oct-stream")], packed).into_response();
+    }
     let date = q.get("fileId").cloned().unwrap_or_default();
     let Some((detail, summary)) = desk.bills.get(&date) else {
         return (axum::http::StatusCode::NOT_FOUND, "").into_response();
@@ -264,6 +270,90 @@ async fn an_alipay_bill_off_its_summary_or_a_forged_answer_reads_no_row(b: Backe
     resume_completes(&a.app, &run_id).await;
 }
 
+/// A zip of the named entries, deflated.
+fn zip_of(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, bytes) in entries {
+        zip.start_file(name.as_str(), options).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+/// A zip whose every entry claims to unpack to `size` bytes: the
+/// uncompressed size of its local headers and central directory rewritten.
+fn lying_about_size(mut zip: Vec<u8>, size: u32) -> Vec<u8> {
+    for (signature, at) in [(b"PK\x03\x04", 22), (b"PK\x01\x02", 24)] {
+        let starts: Vec<usize> = zip
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| w == signature)
+            .map(|(i, _)| i)
+            .collect();
+        for i in starts {
+            zip[i + at..i + at + 4].copy_from_slice(&size.to_le_bytes());
+        }
+    }
+    zip
+}
+
+/// With `max_bill_bytes` at 1 MiB: a zip whose entry unpacks to 64 MiB
+/// (declared so, or declared small), a zip of more entries than a bill
+/// has, and a download longer than the limit are each refused by name,
+/// the run FAILED with no row read and no file kept; the bill then
+/// completes.
+async fn alipay_bombs_and_overlong_downloads_are_refused_reading_nothing(b: Backend) {
+    let limit = 1 << 20;
+    let a = spawn_limited(b, Some(limit)).await;
+    let (date, detail, summary) = a.one_paid_day().await;
+    a.put_bill(&date, (detail, summary.clone()));
+    let compact = date.replace('-', "");
+    let detail_name = format!("{PID}_{compact}_业务明细.csv");
+    let summary_name = format!("{PID}_{compact}_业务明细(汇总).csv");
+    let zeros = vec![b'0'; 64 << 20];
+    let bomb = zip_of(&[
+        (detail_name.clone(), zeros.clone()),
+        (summary_name.clone(), summary.clone()),
+    ]);
+    assert!(bomb.len() < 1 << 20, "{} bytes on the wire", bomb.len());
+    let pack = |bytes: Vec<u8>| a.gateway.bills.lock().unwrap().packed = Some(bytes);
+    pack(bomb.clone());
+    let (run_id, error) = pull_fails(&a.app, "alipay", &date).await;
+    assert!(
+        error.contains("业务明细.csv")
+            && error.contains(&format!(
+                "declares {} bytes, past the {limit} bytes",
+                64 << 20
+            )),
+        "{error}"
+    );
+    // The same entry claiming 1,000 bytes: cut where its claim ends.
+    pack(lying_about_size(bomb, 1000));
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(
+        error.contains("unpacks to more than the 1000 bytes it declares"),
+        "{error}"
+    );
+    let many: Vec<(String, Vec<u8>)> = (0..1000)
+        .map(|i| (format!("{i}.csv"), Vec::new()))
+        .collect();
+    pack(zip_of(&many));
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(error.contains("declares 1000 entries"), "{error}");
+    pack(vec![b'P'; 2 << 20]);
+    let error = resume_fails(&a.app, &run_id).await;
+    assert!(
+        error.contains(&format!(
+            "Alipay's trade bill for {date} is longer than {limit} bytes"
+        )),
+        "{error}"
+    );
+    a.gateway.bills.lock().unwrap().packed = None;
+    resume_completes(&a.app, &run_id).await;
+}
+
 /// `reckon recon pull --provider alipay --date D` pulls the bill.
 async fn reckon_recon_pull_pulls_an_alipay_bill(b: Backend) {
     let a = spawn(b).await;
@@ -288,4 +378,5 @@ both_databases!(
     an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes,
     an_alipay_bill_off_its_summary_or_a_forged_answer_reads_no_row,
     reckon_recon_pull_pulls_an_alipay_bill,
+    alipay_bombs_and_overlong_downloads_are_refused_reading_nothing,
 );

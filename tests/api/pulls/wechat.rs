@@ -12,7 +12,7 @@ use super::{
 use crate::both_databases;
 use crate::helpers::Backend;
 use crate::wechatpay::{
-    APIV3_KEY, Api, MCH_ID, SERIAL, Wechat, authorized, sign_error, signed, spawn,
+    APIV3_KEY, Api, MCH_ID, SERIAL, Wechat, authorized, sign_error, signed, spawn, spawn_limited,
 };
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Uri};
@@ -41,6 +41,9 @@ pub(crate) struct Desk {
     wrong_hash: bool,
     /// Refusals come unsigned (as WeChat Pay's SDKs allow).
     unsigned_refusals: bool,
+    /// Downloads answer these bytes as they are (a bomb, an overlong
+    /// plain bill) instead of the bill gzipped.
+    packed: Option<Vec<u8>>,
     pub(crate) downloads: usize,
 }
 
@@ -157,6 +160,9 @@ async fn download(
     let token = q.get("token").cloned().unwrap_or_default();
     let mut desk = api.bills.lock().unwrap();
     desk.downloads += 1;
+    if let Some(packed) = desk.packed.clone() {
+        return ([("content-type", "application/x-gzip")], packed).into_response();
+    }
     let Some(bill) = desk.bills.get(&token.replacen('-', "/", 1)) else {
         return (axum::http::StatusCode::BAD_REQUEST, "").into_response();
     };
@@ -403,6 +409,108 @@ async fn a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row(b: Back
     resume_completes(&w.app, &run_id).await;
 }
 
+/// A gzip bomb (64 MiB of zeros in some 64 KiB) and a plain download
+/// longer than the account's `max_bill_bytes` (1 MiB here): each is cut
+/// at the limit and refused by name, the run FAILED with no row read and
+/// no file kept; the bill itself then completes.
+async fn a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing(b: Backend) {
+    let limit = 1 << 20;
+    let w = spawn_limited(b, Some(limit)).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for _ in 0..64 {
+        gz.write_all(&[0u8; 1 << 20]).unwrap();
+    }
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 1 << 20, "{} bytes on the wire", bomb.len());
+    w.fault(|d| d.packed = Some(bomb));
+    let (run_id, error) = pull_fails(&w.app, "wechat", &date).await;
+    assert!(
+        error.contains(&format!(
+            "WeChat Pay's ALL bill for {date} gunzips to more than {limit} bytes"
+        )) && error.contains("max_bill_bytes"),
+        "{error}"
+    );
+    w.fault(|d| d.packed = Some(vec![b'x'; 2 << 20]));
+    let error = resume_fails(&w.app, &run_id).await;
+    assert!(
+        error.contains(&format!(
+            "WeChat Pay's ALL bill for {date} is longer than {limit} bytes"
+        )),
+        "{error}"
+    );
+    assert!(tickets(&w.app).await.is_empty());
+    w.fault(|d| d.packed = None);
+    resume_completes(&w.app, &run_id).await;
+}
+
+/// WeChat Pay's published ALL bill with 手续费 to five places (0.6% of
+/// 19.99 is 0.11994) and 手续费总金额 their exact sum: the day reconciles,
+/// its fees summed exactly and booked rounded once to the fen. A total the
+/// rows do not add up to fails the run naming both figures, reading none.
+async fn a_wechat_bill_with_fees_in_fractions_of_a_fen_reconciles_exactly(b: Backend) {
+    let w = spawn(b).await;
+    let date = w.today();
+    let mut rows = Vec::new();
+    for order in ["WXF1", "WXF2", "WXF3"] {
+        rows.push(w.paid(order, 1999).await);
+    }
+    let rows: Vec<Row> = rows
+        .iter()
+        .map(|(p, txn)| Row {
+            txn,
+            payment_no: p,
+            currency: "CNY",
+            amount: "19.99",
+            refund: None,
+        })
+        .collect();
+    let plain = String::from_utf8(bill(&date, &rows)).unwrap();
+    let exact = |total: &str| {
+        let (body, summary) = plain.trim_end().rsplit_once("\r\n").unwrap();
+        let body = body.replace("`0.01000,`0.60%", "`0.11994,`0.60%");
+        let summary = summary.replace(",`0.03,", &format!(",`{total},"));
+        format!("{body}\r\n{summary}\r\n").into_bytes()
+    };
+    w.put_bill("ALL", &date, exact("0.35981"));
+    let error = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("手续费总金额: the statement says 0.35981 CNY, 0.35982 CNY read"),
+        "{error}"
+    );
+    let (run_id, status): (String, String) =
+        sqlx::query_as("SELECT run_id, status FROM recon_runs WHERE business_date = $1")
+            .bind(&date)
+            .fetch_one(&w.app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(status, "FAILED");
+    assert!(
+        tickets(&w.app).await.is_empty(),
+        "nothing of the day written"
+    );
+    w.put_bill("ALL", &date, exact("0.35982"));
+    let run = reckon::recon::resume_run(&w.app.engine, &run_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.rows_read),
+        ("COMPLETED", 3),
+        "{run:?}"
+    );
+    assert!(tickets(&w.app).await.is_empty());
+    let figures: serde_json::Value =
+        serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();
+    let cny = &figures["fees_and_net"]["currencies"]["CNY"];
+    assert_eq!(cny["fees_e5"], 35_982, "{cny}");
+    assert_eq!(cny["fees_minor"], 36, "booked once, rounded: {cny}");
+    assert_eq!(cny["net_minor"], 3 * 1999 - 36, "{cny}");
+}
+
 /// The fund-flow bill of the basic account, through the same checks.
 async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Backend) {
     let w = spawn(b).await;
@@ -423,7 +531,11 @@ async fn the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked(b: Back
     assert!(matches!(none, CallError::NoStatement(_)), "{none:?}");
     w.put_bill("BASIC", &date, fund.as_bytes().to_vec());
     let file = wechat.fund_flow_bill(&date).await.unwrap();
-    assert_eq!(file.bytes, fund.as_bytes(), "gunzipped, BOM kept");
+    assert_eq!(
+        std::fs::read(file.body.path()).unwrap(),
+        fund.as_bytes(),
+        "gunzipped, BOM kept"
+    );
     assert_eq!(file.bill_type, "BASIC fund flow");
     w.fault(|d| d.wrong_hash = true);
     let err = wechat.fund_flow_bill(&date).await.unwrap_err();
@@ -504,4 +616,6 @@ both_databases!(
     a_wechat_bill_with_a_wrong_hash_or_a_forged_answer_reads_no_row,
     the_wechat_fund_flow_bill_is_applied_for_downloaded_and_checked,
     reckon_recon_pull_pulls_a_wechat_bill,
+    a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing,
+    a_wechat_bill_with_fees_in_fractions_of_a_fen_reconciles_exactly,
 );

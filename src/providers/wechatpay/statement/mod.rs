@@ -141,8 +141,9 @@ struct WechatBill {
     /// 应结订单金额 and 退款金额, summed in minor units.
     settled: i64,
     refunded: i64,
-    /// 手续费 summed (minor units), and where the summary states its total
-    /// (手续费总金额), once the summary's header is read.
+    /// 手续费 summed exactly at the bill's five places (1/100,000 yuan),
+    /// and where the summary states its total (手续费总金额), once the
+    /// summary's header is read.
     fees: i64,
     fee_total_at: Option<usize>,
     checks: Vec<Check>,
@@ -257,9 +258,9 @@ impl BillFormat for WechatBill {
             if let (Some(_), Some(i)) = (at.fee, self.fee_total_at)
                 && i < f.len()
             {
-                let fees = fee(f.get(i), cny(), "手续费总金额")?.map_or(0, |m| m.minor);
+                let fees = fee(f.get(i), cny(), "手续费总金额")?.map_or(0, |m| m.e5);
                 self.checks
-                    .push(Check::money("手续费总金额", fees, self.fees, Some(cny())));
+                    .push(Check::fees("手续费总金额", fees, self.fees, cny()));
             }
             self.progress.in_summary = false;
             self.progress.summary = true;
@@ -289,7 +290,7 @@ impl BillFormat for WechatBill {
         // Checked, as the sandbox's: no sum that wraps.
         let settled = add(self.settled, settle.minor)?;
         if let Some(fee) = fee {
-            self.fees = add(self.fees, fee.minor)?;
+            self.fees = add(self.fees, fee.e5)?;
         }
         self.refunded = add(self.refunded, refund_amount.minor)?;
         self.settled = settled;

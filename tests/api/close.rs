@@ -14,24 +14,6 @@ use crate::recon::{row, statement};
 use app::types::Role;
 use serde_json::Value;
 
-const PASSWORD: &str = "correct horse battery";
-
-/// A console session of a new user with `role`.
-async fn sign_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
-    app.app.add_user(name, role, PASSWORD).await;
-    let client = crate::helpers::client();
-    let res = app
-        .app
-        .call_with(
-            &client,
-            "login",
-            &[("username", name), ("password", PASSWORD)],
-        )
-        .await;
-    assert!(res.status().is_success() || res.status().is_redirection());
-    client
-}
-
 /// `closes/act` as a console user: the answer's status and body.
 async fn act(
     app: &EngineApp,
@@ -201,10 +183,10 @@ async fn a_supervisor_closes_a_day_with_a_reason(b: Backend) {
     let (status, _, _) = report(&app, &token, &date).await;
     assert_eq!(status, 404, "a CRITICAL ticket is open: not closed");
 
-    let olga = sign_in(&app, "olga", Role::Operator).await;
+    let olga = app.app.signed_in("olga", Role::Operator).await;
     let (status, body) = act(&app, &olga, "close", &date, "month end").await;
     assert_eq!(status, 403, "{body}");
-    let sam = sign_in(&app, "sam", Role::Supervisor).await;
+    let sam = app.app.signed_in("sam", Role::Supervisor).await;
     let (status, body) = act(&app, &sam, "close", &date, "  ").await;
     assert_eq!(status, 400, "a reason is required: {body}");
     let (status, body) = act(
@@ -276,8 +258,8 @@ async fn reopening_needs_a_second_supervisor_and_the_next_close_is_chained(b: Ba
     assert_eq!(status, 201);
     let (status, _, closed) = report(&app, &token, &date).await;
     assert_eq!(status, 200, "closed by itself");
-    let sam = sign_in(&app, "sam", Role::Supervisor).await;
-    let sue = sign_in(&app, "sue", Role::Supervisor).await;
+    let sam = app.app.signed_in("sam", Role::Supervisor).await;
+    let sue = app.app.signed_in("sue", Role::Supervisor).await;
 
     // Nothing pending to approve yet; a proposal needs a reason.
     let (status, _) = act(&app, &sue, "approve_reopen", &date, "").await;

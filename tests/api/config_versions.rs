@@ -14,23 +14,6 @@ use crate::recon::{row, statement};
 use app::types::Role;
 use serde_json::Value;
 
-const PASSWORD: &str = "correct horse battery";
-
-async fn sign_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
-    app.app.add_user(name, role, PASSWORD).await;
-    let client = crate::helpers::client();
-    let res = app
-        .app
-        .call_with(
-            &client,
-            "login",
-            &[("username", name), ("password", PASSWORD)],
-        )
-        .await;
-    assert!(res.status().is_success() || res.status().is_redirection());
-    client
-}
-
 /// (number, source, status) of every version and proposal, oldest first.
 async fn versions(app: &EngineApp) -> Vec<(Option<i64>, String, String)> {
     sqlx::query_as(
@@ -159,7 +142,7 @@ async fn the_host_records_a_version_only_when_its_settings_change(b: Backend) {
     assert_eq!(app.app.engine.settings().pulls.bank_window_days, 9);
     // A change from the baseline is audited.
     assert_eq!(audit_actions(&app).await, vec!["config.version.host"]);
-    let sup = sign_in(&app, "sup1", Role::Supervisor).await;
+    let sup = app.app.signed_in("sup1", Role::Supervisor).await;
     let page = view(&app, &sup).await;
     assert_eq!(page["in_force"], 2, "{page}");
     let latest = &page["history"][0];
@@ -185,8 +168,8 @@ async fn a_console_change_approved_by_another_decides_the_next_run(b: Backend) {
     assert_eq!(status, 200, "{doc}");
     assert_eq!(doc["report"]["config_version"], 1, "{doc}");
 
-    let sup1 = sign_in(&app, "sup1", Role::Supervisor).await;
-    let sup2 = sign_in(&app, "sup2", Role::Supervisor).await;
+    let sup1 = app.app.signed_in("sup1", Role::Supervisor).await;
+    let sup2 = app.app.signed_in("sup2", Role::Supervisor).await;
     let (status, body) = propose(&app, &sup1, &[("close_allow_open", "OFF")]).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = decide(&app, &sup1, "approve").await;
@@ -233,7 +216,7 @@ async fn a_console_change_approved_by_another_decides_the_next_run(b: Backend) {
 /// second proposal while one waits is refused.
 async fn bad_values_are_refused_and_nothing_is_stored(b: Backend) {
     let app = spawn_engine_app(b).await;
-    let sup = sign_in(&app, "sup1", Role::Supervisor).await;
+    let sup = app.app.signed_in("sup1", Role::Supervisor).await;
     for (key, bad, named) in [
         (
             "cut_window_minutes",
@@ -265,7 +248,7 @@ async fn bad_values_are_refused_and_nothing_is_stored(b: Backend) {
     let (status, body) = propose(&app, &sup, &[("bank_window_days", "6")]).await;
     assert_ne!(status, 200, "one proposal waits at a time: {body}");
     // An operator cannot see or change the settings.
-    let op = sign_in(&app, "op1", Role::Operator).await;
+    let op = app.app.signed_in("op1", Role::Operator).await;
     let res = app.app.call_with(&op, "settings/view", &[]).await;
     assert_eq!(res.status(), 403);
     // The proposer withdraws their own.

@@ -15,17 +15,6 @@ use serde_json::Value;
 
 const PW: &str = "correct horse battery";
 
-async fn signed_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
-    app.app.add_user(name, role, PW).await;
-    let client = crate::helpers::client();
-    let res = app
-        .app
-        .call_with(&client, "login", &[("username", name), ("password", PW)])
-        .await;
-    assert_eq!(res.status(), 200, "{name} signs in");
-    client
-}
-
 async fn call(
     app: &EngineApp,
     who: &reqwest::Client,
@@ -81,10 +70,10 @@ async fn with_token(app: &EngineApp, token: &str) -> u16 {
 
 async fn held_actions_wait_for_another_persons_approval(b: Backend) {
     let app = spawn_engine_app(b).await;
-    let root = signed_in(&app, "root", Role::Admin).await;
-    let ada = signed_in(&app, "ada", Role::Admin).await;
-    let sam = signed_in(&app, "sam", Role::Supervisor).await;
-    let sue = signed_in(&app, "sue", Role::Supervisor).await;
+    let root = app.app.signed_in("root", Role::Admin).await;
+    let ada = app.app.signed_in("ada", Role::Admin).await;
+    let sam = app.app.signed_in("sam", Role::Supervisor).await;
+    let sue = app.app.signed_in("sue", Role::Supervisor).await;
 
     // The default holds nothing: a user is created at once.
     let (status, made) = call(

@@ -244,6 +244,23 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A browser signed in as `name`, a user made on the server's host
+    /// with `role` (its grant confirmed at once, vouching for no one).
+    pub async fn signed_in(&self, name: &str, role: Role) -> reqwest::Client {
+        const PASSWORD: &str = "correct horse battery";
+        self.add_user(name, role, PASSWORD).await;
+        let browser = client();
+        let res = self
+            .call_with(
+                &browser,
+                "login",
+                &[("username", name), ("password", PASSWORD)],
+            )
+            .await;
+        assert_eq!(res.status(), 200, "{name} signs in");
+        browser
+    }
+
     pub async fn call_with(
         &self,
         client: &reqwest::Client,

@@ -99,27 +99,6 @@ fn money(minor: i64) -> String {
     format!("{}.{:02}", minor / 100, minor % 100)
 }
 
-/// A browser signed in as a new user of `role`.
-async fn sign_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
-    let password = "a long enough password";
-    app.app.add_user(name, role, password).await;
-    let browser = crate::helpers::client();
-    let res = app
-        .app
-        .call_with(
-            &browser,
-            "login",
-            &[("username", name), ("password", password)],
-        )
-        .await;
-    assert!(
-        res.status().is_success() || res.status().is_redirection(),
-        "{}",
-        res.status()
-    );
-    browser
-}
-
 async fn api(
     app: &EngineApp,
     token: &str,
@@ -215,7 +194,7 @@ async fn a_long_outage_goes_dead_and_one_recover_delivers_each_once_more(b: Back
 
     // The outage is over: one recover by an operator.
     receiver.down.store(false, Ordering::SeqCst);
-    let olivia = sign_in(&app, "olivia", Role::Operator).await;
+    let olivia = app.app.signed_in("olivia", Role::Operator).await;
     let res = app
         .app
         .call_with(
@@ -480,7 +459,7 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     .await;
     assert_eq!(status, 401);
     // An admin (who manages users, not work) reads but may not resend.
-    let ada = sign_in(&app, "ada", Role::Admin).await;
+    let ada = app.app.signed_in("ada", Role::Admin).await;
     let res = app
         .app
         .call_with(&ada, "outbox/show", &[("id", &message)])
@@ -506,7 +485,7 @@ async fn resends_are_refused_clearly_and_audited_with_the_actor(b: Backend) {
     );
 
     // An operator resends to one sink.
-    let oscar = sign_in(&app, "oscar", Role::Operator).await;
+    let oscar = app.app.signed_in("oscar", Role::Operator).await;
     let res = app
         .app
         .call_with(

@@ -15,20 +15,6 @@ use serde_json::{Value, json};
 
 const PW: &str = "correct horse battery";
 
-/// A console session of `name`, made on the server's host with `role`
-/// (confirmed at once, vouching for no one).
-async fn signed_in(d: &Desk, name: &str, role: Role) -> reqwest::Client {
-    d.app.app.add_user(name, role, PW).await;
-    let client = crate::helpers::client();
-    let res = d
-        .app
-        .app
-        .call_with(&client, "login", &[("username", name), ("password", PW)])
-        .await;
-    assert_eq!(res.status(), 200, "{name} signs in");
-    client
-}
-
 /// A payment of `amount` CNY the provider lists and Reckon lacks: its
 /// PROVIDER_ONLY ticket.
 async fn missing(d: &Desk, no: &str, amount: &str) -> String {
@@ -155,8 +141,8 @@ async fn the_default_policy_is_one_approver_as_before(b: Backend) {
 /// threshold one approval executes at once.
 async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
     let d = desk(b).await;
-    let root = signed_in(&d, "root", Role::Admin).await;
-    let ada = signed_in(&d, "ada", Role::Admin).await;
+    let root = d.app.app.signed_in("root", Role::Admin).await;
+    let ada = d.app.app.signed_in("ada", Role::Admin).await;
     assert_eq!(put_in_force(&d, &root, &ada, TWO_ABOVE).await, 1);
     let out = d.app.app.cli(&["policy", "show"], None);
     let said = String::from_utf8_lossy(&out.stdout);
@@ -269,7 +255,7 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
         "{second}"
     );
     assert_eq!(effects(&d, "PAYPOL4").await, (0, 0), "one approver left");
-    let sid = signed_in(&d, "sid", Role::Supervisor).await;
+    let sid = d.app.app.signed_in("sid", Role::Supervisor).await;
     let (status, done) = approve(&d, &sid, &proposal).await;
     assert_eq!(
         (status, &done["class"]),
@@ -284,9 +270,9 @@ async fn above_the_threshold_two_distinct_supervisors_execute_once(b: Backend) {
 /// it executes once, and one of them finds it decided.
 async fn approvals_at_the_same_moment_execute_once(b: Backend) {
     let d = desk(b).await;
-    let root = signed_in(&d, "root", Role::Admin).await;
-    let ada = signed_in(&d, "ada", Role::Admin).await;
-    let sid = signed_in(&d, "sid", Role::Supervisor).await;
+    let root = d.app.app.signed_in("root", Role::Admin).await;
+    let ada = d.app.app.signed_in("ada", Role::Admin).await;
+    let sid = d.app.app.signed_in("sid", Role::Supervisor).await;
     put_in_force(&d, &root, &ada, TWO_ABOVE).await;
 
     let ticket = missing(&d, "PAYRACE1", "50000.00").await;
@@ -329,9 +315,9 @@ async fn approvals_at_the_same_moment_execute_once(b: Backend) {
 /// next change. Every step is audited.
 async fn a_policy_change_needs_another_admin_and_applies_to_later_proposals(b: Backend) {
     let d = desk(b).await;
-    let root = signed_in(&d, "root", Role::Admin).await;
-    let ada = signed_in(&d, "ada", Role::Admin).await;
-    let abe = signed_in(&d, "abe", Role::Admin).await;
+    let root = d.app.app.signed_in("root", Role::Admin).await;
+    let ada = d.app.app.signed_in("ada", Role::Admin).await;
+    let abe = d.app.app.signed_in("abe", Role::Admin).await;
 
     // Proposed under the default: it keeps needing one.
     let before = missing(&d, "PAYCHG1", "30000.00").await;
@@ -429,7 +415,7 @@ async fn a_policy_change_needs_another_admin_and_applies_to_later_proposals(b: B
 /// count below one, whatever writes it.
 async fn the_floor_is_enforced(b: Backend) {
     let d = desk(b).await;
-    let root = signed_in(&d, "root", Role::Admin).await;
+    let root = d.app.app.signed_in("root", Role::Admin).await;
     for (text, says) in [
         ("BACKFILL 0", "below the floor"),
         ("POLICY_CHANGE 0", "below the floor"),
@@ -486,9 +472,9 @@ async fn day_state(d: &Desk, day: &str) -> String {
 /// reopens it.
 async fn reopening_a_day_counts_distinct_approvers(b: Backend) {
     let d = desk(b).await;
-    let root = signed_in(&d, "root", Role::Admin).await;
-    let ada = signed_in(&d, "ada", Role::Admin).await;
-    let sid = signed_in(&d, "sid", Role::Supervisor).await;
+    let root = d.app.app.signed_in("root", Role::Admin).await;
+    let ada = d.app.app.signed_in("ada", Role::Admin).await;
+    let sid = d.app.app.signed_in("sid", Role::Supervisor).await;
     put_in_force(&d, &root, &ada, "REOPEN_DAY 2").await;
     let (date, at) = d.app.today();
     let p = d
@@ -568,9 +554,9 @@ async fn confirm(d: &Desk, who: &reqwest::Client, user: &str, role: &str) -> (u1
 /// the earlier policy keeps the count it was made with.
 async fn settings_and_role_grants_need_the_policys_count(b: Backend) {
     let d = desk(b).await;
-    let root = signed_in(&d, "root", Role::Admin).await;
-    let ada = signed_in(&d, "ada", Role::Admin).await;
-    let cy = signed_in(&d, "cy", Role::Admin).await;
+    let root = d.app.app.signed_in("root", Role::Admin).await;
+    let ada = d.app.app.signed_in("ada", Role::Admin).await;
+    let cy = d.app.app.signed_in("cy", Role::Admin).await;
     // A grant made under the default: one confirmation.
     let (status, early) = d
         .call(

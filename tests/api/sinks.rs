@@ -509,23 +509,6 @@ async fn a_failing_sink_raises_one_alert_and_shows_failing(b: Backend) {
     assert_eq!(app.app.alert_count("sink_failing").await, 1);
 }
 
-/// A browser signed in as a new user of `role`.
-async fn sign_in(app: &EngineApp, name: &str, role: Role) -> reqwest::Client {
-    let password = "correct horse battery";
-    app.app.add_user(name, role, password).await;
-    let browser = crate::helpers::client();
-    let res = app
-        .app
-        .call_with(
-            &browser,
-            "login",
-            &[("username", name), ("password", password)],
-        )
-        .await;
-    assert_eq!(res.status(), 200);
-    browser
-}
-
 /// Each of `orders` ('s pending deliveries) failed twice: they wait for
 /// the schedule's 5-minute step. Returns how many wait.
 async fn waiting_five_minutes(app: &EngineApp, rx: &Receivers, orders: &[&str]) -> i64 {
@@ -563,7 +546,7 @@ async fn retry_now_sends_a_sinks_waiting_deliveries_at_once(b: Backend) {
     assert_eq!(rx.got("ledger").len(), 2, "the other sink delivered");
 
     // Admins read the sinks page but may not act on a sink.
-    let admin = sign_in(&app, "ada", Role::Admin).await;
+    let admin = app.app.signed_in("ada", Role::Admin).await;
     let res = app
         .app
         .call_with(
@@ -575,7 +558,7 @@ async fn retry_now_sends_a_sinks_waiting_deliveries_at_once(b: Backend) {
     assert_eq!(res.status(), 403);
 
     // An operator, from the console: a reason is required.
-    let olivia = sign_in(&app, "olivia", Role::Operator).await;
+    let olivia = app.app.signed_in("olivia", Role::Operator).await;
     let res = app
         .app
         .call_with(
@@ -608,7 +591,7 @@ async fn retry_now_sends_a_sinks_waiting_deliveries_at_once(b: Backend) {
     assert_eq!(rx.got("ledger").len(), 2, "the other sink untouched");
 
     // A supervisor, with nothing waiting: said so, nothing audited.
-    let vera = sign_in(&app, "vera", Role::Supervisor).await;
+    let vera = app.app.signed_in("vera", Role::Supervisor).await;
     let res = app
         .app
         .call_with(

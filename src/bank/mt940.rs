@@ -233,7 +233,8 @@ fn line61(f: &Field, currency: Currency) -> Result<Line61, String> {
     let end = at
         + b[at..]
             .iter()
-            .position(|b| !(b.is_ascii_digit() || *b == b','))
+            // A point is no MT940 decimal mark, but read it to quote it.
+            .position(|b| !(b.is_ascii_digit() || *b == b',' || *b == b'.'))
             .unwrap_or(b.len() - at);
     let money = amount(&v[at..end], currency).map_err(bad)?;
     let kind = v

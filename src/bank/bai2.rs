@@ -41,14 +41,19 @@ fn records(text: &str) -> Result<Vec<Record>, String> {
         let code = parts.next().unwrap_or("").trim().to_owned();
         if code == "88" {
             let Some(rec) = out.last_mut() else {
-                return Err(format!("line {n}: a continuation (88) with no record before it"));
+                return Err(format!(
+                    "line {n}: a continuation (88) with no record before it"
+                ));
             };
             let part = rec.physical as usize;
             rec.fields.extend(parts.map(|p| (part, p.to_owned())));
             rec.physical += 1;
             continue;
         }
-        if !matches!(code.as_str(), "01" | "02" | "03" | "16" | "49" | "98" | "99") {
+        if !matches!(
+            code.as_str(),
+            "01" | "02" | "03" | "16" | "49" | "98" | "99"
+        ) {
             return Err(format!(
                 "line {n}: {} is not a BAI2 record (record codes 01, 02, 03, 16, 88, 49, 98, 99)",
                 quote(line)
@@ -115,7 +120,10 @@ fn funds(fields: &[&str]) -> Result<(usize, Option<Date>), String> {
         "D" => {
             let n = fields.get(1).map_or("", |d| d.trim());
             let n: usize = n.parse().map_err(|_| {
-                format!("funds type D's number of distributions {} is not a number", quote(n))
+                format!(
+                    "funds type D's number of distributions {} is not a number",
+                    quote(n)
+                )
             })?;
             Ok((2 + 2 * n, None))
         }
@@ -217,9 +225,8 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
                 rec.code
             ));
         }
-        let out_of_place = |inside: &str| {
-            format!("line {n}: record {} is out of place ({inside})", rec.code)
-        };
+        let out_of_place =
+            |inside: &str| format!("line {n}: record {} is out of place ({inside})", rec.code);
         match rec.code.as_str() {
             "02" => {
                 if group.is_some() {
@@ -274,7 +281,9 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
                 // The group's currency, else US dollars (the format's
                 // default).
                 let currency = match rec.field(1) {
-                    "" => g.currency.unwrap_or(Currency::parse("USD").map_err(|e| e.to_string())?),
+                    "" => g
+                        .currency
+                        .unwrap_or(Currency::parse("USD").map_err(|e| e.to_string())?),
                     c => Currency::parse(c).map_err(|e| format!("line {n}: {e}"))?,
                 };
                 let mut total = 0;
@@ -418,10 +427,7 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
                     rec,
                     "group",
                     g.total,
-                    &[
-                        ("accounts", g.accounts as i64, 1),
-                        ("records", records, 2),
-                    ],
+                    &[("accounts", g.accounts as i64, 1), ("records", records, 2)],
                 )?;
                 add(&mut file_total, g.total)?;
                 file_groups += 1;
@@ -506,7 +512,12 @@ mod tests {
         assert_eq!(e.booked_on, "2006-03-17");
         assert_eq!(e.remittance.as_deref(), Some("RETURNED CHEQUE"));
         assert_eq!(s.entries[3].direction, Direction::Credit);
-        let credits: i64 = s.entries.iter().filter(|e| e.direction == Direction::Credit).map(|e| e.money.minor).sum();
+        let credits: i64 = s
+            .entries
+            .iter()
+            .filter(|e| e.direction == Direction::Credit)
+            .map(|e| e.money.minor)
+            .sum();
         assert_eq!(credits, 208_500 + 111_500);
     }
 
@@ -519,25 +530,51 @@ mod tests {
             "{err}"
         );
         let err = parse(good.replace("16,115,450000,", "16,115,450001,").as_bytes()).unwrap_err();
-        assert!(err.contains("line 6") && err.contains("does not add up"), "{err}");
-        let err = parse(good.replace("98,13150000,2,11/", "98,13150000,2,12/").as_bytes()).unwrap_err();
-        assert!(err.contains("the group says \"12\" records, but it holds 11"), "{err}");
-        let err = parse(good.replace("99,345450000,4,31/", "99,345450000,3,31/").as_bytes()).unwrap_err();
+        assert!(
+            err.contains("line 6") && err.contains("does not add up"),
+            "{err}"
+        );
+        let err = parse(
+            good.replace("98,13150000,2,11/", "98,13150000,2,12/")
+                .as_bytes(),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("the group says \"12\" records, but it holds 11"),
+            "{err}"
+        );
+        let err = parse(
+            good.replace("99,345450000,4,31/", "99,345450000,3,31/")
+                .as_bytes(),
+        )
+        .unwrap_err();
         assert!(err.contains("groups"), "{err}");
-        let err = parse(good.replace("99,345450000,4,31/", "99,345450001,4,31/").as_bytes()).unwrap_err();
+        let err = parse(
+            good.replace("99,345450000,4,31/", "99,345450001,4,31/")
+                .as_bytes(),
+        )
+        .unwrap_err();
         assert!(err.contains("file's control total"), "{err}");
         let cut = &good[..good.find("98,180000000").unwrap()];
         let err = parse(cut.as_bytes()).unwrap_err();
         assert!(err.contains("ends before its trailer"), "{err}");
         let err = parse(good.replace("16,195,", "16,995,").as_bytes()).unwrap_err();
         assert!(err.contains("type code \"995\""), "{err}");
-        let err = parse(good.replace("16,195,10000000,", "16,195,100000.00,").as_bytes()).unwrap_err();
+        let err = parse(
+            good.replace("16,195,10000000,", "16,195,100000.00,")
+                .as_bytes(),
+        )
+        .unwrap_err();
         assert!(err.contains("amount \"100000.00\""), "{err}");
         let err = parse(good.replacen(",1,040620,", ",2,040620,", 1).as_bytes()).unwrap_err();
         assert!(err.contains("deletes data"), "{err}");
         let err = parse(good.replacen("2/\n02", "3/\n02", 1).as_bytes()).unwrap_err();
         assert!(err.contains("version is \"3\""), "{err}");
-        assert!(parse(b"date,amount\n").unwrap_err().contains("is not a BAI2 record"));
+        assert!(
+            parse(b"date,amount\n")
+                .unwrap_err()
+                .contains("is not a BAI2 record")
+        );
     }
 
     #[test]

@@ -83,9 +83,10 @@ fn statements(text: &str) -> Result<Vec<Vec<Field>>, String> {
         if trimmed.is_empty() {
             continue;
         }
-        let closed = out.last().and_then(|s| s.last()).is_none_or(|f| {
-            matches!(f.tag.as_str(), "62F" | "62M" | "64" | "65")
-        });
+        let closed = out
+            .last()
+            .and_then(|s| s.last())
+            .is_none_or(|f| matches!(f.tag.as_str(), "62F" | "62M" | "64" | "65"));
         if !closed {
             return Err(format!(
                 "line {n}: {} continues the field :{}: which has one line",
@@ -116,12 +117,7 @@ fn date6(s: &str) -> Option<Date> {
 
 /// An MT940 amount, `1234,56` (a comma, never a point, decimals optional).
 fn amount(s: &str, currency: Currency) -> Result<Money, String> {
-    let bad = || {
-        format!(
-            "amount {} is not an MT940 amount like 1234,56",
-            quote(s)
-        )
-    };
+    let bad = || format!("amount {} is not an MT940 amount like 1234,56", quote(s));
     if s.is_empty()
         || s.len() > 15
         || s.bytes().filter(|&b| b == b',').count() != 1
@@ -256,7 +252,9 @@ fn line61(f: &Field, currency: Currency) -> Result<Line61, String> {
         (!s.is_empty() && s != "NONREF").then(|| s.to_owned())
     };
     if customer.trim().is_empty() {
-        return Err(bad("has no reference for the account owner (NONREF when none)".into()));
+        return Err(bad(
+            "has no reference for the account owner (NONREF when none)".into(),
+        ));
     }
     let details = f.lines[1..]
         .iter()
@@ -367,11 +365,18 @@ fn info86(lines: &[String]) -> Info {
             .collect();
         marks.sort();
         let value = |code: &str| {
-            marks.iter().enumerate().find(|(_, (_, c))| *c == code).map(|(i, (at, c))| {
-                let from = at + c.len() + 2;
-                let to = marks.get(i + 1).map_or(whole.len(), |(next, _)| *next);
-                whole[from..to.max(from)].trim_matches('/').trim().to_owned()
-            })
+            marks
+                .iter()
+                .enumerate()
+                .find(|(_, (_, c))| *c == code)
+                .map(|(i, (at, c))| {
+                    let from = at + c.len() + 2;
+                    let to = marks.get(i + 1).map_or(whole.len(), |(next, _)| *next);
+                    whole[from..to.max(from)]
+                        .trim_matches('/')
+                        .trim()
+                        .to_owned()
+                })
         };
         let remittance = value("REMI").map(|r| {
             // `/REMI/USTD//text/`: the unstructured text itself.
@@ -603,20 +608,37 @@ mod tests {
         assert_eq!(s.entries.len(), 89);
         let first = &s.entries[0];
         assert_eq!(first.direction, Direction::Debit);
-        assert_eq!((first.money.minor, first.money.currency.code()), (82_941_978, "DKK"));
+        assert_eq!(
+            (first.money.minor, first.money.currency.code()),
+            (82_941_978, "DKK")
+        );
         assert_eq!(first.value_on.as_deref(), Some("2009-09-29"));
         assert_eq!(first.booked_on, "2009-09-29");
         assert_eq!(first.end_to_end_id.as_deref(), Some("Dansken"));
         // Value date 1 October, booked 30 September.
         let fees = &s.entries[1];
-        assert_eq!((fees.value_on.as_deref(), fees.booked_on.as_str()), (Some("2009-10-01"), "2009-09-30"));
+        assert_eq!(
+            (fees.value_on.as_deref(), fees.booked_on.as_str()),
+            (Some("2009-10-01"), "2009-09-30")
+        );
         assert_eq!(fees.bank_ref.as_deref(), Some("nota"));
         assert_eq!(fees.remittance.as_deref(), Some("Gebyrer ifolge nota"));
         // The first opening balance plus every entry is the last closing one.
         let moved: i64 = s.entries.iter().map(signed).sum();
         assert_eq!(247_892_670 + moved, 385_137_947);
-        let multi = s.entries.iter().find(|e| e.remittance.as_deref().is_some_and(|r| r.starts_with("DBT.Testkunde V/TESTKUNDE"))).unwrap();
-        assert_eq!(multi.remittance.as_deref(), Some("DBT.Testkunde V/TESTKUNDE HOLMENS KANAL 2-12 1192 KOBENHAVN H"));
+        let multi = s
+            .entries
+            .iter()
+            .find(|e| {
+                e.remittance
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("DBT.Testkunde V/TESTKUNDE"))
+            })
+            .unwrap();
+        assert_eq!(
+            multi.remittance.as_deref(),
+            Some("DBT.Testkunde V/TESTKUNDE HOLMENS KANAL 2-12 1192 KOBENHAVN H")
+        );
     }
 
     #[test]
@@ -630,10 +652,16 @@ mod tests {
         assert_eq!(rabo.entries.len(), 4);
         let e = &rabo.entries[0];
         assert_eq!(e.money.minor, 2_500);
-        assert_eq!(e.end_to_end_id.as_deref(), Some("01-01-2013 12:00 0030000987654321"));
+        assert_eq!(
+            e.end_to_end_id.as_deref(),
+            Some("01-01-2013 12:00 0030000987654321")
+        );
         assert_eq!(e.counterparty.as_deref(), Some("CONTRA ACCOUNT HOLDER"));
         let e = &rabo.entries[1];
-        assert_eq!(e.remittance.as_deref(), Some("Reference 201301234 P001234567"));
+        assert_eq!(
+            e.remittance.as_deref(),
+            Some("Reference 201301234 P001234567")
+        );
         assert_eq!(e.counterparty.as_deref(), Some("JOHN DOE"));
     }
 
@@ -643,18 +671,36 @@ mod tests {
         assert_eq!(s.entries.len(), 6);
         let e = &s.entries[0];
         assert_eq!(e.end_to_end_id.as_deref(), Some("po_1QaPAYOUTmatched"));
-        assert_eq!(e.counterparty.as_deref(), Some("STRIPE PAYMENTS EUROPE LTD"));
-        assert_eq!(e.remittance.as_deref(), Some("SEPA-GUTSCHRIFT STRIPE RECKON DEMO"));
+        assert_eq!(
+            e.counterparty.as_deref(),
+            Some("STRIPE PAYMENTS EUROPE LTD")
+        );
+        assert_eq!(
+            e.remittance.as_deref(),
+            Some("SEPA-GUTSCHRIFT STRIPE RECKON DEMO")
+        );
         assert_eq!(e.bank_ref.as_deref(), Some("20261203-0001"));
         assert_eq!(e.booked_on, "2026-12-03");
         let e = &s.entries[1];
-        assert_eq!(e.end_to_end_id, None, "NOTPROVIDED and NONREF are no reference");
-        assert_eq!(e.remittance.as_deref(), Some("SEPA-GUTSCHRIFT STRIPE PAYOUT po_1QaPAYOUTshort"));
+        assert_eq!(
+            e.end_to_end_id, None,
+            "NOTPROVIDED and NONREF are no reference"
+        );
+        assert_eq!(
+            e.remittance.as_deref(),
+            Some("SEPA-GUTSCHRIFT STRIPE PAYOUT po_1QaPAYOUTshort")
+        );
         let e = &s.entries[3];
         assert_eq!(e.remittance.as_deref(), Some("STRIPE ADJUSTMENT"));
-        assert_eq!(e.counterparty.as_deref(), Some("STRIPE PAYMENTS EUROPE LTD"));
+        assert_eq!(
+            e.counterparty.as_deref(),
+            Some("STRIPE PAYMENTS EUROPE LTD")
+        );
         let e = &s.entries[4];
-        assert_eq!((e.money.minor, e.end_to_end_id.as_deref()), (12_000, Some("INV-2026-118")));
+        assert_eq!(
+            (e.money.minor, e.end_to_end_id.as_deref()),
+            (12_000, Some("INV-2026-118"))
+        );
         assert_eq!(s.entries[5].direction, Direction::Debit);
     }
 
@@ -663,19 +709,33 @@ mod tests {
         let good = text("mt940_danske_fi.sta");
         let off = good.replace(":62F:C090930EUR53126,94", ":62F:C090930EUR53126,95");
         let err = parse(off.as_bytes()).unwrap_err();
-        assert!(err.contains("does not add up") && err.contains("53,126.95"), "{err}");
+        assert!(
+            err.contains("does not add up") && err.contains("53,126.95"),
+            "{err}"
+        );
         let err = parse(good.replace("DR390,40NMSC", "DR390.40NMSC").as_bytes()).unwrap_err();
         assert!(err.starts_with("statement 1 line 19: :61:"), "{err}");
         let err = parse(good.replace(":62F:", ":62X:").as_bytes()).unwrap_err();
-        assert!(err.contains(":62X: is not part of an MT940 statement"), "{err}");
+        assert!(
+            err.contains(":62X: is not part of an MT940 statement"),
+            "{err}"
+        );
         let cut = &good[..good.find(":62F:").unwrap()];
         let err = parse(cut.as_bytes()).unwrap_err();
-        assert!(err.contains("ends before its :62F: closing balance"), "{err}");
+        assert!(
+            err.contains("ends before its :62F: closing balance"),
+            "{err}"
+        );
         let err = parse(good.replace(":28C:", ":28D:").as_bytes()).unwrap_err();
         assert!(err.contains("statement 1 line"), "{err}");
-        assert!(parse(b"date,amount\n").unwrap_err().contains("no :20: field"));
+        assert!(
+            parse(b"date,amount\n")
+                .unwrap_err()
+                .contains("no :20: field")
+        );
         // A continued statement that does not open where the last closed.
-        let dk = text("mt940_danske_dk.sta").replace(":60M:C091016DKK2040421,62", ":60M:C091016DKK2040421,63");
+        let dk = text("mt940_danske_dk.sta")
+            .replace(":60M:C091016DKK2040421,62", ":60M:C091016DKK2040421,63");
         let err = parse(dk.as_bytes()).unwrap_err();
         assert!(err.contains("statement before it closed at"), "{err}");
     }

@@ -47,7 +47,12 @@ pub(crate) async fn token(app: &TestApp) -> String {
     app.api_token("bank").await
 }
 
-pub(crate) async fn upload(app: &TestApp, token: &str, name: &str, bytes: Vec<u8>) -> reqwest::Response {
+pub(crate) async fn upload(
+    app: &TestApp,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> reqwest::Response {
     let form = reqwest::multipart::Form::new().part(
         "file",
         reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()),

@@ -243,7 +243,10 @@ async fn a_statement_that_does_not_add_up_is_refused_and_nothing_is_stored(b: Ba
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.unwrap();
     assert!(
-        body["error"].as_str().unwrap().contains("is not a BAI2 record"),
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("is not a BAI2 record"),
         "{body}"
     );
     // The CLI says the same and fails.
@@ -267,7 +270,11 @@ async fn a_statement_that_does_not_add_up_is_refused_and_nothing_is_stored(b: Ba
         &["bank", "import", path.to_str().unwrap(), "--format", "bai2"],
         None,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let imported: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(imported["statement"]["format"], "bai2");
     assert_eq!(imported["matching"]["matched"], 2, "{imported}");

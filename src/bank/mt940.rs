@@ -741,6 +741,15 @@ mod tests {
     }
 
     #[test]
+    fn a_latin1_file_keeps_its_umlauts() {
+        let mut file = b":20:X\n:25:ACC\n:28C:1/1\n:60F:C261203EUR0,\n:61:261203C5,00NTRFNONREF\n:86:166?00GUTSCHRIFT?20SVWZ+Miete?32M".to_vec();
+        file.push(0xFC); // ü in ISO 8859-1
+        file.extend_from_slice(b"ller\n:62F:C261203EUR5,\n");
+        let s = parse(&file).unwrap();
+        assert_eq!(s.entries[0].counterparty.as_deref(), Some("M\u{fc}ller"));
+    }
+
+    #[test]
     fn a_reversal_and_a_january_booking_of_a_december_value() {
         let file = ":20:X\n:25:ACC\n:28C:1/1\n:60F:C261231EUR100,00\n:61:2612310102RD10,00NTRFNONREF\n:61:261231RC5,00NTRFREF1\n:62F:C270102EUR105,00\n";
         let s = parse(file.as_bytes()).unwrap();

@@ -1,14 +1,17 @@
 //! The third side: the bank's statements against the providers' payouts.
-//! A statement comes in as ISO 20022 camt.053 XML ([`camt`]) or a CSV read
-//! through a column mapping ([`csv`]); it is stored whole or not at all,
+//! A statement comes in as ISO 20022 camt.053 XML ([`camt`]), SWIFT MT940
+//! ([`mt940`]), BAI2 ([`bai2`]) or a CSV read through a column mapping
+//! ([`csv`]); it is stored whole or not at all,
 //! once per file (its SHA-256). Payouts come from the providers' statement
 //! pulls ([`payouts_seen`]). [`match_payouts`] pairs them ([`matching`])
 //! and opens PAYOUT_MISSING, BANK_ONLY and PAYOUT_AMOUNT_MISMATCH tickets
 //! in the same workflow as every other ticket; no money moves.
 
+pub mod bai2;
 pub mod camt;
 pub mod csv;
 pub mod matching;
+pub mod mt940;
 
 use crate::context::Context;
 use crate::domain::{Class, Money, Severity, clip, quote};
@@ -73,7 +76,8 @@ pub enum BankError {
 pub struct BankImport<'a> {
     pub bytes: &'a [u8],
     pub file_name: Option<&'a str>,
-    /// `camt053` or `csv`; `None` reads XML as camt.053, anything else as CSV.
+    /// `camt053`, `mt940`, `bai2` or `csv`; `None` tells them by their
+    /// content ([`detect`]).
     pub format: Option<&'a str>,
     /// The CSV column mapping ([`csv::Columns::parse`]).
     pub csv_columns: Option<&'a str>,
@@ -180,24 +184,45 @@ pub fn provider_kind_of(e: &BankEntry) -> Option<&'static str> {
         .map(|kind| kind.name)
 }
 
+/// The format a file's content shows: XML is camt.053, a first record
+/// `01,` is BAI2, `:20:` and `:25:` fields are MT940, anything else CSV.
+pub fn detect(bytes: &[u8]) -> &'static str {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
+    let text = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    let starts = |tag: &str| text.starts_with(tag) || text.contains(&format!("\n{tag}"));
+    if text.starts_with('<') {
+        "camt053"
+    } else if text.starts_with("01,") {
+        "bai2"
+    } else if starts(":20:") && starts(":25:") {
+        "mt940"
+    } else {
+        "csv"
+    }
+}
+
 fn parse(imp: &BankImport<'_>) -> Result<ParsedStatement, String> {
-    let xml = imp
-        .bytes
-        .iter()
-        .find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF)
-        == Some(&b'<');
-    match imp.format.map(str::trim) {
-        Some("camt053" | "camt.053") => camt::parse(imp.bytes),
-        Some("csv") => csv::parse(
+    let format = match imp.format.map(str::trim) {
+        None | Some("") => detect(imp.bytes),
+        Some("camt053" | "camt.053") => "camt053",
+        Some("mt940" | "MT940") => "mt940",
+        Some("bai2" | "BAI2") => "bai2",
+        Some("csv") => "csv",
+        Some(other) => {
+            return Err(format!(
+                "unknown format {}: camt053, mt940, bai2 or csv",
+                quote(other)
+            ));
+        }
+    };
+    match format {
+        "camt053" => camt::parse(imp.bytes),
+        "mt940" => mt940::parse(imp.bytes),
+        "bai2" => bai2::parse(imp.bytes),
+        _ => csv::parse(
             imp.bytes,
             &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?,
         ),
-        None | Some("") if xml => camt::parse(imp.bytes),
-        None | Some("") => csv::parse(
-            imp.bytes,
-            &csv::Columns::parse(imp.csv_columns.unwrap_or(""))?,
-        ),
-        Some(other) => Err(format!("unknown format {}: camt053 or csv", quote(other))),
     }
 }
 

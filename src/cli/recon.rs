@@ -38,12 +38,14 @@ pub(super) enum ReconCommand {
 
 #[derive(Subcommand, Debug)]
 pub(super) enum BankCommand {
-    /// Import a bank statement (ISO 20022 camt.053 XML, or CSV) and match
+    /// Import a bank statement (ISO 20022 camt.053 XML, SWIFT MT940, BAI2
+    /// or CSV) and match
     /// the providers' payouts against it; prints what was stored and
     /// decided as JSON. The same file twice changes nothing.
     Import {
         file: PathBuf,
-        /// camt053 or csv (default: XML is camt.053, anything else CSV).
+        /// camt053, mt940, bai2 or csv (default: told by the content; XML
+        /// is camt.053, `:20:` fields MT940, `01,` BAI2, anything else CSV).
         #[arg(long)]
         format: Option<String>,
         /// The CSV's columns, `field=Header;…` over the default

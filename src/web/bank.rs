@@ -1,5 +1,5 @@
 //! The bank side's API under `/api/v1/bank/` (Bearer API token): import a
-//! bank statement (camt.053 or CSV), list the statements and the payouts
+//! bank statement (camt.053, MT940, BAI2 or CSV), list the statements and the payouts
 //! with their match state, and run a matching pass now.
 
 use super::AppState;
@@ -54,11 +54,13 @@ impl From<BankError> for ApiError {
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 pub struct BankUploadForm {
-    /// The bank's statement: camt.053 XML or CSV, at most 16 MiB.
+    /// The bank's statement: camt.053 XML, SWIFT MT940, BAI2 or CSV, at
+    /// most 16 MiB.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
-    /// `camt053` or `csv`; when absent, XML is read as camt.053 and
-    /// anything else as CSV.
+    /// `camt053`, `mt940`, `bai2` or `csv`; when absent, told by the
+    /// content: XML is camt.053, `:20:`/`:25:` fields MT940, a first record
+    /// `01,` BAI2, anything else CSV.
     #[schema(required = false, example = "camt053")]
     format: String,
     /// For a CSV: which header holds each field, `field=Header;…` over the

@@ -17,7 +17,7 @@ const DAY_START: i64 = 1_796_083_200;
 const DEC_2: i64 = DAY_START + 86_400;
 const DEC_3: i64 = DAY_START + 2 * 86_400;
 
-fn fixture(name: &str) -> Vec<u8> {
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/bank")
@@ -43,11 +43,16 @@ fn payout_txn(id: &str, amount: i64, arrival: i64, descriptor: Option<&str>, at:
     })
 }
 
-async fn token(app: &TestApp) -> String {
+pub(crate) async fn token(app: &TestApp) -> String {
     app.api_token("bank").await
 }
 
-async fn upload(app: &TestApp, token: &str, name: &str, bytes: Vec<u8>) -> reqwest::Response {
+pub(crate) async fn upload(
+    app: &TestApp,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> reqwest::Response {
     let form = reqwest::multipart::Form::new().part(
         "file",
         reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()),
@@ -61,21 +66,21 @@ async fn upload(app: &TestApp, token: &str, name: &str, bytes: Vec<u8>) -> reqwe
         .unwrap()
 }
 
-async fn count(app: &TestApp, table: &str) -> i64 {
+pub(crate) async fn count(app: &TestApp, table: &str) -> i64 {
     sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
         .fetch_one(&app.accounts.db.pool)
         .await
         .unwrap()
 }
 
-async fn payout_states(app: &TestApp) -> Vec<(String, String)> {
+pub(crate) async fn payout_states(app: &TestApp) -> Vec<(String, String)> {
     sqlx::query_as("SELECT payout_id, state FROM payouts ORDER BY payout_id")
         .fetch_all(&app.accounts.db.pool)
         .await
         .unwrap()
 }
 
-async fn bank_tickets(app: &TestApp) -> Vec<(String, String, String, Option<String>)> {
+pub(crate) async fn bank_tickets(app: &TestApp) -> Vec<(String, String, String, Option<String>)> {
     sqlx::query_as(
         "SELECT class, severity, status, provider_txn_id FROM discrepancies WHERE source = 'bank' AND provider = 'stripe-eu' ORDER BY class",
     )
@@ -84,7 +89,7 @@ async fn bank_tickets(app: &TestApp) -> Vec<(String, String, String, Option<Stri
     .unwrap()
 }
 
-async fn stripe_with_payouts(b: Backend) -> StripeApp {
+pub(crate) async fn stripe_with_payouts(b: Backend) -> StripeApp {
     let s = spawn_stripe_app_with(b, |c| c.timezone = "UTC".into()).await;
     s.clock.set((DAY_START + 8 * 3600) * 1_000_000);
     let t = DAY_START + 3600;

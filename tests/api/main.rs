@@ -13,6 +13,7 @@ mod audit_anchor;
 mod auth;
 mod authz;
 mod bank;
+mod bank_formats;
 mod bulk;
 mod cli;
 mod cli_accounts;

@@ -82,8 +82,8 @@ fn BankBody(data: super::Loaded<crate::bank::BankView>) -> impl IntoView {
         <Title text=format!("{title} · {}", Msg::AppName.text(lang))/>
         <h1>{title}</h1>
         <p class="hint">{tr(lang,
-            "Bank statements (camt.053 or CSV) are imported here, with `reckon bank import FILE` or POST /api/v1/bank/statements; each provider payout is matched to a bank credit. Differences open tickets; no money moves.",
-            "银行对账单（camt.053 或 CSV）可在此导入，也可用 `reckon bank import FILE` 或 POST /api/v1/bank/statements；每笔渠道结算款与银行入账匹配，差异生成工单，不会自动动账。")}</p>
+            "Bank statements (camt.053, MT940, BAI2 or CSV) are imported here, with `reckon bank import FILE` or POST /api/v1/bank/statements; each provider payout is matched to a bank credit. Differences open tickets; no money moves.",
+            "银行对账单（camt.053、MT940、BAI2 或 CSV）可在此导入，也可用 `reckon bank import FILE` 或 POST /api/v1/bank/statements；每笔渠道结算款与银行入账匹配，差异生成工单，不会自动动账。")}</p>
         {move || view! { <ErrorNote err=err() lang=lang/> }}
         {move || imported().map(|(id, duplicate)| view! {
             <p class="notice" id="bank-imported" data-statement=id.clone()>
@@ -101,6 +101,8 @@ fn BankBody(data: super::Loaded<crate::bank::BankView>) -> impl IntoView {
                     <select name="format" id="b-format">
                         <option value="">{tr(lang, "by its content", "按内容识别")}</option>
                         <option value="camt053">"camt.053"</option>
+                        <option value="mt940">"MT940"</option>
+                        <option value="bai2">"BAI2"</option>
                         <option value="csv">"CSV"</option>
                     </select>
                 </label>

@@ -32,7 +32,7 @@ test('a held user creation is approved by another admin on the Approvals page', 
   const ada = await adaCtx.newPage();
   await signIn(ada, 'ada', ADMIN_PASSWORD);
   await hydrated(ada);
-  await putInForce(root, ada, 'USER_CREATE 1\nMERGE 1\nMERGE 2 above 99999999.00 CNY');
+  await putInForce(root, ada, 'USER_CREATE 1');
 
   const name = `held${Date.now() % 100000}`;
   await clickNav(root, '#nav-users');
@@ -59,7 +59,7 @@ test('a held user creation is approved by another admin on the Approvals page', 
   await hydrated(root);
   await expect(root.locator(`tr[data-user="${name}"]`)).toBeVisible();
 
-  await putInForce(root, ada, 'USER_CREATE 0\nMERGE 1\nMERGE 2 above 99999999.00 CNY');
+  await putInForce(root, ada, 'USER_CREATE 0');
   await rootCtx.close();
   await adaCtx.close();
 });

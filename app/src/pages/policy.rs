@@ -60,8 +60,8 @@ fn PolicyBody(
         <Title text=format!("{} · {}", title(lang), Msg::AppName.text(lang))/>
         <h1>{title(lang)}</h1>
         <p class="hint">{tr(lang,
-            "How many people other than the proposer must approve each action before it is executed. A rule reads ACTION N, or ACTION N above AMOUNT CURRENCY for larger amounts (compared in the currency's own digits). No action needs fewer than 1. A proposal keeps the count it was given when it was proposed; a change of this policy is itself approved by other admins.",
-            "每项操作在执行前须由提议人以外的几个人批准。规则写作 ACTION N，或对较大金额写作 ACTION N above 金额 币种（按该币种的小数位比较）。任何操作都不少于 1 人。提议在提出时确定所需人数；修改本策略本身也须由其他管理员批准。")}</p>
+            "How many people other than the proposer must approve each action before it is executed. A rule reads ACTION N, or ACTION N above AMOUNT CURRENCY for larger amounts (compared in the currency's own digits); a bulk resend's threshold is a number of deliveries (BULK_RESEND 1 above 500 deliveries). No action needs fewer than 1, except SINK_PAUSE, BULK_RESEND, USER_CREATE and TOKEN_CREATE, which run at once at 0 and otherwise wait on the Approvals page. A proposal keeps the count it was given when it was proposed; a change of this policy is itself approved by other admins.",
+            "每项操作在执行前须由提议人以外的几个人批准。规则写作 ACTION N，或对较大金额写作 ACTION N above 金额 币种（按该币种的小数位比较）；批量重发的阈值是投递条数（BULK_RESEND 1 above 500 deliveries）。任何操作都不少于 1 人，但 SINK_PAUSE、BULK_RESEND、USER_CREATE、TOKEN_CREATE 为 0 时立即执行，否则在审批页等待批准。提议在提出时确定所需人数；修改本策略本身也须由其他管理员批准。")}</p>
         {move || view! { <ErrorNote err=page_error() lang=lang/> }}
         {move || said().map(|s| view! { <p class="result" id="policy-result" role="status">{s}</p> })}
         <Transition fallback=move || view! { <p class="loading">{Msg::Loading.text(lang)}</p> }>

@@ -215,26 +215,51 @@ pub async fn reject(
 
 /// Why a deciding statement on change `id` matched nothing.
 async fn refusal(db: &Db, actor: &User, id: &str) -> AppError {
-    let (proposer, status) = match store_policy::proposer_of(&db.pool, id).await {
-        Err(e) => return internal(e),
-        Ok(None) => return AppError::NotFound,
-        Ok(Some(p)) => p,
-    };
-    if proposer == actor.id {
+    match store_policy::proposer_of(&db.pool, id).await {
+        Err(e) => internal(e),
+        Ok(None) => AppError::NotFound,
+        Ok(Some((proposer, status))) => {
+            let pending = Pending {
+                subject: Subject::Policy,
+                id,
+                proposer: &proposer,
+                status: &status,
+                admins_only: true,
+            };
+            why_not(db, actor, &pending).await
+        }
+    }
+}
+
+/// A proposal a deciding statement matched nothing on, as read after.
+pub(super) struct Pending<'a> {
+    pub subject: Subject,
+    pub id: &'a str,
+    pub proposer: &'a str,
+    pub status: &'a str,
+    /// Only admins decide it.
+    pub admins_only: bool,
+}
+
+/// Why `actor` may not decide `p`, in the order a person would want to
+/// hear it: their own, decided, not their role, approved already, or not
+/// independent of the proposer.
+pub(super) async fn why_not(db: &Db, actor: &User, p: &Pending<'_>) -> AppError {
+    if p.proposer == actor.id {
         return AppError::OwnProposal;
     }
-    if status != "PENDING" {
+    if p.status != "PENDING" {
         return AppError::ProposalDecided;
     }
-    if actor.role != Role::Admin {
+    if p.admins_only && actor.role != Role::Admin {
         return AppError::Forbidden;
     }
-    match approvals::has_approved(&db.pool, Subject::Policy, id, &actor.id).await {
+    match approvals::has_approved(&db.pool, p.subject, p.id, &actor.id).await {
         Err(e) => return internal(e),
         Ok(true) => return AppError::AlreadyApproved,
         Ok(false) => {}
     }
-    match decision_refusal(&db.pool, &actor.id, &proposer).await {
+    match decision_refusal(&db.pool, &actor.id, p.proposer).await {
         Err(e) => e,
         Ok(Some(why)) => why,
         Ok(None) => AppError::ProposalDecided,

@@ -8,9 +8,9 @@
 //! password hash or a new token's hash waits in the held row and is
 //! cleared when the action is decided.
 
-use super::changes::in_force;
+use super::changes::{Pending, in_force, why_not};
 use super::{BULK_RESEND, SINK_PAUSE, TOKEN_CREATE, USER_CREATE};
-use crate::accounts::{TxError, decision_refusal, internal, retrying};
+use crate::accounts::{TxError, internal, retrying};
 use crate::context::Context;
 use crate::store::approvals::{self, Approver, Subject};
 use crate::store::held_actions::{self, HeldRow};
@@ -495,24 +495,12 @@ async fn refusal(db: &Db, actor: &User, row: &HeldRow) -> AppError {
         Ok(None) => return AppError::NotFound,
         Ok(Some(r)) => r.status,
     };
-    if row.proposer_id == actor.id {
-        return AppError::OwnProposal;
-    }
-    if status != "PENDING" {
-        return AppError::ProposalDecided;
-    }
-    let admins_only = [USER_CREATE, TOKEN_CREATE].contains(&row.action.as_str());
-    if admins_only && actor.role != Role::Admin {
-        return AppError::Forbidden;
-    }
-    match approvals::has_approved(&db.pool, Subject::Held, &row.action_id, &actor.id).await {
-        Err(e) => return internal(e),
-        Ok(true) => return AppError::AlreadyApproved,
-        Ok(false) => {}
-    }
-    match decision_refusal(&db.pool, &actor.id, &row.proposer_id).await {
-        Err(e) => e,
-        Ok(Some(why)) => why,
-        Ok(None) => AppError::ProposalDecided,
-    }
+    let pending = Pending {
+        subject: Subject::Held,
+        id: &row.action_id,
+        proposer: &row.proposer_id,
+        status: &status,
+        admins_only: [USER_CREATE, TOKEN_CREATE].contains(&row.action.as_str()),
+    };
+    why_not(db, actor, &pending).await
 }

@@ -462,17 +462,7 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedStatement, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/bank")
-            .join(name);
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
-
-    fn text(name: &str) -> String {
-        String::from_utf8(fixture(name)).unwrap()
-    }
+    use crate::bank::fixtures::{fixture, text};
 
     #[test]
     fn the_specifications_example_reads_with_its_totals_checked() {

@@ -309,13 +309,7 @@ fn entry(ntry: &Ntry, line_no: i64) -> Result<BankEntry, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/bank")
-            .join(name);
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
+    use crate::bank::fixtures::fixture;
 
     #[test]
     fn a_camt053_v02_statement_reads_its_booked_entries() {

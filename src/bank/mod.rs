@@ -614,3 +614,18 @@ async fn ticket(
     .await?;
     Ok(())
 }
+
+/// The published and Reckon's own statement files the parsers are tested on.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    pub fn fixture(name: &str) -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/bank")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    pub fn text(name: &str) -> String {
+        String::from_utf8(fixture(name)).unwrap()
+    }
+}

@@ -573,6 +573,11 @@ async fn settings_and_role_grants_need_the_policys_count(b: Backend) {
     assert_eq!(early["grant"]["confirmations_required"], 1, "{early}");
     put_in_force(&d, &root, &ada, "SETTINGS_CHANGE 2\nROLE_GRANT 2\n").await;
 
+    let (_, page) = d.call(&d.sam, "settings/view", &[]).await;
+    assert_eq!(
+        page["approvals_needed"], 2,
+        "the page says what a change needs"
+    );
     // Settings: sam proposes, sue approves (1 of 2), ada approves (adopted).
     let (_, before) = settings_state(&d, &d.sam).await;
     let (status, said) = propose_settings(&d, &d.sam, "*=36").await;

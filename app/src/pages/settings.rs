@@ -112,6 +112,10 @@ fn SettingsBody(
                         })}
                         <section class="card" id="settings-propose-card">
                             <h2>{tr(lang, "Propose a change", "申请修改")}</h2>
+                            <p class="hint" id="settings-needed">{match lang {
+                                Lang::En => format!("Under the approval policy in force a change needs {} approver(s) besides you.", v.approvals_needed),
+                                Lang::Zh => format!("按现行审批规则，修改须由您以外的 {} 人批准。", v.approvals_needed),
+                            }}</p>
                             <ActionForm action=propose attr:id="settings-propose">
                                 <p><label>{tr(lang, "SLA hours per class (CLASS=HOURS, *=HOURS for the rest)", "各类差异 SLA 小时（类别=小时，*=其余）")}<br/>
                                     <input name="sla_hours" id="settings-sla" size="80" value=e.sla_hours.clone()/></label></p>

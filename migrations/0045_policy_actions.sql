@@ -12,6 +12,9 @@ ALTER TABLE config_versions ADD COLUMN approval_count BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE users ADD COLUMN role_grant_id TEXT NULL;
 ALTER TABLE users ADD COLUMN role_confirmations BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE users ADD COLUMN role_confirmations_required BIGINT NOT NULL DEFAULT 1 CHECK (role_confirmations_required >= 1);
+-- A grant pending before this migration gets its id now (one confirmation,
+-- as it was made), so a second admin can still confirm it.
+UPDATE users SET role_grant_id = 'grant-' || id WHERE role <> 'operator' AND role_confirmed_at IS NULL;
 
 -- An action held until approved. `params_json` is what runs when the last
 -- approval needed is given, in that approval's transaction; a secret's

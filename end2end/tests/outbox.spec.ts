@@ -52,8 +52,8 @@ c.commit()`,
 }
 
 /** A message whose delivery to e2e-shop failed twice and waits for the
- * schedule's 5-minute step. */
-function waitingMessage(messageId: string, paymentNo: string) {
+ * schedule's 5-minute step (`dueInSeconds` from now). */
+function waitingMessage(messageId: string, paymentNo: string, dueInSeconds = 300) {
   execFileSync('python3', [
     '-c',
     `import sqlite3,sys,time
@@ -61,16 +61,23 @@ now = int(time.time() * 1_000_000)
 m, p = sys.argv[2], sys.argv[3]
 c = sqlite3.connect(sys.argv[1], timeout=10)
 c.execute("INSERT INTO outbox_events (message_id, aggregate_type, aggregate_id, event_type, payload, available_at, created_at) VALUES (?, 'payment', ?, 'payment.succeeded', ?, ?, ?)", (m, p, '{"type":"payment.succeeded","payment_no":"%s"}' % p, now, now))
-c.execute("INSERT INTO outbox_deliveries (message_id, sink, status, attempts, next_attempt_at, last_error) VALUES (?, 'e2e-shop', 'PENDING', 2, ?, 'sink answered 500 Internal Server Error')", (m, now + 300_000_000))
+c.execute("INSERT INTO outbox_deliveries (message_id, sink, status, attempts, next_attempt_at, last_error) VALUES (?, 'e2e-shop', 'PENDING', 2, ?, 'sink answered 500 Internal Server Error')", (m, now + int(sys.argv[4]) * 1_000_000))
 c.commit()`,
     DB,
     messageId,
     paymentNo,
+    String(dueInSeconds),
   ]);
 }
 
 test('retry now on the sinks page sends a delivery waiting for its next step', async ({ page }) => {
   const t = tag();
+  // The sink was down until this spec's receiver listened, and a down sink
+  // is probed with whatever is next in line, due or not: a message due now
+  // received first shows it is up, so the one waiting below stays waiting.
+  const canary = `msg-e2e-up-${t}`;
+  waitingMessage(canary, `PAYUP${t}`, 0);
+  await expect.poll(() => received.includes(canary), { timeout: 30_000 }).toBe(true);
   const message = `msg-e2e-rn-${t}`;
   waitingMessage(message, `PAYRN${t}`);
 

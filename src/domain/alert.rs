@@ -13,6 +13,7 @@ pub enum AlertKind {
     CallbackConflict,
     CallbackDead,
     Conflict,
+    EventsUndelivered,
     LocalOnly,
     OutOfOrder,
     OutboxDead,
@@ -28,11 +29,12 @@ pub enum AlertKind {
 }
 
 impl AlertKind {
-    pub const ALL: [AlertKind; 16] = [
+    pub const ALL: [AlertKind; 17] = [
         AlertKind::AuditTampered,
         AlertKind::CallbackConflict,
         AlertKind::CallbackDead,
         AlertKind::Conflict,
+        AlertKind::EventsUndelivered,
         AlertKind::LocalOnly,
         AlertKind::OutOfOrder,
         AlertKind::OutboxDead,
@@ -53,6 +55,7 @@ impl AlertKind {
             AlertKind::CallbackConflict => "callback_conflict",
             AlertKind::CallbackDead => "callback_dead",
             AlertKind::Conflict => "conflict",
+            AlertKind::EventsUndelivered => "events_undelivered",
             AlertKind::LocalOnly => "local_only",
             AlertKind::OutOfOrder => "out_of_order",
             AlertKind::OutboxDead => "outbox_dead",

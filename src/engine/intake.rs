@@ -27,6 +27,25 @@ pub(crate) fn headers_json(headers: &HeaderMap) -> String {
     serde_json::Value::Object(map).to_string()
 }
 
+/// The header a notification fetched from its provider's API carries in
+/// its stored headers: what was asked, where a webhook has its signature.
+pub const FETCHED_HEADER: &str = "x-reckon-fetched";
+
+/// What became of a notification fetched from its provider's API.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fetched {
+    /// Reckon had not received it: stored and applied now.
+    New,
+    /// Received before (as a webhook, or by an earlier sweep).
+    Known,
+    /// Not a payment or refund notification Reckon reads.
+    Ignored,
+    Unreadable(String),
+    /// Not stored: the answer's status a webhook would have had (a
+    /// database that could not store it).
+    NotTaken(http::StatusCode),
+}
+
 impl Engine {
     /// Handles one verified-or-not webhook for `provider`; the reply is in
     /// the provider's protocol, for the web layer to send. `content_type` and size were checked before
@@ -86,6 +105,61 @@ impl Engine {
             self.refuse(&refusal).await;
             return provider.answer(&Answer::Unverified(e));
         }
+        self.take_in(provider, headers, body, source, trace_id, started)
+            .await
+    }
+
+    /// A notification its provider's own API handed over, in the answer to
+    /// an authenticated call as a status query's is: taken in as a verified
+    /// webhook is, its headers saying where it came from (`fetched`).
+    #[tracing::instrument(skip_all, fields(provider = %provider.name(), trace_id = tracing::field::Empty))]
+    pub async fn take_in_fetched(
+        &self,
+        provider: &Arc<dyn Provider>,
+        body: &[u8],
+        fetched: &str,
+    ) -> Fetched {
+        let started = Instant::now();
+        let trace_id = uuid::Uuid::now_v7().simple().to_string();
+        tracing::Span::current().record("trace_id", trace_id.as_str());
+        self.metrics.callback("received");
+        let mut headers = HeaderMap::new();
+        if let Ok(v) = http::HeaderValue::from_str(fetched) {
+            headers.insert(FETCHED_HEADER, v);
+        }
+        let callback_id = match provider.parse(&headers, body) {
+            Ok(Notification::Payment(n)) => n.callback_id.as_str().to_owned(),
+            Ok(Notification::Refund(n)) => n.callback_id.as_str().to_owned(),
+            Ok(Notification::Ignored { .. }) => return Fetched::Ignored,
+            Err(e) => return Fetched::Unreadable(e),
+        };
+        let stored = || async {
+            callbacks::by_callback_id(&self.db.pool, provider.name().as_str(), &callback_id)
+                .await
+                .map(|row| row.is_some())
+        };
+        let before = stored().await;
+        let reply = self
+            .take_in(provider, &headers, body, None, trace_id, started)
+            .await;
+        match (before, stored().await) {
+            (Ok(true), _) => Fetched::Known,
+            (_, Ok(true)) => Fetched::New,
+            _ => Fetched::NotTaken(reply.status),
+        }
+    }
+
+    /// A verified notification parsed and stored, its outcome applied; the
+    /// provider's answer.
+    async fn take_in(
+        &self,
+        provider: &Arc<dyn Provider>,
+        headers: &HeaderMap,
+        body: &[u8],
+        source: Option<&str>,
+        trace_id: String,
+        started: Instant,
+    ) -> Reply {
         let parsed = provider.parse(headers, body);
         let facts = parsed.as_ref().map(Notification::facts).unwrap_or_default();
         let notice = match parsed {

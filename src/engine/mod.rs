@@ -21,7 +21,7 @@ mod retries;
 
 pub use amount::{AmountChange, change_amount_in};
 pub use apply::{Applied, Outcome, Source, apply, apply_in};
-pub use intake::{Refusal, notice_outcome, view_outcome};
+pub use intake::{FETCHED_HEADER, Fetched, Refusal, notice_outcome, view_outcome};
 pub use merchant::{CreatePayment, MerchantError, PaymentDetail, Refused, RefusedKind};
 pub use refund_requests::{CreateRefund, RefundBalance, RefundDetail};
 pub use refunds::{RefundApplied, RefundOutcome, apply_refund_in, refund_late_success_in};

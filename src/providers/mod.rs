@@ -391,6 +391,20 @@ pub trait Provider: Send + Sync + 'static {
     fn statements(&self) -> Option<Statements<'_>> {
         None
     }
+    /// Reckon can list the notifications it failed to deliver; `None`:
+    /// its gaps are found by status queries and the statement.
+    fn undelivered(&self) -> Option<&dyn Undelivered> {
+        None
+    }
+}
+
+/// A provider whose API lists the notifications it has not delivered.
+#[async_trait::async_trait]
+pub trait Undelivered: Send + Sync {
+    /// The bodies, as its webhooks carry them, of the payment and refund
+    /// notifications created in `[from, to)` (Unix seconds) whose delivery
+    /// has not succeeded (failed, or still being retried).
+    async fn undelivered(&self, from: i64, to: i64) -> Result<Vec<Vec<u8>>, CallError>;
 }
 
 /// A provider Reckon creates payments through.

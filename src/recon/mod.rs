@@ -38,6 +38,7 @@ mod read;
 mod repair;
 mod run;
 mod schedule;
+mod sweep;
 mod write;
 
 pub use crate::store::closes::{CloseRow, ReopenRow};

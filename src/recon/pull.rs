@@ -64,6 +64,7 @@ pub(super) async fn start_pull(
     started_by: &str,
 ) -> Result<RunRow, ReconError> {
     let p = pullable(engine, provider, date)?;
+    super::sweep::sweep_day(engine, provider, date).await;
     let run_id = new_run_id();
     let new = NewRun {
         run_id: &run_id,

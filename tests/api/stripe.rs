@@ -36,7 +36,14 @@ pub(crate) struct FakeStripe {
     /// Per automatic payout, the balance transactions it settles (listed
     /// for `?payout=po_…`, whatever their `created`).
     pub(crate) settled: Arc<Mutex<HashMap<String, Vec<serde_json::Value>>>>,
+    /// The account's events, each with whether every endpoint took it
+    /// (`GET /v1/events`), and each list call's query.
+    pub(crate) events: Arc<Mutex<Vec<(serde_json::Value, bool)>>>,
+    pub(crate) events_asked: Arc<Mutex<Vec<Asked>>>,
 }
+
+/// A list call's query, its pairs in order.
+pub(crate) type Asked = Vec<(String, String)>;
 
 /// How `GET /v1/balance_transactions` behaves, and what it was asked.
 #[derive(Default)]
@@ -146,6 +153,73 @@ async fn list_balance(
     .into_response()
 }
 
+/// `GET /v1/events` as Stripe answers it: Bearer auth, `created[gte|lt]`,
+/// `delivery_success` (false: pending or failed at some endpoint),
+/// `types[]` (up to 20), newest first, `limit` and `starting_after`.
+async fn list_events(
+    State(s): State<FakeStripe>,
+    headers: axum::http::HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    s.events_asked.lock().unwrap().push(query.clone());
+    if headers.get("authorization").and_then(|v| v.to_str().ok())
+        != Some(&format!("Bearer {API_KEY}"))
+    {
+        let body = serde_json::json!({"error": {"message": "Invalid API Key provided"}});
+        return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
+    }
+    let arg = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let bound = |k: &str| arg(k).map(|v| v.parse::<i64>().unwrap());
+    let (gte, lt) = (bound("created[gte]"), bound("created[lt]"));
+    let delivered = arg("delivery_success").map(|v| v == "true");
+    let types: Vec<String> = query
+        .iter()
+        .filter(|(n, _)| n == "types[]")
+        .map(|(_, v)| v.clone())
+        .collect();
+    if types.len() > 20 {
+        let body = serde_json::json!({"error": {"message": "types: at most 20"}});
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    }
+    let limit: usize = arg("limit").map_or(10, |l| l.parse().unwrap());
+    let mut all: Vec<serde_json::Value> = s
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(e, ok)| {
+            let c = e["created"].as_i64().unwrap();
+            gte.is_none_or(|g| c >= g)
+                && lt.is_none_or(|l| c < l)
+                && delivered.is_none_or(|d| d == *ok)
+                && (types.is_empty() || types.iter().any(|t| e["type"] == t.as_str()))
+        })
+        .map(|(e, _)| e.clone())
+        .collect();
+    all.sort_by(|a, b| {
+        (b["created"].as_i64(), b["id"].as_str()).cmp(&(a["created"].as_i64(), a["id"].as_str()))
+    });
+    let from = match arg("starting_after") {
+        Some(after) => match all.iter().position(|e| e["id"] == after.as_str()) {
+            Some(at) => at + 1,
+            None => {
+                let body = serde_json::json!({"error": {"message": "No such event"}});
+                return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+            }
+        },
+        None => 0,
+    };
+    let page: Vec<serde_json::Value> = all.iter().skip(from).take(limit).cloned().collect();
+    // Pretty, as Stripe's API answers: the events' bytes are not a webhook's.
+    let body = serde_json::to_string_pretty(&serde_json::json!({
+        "object": "list", "data": page, "has_more": from + limit < all.len(), "url": "/v1/events",
+    }))
+    .unwrap();
+    ([("content-type", "application/json")], body).into_response()
+}
+
 /// `POST /v1/refunds`, idempotent on the Idempotency-Key header.
 async fn create_refund(
     State(s): State<FakeStripe>,
@@ -227,6 +301,7 @@ pub(crate) async fn serve(stripe: FakeStripe) -> String {
         .route("/v1/payment_intents/{id}", get(get_intent))
         .route("/v1/refunds", post(create_refund))
         .route("/v1/balance_transactions", get(list_balance))
+        .route("/v1/events", get(list_events))
         .with_state(stripe);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

@@ -23,7 +23,9 @@
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 //!
 //! Statements are pulled as the day's balance transactions (`balance`),
-//! the day cut in the zone recon reconciles in.
+//! the day cut in the zone recon reconciles in. Before each pull, the day's
+//! events Stripe has not delivered (`GET /v1/events?delivery_success=false`,
+//! the kinds above) are taken in as webhooks are (`recon::sweep`).
 
 mod api;
 mod balance;
@@ -35,7 +37,7 @@ pub use config::{KIND, StripeConfig};
 use super::{
     Answer, CallError, CreateRequest, Diagnosis, Notification, PaymentNotice, Payments, Provider,
     ProviderView, Queries, RefundNotice, RefundRequest, RefundView, Refunds, Reply, StatementPages,
-    Statements, VerifyError,
+    Statements, Undelivered, VerifyError,
 };
 use crate::domain::{
     CallbackId, Currency, Money, PaymentNo, PaymentStatus, ProviderName, ProviderRefundId,
@@ -437,6 +439,17 @@ impl Provider for Stripe {
 
     fn statements(&self) -> Option<Statements<'_>> {
         (!self.api_key.is_empty()).then_some(Statements::Pages(self))
+    }
+
+    fn undelivered(&self) -> Option<&dyn Undelivered> {
+        (!self.api_key.is_empty()).then_some(self as &dyn Undelivered)
+    }
+}
+
+#[async_trait::async_trait]
+impl Undelivered for Stripe {
+    async fn undelivered(&self, from: i64, to: i64) -> Result<Vec<Vec<u8>>, CallError> {
+        self.undelivered_events(from, to).await
     }
 }
 

@@ -526,8 +526,179 @@ async fn reckon_recon_pull_pulls_a_stripe_day_from_the_command_line() {
     assert!(asked[0].contains(&("created[gte]".into(), DAY_START.to_string())));
 }
 
+/// Events Stripe failed to deliver, listed by `GET /v1/events` before the
+/// day's pull and taken in through intake: the payment whose event was lost
+/// is paid before the run (no STATUS_LAG), once; an event Reckon already
+/// had (another endpoint failed it) changes nothing; the retry Stripe
+/// finally delivers is a duplicate; a warning says how many were missing.
+async fn events_stripe_failed_to_deliver_are_taken_in_before_the_pull(b: Backend) {
+    let s = spawn(b, |_| {}).await;
+    let made = payments(
+        &s,
+        &[
+            ("SP-GA", 2500, "EUR", "succeeded"),
+            ("SP-GB", 3100, "EUR", "processing"),
+        ],
+    )
+    .await;
+    let [known, lost] = &made[..] else {
+        unreachable!()
+    };
+    assert_eq!(s.app.payment_state(&lost.0).await.0, "PENDING");
+    let intent = |id: &str, status: &str| {
+        let mut i = s.stripe.intents.lock().unwrap()[id].clone();
+        i["status"] = status.into();
+        i
+    };
+    let event = |id: &str, kind: &str, object: Value, at: i64| {
+        json!({"id": id, "object": "event", "type": kind, "created": at,
+            "api_version": "2024-06-20", "livemode": false,
+            "data": {"object": object}})
+    };
+    let succeeded = event(
+        "evt_lost",
+        "payment_intent.succeeded",
+        intent(&lost.1, "succeeded"),
+        NOW + 30,
+    );
+    // The known payment's event, delivered to Reckon as a webhook but
+    // failed at another endpoint of the account: still listed.
+    let known_event = event(
+        "evt_known",
+        "payment_intent.succeeded",
+        intent(&known.1, "succeeded"),
+        NOW + 10,
+    );
+    let body = known_event.to_string();
+    assert_eq!(
+        s.post(&body, &sign(SECRET, s.now(), &body)).await.status(),
+        200
+    );
+    *s.stripe.events.lock().unwrap() = vec![
+        (succeeded.clone(), false),
+        (known_event, false),
+        // Delivered everywhere: not listed.
+        (
+            event(
+                "evt_fine",
+                "payment_intent.succeeded",
+                intent(&known.1, "succeeded"),
+                NOW + 20,
+            ),
+            true,
+        ),
+        // Not an event Reckon reads.
+        (
+            event(
+                "evt_cust",
+                "customer.created",
+                json!({"id": "cus_1", "object": "customer"}),
+                NOW + 40,
+            ),
+            false,
+        ),
+        // The day before (in Shanghai): another day's sweep.
+        (
+            event(
+                "evt_before",
+                "payment_intent.succeeded",
+                intent(&known.1, "succeeded"),
+                DAY_START - 1,
+            ),
+            false,
+        ),
+    ];
+    s.stripe.intents.lock().unwrap().get_mut(&lost.1).unwrap()["status"] = "succeeded".into();
+    *s.stripe.balance.lock().unwrap() = vec![
+        txn(
+            "txn_ga",
+            "charge",
+            "charge",
+            2500,
+            NOW + 11,
+            charge("ch_ga", &known.1, &known.0, 2500, "eur"),
+        ),
+        txn(
+            "txn_gb",
+            "charge",
+            "charge",
+            3100,
+            NOW + 31,
+            charge("ch_gb", &lost.1, &lost.0, 3100, "eur"),
+        ),
+    ];
+
+    let engine = s.app.engine.clone();
+    let run = reckon::recon::pull_statement(&engine, "stripe-eu", DAY, "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+
+    // One list call, for the day's undelivered events of the kinds Reckon reads.
+    let asked = s.stripe.events_asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let q = &asked[0];
+    let arg = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(arg("delivery_success"), Some("false"));
+    assert_eq!(arg("created[gte]"), Some(DAY_START.to_string().as_str()));
+    assert_eq!(arg("created[lt]"), Some(DAY_END.to_string().as_str()));
+    let types: Vec<&str> = q
+        .iter()
+        .filter(|(n, _)| n == "types[]")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert!(
+        types.contains(&"payment_intent.succeeded") && types.contains(&"refund.updated"),
+        "{types:?}"
+    );
+
+    // Paid before the run looked: matched, no ticket.
+    assert_eq!(s.app.payment_state(&lost.0).await.0, "SUCCEEDED");
+    assert_eq!(tickets(&s).await, vec![], "every row matched");
+    let figures: Value = serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();
+    assert_eq!(figures["matched"], 2, "{figures}");
+    let pool = &s.app.accounts.db.pool;
+    let headers: String = sqlx::query_scalar(
+        "SELECT headers_json FROM payment_callbacks WHERE provider = 'stripe-eu' AND callback_id = 'evt_lost'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert!(headers.contains("x-reckon-fetched"), "{headers}");
+    let alerts: Vec<String> =
+        sqlx::query_scalar("SELECT message FROM alerts WHERE kind = 'events_undelivered'")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert!(
+        alerts[0].contains("had not delivered 1 notification(s) of 2026-12-01"),
+        "{alerts:?}"
+    );
+
+    // Stripe's own retry arrives at last: the same facts, no second effect.
+    let late = succeeded.to_string();
+    assert_eq!(
+        s.post(&late, &sign(SECRET, s.now(), &late)).await.status(),
+        200
+    );
+    for p in [&known.0, &lost.0] {
+        let effects: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM outbox_events WHERE aggregate_id = $1 AND event_type = 'payment.succeeded'",
+        )
+        .bind(p)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        assert_eq!(effects, 1, "{p}");
+    }
+    assert_eq!(s.app.redeliveries("stripe-eu", "evt_lost").await.0, 1);
+    assert_eq!(s.app.alert_count("callback_conflict").await, 0);
+}
+
 both_databases!(
     a_stripe_day_pulled_through_balance_transactions_makes_exactly_its_tickets,
     a_stripe_pull_broken_on_page_two_resumes_without_counting_a_row_twice,
     a_refused_key_and_a_slow_answer_fail_the_stripe_pull_clearly,
+    events_stripe_failed_to_deliver_are_taken_in_before_the_pull,
 );

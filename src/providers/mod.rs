@@ -408,8 +408,12 @@ pub trait Provider: Send + Sync + 'static {
 /// [`Provider::verify_by_call`]).
 #[async_trait::async_trait]
 pub trait VerifyByCall: Send + Sync {
-    async fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64)
-    -> Result<(), VerifyError>;
+    async fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now_secs: i64,
+    ) -> Result<(), VerifyError>;
 }
 
 /// A provider Reckon creates payments through.

@@ -128,7 +128,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         c ^= u32::from(b);
         for _ in 0..8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
         }
     }
     !c
@@ -181,7 +185,8 @@ fn bearer_ok(headers: &axum::http::HeaderMap) -> bool {
 /// `POST /v1/oauth2/token`: Basic client credentials.
 async fn token(headers: axum::http::HeaderMap, body: String) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
     if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Basic {basic}"))
         || body != "grant_type=client_credentials"
     {
@@ -259,7 +264,10 @@ async fn refund_capture(
             {"href": format!("{base}/v2/payments/captures/{id}"), "rel": "up", "method": "GET"}
         ]
     });
-    s.refunds.lock().unwrap().insert(refund_id.clone(), refund.clone());
+    s.refunds
+        .lock()
+        .unwrap()
+        .insert(refund_id.clone(), refund.clone());
     s.requests.lock().unwrap().insert(request, refund_id);
     (axum::http::StatusCode::CREATED, Json(refund)).into_response()
 }
@@ -296,6 +304,7 @@ async fn serve(paypal: FakePaypal) -> String {
 
 struct PaypalApp {
     app: TestApp,
+    clock: Arc<ManualClock>,
     paypal: FakePaypal,
     base: String,
     /// A server that is not PayPal, serving PayPal's very certificate.
@@ -326,6 +335,7 @@ async fn spawn_paypal_app(b: Backend) -> PaypalApp {
     let foreign_base = serve(foreign.clone()).await;
     let cert_urls = vec![format!("{base}/v1/notifications/certs/")];
     let api = base.clone();
+    let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with(
         b,
         |c| {
@@ -342,7 +352,7 @@ async fn spawn_paypal_app(b: Backend) -> PaypalApp {
         },
         Options {
             demo: false,
-            clock: Arc::new(ManualClock::default()),
+            clock: clock.clone(),
             workers: false,
             ..Options::default()
         },
@@ -350,6 +360,7 @@ async fn spawn_paypal_app(b: Backend) -> PaypalApp {
     .await;
     PaypalApp {
         app,
+        clock,
         paypal,
         base,
         foreign,
@@ -359,7 +370,10 @@ async fn spawn_paypal_app(b: Backend) -> PaypalApp {
 
 impl PaypalApp {
     fn cert_url(&self) -> String {
-        format!("{}/v1/notifications/certs/CERT-360caa42-fca2a594-test", self.base)
+        format!(
+            "{}/v1/notifications/certs/CERT-360caa42-fca2a594-test",
+            self.base
+        )
     }
 
     async fn post(&self, body: &str, headers: &[(&'static str, String)]) -> reqwest::Response {
@@ -377,7 +391,8 @@ impl PaypalApp {
 
     /// Signed by PayPal's certificate, as PayPal sends it.
     async fn post_signed(&self, body: &str) -> reqwest::Response {
-        self.post(body, &signed(&pki().key, &self.cert_url(), body)).await
+        self.post(body, &signed(&pki().key, &self.cert_url(), body))
+            .await
     }
 
     async fn refused(&self) -> Vec<(String, String)> {
@@ -390,7 +405,14 @@ impl PaypalApp {
 
 /// A `PAYMENT.CAPTURE.*` event as PayPal sends it (Webhooks v1, capture
 /// resource of Payments v2).
-fn capture_event(event_id: &str, kind: &str, capture: &str, payment_no: &str, value: &str, status: &str) -> String {
+fn capture_event(
+    event_id: &str,
+    kind: &str,
+    capture: &str,
+    payment_no: &str,
+    value: &str,
+    status: &str,
+) -> String {
     serde_json::json!({
         "id": event_id, "event_version": "1.0", "create_time": "2026-12-05T10:00:00.000Z",
         "resource_type": "capture", "resource_version": "2.0", "event_type": kind,
@@ -416,15 +438,29 @@ fn capture_event(event_id: &str, kind: &str, capture: &str, payment_no: &str, va
 
 async fn a_signed_capture_completed_moves_the_payment_once(b: Backend) {
     let s = spawn_paypal_app(b).await;
-    let p = s.app.register_payment("paypal-us", "PP-1", 1099, "USD").await;
-    let body = capture_event("WH-1", "PAYMENT.CAPTURE.COMPLETED", "2GG279541U471931P", &p, "10.99", "COMPLETED");
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-1", 1099, "USD")
+        .await;
+    let body = capture_event(
+        "WH-1",
+        "PAYMENT.CAPTURE.COMPLETED",
+        "2GG279541U471931P",
+        &p,
+        "10.99",
+        "COMPLETED",
+    );
     assert_eq!(s.post_signed(&body).await.status(), 200);
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
     // PayPal redelivers (a new transmission, the same event): no second effect.
     assert_eq!(s.post_signed(&body).await.status(), 200);
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
     assert_eq!(s.app.redeliveries("paypal-us", "WH-1").await.0, 1);
-    assert_eq!(*s.paypal.cert_fetches.lock().unwrap(), 1, "the certificate is fetched once");
+    assert_eq!(
+        *s.paypal.cert_fetches.lock().unwrap(),
+        1,
+        "the certificate is fetched once"
+    );
     // Not a payment event: acknowledged, nothing happens.
     let approved = serde_json::json!({"id": "WH-2", "event_type": "CHECKOUT.ORDER.APPROVED",
         "resource_type": "checkout-order", "resource": {"id": "5O190127TN364715T", "status": "APPROVED"}})
@@ -436,31 +472,69 @@ async fn a_signed_capture_completed_moves_the_payment_once(b: Backend) {
 
 async fn forged_or_foreign_certificates_are_refused_and_recorded(b: Backend) {
     let s = spawn_paypal_app(b).await;
-    let p = s.app.register_payment("paypal-us", "PP-2", 1099, "USD").await;
-    let body = capture_event("WH-3", "PAYMENT.CAPTURE.COMPLETED", "3C679366HH908993F", &p, "10.99", "COMPLETED");
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-2", 1099, "USD")
+        .await;
+    let body = capture_event(
+        "WH-3",
+        "PAYMENT.CAPTURE.COMPLETED",
+        "3C679366HH908993F",
+        &p,
+        "10.99",
+        "COMPLETED",
+    );
     let pki = pki();
     // One byte of the body changed after signing.
     let headers = signed(&pki.key, &s.cert_url(), &body);
-    assert_eq!(s.post(&body.replace("10.99", "10.98"), &headers).await.status(), 400);
+    assert_eq!(
+        s.post(&body.replace("10.99", "10.98"), &headers)
+            .await
+            .status(),
+        400
+    );
     // PayPal's own certificate, served by a host that is not PayPal's.
-    let foreign_url = format!("{}/v1/notifications/certs/CERT-360caa42-fca2a594-test", s.foreign_base);
+    let foreign_url = format!(
+        "{}/v1/notifications/certs/CERT-360caa42-fca2a594-test",
+        s.foreign_base
+    );
     let res = s.post(&body, &signed(&pki.key, &foreign_url, &body)).await;
     assert_eq!(res.status(), 400);
-    assert!(res.text().await.unwrap().contains("not under PayPal's certificate URLs"));
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("not under PayPal's certificate URLs")
+    );
     assert_eq!(*s.foreign.cert_fetches.lock().unwrap(), 0, "never fetched");
     // A certificate with PayPal's name that no configured root issued.
     let rogue_url = format!("{}/v1/notifications/certs/CERT-rogue", s.base);
-    let res = s.post(&body, &signed(&pki.rogue_key, &rogue_url, &body)).await;
+    let res = s
+        .post(&body, &signed(&pki.rogue_key, &rogue_url, &body))
+        .await;
     assert_eq!(res.status(), 400);
-    assert!(res.text().await.unwrap().contains("does not chain to a configured root"));
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("does not chain to a configured root")
+    );
     // Signed by another key than the certificate's.
-    assert_eq!(s.post(&body, &signed(&pki.rogue_key, &s.cert_url(), &body)).await.status(), 400);
+    assert_eq!(
+        s.post(&body, &signed(&pki.rogue_key, &s.cert_url(), &body))
+            .await
+            .status(),
+        400
+    );
     // No headers at all.
     assert_eq!(s.post(&body, &[]).await.status(), 400);
     assert_eq!(s.app.payment_state(&p).await, ("CREATED".to_string(), 0));
     let refused = s.refused().await;
     assert_eq!(refused.len(), 5, "{refused:?}");
-    assert!(refused.iter().all(|(kind, _)| kind == "unverified"), "{refused:?}");
+    assert!(
+        refused.iter().all(|(kind, _)| kind == "unverified"),
+        "{refused:?}"
+    );
     assert!(refused[1].1.contains("signing certificate"), "{refused:?}");
     // The genuine one still passes.
     assert_eq!(s.post_signed(&body).await.status(), 200);
@@ -469,20 +543,88 @@ async fn forged_or_foreign_certificates_are_refused_and_recorded(b: Backend) {
 
 async fn a_denied_capture_fails_the_payment(b: Backend) {
     let s = spawn_paypal_app(b).await;
-    let p = s.app.register_payment("paypal-us", "PP-3", 2500, "USD").await;
-    let pending = capture_event("WH-4", "PAYMENT.CAPTURE.PENDING", "7TK53561YB803214S", &p, "25.00", "PENDING");
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-3", 2500, "USD")
+        .await;
+    let pending = capture_event(
+        "WH-4",
+        "PAYMENT.CAPTURE.PENDING",
+        "7TK53561YB803214S",
+        &p,
+        "25.00",
+        "PENDING",
+    );
     assert_eq!(s.post_signed(&pending).await.status(), 200);
     assert_eq!(s.app.payment_state(&p).await.0, "PENDING");
-    let denied = capture_event("WH-5", "PAYMENT.CAPTURE.DENIED", "7TK53561YB803214S", &p, "25.00", "DECLINED");
+    let denied = capture_event(
+        "WH-5",
+        "PAYMENT.CAPTURE.DENIED",
+        "7TK53561YB803214S",
+        &p,
+        "25.00",
+        "DECLINED",
+    );
     assert_eq!(s.post_signed(&denied).await.status(), 200);
     assert_eq!(s.app.payment_state(&p).await.0, "FAILED");
 }
 
+/// No webhook settles it: the status query reads the capture the PENDING
+/// one named, and finds it completed.
+async fn a_pending_capture_is_settled_by_a_status_query(b: Backend) {
+    let s = spawn_paypal_app(b).await;
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-Q", 3000, "USD")
+        .await;
+    let engine = s.app.engine.clone();
+    reckon::workers::run_provider_tasks(&engine, engine.now())
+        .await
+        .unwrap();
+    let capture = "9KX06244DH587524W";
+    let pending = capture_event(
+        "WH-11",
+        "PAYMENT.CAPTURE.PENDING",
+        capture,
+        &p,
+        "30.00",
+        "PENDING",
+    );
+    assert_eq!(s.post_signed(&pending).await.status(), 200);
+    assert_eq!(s.app.payment_state(&p).await.0, "PENDING");
+    let mut completed =
+        serde_json::from_str::<serde_json::Value>(&pending).unwrap()["resource"].clone();
+    completed["status"] = "COMPLETED".into();
+    s.paypal
+        .captures
+        .lock()
+        .unwrap()
+        .insert(capture.into(), completed);
+    s.clock.advance_secs(61);
+    assert_eq!(
+        reckon::workers::run_provider_tasks(&engine, engine.now())
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+}
+
 async fn paypal_refunds_reach_paypal_and_their_webhook_settles_them(b: Backend) {
     let s = spawn_paypal_app(b).await;
-    let p = s.app.register_payment("paypal-us", "PP-4", 4200, "USD").await;
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-4", 4200, "USD")
+        .await;
     let capture = "5VY15380WH4716102";
-    let body = capture_event("WH-6", "PAYMENT.CAPTURE.COMPLETED", capture, &p, "42.00", "COMPLETED");
+    let body = capture_event(
+        "WH-6",
+        "PAYMENT.CAPTURE.COMPLETED",
+        capture,
+        &p,
+        "42.00",
+        "COMPLETED",
+    );
     s.paypal.captures.lock().unwrap().insert(
         capture.into(),
         serde_json::from_str::<serde_json::Value>(&body).unwrap()["resource"].clone(),
@@ -508,7 +650,10 @@ async fn paypal_refunds_reach_paypal_and_their_webhook_settles_them(b: Backend) 
         let (id, r) = refunds.iter().next().unwrap();
         (id.clone(), r.clone())
     };
-    assert_eq!(asked["amount"], serde_json::json!({"value": "12.00", "currency_code": "USD"}));
+    assert_eq!(
+        asked["amount"],
+        serde_json::json!({"value": "12.00", "currency_code": "USD"})
+    );
     assert_eq!(asked["custom_id"], serde_json::json!(refund_no));
     assert_eq!(
         s.paypal.requests.lock().unwrap().keys().collect::<Vec<_>>(),
@@ -599,29 +744,72 @@ async fn a_settlement_report_reconciles_into_its_tickets(b: Backend) {
         .unwrap()
         .strftime("%Y-%m-%d")
         .to_string();
-    let matched = s.app.register_payment("paypal-us", "PP-5", 4200, "USD").await;
-    let short = s.app.register_payment("paypal-us", "PP-6", 1000, "USD").await;
+    let matched = s
+        .app
+        .register_payment("paypal-us", "PP-5", 4200, "USD")
+        .await;
+    let short = s
+        .app
+        .register_payment("paypal-us", "PP-6", 1000, "USD")
+        .await;
     for (event, capture, p, value) in [
         ("WH-9", "CAPMATCHED0000001", &matched, "42.00"),
         ("WH-10", "CAPSHORT000000002", &short, "10.00"),
     ] {
-        let body = capture_event(event, "PAYMENT.CAPTURE.COMPLETED", capture, p, value, "COMPLETED");
+        let body = capture_event(
+            event,
+            "PAYMENT.CAPTURE.COMPLETED",
+            capture,
+            p,
+            value,
+            "COMPLETED",
+        );
         assert_eq!(s.post_signed(&body).await.status(), 200);
     }
     // Malformed: an amount with a decimal point; refused, naming the line.
-    let bad = settlement(&date, &[["CAPMATCHED0000001", "", "T0006", "CR", "42.00", "157", &matched]]);
+    let bad = settlement(
+        &date,
+        &[[
+            "CAPMATCHED0000001",
+            "",
+            "T0006",
+            "CR",
+            "42.00",
+            "157",
+            &matched,
+        ]],
+    );
     let (status, refused) = upload(&s, &token, &date, bad).await;
     assert_eq!(status, 422, "{refused}");
     let why = refused["error"].as_str().unwrap_or_default();
-    assert!(why.contains("Gross Transaction Amount") && why.contains("line 5"), "{refused}");
+    assert!(
+        why.contains("Gross Transaction Amount") && why.contains("line 5"),
+        "{refused}"
+    );
 
     let report = settlement(
         &date,
         &[
-            ["CAPMATCHED0000001", "", "T0006", "CR", "4200", "157", &matched],
+            [
+                "CAPMATCHED0000001",
+                "",
+                "T0006",
+                "CR",
+                "4200",
+                "157",
+                &matched,
+            ],
             // PayPal settled 9.00 of a 10.00 payment.
             ["CAPSHORT000000002", "", "T0006", "CR", "900", "40", &short],
-            ["CAPSTRANGER000003", "", "T0006", "CR", "777", "30", "NOT-RECKONS"],
+            [
+                "CAPSTRANGER000003",
+                "",
+                "T0006",
+                "CR",
+                "777",
+                "30",
+                "NOT-RECKONS",
+            ],
             ["WD00000000000004", "", "T0400", "DR", "5000", "0", ""],
         ],
     );
@@ -637,8 +825,14 @@ async fn a_settlement_report_reconciles_into_its_tickets(b: Backend) {
     assert_eq!(
         tickets,
         [
-            ("AMOUNT_MISMATCH".to_string(), Some("CAPSHORT000000002".to_string())),
-            ("PROVIDER_ONLY".to_string(), Some("CAPSTRANGER000003".to_string())),
+            (
+                "AMOUNT_MISMATCH".to_string(),
+                Some("CAPSHORT000000002".to_string())
+            ),
+            (
+                "PROVIDER_ONLY".to_string(),
+                Some("CAPSTRANGER000003".to_string())
+            ),
         ]
     );
 }
@@ -647,6 +841,7 @@ both_databases!(
     a_signed_capture_completed_moves_the_payment_once,
     forged_or_foreign_certificates_are_refused_and_recorded,
     a_denied_capture_fails_the_payment,
+    a_pending_capture_is_settled_by_a_status_query,
     paypal_refunds_reach_paypal_and_their_webhook_settles_them,
     a_settlement_report_reconciles_into_its_tickets,
 );

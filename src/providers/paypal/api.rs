@@ -39,14 +39,19 @@ impl Paypal {
             .map_err(call_error)?;
         let status = res.status();
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(CallError::Network(format!("PayPal's token answered {status}")));
+            return Err(CallError::Network(format!(
+                "PayPal's token answered {status}"
+            )));
         }
         let body = answer(res).await?;
         if !status.is_success() {
             return Err(CallError::Refused(format!(
                 "PayPal refused the client_id and client_secret of provider {} ({status}: {})",
                 self.name,
-                String::from_utf8_lossy(&body).chars().take(300).collect::<String>()
+                String::from_utf8_lossy(&body)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
             )));
         }
         let token: Token = serde_json::from_slice(&body)
@@ -87,7 +92,9 @@ impl Paypal {
                     self.name
                 )));
             }
-            return Err(CallError::Refused(format!("{status}: {name}{issue} {message}")));
+            return Err(CallError::Refused(format!(
+                "{status}: {name}{issue} {message}"
+            )));
         }
         body.map_err(|e| CallError::Network(format!("unreadable answer: {e}")))
     }

@@ -146,7 +146,8 @@ impl Certs {
                 "the certificate file is longer than {MAX_CERT_BYTES} bytes"
             )));
         }
-        let signer = Arc::new(check_chain(&body, &self.roots, now_secs).map_err(FetchError::Refused)?);
+        let signer =
+            Arc::new(check_chain(&body, &self.roots, now_secs).map_err(FetchError::Refused)?);
         let mut cache = self.cache.lock().expect("cert cache");
         if cache.len() >= MAX_CACHED {
             cache.clear();
@@ -167,10 +168,16 @@ pub(super) enum FetchError {
 
 /// The certificates of a PEM file, the first the signing one, checked up
 /// to one of `roots` at `now_secs`.
-pub(super) fn check_chain(pem: &[u8], roots: &[Certificate], now_secs: i64) -> Result<Signer, String> {
+pub(super) fn check_chain(
+    pem: &[u8],
+    roots: &[Certificate],
+    now_secs: i64,
+) -> Result<Signer, String> {
     let chain = Certificate::load_pem_chain(pem)
         .map_err(|e| format!("the certificate file is not PEM certificates: {e}"))?;
-    let leaf = chain.first().ok_or("the certificate file holds no certificate")?;
+    let leaf = chain
+        .first()
+        .ok_or("the certificate file holds no certificate")?;
     let subject = leaf.tbs_certificate.subject.to_string();
     // As the Java SDK: one CN=messageverificationcerts….paypal.com.
     let paypal_cn = subject.split(',').any(|rdn| {
@@ -204,7 +211,9 @@ pub(super) fn check_chain(pem: &[u8], roots: &[Certificate], now_secs: i64) -> R
                 not_after,
             };
             if !signer.valid_at(now_secs) {
-                return Err("the certificate (or one it chains to) is expired or not yet valid".into());
+                return Err(
+                    "the certificate (or one it chains to) is expired or not yet valid".into(),
+                );
             }
             return Ok(signer);
         }
@@ -263,5 +272,9 @@ fn signed_by(cert: &Certificate, issuer: &Certificate) -> Result<(), String> {
     } else {
         return Err(format!("unsupported certificate signature algorithm {alg}"));
     };
-    if ok { Ok(()) } else { Err("bad certificate signature".into()) }
+    if ok {
+        Ok(())
+    } else {
+        Err("bad certificate signature".into())
+    }
 }

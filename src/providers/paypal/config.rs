@@ -77,7 +77,9 @@ impl Account for PaypalConfig {
 
     fn check(&self) -> Result<(), &'static str> {
         if self.webhook_id.is_empty() || self.cert_roots.trim().is_empty() {
-            return Err("a paypal provider needs its webhook_id and cert_roots (PEM) to verify webhooks");
+            return Err(
+                "a paypal provider needs its webhook_id and cert_roots (PEM) to verify webhooks",
+            );
         }
         if self.client_id.is_empty() != self.client_secret.expose_secret().is_empty() {
             return Err("a paypal provider needs client_id and client_secret together, or neither");

@@ -198,7 +198,9 @@ fn transmission(headers: &HeaderMap) -> Result<Transmission<'_>, VerifyError> {
     let sig = header(headers, "paypal-transmission-sig")?;
     let signature = base64::engine::general_purpose::STANDARD
         .decode(sig.trim())
-        .map_err(|_| VerifyError::MalformedHeader("PAYPAL-TRANSMISSION-SIG is not base64".into()))?;
+        .map_err(|_| {
+            VerifyError::MalformedHeader("PAYPAL-TRANSMISSION-SIG is not base64".into())
+        })?;
     Ok(Transmission {
         id: header(headers, "paypal-transmission-id")?,
         time: header(headers, "paypal-transmission-time")?,
@@ -240,13 +242,20 @@ impl Paypal {
         )
     }
 
-    fn check(&self, signer: &cert::Signer, t: &Transmission<'_>, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
+    fn check(
+        &self,
+        signer: &cert::Signer,
+        t: &Transmission<'_>,
+        body: &[u8],
+        now_secs: i64,
+    ) -> Result<(), VerifyError> {
         if !signer.valid_at(now_secs) {
             return Err(VerifyError::Certificate(
                 "the signing certificate is expired or not yet valid".into(),
             ));
         }
-        let sig = Signature::try_from(t.signature.as_slice()).map_err(|_| VerifyError::BadSignature)?;
+        let sig =
+            Signature::try_from(t.signature.as_slice()).map_err(|_| VerifyError::BadSignature)?;
         signer
             .key
             .verify(self.signed_text(t, body).as_bytes(), &sig)
@@ -267,7 +276,9 @@ impl Provider for Paypal {
     /// verifies through [`Provider::verify_by_call`], which fetches it.
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
         let t = transmission(headers)?;
-        self.certs.allowed(t.cert_url).map_err(VerifyError::Certificate)?;
+        self.certs
+            .allowed(t.cert_url)
+            .map_err(VerifyError::Certificate)?;
         let signer = self.certs.cached(t.cert_url).ok_or_else(|| {
             VerifyError::Certificate("the signing certificate was not fetched yet".into())
         })?;
@@ -279,7 +290,8 @@ impl Provider for Paypal {
     }
 
     fn parse(&self, _headers: &HeaderMap, body: &[u8]) -> Result<Notification, String> {
-        let event: Event = serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
+        let event: Event =
+            serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))?;
         let callback_id = CallbackId::parse(&event.id).map_err(|e| e.to_string())?;
         let ignored = |why: &str| Notification::Ignored {
             callback_id: callback_id.clone(),
@@ -389,7 +401,12 @@ impl Provider for Paypal {
 
 #[async_trait::async_trait]
 impl VerifyByCall for Paypal {
-    async fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError> {
+    async fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now_secs: i64,
+    ) -> Result<(), VerifyError> {
         let t = transmission(headers)?;
         let signer = self
             .certs

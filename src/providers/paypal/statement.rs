@@ -109,17 +109,22 @@ fn time(text: &str) -> Option<i64> {
     if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let secs = sign * (digits[..2].parse::<i32>().ok()? * 3600 + digits[2..].parse::<i32>().ok()? * 60);
+    let secs =
+        sign * (digits[..2].parse::<i32>().ok()? * 3600 + digits[2..].parse::<i32>().ok()? * 60);
     let offset = jiff::tz::Offset::from_seconds(secs).ok()?;
-    Some(dt.to_zoned(jiff::tz::TimeZone::fixed(offset)).ok()?.timestamp().as_microsecond())
+    Some(
+        dt.to_zoned(jiff::tz::TimeZone::fixed(offset))
+            .ok()?
+            .timestamp()
+            .as_microsecond(),
+    )
 }
 
 impl SettlementBill {
     fn header(&mut self, names: &[String]) -> Result<(), String> {
         let find = |name: &str| names.iter().position(|n| n.eq_ignore_ascii_case(name));
-        let need = |name: &str| {
-            find(name).ok_or_else(|| format!("the CH record has no {name:?} column"))
-        };
+        let need =
+            |name: &str| find(name).ok_or_else(|| format!("the CH record has no {name:?} column"));
         self.columns = Some(Columns {
             width: names.len(),
             txn: need("Transaction ID")?,
@@ -162,11 +167,10 @@ impl BillFormat for SettlementBill {
                 Ok(false)
             }
             "SC" => {
-                let stated: i64 = f
-                    .get(1)
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("the SC record's count {:?} is not a number", f.get(1)))?;
+                let stated: i64 =
+                    f.get(1).trim().parse().map_err(|_| {
+                        format!("the SC record's count {:?} is not a number", f.get(1))
+                    })?;
                 self.sections += 1;
                 self.checks.push(Check::new(
                     &format!("section {} SB records", self.sections),
@@ -189,7 +193,11 @@ impl BillFormat for SettlementBill {
                 };
                 // CH names the fields after the record type.
                 if f.len() != at.width + 1 {
-                    return Err(format!("expected {} fields, found {}", at.width + 1, f.len()));
+                    return Err(format!(
+                        "expected {} fields, found {}",
+                        at.width + 1,
+                        f.len()
+                    ));
                 }
                 self.section_rows += 1;
                 let get = |i: usize| f.get(i + 1).trim();
@@ -221,7 +229,11 @@ impl BillFormat for SettlementBill {
                         let minor = hundredths(amount, currency, "Fee Amount")?;
                         // A fee debited is one the merchant paid; one
                         // credited (a refunded payment's fee) came back.
-                        let signed = if opt(at.fee_direction) == "CR" { -minor } else { minor };
+                        let signed = if opt(at.fee_direction) == "CR" {
+                            -minor
+                        } else {
+                            minor
+                        };
                         Some(Fee::of_money(Money::new(signed, currency)))
                     }
                 };
@@ -229,17 +241,24 @@ impl BillFormat for SettlementBill {
                     "" => opt(at.initiated),
                     t => t,
                 };
-                let occurred_at = match when {
-                    "" => None,
-                    t => Some(time(t).ok_or_else(|| format!("time {t:?} is not yyyy/mm/dd hh:mm:ss ±hhmm"))?),
-                };
+                let occurred_at =
+                    match when {
+                        "" => None,
+                        t => Some(time(t).ok_or_else(|| {
+                            format!("time {t:?} is not yyyy/mm/dd hh:mm:ss ±hhmm")
+                        })?),
+                    };
                 let txn = present(get(at.txn));
                 let custom = present(opt(at.custom));
                 let refund = kind == RowKind::Refund;
                 out.push(RowRef {
                     line_no,
                     kind,
-                    provider_txn_id: if refund { present(opt(at.reference)) } else { txn },
+                    provider_txn_id: if refund {
+                        present(opt(at.reference))
+                    } else {
+                        txn
+                    },
                     payment_no: if refund { None } else { custom },
                     refund_no: if refund { custom } else { None },
                     provider_refund_id: if refund { txn } else { None },
@@ -275,9 +294,16 @@ mod tests {
     #[test]
     fn a_settlement_report_reads_payments_and_refunds_and_checks_its_counts() {
         let (rows, checks) = read_all(FORMAT, &fixture("paypal_settlement.csv")).unwrap();
-        assert_eq!(rows.len(), 3, "the withdrawal and the fee row are not payments");
+        assert_eq!(
+            rows.len(),
+            3,
+            "the withdrawal and the fee row are not payments"
+        );
         assert_eq!(rows[0].kind, RowKind::Payment);
-        assert_eq!(rows[0].provider_txn_id.as_deref(), Some("2GG279541U471931P"));
+        assert_eq!(
+            rows[0].provider_txn_id.as_deref(),
+            Some("2GG279541U471931P")
+        );
         assert_eq!(rows[0].payment_no.as_deref(), Some("PP-SETTLE-1"));
         assert_eq!(rows[0].money.minor, 4200);
         assert_eq!(rows[0].money.currency.code(), "USD");
@@ -285,15 +311,34 @@ mod tests {
         // 2026/11/30 10:00:00 -0800 is 18:00 UTC.
         assert_eq!(
             rows[0].occurred_at,
-            Some(jiff::Timestamp::from_second(1_796_061_600).unwrap().as_microsecond())
+            Some(
+                jiff::Timestamp::from_second(1_796_061_600)
+                    .unwrap()
+                    .as_microsecond()
+            )
         );
         assert_eq!(rows[2].kind, RowKind::Refund);
-        assert_eq!(rows[2].provider_refund_id.as_deref(), Some("1JU08902781691411"));
-        assert_eq!(rows[2].provider_txn_id.as_deref(), Some("2GG279541U471931P"));
+        assert_eq!(
+            rows[2].provider_refund_id.as_deref(),
+            Some("1JU08902781691411")
+        );
+        assert_eq!(
+            rows[2].provider_txn_id.as_deref(),
+            Some("2GG279541U471931P")
+        );
         assert_eq!(rows[2].refund_no.as_deref(), Some("RFDPAYPAL1"));
         assert_eq!(rows[2].money.minor, 1200);
         assert_eq!(checks.len(), 1);
         assert_eq!((checks[0].stated, checks[0].read), (5, 5));
+    }
+
+    /// An uploaded report is told as PayPal's by its first lines.
+    #[test]
+    fn an_upload_is_told_as_a_paypal_settlement_report() {
+        let formats = crate::providers::bill_formats();
+        let file = fixture("paypal_settlement.csv");
+        let (format, _) = crate::statement::recognise(&formats, &file).unwrap();
+        assert_eq!(format.describe(None), "PayPal settlement report");
     }
 
     #[test]
@@ -311,7 +356,11 @@ mod tests {
         assert_eq!(err.line, 1);
         assert!(err.reason.contains("RH"), "{err}");
         let file = String::from_utf8(fixture("paypal_settlement.csv")).unwrap();
-        let no_footer: String = file.lines().filter(|l| !l.starts_with("\"RF\"")).map(|l| format!("{l}\n")).collect();
+        let no_footer: String = file
+            .lines()
+            .filter(|l| !l.starts_with("\"RF\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert!(read_all(FORMAT, no_footer.as_bytes()).is_err());
     }
 }

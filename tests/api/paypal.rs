@@ -630,16 +630,21 @@ async fn paypal_refunds_reach_paypal_and_their_webhook_settles_them(b: Backend) 
         serde_json::from_str::<serde_json::Value>(&body).unwrap()["resource"].clone(),
     );
     assert_eq!(s.post_signed(&body).await.status(), 200);
-    let engine = s.app.engine.clone();
-    let req = reckon::engine::CreateRefund {
-        amount_minor: 1200,
-        currency: None,
-        reason: "requested_by_customer".into(),
-    };
-    let refund = engine
-        .request_refund("test", "pp-r1", &p, &req)
+    // The merchant asks through Reckon's API.
+    let token = s.app.api_token("shop").await;
+    let res = s
+        .app
+        .client
+        .post(format!("{}/api/v1/payments/{p}/refunds", s.app.base))
+        .bearer_auth(&token)
+        .header("idempotency-key", "pp-r1")
+        .json(&serde_json::json!({"amount_minor": 1200, "reason": "requested_by_customer"}))
+        .send()
         .await
-        .expect("the refund is requested");
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let refund: serde_json::Value = res.json().await.unwrap();
+    let engine = s.app.engine.clone();
     let refund_no = refund["refund_no"].as_str().unwrap().to_owned();
     reckon::workers::run_provider_tasks(&engine, engine.now())
         .await

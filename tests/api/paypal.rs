@@ -541,6 +541,39 @@ async fn forged_or_foreign_certificates_are_refused_and_recorded(b: Backend) {
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
 }
 
+/// Past the end of the chain's validity the very certificate PayPal
+/// serves signs nothing: fetched then or kept from before.
+async fn an_expired_signing_certificate_is_refused(b: Backend) {
+    let s = spawn_paypal_app(b).await;
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-X", 1099, "USD")
+        .await;
+    let first = capture_event(
+        "WH-12",
+        "PAYMENT.CAPTURE.PENDING",
+        "1AB23456CD789012E",
+        &p,
+        "10.99",
+        "PENDING",
+    );
+    assert_eq!(s.post_signed(&first).await.status(), 200);
+    // 2045-06-01: the test CA's certificates ended 2045-01-01.
+    s.clock.set(2_379_888_000_000_000);
+    let body = capture_event(
+        "WH-13",
+        "PAYMENT.CAPTURE.COMPLETED",
+        "1AB23456CD789012E",
+        &p,
+        "10.99",
+        "COMPLETED",
+    );
+    let res = s.post_signed(&body).await;
+    assert_eq!(res.status(), 400);
+    assert!(res.text().await.unwrap().contains("expired"));
+    assert_eq!(s.app.payment_state(&p).await.0, "PENDING");
+}
+
 async fn a_denied_capture_fails_the_payment(b: Backend) {
     let s = spawn_paypal_app(b).await;
     let p = s
@@ -846,6 +879,7 @@ both_databases!(
     a_signed_capture_completed_moves_the_payment_once,
     forged_or_foreign_certificates_are_refused_and_recorded,
     a_denied_capture_fails_the_payment,
+    an_expired_signing_certificate_is_refused,
     a_pending_capture_is_settled_by_a_status_query,
     paypal_refunds_reach_paypal_and_their_webhook_settles_them,
     a_settlement_report_reconciles_into_its_tickets,

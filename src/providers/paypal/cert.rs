@@ -5,8 +5,8 @@
 //! before any request), chained up to one of the configured roots, each
 //! certificate on the way within its validity, the signing one's subject
 //! CN `messageverificationcerts…` ending `.paypal.com`. A certificate that
-//! passed is kept by its URL (PayPal names a few, for months), so a
-//! webhook costs a fetch only the first time its certificate is seen.
+//! passed is kept by its URL, so a webhook costs a fetch only the first
+//! time its certificate is seen; its validity is checked at every use.
 
 use rsa::pkcs1v15::{Signature, VerifyingKey};
 use rsa::pkcs8::DecodePublicKey;

@@ -40,6 +40,11 @@
 //!
 //! Statements: the Settlement Report (`STL-yyyymmdd…CSV`) from PayPal's
 //! SFTP reports, uploaded (see `statement`).
+//!
+//! Field names and statuses: PayPal's OpenAPI documents
+//! (`paypal-rest-api-specifications`: `payments_payment_v2.json` — capture,
+//! refund, refund_request — and `notifications_webhooks_v1.json`); the
+//! webhook headers and retries: PayPal's "Integrate webhooks" guide.
 
 mod api;
 mod cert;

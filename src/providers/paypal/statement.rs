@@ -23,6 +23,11 @@
 //! withdrawals to the bank (`T0400`), fees, holds, currency conversions,
 //! disputes — are not payments or refunds. Each section's `SC` count is
 //! held against the `SB` rows read.
+//!
+//! Sources: PayPal's "Settlement Report Specification" and "Transaction
+//! event codes" pages (developer.paypal.com, reports); the column names as
+//! Magento's PayPal module reads them (`Model/Report/Settlement.php`). The
+//! fixture `paypal_settlement.csv` is written after that layout.
 
 use crate::domain::{Currency, Fee, Money};
 use crate::statement::csv::CsvFields;

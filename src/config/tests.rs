@@ -144,8 +144,8 @@ private_key = "-----BEGIN PRIVATE KEY-----"
     let e =
         refused("[[providers]]\nname = \"a\"\nkind = \"stripe\"\nbase_url = \"\"\nmapping = {}\n");
     assert!(e.contains("mapping"), "{e}");
-    let e = refused("[[providers]]\nname = \"a\"\nkind = \"paypal\"\nbase_url = \"\"\n");
-    assert!(e.contains("paypal") && e.contains("kind"), "{e}");
+    let e = refused("[[providers]]\nname = \"a\"\nkind = \"worldpay\"\nbase_url = \"\"\n");
+    assert!(e.contains("worldpay") && e.contains("kind"), "{e}");
     let e = refused(
         "[[providers]]\nname = \"a\"\nkind = \"stripe\"\nbase_url = \"\"\nsecret = \"whsec_x\"\n",
     );

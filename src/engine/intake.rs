@@ -67,7 +67,10 @@ impl Engine {
         let now = self.now();
 
         // Signed and fresh, then not a replay of a request already received.
-        let verify = provider.verify(headers, body, now / 1_000_000);
+        let verify = match provider.verify_by_call() {
+            Some(by_call) => by_call.verify(headers, body, now / 1_000_000).await,
+            None => provider.verify(headers, body, now / 1_000_000),
+        };
         let verify_failed = verify.is_err();
         let verified = match verify {
             Ok(()) => match self.replayed(provider.as_ref(), headers, now).await {

@@ -13,6 +13,7 @@ mod accounts;
 pub mod alipay;
 pub mod fees;
 pub mod keys;
+pub mod paypal;
 pub mod sandbox;
 pub mod signing;
 pub mod spool;
@@ -43,6 +44,10 @@ pub enum VerifyError {
     StaleTimestamp { tolerance_secs: i64 },
     #[error("no signature matches")]
     BadSignature,
+    /// The certificate that signed is not one Reckon trusts, or could not
+    /// be had (PayPal's, fetched from the URL the webhook names).
+    #[error("signing certificate: {0}")]
+    Certificate(String),
 }
 
 /// What a refused webhook's failure probably means, for people: a kind the
@@ -345,6 +350,12 @@ pub trait Provider: Send + Sync + 'static {
     fn accepts(&self, content_type: &str) -> bool;
     /// Checks the raw bytes before anything trusts them.
     fn verify(&self, headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), VerifyError>;
+    /// For a provider whose verification needs a call (PayPal fetches the
+    /// certificate that signed): the engine verifies through it instead of
+    /// [`Provider::verify`].
+    fn verify_by_call(&self) -> Option<&dyn VerifyByCall> {
+        None
+    }
     /// The replay nonce of a verified request, for providers that send
     /// one (WeChat Pay's `Wechatpay-Nonce`): the engine refuses one seen
     /// within the tolerance, across restarts and instances.
@@ -405,6 +416,18 @@ pub trait Undelivered: Send + Sync {
     /// notifications created in `[from, to)` (Unix seconds) whose delivery
     /// has not succeeded (failed, or still being retried).
     async fn undelivered(&self, from: i64, to: i64) -> Result<Vec<Vec<u8>>, CallError>;
+}
+
+/// A provider whose webhook verification may call out (see
+/// [`Provider::verify_by_call`]).
+#[async_trait::async_trait]
+pub trait VerifyByCall: Send + Sync {
+    async fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now_secs: i64,
+    ) -> Result<(), VerifyError>;
 }
 
 /// A provider Reckon creates payments through.

@@ -37,6 +37,7 @@ mod money;
 mod oidc;
 mod openapi;
 mod outbox_ops;
+mod paypal;
 mod pipeline;
 mod policy;
 mod provider_truth;

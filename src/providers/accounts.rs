@@ -7,6 +7,7 @@
 
 use super::Provider;
 use super::account::{Account, Kind};
+use super::adyen::AdyenConfig;
 use super::alipay::AlipayConfig;
 use super::fees::FeeExpectation;
 use super::sandbox::SandboxConfig;
@@ -34,17 +35,20 @@ pub enum ProviderConfig {
     Alipay(AlipayConfig),
     #[serde(rename = "wechatpay")]
     WechatPay(WechatPayConfig),
+    #[serde(rename = "adyen")]
+    Adyen(AdyenConfig),
 }
 
 /// Every kind Reckon knows, whichever accounts are configured: an uploaded
 /// bill and a bank entry are told by them, first match first (a Stripe
 /// payout id names Stripe wherever it stands).
-pub const KINDS: [&Kind; 5] = [
+pub const KINDS: [&Kind; 6] = [
     &super::sandbox::KIND,
     &super::stripe::KIND,
     &super::standard::KIND,
     &super::wechatpay::KIND,
     &super::alipay::KIND,
+    &super::adyen::KIND,
 ];
 
 impl ProviderConfig {
@@ -56,6 +60,7 @@ impl ProviderConfig {
             ProviderConfig::StandardWebhooks(c) => c,
             ProviderConfig::Alipay(c) => c,
             ProviderConfig::WechatPay(c) => c,
+            ProviderConfig::Adyen(c) => c,
         }
     }
 
@@ -124,7 +129,7 @@ mod tests {
         }
         assert_eq!(
             kinds_in_words(),
-            "\"sandbox\", \"stripe\", \"standard_webhooks\", \"wechatpay\" or \"alipay\""
+            "\"sandbox\", \"stripe\", \"standard_webhooks\", \"wechatpay\", \"alipay\" or \"adyen\""
         );
     }
 }

@@ -10,6 +10,7 @@
 
 mod account;
 mod accounts;
+pub mod adyen;
 pub mod alipay;
 pub mod fees;
 pub mod keys;
@@ -391,6 +392,32 @@ pub trait Provider: Send + Sync + 'static {
     fn statements(&self) -> Option<Statements<'_>> {
         None
     }
+    /// It says by notification when a report is ready to fetch (Adyen's
+    /// REPORT_AVAILABLE); `None`: its files are pulled or uploaded.
+    fn reports(&self) -> Option<&dyn Reports> {
+        None
+    }
+}
+
+/// A report a provider's verified notification says is ready.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportPush {
+    /// The file's name, as the provider names it.
+    pub file_name: String,
+    /// Where the notification says it is.
+    pub url: String,
+    /// When the provider made it (microseconds UTC), if it says.
+    pub made_at: Option<i64>,
+}
+
+/// A provider that pushes word of its reports: what a verified body
+/// announces, and the report fetched from where it said — only from the
+/// account's own report host — as a bill file read like an upload.
+#[async_trait::async_trait]
+pub trait Reports: Send + Sync {
+    /// The report a verified notification announces, if it announces one.
+    fn pushed(&self, body: &[u8]) -> Option<ReportPush>;
+    async fn fetch(&self, push: &ReportPush) -> Result<StatementFile, CallError>;
 }
 
 /// A provider Reckon creates payments through.

@@ -190,8 +190,10 @@ pub async fn statement_beat(engine: &Engine, me: &Instance) -> Vec<&'static str>
     beat.job(jobs::STATEMENT_PULLS, |now| recon::scheduled_pulls(e, now))
         .await;
     // Reports a provider said are ready, fetched and imported.
-    beat.job(jobs::REPORT_PUSHES, |now| recon::fetch_pushed_reports(e, now))
-        .await;
+    beat.job(jobs::REPORT_PUSHES, |now| {
+        recon::fetch_pushed_reports(e, now)
+    })
+    .await;
     // Payouts against the bank: a payout or credit past its window becomes
     // a ticket without an import.
     beat.job(jobs::BANK_MATCHING, |now| {

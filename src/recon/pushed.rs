@@ -72,7 +72,13 @@ enum Ending {
 /// `zone`.
 pub fn report_day(made_at: i64, zone: &jiff::tz::TimeZone) -> Option<String> {
     let at = jiff::Timestamp::from_microsecond(made_at).ok()?;
-    Some(at.to_zoned(zone.clone()).date().yesterday().ok()?.to_string())
+    Some(
+        at.to_zoned(zone.clone())
+            .date()
+            .yesterday()
+            .ok()?
+            .to_string(),
+    )
 }
 
 async fn fetch_one(engine: &Engine, push: &PushRow) -> Result<RunRow, Ending> {

@@ -265,7 +265,10 @@ async fn an_authorisation_succeeds_the_payment_once_and_bad_ones_are_refused(b: 
     assert_eq!(s.post(&wrong_key).await.0, 400);
     let mut more = good.clone();
     more["amount"]["value"] = 11300.into();
-    assert_eq!(s.post(&notification(more, &sign(HMAC_KEY, &good))).await.0, 400);
+    assert_eq!(
+        s.post(&notification(more, &sign(HMAC_KEY, &good))).await.0,
+        400
+    );
     let unsigned = serde_json::json!({ "live": "false",
         "notificationItems": [{ "NotificationRequestItem": good.clone() }] })
     .to_string();
@@ -412,11 +415,7 @@ ReckonCo,{MERCHANT},,,,{at},UTC,Fee,Transaction Fees,EUR,,,,EUR,0.10,,,,,,,,7\n\
 ReckonCo,{MERCHANT},,,,{at},UTC,MerchantPayout,TX7,EUR,,,,EUR,9.61,,,,,,,,7\n"
     );
     let file = "settlement_detail_report_batch_7.csv";
-    s.fake
-        .reports
-        .lock()
-        .unwrap()
-        .insert(file.into(), report);
+    s.fake.reports.lock().unwrap().insert(file.into(), report);
     // REPORT_AVAILABLE: the file name in pspReference, its URL in reason.
     let url = format!(
         "{}/reports/download/MerchantAccount/{MERCHANT}/{file}",
@@ -451,7 +450,11 @@ ReckonCo,{MERCHANT},,,,{at},UTC,MerchantPayout,TX7,EUR,,,,EUR,9.61,,,,,,,,7\n"
     let seen = pushes(&s.app).await;
     assert_eq!(seen.len(), 2, "{seen:?}");
     let fetched = seen.iter().find(|p| p.0 == file).unwrap();
-    assert_eq!((fetched.1, fetched.2, &fetched.4), (1, 1, &None), "{seen:?}");
+    assert_eq!(
+        (fetched.1, fetched.2, &fetched.4),
+        (1, 1, &None),
+        "{seen:?}"
+    );
     let refused = seen.iter().find(|p| p.0 == other).unwrap();
     assert_eq!((refused.1, refused.2), (1, 1), "{seen:?}");
     assert!(
@@ -464,7 +467,11 @@ ReckonCo,{MERCHANT},,,,{at},UTC,MerchantPayout,TX7,EUR,,,,EUR,9.61,,,,,,,,7\n"
         .unwrap()
         .unwrap();
     assert_eq!(
-        (run.status.as_str(), run.business_date.as_str(), run.rows_read),
+        (
+            run.status.as_str(),
+            run.business_date.as_str(),
+            run.rows_read
+        ),
         ("COMPLETED", date.as_str(), 1),
         "{run:?}"
     );

@@ -160,9 +160,7 @@ fn same_origin_below(base: &str, url: &str) -> bool {
         && url.password().is_none()
         && {
             let below = base.path().trim_end_matches('/');
-            below.is_empty()
-                || url.path() == below
-                || url.path().starts_with(&format!("{below}/"))
+            below.is_empty() || url.path() == below || url.path().starts_with(&format!("{below}/"))
         }
 }
 

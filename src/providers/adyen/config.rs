@@ -166,5 +166,5 @@ impl super::Adyen {
             max_bill_bytes: spool::limit(config.max_bill_bytes),
             http: wire::client(wire::timeout(config.timeout_ms)),
         })
-        }
+    }
 }

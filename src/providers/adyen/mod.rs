@@ -164,7 +164,10 @@ impl Item {
     }
 
     fn signature(&self) -> Option<&str> {
-        self.additional_data.as_ref()?.get("hmacSignature")?.as_str()
+        self.additional_data
+            .as_ref()?
+            .get("hmacSignature")?
+            .as_str()
     }
 
     fn succeeded(&self) -> bool {
@@ -275,7 +278,8 @@ impl Provider for Adyen {
             item.event_code, item.psp_reference
         ))
         .map_err(|e| e.to_string())?;
-        let present = |v: &Option<String>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+        let present =
+            |v: &Option<String>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
         let ok = item.succeeded();
         let status = match (item.event_code.as_str(), ok) {
             ("AUTHORISATION", true) | ("CAPTURE", true) => Some(PaymentStatus::Succeeded),

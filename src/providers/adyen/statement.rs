@@ -120,11 +120,7 @@ impl BillFormat for AdyenBill {
         let get = |column: usize| f.get(column).trim();
         let opt = |column: Option<usize>| column.map_or("", get);
         let (kind, gross, net) = match get(at.kind) {
-            "Settled" => (
-                RowKind::Payment,
-                get(at.gross_credit),
-                opt(at.net_credit),
-            ),
+            "Settled" => (RowKind::Payment, get(at.gross_credit), opt(at.net_credit)),
             "Refunded" => (RowKind::Refund, get(at.gross_debit), opt(at.net_debit)),
             _ => return Ok(false),
         };
@@ -145,7 +141,9 @@ impl BillFormat for AdyenBill {
             },
         };
         if occurred_at.is_none() {
-            return Err(format!("Creation Date {created:?} is not YYYY-MM-DD HH:MM:SS"));
+            return Err(format!(
+                "Creation Date {created:?} is not YYYY-MM-DD HH:MM:SS"
+            ));
         }
         let is_refund = kind == RowKind::Refund;
         out.push(RowRef {
@@ -189,46 +187,46 @@ impl BillFormat for AdyenBill {
 }
 
 /// The line's fee, positive for what the merchant paid: its fee
-    /// columns when it has them (in the net currency: only when that is
-    /// the gross currency), else gross less net (a payment) or net less
-    /// gross (a refund, whose net debit includes the fee).
+/// columns when it has them (in the net currency: only when that is
+/// the gross currency), else gross less net (a payment) or net less
+/// gross (a refund, whose net debit includes the fee).
 fn line_fee(
-        f: &crate::statement::csv::Fields<'_>,
-        at: Columns,
-        currency: Currency,
-        money: crate::domain::Money,
-        net: &str,
-    ) -> Result<Option<Fee>, String> {
-        let get = |column: Option<usize>| column.map_or("", |i| f.get(i).trim());
-        let net_currency = get(at.net_currency);
-        if !net_currency.is_empty() && net_currency != currency.code() {
-            // Converted at the line's exchange rate: not a fee of the
-            // gross amount's currency.
-            return Ok(None);
+    f: &crate::statement::csv::Fields<'_>,
+    at: Columns,
+    currency: Currency,
+    money: crate::domain::Money,
+    net: &str,
+) -> Result<Option<Fee>, String> {
+    let get = |column: Option<usize>| column.map_or("", |i| f.get(i).trim());
+    let net_currency = get(at.net_currency);
+    if !net_currency.is_empty() && net_currency != currency.code() {
+        // Converted at the line's exchange rate: not a fee of the
+        // gross amount's currency.
+        return Ok(None);
+    }
+    let mut stated: Option<i64> = None;
+    for (column, name) in at.fees.iter().zip([
+        "Commission (NC)",
+        "Markup (NC)",
+        "Scheme Fees (NC)",
+        "Interchange (NC)",
+    ]) {
+        if let Some(part) = crate::statement::fee(get(*column), currency, name)? {
+            stated = Some(crate::statement::add(stated.unwrap_or(0), part.e5)?);
         }
-        let mut stated: Option<i64> = None;
-        for (column, name) in at.fees.iter().zip([
-            "Commission (NC)",
-            "Markup (NC)",
-            "Scheme Fees (NC)",
-            "Interchange (NC)",
-        ]) {
-            if let Some(part) = crate::statement::fee(get(*column), currency, name)? {
-                stated = Some(crate::statement::add(stated.unwrap_or(0), part.e5)?);
-            }
-        }
-        if let Some(e5) = stated {
-            return Ok(Some(Fee { e5, currency }));
-        }
-        if net.is_empty() {
-            return Ok(None);
-        }
-        let net = crate::statement::money(net, currency)?;
-        let minor = money.minor.abs_diff(net.minor);
-        let minor = i64::try_from(minor).map_err(|_| "the fee is too large".to_string())?;
-        Ok(Some(Fee::of_money(crate::domain::Money::new(
-            minor, currency,
-        ))))
+    }
+    if let Some(e5) = stated {
+        return Ok(Some(Fee { e5, currency }));
+    }
+    if net.is_empty() {
+        return Ok(None);
+    }
+    let net = crate::statement::money(net, currency)?;
+    let minor = money.minor.abs_diff(net.minor);
+    let minor = i64::try_from(minor).map_err(|_| "the fee is too large".to_string())?;
+    Ok(Some(Fee::of_money(crate::domain::Money::new(
+        minor, currency,
+    ))))
 }
 
 #[cfg(test)]
@@ -258,7 +256,11 @@ TestCompany,TestMerchant,,,,2013-06-11 04:55:40,BST,MerchantPayout,TX1234,GBP,,,
         // 2013-06-03 11:26:49 CET (+01:00) is 10:26:49 UTC.
         assert_eq!(
             p.occurred_at,
-            Some(jiff::Timestamp::from_second(1_370_255_209).unwrap().as_microsecond())
+            Some(
+                jiff::Timestamp::from_second(1_370_255_209)
+                    .unwrap()
+                    .as_microsecond()
+            )
         );
         let r = &rows[1];
         assert_eq!(r.kind, RowKind::Refund);
@@ -286,7 +288,11 @@ TestCompany,TestMerchant,,,,2013-06-11 04:55:40,BST,MerchantPayout,TX1234,GBP,,,
         // 11:26:49 PDT (-07:00) is 18:26:49 UTC.
         assert_eq!(
             rows[0].occurred_at,
-            Some(jiff::Timestamp::from_second(1_370_284_009).unwrap().as_microsecond())
+            Some(
+                jiff::Timestamp::from_second(1_370_284_009)
+                    .unwrap()
+                    .as_microsecond()
+            )
         );
     }
 

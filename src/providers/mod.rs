@@ -198,7 +198,7 @@ pub struct StatementPage {
 /// A payout to the merchant's bank account as a provider reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PayoutSeen {
-    /// The provider's kind: `stripe`, `wechatpay`, `alipay`.
+    /// The provider's kind: `stripe`, `wechatpay`, `alipay`, `adyen`.
     pub kind: &'static str,
     /// The provider's id of it (Stripe's `po_…`).
     pub payout_id: String,
@@ -418,6 +418,9 @@ pub trait Reports: Send + Sync {
     /// The report a verified notification announces, if it announces one.
     fn pushed(&self, body: &[u8]) -> Option<ReportPush>;
     async fn fetch(&self, push: &ReportPush) -> Result<StatementFile, CallError>;
+    /// The payouts to the bank a fetched report states (the bank side
+    /// matches them against the bank's statement).
+    fn payouts(&self, file: &StatementFile) -> Result<Vec<PayoutSeen>, String>;
 }
 
 /// A provider Reckon creates payments through.

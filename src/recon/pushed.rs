@@ -5,7 +5,8 @@
 //! `max_bill_bytes` — and imported as an uploaded file is
 //! ([`import_statement`]), for the business day before the one the report
 //! was made on in the provider's statement zone (a settlement report is
-//! made after its batch closes, a daily report the morning after its day).
+//! made after its batch closes, a daily report the morning after its day);
+//! the payouts it states are recorded for the bank side.
 //! A fetch or import that fails is tried again with backoff; a push of a
 //! provider no longer configured ends with why.
 
@@ -122,12 +123,17 @@ async fn fetch_one(engine: &Engine, push: &PushRow) -> Result<RunRow, Ending> {
         },
     )
     .await;
-    drop(file);
-    imported.map_err(|e| match e {
+    let run = imported.map_err(|e| match e {
         // A read refused, or a day closed, stays so until a person acts.
         ReconError::Refused(why) | ReconError::Invalid(why) => Ending::Never(why),
         e => Ending::Again(e.to_string()),
-    })
+    })?;
+    // The bank side's hook, as a pull's pages have it.
+    let payouts = reports.payouts(&file).map_err(Ending::Never)?;
+    crate::bank::payouts_seen(engine, &push.provider, Some(&run.run_id), &payouts)
+        .await
+        .map_err(|e| Ending::Again(e.to_string()))?;
+    Ok(run)
 }
 
 #[cfg(test)]

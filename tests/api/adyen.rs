@@ -479,6 +479,22 @@ ReckonCo,{MERCHANT},,,,{at},UTC,MerchantPayout,TX7,EUR,,,,EUR,9.61,,,,,,,,7\n"
     assert!(classes_a.is_empty(), "{classes_a:?}");
     let classes: Vec<String> = crate::reads::classes_of(pool, &missing).await;
     assert_eq!(classes, ["LOCAL_ONLY"]);
+    // The batch's payout, for the bank side.
+    let payouts: Vec<(String, i64, String, String)> = sqlx::query_as(
+        "SELECT payout_id, amount_minor, currency, arrival_on FROM payouts WHERE provider = 'adyen-eu'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        payouts,
+        [(
+            "TX7".to_string(),
+            961,
+            "EUR".to_string(),
+            at[..10].to_string()
+        )]
+    );
     // Nothing is due again.
     assert_eq!(
         reckon::recon::fetch_pushed_reports(&engine, engine.now())

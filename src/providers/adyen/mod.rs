@@ -406,6 +406,14 @@ impl Reports for Adyen {
     async fn fetch(&self, push: &ReportPush) -> Result<StatementFile, CallError> {
         self.download_report(&push.url, &push.file_name).await
     }
+
+    fn payouts(&self, file: &StatementFile) -> Result<Vec<super::PayoutSeen>, String> {
+        let reader = file
+            .body
+            .open()
+            .map_err(|e| format!("the report cannot be read again: {e}"))?;
+        statement::payouts(reader)
+    }
 }
 
 #[async_trait::async_trait]
@@ -450,5 +458,69 @@ mod tests {
             "coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0="
         ));
         assert!(!signed_with(&key, &item.signed_text(), "AAAA"));
+    }
+
+    fn adyen(basic: Option<&str>) -> Adyen {
+        let config = AdyenConfig {
+            name: "adyen".into(),
+            hmac_key: "00FF".into(),
+            basic_user: basic.map(str::to_owned),
+            basic_password: "s3cret".into(),
+            report_base_url: Some("https://ca-test.adyen.com".into()),
+            report_api_key: "AQE_report".into(),
+            ..AdyenConfig::default()
+        };
+        Adyen::from_config(&config, ProviderName::parse("adyen").unwrap()).unwrap()
+    }
+
+    /// With a basic-authentication user set up, a notification without it,
+    /// or with another password, is not believed, whatever it signs.
+    #[test]
+    fn the_webhooks_basic_authentication_is_required_once_set_up() {
+        let basic = |user_password: &str| {
+            let mut h = HeaderMap::new();
+            let value = base64::engine::general_purpose::STANDARD.encode(user_password);
+            h.insert("authorization", format!("Basic {value}").parse().unwrap());
+            h
+        };
+        let a = adyen(Some("reckon"));
+        assert_eq!(
+            a.check_basic(&HeaderMap::new()),
+            Err(VerifyError::MissingHeader("Authorization"))
+        );
+        assert_eq!(
+            a.check_basic(&basic("reckon:wrong")),
+            Err(VerifyError::BadSignature)
+        );
+        assert_eq!(a.check_basic(&basic("reckon:s3cret")), Ok(()));
+        assert_eq!(adyen(None).check_basic(&HeaderMap::new()), Ok(()));
+    }
+
+    /// The REPORT_AVAILABLE example of Adyen's reporting docs: the file is
+    /// the pspReference, its URL the reason.
+    #[test]
+    fn a_report_available_notification_names_the_file_and_where_it_is() {
+        let body = serde_json::json!({"live": "false", "notificationItems": [{"NotificationRequestItem": {
+            "amount": {"currency": "EUR", "value": 0}, "eventCode": "REPORT_AVAILABLE",
+            "eventDate": "2018-04-18T10:03:08+02:00", "merchantAccountCode": "TestMerchant",
+            "merchantReference": "", "pspReference": "settlement_detail_report_batch_12.csv",
+            "reason": "https://ca-test.adyen.com/reports/download/MerchantAccount/TestMerchant/settlement_detail_report_batch_12.csv",
+            "success": "true"}}]})
+        .to_string();
+        let a = adyen(None);
+        assert_eq!(
+            a.pushed(body.as_bytes()),
+            Some(ReportPush {
+                file_name: "settlement_detail_report_batch_12.csv".into(),
+                url: "https://ca-test.adyen.com/reports/download/MerchantAccount/TestMerchant/settlement_detail_report_batch_12.csv".into(),
+                made_at: Some(1_524_038_588_000_000),
+            })
+        );
+        assert!(matches!(
+            a.parse(&HeaderMap::new(), body.as_bytes()),
+            Ok(Notification::Ignored { .. })
+        ));
+        let failed = body.replace("\"success\":\"true\"", "\"success\":\"false\"");
+        assert_eq!(a.pushed(failed.as_bytes()), None);
     }
 }

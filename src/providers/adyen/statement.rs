@@ -21,6 +21,7 @@
 //! account's time zone setting), and without one it is refused.
 
 use crate::domain::{Currency, Fee};
+use crate::providers::PayoutSeen;
 use crate::statement::csv::CsvFields;
 use crate::statement::time::{local_time, zoned_time};
 use crate::statement::{
@@ -229,6 +230,67 @@ fn line_fee(
     ))))
 }
 
+/// The report's `MerchantPayout` lines: what Adyen pays out to the bank
+/// for the batch (its Net Debit, in the Net Currency), named by its
+/// `Modification Reference` (else its batch), expected at the bank from
+/// the day of its `Creation Date` (the bank window takes the days after).
+pub fn payouts(reader: impl std::io::BufRead) -> Result<Vec<PayoutSeen>, String> {
+    let mut csv = CsvFields::default();
+    let mut columns: Option<[Option<usize>; 6]> = None;
+    let mut out = Vec::new();
+    for (n, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| format!("line {}: {e}", n + 1))?;
+        let line = line.trim_start_matches('\u{feff}');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f = csv.split(line);
+        let Some([kind, reference, batch, created, currency, debit]) = columns else {
+            let find = |name: &str| f.iter().position(|h| h.trim() == name);
+            columns = Some([
+                find("Type"),
+                find("Modification Reference"),
+                find("Batch Number"),
+                find("Creation Date"),
+                find("Net Currency"),
+                find("Net Debit (NC)"),
+            ]);
+            continue;
+        };
+        let get = |column: Option<usize>| column.map_or("", |i| f.get(i).trim());
+        if get(kind) != "MerchantPayout" {
+            continue;
+        }
+        let at = |why: String| format!("line {}: {why}", n + 1);
+        let currency = Currency::parse(get(currency)).map_err(|e| at(e.to_string()))?;
+        let money = money(get(debit), currency).map_err(at)?;
+        let payout_id = match (get(reference), get(batch)) {
+            ("", "") => {
+                return Err(at(
+                    "a MerchantPayout line names no reference or batch".into()
+                ));
+            }
+            ("", batch) => format!("batch {batch}"),
+            (reference, _) => reference.to_owned(),
+        };
+        let arrival_on = get(created)
+            .split(' ')
+            .next()
+            .filter(|d| d.parse::<jiff::civil::Date>().is_ok())
+            .ok_or_else(|| at(format!("Creation Date {:?} is not a day", get(created))))?;
+        out.push(PayoutSeen {
+            kind: "adyen",
+            payout_id,
+            money,
+            arrival_on: arrival_on.to_owned(),
+            descriptor: None,
+            status: "paid".into(),
+            automatic: false,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +330,20 @@ TestCompany,TestMerchant,,,,2013-06-11 04:55:40,BST,MerchantPayout,TX1234,GBP,,,
         assert_eq!(r.provider_refund_id.as_deref(), Some("8813702551700001"));
         assert_eq!(r.refund_no.as_deref(), Some("RFD-1"));
         assert_eq!(r.fee.map(|f| f.minor()), Some(2));
+    }
+
+    #[test]
+    fn merchant_payout_lines_are_the_payouts_to_the_bank() {
+        let seen = payouts(REPORT.as_bytes()).unwrap();
+        assert_eq!(seen.len(), 1);
+        let p = &seen[0];
+        assert_eq!((p.kind, p.payout_id.as_str()), ("adyen", "TX1234"));
+        assert_eq!((p.money.minor, p.money.currency.code()), (276, "GBP"));
+        assert_eq!(p.arrival_on, "2013-06-11");
+        let unnamed = REPORT.replace(",MerchantPayout,TX1234,", ",MerchantPayout,,");
+        assert_eq!(payouts(unnamed.as_bytes()).unwrap()[0].payout_id, "batch 4");
+        let bad = REPORT.replace(",GBP,2.76,", ",GBP,2.7x,");
+        assert!(payouts(bad.as_bytes()).unwrap_err().starts_with("line 5:"));
     }
 
     #[test]

@@ -101,6 +101,13 @@ impl Account for AdyenConfig {
         if hex::decode(self.hmac_key.expose_secret()).is_err() {
             return Err("an adyen provider's hmac_key is the hex key the Customer Area shows");
         }
+        let report_credentials =
+            !self.report_api_key.expose_secret().is_empty() || self.report_user.is_some();
+        if self.report_base_url.is_some() != report_credentials {
+            return Err(
+                "an adyen provider fetches pushed reports with both report_base_url and the report user's report_api_key (or report_user and report_password)",
+            );
+        }
         Ok(())
     }
 

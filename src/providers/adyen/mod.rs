@@ -10,8 +10,9 @@
 //! `pspReference` and `success` together (Adyen may send an AUTHORISATION
 //! again with another `success`). When the Customer Area sets a basic
 //! authentication user for the webhook, every notification must carry it.
-//! Reckon reads one item per webhook, as Adyen sends them; a body with
-//! several is refused whole (Adyen sends it again) rather than half read.
+//! Reckon reads one item per webhook (integrators document Adyen's list as
+//! holding a single item); a body with several is refused whole, so Adyen
+//! sends it again, rather than half read.
 //! Accepted notifications are answered `[accepted]`, as Adyen asks.
 //!
 //! Mapping, by Adyen's event codes: AUTHORISATION `success=true` →
@@ -268,7 +269,7 @@ impl Provider for Adyen {
         let body = body(bytes)?;
         let [Wrapper { item }] = body.items.as_slice() else {
             return Err(format!(
-                "{} notification items in one webhook; Reckon reads one at a time, as Adyen sends them",
+                "{} notification items in one webhook; Reckon reads one a webhook",
                 body.items.len()
             ));
         };
@@ -471,6 +472,34 @@ mod tests {
             ..AdyenConfig::default()
         };
         Adyen::from_config(&config, ProviderName::parse("adyen").unwrap()).unwrap()
+    }
+
+    /// A key that is not hex, or a report host without the report user's
+    /// credentials, is refused when the settings are read.
+    #[test]
+    fn settings_that_cannot_work_are_named() {
+        use crate::providers::Account;
+        let good = AdyenConfig {
+            name: "adyen".into(),
+            hmac_key: "00FF".into(),
+            ..AdyenConfig::default()
+        };
+        assert_eq!(good.check(), Ok(()));
+        let not_hex = AdyenConfig {
+            hmac_key: "whsec_x".into(),
+            ..good.clone()
+        };
+        assert!(not_hex.check().unwrap_err().contains("hex"));
+        let half = AdyenConfig {
+            report_base_url: Some("https://ca-test.adyen.com".into()),
+            ..good.clone()
+        };
+        assert!(half.check().unwrap_err().contains("report_api_key"));
+        let whole = AdyenConfig {
+            report_api_key: "AQE_report".into(),
+            ..half
+        };
+        assert_eq!(whole.check(), Ok(()));
     }
 
     /// With a basic-authentication user set up, a notification without it,

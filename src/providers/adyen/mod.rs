@@ -7,8 +7,8 @@
 //! (`HmacValidator` in `@adyen/api-library`, `src/utils/hmacValidator.ts`).
 //! Any configured key may match (rotation). The signature carries no time,
 //! so a replayed notification is told by its id alone: `eventCode`,
-//! `pspReference` and `success` together (Adyen may send an AUTHORISATION
-//! again with another `success`). When the Customer Area sets a basic
+//! `pspReference` and `success` together (an AUTHORISATION sent again with
+//! another outcome is a notification of its own, not a conflict). When the Customer Area sets a basic
 //! authentication user for the webhook, every notification must carry it.
 //! Reckon reads one item per webhook (integrators document Adyen's list as
 //! holding a single item); a body with several is refused whole, so Adyen

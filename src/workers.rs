@@ -31,6 +31,7 @@ const RENEW_EVERY: Duration = Duration::from_secs(20);
 /// The scheduled jobs, by the name of their lease.
 pub mod jobs {
     pub const STATEMENT_PULLS: &str = "statement_pulls";
+    pub const REPORT_PUSHES: &str = "report_pushes";
     pub const BANK_MATCHING: &str = "bank_matching";
     pub const FILE_RETENTION: &str = "statement_file_retention";
     pub const OVERDUE_EDGES: &str = "overdue_edges";
@@ -39,8 +40,9 @@ pub mod jobs {
     pub const BULK_RESUME: &str = "bulk_job_resume";
     pub const OUTBOX_RESUME: &str = "outbox_job_resume";
     /// The statement beat's jobs, in the order they run.
-    pub const STATEMENT_BEAT: [&str; 6] = [
+    pub const STATEMENT_BEAT: [&str; 7] = [
         STATEMENT_PULLS,
+        REPORT_PUSHES,
         BANK_MATCHING,
         FILE_RETENTION,
         OVERDUE_EDGES,
@@ -187,6 +189,11 @@ pub async fn statement_beat(engine: &Engine, me: &Instance) -> Vec<&'static str>
     let mut beat = Beat::new(e, me);
     beat.job(jobs::STATEMENT_PULLS, |now| recon::scheduled_pulls(e, now))
         .await;
+    // Reports a provider said are ready, fetched and imported.
+    beat.job(jobs::REPORT_PUSHES, |now| {
+        recon::fetch_pushed_reports(e, now)
+    })
+    .await;
     // Payouts against the bank: a payout or credit past its window becomes
     // a ticket without an import.
     beat.job(jobs::BANK_MATCHING, |now| {

@@ -10,7 +10,7 @@ use super::{Applied, Engine, Outcome, Source, retry_delay};
 use crate::domain::{AlertKind, AlertSeverity, ProviderName};
 use crate::providers::{Answer, Notification, Provider, RefundNotice, Reply, VerifyError};
 use crate::store;
-use crate::store::{alerts, callbacks, nonces, payments, refused, tasks};
+use crate::store::{alerts, callbacks, nonces, payments, refused, report_pushes, tasks};
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -176,6 +176,21 @@ impl Engine {
                 return provider.answer(&answer);
             }
             Ok(Notification::Ignored { event_type, .. }) => {
+                // A report made ready: recorded for the statement beat to
+                // fetch; only a failure to record it asks for it again.
+                if let Some(push) = provider.reports().and_then(|r| r.pushed(body)) {
+                    let name = provider.name().as_str();
+                    return match report_pushes::record(&self.db.pool, name, &push, now).await {
+                        Ok(new) => {
+                            tracing::info!(file = %push.file_name, new, "report push recorded");
+                            provider.answer(&Answer::Accepted)
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "report push could not be stored");
+                            provider.answer(&Answer::RetryLater)
+                        }
+                    };
+                }
                 tracing::info!(%event_type, "callback acknowledged: not a payment event");
                 return provider.answer(&Answer::Accepted);
             }

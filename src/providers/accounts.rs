@@ -7,6 +7,7 @@
 
 use super::Provider;
 use super::account::{Account, Kind};
+use super::adyen::AdyenConfig;
 use super::alipay::AlipayConfig;
 use super::fees::FeeExpectation;
 use super::paypal::PaypalConfig;
@@ -37,18 +38,21 @@ pub enum ProviderConfig {
     WechatPay(WechatPayConfig),
     #[serde(rename = "paypal")]
     Paypal(PaypalConfig),
+    #[serde(rename = "adyen")]
+    Adyen(AdyenConfig),
 }
 
 /// Every kind Reckon knows, whichever accounts are configured: an uploaded
 /// bill and a bank entry are told by them, first match first (a Stripe
 /// payout id names Stripe wherever it stands).
-pub const KINDS: [&Kind; 6] = [
+pub const KINDS: [&Kind; 7] = [
     &super::sandbox::KIND,
     &super::stripe::KIND,
     &super::standard::KIND,
     &super::wechatpay::KIND,
     &super::alipay::KIND,
     &super::paypal::KIND,
+    &super::adyen::KIND,
 ];
 
 impl ProviderConfig {
@@ -61,6 +65,7 @@ impl ProviderConfig {
             ProviderConfig::Alipay(c) => c,
             ProviderConfig::WechatPay(c) => c,
             ProviderConfig::Paypal(c) => c,
+            ProviderConfig::Adyen(c) => c,
         }
     }
 
@@ -129,7 +134,7 @@ mod tests {
         }
         assert_eq!(
             kinds_in_words(),
-            "\"sandbox\", \"stripe\", \"standard_webhooks\", \"wechatpay\", \"alipay\" or \"paypal\""
+            "\"sandbox\", \"stripe\", \"standard_webhooks\", \"wechatpay\", \"alipay\", \"paypal\" or \"adyen\""
         );
     }
 }

@@ -10,6 +10,7 @@
 
 mod account;
 mod accounts;
+pub mod adyen;
 pub mod alipay;
 pub mod fees;
 pub mod keys;
@@ -202,7 +203,7 @@ pub struct StatementPage {
 /// A payout to the merchant's bank account as a provider reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PayoutSeen {
-    /// The provider's kind: `stripe`, `wechatpay`, `alipay`.
+    /// The provider's kind: `stripe`, `wechatpay`, `alipay`, `adyen`.
     pub kind: &'static str,
     /// The provider's id of it (Stripe's `po_…`).
     pub payout_id: String,
@@ -407,6 +408,11 @@ pub trait Provider: Send + Sync + 'static {
     fn undelivered(&self) -> Option<&dyn Undelivered> {
         None
     }
+    /// It says by notification when a report is ready to fetch (Adyen's
+    /// REPORT_AVAILABLE); `None`: its files are pulled or uploaded.
+    fn reports(&self) -> Option<&dyn Reports> {
+        None
+    }
 }
 
 /// A provider whose API lists the notifications it has not delivered.
@@ -428,6 +434,30 @@ pub trait VerifyByCall: Send + Sync {
         body: &[u8],
         now_secs: i64,
     ) -> Result<(), VerifyError>;
+}
+
+/// A report a provider's verified notification says is ready.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportPush {
+    /// The file's name, as the provider names it.
+    pub file_name: String,
+    /// Where the notification says it is.
+    pub url: String,
+    /// When the provider made it (microseconds UTC), if it says.
+    pub made_at: Option<i64>,
+}
+
+/// A provider that pushes word of its reports: what a verified body
+/// announces, and the report fetched from where it said — only from the
+/// account's own report host — as a bill file read like an upload.
+#[async_trait::async_trait]
+pub trait Reports: Send + Sync {
+    /// The report a verified notification announces, if it announces one.
+    fn pushed(&self, body: &[u8]) -> Option<ReportPush>;
+    async fn fetch(&self, push: &ReportPush) -> Result<StatementFile, CallError>;
+    /// The payouts to the bank a fetched report states (the bank side
+    /// matches them against the bank's statement).
+    fn payouts(&self, file: &StatementFile) -> Result<Vec<PayoutSeen>, String>;
 }
 
 /// A provider Reckon creates payments through.

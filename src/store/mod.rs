@@ -34,6 +34,7 @@ pub mod recon_runs;
 pub mod refunds;
 pub mod refused;
 pub mod replay_jobs;
+pub mod report_pushes;
 pub mod scan;
 pub mod sinks;
 pub mod statement_files;

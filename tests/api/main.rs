@@ -4,6 +4,7 @@
 mod engine_helpers;
 mod helpers;
 
+mod adyen;
 mod ageing;
 mod alert_channels;
 mod alerts;

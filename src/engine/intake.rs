@@ -180,7 +180,8 @@ impl Engine {
                 // fetch; only a failure to record it asks for it again.
                 if let Some(push) = provider.reports().and_then(|r| r.pushed(body)) {
                     let name = provider.name().as_str();
-                    return match report_pushes::record(&self.db.pool, name, &push, now).await {
+                    return match report_pushes::record(&self.db.pool, name, &push, self.now()).await
+                    {
                         Ok(new) => {
                             tracing::info!(file = %push.file_name, new, "report push recorded");
                             provider.answer(&Answer::Accepted)

@@ -12,6 +12,7 @@ mod account;
 mod accounts;
 pub mod adyen;
 pub mod alipay;
+pub mod balance;
 pub mod fees;
 pub mod keys;
 pub mod paypal;
@@ -411,6 +412,12 @@ pub trait Provider: Send + Sync + 'static {
     /// It says by notification when a report is ready to fetch (Adyen's
     /// REPORT_AVAILABLE); `None`: its files are pulled or uploaded.
     fn reports(&self) -> Option<&dyn Reports> {
+        None
+    }
+    /// Reckon fetches its day's balance bill (the account the money waits
+    /// in before the bank) through its API; `None`: its trade bill's net
+    /// goes to the bank as payouts the provider reports, or not at all.
+    fn balance(&self) -> Option<&dyn balance::BalanceBills> {
         None
     }
 }

@@ -121,6 +121,16 @@ pub async fn auto_close(
     if crate::store::recon_edges::count_in_transit(pool, provider, date).await? > 0 {
         return Ok(None);
     }
+    // Three-way: a provider with a balance side closes once its balance
+    // bill agreed with the trades (a difference is a ticket that keeps the
+    // day open anyway).
+    if super::settlement::has_balance(engine, provider)
+        && crate::store::settlements::of_day(pool, provider, date)
+            .await?
+            .is_none_or(|s| s.state != crate::store::settlements::AGREED)
+    {
+        return Ok(None);
+    }
     let allowed = engine
         .settings()
         .closing
@@ -251,6 +261,7 @@ async fn close(
         .clone();
     // The settings in force decided whether the day may close.
     let config_version = engine.config_version();
+    let settlement = super::settlement::for_close(engine, provider, date).await?;
     // Two closes of one provider at once take the same place in its chain:
     // the second is refused by the key and tries again after the first.
     for _ in 0..3 {
@@ -282,6 +293,10 @@ async fn close(
         // a close's body keeps the shape it had before versions.
         if let Some(v) = config_version {
             body["config_version"] = v.into();
+        }
+        // The balance side, for a provider that has one and a day settled.
+        if let Some(s) = &settlement {
+            body["settlement"] = s.clone();
         }
         let body = canonical(&body);
         let hash = body_hash(&body);

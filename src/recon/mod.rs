@@ -39,6 +39,7 @@ mod read;
 mod repair;
 mod run;
 mod schedule;
+mod settlement;
 mod sweep;
 mod write;
 
@@ -56,6 +57,7 @@ pub use pushed::fetch_pushed_reports;
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, run_repairs};
 pub use run::{ReconError, day_range, new_run_id};
+pub use settlement::settle_day;
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 
 use crate::engine::Engine;

@@ -33,6 +33,9 @@ pub async fn pull_statement(
     let lease = schedule::Lease::by_hand(engine, provider, date, started_by).await?;
     let outcome = start_pull(engine, provider, date, started_by).await;
     lease.release_by_hand(engine, &outcome).await?;
+    if outcome.is_ok() {
+        super::settlement::after_pull(engine, provider, date).await;
+    }
     outcome
 }
 
@@ -319,6 +322,9 @@ pub async fn resume_run(engine: &Engine, run_id: &str) -> Result<RunRow, ReconEr
     let lease = schedule::Lease::by_hand(engine, &run.provider, &run.business_date, &who).await?;
     let outcome = resume_leased(engine, run_id).await;
     lease.release_by_hand(engine, &outcome).await?;
+    if outcome.is_ok() {
+        super::settlement::after_pull(engine, &run.provider, &run.business_date).await;
+    }
     outcome
 }
 

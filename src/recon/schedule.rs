@@ -134,9 +134,14 @@ async fn provider_pulls(
     for date in days {
         let date_text = date.to_string();
         if done.contains(&date_text) {
+            // The balance bill comes after the trade bill, and may be later.
+            super::settlement::settle_if_due(engine, provider, &date_text, now).await?;
             continue;
         }
         let tried = pull_day(engine, provider, &date_text, owner, now).await?;
+        if tried.completed {
+            super::settlement::settle_if_due(engine, provider, &date_text, now).await?;
+        }
         if tried.ran {
             started += 1;
         }

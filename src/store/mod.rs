@@ -36,6 +36,7 @@ pub mod refused;
 pub mod replay_jobs;
 pub mod report_pushes;
 pub mod scan;
+pub mod settlements;
 pub mod sinks;
 pub mod statement_files;
 pub mod statement_pulls;

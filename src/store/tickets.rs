@@ -835,3 +835,23 @@ pub async fn close_with(
     super::proposals::supersede_pending(conn, id, conclusion).await?;
     Ok(true)
 }
+
+/// Puts a ticket opened outside a run (`open_discrepancy`) on a business
+/// day and the run it was found against, so the day's close counts it.
+pub async fn place_on_day<'e>(
+    e: impl Executor<'e, Database = Any>,
+    dedupe_key: &str,
+    run_id: &str,
+    business_date: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE discrepancies SET run_id = $2, business_date = $3 \
+         WHERE dedupe_key = $1 AND business_date IS NULL",
+    )
+    .bind(dedupe_key)
+    .bind(run_id)
+    .bind(business_date)
+    .execute(e)
+    .await?;
+    Ok(())
+}

@@ -8,6 +8,8 @@
 
 use super::{Alipay, status_of};
 use crate::domain::{Currency, Money, PaymentNo, ProviderTxnId, RefundStatus};
+use crate::providers::balance::BalanceBill;
+use crate::providers::spool::Spooled;
 use crate::providers::{CallError, ProviderView, RefundRequest, RefundView, StatementFile};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -260,6 +262,37 @@ impl Alipay {
     /// The trade bill (业务明细) of `date`: its download URL asked for,
     /// the zip fetched, the detail checked against its 汇总.
     pub(super) async fn trade_bill(&self, date: &str) -> Result<StatementFile, CallError> {
+        let zip = self.bill_zip(date, "trade").await?;
+        let limit = self.max_bill_bytes;
+        let (name, body) = tokio::task::spawn_blocking(move || super::bill::detail_of(&zip, limit))
+            .await
+            .map_err(|e| CallError::Refused(format!("unzipping the bill stopped: {e}")))??;
+        Ok(StatementFile {
+            name,
+            bill_type: "trade".into(),
+            body,
+        })
+    }
+
+    /// The account's 账务明细 of `date` (bill_type=signcustomer): the zip
+    /// fetched as the trade bill's is, its 账务明细 read and checked.
+    pub(super) async fn account_bill(&self, date: &str) -> Result<BalanceBill, CallError> {
+        let zip = self.bill_zip(date, "signcustomer").await?;
+        let limit = self.max_bill_bytes;
+        tokio::task::spawn_blocking(move || {
+            let (name, body) = super::bill::account_detail_of(&zip, limit)?;
+            let bytes = std::fs::read(body.path())
+                .map_err(|e| CallError::Refused(format!("{name} could not be read back: {e}")))?;
+            super::account_log::read(&bytes)
+                .map_err(|why| CallError::Refused(format!("Alipay's 账务明细 {name}: {why}")))
+        })
+        .await
+        .map_err(|e| CallError::Refused(format!("unzipping the bill stopped: {e}")))?
+    }
+
+    /// A bill zip of `date`: its download URL asked for (a signed, verified
+    /// answer), the zip fetched within `max_bill_bytes`.
+    async fn bill_zip(&self, date: &str, bill_type: &str) -> Result<Spooled, CallError> {
         if date
             .parse::<jiff::civil::Date>()
             .map_or(true, |d| d.to_string() != date)
@@ -272,7 +305,7 @@ impl Alipay {
             .call(
                 "alipay.data.dataservice.bill.downloadurl.query",
                 // secure: an https link (the download itself is not signed).
-                serde_json::json!({ "bill_type": "trade", "bill_date": date, "secure": "true" }),
+                serde_json::json!({ "bill_type": bill_type, "bill_date": date, "secure": "true" }),
             )
             .await?;
         let Some(url) = answer["bill_download_url"]
@@ -283,7 +316,7 @@ impl Alipay {
                 "the answer names no bill_download_url".into(),
             ));
         };
-        let what = format!("Alipay's trade bill for {date}");
+        let what = format!("Alipay's {bill_type} bill for {date}");
         let limit = self.max_bill_bytes;
         let (status, zip) =
             crate::providers::wire::download(self.http.get(url), limit, &what).await?;
@@ -292,13 +325,6 @@ impl Alipay {
                 "the bill download answered {status} (a bill_download_url lasts 30 s: resume asks again)"
             )));
         }
-        let (name, body) = tokio::task::spawn_blocking(move || super::bill::detail_of(&zip, limit))
-            .await
-            .map_err(|e| CallError::Refused(format!("unzipping the bill stopped: {e}")))??;
-        Ok(StatementFile {
-            name,
-            bill_type: "trade".into(),
-            body,
-        })
+        Ok(zip)
     }
 }

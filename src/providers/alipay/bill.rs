@@ -25,9 +25,58 @@ struct Figures {
 }
 
 /// The zip's 业务明细 entry (its name and file), once the 汇总 agrees.
-/// Each CSV entry is unzipped to a file of its own, checked against the
-/// size it declares, and all of them together against `limit`.
 pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), CallError> {
+    let refused = |why: String| CallError::Refused(format!("the Alipay bill zip: {why}"));
+    let (mut detail, mut summary) = (None, None);
+    for (name, written) in csv_entries(zip, limit)? {
+        if name.contains("汇总") {
+            summary = Some((name, written));
+        } else if name.ends_with("业务明细.csv") {
+            detail = Some((name, written));
+        }
+    }
+    let Some((name, bytes)) = detail else {
+        return Err(refused("no …_业务明细.csv in it".into()));
+    };
+    let Some((summary_name, summary)) = summary else {
+        return Err(refused("no …_业务明细(汇总).csv in it".into()));
+    };
+    let stated = summary_figures(&summary)
+        .map_err(|why| refused(format!("{}: {why}", quote(&summary_name))))?;
+    let read = detail_figures(&bytes).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
+    if stated != read {
+        return Err(refused(format!(
+            "the summary {} says {} trades, {} refunds, 商家实收 {} fen; \
+             the detail {} lists {}, {}, {}: the bill is incomplete, nothing was read",
+            quote(&summary_name),
+            stated.trades,
+            stated.refunds,
+            stated.received,
+            quote(&name),
+            read.trades,
+            read.refunds,
+            read.received
+        )));
+    }
+    Ok((name, bytes))
+}
+
+/// The zip's 账务明细 entry (bill_type=signcustomer): the account's
+/// movements, whose own totals its reader checks.
+pub(super) fn account_detail_of(
+    zip: &Spooled,
+    limit: u64,
+) -> Result<(String, Spooled), CallError> {
+    csv_entries(zip, limit)?
+        .into_iter()
+        .find(|(name, _)| name.ends_with("账务明细.csv"))
+        .ok_or_else(|| CallError::Refused("the Alipay bill zip: no …_账务明细.csv in it".into()))
+}
+
+/// Every CSV entry of a bill zip, each unzipped to a file of its own,
+/// checked against the size it declares, and all of them together against
+/// `limit`.
+fn csv_entries(zip: &Spooled, limit: u64) -> Result<Vec<(String, Spooled)>, CallError> {
     let refused = |why: String| CallError::Refused(format!("the Alipay bill zip: {why}"));
     let mut file = zip
         .open()
@@ -46,7 +95,7 @@ pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), 
             archive.len()
         )));
     }
-    let (mut detail, mut summary) = (None, None);
+    let mut out = Vec::new();
     let mut left = limit;
     for i in 0..archive.len() {
         let entry = archive
@@ -85,36 +134,9 @@ pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), 
             )));
         }
         left -= size;
-        if name.contains("汇总") {
-            summary = Some((name, written));
-        } else if name.ends_with("业务明细.csv") {
-            detail = Some((name, written));
-        }
+        out.push((name, written));
     }
-    let Some((name, bytes)) = detail else {
-        return Err(refused("no …_业务明细.csv in it".into()));
-    };
-    let Some((summary_name, summary)) = summary else {
-        return Err(refused("no …_业务明细(汇总).csv in it".into()));
-    };
-    let stated = summary_figures(&summary)
-        .map_err(|why| refused(format!("{}: {why}", quote(&summary_name))))?;
-    let read = detail_figures(&bytes).map_err(|why| refused(format!("{}: {why}", quote(&name))))?;
-    if stated != read {
-        return Err(refused(format!(
-            "the summary {} says {} trades, {} refunds, 商家实收 {} fen; \
-             the detail {} lists {}, {}, {}: the bill is incomplete, nothing was read",
-            quote(&summary_name),
-            stated.trades,
-            stated.refunds,
-            stated.received,
-            quote(&name),
-            read.trades,
-            read.refunds,
-            read.received
-        )));
-    }
-    Ok((name, bytes))
+    Ok(out)
 }
 
 /// How many entries a zip's end of central directory declares (its

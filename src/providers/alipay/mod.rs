@@ -26,6 +26,7 @@
 //! goes to the run once its counts and 商家实收 are the 汇总's.
 //! `isp.bill_not_exist`: not ready yet.
 
+pub mod account_log;
 mod api;
 mod bill;
 mod config;
@@ -294,6 +295,10 @@ impl Provider for Alipay {
         self.gateway.is_some().then_some(Statements::Files(self))
     }
 
+    fn balance(&self) -> Option<&dyn crate::providers::balance::BalanceBills> {
+        self.gateway.is_some().then_some(self)
+    }
+
     fn answer(&self, answer: &Answer) -> Reply {
         // Alipay stops retrying only on exactly `success`.
         let (status, text) = match answer {
@@ -327,6 +332,22 @@ impl Refunds for Alipay {
 
     async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         self.refund_query(req).await
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::providers::balance::BalanceBills for Alipay {
+    fn kind(&self) -> &'static str {
+        config::KIND.name
+    }
+
+    /// The account's 账务明细: where payments, fees, refunds and
+    /// withdrawals to the bank move the merchant's money.
+    async fn balance_bill(
+        &self,
+        date: &str,
+    ) -> Result<crate::providers::balance::BalanceBill, CallError> {
+        self.account_bill(date).await
     }
 }
 

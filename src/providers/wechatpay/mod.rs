@@ -32,6 +32,7 @@
 
 mod api;
 mod config;
+pub mod fundflow;
 pub mod statement;
 
 pub use config::{KIND, WechatPayConfig};
@@ -434,6 +435,10 @@ impl Provider for WechatPay {
         self.api.is_some().then_some(Statements::Files(self))
     }
 
+    fn balance(&self) -> Option<&dyn crate::providers::balance::BalanceBills> {
+        self.api.is_some().then_some(self)
+    }
+
     fn answer(&self, answer: &Answer) -> Reply {
         let (status, message) = match answer {
             Answer::Accepted => return Reply::empty(StatusCode::NO_CONTENT),
@@ -473,6 +478,32 @@ impl Refunds for WechatPay {
 
     async fn query_refund(&self, req: &RefundRequest<'_>) -> Result<RefundView, CallError> {
         self.refund_query(req).await
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::providers::balance::BalanceBills for WechatPay {
+    fn kind(&self) -> &'static str {
+        config::KIND.name
+    }
+
+    /// The basic account's fund-flow bill: where payments, fees, refunds
+    /// and withdrawals to the bank move the merchant's money.
+    async fn balance_bill(
+        &self,
+        date: &str,
+    ) -> Result<crate::providers::balance::BalanceBill, CallError> {
+        let file = self.fund_flow_bill(date).await?;
+        let name = file.name.clone();
+        tokio::task::spawn_blocking(move || {
+            let bytes = std::fs::read(file.body.path())
+                .map_err(|e| CallError::Refused(format!("{name} could not be read back: {e}")))?;
+            fundflow::read(&bytes).map_err(|why| {
+                CallError::Refused(format!("WeChat Pay's fund-flow bill {name}: {why}"))
+            })
+        })
+        .await
+        .map_err(|e| CallError::Refused(format!("reading the fund-flow bill stopped: {e}")))?
     }
 }
 

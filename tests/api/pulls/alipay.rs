@@ -4,7 +4,10 @@
 //! `bill_download_url`, or `40004 isp.bill_not_exist`); the URL answers a
 //! zip of the 业务明细 and its 汇总, both GBK.
 
-use super::{assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails};
+use super::{
+    assert_every_class, bank_credit, cli_pulls_once_ready, closed_body, payouts, pull_fails,
+    resume_completes, resume_fails, settlement, settlement_tickets,
+};
 use crate::alipay::{APP_ID, AlipayApp, Gateway, spawn, spawn_limited};
 use crate::both_databases;
 use crate::helpers::Backend;
@@ -26,6 +29,8 @@ pub(crate) struct Desk {
     pub(crate) base: String,
     /// date → (业务明细, 汇总), as Alipay writes them (GBK).
     bills: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
+    /// date → the 账务明细 (bill_type=signcustomer), as Alipay writes it.
+    accounts: BTreeMap<String, Vec<u8>>,
     /// The next this many downloads answer 500.
     broken_downloads: usize,
     downloads: usize,
@@ -42,11 +47,15 @@ pub(crate) fn routes() -> axum::Router<Gateway> {
 pub(crate) fn bill_answer(g: &Gateway, biz: &serde_json::Value) -> serde_json::Value {
     let date = biz["bill_date"].as_str().unwrap_or_default();
     let desk = g.bills.lock().unwrap();
+    let compact = date.replace('-', "");
+    if biz["bill_type"] == "signcustomer" && desk.accounts.contains_key(date) {
+        return serde_json::json!({"code": "10000", "msg": "Success",
+            "bill_download_url": format!("{}/downloadBillFile.resource?bizType=signcustomer&userId={PID}&fileType=csv.zip&bizDates={compact}&downloadFileName={PID}_{compact}.csv.zip&fileId=acct-{date}", desk.base)});
+    }
     if biz["bill_type"] != "trade" || !desk.bills.contains_key(date) {
         return serde_json::json!({"code": "40004", "msg": "Business Failed",
             "sub_code": "isp.bill_not_exist", "sub_msg": "账单不存在"});
     }
-    let compact = date.replace('-', "");
     serde_json::json!({"code": "10000", "msg": "Success",
         "bill_download_url": format!("{}/downloadBillFile.resource?bizType=trade&userId={PID}&fileType=csv.zip&bizDates={compact}&downloadFileName={PID}_{compact}.csv.zip&fileId={date}", desk.base)})
 }
@@ -63,6 +72,24 @@ async fn download(State(g): State<Gateway>, Query(q): Query<BTreeMap<String, Str
         return ([("content-type", "application/oct-stream")], packed).into_response();
     }
     let date = q.get("fileId").cloned().unwrap_or_default();
+    if let Some(day) = date.strip_prefix("acct-") {
+        let Some(account) = desk.accounts.get(day) else {
+            return (axum::http::StatusCode::NOT_FOUND, "").into_response();
+        };
+        let compact = day.replace('-', "");
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file(format!("{PID}_{compact}_账务明细.csv"), options)
+            .unwrap();
+        zip.write_all(account).unwrap();
+        zip.start_file(format!("{PID}_{compact}_账务明细(汇总).csv"), options)
+            .unwrap();
+        zip.write_all(&encoding_rs::GBK.encode("#支付宝账务汇总查询\r\n").0)
+            .unwrap();
+        let bytes = zip.finish().unwrap().into_inner();
+        return ([("content-type", "application/oct-stream")], bytes).into_response();
+    }
     let Some((detail, summary)) = desk.bills.get(&date) else {
         return (axum::http::StatusCode::NOT_FOUND, "").into_response();
     };
@@ -137,7 +164,72 @@ fn bill(date: &str, rows: &[Row], summary: Option<(i64, i64, &str)>) -> (Vec<u8>
     (gbk(&detail), gbk(&total))
 }
 
+/// The 账务明细 as Alipay writes it (published layout: GBK, `#` lines
+/// around the table, ids ending in a tab, the newest movement first, the
+/// running 账户余额 from 500.00, the #支出合计 and #收入合计 as the rows make
+/// them): each movement (业务类型, fen signed, 账务流水号), oldest first.
+fn account_log(date: &str, moves: &[(&str, i64, &str)]) -> Vec<u8> {
+    let yuan = |c: i64| {
+        format!(
+            "{}{}.{:02}",
+            if c < 0 { "-" } else { "" },
+            c.abs() / 100,
+            c.abs() % 100
+        )
+    };
+    let mut balance = 50_000;
+    let (mut inn, mut inn_n, mut out, mut out_n) = (0, 0, 0, 0);
+    let mut rows = Vec::new();
+    for (i, (kind, fen, flow)) in moves.iter().enumerate() {
+        balance += fen;
+        let (income, expense) = if *fen > 0 {
+            inn += fen;
+            inn_n += 1;
+            (yuan(*fen), "0.00".to_owned())
+        } else {
+            out -= fen;
+            out_n += 1;
+            ("0.00".to_owned(), yuan(*fen))
+        };
+        rows.push(format!(
+            "{flow}\t,2026113020004001110000000{i}\t,ALP-1\t,测试商品\t,{date} 12:{:02}:00,张*(a***@x.com)\t,{income},{expense},{},支付宝,{kind},\r\n",
+            i % 60,
+            yuan(balance)
+        ));
+    }
+    rows.reverse();
+    let text = format!(
+        "#支付宝账务明细查询\r\n#账号：[{PID}]\r\n#起始日期：[{date} 00:00:00]   终止日期：[{date} 23:59:59]\r\n#-----------------------------------------账务明细列表----------------------------------------\r\n\
+账务流水号,业务流水号,商户订单号,商品名称,发生时间,对方账号,收入金额（+元）,支出金额（-元）,账户余额（元）,交易渠道,业务类型,备注\r\n\
+{}#-----------------------------------------账务明细列表结束------------------------------------\r\n\
+#支出合计：{out_n}笔，共{}元\r\n#收入合计：{inn_n}笔，共{}元\r\n#导出时间：[{date} 09:30:00]\r\n",
+        rows.concat(),
+        yuan(-out),
+        yuan(inn)
+    );
+    encoding_rs::GBK.encode(&text).0.into_owned()
+}
+
 impl AlipayApp {
+    fn put_account_log(&self, date: &str, bytes: Vec<u8>) {
+        self.gateway
+            .bills
+            .lock()
+            .unwrap()
+            .accounts
+            .insert(date.to_owned(), bytes);
+    }
+
+    /// A day with one payment of 19.99 whose 服务费 is 0.12: its bill.
+    async fn one_paid_day_with_a_fee(&self) -> (String, (Vec<u8>, Vec<u8>)) {
+        let (date, detail, summary) = self.one_paid_day().await;
+        let text = encoding_rs::GBK.decode(&detail).0.into_owned();
+        let with_fee = text.replacen("\t,0.00,0.00,\r\n", "\t,-0.12,0.00,\r\n", 1);
+        assert_ne!(with_fee, text);
+        let detail = encoding_rs::GBK.encode(&with_fee).0.into_owned();
+        (date, (detail, summary))
+    }
+
     fn put_bill(&self, date: &str, files: (Vec<u8>, Vec<u8>)) {
         self.gateway
             .bills
@@ -373,10 +465,133 @@ async fn reckon_recon_pull_pulls_an_alipay_bill(b: Backend) {
     .await;
 }
 
+/// A day whose 账务明细 agrees with its trade bill (19.99 in, its 0.12
+/// 服务费, 18.87 withdrawn): settled after the trade bill, closed by
+/// itself with the balance side in its signed body; the withdrawal is a
+/// payout the bank's credit matches.
+async fn an_alipay_day_whose_account_log_agrees_closes_three_way(b: Backend) {
+    let a = spawn(b).await;
+    let (date, files) = a.one_paid_day_with_a_fee().await;
+    a.put_bill(&date, files);
+    a.put_account_log(
+        &date,
+        account_log(
+            &date,
+            &[
+                ("在线支付", 1999, "2026113000000001"),
+                ("收费", -12, "2026113000000002"),
+                ("提现", -1887, "2026113000000003"),
+            ],
+        ),
+    );
+    let run = reckon::recon::pull_statement(&a.app.engine, "alipay", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    assert_eq!(settlement(&a.app, "alipay", &date).await.0, "AGREED");
+    let body = closed_body(&a.app, "alipay", &date)
+        .await
+        .expect("the day closed three-way");
+    let cny = &body["settlement"]["currencies"]["CNY"];
+    assert_eq!(cny["trade"]["fees_minor"], 12, "{body}");
+    assert_eq!(cny["trade"]["net_minor"], 1987, "{body}");
+    assert_eq!(cny["balance"]["fees"], 12, "{body}");
+    assert_eq!(cny["balance"]["withdrawn"], 1887, "{body}");
+    assert_eq!(body["settlement"]["bill_type"], "signcustomer", "{body}");
+    assert!(settlement_tickets(&a.app).await.is_empty());
+    bank_credit(&a.app, &date, "18.87", "支付宝提现", "支付宝（中国）网络技术有限公司").await;
+    assert_eq!(
+        payouts(&a.app).await,
+        [(
+            "2026113000000003".to_owned(),
+            1887,
+            "PAYOUT_MATCHED".to_owned()
+        )]
+    );
+}
+
+/// The 服务费 the trade bill states, never taken from the balance: a
+/// PAYOUT_AMOUNT_MISMATCH on the day, which stays open; a withdrawal the
+/// bank credits short: another, on the bank side.
+async fn an_alipay_account_log_missing_a_fee_or_a_short_withdrawal_opens_a_ticket(b: Backend) {
+    let a = spawn(b).await;
+    let (date, files) = a.one_paid_day_with_a_fee().await;
+    a.put_bill(&date, files);
+    a.put_account_log(
+        &date,
+        account_log(
+            &date,
+            &[
+                ("在线支付", 1999, "2026113000000001"),
+                ("提现", -1999, "2026113000000003"),
+            ],
+        ),
+    );
+    reckon::recon::pull_statement(&a.app.engine, "alipay", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(settlement(&a.app, "alipay", &date).await.0, "DIFFERS");
+    assert_eq!(
+        settlement_tickets(&a.app).await,
+        [(
+            "PAYOUT_AMOUNT_MISMATCH".to_owned(),
+            "OPEN".to_owned(),
+            Some(date.clone()),
+            1987,
+            1999
+        )]
+    );
+    assert!(closed_body(&a.app, "alipay", &date).await.is_none());
+    bank_credit(&a.app, &date, "19.00", "2026113000000003", "支付宝").await;
+    assert_eq!(payouts(&a.app).await[0].2, "PAYOUT_AMOUNT_MISMATCH");
+}
+
+/// A 账务明细 cut before its totals, then one whose balances do not
+/// follow: refused, saying why, nothing of it kept.
+async fn a_malformed_alipay_account_log_is_refused_keeping_nothing(b: Backend) {
+    let a = spawn(b).await;
+    let (date, files) = a.one_paid_day_with_a_fee().await;
+    a.put_bill(&date, files);
+    let good = account_log(
+        &date,
+        &[
+            ("在线支付", 1999, "2026113000000001"),
+            ("收费", -12, "2026113000000002"),
+            ("提现", -1887, "2026113000000003"),
+        ],
+    );
+    let text = encoding_rs::GBK.decode(&good).0.into_owned();
+    let cut: String = text
+        .lines()
+        .take_while(|l| !l.starts_with("#支出合计"))
+        .map(|l| format!("{l}\r\n"))
+        .collect();
+    a.put_account_log(&date, encoding_rs::GBK.encode(&cut).0.into_owned());
+    reckon::recon::pull_statement(&a.app.engine, "alipay", &date, "test")
+        .await
+        .unwrap();
+    let (state, error) = settlement(&a.app, "alipay", &date).await;
+    assert_eq!(state, "REFUSED");
+    assert!(error.contains("it was cut"), "{error}");
+    let shifted = text.replace(",519.87,", ",519.97,");
+    assert_ne!(shifted, text);
+    a.put_account_log(&date, encoding_rs::GBK.encode(&shifted).0.into_owned());
+    let err = reckon::recon::settle_day(&a.app.engine, "alipay", &date)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("balance"), "{err}");
+    assert!(payouts(&a.app).await.is_empty());
+    assert!(settlement_tickets(&a.app).await.is_empty());
+    assert!(closed_body(&a.app, "alipay", &date).await.is_none());
+}
+
 both_databases!(
     a_pulled_alipay_bill_with_every_class_makes_exactly_its_tickets,
     an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes,
     an_alipay_bill_off_its_summary_or_a_forged_answer_reads_no_row,
     reckon_recon_pull_pulls_an_alipay_bill,
     alipay_bombs_and_overlong_downloads_are_refused_reading_nothing,
+    an_alipay_day_whose_account_log_agrees_closes_three_way,
+    an_alipay_account_log_missing_a_fee_or_a_short_withdrawal_opens_a_ticket,
+    a_malformed_alipay_account_log_is_refused_keeping_nothing,
 );

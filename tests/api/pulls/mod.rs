@@ -213,3 +213,61 @@ async fn cli_pulls_once_ready(
     assert_eq!(run["status"], "COMPLETED", "{run}");
     assert_eq!(run["rows_read"], 1, "{run}");
 }
+
+/// The day's settlement against its balance bill: its state and error.
+async fn settlement(app: &TestApp, provider: &str, date: &str) -> (String, String) {
+    let s = reckon::store::settlements::of_day(&app.accounts.db.pool, provider, date)
+        .await
+        .unwrap()
+        .expect("the day was settled");
+    (s.state, s.error.unwrap_or_default())
+}
+
+/// The balance side's tickets: class, status, day, trade net, balance net.
+async fn settlement_tickets(app: &TestApp) -> Vec<(String, String, Option<String>, i64, i64)> {
+    sqlx::query_as(
+        "SELECT class, status, business_date, local_amount_minor, provider_amount_minor \
+         FROM discrepancies WHERE source = 'settlement' ORDER BY dedupe_key",
+    )
+    .fetch_all(&app.accounts.db.pool)
+    .await
+    .unwrap()
+}
+
+/// The payouts the providers reported: id, amount, state.
+async fn payouts(app: &TestApp) -> Vec<(String, i64, String)> {
+    sqlx::query_as("SELECT payout_id, amount_minor, state FROM payouts ORDER BY payout_id")
+        .fetch_all(&app.accounts.db.pool)
+        .await
+        .unwrap()
+}
+
+/// The day's close, if it is closed: its signed body.
+async fn closed_body(app: &TestApp, provider: &str, date: &str) -> Option<serde_json::Value> {
+    reckon::store::closes::closed(&app.accounts.db.pool, provider, date)
+        .await
+        .unwrap()
+        .map(|c| serde_json::from_str(&c.body_json).unwrap())
+}
+
+/// A bank statement (CSV) with one credit from `payer`, imported; the
+/// matching pass after it runs.
+async fn bank_credit(app: &TestApp, booked_on: &str, amount: &str, text: &str, payer: &str) {
+    let csv = format!(
+        "Buchungstag,Betrag,Waehrung,Verwendungszweck,Auftraggeber,Soll/Haben\n{booked_on},{amount},CNY,{text},{payer},H\n"
+    );
+    reckon::bank::import(
+        &app.engine,
+        reckon::bank::BankImport {
+            bytes: csv.as_bytes(),
+            file_name: Some("bank.csv"),
+            format: Some("csv"),
+            csv_columns: Some(
+                "date=Buchungstag;amount=Betrag;currency=Waehrung;reference=Verwendungszweck;counterparty=Auftraggeber;direction=Soll/Haben",
+            ),
+            actor: "test",
+        },
+    )
+    .await
+    .unwrap();
+}

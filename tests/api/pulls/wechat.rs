@@ -7,7 +7,8 @@
 //! gzipped bill.
 
 use super::{
-    assert_every_class, cli_pulls_once_ready, pull_fails, resume_completes, resume_fails, tickets,
+    assert_every_class, bank_credit, cli_pulls_once_ready, closed_body, payouts, pull_fails,
+    resume_completes, resume_fails, settlement, settlement_tickets, tickets,
 };
 use crate::both_databases;
 use crate::helpers::Backend;
@@ -609,6 +610,168 @@ async fn no_wechat_bill_for_a_day_without_trades_is_an_empty_day(b: Backend) {
     assert!(tickets(&w.app).await.is_empty());
 }
 
+/// A fund-flow bill as WeChat Pay writes it (published layout: a BOM, CRLF,
+/// every value after a backtick, the running 账户结余 from 1000.00, the
+/// summary's counts and totals as the rows make them): each movement
+/// (业务类型, 收支类型, fen, 资金流水单号).
+fn fund_flow(date: &str, moves: &[(&str, &str, i64, &str)]) -> Vec<u8> {
+    let yuan = |c: i64| format!("{}.{:02}", c / 100, c % 100);
+    let mut text = String::from(
+        "\u{feff}记账时间,微信支付业务单号,资金流水单号,业务名称,业务类型,收支类型,收支金额（元）,账户结余（元）,资金变更提交申请人,备注,业务凭证号\r\n",
+    );
+    let mut balance = 100_000;
+    let (mut inn, mut inn_n, mut out, mut out_n) = (0, 0, 0, 0);
+    for (i, (kind, direction, fen, flow)) in moves.iter().enumerate() {
+        if *direction == "收入" {
+            balance += fen;
+            inn += fen;
+            inn_n += 1;
+        } else {
+            balance -= fen;
+            out += fen;
+            out_n += 1;
+        }
+        let name = if *kind == "扣除交易手续费" { "交易" } else { kind };
+        text.push_str(&format!(
+            "`{date} 11:{:02}:00,`4200{i},`{flow},`{name},`{kind},`{direction},`{},`{},`{MCH_ID}API,`,`\r\n",
+            i % 60,
+            yuan(*fen),
+            yuan(balance)
+        ));
+    }
+    text.push_str("资金流水总笔数,收入笔数,收入金额,支出笔数,支出金额\r\n");
+    text.push_str(&format!(
+        "`{}.0,`{inn_n}.0,`{},`{out_n}.0,`{}\r\n",
+        moves.len(),
+        yuan(inn),
+        yuan(out)
+    ));
+    text.into_bytes()
+}
+
+/// A day whose fund-flow bill agrees with its trade bill (19.99 in, its
+/// 0.01 fee, 19.98 withdrawn): the pull settles it after the trade bill,
+/// the day closes by itself with the balance side in its signed body, the
+/// withdrawal is a payout, and the bank's credit of it matches.
+async fn a_wechat_day_whose_fund_flow_agrees_closes_three_way(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    w.put_bill(
+        "BASIC",
+        &date,
+        fund_flow(
+            &date,
+            &[
+                ("交易", "收入", 1999, "F1"),
+                ("扣除交易手续费", "支出", 1, "F2"),
+                ("提现", "支出", 1998, "F3"),
+            ],
+        ),
+    );
+    let run = reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    assert_eq!(settlement(&w.app, "wechat", &date).await.0, "AGREED");
+    let body = closed_body(&w.app, "wechat", &date)
+        .await
+        .expect("the day closed three-way");
+    let cny = &body["settlement"]["currencies"]["CNY"];
+    assert_eq!(cny["trade"]["net_minor"], 1998, "{body}");
+    assert_eq!(cny["balance"]["trade_net"], 1998, "{body}");
+    assert_eq!(cny["balance"]["withdrawn"], 1998, "{body}");
+    assert_eq!(cny["difference_minor"], 0, "{body}");
+    assert!(settlement_tickets(&w.app).await.is_empty());
+    assert_eq!(
+        payouts(&w.app).await,
+        [("F3".to_owned(), 1998, "PENDING".to_owned())]
+    );
+    bank_credit(&w.app, &date, "19.98", "F3", "财付通支付科技有限公司").await;
+    assert_eq!(payouts(&w.app).await[0].2, "PAYOUT_MATCHED");
+}
+
+/// A fee the trade bill states and the balance never shows taken, then a
+/// withdrawal the bank credits short: each a PAYOUT_AMOUNT_MISMATCH, the
+/// first on the day, which stays open.
+async fn a_wechat_fund_flow_missing_a_fee_or_a_short_withdrawal_opens_a_ticket(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    w.put_bill(
+        "BASIC",
+        &date,
+        fund_flow(
+            &date,
+            &[("交易", "收入", 1999, "F1"), ("提现", "支出", 1999, "F3")],
+        ),
+    );
+    reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(settlement(&w.app, "wechat", &date).await.0, "DIFFERS");
+    assert_eq!(
+        settlement_tickets(&w.app).await,
+        [(
+            "PAYOUT_AMOUNT_MISMATCH".to_owned(),
+            "OPEN".to_owned(),
+            Some(date.clone()),
+            1998,
+            1999
+        )]
+    );
+    assert!(closed_body(&w.app, "wechat", &date).await.is_none());
+    bank_credit(&w.app, &date, "19.00", "F3 wechat payout", "Tenpay").await;
+    assert_eq!(payouts(&w.app).await[0].2, "PAYOUT_AMOUNT_MISMATCH");
+    let bank: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM discrepancies WHERE source = 'bank' AND class = 'PAYOUT_AMOUNT_MISMATCH'",
+    )
+    .fetch_one(&w.app.accounts.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(bank, 1);
+}
+
+/// A fund-flow bill whose summary disagrees with its rows is refused,
+/// saying so, and nothing of it is kept: no payout, no ticket, no close.
+async fn a_malformed_wechat_fund_flow_is_refused_keeping_nothing(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    let good = fund_flow(
+        &date,
+        &[
+            ("交易", "收入", 1999, "F1"),
+            ("扣除交易手续费", "支出", 1, "F2"),
+            ("提现", "支出", 1998, "F3"),
+        ],
+    );
+    let text = String::from_utf8(good).unwrap();
+    let bad = text.replace("`2.0,`19.99", "`2.0,`20.99");
+    assert_ne!(bad, text);
+    w.put_bill("BASIC", &date, bad.into_bytes());
+    reckon::recon::pull_statement(&w.app.engine, "wechat", &date, "test")
+        .await
+        .unwrap();
+    let (state, error) = settlement(&w.app, "wechat", &date).await;
+    assert_eq!(state, "REFUSED");
+    assert!(error.contains("支出金额"), "{error}");
+    let err = reckon::recon::settle_day(&w.app.engine, "wechat", &date)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("nothing of it was kept"), "{err}");
+    assert!(payouts(&w.app).await.is_empty());
+    assert!(settlement_tickets(&w.app).await.is_empty());
+    assert!(closed_body(&w.app, "wechat", &date).await.is_none());
+    // The good bill, once WeChat Pay has it: settled and closed.
+    w.put_bill("BASIC", &date, text.into_bytes());
+    let row = reckon::recon::settle_day(&w.app.engine, "wechat", &date)
+        .await
+        .unwrap();
+    assert_eq!(row.state, "AGREED");
+    assert!(closed_body(&w.app, "wechat", &date).await.is_some());
+}
+
 both_databases!(
     no_wechat_bill_for_a_day_without_trades_is_an_empty_day,
     a_pulled_wechat_bill_with_every_class_makes_exactly_its_tickets,
@@ -618,4 +781,7 @@ both_databases!(
     reckon_recon_pull_pulls_a_wechat_bill,
     a_wechat_bomb_or_an_overlong_download_is_refused_reading_nothing,
     a_wechat_bill_with_fees_in_fractions_of_a_fen_reconciles_exactly,
+    a_wechat_day_whose_fund_flow_agrees_closes_three_way,
+    a_wechat_fund_flow_missing_a_fee_or_a_short_withdrawal_opens_a_ticket,
+    a_malformed_wechat_fund_flow_is_refused_keeping_nothing,
 );

@@ -517,6 +517,33 @@ pub struct DayClose {
     pub close: Option<CloseInfo>,
     /// A proposal to reopen the day, waiting for a second supervisor.
     pub reopen: Option<ReopenInfo>,
+    /// The balance side (WeChat Pay's fund-flow bill, Alipay's 账务明细)
+    /// against the statement's net, for a provider that has one.
+    #[serde(default)]
+    pub settlement: Option<DaySettlement>,
+}
+
+/// A day's balance bill against its trade bill's net.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaySettlement {
+    /// WAITING (no balance bill yet), REFUSED (it did not read), AGREED or
+    /// DIFFERS.
+    pub state: String,
+    /// Per currency, formatted.
+    pub lines: Vec<SettlementLine>,
+    /// Why it waits or was refused.
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettlementLine {
+    pub currency: String,
+    /// What the day's payments, fees and refunds moved the balance by.
+    pub balance_net: String,
+    /// Sent to the bank that day.
+    pub withdrawn: String,
+    /// Balance less the statement's net.
+    pub difference: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

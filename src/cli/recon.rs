@@ -34,6 +34,15 @@ pub(super) enum ReconCommand {
     },
     /// Go on with a pull that failed, from its saved cursor.
     Resume { run_id: String },
+    /// Fetch a day's balance bill (WeChat Pay's fund-flow bill, Alipay's
+    /// 账务明细) and settle it against the day's reconciled trade bill;
+    /// prints the settlement as JSON.
+    Settle {
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        date: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -111,6 +120,24 @@ pub(super) async fn recon(config: &Config, cmd: ReconCommand) -> anyhow::Result<
         ReconCommand::Resume { run_id } => {
             let engine = crate::startup::engine_of(config).await?;
             report_run(crate::recon::resume_run(&engine, &run_id).await)
+        }
+        ReconCommand::Settle { provider, date } => {
+            let engine = crate::startup::engine_of(config).await?;
+            match crate::recon::settle_day(&engine, &provider, &date).await {
+                Ok(settled) => {
+                    println!("{}", serde_json::to_string_pretty(&settled)?);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(crate::recon::ReconError::Refused(why)) => {
+                    eprintln!("reckon: the balance bill was refused: {why}");
+                    Ok(ExitCode::FAILURE)
+                }
+                Err(crate::recon::ReconError::Invalid(why)) => {
+                    eprintln!("reckon: error: {why}");
+                    Ok(ExitCode::from(2))
+                }
+                Err(e) => Err(e.into()),
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use super::{Desk, invalid, money_text};
 use crate::accounts::{decision_refusal, internal};
 use crate::recon::{self, ReconError};
 use crate::store::recon_runs;
-use app::console::{CloseInfo, DayClose, DayMoney, ReopenInfo};
+use app::console::{CloseInfo, DayClose, DayMoney, DaySettlement, ReopenInfo, SettlementLine};
 use app::error::AppError;
 use app::types::User;
 
@@ -17,6 +17,60 @@ fn app_error(e: ReconError) -> AppError {
         ReconError::Busy(detail) | ReconError::Refused(detail) => AppError::Refused { detail },
         ReconError::Store(e) => internal(e),
     }
+}
+
+/// The day's balance side, for a provider that has one: its state, and
+/// per currency the balance's net, what went to the bank and the
+/// difference from the statement's net.
+async fn settlement_of(
+    engine: &crate::engine::Engine,
+    provider: &str,
+    day: &str,
+) -> Result<Option<DaySettlement>, AppError> {
+    if !engine
+        .providers
+        .get(provider)
+        .is_some_and(|p| p.balance().is_some())
+    {
+        return Ok(None);
+    }
+    let Some(s) = crate::store::settlements::of_day(&engine.db.pool, provider, day)
+        .await
+        .map_err(internal)?
+    else {
+        return Ok(Some(DaySettlement {
+            state: "WAITING".into(),
+            lines: Vec::new(),
+            error: None,
+        }));
+    };
+    let figures: serde_json::Value = s
+        .figures_json
+        .as_deref()
+        .and_then(|f| serde_json::from_str(f).ok())
+        .unwrap_or_default();
+    let lines = figures
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(currency, f)| {
+                    let text =
+                        |v: &serde_json::Value| money_text(v.as_i64(), Some(currency)).unwrap_or_default();
+                    SettlementLine {
+                        currency: currency.clone(),
+                        balance_net: text(&f["balance"]["trade_net"]),
+                        withdrawn: text(&f["balance"]["withdrawn"]),
+                        difference: text(&f["difference_minor"]),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Some(DaySettlement {
+        state: s.state,
+        lines,
+        error: s.error,
+    }))
 }
 
 #[async_trait::async_trait]
@@ -66,6 +120,7 @@ impl app::ssr::DayCloses for Desk {
             let (close, reopen) = recon::day_close(&self.engine, &provider, day)
                 .await
                 .map_err(internal)?;
+            let settlement = settlement_of(&self.engine, &provider, day).await?;
             out.push(DayClose {
                 business_date: day.to_owned(),
                 has_run: latest.is_some(),
@@ -96,6 +151,7 @@ impl app::ssr::DayCloses for Desk {
                         .map(|s| s.lines().map(str::to_owned).collect())
                         .unwrap_or_default(),
                 }),
+                settlement,
                 provider,
             });
         }

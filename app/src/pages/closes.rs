@@ -152,6 +152,20 @@ fn CloseRow(
     view! {
         <tr data-provider=c.provider.clone() data-state=c.state.clone()>
             <td>{c.provider.clone()}
+                {c.settlement.clone().map(|s| {
+                    let figures = s
+                        .lines
+                        .iter()
+                        .map(|l| format!("{} {} · {} {} · {} {}", tr(lang, "balance", "余额变动"), l.balance_net, tr(lang, "to bank", "提现"), l.withdrawn, tr(lang, "difference", "差额"), l.difference))
+                        .collect::<Vec<_>>()
+                        .join(" / ");
+                    view! {
+                        <br/><span class="settlement muted" data-state=s.state.clone() title=s.error.clone().unwrap_or_default()>
+                            {tr(lang, "balance bill", "资金账单")} " " {s.state.clone()}
+                            {(!figures.is_empty()).then(|| view! { ": " {figures} })}
+                        </span>
+                    }
+                })}
                 {(c.fee_mismatches > 0).then(|| view! {
                     <br/><a class="fee-mismatches" href=format!("/tickets?day={}&provider={}&class=FEE_MISMATCH", encode(&day), encode(&provider))>
                         {c.fee_mismatches} " FEE_MISMATCH"</a>

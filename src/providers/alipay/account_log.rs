@@ -126,10 +126,11 @@ pub fn read(bytes: &[u8]) -> Result<BalanceBill, String> {
             ));
         }
         let f = crate::statement::csv::split_owned(line);
-        let Some(c) = &at else {
+        if at.is_none() {
             at = Some(columns(&f).map_err(at_line)?);
             continue;
-        };
+        }
+        let Some(c) = at.as_ref() else { continue };
         if stated_income.is_some() || stated_expense.is_some() {
             return Err(at_line("a row after the totals".into()));
         }

@@ -93,10 +93,11 @@ pub fn read(bytes: &[u8]) -> Result<BalanceBill, String> {
         }
         let at_line = |e: String| format!("line {line_no}: {e}");
         let f = fields(line);
-        let Some(c) = &at else {
+        if at.is_none() {
             at = Some(columns(&f).map_err(at_line)?);
             continue;
-        };
+        }
+        let Some(c) = at.as_ref() else { continue };
         if stated.is_some() {
             return Err(at_line("a line after the summary".into()));
         }

@@ -689,6 +689,23 @@ async fn a_wechat_day_whose_fund_flow_agrees_closes_three_way(b: Backend) {
     );
     bank_credit(&w.app, &date, "19.98", "F3", "财付通支付科技有限公司").await;
     assert_eq!(payouts(&w.app).await[0].2, "PAYOUT_MATCHED");
+    // The console's close section shows the balance side beside the net.
+    let desk = w.app.signed_in("olga", app::types::Role::Operator).await;
+    let res = w.app.call_with(&desk, "closes/list", &[("day", &date)]).await;
+    assert_eq!(res.status(), 200);
+    let closes: serde_json::Value = res.json().await.unwrap();
+    let day = closes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["provider"] == "wechat")
+        .unwrap();
+    assert_eq!(day["state"], "CLOSED", "{day}");
+    assert_eq!(day["settlement"]["state"], "AGREED", "{day}");
+    let line = &day["settlement"]["lines"][0];
+    assert_eq!(line["balance_net"], "19.98 CNY", "{day}");
+    assert_eq!(line["withdrawn"], "19.98 CNY", "{day}");
+    assert_eq!(line["difference"], "0.00 CNY", "{day}");
 }
 
 /// A fee the trade bill states and the balance never shows taken, then a

@@ -27,10 +27,10 @@ async fn settlement_of(
     provider: &str,
     day: &str,
 ) -> Result<Option<DaySettlement>, AppError> {
-    if !engine
+    if engine
         .providers
         .get(provider)
-        .is_some_and(|p| p.balance().is_some())
+        .is_none_or(|p| p.balance().is_none())
     {
         return Ok(None);
     }
@@ -54,8 +54,9 @@ async fn settlement_of(
         .map(|m| {
             m.iter()
                 .map(|(currency, f)| {
-                    let text =
-                        |v: &serde_json::Value| money_text(v.as_i64(), Some(currency)).unwrap_or_default();
+                    let text = |v: &serde_json::Value| {
+                        money_text(v.as_i64(), Some(currency)).unwrap_or_default()
+                    };
                     SettlementLine {
                         currency: currency.clone(),
                         balance_net: text(&f["balance"]["trade_net"]),

@@ -57,8 +57,8 @@ pub use pushed::fetch_pushed_reports;
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, run_repairs};
 pub use run::{ReconError, day_range, new_run_id};
-pub use settlement::settle_day;
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
+pub use settlement::settle_day;
 
 use crate::engine::Engine;
 use crate::statement;

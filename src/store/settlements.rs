@@ -35,7 +35,10 @@ const COLUMNS: &str = "provider, business_date, state, run_id, bill_type, bill_s
 
 /// Writes the day's settlement, replacing the one before (its tries
 /// counted on).
-pub async fn put<'e>(e: impl Executor<'e, Database = Any>, row: &SettlementRow) -> sqlx::Result<()> {
+pub async fn put<'e>(
+    e: impl Executor<'e, Database = Any>,
+    row: &SettlementRow,
+) -> sqlx::Result<()> {
     sqlx::query(&format!(
         "INSERT INTO settlements ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $11) \
          ON CONFLICT (provider, business_date) DO UPDATE SET state = $3, run_id = $4, \

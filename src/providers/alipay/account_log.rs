@@ -135,10 +135,12 @@ pub fn read(bytes: &[u8]) -> Result<BalanceBill, String> {
             return Err(at_line("a row after the totals".into()));
         }
         let field = |i: usize| f.get(i).map_or("", |v| v.trim());
-        let width = [c.flow, c.business, c.time, c.income, c.expense, c.balance, c.kind]
-            .into_iter()
-            .max()
-            .unwrap_or(0);
+        let width = [
+            c.flow, c.business, c.time, c.income, c.expense, c.balance, c.kind,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
         if f.len() <= width {
             return Err(at_line(format!(
                 "expected at least {} fields, found {}",
@@ -184,7 +186,8 @@ pub fn read(bytes: &[u8]) -> Result<BalanceBill, String> {
         (stated_income, stated_expense)
     else {
         return Err(
-            "the 账务明细 has no #收入合计 and #支出合计 lines: it was cut, nothing was read".into(),
+            "the 账务明细 has no #收入合计 and #支出合计 lines: it was cut, nothing was read"
+                .into(),
         );
     };
     running(&balances)?;

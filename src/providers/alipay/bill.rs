@@ -63,10 +63,7 @@ pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), 
 
 /// The zip's 账务明细 entry (bill_type=signcustomer): the account's
 /// movements, whose own totals its reader checks.
-pub(super) fn account_detail_of(
-    zip: &Spooled,
-    limit: u64,
-) -> Result<(String, Spooled), CallError> {
+pub(super) fn account_detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), CallError> {
     csv_entries(zip, limit)?
         .into_iter()
         .find(|(name, _)| name.ends_with("账务明细.csv"))

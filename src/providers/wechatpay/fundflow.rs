@@ -7,9 +7,7 @@
 //! one row of those totals. Layout: tests/fixtures/bills/SOURCES.md.
 
 use crate::domain::{Money, quote};
-use crate::providers::balance::{
-    BalanceBill, Movement, MovementKind, agree, count, day_of, yuan,
-};
+use crate::providers::balance::{BalanceBill, Movement, MovementKind, agree, count, day_of, yuan};
 
 /// Where the columns Reckon reads are.
 struct Columns {
@@ -59,7 +57,10 @@ fn columns(header: &[&str]) -> Result<Columns, String> {
 fn fields(line: &str) -> Vec<&str> {
     match line.strip_prefix('`') {
         Some(rest) => rest.split(",`").map(str::trim).collect(),
-        None => line.split(',').map(|f| f.trim().trim_matches('`')).collect(),
+        None => line
+            .split(',')
+            .map(|f| f.trim().trim_matches('`'))
+            .collect(),
     }
 }
 
@@ -76,8 +77,12 @@ fn kind_of(business_type: &str) -> MovementKind {
 
 /// Reads a whole fund-flow bill, or says why it is refused (with the line).
 pub fn read(bytes: &[u8]) -> Result<BalanceBill, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| format!("the fund-flow bill is not UTF-8 (at byte {})", e.valid_up_to()))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the fund-flow bill is not UTF-8 (at byte {})",
+            e.valid_up_to()
+        )
+    })?;
     let text = text.trim_start_matches('\u{feff}');
     let mut at: Option<Columns> = None;
     let mut movements = Vec::new();

@@ -499,7 +499,14 @@ async fn an_alipay_day_whose_account_log_agrees_closes_three_way(b: Backend) {
     assert_eq!(cny["balance"]["withdrawn"], 1887, "{body}");
     assert_eq!(body["settlement"]["bill_type"], "signcustomer", "{body}");
     assert!(settlement_tickets(&a.app).await.is_empty());
-    bank_credit(&a.app, &date, "18.87", "支付宝提现", "支付宝（中国）网络技术有限公司").await;
+    bank_credit(
+        &a.app,
+        &date,
+        "18.87",
+        "支付宝提现",
+        "支付宝（中国）网络技术有限公司",
+    )
+    .await;
     assert_eq!(
         payouts(&a.app).await,
         [(

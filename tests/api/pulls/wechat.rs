@@ -631,7 +631,11 @@ fn fund_flow(date: &str, moves: &[(&str, &str, i64, &str)]) -> Vec<u8> {
             out += fen;
             out_n += 1;
         }
-        let name = if *kind == "扣除交易手续费" { "交易" } else { kind };
+        let name = if *kind == "扣除交易手续费" {
+            "交易"
+        } else {
+            kind
+        };
         text.push_str(&format!(
             "`{date} 11:{:02}:00,`4200{i},`{flow},`{name},`{kind},`{direction},`{},`{},`{MCH_ID}API,`,`\r\n",
             i % 60,
@@ -691,7 +695,10 @@ async fn a_wechat_day_whose_fund_flow_agrees_closes_three_way(b: Backend) {
     assert_eq!(payouts(&w.app).await[0].2, "PAYOUT_MATCHED");
     // The console's close section shows the balance side beside the net.
     let desk = w.app.signed_in("olga", app::types::Role::Operator).await;
-    let res = w.app.call_with(&desk, "closes/list", &[("day", &date)]).await;
+    let res = w
+        .app
+        .call_with(&desk, "closes/list", &[("day", &date)])
+        .await;
     assert_eq!(res.status(), 200);
     let closes: serde_json::Value = res.json().await.unwrap();
     let day = closes

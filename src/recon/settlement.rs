@@ -129,7 +129,7 @@ pub async fn settle_day(
             )));
         }
         Err(e) => {
-            row.error = Some(format!("not ready: {e}"));
+            row.error = Some(e.to_string());
             settlements::put(&engine.db.pool, &row).await?;
             return Ok(row);
         }

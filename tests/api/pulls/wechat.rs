@@ -756,6 +756,48 @@ async fn a_wechat_fund_flow_missing_a_fee_or_a_short_withdrawal_opens_a_ticket(b
     assert_eq!(bank, 1);
 }
 
+/// The schedule pulls the trade bill and asks for the fund-flow bill after
+/// it; not there yet, the day waits (not closed) and is asked again once
+/// its next try is due, then settles and closes.
+async fn the_schedule_asks_for_the_fund_flow_bill_after_the_trade_bill(b: Backend) {
+    let w = spawn(b).await;
+    let (date, bill) = w.one_paid_day().await;
+    w.put_bill("ALL", &date, bill);
+    // A day and a half on: the day's bills are past their ready time.
+    w.clock.advance_secs(36 * 3600);
+    let engine = &w.app.engine;
+    reckon::recon::scheduled_pulls(engine, engine.now())
+        .await
+        .unwrap();
+    let (state, error) = settlement(&w.app, "wechat", &date).await;
+    assert_eq!(state, "WAITING");
+    assert!(error.contains("NO_STATEMENT_EXIST"), "{error}");
+    assert!(closed_body(&w.app, "wechat", &date).await.is_none());
+    w.put_bill(
+        "BASIC",
+        &date,
+        fund_flow(
+            &date,
+            &[
+                ("交易", "收入", 1999, "F1"),
+                ("扣除交易手续费", "支出", 1, "F2"),
+            ],
+        ),
+    );
+    // Not due yet: not asked again.
+    w.clock.advance_secs(60);
+    reckon::recon::scheduled_pulls(engine, engine.now())
+        .await
+        .unwrap();
+    assert_eq!(settlement(&w.app, "wechat", &date).await.0, "WAITING");
+    w.clock.advance_secs(30 * 60);
+    reckon::recon::scheduled_pulls(engine, engine.now())
+        .await
+        .unwrap();
+    assert_eq!(settlement(&w.app, "wechat", &date).await.0, "AGREED");
+    assert!(closed_body(&w.app, "wechat", &date).await.is_some());
+}
+
 /// A fund-flow bill whose summary disagrees with its rows is refused,
 /// saying so, and nothing of it is kept: no payout, no ticket, no close.
 async fn a_malformed_wechat_fund_flow_is_refused_keeping_nothing(b: Backend) {
@@ -808,4 +850,5 @@ both_databases!(
     a_wechat_day_whose_fund_flow_agrees_closes_three_way,
     a_wechat_fund_flow_missing_a_fee_or_a_short_withdrawal_opens_a_ticket,
     a_malformed_wechat_fund_flow_is_refused_keeping_nothing,
+    the_schedule_asks_for_the_fund_flow_bill_after_the_trade_bill,
 );

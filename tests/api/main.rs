@@ -31,6 +31,7 @@ mod fix_journeys;
 mod health;
 mod held;
 mod lanes;
+mod match_rules;
 mod late_success;
 mod mfa;
 mod money;

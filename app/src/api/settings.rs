@@ -29,7 +29,7 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
 }
 
 /// A proposed change: every editable value (as the page shows them) and a
-/// reason.
+/// reason; a matching rule left out stays as in force.
 #[server(endpoint = "settings/propose")]
 pub async fn propose_settings(
     sla_hours: String,
@@ -38,6 +38,9 @@ pub async fn propose_settings(
     statement_missing_hours: String,
     close_allow_open: String,
     reason: String,
+    #[server(default)] match_keys: Option<String>,
+    #[server(default)] match_window_hours: Option<String>,
+    #[server(default)] amount_tolerance: Option<String>,
 ) -> Result<(), AppError> {
     respond(async {
         let desk = console()?;
@@ -48,6 +51,9 @@ pub async fn propose_settings(
             bank_window_days,
             statement_missing_hours,
             close_allow_open,
+            match_keys,
+            match_window_hours,
+            amount_tolerance,
         };
         desk.propose_settings(&caller.user, &edits, &reason).await
     })

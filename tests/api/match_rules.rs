@@ -92,14 +92,15 @@ async fn everything(app: &EngineApp, b: Backend) -> Vec<(String, String)> {
         out.push((t, n.to_string()));
     }
     let payments: Vec<(String, String, i64, Option<String>)> = sqlx::query_as(
-        "SELECT payment_no, status, amount_minor, hold_reason FROM payments ORDER BY payment_no",
+        "SELECT p.payment_no, p.status, p.amount_minor, h.reason FROM payments p \
+         LEFT JOIN payment_holds h ON h.payment_no = p.payment_no ORDER BY p.payment_no",
     )
     .fetch_all(app.pool())
     .await
     .unwrap();
     out.push(("payments'".into(), format!("{payments:?}")));
-    let tickets: Vec<(String, String, String, i64)> = sqlx::query_as(
-        "SELECT discrepancy_id, severity, status, updated_at FROM discrepancies ORDER BY discrepancy_id",
+    let tickets: Vec<(String, String, String, Option<i64>, String)> = sqlx::query_as(
+        "SELECT discrepancy_id, severity, status, updated_at, details FROM discrepancies ORDER BY discrepancy_id",
     )
     .fetch_all(app.pool())
     .await
@@ -108,10 +109,10 @@ async fn everything(app: &EngineApp, b: Backend) -> Vec<(String, String)> {
     out
 }
 
-/// (class, severity, status, reason) of a payment's ticket.
+/// (id, class, severity, status, details) of a payment's ticket.
 async fn ticket(app: &EngineApp, payment_no: &str) -> (String, String, String, String, String) {
     sqlx::query_as(
-        "SELECT discrepancy_id, class, severity, status, reason FROM discrepancies WHERE payment_no = $1",
+        "SELECT discrepancy_id, class, severity, status, details FROM discrepancies WHERE payment_no = $1",
     )
     .bind(payment_no)
     .fetch_one(app.pool())
@@ -366,9 +367,9 @@ async fn a_preview_writes_nothing(b: Backend) {
     let figures: Value = serde_json::from_str(run["figures_json"].as_str().unwrap()).unwrap();
     assert_eq!(figures["classes"]["LOCAL_ONLY"], 1, "{figures}");
     let hold: Option<String> =
-        sqlx::query_scalar("SELECT hold_reason FROM payments WHERE payment_no = $1")
+        sqlx::query_scalar("SELECT reason FROM payment_holds WHERE payment_no = $1")
             .bind(&q)
-            .fetch_one(app.pool())
+            .fetch_optional(app.pool())
             .await
             .unwrap();
     assert!(hold.is_some(), "a LOCAL_ONLY payment is held");

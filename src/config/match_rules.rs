@@ -92,7 +92,10 @@ impl MatchRules {
 
     /// The window of a match by payment_no for `provider` (microseconds).
     pub fn window(&self, provider: &str) -> i64 {
-        self.windows.get(provider).copied().unwrap_or(self.window_us)
+        self.windows
+            .get(provider)
+            .copied()
+            .unwrap_or(self.window_us)
     }
 
     /// The amount tolerance of `provider` in `currency` (minor units): the
@@ -182,9 +185,8 @@ pub fn keys(given: Option<String>) -> Result<Vec<MatchKey>, ConfigError> {
     };
     let mut keys = Vec::new();
     for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let key = MatchKey::parse(item).ok_or_else(|| {
-            refused(format!("{item:?}: expected txn or payment_no"))
-        })?;
+        let key = MatchKey::parse(item)
+            .ok_or_else(|| refused(format!("{item:?}: expected txn or payment_no")))?;
         if keys.contains(&key) {
             return Err(refused(format!("{item:?} is named twice")));
         }
@@ -261,11 +263,13 @@ pub fn tolerances(
         hint,
     };
     for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (who, minor) = item.split_once('=').ok_or_else(|| {
-            refused(format!("{item:?}: expected account:CURRENCY=MINOR_UNITS"))
-        })?;
+        let (who, minor) = item
+            .split_once('=')
+            .ok_or_else(|| refused(format!("{item:?}: expected account:CURRENCY=MINOR_UNITS")))?;
         let (account, currency) = who.trim().split_once(':').ok_or_else(|| {
-            refused(format!("{who:?}: expected account:CURRENCY (or *:CURRENCY)"))
+            refused(format!(
+                "{who:?}: expected account:CURRENCY (or *:CURRENCY)"
+            ))
         })?;
         let account = account.trim();
         if account != "*" && !is_provider(account) {
@@ -273,8 +277,8 @@ pub fn tolerances(
                 "{account:?} is not a configured provider account"
             )));
         }
-        let currency = crate::domain::Currency::parse(currency.trim())
-            .map_err(|e| refused(e.to_string()))?;
+        let currency =
+            crate::domain::Currency::parse(currency.trim()).map_err(|e| refused(e.to_string()))?;
         let minor = minor
             .trim()
             .parse::<i64>()
@@ -354,7 +358,9 @@ mod tests {
         let e = |r: Result<MatchRules, ConfigError>| r.unwrap_err().to_string();
         assert!(e(rules(Some("payment_no".into()), None, None, any)).contains("txn is required"));
         assert!(e(rules(Some("txn, txn".into()), None, None, any)).contains("named twice"));
-        assert!(e(rules(None, Some("800".into()), None, any)).contains("RECKON_MATCH_WINDOW_HOURS"));
+        assert!(
+            e(rules(None, Some("800".into()), None, any)).contains("RECKON_MATCH_WINDOW_HOURS")
+        );
         let t = |s: &str| e(rules(None, None, Some(s.into()), |n| n == "stripe"));
         assert!(t("stripe:USD=0").contains("from 1 to"));
         assert!(t("nobody:USD=5").contains("not a configured provider"));

@@ -27,8 +27,8 @@ mod values;
 pub use alert_channels::{
     Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
 };
-pub use oidc::{CALLBACK_PATH as OIDC_CALLBACK_PATH, Oidc};
 pub use match_rules::{MatchKey, MatchRules};
+pub use oidc::{CALLBACK_PATH as OIDC_CALLBACK_PATH, Oidc};
 pub use runtime::{Closing, MfaRoles, Pulls, Settings, SignIn, Sink, StatementDay};
 
 pub use sinks::{DEFAULT_SINK_SCHEDULE, DEFAULT_SINK_TIMEOUT, SinkConfig, Sinks, legacy_schedule};

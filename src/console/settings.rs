@@ -123,16 +123,10 @@ impl app::ssr::SettingsVersions for Desk {
                 .clone()
                 .unwrap_or(now.amount_tolerance),
         };
-        config_versions::propose(
-            &self.engine,
-            &edits,
-            reason,
-            &actor.id,
-            &actor.username,
-        )
-        .await
-        .map(|_| ())
-        .map_err(app_error)
+        config_versions::propose(&self.engine, &edits, reason, &actor.id, &actor.username)
+            .await
+            .map(|_| ())
+            .map_err(app_error)
     }
 
     async fn decide_settings(&self, actor: &User, id: &str, approve: bool) -> Result<(), AppError> {

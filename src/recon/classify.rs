@@ -335,7 +335,9 @@ pub(super) fn payments(
     figures: &mut Figures,
 ) -> Classified {
     let rules = Applied::default();
-    payments_under(day, exceptions, named, by_txn, by_no, edges, figures, &rules)
+    payments_under(
+        day, exceptions, named, by_txn, by_no, edges, figures, &rules,
+    )
 }
 
 /// [`payments`] under `rules`.

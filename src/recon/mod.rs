@@ -50,7 +50,9 @@ pub use close::{
 pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use import::{Import, check_import};
-pub use preview::{Preview, PreviewAgainst, RulesPreview, preview_rules, preview_run, preview_statement};
+pub use preview::{
+    Preview, PreviewAgainst, RulesPreview, preview_rules, preview_run, preview_statement,
+};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, run_repairs};

@@ -160,12 +160,10 @@ async fn last_run(
     provider: &str,
     date: &str,
 ) -> crate::store::Result<Option<RunRow>> {
-    Ok(
-        recon_runs::completed_between(&engine.db.pool, date, date)
-            .await?
-            .into_iter()
-            .rfind(|r| r.provider == provider),
-    )
+    Ok(recon_runs::completed_between(&engine.db.pool, date, date)
+        .await?
+        .into_iter()
+        .rfind(|r| r.provider == provider))
 }
 
 /// A statement file previewed as [`super::import_statement`] would run it

@@ -29,7 +29,11 @@ async fn view(app: &EngineApp, who: &reqwest::Client) -> Value {
 }
 
 /// Proposes the settings in force with `changes` over them.
-async fn propose(app: &EngineApp, who: &reqwest::Client, changes: &[(&str, &str)]) -> (u16, String) {
+async fn propose(
+    app: &EngineApp,
+    who: &reqwest::Client,
+    changes: &[(&str, &str)],
+) -> (u16, String) {
     let page = view(app, who).await;
     let mut form: Vec<(String, String)> = [
         "sla_hours",
@@ -124,7 +128,10 @@ async fn preview_of_run(app: &EngineApp, token: &str, run_id: &str) -> Value {
     let res = app
         .app
         .client
-        .post(format!("{}/api/v1/recon/runs/{run_id}/preview", app.app.base))
+        .post(format!(
+            "{}/api/v1/recon/runs/{run_id}/preview",
+            app.app.base
+        ))
         .bearer_auth(token)
         .send()
         .await
@@ -210,9 +217,20 @@ async fn a_tolerance_is_previewed_approved_and_only_proposes(b: Backend) {
     );
     // Not in force before it is approved: a preview under the rules in
     // force still finds two HIGH mismatches.
-    assert_eq!(app.app.engine.settings().matching.tolerance("sandbox", "CNY"), 0);
+    assert_eq!(
+        app.app
+            .engine
+            .settings()
+            .matching
+            .tolerance("sandbox", "CNY"),
+        0
+    );
     let now = preview_of_run(&app, &token, &run_id).await;
-    assert_eq!(now["tickets"], json!({ "AMOUNT_MISMATCH": { "HIGH": 2 } }), "{now}");
+    assert_eq!(
+        now["tickets"],
+        json!({ "AMOUNT_MISMATCH": { "HIGH": 2 } }),
+        "{now}"
+    );
     assert_eq!(now["against"]["run_id"], run_id.as_str(), "{now}");
     assert_eq!(now["against"]["matched_more"], 0, "{now}");
     assert_eq!(now["against"]["classes_more"], json!({}), "{now}");
@@ -221,7 +239,14 @@ async fn a_tolerance_is_previewed_approved_and_only_proposes(b: Backend) {
     assert_ne!(status, 200, "the proposer cannot approve: {body}");
     let (status, body) = decide(&app, &sup2, "approve").await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(app.app.engine.settings().matching.tolerance("sandbox", "CNY"), 5);
+    assert_eq!(
+        app.app
+            .engine
+            .settings()
+            .matching
+            .tolerance("sandbox", "CNY"),
+        5
+    );
     let after = preview_of_run(&app, &token, &run_id).await;
     assert_eq!(
         after["tickets"],
@@ -239,18 +264,34 @@ async fn a_tolerance_is_previewed_approved_and_only_proposes(b: Backend) {
         row("payment", "SBX-MR-E", &e, ("", ""), "9.90", "CNY", &at),
     ];
     let figures = app.reconcile_day(&token, &date, &rows, 0).await;
-    assert_eq!(figures["matched"], 0, "a tolerance never matches: {figures}");
+    assert_eq!(
+        figures["matched"], 0,
+        "a tolerance never matches: {figures}"
+    );
     assert_eq!(figures["classes"]["AMOUNT_MISMATCH"], 2, "{figures}");
     let (id, class, severity, status, reason) = ticket(&app, &d).await;
-    assert_eq!((class.as_str(), severity.as_str(), status.as_str()), ("AMOUNT_MISMATCH", "LOW", "OPEN"));
+    assert_eq!(
+        (class.as_str(), severity.as_str(), status.as_str()),
+        ("AMOUNT_MISMATCH", "LOW", "OPEN")
+    );
     assert!(reason.contains("within the tolerance of"), "{reason}");
     let (_, class, severity, _, _) = ticket(&app, &e).await;
-    assert_eq!((class.as_str(), severity.as_str()), ("AMOUNT_MISMATCH", "HIGH"));
-    let res = app.app.call_with(&sup1, "tickets/show", &[("id", &id)]).await;
+    assert_eq!(
+        (class.as_str(), severity.as_str()),
+        ("AMOUNT_MISMATCH", "HIGH")
+    );
+    let res = app
+        .app
+        .call_with(&sup1, "tickets/show", &[("id", &id)])
+        .await;
     assert_eq!(res.status(), 200);
     let detail: Value = res.json().await.unwrap();
     assert!(
-        detail["fixes"].as_array().unwrap().iter().any(|f| f == "ACCEPT_AMOUNT"),
+        detail["fixes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "ACCEPT_AMOUNT"),
         "{detail}"
     );
     let amount: i64 = sqlx::query_scalar("SELECT amount_minor FROM payments WHERE payment_no = $1")
@@ -303,7 +344,10 @@ async fn the_payment_no_key_and_its_window_include_and_exclude(b: Backend) {
     // A window of one hour: the row is two hours after the payment.
     let (status, body) = propose(&app, &sup1, &[("match_window_hours", "1")]).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(view(&app, &sup2).await["pending"]["preview"], json!([excluded]));
+    assert_eq!(
+        view(&app, &sup2).await["pending"]["preview"],
+        json!([excluded])
+    );
     let (status, body) = decide(&app, &sup1, "reject").await;
     assert_eq!(status, 200, "{body}");
     // Three hours includes it again: nothing would change.
@@ -320,8 +364,14 @@ async fn the_payment_no_key_and_its_window_include_and_exclude(b: Backend) {
     let (status, body) = propose(&app, &sup1, &[("match_keys", "txn")]).await;
     assert_eq!(status, 200, "{body}");
     let preview = view(&app, &sup2).await["pending"]["preview"][0].clone();
-    assert_eq!(preview["classes_more"], excluded["classes_more"], "{preview}");
-    assert_eq!(preview["tickets_more"], excluded["tickets_more"], "{preview}");
+    assert_eq!(
+        preview["classes_more"], excluded["classes_more"],
+        "{preview}"
+    );
+    assert_eq!(
+        preview["tickets_more"], excluded["tickets_more"],
+        "{preview}"
+    );
     assert!(app.app.engine.settings().matching.by_payment_no());
     let (status, body) = decide(&app, &sup2, "approve").await;
     assert_eq!(status, 200, "{body}");
@@ -384,7 +434,15 @@ async fn a_preview_writes_nothing(b: Backend) {
 
     // A statement that also lists the held payment.
     let mut more = rows.to_vec();
-    more.push(row("payment", "SBX-MR-N3", &q, ("", ""), "30.00", "CNY", &at));
+    more.push(row(
+        "payment",
+        "SBX-MR-N3",
+        &q,
+        ("", ""),
+        "30.00",
+        "CNY",
+        &at,
+    ));
     let (status, p) = preview_file(&app, &token, &date, &statement(&more)).await;
     assert_eq!(status, 200, "{p}");
     assert_eq!(p["matched"], 2, "{p}");
@@ -409,7 +467,9 @@ async fn a_preview_writes_nothing(b: Backend) {
     let engine = app.app_engine();
     let mut rules = engine.settings().matching.clone();
     rules.tolerances.insert(("*".into(), "CNY".into()), 1);
-    let low = reckon::recon::preview_run(&engine, &run_id, Some(&rules)).await.unwrap();
+    let low = reckon::recon::preview_run(&engine, &run_id, Some(&rules))
+        .await
+        .unwrap();
     assert_eq!(
         low.tickets["AMOUNT_MISMATCH"],
         [("LOW".to_owned(), 1)].into_iter().collect(),

@@ -30,6 +30,7 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
 
 /// A proposed change: every editable value (as the page shows them) and a
 /// reason; a matching rule left out stays as in force.
+#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "settings/propose")]
 pub async fn propose_settings(
     sla_hours: String,

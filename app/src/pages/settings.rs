@@ -207,7 +207,13 @@ fn RulesPreview(previews: Vec<crate::settings::RulePreview>, lang: Lang) -> impl
     if previews.is_empty() {
         return ().into_any();
     }
-    let signed = |n: i64| if n > 0 { format!("+{n}") } else { n.to_string() };
+    let signed = |n: i64| {
+        if n > 0 {
+            format!("+{n}")
+        } else {
+            n.to_string()
+        }
+    };
     view! {
         <h3>{tr(lang, "Preview on the latest statements", "在最近账单上的预演")}</h3>
         <table class="grid" id="settings-preview">

@@ -4,6 +4,10 @@
 //! may withdraw their own). The server checks every value and audits each
 //! step.
 
+// A proposal is every editable value as a form field: the server function
+// (and the client function the macro makes of it) takes each as an argument.
+#![allow(clippy::too_many_arguments)]
+
 use crate::error::AppError;
 use crate::settings::SettingsView;
 use leptos::prelude::*;
@@ -30,7 +34,6 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
 
 /// A proposed change: every editable value (as the page shows them) and a
 /// reason; a matching rule left out stays as in force.
-#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "settings/propose")]
 pub async fn propose_settings(
     sla_hours: String,

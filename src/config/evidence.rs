@@ -96,6 +96,20 @@ pub fn document(s: &Settings) -> Value {
     }))
 }
 
+/// `doc` as a document recorded before some of its sections existed: each
+/// section `recorded` lacks, when `doc` has it at its default, left out. So
+/// a host that only gained a new section (at its defaults, as an upgrade
+/// brings it) has not changed its own values, and a console change in
+/// force stays.
+pub fn as_recorded(doc: &Value, recorded: &Value) -> Value {
+    let defaults = document(&Settings::default());
+    let mut out = doc.clone();
+    if let (Some(map), Some(old)) = (out.as_object_mut(), recorded.as_object()) {
+        map.retain(|k, v| old.contains_key(k) || defaults.get(k) != Some(v));
+    }
+    out
+}
+
 /// The canonical text of a document: keys sorted, no spaces.
 pub fn canonical_text(doc: &Value) -> String {
     canonical(doc).to_string()
@@ -353,6 +367,20 @@ mod tests {
                 after: Some("5".into()),
             }]
         );
+    }
+
+    #[test]
+    fn a_section_new_at_its_defaults_is_no_change_of_the_host() {
+        let s = Settings::default();
+        let doc = document(&s);
+        let mut older = doc.clone();
+        older.as_object_mut().unwrap().remove("matching");
+        assert_eq!(digest(&as_recorded(&doc, &older)), digest(&older));
+        // Not at its defaults: the host did change it.
+        let mut ruled = s.clone();
+        ruled.matching.window_us = 3_600_000_000;
+        let doc = document(&ruled);
+        assert_ne!(digest(&as_recorded(&doc, &older)), digest(&older));
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub async fn at_start(ctx: &Context) -> Result<i64, VersionError> {
         }
         let last_host = config_versions::last_of_host(pool).await?;
         if let (Some(v), Some(h)) = (&in_force, &last_host)
-            && h.digest == digest
+            && (h.digest == digest
+                || h.digest == evidence::digest(&evidence::as_recorded(&doc, &body(h))))
         {
             // The host's values are those of its last version: the console
             // change made since stays in force.
@@ -172,12 +173,13 @@ pub fn edits_in_force(ctx: &Context) -> Edits {
 /// reason. Each value is checked as the host's variable is; a bad one is
 /// refused naming it and nothing is stored.
 pub async fn propose(
-    ctx: &Context,
+    engine: &crate::engine::Engine,
     edits: &Edits,
     reason: &str,
     by_id: &str,
     by_name: &str,
 ) -> Result<VersionRow, VersionError> {
+    let ctx = engine.context();
     let reason = reason.trim();
     if reason.is_empty() {
         return Err(VersionError::Invalid(
@@ -202,6 +204,12 @@ pub async fn propose(
             "nothing to change: the values proposed are those in force".into(),
         ));
     }
+    // A change of the matching rules shows what it would do before anyone
+    // approves it: each provider's latest statement under both rule sets.
+    let preview = match changes.iter().any(|c| c.path.starts_with("matching.")) {
+        true => Some(preview_of(engine, &checked.apply(&base).matching).await?),
+        false => None,
+    };
     let now = ctx.now();
     let mut tx = ctx.db.begin_write().await?;
     // The count it needs is fixed now, under the approval policy in force.
@@ -223,6 +231,7 @@ pub async fn propose(
         created_at: now,
         decided_at: None,
         activated_at: None,
+        preview_json: preview.as_ref().map(Value::to_string),
     };
     config_versions::propose(&mut tx, &row)
         .await
@@ -249,6 +258,7 @@ pub async fn propose(
                     .iter()
                     .map(|c| json!({ "setting": c.path, "before": c.before, "after": c.after }))
                     .collect::<Vec<_>>(),
+                "preview": preview,
             })),
         },
         now,
@@ -256,6 +266,20 @@ pub async fn propose(
     .await?;
     tx.commit().await?;
     Ok(row)
+}
+
+/// The proposed matching rules' preview, as the proposal keeps it.
+async fn preview_of(
+    engine: &crate::engine::Engine,
+    rules: &crate::config::MatchRules,
+) -> Result<Value, VersionError> {
+    let previews = crate::recon::preview_rules(engine, rules)
+        .await
+        .map_err(|e| match e {
+            crate::recon::ReconError::Store(e) => VersionError::Store(e),
+            other => VersionError::Invalid(format!("the change could not be previewed: {other}")),
+        })?;
+    Ok(serde_json::to_value(previews).unwrap_or_default())
 }
 
 /// Another person approves (the proposal becomes the next version, in

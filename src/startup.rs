@@ -288,6 +288,7 @@ pub fn settings_of(config: &Config) -> anyhow::Result<Settings> {
             auto: config.close_auto,
         },
         sla: config.sla.clone(),
+        matching: config.matching.clone(),
         channels: config.alert_channels.clone(),
         refused_spike: config.refused_spike,
         query_schedule: config.query_schedule.clone(),

@@ -38,6 +38,30 @@ pub struct SettingsVersion {
     /// What it changed against the version before it (a proposal: the
     /// version it changes).
     pub changes: Vec<SettingChange>,
+    /// A change of the matching rules: what it would do, previewed on
+    /// each provider's latest statement when proposed.
+    #[serde(default)]
+    pub preview: Vec<RulePreview>,
+}
+
+/// One provider's latest statement under the matching rules in force and
+/// under the proposed ones, with nothing written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RulePreview {
+    pub provider: String,
+    pub business_date: String,
+    pub run_id: String,
+    pub matched_now: i64,
+    pub tickets_now: i64,
+    pub matched_proposed: i64,
+    pub tickets_proposed: i64,
+    /// More rows and records per class under the proposed rules.
+    pub classes_more: std::collections::BTreeMap<String, i64>,
+    /// More tickets per class and severity (`AMOUNT_MISMATCH LOW`).
+    #[serde(default)]
+    pub tickets_more: std::collections::BTreeMap<String, i64>,
+    /// Why it could not be previewed, if so.
+    pub error: Option<String>,
 }
 
 /// The console-editable settings, as text in the host variables' formats.
@@ -53,6 +77,16 @@ pub struct EditableSettings {
     pub statement_missing_hours: String,
     /// `RECKON_CLOSE_ALLOW_OPEN`: OFF, NONE, LOW, MEDIUM, HIGH or CRITICAL.
     pub close_allow_open: String,
+    /// `RECKON_MATCH_KEYS`: `txn, payment_no` (None in a proposal: as in
+    /// force).
+    #[serde(default)]
+    pub match_keys: Option<String>,
+    /// `RECKON_MATCH_WINDOW_HOURS`: `72, account=HOURS`.
+    #[serde(default)]
+    pub match_window_hours: Option<String>,
+    /// `RECKON_AMOUNT_TOLERANCE`: `account:CURRENCY=MINOR, …`.
+    #[serde(default)]
+    pub amount_tolerance: Option<String>,
 }
 
 /// The Settings page.

@@ -42,6 +42,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         close_auto: true,
         sla: Default::default(),
         cut_window: Default::default(),
+        matching: Default::default(),
         sinks: Default::default(),
         alert_channels: Vec::new(),
         refused_spike: Default::default(),

@@ -23,7 +23,16 @@ pub(super) enum ReconCommand {
         /// statement (each is listed on the run; totals then go unchecked).
         #[arg(long, default_value_t = 0)]
         accept_bad_lines: u32,
+        /// A preview: read, match and classify as the run would, write
+        /// nothing (no run, ticket, repair or hold); prints the figures
+        /// and their difference from the day's last run as JSON.
+        #[arg(long)]
+        dry_run: bool,
     },
+    /// Run a completed run's statement again as a preview under the
+    /// matching rules in force, writing nothing; prints the figures and
+    /// their difference from the day's last run as JSON.
+    Preview { run_id: String },
     /// Pull a provider's statement for one business day through its API
     /// (page by page) and reconcile the day; prints the run as JSON.
     Pull {
@@ -94,6 +103,7 @@ pub(super) async fn recon(config: &Config, cmd: ReconCommand) -> anyhow::Result<
             date,
             file,
             accept_bad_lines,
+            dry_run,
         } => {
             if !file.is_file() {
                 anyhow::bail!("cannot read {}: not a file", file.display());
@@ -111,7 +121,14 @@ pub(super) async fn recon(config: &Config, cmd: ReconCommand) -> anyhow::Result<
                 run_id: None,
                 hash: None,
             };
+            if dry_run {
+                return report_preview(crate::recon::preview_statement(&engine, imp, None).await);
+            }
             report_run(crate::recon::import_statement(&engine, imp).await)
+        }
+        ReconCommand::Preview { run_id } => {
+            let engine = crate::startup::engine_of(config).await?;
+            report_preview(crate::recon::preview_run(&engine, &run_id, None).await)
         }
         ReconCommand::Pull { provider, date } => {
             let engine = crate::startup::engine_of(config).await?;
@@ -224,12 +241,21 @@ pub(super) async fn payment(config: &Config, cmd: PaymentCommand) -> anyhow::Res
 fn report_run(
     result: Result<crate::recon::RunRow, crate::recon::ReconError>,
 ) -> anyhow::Result<ExitCode> {
+    if let Ok(run) = &result
+        && let Some(note) = &run.note
+    {
+        eprintln!("reckon: {note}");
+    }
+    report_preview(result)
+}
+
+/// A run's or a preview's answer as JSON, or why not with its exit code.
+fn report_preview<T: serde::Serialize>(
+    result: Result<T, crate::recon::ReconError>,
+) -> anyhow::Result<ExitCode> {
     match result {
-        Ok(run) => {
-            if let Some(note) = &run.note {
-                eprintln!("reckon: {note}");
-            }
-            println!("{}", serde_json::to_string_pretty(&run)?);
+        Ok(answer) => {
+            println!("{}", serde_json::to_string_pretty(&answer)?);
             Ok(ExitCode::SUCCESS)
         }
         Err(crate::recon::ReconError::Refused(why)) => {

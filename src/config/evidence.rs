@@ -92,7 +92,22 @@ pub fn document(s: &Settings) -> Value {
         "outbox_max_attempts": s.outbox_max_attempts,
         "query_schedule_us": s.query_schedule,
         "callback_max_tries": s.callback_max_tries,
+        "matching": s.matching.document(),
     }))
+}
+
+/// `doc` as a document recorded before some of its sections existed: each
+/// section `recorded` lacks, when `doc` has it at its default, left out. So
+/// a host that only gained a new section (at its defaults, as an upgrade
+/// brings it) has not changed its own values, and a console change in
+/// force stays.
+pub fn as_recorded(doc: &Value, recorded: &Value) -> Value {
+    let defaults = document(&Settings::default());
+    let mut out = doc.clone();
+    if let (Some(map), Some(old)) = (out.as_object_mut(), recorded.as_object()) {
+        map.retain(|k, v| old.contains_key(k) || defaults.get(k) != Some(v));
+    }
+    out
 }
 
 /// The canonical text of a document: keys sorted, no spaces.
@@ -160,6 +175,15 @@ pub struct Edits {
     pub bank_window_days: String,
     pub statement_missing_hours: String,
     pub close_allow_open: String,
+    /// `RECKON_MATCH_KEYS`: `txn, payment_no`.
+    #[serde(default)]
+    pub match_keys: String,
+    /// `RECKON_MATCH_WINDOW_HOURS`: `72, account=HOURS`.
+    #[serde(default)]
+    pub match_window_hours: String,
+    /// `RECKON_AMOUNT_TOLERANCE`: `account:CURRENCY=MINOR, …`.
+    #[serde(default)]
+    pub amount_tolerance: String,
 }
 
 /// The console-editable settings, checked.
@@ -171,6 +195,7 @@ pub struct Editable {
     statement_missing_hours: i64,
     close_allow_open: Option<Severity>,
     close_auto: bool,
+    matching: super::MatchRules,
 }
 
 impl Edits {
@@ -194,7 +219,12 @@ impl Edits {
         if let Some(per) = doc["cut_window_minutes_per_provider"].as_object() {
             cut.extend(per.iter().map(|(k, v)| format!("{k}={v}")));
         }
+        let (match_keys, match_window_hours, amount_tolerance) =
+            super::MatchRules::texts_of(&doc["matching"]);
         Edits {
+            match_keys,
+            match_window_hours,
+            amount_tolerance,
             sla_hours: sla,
             cut_window_minutes: cut.join(", "),
             bank_window_days: doc["bank_window_days"].to_string(),
@@ -210,13 +240,19 @@ impl Edits {
         let (close_allow_open, close_auto) = values::closing(t(&self.close_allow_open))?;
         Ok(Editable {
             sla: values::sla_hours(Some(self.sla_hours.clone()))?,
-            cut_window: values::cut_window(Some(self.cut_window_minutes.clone()), is_provider)?,
+            cut_window: values::cut_window(Some(self.cut_window_minutes.clone()), &is_provider)?,
             bank_window_days: values::bank_window_days(t(&self.bank_window_days))?,
             statement_missing_hours: values::statement_missing_hours(t(
                 &self.statement_missing_hours
             ))?,
             close_allow_open,
             close_auto,
+            matching: super::match_rules::rules(
+                Some(self.match_keys.clone()),
+                Some(self.match_window_hours.clone()),
+                Some(self.amount_tolerance.clone()),
+                &is_provider,
+            )?,
         })
     }
 }
@@ -237,6 +273,7 @@ impl Editable {
         s.pulls.missing_after_us = self.statement_missing_hours * HOUR_US;
         s.closing.allow_open = self.close_allow_open;
         s.closing.auto = self.close_auto;
+        s.matching = self.matching.clone();
         s
     }
 }
@@ -330,6 +367,20 @@ mod tests {
                 after: Some("5".into()),
             }]
         );
+    }
+
+    #[test]
+    fn a_section_new_at_its_defaults_is_no_change_of_the_host() {
+        let s = Settings::default();
+        let doc = document(&s);
+        let mut older = doc.clone();
+        older.as_object_mut().unwrap().remove("matching");
+        assert_eq!(digest(&as_recorded(&doc, &older)), digest(&older));
+        // Not at its defaults: the host did change it.
+        let mut ruled = s.clone();
+        ruled.matching.window_us = 3_600_000_000;
+        let doc = document(&ruled);
+        assert_ne!(digest(&as_recorded(&doc, &older)), digest(&older));
     }
 
     #[test]

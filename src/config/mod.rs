@@ -17,6 +17,7 @@ pub use crate::providers::ProviderConfig;
 
 mod alert_channels;
 pub mod evidence;
+pub mod match_rules;
 mod oidc;
 mod runtime;
 mod settings;
@@ -26,6 +27,7 @@ mod values;
 pub use alert_channels::{
     Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
 };
+pub use match_rules::{MatchKey, MatchRules};
 pub use oidc::{CALLBACK_PATH as OIDC_CALLBACK_PATH, Oidc};
 pub use runtime::{Closing, MfaRoles, Pulls, Settings, SignIn, Sink, StatementDay};
 
@@ -95,6 +97,9 @@ pub struct Config {
     /// The cut window of reconciliation at the day's edge (default 30
     /// minutes), with per-account overrides.
     pub cut_window: CutWindow,
+    /// The matching rules (`RECKON_MATCH_KEYS`, `RECKON_MATCH_WINDOW_HOURS`,
+    /// `RECKON_AMOUNT_TOLERANCE`).
+    pub matching: MatchRules,
     /// The file's named sinks, the env sinks' attempts, and
     /// when a sink counts as failing.
     pub sinks: Sinks,

@@ -63,6 +63,8 @@ pub struct Settings {
     /// More than this many verification failures of one provider in
     /// the window raise `webhooks_refused_spike`.
     pub refused_spike: RefusedSpike,
+    /// How statement rows find their payments (reconciliation reads it).
+    pub matching: super::MatchRules,
 }
 
 impl Settings {
@@ -159,6 +161,7 @@ impl Default for Settings {
             sink_failing: Default::default(),
             channels: Vec::new(),
             refused_spike: RefusedSpike::default(),
+            matching: Default::default(),
         }
     }
 }

@@ -44,6 +44,10 @@ pub(super) struct Layers {
     sla_hours: Option<Text>,
     // The day's edge
     cut_window_minutes: Option<Text>,
+    // The matching rules.
+    match_keys: Option<Text>,
+    match_window_hours: Option<Text>,
+    amount_tolerance: Option<Text>,
     // Sinks as endpoints.
     #[serde(default)]
     sinks: Vec<super::sinks::SinkSection>,
@@ -70,7 +74,7 @@ pub(super) struct Layers {
 }
 
 /// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 36] = [
+pub(super) const VARIABLES: [(&str, &str); 39] = [
     ("listen", "RECKON_LISTEN"),
     ("database_url", "DATABASE_URL"),
     ("data_dir", "RECKON_DATA_DIR"),
@@ -100,6 +104,10 @@ pub(super) const VARIABLES: [(&str, &str); 36] = [
     ("sla_hours", "RECKON_SLA_HOURS"),
     // The day's edge
     ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
+    // The matching rules.
+    ("match_keys", "RECKON_MATCH_KEYS"),
+    ("match_window_hours", "RECKON_MATCH_WINDOW_HOURS"),
+    ("amount_tolerance", "RECKON_AMOUNT_TOLERANCE"),
     // Sinks as endpoints.
     ("outbox_max_attempts", "RECKON_OUTBOX_MAX_ATTEMPTS"),
     ("sink_failing_attempts", "RECKON_SINK_FAILING_ATTEMPTS"),
@@ -204,6 +212,15 @@ pub(super) fn checked(
         providers.iter().any(|p| p.name() == name)
     })?;
 
+    // The matching rules: keys in order, the payment_no window, the
+    // amount tolerances.
+    let matching = super::match_rules::rules(
+        text(layers.match_keys),
+        text(layers.match_window_hours),
+        text(layers.amount_tolerance),
+        |name| providers.iter().any(|p| p.name() == name),
+    )?;
+
     // The file's [[sinks]] beside RECKON_OUTBOX_SINKS's.
     let sinks = values::sinks(
         layers.sinks,
@@ -257,6 +274,7 @@ pub(super) fn checked(
         close_auto,
         sla,
         cut_window,
+        matching,
         sinks,
         alert_channels,
         refused_spike,

@@ -30,6 +30,9 @@ fn editable(e: Edits) -> EditableSettings {
         bank_window_days: e.bank_window_days,
         statement_missing_hours: e.statement_missing_hours,
         close_allow_open: e.close_allow_open,
+        match_keys: Some(e.match_keys),
+        match_window_hours: Some(e.match_window_hours),
+        amount_tolerance: Some(e.amount_tolerance),
     }
 }
 
@@ -70,6 +73,11 @@ impl app::ssr::SettingsVersions for Desk {
                 created_at: v.created_at,
                 decided_at: v.decided_at,
                 changes,
+                preview: v
+                    .preview_json
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str(p).ok())
+                    .unwrap_or_default(),
             });
         }
         let pending = history.iter().find(|v| v.status == "PENDING").cloned();
@@ -97,23 +105,28 @@ impl app::ssr::SettingsVersions for Desk {
         edits: &EditableSettings,
         reason: &str,
     ) -> Result<(), AppError> {
+        // A rule left out (an older form) stays as in force.
+        let now = config_versions::edits_in_force(self.engine.context());
         let edits = Edits {
             sla_hours: edits.sla_hours.clone(),
             cut_window_minutes: edits.cut_window_minutes.clone(),
             bank_window_days: edits.bank_window_days.clone(),
             statement_missing_hours: edits.statement_missing_hours.clone(),
             close_allow_open: edits.close_allow_open.clone(),
+            match_keys: edits.match_keys.clone().unwrap_or(now.match_keys),
+            match_window_hours: edits
+                .match_window_hours
+                .clone()
+                .unwrap_or(now.match_window_hours),
+            amount_tolerance: edits
+                .amount_tolerance
+                .clone()
+                .unwrap_or(now.amount_tolerance),
         };
-        config_versions::propose(
-            self.engine.context(),
-            &edits,
-            reason,
-            &actor.id,
-            &actor.username,
-        )
-        .await
-        .map(|_| ())
-        .map_err(app_error)
+        config_versions::propose(&self.engine, &edits, reason, &actor.id, &actor.username)
+            .await
+            .map(|_| ())
+            .map_err(app_error)
     }
 
     async fn decide_settings(&self, actor: &User, id: &str, approve: bool) -> Result<(), AppError> {

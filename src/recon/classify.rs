@@ -14,9 +14,50 @@ use crate::statement::StatementRow;
 use crate::store::recon_reads::Refund;
 use edge::{Edges, PAYMENT, REFUND, Unlisted};
 
-/// A statement row found by payment_no must be this close to the payment's
-/// creation (microseconds): three days.
-const MATCH_WINDOW_US: i64 = 3 * 24 * 3600 * 1_000_000;
+/// The matching rules as one provider's run applies them (the settings'
+/// [`crate::config::MatchRules`] for its account).
+#[derive(Clone, Debug)]
+pub(super) struct Applied {
+    /// A row whose transaction id names no payment is found by its
+    /// payment_no.
+    pub by_payment_no: bool,
+    /// When the two keys name different payments, the ticket is the
+    /// payment_no's.
+    pub payment_no_first: bool,
+    /// A row found by payment_no must be this close to the payment's
+    /// creation (microseconds).
+    pub window_us: i64,
+    /// Per currency, the amount difference (minor units) that is an
+    /// AMOUNT_MISMATCH of LOW severity, to ACCEPT.
+    pub tolerances: hashbrown::HashMap<String, i64>,
+}
+
+impl Applied {
+    pub fn of(rules: &crate::config::MatchRules, provider: &str) -> Applied {
+        let tolerances = rules
+            .tolerances
+            .keys()
+            .map(|(_, c)| (c.clone(), rules.tolerance(provider, c)))
+            .filter(|(_, t)| *t > 0)
+            .collect();
+        Applied {
+            by_payment_no: rules.by_payment_no(),
+            payment_no_first: rules.payment_no_first(),
+            window_us: rules.window(provider),
+            tolerances,
+        }
+    }
+
+    fn tolerance(&self, currency: &str) -> i64 {
+        self.tolerances.get(currency).copied().unwrap_or(0)
+    }
+}
+
+impl Default for Applied {
+    fn default() -> Self {
+        Applied::of(&crate::config::MatchRules::default(), "")
+    }
+}
 
 /// What one exception row is.
 #[derive(Debug)]
@@ -98,15 +139,28 @@ impl<'a> Named<'a> {
     }
 }
 
-/// Classifies a payment row that did not plainly match: `t` is the payment
-/// its transaction id names, `n` the one its payment_no names, `copies`
-/// how often its transaction is listed.
+/// [`verdict_under`] the default rules.
+#[cfg(test)]
 pub(super) fn verdict(
     row: &StatementRow,
     t: Option<&Pay>,
     n: Option<&Pay>,
     copies: i64,
 ) -> Verdict {
+    verdict_under(row, t, n, copies, &Applied::default())
+}
+
+/// Classifies a payment row that did not plainly match under `rules`: `t`
+/// is the payment its transaction id names, `n` the one its payment_no
+/// names, `copies` how often its transaction is listed.
+pub(super) fn verdict_under(
+    row: &StatementRow,
+    t: Option<&Pay>,
+    n: Option<&Pay>,
+    copies: i64,
+    rules: &Applied,
+) -> Verdict {
+    let n = n.filter(|_| rules.by_payment_no);
     let txn = row.provider_txn_id.as_deref();
     let key = txn
         .or(row.payment_no.as_deref())
@@ -136,7 +190,7 @@ pub(super) fn verdict(
     }
     // A payment found by payment_no only is the row's if made near it.
     let near = |n: &Pay| match (n.created, row.occurred_at) {
-        (Some(c), Some(o)) => (o - c).abs() <= MATCH_WINDOW_US,
+        (Some(c), Some(o)) => (o - c).abs() <= rules.window_us,
         (Some(_), None) => true,
         _ => false,
     };
@@ -144,7 +198,7 @@ pub(super) fn verdict(
         (Some(t), Some(n)) if n.no != t.no => {
             return Verdict::Ticket(ticket(
                 Class::OneToMany,
-                Some(t),
+                Some(if rules.payment_no_first { n } else { t }),
                 format!(
                     "transaction {} belongs to payment {}, the statement names {}",
                     txn.unwrap_or("-"),
@@ -194,16 +248,27 @@ pub(super) fn verdict(
             false,
         )
     } else if pay.amount != amount {
-        (
-            Class::AmountMismatch,
-            Severity::High,
-            format!(
-                "statement {}, local {}",
-                row.money.shown(),
-                app::format::money(pay.amount, &pay.currency)
-            ),
-            false,
-        )
+        let shown = format!(
+            "statement {}, local {}",
+            row.money.shown(),
+            app::format::money(pay.amount, &pay.currency)
+        );
+        // Within the tolerance it is still a ticket, never a match: one
+        // ACCEPT (two people's) takes the provider's amount.
+        let tolerance = rules.tolerance(currency);
+        if (pay.amount - amount).abs() <= tolerance {
+            (
+                Class::AmountMismatch,
+                Severity::Low,
+                format!(
+                    "{shown}: within the tolerance of {}; ACCEPT takes the provider's amount",
+                    app::format::money(tolerance, currency)
+                ),
+                false,
+            )
+        } else {
+            (Class::AmountMismatch, Severity::High, shown, false)
+        }
     } else if status != "SUCCEEDED" {
         if !paid(l_status) {
             return Verdict::Matched;
@@ -259,6 +324,7 @@ pub(super) struct Classified {
 /// [`Named`] lists them. A paid payment not listed near a cut of the day
 /// is as `edges` decide: matched in a neighbour's statement, in transit
 /// to it, or absent.
+#[cfg(test)]
 pub(super) fn payments(
     day: &DayPayments,
     exceptions: &[(StatementRow, Option<u32>)],
@@ -267,6 +333,24 @@ pub(super) fn payments(
     by_no: &ByKey,
     edges: &mut Edges,
     figures: &mut Figures,
+) -> Classified {
+    let rules = Applied::default();
+    payments_under(
+        day, exceptions, named, by_txn, by_no, edges, figures, &rules,
+    )
+}
+
+/// [`payments`] under `rules`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn payments_under(
+    day: &DayPayments,
+    exceptions: &[(StatementRow, Option<u32>)],
+    named: &Named<'_>,
+    by_txn: &ByKey,
+    by_no: &ByKey,
+    edges: &mut Edges,
+    figures: &mut Figures,
+    rules: &Applied,
 ) -> Classified {
     // Sized for every finding there can be (the exceptions, the payments
     // named more than once, those named by none): a finding is some 300
@@ -299,9 +383,13 @@ pub(super) fn payments(
                 )
             }
         };
-        let n = row.payment_no.as_deref().and_then(|no| by_no.get(no));
+        let n = row
+            .payment_no
+            .as_deref()
+            .and_then(|no| by_no.get(no))
+            .filter(|_| rules.by_payment_no);
         figures.statement_rows += 1;
-        let v = match verdict(row, t, n, copies) {
+        let v = match verdict_under(row, t, n, copies, rules) {
             Verdict::Matched => {
                 figures.count_matched(1);
                 continue;
@@ -343,7 +431,12 @@ pub(super) fn payments(
         });
     }
 
-    let named: hashbrown::HashSet<&str> = named.nos.iter().copied().collect();
+    // Without the payment_no key a payment only a row's payment_no names
+    // is not listed.
+    let named: hashbrown::HashSet<&str> = match rules.by_payment_no {
+        true => named.nos.iter().copied().collect(),
+        false => Default::default(),
+    };
     // Counted here and added once: a map entry per payment (comparing
     // class names) was a large part of classifying a day (perf).
     let (mut plainly, mut unlisted_matched) = (0i64, 0i64);

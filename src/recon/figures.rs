@@ -41,6 +41,10 @@ pub(super) struct Figures {
     /// arrive) the statement from the start of the run, classifying what
     /// did not plainly match, writing what was found.
     pub millis: BTreeMap<&'static str, u64>,
+    /// The tickets found, by class and severity (a preview shows them; a
+    /// run's stored figures count rows).
+    #[serde(skip)]
+    pub tickets: BTreeMap<&'static str, BTreeMap<&'static str, i64>>,
 }
 
 impl Figures {

@@ -33,6 +33,7 @@ mod files;
 mod import;
 mod local;
 mod matching;
+mod preview;
 mod pull;
 mod pushed;
 mod read;
@@ -52,6 +53,9 @@ pub use close::{
 pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use import::{Import, check_import};
+pub use preview::{
+    Preview, PreviewAgainst, RulesPreview, preview_rules, preview_run, preview_statement,
+};
 pub use pull::{pull_statement, resume_held, resume_run};
 pub use pushed::fetch_pushed_reports;
 pub use read::{Input, StatementHash};
@@ -421,6 +425,20 @@ async fn reconcile(
     matched: Matcher,
     keep_rows: bool,
 ) -> Result<Figures, ReconError> {
+    let rules = classify::Applied::of(&engine.settings().matching, run.provider);
+    reconcile_under(engine, run, matched, keep_rows, &rules, false).await
+}
+
+/// [`reconcile`] under `rules`; `dry`, nothing is written: the figures
+/// and the tickets found are all it leaves.
+async fn reconcile_under(
+    engine: &Engine,
+    run: &Run<'_>,
+    matched: Matcher,
+    keep_rows: bool,
+    rules: &classify::Applied,
+    dry: bool,
+) -> Result<Figures, ReconError> {
     let (run_id, provider) = (run.run_id, run.provider);
     let phase = std::time::Instant::now();
     let Matcher {
@@ -452,7 +470,7 @@ async fn reconcile(
 
     // 2. The payment rows that did not plainly match, and every payment of
     // the day, each in exactly one class.
-    let Classified { mut found, lagging } = classify::payments(
+    let Classified { mut found, lagging } = classify::payments_under(
         &day,
         &exceptions,
         &named,
@@ -460,6 +478,7 @@ async fn reconcile(
         &by_no,
         &mut edges,
         &mut figures,
+        rules,
     );
     debug_assert_eq!(
         figures.statement_rows, payment_rows,
@@ -488,6 +507,18 @@ async fn reconcile(
     figures.fees_and_net = fee_figures;
     found.extend(fee_found);
 
+    for f in &found {
+        *figures
+            .tickets
+            .entry(f.class.as_str())
+            .or_default()
+            .entry(f.severity.as_str())
+            .or_default() += 1;
+    }
+    if dry {
+        figures.millis.insert("classify", millis(phase));
+        return Ok(figures);
+    }
     // 4. The tickets' orders, and the order they are written in.
     let findings = write::Findings::of(found, &by_no);
     drop((by_no, by_txn));

@@ -224,6 +224,18 @@ pub(super) async fn read_and_match(
     range: (i64, i64),
     how: Reading,
 ) -> Result<(Read, Matcher), ReconError> {
+    read_and_match_as(engine, run_id, provider, range, how, true).await
+}
+
+/// [`read_and_match`]; a preview (`record` false) writes no progress.
+pub(super) async fn read_and_match_as(
+    engine: &Engine,
+    run_id: &str,
+    provider: &str,
+    range: (i64, i64),
+    how: Reading,
+    record: bool,
+) -> Result<(Read, Matcher), ReconError> {
     let started = std::time::Instant::now();
     let (sender, mut chunks) = tokio::sync::mpsc::channel::<statement::Chunk>(CHUNKS_AHEAD);
     let (spare, spares) = std::sync::mpsc::channel();
@@ -274,7 +286,7 @@ pub(super) async fn read_and_match(
         // loop, sets the pace: the write costs the run nothing).
         // Best effort: a progress figure that could not be written
         // stops nothing.
-        if received % PROGRESS_EVERY == 0 {
+        if record && received % PROGRESS_EVERY == 0 {
             let _ = recon_runs::progress(&engine.db.pool, run_id, received, engine.now()).await;
         }
         if let Err(e) = matcher.within_bounds() {

@@ -11,7 +11,7 @@ use sqlx::{Any, AnyConnection, Executor};
 
 const COLUMNS: &str = "id, version, status, source, digest, body_json, base_version, reason, \
      proposed_by_id, proposed_by, approved_by_id, approved_by, created_at, decided_at, activated_at, \
-     required_approvals";
+     required_approvals, preview_json";
 
 /// A version (or a proposal) as stored.
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -37,6 +37,9 @@ pub struct VersionRow {
     /// How many others approve a console proposal (the approval policy's
     /// count when it was proposed).
     pub required_approvals: i64,
+    /// A change of the matching rules: what it would do, previewed when
+    /// proposed (`recon::RulesPreview`s, JSON).
+    pub preview_json: Option<String>,
 }
 
 /// The version in force: the highest number.
@@ -130,8 +133,8 @@ pub async fn record_host(
 pub async fn propose(conn: &mut AnyConnection, r: &VersionRow) -> sqlx::Result<()> {
     sqlx::query::<Any>(
         "INSERT INTO config_versions (id, status, source, digest, body_json, base_version, reason, \
-           proposed_by_id, proposed_by, created_at, required_approvals) \
-         VALUES ($1, 'PENDING', 'console', $2, $3, $4, $5, $6, $7, $8, $9)",
+           proposed_by_id, proposed_by, created_at, required_approvals, preview_json) \
+         VALUES ($1, 'PENDING', 'console', $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(&r.id)
     .bind(&r.digest)
@@ -142,6 +145,7 @@ pub async fn propose(conn: &mut AnyConnection, r: &VersionRow) -> sqlx::Result<(
     .bind(&r.proposed_by)
     .bind(r.created_at)
     .bind(r.required_approvals)
+    .bind(&r.preview_json)
     .execute(conn)
     .await?;
     Ok(())

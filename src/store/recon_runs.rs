@@ -111,6 +111,21 @@ pub async fn completed_between<'e>(
     .await
 }
 
+/// A provider's latest completed run: of its latest business day, the
+/// last started.
+pub async fn latest_completed<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+) -> sqlx::Result<Option<RunRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {RUN_COLUMNS}, {BOUNDED_COLUMNS} FROM recon_runs WHERE status = 'COMPLETED' AND provider = $1 \
+         ORDER BY business_date DESC, started_at DESC LIMIT 1"
+    ))
+    .bind(provider)
+    .fetch_optional(e)
+    .await
+}
+
 /// The latest pull of a provider's day: its run, status, and when it last
 /// moved.
 pub async fn latest_pull<'e>(

@@ -49,6 +49,12 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ),
     ("get", "/api/v1/refunds/{refund_no}", S(Scope::PaymentsRead)),
     ("post", "/api/v1/recon/runs", S(Scope::ReconWrite)),
+    ("post", "/api/v1/recon/previews", S(Scope::ReconRead)),
+    (
+        "post",
+        "/api/v1/recon/runs/{run_id}/preview",
+        S(Scope::ReconRead),
+    ),
     ("get", "/api/v1/recon/runs/{run_id}", S(Scope::ReconRead)),
     ("get", "/api/v1/recon/days", S(Scope::ReconRead)),
     ("post", "/api/v1/recon/pulls", S(Scope::ReconWrite)),

@@ -29,6 +29,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recon/pulls", post(pull))
         .route("/api/v1/recon/runs/{run_id}/resume", post(resume))
         .route("/api/v1/recon/runs/{run_id}/file", get(file))
+        .route("/api/v1/recon/runs/{run_id}/preview", post(preview_run))
         .route("/api/v1/recon/closes/{provider}/{date}", get(close_report))
         .route("/api/v1/recon/closes/verify", post(verify_close))
 }
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
 pub fn upload_router(state: AppState) -> Router {
     Router::new()
         .route("/api/v1/recon/runs", post(upload))
+        .route("/api/v1/recon/previews", post(preview))
         .layer(DefaultBodyLimit::max(UPLOAD_LIMIT))
         .layer(RequestBodyLimitLayer::new(UPLOAD_LIMIT + 64 * 1024))
         .layer(TimeoutLayer::with_status_code(
@@ -130,6 +132,65 @@ pub async fn upload(
         None => StatusCode::CREATED,
     };
     Ok((status, Json(Run::from(run))).into_response())
+}
+
+/// `POST /api/v1/recon/previews`, multipart as `POST /api/v1/recon/runs`:
+/// the statement read, matched and classified as a run would, under the
+/// matching rules in force, and nothing written — no run, ticket, repair
+/// or hold. The answer compares it with the last real run of that day.
+#[utoipa::path(post, path = "/api/v1/recon/previews", tag = "reconciliation",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 200, description = "What a run would find, and its difference from the day's last run", body = crate::recon::Preview),
+        (status = 400, description = "An unreadable form, a missing, unknown or overlong field, an unknown provider or day", body = ApiError),
+        (status = 422, description = "The statement would be refused (said why), or is another provider's bill", body = ApiError),
+    ))]
+pub async fn preview(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    form: Multipart,
+) -> Result<Json<crate::recon::Preview>, ApiError> {
+    let form = upload::read(form).await.map_err(form_refused)?;
+    let (Some(provider), Some(date), Some(file)) = (form.provider, form.business_date, form.file)
+    else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "provider, business_date and file are required",
+        ));
+    };
+    let imp = Import {
+        provider: provider.trim(),
+        business_date: date.trim(),
+        source: "upload",
+        file_name: file.name.as_deref(),
+        input: file.input(),
+        started_by: "preview",
+        accept_bad_lines: form.accept_bad_lines,
+        run_id: None,
+        hash: Some(file.hash.clone()),
+    };
+    Ok(Json(
+        crate::recon::preview_statement(&engine, imp, None).await?,
+    ))
+}
+
+/// `POST /api/v1/recon/runs/{run_id}/preview`: a completed run's statement
+/// (its kept file, or a pull's rows) run again under the matching rules in
+/// force, writing nothing, compared with the day's last run.
+#[utoipa::path(post, path = "/api/v1/recon/runs/{run_id}/preview", tag = "reconciliation",
+    params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "What the run would find now", body = crate::recon::Preview),
+        (status = 400, description = "No such run, not completed, or its file is no longer kept", body = ApiError),
+    ))]
+pub async fn preview_run(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    Path(run_id): Path<String>,
+) -> Result<Json<crate::recon::Preview>, ApiError> {
+    Ok(Json(
+        crate::recon::preview_run(&engine, &run_id, None).await?,
+    ))
 }
 
 /// The form `POST /api/v1/recon/runs` reads (by hand, as it streams).

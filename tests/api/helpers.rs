@@ -86,6 +86,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
             minutes: 0,
             per_provider: Vec::new(),
         },
+        matching: Default::default(),
         sinks: Default::default(),
         alert_channels: Vec::new(),
         refused_spike: Default::default(),

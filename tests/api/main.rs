@@ -33,6 +33,7 @@ mod health;
 mod held;
 mod lanes;
 mod late_success;
+mod match_rules;
 mod mfa;
 mod money;
 mod oidc;

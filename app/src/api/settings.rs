@@ -4,6 +4,10 @@
 //! may withdraw their own). The server checks every value and audits each
 //! step.
 
+// A proposal is every editable value as a form field: the server function
+// (and the client function the macro makes of it) takes each as an argument.
+#![allow(clippy::too_many_arguments)]
+
 use crate::error::AppError;
 use crate::settings::SettingsView;
 use leptos::prelude::*;
@@ -29,7 +33,7 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
 }
 
 /// A proposed change: every editable value (as the page shows them) and a
-/// reason.
+/// reason; a matching rule left out stays as in force.
 #[server(endpoint = "settings/propose")]
 pub async fn propose_settings(
     sla_hours: String,
@@ -38,6 +42,9 @@ pub async fn propose_settings(
     statement_missing_hours: String,
     close_allow_open: String,
     reason: String,
+    #[server(default)] match_keys: Option<String>,
+    #[server(default)] match_window_hours: Option<String>,
+    #[server(default)] amount_tolerance: Option<String>,
 ) -> Result<(), AppError> {
     respond(async {
         let desk = console()?;
@@ -48,6 +55,9 @@ pub async fn propose_settings(
             bank_window_days,
             statement_missing_hours,
             close_allow_open,
+            match_keys,
+            match_window_hours,
+            amount_tolerance,
         };
         desk.propose_settings(&caller.user, &edits, &reason).await
     })

@@ -87,6 +87,7 @@ fn SettingsBody(
                                         ": " {p.reason.clone().unwrap_or_default()}
                                     </p>
                                     <Changes changes=p.changes.clone() lang=lang/>
+                                    <RulesPreview previews=p.preview.clone() lang=lang/>
                                     <p class="hint" id="settings-approvals">{match lang {
                                         Lang::En => format!("Approved by {} of the {} needed besides the proposer{}.", p.approved_by.len(), p.required,
                                             if p.approved_by.is_empty() { String::new() } else { format!(": {}", p.approved_by.join(", ")) }),
@@ -127,6 +128,16 @@ fn SettingsBody(
                                     <input name="statement_missing_hours" id="settings-missing" value=e.statement_missing_hours.clone()/></label></p>
                                 <p><label>{tr(lang, "A day closes by itself with open tickets up to (OFF, NONE, LOW, MEDIUM, HIGH, CRITICAL)", "自动日结允许的未结差异最高级别（OFF、NONE、LOW、MEDIUM、HIGH、CRITICAL）")}<br/>
                                     <input name="close_allow_open" id="settings-allow-open" value=e.close_allow_open.clone()/></label></p>
+                                <h3>{tr(lang, "Matching rules", "匹配规则")}</h3>
+                                <p class="hint">{tr(lang,
+                                    "A change of these is previewed on each provider's latest statement before anyone approves it. A tolerance never matches: a row within it is a LOW amount mismatch to ACCEPT.",
+                                    "修改匹配规则时，会先在各渠道最近一份账单上预演，再交审批。容差从不直接匹配：容差内的差异是低级别金额不符工单，由人确认接受。")}</p>
+                                <p><label>{tr(lang, "Keys in order (txn, payment_no; txn required)", "匹配键顺序（txn、payment_no；txn 必填）")}<br/>
+                                    <input name="match_keys" id="settings-match-keys" value=e.match_keys.clone().unwrap_or_default()/></label></p>
+                                <p><label>{tr(lang, "Date window of a match by payment_no, hours (0–720; account=HOURS overrides)", "按商户单号匹配的时间窗口小时（0–720；账户=小时 单独设置）")}<br/>
+                                    <input name="match_window_hours" id="settings-match-window" value=e.match_window_hours.clone().unwrap_or_default()/></label></p>
+                                <p><label>{tr(lang, "Amount tolerance, minor units (account:CURRENCY=MINOR, *:CURRENCY for every account)", "金额容差，最小货币单位（账户:币种=数值，*:币种 适用所有账户）")}<br/>
+                                    <input name="amount_tolerance" id="settings-tolerance" size="60" value=e.amount_tolerance.clone().unwrap_or_default()/></label></p>
                                 <p><label>{tr(lang, "Reason", "原因")}<br/>
                                     <input name="reason" id="settings-reason" size="80" required/></label></p>
                                 <button type="submit" id="settings-propose-submit">{tr(lang, "Propose", "提交申请")}</button>
@@ -186,6 +197,54 @@ fn Changes(changes: Vec<crate::settings::SettingChange>, lang: Lang) -> impl Int
                 </li>
             }).collect_view()}
         </ul>
+    }
+    .into_any()
+}
+
+/// What a proposed change of the matching rules would do, per provider.
+#[component]
+fn RulesPreview(previews: Vec<crate::settings::RulePreview>, lang: Lang) -> impl IntoView {
+    if previews.is_empty() {
+        return ().into_any();
+    }
+    let signed = |n: i64| {
+        if n > 0 {
+            format!("+{n}")
+        } else {
+            n.to_string()
+        }
+    };
+    view! {
+        <h3>{tr(lang, "Preview on the latest statements", "在最近账单上的预演")}</h3>
+        <table class="grid" id="settings-preview">
+            <thead><tr>
+                <th>{tr(lang, "Provider, day", "渠道、日期")}</th>
+                <th>{tr(lang, "Matched", "已匹配")}</th>
+                <th>{tr(lang, "Tickets", "工单")}</th>
+                <th>{tr(lang, "Rows by class; tickets by class and severity", "按类别的行数；按类别和级别的工单")}</th>
+            </tr></thead>
+            <tbody>
+                {previews.into_iter().map(|p| {
+                    let by_class = p.classes_more.iter().map(|(c, n)| format!("{c} {}", signed(*n))).collect::<Vec<_>>().join(", ");
+                    let by_ticket = p.tickets_more.iter().map(|(c, n)| format!("{c} {}", signed(*n))).collect::<Vec<_>>().join(", ");
+                    view! {
+                        <tr data-provider=p.provider.clone()>
+                            <td>{p.provider.clone()} " " {p.business_date.clone()}<br/><code class="muted">{p.run_id.clone()}</code></td>
+                            {match p.error.clone() {
+                                Some(e) => view! { <td colspan="3" class="error">{e}</td> }.into_any(),
+                                None => view! {
+                                    <td class="preview-matched">{p.matched_now} " → " {p.matched_proposed}
+                                        " (" {signed(p.matched_proposed - p.matched_now)} ")"</td>
+                                    <td class="preview-tickets">{p.tickets_now} " → " {p.tickets_proposed}
+                                        " (" {signed(p.tickets_proposed - p.tickets_now)} ")"</td>
+                                    <td class="preview-classes">{by_class}<br/><span class="preview-ticket-classes">{by_ticket}</span></td>
+                                }.into_any(),
+                            }}
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
     }
     .into_any()
 }

@@ -372,8 +372,17 @@ fn shape<T>(result: Result<T, AppError>) -> Result<T, AppError> {
     else {
         return result;
     };
+    let location_chosen = opts
+        .0
+        .read()
+        .is_ok_and(|p| p.headers.contains_key(header::LOCATION));
     if let Err(err) = &result {
-        opts.set_status(StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST));
+        // A page already sending the visitor elsewhere (an anonymous one to
+        // the login page) keeps its redirect: a resource of the page that
+        // failed after it must not turn it into an error status.
+        if !location_chosen {
+            opts.set_status(StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST));
+        }
         if let Some(seconds) = err.retry_after() {
             opts.insert_header(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
@@ -384,10 +393,6 @@ fn shape<T>(result: Result<T, AppError>) -> Result<T, AppError> {
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/html"));
-    let location_chosen = opts
-        .0
-        .read()
-        .is_ok_and(|p| p.headers.contains_key(header::LOCATION));
     if plain_form_post && !location_chosen {
         let back = back_to_referer(&parts, result.as_ref().err());
         if let Ok(value) = HeaderValue::from_str(&back) {

@@ -35,40 +35,38 @@ async fn audit_actions(app: &EngineApp) -> Vec<String> {
 }
 
 /// The Settings page's data as `who` sees it.
-async fn view(app: &EngineApp, who: &reqwest::Client) -> Value {
+pub(crate) async fn view(app: &EngineApp, who: &reqwest::Client) -> Value {
     let res = app.app.call_with(who, "settings/view", &[]).await;
     assert_eq!(res.status(), 200);
     res.json().await.unwrap()
 }
 
-/// Proposes the settings in force with `changes` over them.
-async fn propose(
+/// Proposes the settings in force — every field the page offers — with
+/// `changes` over them.
+pub(crate) async fn propose(
     app: &EngineApp,
     who: &reqwest::Client,
     changes: &[(&str, &str)],
 ) -> (u16, String) {
     let page = view(app, who).await;
-    let mut form: Vec<(String, String)> = [
-        "sla_hours",
-        "cut_window_minutes",
-        "bank_window_days",
-        "statement_missing_hours",
-        "close_allow_open",
-    ]
-    .iter()
-    .map(|k| {
-        let given = changes.iter().find(|(c, _)| c == k).map(|(_, v)| *v);
-        let v = given.unwrap_or_else(|| page["editable"][k].as_str().unwrap());
-        (k.to_string(), v.to_owned())
-    })
-    .collect();
+    let mut form: Vec<(String, String)> = page["editable"]
+        .as_object()
+        .expect("the page's editable settings")
+        .iter()
+        .filter_map(|(k, in_force)| {
+            let given = changes.iter().find(|(c, _)| c == k).map(|(_, v)| *v);
+            // A field the page leaves empty (null) stays as in force.
+            let v = given.or_else(|| in_force.as_str())?;
+            Some((k.clone(), v.to_owned()))
+        })
+        .collect();
     form.push(("reason".into(), "month-end policy".into()));
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let res = app.app.call_with(who, "settings/propose", &form).await;
     (res.status().as_u16(), res.text().await.unwrap())
 }
 
-async fn decide(app: &EngineApp, who: &reqwest::Client, what: &str) -> (u16, String) {
+pub(crate) async fn decide(app: &EngineApp, who: &reqwest::Client, what: &str) -> (u16, String) {
     let pending: String =
         sqlx::query_scalar("SELECT id FROM config_versions WHERE status = 'PENDING'")
             .fetch_one(app.pool())

@@ -7,6 +7,7 @@
 //! include and exclude a row; a preview writes nothing anywhere.
 
 use crate::both_databases;
+use crate::config_versions::{decide, propose, view};
 use crate::engine_helpers::{EngineApp, spawn_engine_app};
 use crate::helpers::Backend;
 use crate::recon::{row, statement};
@@ -20,55 +21,6 @@ fn at_noon(app: &EngineApp) {
         .parse()
         .unwrap();
     app.clock.set(noon.as_microsecond());
-}
-
-async fn view(app: &EngineApp, who: &reqwest::Client) -> Value {
-    let res = app.app.call_with(who, "settings/view", &[]).await;
-    assert_eq!(res.status(), 200);
-    res.json().await.unwrap()
-}
-
-/// Proposes the settings in force with `changes` over them.
-async fn propose(
-    app: &EngineApp,
-    who: &reqwest::Client,
-    changes: &[(&str, &str)],
-) -> (u16, String) {
-    let page = view(app, who).await;
-    let mut form: Vec<(String, String)> = [
-        "sla_hours",
-        "cut_window_minutes",
-        "bank_window_days",
-        "statement_missing_hours",
-        "close_allow_open",
-        "match_keys",
-        "match_window_hours",
-        "amount_tolerance",
-    ]
-    .iter()
-    .map(|k| {
-        let given = changes.iter().find(|(c, _)| c == k).map(|(_, v)| *v);
-        let v = given.unwrap_or_else(|| page["editable"][k].as_str().unwrap());
-        (k.to_string(), v.to_owned())
-    })
-    .collect();
-    form.push(("reason".into(), "finance asked".into()));
-    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let res = app.app.call_with(who, "settings/propose", &form).await;
-    (res.status().as_u16(), res.text().await.unwrap())
-}
-
-async fn decide(app: &EngineApp, who: &reqwest::Client, what: &str) -> (u16, String) {
-    let pending: String =
-        sqlx::query_scalar("SELECT id FROM config_versions WHERE status = 'PENDING'")
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
-    let res = app
-        .app
-        .call_with(who, "settings/decide", &[("id", &pending), ("what", what)])
-        .await;
-    (res.status().as_u16(), res.text().await.unwrap())
 }
 
 /// Every table's row count, and the payments' and tickets' states: what a

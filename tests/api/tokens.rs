@@ -39,6 +39,13 @@ const EXPECTED: &[(&str, &str, Option<&str>)] = &[
     ("get", "/api/v1/recon/runs/{run_id}", Some("recon:read")),
     ("get", "/api/v1/recon/days", Some("recon:read")),
     ("post", "/api/v1/recon/pulls", Some("recon:write")),
+    // A preview writes nothing: reading is enough.
+    ("post", "/api/v1/recon/previews", Some("recon:read")),
+    (
+        "post",
+        "/api/v1/recon/runs/{run_id}/preview",
+        Some("recon:read"),
+    ),
     (
         "post",
         "/api/v1/recon/runs/{run_id}/resume",

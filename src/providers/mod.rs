@@ -307,6 +307,36 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The answer as Stripe documents it and PayPal takes it: 200
+    /// `{"received":true}`, else the status with `{"error": …}`.
+    pub fn received_or_error(answer: &Answer) -> Reply {
+        let (status, body) = match answer {
+            Answer::Accepted => (StatusCode::OK, serde_json::json!({ "received": true })),
+            Answer::Unverified(e) => (
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({ "error": e.to_string() }),
+            ),
+            Answer::Malformed(e) => (StatusCode::BAD_REQUEST, serde_json::json!({ "error": e })),
+            Answer::UnknownPayment => (
+                StatusCode::NOT_FOUND,
+                serde_json::json!({ "error": "unknown payment" }),
+            ),
+            Answer::RetryLater => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "error": "try again" }),
+            ),
+            Answer::TooLarge(e) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::json!({ "error": e }),
+            ),
+            Answer::UnsupportedType(e) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                serde_json::json!({ "error": e }),
+            ),
+        };
+        Reply::json(status, &body)
+    }
+
     /// A compact JSON body.
     pub fn json(status: StatusCode, body: &serde_json::Value) -> Reply {
         Reply {

@@ -63,7 +63,7 @@ use crate::domain::{
     ProviderTxnId, RefundNo, RefundStatus,
 };
 use base64::Engine;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use rsa::pkcs1v15::Signature;
 use rsa::signature::Verifier;
 use serde::Deserialize;
@@ -364,31 +364,7 @@ impl Provider for Paypal {
     /// PayPal redelivers anything not answered 2xx (up to 25 times over
     /// three days).
     fn answer(&self, answer: &Answer) -> Reply {
-        let (status, body) = match answer {
-            Answer::Accepted => (StatusCode::OK, serde_json::json!({ "received": true })),
-            Answer::Unverified(e) => (
-                StatusCode::BAD_REQUEST,
-                serde_json::json!({ "error": e.to_string() }),
-            ),
-            Answer::Malformed(e) => (StatusCode::BAD_REQUEST, serde_json::json!({ "error": e })),
-            Answer::UnknownPayment => (
-                StatusCode::NOT_FOUND,
-                serde_json::json!({ "error": "unknown payment" }),
-            ),
-            Answer::RetryLater => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                serde_json::json!({ "error": "try again" }),
-            ),
-            Answer::TooLarge(e) => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                serde_json::json!({ "error": e }),
-            ),
-            Answer::UnsupportedType(e) => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                serde_json::json!({ "error": e }),
-            ),
-        };
-        Reply::json(status, &body)
+        Reply::received_or_error(answer)
     }
 
     fn statement_format(&self) -> Option<crate::statement::Format> {

@@ -44,7 +44,7 @@ use crate::domain::{
     ProviderTxnId, RefundNo, RefundStatus,
 };
 use hmac::{Hmac, Mac};
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use serde::Deserialize;
 use sha2::Sha256;
 use std::time::Duration;
@@ -398,31 +398,7 @@ impl Provider for Stripe {
     }
 
     fn answer(&self, answer: &Answer) -> Reply {
-        let (status, body) = match answer {
-            Answer::Accepted => (StatusCode::OK, serde_json::json!({ "received": true })),
-            Answer::Unverified(e) => (
-                StatusCode::BAD_REQUEST,
-                serde_json::json!({ "error": e.to_string() }),
-            ),
-            Answer::Malformed(e) => (StatusCode::BAD_REQUEST, serde_json::json!({ "error": e })),
-            Answer::UnknownPayment => (
-                StatusCode::NOT_FOUND,
-                serde_json::json!({ "error": "unknown payment" }),
-            ),
-            Answer::RetryLater => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                serde_json::json!({ "error": "try again" }),
-            ),
-            Answer::TooLarge(e) => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                serde_json::json!({ "error": e }),
-            ),
-            Answer::UnsupportedType(e) => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                serde_json::json!({ "error": e }),
-            ),
-        };
-        Reply::json(status, &body)
+        Reply::received_or_error(answer)
     }
 
     fn payments(&self) -> Option<&dyn Payments> {

@@ -139,3 +139,17 @@ ensure_aiosmtpd() {
   fi
   export RECKON_TEST_AIOSMTPD="$venv/bin/python"
 }
+
+# promtool from Debian's `prometheus` package, unpacked under target/ (not
+# installed: the package would start a Prometheus server); sets PROMTOOL.
+ensure_promtool() {
+  local dir="$ROOT/target/promtool"
+  if ! "$dir/usr/bin/promtool" --version >/dev/null 2>&1; then
+    say "unpacking promtool from Debian's prometheus package into target/promtool"
+    rm -rf "$dir" && mkdir -p "$dir"
+    (cd "$dir" && { apt-get download prometheus >/dev/null 2>&1 \
+      || { apt-get update -qq && apt-get download prometheus >/dev/null; }; } \
+      && dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb)
+  fi
+  PROMTOOL="$dir/usr/bin/promtool"
+}

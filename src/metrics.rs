@@ -1,6 +1,8 @@
 //! Prometheus metrics: the counters and histograms every part of Reckon
 //! records into, rendered as text for `/metrics` (served by `web`).
 
+use crate::domain::{AlertKind, Severity};
+use crate::store::gauges::Gauges;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -33,6 +35,16 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SeverityLabel {
+    severity: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClassLabel {
     class: &'static str,
 }
@@ -53,6 +65,10 @@ struct Inner {
     outbox_lag: Gauge<f64, AtomicU64>,
     connections: Gauge,
     shed: Family<OutcomeLabel, Counter>,
+    alerts_open: Family<KindLabel, Gauge>,
+    tickets_open: Family<SeverityLabel, Gauge>,
+    tickets_overdue: Gauge,
+    callbacks_dead: Gauge,
 }
 
 #[derive(Clone)]
@@ -162,6 +178,30 @@ impl Metrics {
             "Connections closed at the connection limit: idle_closed (the longest idle made room) or refused (none was idle)",
             shed.clone(),
         );
+        let alerts_open = Family::<KindLabel, Gauge>::default();
+        registry.register(
+            "reckon_alerts_open",
+            "Alerts neither resolved nor acknowledged, by kind (read from the database at the scrape)",
+            alerts_open.clone(),
+        );
+        let tickets_open = Family::<SeverityLabel, Gauge>::default();
+        registry.register(
+            "reckon_tickets_open",
+            "Discrepancy tickets not closed, by severity (read at the scrape)",
+            tickets_open.clone(),
+        );
+        let tickets_overdue = Gauge::default();
+        registry.register(
+            "reckon_tickets_overdue",
+            "Open tickets past their SLA (read at the scrape)",
+            tickets_overdue.clone(),
+        );
+        let callbacks_dead = Gauge::default();
+        registry.register(
+            "reckon_callbacks_dead",
+            "Callbacks given up (DEAD) and not replayed (read at the scrape)",
+            callbacks_dead.clone(),
+        );
         let build = Family::<BuildLabel, Gauge>::default();
         build
             .get_or_create(&BuildLabel {
@@ -185,6 +225,10 @@ impl Metrics {
             outbox_lag,
             connections,
             shed,
+            alerts_open,
+            tickets_open,
+            tickets_overdue,
+            callbacks_dead,
         }))
     }
 
@@ -263,10 +307,44 @@ impl Metrics {
             .inc();
     }
 
+    /// The database's state as the scrape read it. Every known alert kind
+    /// and severity is written, at zero when none is open, so a rule sees a
+    /// count fall back to zero rather than a series vanish.
+    pub fn state(&self, g: &Gauges) {
+        for kind in AlertKind::ALL {
+            let n = count_of(&g.alerts_open, kind.as_str());
+            self.0
+                .alerts_open
+                .get_or_create(&KindLabel {
+                    kind: kind.as_str().to_owned(),
+                })
+                .set(n);
+        }
+        for severity in Severity::ALL {
+            let n = count_of(&g.tickets_open, severity.as_str());
+            self.0
+                .tickets_open
+                .get_or_create(&SeverityLabel {
+                    severity: severity.as_str().to_owned(),
+                })
+                .set(n);
+        }
+        self.0.tickets_overdue.set(g.tickets_overdue);
+        self.0.callbacks_dead.set(g.callbacks_dead);
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.0.registry);
         out
     }
+}
+
+fn count_of(counts: &[(String, i64)], word: &str) -> i64 {
+    counts
+        .iter()
+        .find(|(w, _)| w == word)
+        .map(|(_, n)| *n)
+        .unwrap_or(0)
 }

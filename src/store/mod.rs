@@ -16,6 +16,7 @@ pub mod callbacks;
 pub mod closes;
 pub mod config_versions;
 mod error;
+pub mod gauges;
 pub mod held_actions;
 pub mod idempotency;
 pub mod leader;

@@ -5,6 +5,7 @@
 use super::AppState;
 use crate::accounts::Accounts;
 use crate::metrics::Metrics;
+use crate::store::gauges;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -38,7 +39,17 @@ async fn readyz(State(accounts): State<Accounts>) -> Response {
     }
 }
 
-async fn metrics_text(State(metrics): State<Metrics>) -> Response {
+/// The counters as they stand, and the database's open alerts, tickets
+/// and DEAD callbacks read now (a failed read leaves the last figures and
+/// is logged: the scrape still answers).
+async fn metrics_text(
+    State(metrics): State<Metrics>,
+    State(accounts): State<Accounts>,
+) -> Response {
+    match gauges::read(&accounts.db.pool).await {
+        Ok(g) => metrics.state(&g),
+        Err(error) => tracing::warn!(%error, "metrics: reading the database's state"),
+    }
     (
         [(
             header::CONTENT_TYPE,

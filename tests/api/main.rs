@@ -36,6 +36,7 @@ mod late_success;
 mod match_rules;
 mod mfa;
 mod money;
+mod monitoring;
 mod oidc;
 mod openapi;
 mod outbox_ops;

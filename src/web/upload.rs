@@ -6,9 +6,12 @@
 //! import hashes a file. Any other field, an `accept_bad_lines` that is
 //! not a whole number, or a field other than the file longer than any of
 //! its values can be refuses the form; the file's name is kept cut to
-//! [`MAX_FILE_NAME`].
+//! [`MAX_FILE_NAME`]. A gzip or a zip (as providers' portals give their
+//! bills) is unpacked under the bill limit, as a pulled bill is, and the
+//! statement inside is what the run reads and hashes.
 
 use crate::domain::{clip, quote};
+use crate::providers::spool::{self, Spooled};
 use crate::recon::{Input, StatementHash};
 use crate::store::recon_runs::MAX_FILE_NAME;
 use axum::extract::Multipart;
@@ -77,6 +80,8 @@ pub enum FormError {
     FileBroken(String),
     /// The server could not write the file down.
     NotKept(std::io::Error),
+    /// A gzip or zip that does not unpack to one statement, in words.
+    Unpack(String),
 }
 
 impl FormError {
@@ -88,6 +93,7 @@ impl FormError {
             FormError::TooLong(name) => Some(format!(
                 "the field {name} is longer than {MAX_FIELD} bytes, longer than any of its values"
             )),
+            FormError::Unpack(why) => Some(why.clone()),
             _ => None,
         }
     }
@@ -104,7 +110,7 @@ pub async fn read(mut form: Multipart) -> Result<StatementForm, FormError> {
     loop {
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
-            Ok(None) => return Ok(out),
+            Ok(None) => break,
             Err(e) => return Err(FormError::Unreadable(e.to_string())),
         };
         match field.name().unwrap_or_default() {
@@ -120,6 +126,96 @@ pub async fn read(mut form: Multipart) -> Result<StatementForm, FormError> {
                 return Err(FormError::UnknownField(clip(other, MAX_FIELD).into_owned()));
             }
         }
+    }
+    if let Some(file) = out.file.take() {
+        let provider = out.provider.clone().unwrap_or_default();
+        let limit = spool::MAX_BILL_BYTES;
+        let unpacked = tokio::task::spawn_blocking(move || unpack(file, provider.trim(), limit))
+            .await
+            .map_err(|e| FormError::NotKept(std::io::Error::other(e)))??;
+        out.file = Some(unpacked);
+    }
+    Ok(out)
+}
+
+/// The statement a compressed upload holds: a gzip gunzipped; of a zip,
+/// Alipay's 业务明细 once its 汇总 agrees (an Alipay bill as downloaded),
+/// else its one CSV, all unpacked under `limit` bytes. Anything else is
+/// the statement itself.
+fn unpack(kept: KeptFile, provider: &str, limit: u64) -> Result<KeptFile, FormError> {
+    let Some(path) = kept.file.0.clone() else {
+        return Ok(kept);
+    };
+    let packed = Spooled::adopt(path).map_err(FormError::NotKept)?;
+    // The packed file is `packed`'s to remove from here on.
+    let _ = kept.file.keep();
+    let shown = kept.name.clone().unwrap_or_else(|| "the file".into());
+    let named = |why: String| FormError::Unpack(format!("{}: {why}", quote(&shown)));
+    let (name, statement) = if spool::is_gzip(&packed).map_err(FormError::NotKept)? {
+        let inner = kept
+            .name
+            .as_deref()
+            .map(|n| n.strip_suffix(".gz").unwrap_or(n).to_owned());
+        (inner, spool::gunzip(&packed, limit, |_| {}).map_err(named)?)
+    } else if spool::is_zip(&packed).map_err(FormError::NotKept)? {
+        let entries = spool::csv_entries(&packed, limit).map_err(named)?;
+        let alipay_bill = entries.iter().any(|(n, _)| n.ends_with("业务明细.csv"));
+        let (name, entry) = if provider == "alipay" && alipay_bill {
+            drop(entries);
+            crate::providers::alipay::trade_detail_of(&packed, limit).map_err(|e| match e {
+                crate::providers::CallError::Refused(why) => named(why),
+                other => named(other.to_string()),
+            })?
+        } else {
+            only_csv(entries).map_err(named)?
+        };
+        (Some(name), entry)
+    } else {
+        let path = packed.keep().map_err(FormError::NotKept)?;
+        return Ok(KeptFile {
+            file: TempFile(Some(path)),
+            ..kept
+        });
+    };
+    let (size, hash) = hash_of(&statement).map_err(FormError::NotKept)?;
+    let path = statement.keep().map_err(FormError::NotKept)?;
+    Ok(KeptFile {
+        name: name.map(|n| clip(&n, MAX_FILE_NAME).into_owned()),
+        size,
+        hash,
+        file: TempFile(Some(path)),
+    })
+}
+
+/// A zip's one CSV entry; more or none is refused, named.
+fn only_csv(mut entries: Vec<(String, Spooled)>) -> Result<(String, Spooled), String> {
+    match entries.len() {
+        1 => Ok(entries.remove(0)),
+        0 => Err("the zip holds no .csv file".into()),
+        n => Err(format!(
+            "the zip holds {n} .csv files ({}): upload the statement itself",
+            entries
+                .iter()
+                .map(|(name, _)| quote(name).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// A file's length and [`StatementHash`], read through once.
+fn hash_of(file: &Spooled) -> std::io::Result<(usize, String)> {
+    use std::io::Read;
+    let mut reader = file.open()?;
+    let (mut size, mut hash) = (0, StatementHash::default());
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            return Ok((size, hash.finish()));
+        }
+        size += n;
+        hash.update(&buf[..n]);
     }
 }
 
@@ -169,4 +265,50 @@ async fn keep_file(mut field: axum::extract::multipart::Field<'_>) -> Result<Kep
         hash: hash.finish(),
         file,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn kept(name: &str, bytes: &[u8]) -> KeptFile {
+        let path = std::env::temp_dir().join(format!("reckon-upload-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&path, bytes).unwrap();
+        KeptFile {
+            name: Some(name.into()),
+            size: bytes.len(),
+            hash: String::new(),
+            file: TempFile(Some(path)),
+        }
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn a_gzip_past_the_limit_is_refused_as_a_bomb_and_leaves_no_file() {
+        let bomb = gzip(&vec![0u8; 1 << 20]);
+        let upload = kept("bill.csv.gz", &bomb);
+        let path = upload.file.0.clone().unwrap();
+        let Err(FormError::Unpack(why)) = unpack(upload, "sandbox", 1000) else {
+            panic!("a bomb was unpacked");
+        };
+        assert!(why.contains("decompression bomb"), "{why}");
+        assert!(why.starts_with("\"bill.csv.gz\""), "{why}");
+        assert!(!path.exists(), "the upload is removed");
+        // Under the limit it is the statement, hashed as itself.
+        let text = b"a,b\n1,2\n";
+        let plain = unpack(kept("plain.csv", text), "sandbox", 1000).unwrap();
+        let unzipped = unpack(kept("bill.csv.gz", &gzip(text)), "sandbox", 1000).unwrap();
+        assert_eq!(unzipped.name.as_deref(), Some("bill.csv"));
+        assert_eq!(unzipped.size, text.len());
+        let mut h = StatementHash::default();
+        h.update(text);
+        assert_eq!(unzipped.hash, h.finish());
+        assert_eq!(plain.name.as_deref(), Some("plain.csv"));
+    }
 }

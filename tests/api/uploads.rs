@@ -344,10 +344,79 @@ async fn the_console_refuses_an_upload_in_the_imports_words(b: Backend) {
     assert_eq!(app.run_count().await, 0, "no run was started");
 }
 
+fn gzipped(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).unwrap();
+    gz.finish().unwrap()
+}
+
+fn zipped(entries: &[(&str, &str)]) -> Vec<u8> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, text) in entries {
+        zip.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        zip.write_all(text.as_bytes()).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+/// A statement uploaded gzipped or zipped, as providers' portals hand
+/// bills out, is read as the file inside: one run, whichever way it came
+/// (the same statement sent again another way is already reconciled). A
+/// damaged gzip and a zip of two statements are refused by name and start
+/// no run.
+async fn a_gzipped_or_zipped_statement_is_read_as_the_file_inside(b: Backend) {
+    let d = desk(b).await;
+    let app = &d.app;
+    let (date, at) = app.today();
+    let p = app.paid_with("GZ-1", 100, "1.00", "SBX-GZ").await;
+    let file = statement(&[row("payment", "SBX-GZ", &p, ("", ""), "1.00", "CNY", &at)]);
+    let broken = gzipped(&file)[..24].to_vec();
+    let two = zipped(&[("a.csv", &file), ("b.csv", &file)]);
+    for (name, bytes, says) in [
+        ("bill.csv.gz", broken, "\"bill.csv.gz\": does not gunzip"),
+        (
+            "bills.zip",
+            two,
+            "\"bills.zip\": the zip holds 2 .csv files (\"a.csv\", \"b.csv\")",
+        ),
+    ] {
+        let (status, answer) = app
+            .upload_bill(&d.token, "sandbox", &date, (name, bytes))
+            .await;
+        assert_eq!(status, 400, "{answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.starts_with(says), "{error}");
+    }
+    assert_eq!(app.run_count().await, 0, "no run was started");
+
+    let (status, run) = app
+        .upload_bill(&d.token, "sandbox", &date, ("bill.csv.gz", gzipped(&file)))
+        .await;
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["status"], "COMPLETED", "{run}");
+    assert_eq!(run["rows_read"], 1, "{run}");
+    assert_eq!(run["file_name"], "bill.csv", "{run}");
+    for (name, bytes) in [
+        ("bill.zip", zipped(&[("statement.csv", &file)])),
+        ("bill.csv", file.clone().into_bytes()),
+    ] {
+        let (status, again) = app
+            .upload_bill(&d.token, "sandbox", &date, (name, bytes))
+            .await;
+        assert_eq!(status, 200, "{name}: {again}");
+        assert_eq!(again["run_id"], run["run_id"], "{name}: {again}");
+    }
+    assert_eq!(app.run_count().await, 1);
+}
+
 both_databases!(
     a_field_of_megabytes_is_refused_with_a_short_quote_and_pages_stay_small,
     an_overlong_form_field_is_refused_by_its_name,
     another_providers_bill_is_named_and_starts_no_run,
     a_file_already_reconciled_says_so,
     the_console_refuses_an_upload_in_the_imports_words,
+    a_gzipped_or_zipped_statement_is_read_as_the_file_inside,
 );

@@ -6,14 +6,9 @@
 
 use crate::domain::{Currency, Money, quote};
 use crate::providers::CallError;
-use crate::providers::spool::{self, SpoolError, Spooled};
+use crate::providers::spool::{self, Spooled};
 use crate::statement::csv::CsvFields;
-use std::io::{BufRead, Read, Seek};
-
-/// The most entries a bill zip may hold: Alipay's holds two (the detail
-/// and its 汇总). Counted before the zip's directory is read, so a zip of
-/// millions of entries is refused without reading them into memory.
-const MAX_ENTRIES: u64 = 64;
+use std::io::{BufRead, Read};
 
 /// What both files say about the day: trade and refund orders, and the
 /// merchant's net receipts (商家实收) in fen.
@@ -25,7 +20,7 @@ struct Figures {
 }
 
 /// The zip's 业务明细 entry (its name and file), once the 汇总 agrees.
-pub(super) fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), CallError> {
+pub fn detail_of(zip: &Spooled, limit: u64) -> Result<(String, Spooled), CallError> {
     let refused = |why: String| CallError::Refused(format!("the Alipay bill zip: {why}"));
     let (mut detail, mut summary) = (None, None);
     for (name, written) in csv_entries(zip, limit)? {
@@ -70,121 +65,10 @@ pub(super) fn account_detail_of(zip: &Spooled, limit: u64) -> Result<(String, Sp
         .ok_or_else(|| CallError::Refused("the Alipay bill zip: no …_账务明细.csv in it".into()))
 }
 
-/// Every CSV entry of a bill zip, each unzipped to a file of its own,
-/// checked against the size it declares, and all of them together against
-/// `limit`.
+/// Every CSV entry of the bill zip, each unzipped to a file of its own.
 fn csv_entries(zip: &Spooled, limit: u64) -> Result<Vec<(String, Spooled)>, CallError> {
-    let refused = |why: String| CallError::Refused(format!("the Alipay bill zip: {why}"));
-    let mut file = zip
-        .open()
-        .map_err(|e| refused(format!("cannot be read: {e}")))?;
-    let declared = entries_declared(&mut file).map_err(|e| refused(format!("not a zip ({e})")))?;
-    if declared > MAX_ENTRIES {
-        return Err(refused(format!(
-            "it declares {declared} entries, more than the {MAX_ENTRIES} a bill may hold; nothing was read"
-        )));
-    }
-    let mut archive =
-        zip::ZipArchive::new(file).map_err(|e| refused(format!("not a zip ({e})")))?;
-    if archive.len() as u64 > MAX_ENTRIES {
-        return Err(refused(format!(
-            "it holds {} entries, more than the {MAX_ENTRIES} a bill may hold; nothing was read",
-            archive.len()
-        )));
-    }
-    let mut out = Vec::new();
-    let mut left = limit;
-    for i in 0..archive.len() {
-        let entry = archive
-            .by_index(i)
-            .map_err(|e| refused(format!("entry {i}: {e}")))?;
-        let name = entry_name(entry.name_raw());
-        if !name.ends_with(".csv") {
-            continue;
-        }
-        let size = entry.size();
-        if size > left {
-            return Err(refused(format!(
-                "{} declares {size} bytes, past the {limit} bytes its entries may unpack to \
-                 together (max_bill_bytes): refused as a decompression bomb",
-                quote(&name)
-            )));
-        }
-        // Limited to what it declares: an entry that unpacks to more is
-        // refused as soon as it does.
-        let written = spool::write(entry, size, |_| {}).map_err(|e| match e {
-            SpoolError::TooLong => refused(format!(
-                "{} unpacks to more than the {size} bytes it declares: \
-                 refused as a decompression bomb",
-                quote(&name)
-            )),
-            SpoolError::Read(e) => refused(format!("{} does not unzip: {e}", quote(&name))),
-            SpoolError::Write(e) => {
-                refused(format!("{} could not be written down: {e}", quote(&name)))
-            }
-        })?;
-        if written.len() != size {
-            return Err(refused(format!(
-                "{} unpacks to {} bytes, it declares {size}; nothing was read",
-                quote(&name),
-                written.len()
-            )));
-        }
-        left -= size;
-        out.push((name, written));
-    }
-    Ok(out)
-}
-
-/// How many entries a zip's end of central directory declares (its
-/// ZIP64 record's count when it has one), read from the file's tail.
-fn entries_declared(file: &mut (impl Read + Seek)) -> std::io::Result<u64> {
-    use std::io::{Error, SeekFrom};
-    let len = file.seek(SeekFrom::End(0))?;
-    // The record is 22 bytes and a comment of up to 65,535.
-    let tail_len = len.min(22 + 65_535);
-    file.seek(SeekFrom::Start(len - tail_len))?;
-    let mut tail = vec![0u8; tail_len as usize];
-    file.read_exact(&mut tail)?;
-    let at = (0..tail.len().saturating_sub(21))
-        .rev()
-        .find(|&i| tail[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
-        .ok_or_else(|| Error::other("no end of central directory"))?;
-    let u16_at = |i: usize| u16::from_le_bytes([tail[i], tail[i + 1]]) as u64;
-    let total = u16_at(at + 10);
-    if total != 0xFFFF {
-        file.rewind()?;
-        return Ok(total);
-    }
-    // ZIP64: the locator just before the record names where the ZIP64
-    // end of central directory is; its count is at offset 32.
-    let locator = (len - tail_len + at as u64)
-        .checked_sub(20)
-        .ok_or_else(|| Error::other("a ZIP64 count without its locator"))?;
-    let mut buf = [0u8; 20];
-    file.seek(SeekFrom::Start(locator))?;
-    file.read_exact(&mut buf)?;
-    if buf[..4] != [0x50, 0x4b, 0x06, 0x07] {
-        return Err(Error::other("a ZIP64 count without its locator"));
-    }
-    let record = u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes"));
-    let mut rec = [0u8; 40];
-    file.seek(SeekFrom::Start(record))?;
-    file.read_exact(&mut rec)?;
-    if rec[..4] != [0x50, 0x4b, 0x06, 0x06] {
-        return Err(Error::other("no ZIP64 end of central directory"));
-    }
-    file.rewind()?;
-    Ok(u64::from_le_bytes(rec[32..40].try_into().expect("8 bytes")))
-}
-
-/// An entry's name: UTF-8 when it is (the zip's UTF-8 flag), else GBK as
-/// Alipay writes it.
-fn entry_name(raw: &[u8]) -> String {
-    match std::str::from_utf8(raw) {
-        Ok(name) => name.to_owned(),
-        Err(_) => encoding_rs::GBK.decode(raw).0.into_owned(),
-    }
+    spool::csv_entries(zip, limit)
+        .map_err(|why| CallError::Refused(format!("the Alipay bill zip: {why}")))
 }
 
 /// A line's text: GBK as Alipay writes it (UTF-8 when it is valid UTF-8).
@@ -323,6 +207,7 @@ fn detail_figures(file: &Spooled) -> Result<Figures, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::spool::{MAX_ENTRIES, entry_name};
     use std::io::Write;
 
     fn zip_of(entries: &[(&str, &str)]) -> Vec<u8> {

@@ -29,6 +29,8 @@
 pub mod account_log;
 mod api;
 mod bill;
+/// An Alipay trade bill zip's 业务明细, checked against its 汇总 (an upload's too).
+pub use bill::detail_of as trade_detail_of;
 mod config;
 pub mod statement;
 

@@ -93,6 +93,12 @@ async fn download(State(g): State<Gateway>, Query(q): Query<BTreeMap<String, Str
     let Some((detail, summary)) = desk.bills.get(&date) else {
         return (axum::http::StatusCode::NOT_FOUND, "").into_response();
     };
+    let bytes = bill_zip(&date, detail, summary);
+    ([("content-type", "application/oct-stream")], bytes).into_response()
+}
+
+/// The trade bill's zip as Alipay serves it (and its portal downloads it).
+fn bill_zip(date: &str, detail: &[u8], summary: &[u8]) -> Vec<u8> {
     let compact = date.replace('-', "");
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
@@ -103,8 +109,7 @@ async fn download(State(g): State<Gateway>, Query(q): Query<BTreeMap<String, Str
     zip.start_file(format!("{PID}_{compact}_业务明细(汇总).csv"), options)
         .unwrap();
     zip.write_all(summary).unwrap();
-    let bytes = zip.finish().unwrap().into_inner();
-    ([("content-type", "application/oct-stream")], bytes).into_response()
+    zip.finish().unwrap().into_inner()
 }
 
 /// A 业务明细 row: 支付宝交易号, 商户订单号, 交易 or 退款, 订单金额 (negative
@@ -592,6 +597,56 @@ async fn a_malformed_alipay_account_log_is_refused_keeping_nothing(b: Backend) {
     assert!(closed_body(&a.app, "alipay", &date).await.is_none());
 }
 
+/// The bill zip as Alipay's portal downloads it, uploaded as it is: the
+/// 业务明细 is read once its 汇总 agrees; a zip whose 汇总 disagrees is
+/// refused in the pull's words and starts no run.
+async fn an_alipay_bill_zip_uploaded_as_downloaded_is_read_after_its_summary(b: Backend) {
+    let a = spawn(b).await;
+    let (date, detail, summary) = a.one_paid_day().await;
+    let token = a.app.api_token("finance").await;
+    let upload = |bytes: Vec<u8>| {
+        let form = reqwest::multipart::Form::new()
+            .text("provider", "alipay")
+            .text("business_date", date.clone())
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(bytes).file_name("bill.zip"),
+            );
+        a.app
+            .client
+            .post(format!("{}/api/v1/recon/runs", a.app.base))
+            .bearer_auth(&token)
+            .multipart(form)
+            .send()
+    };
+    let (p, txn) = a.paid("ALP-U2", 500).await;
+    let rows = [Row(&txn, &p, "交易", "5.00", "")];
+    let (off, off_summary) = bill(&date, &rows, Some((2, 0, "10.00")));
+    let res = upload(bill_zip(&date, &off, &off_summary)).await.unwrap();
+    assert_eq!(res.status(), 400);
+    let answer: serde_json::Value = res.json().await.unwrap();
+    let error = answer["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("\"bill.zip\": the Alipay bill zip: the summary")
+            && error.contains("incomplete"),
+        "{error}"
+    );
+    let res = upload(bill_zip(&date, &detail, &summary)).await.unwrap();
+    assert_eq!(res.status(), 201);
+    let run: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(
+        (run["status"].as_str(), run["rows_read"].as_i64()),
+        (Some("COMPLETED"), Some(1)),
+        "{run}"
+    );
+    let compact = date.replace('-', "");
+    assert_eq!(
+        run["file_name"],
+        format!("{PID}_{compact}_业务明细.csv"),
+        "{run}"
+    );
+}
+
 both_databases!(
     a_pulled_alipay_bill_with_every_class_makes_exactly_its_tickets,
     an_alipay_pull_not_ready_broken_or_slow_fails_and_resume_completes,
@@ -601,4 +656,5 @@ both_databases!(
     an_alipay_day_whose_account_log_agrees_closes_three_way,
     an_alipay_account_log_missing_a_fee_or_a_short_withdrawal_opens_a_ticket,
     a_malformed_alipay_account_log_is_refused_keeping_nothing,
+    an_alipay_bill_zip_uploaded_as_downloaded_is_read_after_its_summary,
 );

@@ -49,10 +49,20 @@ pub struct OpenCredit {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Matched { payout: usize, credit: usize },
-    AmountMismatch { payout: usize, credit: usize },
-    Missing { payout: usize },
-    BankOnly { credit: usize },
+    Matched {
+        payout: usize,
+        credit: usize,
+    },
+    AmountMismatch {
+        payout: usize,
+        credit: usize,
+    },
+    Missing {
+        payout: usize,
+    },
+    BankOnly {
+        credit: usize,
+    },
     /// What the grouped pass found for a credit or payout past its window.
     Group(Grouped),
 }
@@ -73,7 +83,10 @@ pub enum Grouped {
     /// One payout paid as several credits.
     Credits { payout: usize, credits: Vec<usize> },
     /// More than one covering set is as good as the best: none proposed.
-    Ambiguous { anchor: Anchor, sets: Vec<Vec<usize>> },
+    Ambiguous {
+        anchor: Anchor,
+        sets: Vec<Vec<usize>>,
+    },
     /// More candidates than [`GROUP_CANDIDATES`]: not searched.
     TooMany { anchor: Anchor, candidates: usize },
 }
@@ -196,8 +209,7 @@ fn names(p: &OpenPayout, c: &OpenCredit) -> bool {
         .as_deref()
         .map(str::to_lowercase)
         .filter(|d| !d.trim().is_empty());
-    c.text.contains(&p.payout_id.to_lowercase())
-        || descriptor.is_some_and(|d| c.text.contains(&d))
+    c.text.contains(&p.payout_id.to_lowercase()) || descriptor.is_some_and(|d| c.text.contains(&d))
 }
 
 /// Payouts and credits that name each other in a group summing exactly —
@@ -208,15 +220,16 @@ fn named_groups(payouts: &[OpenPayout], credits: &[OpenCredit]) -> (Vec<bool>, V
     let mut rp = vec![false; payouts.len()];
     let mut rc = vec![false; credits.len()];
     let by_id = |p: &OpenPayout, c: &OpenCredit| {
-        c.text.contains(&p.payout_id.to_lowercase())
-            && p.kind == c.kind
-            && p.currency == c.currency
+        c.text.contains(&p.payout_id.to_lowercase()) && p.kind == c.kind && p.currency == c.currency
     };
     for (c, cr) in credits.iter().enumerate() {
         let named: Vec<usize> = (0..payouts.len())
             .filter(|&p| by_id(&payouts[p], cr))
             .collect();
-        let sum: i128 = named.iter().map(|&p| i128::from(payouts[p].amount_minor)).sum();
+        let sum: i128 = named
+            .iter()
+            .map(|&p| i128::from(payouts[p].amount_minor))
+            .sum();
         if named.len() >= 2 && sum == i128::from(cr.amount_minor) {
             rc[c] = true;
             named.iter().for_each(|&p| rp[p] = true);
@@ -226,7 +239,10 @@ fn named_groups(payouts: &[OpenPayout], credits: &[OpenCredit]) -> (Vec<bool>, V
         let naming: Vec<usize> = (0..credits.len())
             .filter(|&c| by_id(po, &credits[c]))
             .collect();
-        let sum: i128 = naming.iter().map(|&c| i128::from(credits[c].amount_minor)).sum();
+        let sum: i128 = naming
+            .iter()
+            .map(|&c| i128::from(credits[c].amount_minor))
+            .sum();
         if naming.len() >= 2 && sum == i128::from(po.amount_minor) {
             rp[p] = true;
             naming.iter().for_each(|&c| rc[c] = true);
@@ -239,7 +255,10 @@ fn named_groups(payouts: &[OpenPayout], credits: &[OpenCredit]) -> (Vec<bool>, V
 /// (indices into `amounts`, ascending). `amounts` holds at most
 /// [`GROUP_CANDIDATES`]; sums are taken in `i128`, so no amount overflows.
 pub fn covering_sets(amounts: &[i64], target: i64) -> Vec<Vec<usize>> {
-    assert!(amounts.len() <= GROUP_CANDIDATES, "the caller caps the search");
+    assert!(
+        amounts.len() <= GROUP_CANDIDATES,
+        "the caller caps the search"
+    );
     let n = amounts.len();
     let mut out = Vec::new();
     for mask in 1u32..(1 << n) {
@@ -260,7 +279,10 @@ pub fn covering_sets(amounts: &[i64], target: i64) -> Vec<Vec<usize>> {
 
 /// The one set to propose among `sets` (each a list of candidates), by
 /// `rank` (lower first); every set tied with the best when there is no one.
-fn best<K: Ord>(sets: Vec<Vec<usize>>, rank: impl Fn(&[usize]) -> K) -> Result<Vec<usize>, Vec<Vec<usize>>> {
+fn best<K: Ord>(
+    sets: Vec<Vec<usize>>,
+    rank: impl Fn(&[usize]) -> K,
+) -> Result<Vec<usize>, Vec<Vec<usize>>> {
     let mut ranked: Vec<(K, Vec<usize>)> = sets.into_iter().map(|s| (rank(&s), s)).collect();
     ranked.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let tied = ranked
@@ -289,13 +311,22 @@ fn grouped(
     out: &mut Vec<Decision>,
 ) {
     let past = |d: Date| days_between(today, d) > window && today > d;
-    let mut taken_p: Vec<bool> = payouts.iter().zip(settled).map(|(p, s)| *s || p.grouped).collect();
-    let mut taken_c: Vec<bool> = credits.iter().zip(used).map(|(c, u)| *u || c.grouped).collect();
+    let mut taken_p: Vec<bool> = payouts
+        .iter()
+        .zip(settled)
+        .map(|(p, s)| *s || p.grouped)
+        .collect();
+    let mut taken_c: Vec<bool> = credits
+        .iter()
+        .zip(used)
+        .map(|(c, u)| *u || c.grouped)
+        .collect();
     let mut anchors: Vec<usize> = (0..credits.len())
         .filter(|&c| !taken_c[c] && past(credits[c].booked_on))
         .collect();
     anchors.sort_by(|&a, &b| {
-        (credits[a].booked_on, &credits[a].entry_id).cmp(&(credits[b].booked_on, &credits[b].entry_id))
+        (credits[a].booked_on, &credits[a].entry_id)
+            .cmp(&(credits[b].booked_on, &credits[b].entry_id))
     });
     for c in anchors {
         let cr = &credits[c];
@@ -374,7 +405,8 @@ fn grouped(
         .filter(|&p| !taken_p[p] && past(payouts[p].arrival_on))
         .collect();
     anchors.sort_by(|&a, &b| {
-        (payouts[a].arrival_on, &payouts[a].payout_id).cmp(&(payouts[b].arrival_on, &payouts[b].payout_id))
+        (payouts[a].arrival_on, &payouts[a].payout_id)
+            .cmp(&(payouts[b].arrival_on, &payouts[b].payout_id))
     });
     for p in anchors {
         let po = &payouts[p];
@@ -547,7 +579,10 @@ mod tests {
         // A single amount equal to the target is the 1:1 pass's, not a group.
         assert_eq!(covering_sets(&[5, 7], 5), Vec::<Vec<usize>>::new());
         assert_eq!(covering_sets(&[3, 4, 5], 12), [vec![0, 1, 2]]);
-        assert!(covering_sets(&[3, 4, 5], 11).is_empty(), "one short is no match");
+        assert!(
+            covering_sets(&[3, 4, 5], 11).is_empty(),
+            "one short is no match"
+        );
         // Sums never overflow.
         assert_eq!(covering_sets(&[i64::MAX, i64::MAX, 1], i64::MAX).len(), 0);
         assert_eq!(covering_sets(&[], 0).len(), 0);
@@ -589,7 +624,12 @@ mod tests {
         let credits = [
             credit("e1", 600_000, "2026-12-03", "stripe part 1"),
             credit("e2", 400_000, "2026-12-04", "stripe part 2"),
-            credit("e3", 400_000, "2026-12-20", "stripe, far outside the window"),
+            credit(
+                "e3",
+                400_000,
+                "2026-12-20",
+                "stripe, far outside the window",
+            ),
         ];
         let d = decide(&payouts, &credits, 3, day("2026-12-08"));
         assert_eq!(
@@ -710,7 +750,8 @@ mod tests {
             payout("po_B", 200, "2026-12-03", None),
         ];
         let credits = [credit("e1", 300, "2026-12-03", "stripe")];
-        let found = |payouts: &[OpenPayout]| group(&decide(payouts, &credits, 3, day("2026-12-08"))).len();
+        let found =
+            |payouts: &[OpenPayout]| group(&decide(payouts, &credits, 3, day("2026-12-08"))).len();
         assert_eq!(found(&base), 1);
         let mut other = base.to_vec();
         other[1].provider = "stripe-us".into();

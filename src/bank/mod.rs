@@ -13,12 +13,12 @@ pub mod csv;
 pub mod matching;
 pub mod mt940;
 
+use crate::accounts::TxError;
 use crate::context::Context;
 use crate::domain::{Class, Money, Severity, clip, quote};
 use crate::providers::{PayoutSeen, Statements};
 use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
 use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
-use crate::accounts::TxError;
 use crate::store::{match_groups, tickets};
 use crate::triage::fixes::{MATCHER, propose_group_in};
 use matching::{Anchor, Decision, Grouped, OpenCredit, OpenPayout};
@@ -740,11 +740,21 @@ async fn group_found(
     let (members, texts): (Vec<match_groups::Member>, Vec<String>) = match g {
         Grouped::Payouts { payouts: ps, .. } => ps
             .iter()
-            .map(|&i| (payout_member("MEMBER", payouts[i].1), payout_text(payouts[i].1)))
+            .map(|&i| {
+                (
+                    payout_member("MEMBER", payouts[i].1),
+                    payout_text(payouts[i].1),
+                )
+            })
             .unzip(),
         Grouped::Credits { credits: cs, .. } => cs
             .iter()
-            .map(|&i| (credit_member("MEMBER", credits[i].1), credit_text(credits[i].1)))
+            .map(|&i| {
+                (
+                    credit_member("MEMBER", credits[i].1),
+                    credit_text(credits[i].1),
+                )
+            })
             .unzip(),
         _ => (Vec::new(), Vec::new()),
     };
@@ -843,16 +853,15 @@ async fn group_found(
         tracing::info!(ticket = %ticket, "{note}");
         return Ok(());
     }
-    let reason = format!(
-        "{} sum exactly to the {anchor_text}",
-        texts.join(" + "),
-    );
+    let reason = format!("{} sum exactly to the {anchor_text}", texts.join(" + "),);
     let evidence = format!(
         "found by the bank matching pass: {} member(s) of {provider}, {currency}, within {window} days, together {}; group {group_id}",
         members.len(),
         shown(total, &currency),
     );
-    let proposal = match propose_group_in(tx, &ctx.db.audit, &ticket, (&reason, &evidence), now).await {
+    let proposal = match propose_group_in(tx, &ctx.db.audit, &ticket, (&reason, &evidence), now)
+        .await
+    {
         Ok(id) => id,
         Err(TxError::Db(e)) => return Err(e.into()),
         // Not proposable after all (the ticket moved meanwhile): the group

@@ -79,7 +79,8 @@ fn camt(id: &str, credits: &[(&str, &str, &str, &str)]) -> Vec<u8> {
 
 /// A matching pass on day `day` of December 2026, over the API.
 async fn match_on(s: &StripeApp, token: &str, day: i64) -> Value {
-    s.clock.set((DAY_START + (day - 1) * 86_400 + 8 * 3600) * 1_000_000);
+    s.clock
+        .set((DAY_START + (day - 1) * 86_400 + 8 * 3600) * 1_000_000);
     let res = s
         .app
         .client
@@ -133,7 +134,10 @@ async fn decide(app: &TestApp, who: &reqwest::Client, proposal: &str) -> (u16, V
         .call_with(
             who,
             "fixes/approve",
-            &[("proposal", proposal), ("comment", "bank statement checked")],
+            &[
+                ("proposal", proposal),
+                ("comment", "bank statement checked"),
+            ],
         )
         .await;
     let status = res.status().as_u16();
@@ -165,11 +169,18 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
     assert_eq!(res.status(), 201);
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["matching"]["matched"], 0, "{body}");
-    assert!(proposals(app).await.is_empty(), "inside the window nothing is proposed");
+    assert!(
+        proposals(app).await.is_empty(),
+        "inside the window nothing is proposed"
+    );
 
     let figures = match_on(&s, &token, 8).await;
     assert_eq!(
-        (&figures["missing"], &figures["bank_only"], &figures["matched"]),
+        (
+            &figures["missing"],
+            &figures["bank_only"],
+            &figures["matched"]
+        ),
         (&json!(3), &json!(1), &json!(0)),
         "{figures}"
     );
@@ -186,7 +197,13 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
     assert_eq!(found.len(), 1, "one proposal for the group: {found:?}");
     let (proposal, kind, on, proposer, required, status) = found[0].clone();
     assert_eq!(
-        (kind.as_str(), on.as_str(), proposer.as_str(), required, status.as_str()),
+        (
+            kind.as_str(),
+            on.as_str(),
+            proposer.as_str(),
+            required,
+            status.as_str()
+        ),
         ("GROUP_MATCH", bank_only.as_str(), "reckon", 2, "PENDING")
     );
     let (before, after): (String, String) =
@@ -206,11 +223,20 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["payout_id"].as_str().unwrap(), p["amount_minor"].as_i64().unwrap()))
+        .map(|p| {
+            (
+                p["payout_id"].as_str().unwrap(),
+                p["amount_minor"].as_i64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         members,
-        [("po_1QaGROUPa", 300_000), ("po_1QaGROUPb", 450_000), ("po_1QaGROUPc", 150_000)]
+        [
+            ("po_1QaGROUPa", 300_000),
+            ("po_1QaGROUPb", 450_000),
+            ("po_1QaGROUPc", 150_000)
+        ]
     );
     assert_eq!(after["credits"][0]["day"], "2026-12-03");
     assert_eq!(before["payouts"][0]["state"], "PAYOUT_MISSING");
@@ -225,9 +251,19 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
         .text()
         .await
         .unwrap();
-    assert!(html.contains(&format!("data-proposal=\"{proposal}\"")), "{html}");
-    let card = &html[html.find("proposal-sentence").expect("the proposal's sentence")..];
-    for member in ["po_1QaGROUPa", "po_1QaGROUPb", "po_1QaGROUPc", "together 9,000.00 EUR"] {
+    assert!(
+        html.contains(&format!("data-proposal=\"{proposal}\"")),
+        "{html}"
+    );
+    let card = &html[html
+        .find("proposal-sentence")
+        .expect("the proposal's sentence")..];
+    for member in [
+        "po_1QaGROUPa",
+        "po_1QaGROUPb",
+        "po_1QaGROUPc",
+        "together 9,000.00 EUR",
+    ] {
         assert!(card.contains(member), "{member} on the card: {card}");
     }
 
@@ -237,7 +273,10 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
     assert_eq!(done["class"], "approved", "{done}");
     assert!(payouts(app).await.iter().all(|p| p.1 == "PAYOUT_MISSING"));
     let (status, again) = decide(app, &sam, &proposal).await;
-    assert_ne!(status, 200, "the same person twice is one approval: {again}");
+    assert_ne!(
+        status, 200,
+        "the same person twice is one approval: {again}"
+    );
     assert!(payouts(app).await.iter().all(|p| p.1 == "PAYOUT_MISSING"));
 
     let sue = app.signed_in("sue", Role::Supervisor).await;
@@ -253,10 +292,17 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
     let group = settled[0].3.clone().expect("settled in a group");
     for (id, state, by, in_group) in &settled {
         assert_eq!(state, "PAYOUT_MATCHED", "{id}");
-        assert_eq!(by.as_deref(), Some(entry.as_str()), "{id} settled by the credit");
+        assert_eq!(
+            by.as_deref(),
+            Some(entry.as_str()),
+            "{id} settled by the credit"
+        );
         assert_eq!(in_group.as_deref(), Some(group.as_str()));
     }
-    assert_eq!(entries(app).await, [(1, "MATCHED".into(), Some(group.clone()))]);
+    assert_eq!(
+        entries(app).await,
+        [(1, "MATCHED".into(), Some(group.clone()))]
+    );
     assert!(
         tickets(app).await.iter().all(|t| t.1 == "CLOSED"),
         "every member's ticket closes: {:?}",
@@ -290,8 +336,18 @@ async fn one_payout_paid_as_two_credits_settles_when_approved(b: Backend) {
     let file = camt(
         "STMT-SPLIT-1",
         &[
-            ("6000.00", "2026-12-03", "NOTPROVIDED", "STRIPE PAYOUT PART 1"),
-            ("4000.00", "2026-12-04", "NOTPROVIDED", "STRIPE PAYOUT PART 2"),
+            (
+                "6000.00",
+                "2026-12-03",
+                "NOTPROVIDED",
+                "STRIPE PAYOUT PART 1",
+            ),
+            (
+                "4000.00",
+                "2026-12-04",
+                "NOTPROVIDED",
+                "STRIPE PAYOUT PART 2",
+            ),
             // A customer's transfer of the same amount is no provider's.
             ("4000.00", "2026-12-04", "INV-77", "CUSTOMER"),
         ],
@@ -302,7 +358,12 @@ async fn one_payout_paid_as_two_credits_settles_when_approved(b: Backend) {
         "<Nm>ACME GMBH</Nm></Dbtr></RltdPties>\n<RmtInf><Ustrd>CUSTOMER",
         1,
     );
-    assert_eq!(upload(app, &token, "split.xml", text.into_bytes()).await.status(), 201);
+    assert_eq!(
+        upload(app, &token, "split.xml", text.into_bytes())
+            .await
+            .status(),
+        201
+    );
     let figures = match_on(&s, &token, 8).await;
     assert_eq!(
         (&figures["missing"], &figures["bank_only"]),
@@ -310,18 +371,33 @@ async fn one_payout_paid_as_two_credits_settles_when_approved(b: Backend) {
         "{figures}"
     );
     let all = tickets(app).await;
-    let missing = all.iter().find(|t| t.0 == "PAYOUT_MISSING").unwrap().3.clone();
+    let missing = all
+        .iter()
+        .find(|t| t.0 == "PAYOUT_MISSING")
+        .unwrap()
+        .3
+        .clone();
     let found = proposals(app).await;
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!((found[0].1.as_str(), found[0].2.as_str()), ("GROUP_MATCH", missing.as_str()));
+    assert_eq!(
+        (found[0].1.as_str(), found[0].2.as_str()),
+        ("GROUP_MATCH", missing.as_str())
+    );
     let sam = app.signed_in("sam", Role::Supervisor).await;
     let sue = app.signed_in("sue", Role::Supervisor).await;
     assert_eq!(decide(app, &sam, &found[0].0).await.1["class"], "approved");
     let (status, done) = decide(app, &sue, &found[0].0).await;
-    assert_eq!((status, done["class"].as_str()), (200, Some("executed")), "{done}");
+    assert_eq!(
+        (status, done["class"].as_str()),
+        (200, Some("executed")),
+        "{done}"
+    );
     let settled = payouts(app).await;
     assert_eq!(settled[0].1, "PAYOUT_MATCHED");
-    assert_eq!(settled[0].2, None, "two credits settle it: no one credit is named");
+    assert_eq!(
+        settled[0].2, None,
+        "two credits settle it: no one credit is named"
+    );
     let group = settled[0].3.clone().unwrap();
     assert_eq!(
         entries(app).await,
@@ -334,7 +410,10 @@ async fn one_payout_paid_as_two_credits_settles_when_approved(b: Backend) {
     assert_eq!(tickets(app).await.len(), 3);
     assert!(tickets(app).await.iter().all(|t| t.1 == "CLOSED"));
     let next = match_on(&s, &token, 9).await;
-    assert_eq!((&next["missing"], &next["bank_only"]), (&json!(0), &json!(0)));
+    assert_eq!(
+        (&next["missing"], &next["bank_only"]),
+        (&json!(0), &json!(0))
+    );
     assert_eq!(tickets(app).await.len(), 3);
 }
 
@@ -353,11 +432,21 @@ async fn two_covering_sets_propose_nothing_and_say_so(b: Backend) {
     .await;
     let app = &s.app;
     let token = token(app).await;
-    let file = camt("STMT-AMB-1", &[("600.00", "2026-12-03", "NOTPROVIDED", "STRIPE")]);
+    let file = camt(
+        "STMT-AMB-1",
+        &[("600.00", "2026-12-03", "NOTPROVIDED", "STRIPE")],
+    );
     assert_eq!(upload(app, &token, "amb.xml", file).await.status(), 201);
     let figures = match_on(&s, &token, 8).await;
-    assert_eq!((&figures["missing"], &figures["bank_only"]), (&json!(4), &json!(1)));
-    assert!(proposals(app).await.is_empty(), "{:?}", proposals(app).await);
+    assert_eq!(
+        (&figures["missing"], &figures["bank_only"]),
+        (&json!(4), &json!(1))
+    );
+    assert!(
+        proposals(app).await.is_empty(),
+        "{:?}",
+        proposals(app).await
+    );
     let bank_only = tickets(app)
         .await
         .into_iter()
@@ -383,8 +472,81 @@ async fn two_covering_sets_propose_nothing_and_say_so(b: Backend) {
     assert!(tickets(app).await.iter().all(|t| t.1 == "OPEN"));
 }
 
+/// A group people reject is not proposed again by the next pass; the
+/// credit's ticket offers it to a person, whose proposal needs the policy's
+/// one approver, as any fix does.
+async fn a_rejected_group_is_not_proposed_again_but_a_person_may_propose_it(b: Backend) {
+    let s = stripe_paying_out(b, &[("po_1QaREJa", 40_000), ("po_1QaREJb", 60_000)]).await;
+    let app = &s.app;
+    let token = token(app).await;
+    let file = camt(
+        "STMT-REJ-1",
+        &[("1000.00", "2026-12-03", "NOTPROVIDED", "STRIPE")],
+    );
+    assert_eq!(upload(app, &token, "rej.xml", file).await.status(), 201);
+    match_on(&s, &token, 8).await;
+    let found = proposals(app).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (proposal, ticket) = (found[0].0.clone(), found[0].2.clone());
+    let sam = app.signed_in("sam", Role::Supervisor).await;
+    let res = app
+        .call_with(
+            &sam,
+            "fixes/reject",
+            &[
+                ("proposal", proposal.as_str()),
+                ("comment", "po_1QaREJb went elsewhere"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    match_on(&s, &token, 9).await;
+    let after = proposals(app).await;
+    assert_eq!(after.len(), 1, "not proposed again: {after:?}");
+    assert_eq!(after[0].5, "REJECTED");
+    assert!(payouts(app).await.iter().all(|p| p.1 == "PAYOUT_MISSING"));
+
+    let olga = app.signed_in("olga", Role::Operator).await;
+    let res = app
+        .call_with(
+            &olga,
+            "fixes/propose",
+            &[
+                ("id", ticket.as_str()),
+                ("kind", "GROUP_MATCH"),
+                ("reason", "the bank confirmed both payouts in one transfer"),
+                ("evidence", "bank's advice of 2026-12-03"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let again: String = res
+        .json::<Value>()
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let required: i64 =
+        sqlx::query_scalar("SELECT required_approvals FROM fix_proposals WHERE proposal_id = $1")
+            .bind(&again)
+            .fetch_one(&app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(required, 1, "a person proposed it: the policy's count");
+    let (status, done) = decide(app, &sam, &again).await;
+    assert_eq!(
+        (status, done["class"].as_str()),
+        (200, Some("executed")),
+        "{done}"
+    );
+    assert!(payouts(app).await.iter().all(|p| p.1 == "PAYOUT_MATCHED"));
+    assert!(tickets(app).await.iter().all(|t| t.1 == "CLOSED"));
+}
+
 both_databases!(
     three_payouts_summing_to_one_credit_settle_when_two_people_approve,
     one_payout_paid_as_two_credits_settles_when_approved,
     two_covering_sets_propose_nothing_and_say_so,
+    a_rejected_group_is_not_proposed_again_but_a_person_may_propose_it,
 );

@@ -138,7 +138,10 @@ pub(super) async fn execute(
     let summary = fix.done.join("; ");
     proposals::set_result(tx, &p.id, &summary).await?;
     let object = match (&p.payment_no, p.kind) {
-        (None, FixKind::GroupMatch) => ("match_group", fix.after["group"].as_str().unwrap_or_default()),
+        (None, FixKind::GroupMatch) => (
+            "match_group",
+            fix.after["group"].as_str().unwrap_or_default(),
+        ),
         (no, _) => ("payment", no.as_deref().unwrap_or_default()),
     };
     let executed = entry(
@@ -405,6 +408,9 @@ async fn merge(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
 async fn group_match(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let failed = |why: String| NotExecuted::Failed(why);
     let group = fix.after["group"].as_str().unwrap_or_default().to_owned();
+    // Serialized with the bank's matching pass, which would otherwise
+    // settle a member by another credit at the same moment.
+    bank::lock_matching(tx, fix.engine.db.kind).await?;
     if !match_groups::set_matched(tx, &group, fix.now).await? {
         return Err(failed(format!("group {group} was decided already")));
     }
@@ -458,7 +464,16 @@ async fn group_match(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted
             continue;
         }
         proposals::supersede_pending(tx, &id, "matched in a group").await?;
-        insert_note(tx, &id, "conclusion", &conclusion, None, &fix.actor.username, now).await?;
+        insert_note(
+            tx,
+            &id,
+            "conclusion",
+            &conclusion,
+            None,
+            &fix.actor.username,
+            now,
+        )
+        .await?;
         let entry = entry(
             fix.actor,
             "ticket.close",

@@ -8,9 +8,9 @@ use crate::domain::PaymentStatus::{Closed, Created, Pending, Refunding, Succeede
 use crate::domain::{Class, OrderNo, PaymentNo, ProviderTxnId};
 use crate::store;
 use crate::store::Conn;
-use crate::store::{bank, match_groups};
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, TicketRow};
+use crate::store::{bank, match_groups};
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
 use serde_json::{Value, json};
@@ -296,7 +296,9 @@ async fn group_match(conn: &mut Conn, t: &TicketRow) -> Result<Plan, TxError> {
                 }
                 let member = json!({ "payout_id": id, "provider": provider, "amount_minor": m.amount_minor,
                     "currency": g.currency, "day": m.on_date });
-                before.0.push(json!({ "payout_id": member["payout_id"], "state": state }));
+                before
+                    .0
+                    .push(json!({ "payout_id": member["payout_id"], "state": state }));
                 after.0.push(member);
                 continue;
             }
@@ -319,8 +321,10 @@ async fn group_match(conn: &mut Conn, t: &TicketRow) -> Result<Plan, TxError> {
             .or(e.bank_ref.clone())
             .unwrap_or_else(|| format!("line {}", e.line_no));
         before.1.push(json!({ "ref": reference, "state": e.state }));
-        after.1.push(json!({ "entry_id": e.entry_id, "ref": reference, "amount_minor": m.amount_minor,
-            "currency": g.currency, "day": m.on_date }));
+        after.1.push(
+            json!({ "entry_id": e.entry_id, "ref": reference, "amount_minor": m.amount_minor,
+            "currency": g.currency, "day": m.on_date }),
+        );
     }
     Ok(Plan {
         payment_no: None,

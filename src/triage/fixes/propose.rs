@@ -9,9 +9,9 @@ use crate::accounts::{Actor, TxError, retrying};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress, Open};
 use crate::engine::Engine;
 use crate::policy::{self, changes::in_force};
+use crate::store::audit_keys::Keys;
 use crate::store::proposals::{self, NewProposal};
 use crate::store::tickets::{self, Move, insert_note, move_ticket};
-use crate::store::audit_keys::Keys;
 use crate::store::{Tx, audit, payments};
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
@@ -36,7 +36,16 @@ pub(crate) async fn propose_item(
     retrying(|| async {
         let now = engine.now();
         let mut tx = engine.db.begin_write().await?;
-        let id = propose_in(&mut tx, &engine.db.audit, actor, fix, (&reason, &evidence), bulk, now).await?;
+        let id = propose_in(
+            &mut tx,
+            &engine.db.audit,
+            actor,
+            fix,
+            (&reason, &evidence),
+            bulk,
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(id)
     })

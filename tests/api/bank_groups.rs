@@ -544,9 +544,63 @@ async fn a_rejected_group_is_not_proposed_again_but_a_person_may_propose_it(b: B
     assert!(tickets(app).await.iter().all(|t| t.1 == "CLOSED"));
 }
 
+/// A member settled by a credit of its own while the group waits: the
+/// approval executes nothing, the proposal fails with why, and the other
+/// members stay as they were.
+async fn a_group_whose_member_was_matched_meanwhile_fails_and_changes_nothing(b: Backend) {
+    let s = stripe_paying_out(b, &[("po_1QaLATEa", 40_000), ("po_1QaLATEb", 60_000)]).await;
+    let app = &s.app;
+    let token = token(app).await;
+    let file = camt(
+        "STMT-LATE-1",
+        &[("1000.00", "2026-12-03", "NOTPROVIDED", "STRIPE")],
+    );
+    assert_eq!(upload(app, &token, "late.xml", file).await.status(), 201);
+    match_on(&s, &token, 8).await;
+    let proposal = proposals(app).await[0].0.clone();
+    // The bank's next statement pays A by name.
+    let file = camt(
+        "STMT-LATE-2",
+        &[("400.00", "2026-12-09", "po_1QaLATEa", "STRIPE")],
+    );
+    assert_eq!(upload(app, &token, "late2.xml", file).await.status(), 201);
+    let states = payouts(app).await;
+    assert_eq!(
+        (states[0].1.as_str(), states[1].1.as_str()),
+        ("PAYOUT_MATCHED", "PAYOUT_MISSING")
+    );
+    let sam = app.signed_in("sam", Role::Supervisor).await;
+    let sue = app.signed_in("sue", Role::Supervisor).await;
+    assert_eq!(decide(app, &sam, &proposal).await.1["class"], "approved");
+    let (status, refused) = decide(app, &sue, &proposal).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("po_1QaLATEa is no longer waiting"),
+        "{refused}"
+    );
+    assert_eq!(proposals(app).await[0].5, "FAILED");
+    let states = payouts(app).await;
+    assert_eq!(states[1].1, "PAYOUT_MISSING", "B is not settled");
+    assert_eq!(states[1].3, None);
+    let credit: String =
+        sqlx::query_scalar("SELECT state FROM bank_entries WHERE amount_minor = 100000")
+            .fetch_one(&app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(credit, "BANK_ONLY");
+    let group: String = sqlx::query_scalar("SELECT status FROM match_groups")
+        .fetch_one(&app.accounts.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(group, "PROPOSED", "the failed approval rolled back");
+}
+
 both_databases!(
     three_payouts_summing_to_one_credit_settle_when_two_people_approve,
     one_payout_paid_as_two_credits_settles_when_approved,
     two_covering_sets_propose_nothing_and_say_so,
     a_rejected_group_is_not_proposed_again_but_a_person_may_propose_it,
+    a_group_whose_member_was_matched_meanwhile_fails_and_changes_nothing,
 );

@@ -561,4 +561,27 @@ mod tests {
         assert_eq!(v["refund_minor"], 9);
         assert_eq!(readable_json("not json", &Zone::default()), "not json");
     }
+
+    #[test]
+    fn a_group_match_reads_as_its_members_and_sum() {
+        let member = |id: &str, minor: i64| json!({ "payout_id": id, "amount_minor": minor, "currency": "EUR", "day": "2026-12-03" });
+        let after = json!({
+            "group": "G1", "shape": "N_TO_ONE", "amount_minor": 900_000, "currency": "EUR",
+            "payouts": [member("po_A", 300_000), member("po_B", 600_000)],
+            "credits": [{ "ref": "E2E-1", "amount_minor": 900_000, "currency": "EUR", "day": "2026-12-03" }],
+        });
+        let sentence = proposal_sentence(FixKind::GroupMatch, None, &Value::Null, &after, Lang::En);
+        assert_eq!(
+            sentence,
+            "Match payouts po_A 3,000.00 EUR (2026-12-03), po_B 6,000.00 EUR (2026-12-03), together 9,000.00 EUR, \
+             to the bank credit E2E-1 9,000.00 EUR (2026-12-03): the payouts are settled and every member's ticket closes"
+        );
+        let rows = proposal_rows(&Value::Null, &after, &shanghai(), Lang::En);
+        let payouts = rows.iter().find(|r| r.key == "payouts").unwrap();
+        assert_eq!(
+            payouts.after,
+            "po_A 2026-12-03 3,000.00 EUR, po_B 2026-12-03 6,000.00 EUR"
+        );
+        assert_eq!(rows[0].key, "amount_minor", "the sum first");
+    }
 }

@@ -266,6 +266,10 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
     ] {
         assert!(card.contains(member), "{member} on the card: {card}");
     }
+    assert!(
+        card.contains("approve-submit"),
+        "the approve button: {card}"
+    );
 
     // One approval of two: recorded, nothing settled.
     let (status, done) = decide(app, &sam, &proposal).await;

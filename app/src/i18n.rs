@@ -542,5 +542,10 @@ pub fn fix_name(kind: crate::tickets::FixKind, lang: Lang) -> &'static str {
             "Refund the late payment in full",
             "全额退还迟到的支付",
         ),
+        GroupMatch => tr(
+            lang,
+            "Match as a group: settle the payouts by the credits",
+            "合并匹配：以银行入账核销这组出款",
+        ),
     }
 }

@@ -98,6 +98,10 @@ fn label(key: &str, lang: Lang) -> String {
         "payments" => Some(("Payments", "支付单")),
         "holds_released" => Some(("Holds released", "解除冻结")),
         "version" => Some(("Version", "版本")),
+        "group" => Some(("Group", "匹配组")),
+        "shape" => Some(("Shape", "形式")),
+        "payouts" => Some(("Payouts", "出款")),
+        "credits" => Some(("Bank credits", "银行入账")),
         _ => None,
     };
     match known {
@@ -137,11 +141,12 @@ fn value_text(
             .map(|item| match item {
                 Value::Object(o) => {
                     let mut parts: Vec<String> = Vec::new();
-                    if let Some(no) = o.get("payment_no").and_then(Value::as_str) {
-                        parts.push(no.to_owned());
-                    }
-                    if let Some(status) = o.get("status").and_then(Value::as_str) {
-                        parts.push(status.to_owned());
+                    // A payment by its number; a payout or a bank credit of
+                    // a group by its id or reference, its day and state.
+                    for k in ["payment_no", "payout_id", "ref", "day", "status", "state"] {
+                        if let Some(v) = o.get(k).and_then(Value::as_str) {
+                            parts.push(v.to_owned());
+                        }
                     }
                     if let (Some(minor), Some(code)) = (
                         o.get("amount_minor").and_then(Value::as_i64),
@@ -177,6 +182,10 @@ const FIELD_ORDER: &[&str] = &[
     "close",
     "payments",
     "holds_released",
+    "payouts",
+    "credits",
+    "group",
+    "shape",
 ];
 
 /// The fields a proposal changes, from its before and after (either may be
@@ -358,6 +367,40 @@ pub fn proposal_sentence(
                 )
             }
         }
+        FixKind::GroupMatch => {
+            let list = |key: &str, id: &str| {
+                after
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .map(|all| {
+                        all.iter()
+                            .map(|m| {
+                                let name = text(m, id).unwrap_or_default();
+                                let day = text(m, "day").unwrap_or_default();
+                                format!("{name} {} ({day})", amount(m, "amount_minor"))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default()
+            };
+            let (payouts, credits) = (list("payouts", "payout_id"), list("credits", "ref"));
+            let sum = amount(after, "amount_minor");
+            match (text(after, "shape").as_deref() == Some("ONE_TO_N"), zh) {
+                (false, false) => format!(
+                    "Match payouts {payouts}, together {sum}, to the bank credit {credits}: the payouts are settled and every member's ticket closes"
+                ),
+                (false, true) => format!(
+                    "合并匹配：出款 {payouts} 合计 {sum}，对应银行入账 {credits}；出款核销，各成员工单一并关闭"
+                ),
+                (true, false) => format!(
+                    "Match payout {payouts} to the bank credits {credits}, together {sum}: the payout is settled and every member's ticket closes"
+                ),
+                (true, true) => format!(
+                    "合并匹配：出款 {payouts} 对应银行入账 {credits}，合计 {sum}；出款核销，各成员工单一并关闭"
+                ),
+            }
+        }
         FixKind::RefundPayment => {
             let refund = amount(after, "refund_minor");
             if zh {
@@ -517,5 +560,28 @@ mod tests {
                 .unwrap();
         assert_eq!(v["refund_minor"], 9);
         assert_eq!(readable_json("not json", &Zone::default()), "not json");
+    }
+
+    #[test]
+    fn a_group_match_reads_as_its_members_and_sum() {
+        let member = |id: &str, minor: i64| json!({ "payout_id": id, "amount_minor": minor, "currency": "EUR", "day": "2026-12-03" });
+        let after = json!({
+            "group": "G1", "shape": "N_TO_ONE", "amount_minor": 900_000, "currency": "EUR",
+            "payouts": [member("po_A", 300_000), member("po_B", 600_000)],
+            "credits": [{ "ref": "E2E-1", "amount_minor": 900_000, "currency": "EUR", "day": "2026-12-03" }],
+        });
+        let sentence = proposal_sentence(FixKind::GroupMatch, None, &Value::Null, &after, Lang::En);
+        assert_eq!(
+            sentence,
+            "Match payouts po_A 3,000.00 EUR (2026-12-03), po_B 6,000.00 EUR (2026-12-03), together 9,000.00 EUR, \
+             to the bank credit E2E-1 9,000.00 EUR (2026-12-03): the payouts are settled and every member's ticket closes"
+        );
+        let rows = proposal_rows(&Value::Null, &after, &shanghai(), Lang::En);
+        let payouts = rows.iter().find(|r| r.key == "payouts").unwrap();
+        assert_eq!(
+            payouts.after,
+            "po_A 2026-12-03 3,000.00 EUR, po_B 2026-12-03 6,000.00 EUR"
+        );
+        assert_eq!(rows[0].key, "amount_minor", "the sum first");
     }
 }

@@ -226,10 +226,13 @@ pub enum FixKind {
     /// A late success of a FAILED or CLOSED payment given back: the whole
     /// amount refunded through the refund ledger; the order stays unpaid.
     RefundPayment,
+    /// Several payouts that together are one bank credit, or one payout
+    /// paid as several credits: settled together, their tickets closed.
+    GroupMatch,
 }
 
 impl FixKind {
-    pub const ALL: [FixKind; 7] = [
+    pub const ALL: [FixKind; 8] = [
         FixKind::Backfill,
         FixKind::ClosePayment,
         FixKind::AcceptAmount,
@@ -237,6 +240,7 @@ impl FixKind {
         FixKind::ReleaseHold,
         FixKind::AcceptPayment,
         FixKind::RefundPayment,
+        FixKind::GroupMatch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -248,6 +252,7 @@ impl FixKind {
             FixKind::ReleaseHold => "RELEASE_HOLD",
             FixKind::AcceptPayment => "ACCEPT_PAYMENT",
             FixKind::RefundPayment => "REFUND_PAYMENT",
+            FixKind::GroupMatch => "GROUP_MATCH",
         }
     }
 }

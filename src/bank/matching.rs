@@ -7,6 +7,11 @@
 //! statement descriptor first, then the nearest in time. Each credit
 //! settles at most one payout. What the window has passed without a
 //! partner is PAYOUT_MISSING (a payout) or BANK_ONLY (a provider's credit).
+//!
+//! Then the grouped pass ([`Grouped`]): for a credit whose window has passed
+//! unmatched, the open payouts of one provider account, currency and
+//! window whose amounts sum exactly to it (N:1), and for such a payout the
+//! credits that sum to it (1:N). Only a proposal: a person approves it.
 
 use jiff::civil::Date;
 
@@ -22,6 +27,8 @@ pub struct OpenPayout {
     pub descriptor: Option<String>,
     /// Already past its window once (PAYOUT_MISSING): not decided again.
     pub missing: bool,
+    /// A member of a group waiting for approval: not grouped again.
+    pub grouped: bool,
 }
 
 /// A provider's bank credit not yet matched.
@@ -36,15 +43,59 @@ pub struct OpenCredit {
     pub text: String,
     /// Already BANK_ONLY: not decided again.
     pub bank_only: bool,
+    /// A member of a group waiting for approval: not grouped again.
+    pub grouped: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Matched { payout: usize, credit: usize },
-    AmountMismatch { payout: usize, credit: usize },
-    Missing { payout: usize },
-    BankOnly { credit: usize },
+    Matched {
+        payout: usize,
+        credit: usize,
+    },
+    AmountMismatch {
+        payout: usize,
+        credit: usize,
+    },
+    Missing {
+        payout: usize,
+    },
+    BankOnly {
+        credit: usize,
+    },
+    /// What the grouped pass found for a credit or payout past its window.
+    Group(Grouped),
 }
+
+/// The side a grouped search starts from: the one credit of an N:1, the
+/// one payout of a 1:N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchor {
+    Credit(usize),
+    Payout(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Grouped {
+    /// Several payouts that together are one credit (members by index,
+    /// oldest first).
+    Payouts { credit: usize, payouts: Vec<usize> },
+    /// One payout paid as several credits.
+    Credits { payout: usize, credits: Vec<usize> },
+    /// More than one covering set is as good as the best: none proposed.
+    Ambiguous {
+        anchor: Anchor,
+        sets: Vec<Vec<usize>>,
+    },
+    /// More candidates than [`GROUP_CANDIDATES`]: not searched.
+    TooMany { anchor: Anchor, candidates: usize },
+}
+
+/// The most candidates one grouped search looks at: every subset of 12 is
+/// 4,096 sums. A provider pays out a few times a day, so more than 12
+/// open payouts of one account and currency within a window is an
+/// anomaly a person sorts out; the search says so instead of guessing.
+pub const GROUP_CANDIDATES: usize = 12;
 
 /// Whole days between two dates, either way round.
 fn days_between(a: Date, b: Date) -> i64 {
@@ -67,11 +118,16 @@ pub fn decide(
         (payouts[a].arrival_on, &payouts[a].payout_id)
             .cmp(&(payouts[b].arrival_on, &payouts[b].payout_id))
     });
+    let (reserved_p, reserved_c) = named_groups(payouts, credits);
     // By reference first: a credit that names the payout is its credit,
     // whatever its amount or day.
     for &p in &order {
+        if reserved_p[p] {
+            continue;
+        }
         let id = payouts[p].payout_id.to_lowercase();
-        let named = (0..credits.len()).find(|&c| !used[c] && credits[c].text.contains(&id));
+        let named = (0..credits.len())
+            .find(|&c| !used[c] && !reserved_c[c] && credits[c].text.contains(&id));
         if let Some(c) = named {
             used[c] = true;
             settled[p] = true;
@@ -92,7 +148,7 @@ pub fn decide(
     }
     // Then by amount, currency and day within the window.
     for &p in &order {
-        if settled[p] {
+        if settled[p] || reserved_p[p] {
             continue;
         }
         let po = &payouts[p];
@@ -105,6 +161,7 @@ pub fn decide(
             .filter(|&c| {
                 let cr = &credits[c];
                 !used[c]
+                    && !reserved_c[c]
                     && cr.kind == po.kind
                     && cr.currency == po.currency
                     && cr.amount_minor == po.amount_minor
@@ -140,7 +197,273 @@ pub fn decide(
             out.push(Decision::BankOnly { credit: c });
         }
     }
+    grouped(payouts, credits, (&settled, &used), window, today, &mut out);
     out
+}
+
+/// Whether payout `p` and credit `c` name each other: the credit's text
+/// carries the payout's id or its statement descriptor.
+fn names(p: &OpenPayout, c: &OpenCredit) -> bool {
+    let descriptor = p
+        .descriptor
+        .as_deref()
+        .map(str::to_lowercase)
+        .filter(|d| !d.trim().is_empty());
+    c.text.contains(&p.payout_id.to_lowercase()) || descriptor.is_some_and(|d| c.text.contains(&d))
+}
+
+/// Payouts and credits that name each other in a group summing exactly —
+/// a credit naming several payouts that together are its amount, a payout
+/// named by several credits that together are its amount: left to the
+/// grouped pass, rather than the first of them taken as a mismatch.
+fn named_groups(payouts: &[OpenPayout], credits: &[OpenCredit]) -> (Vec<bool>, Vec<bool>) {
+    let mut rp = vec![false; payouts.len()];
+    let mut rc = vec![false; credits.len()];
+    let by_id = |p: &OpenPayout, c: &OpenCredit| {
+        c.text.contains(&p.payout_id.to_lowercase()) && p.kind == c.kind && p.currency == c.currency
+    };
+    for (c, cr) in credits.iter().enumerate() {
+        let named: Vec<usize> = (0..payouts.len())
+            .filter(|&p| by_id(&payouts[p], cr))
+            .collect();
+        let sum: i128 = named
+            .iter()
+            .map(|&p| i128::from(payouts[p].amount_minor))
+            .sum();
+        if named.len() >= 2 && sum == i128::from(cr.amount_minor) {
+            rc[c] = true;
+            named.iter().for_each(|&p| rp[p] = true);
+        }
+    }
+    for (p, po) in payouts.iter().enumerate() {
+        let naming: Vec<usize> = (0..credits.len())
+            .filter(|&c| by_id(po, &credits[c]))
+            .collect();
+        let sum: i128 = naming
+            .iter()
+            .map(|&c| i128::from(credits[c].amount_minor))
+            .sum();
+        if naming.len() >= 2 && sum == i128::from(po.amount_minor) {
+            rp[p] = true;
+            naming.iter().for_each(|&c| rc[c] = true);
+        }
+    }
+    (rp, rc)
+}
+
+/// Every subset of two or more of `amounts` summing exactly to `target`
+/// (indices into `amounts`, ascending). `amounts` holds at most
+/// [`GROUP_CANDIDATES`]; sums are taken in `i128`, so no amount overflows.
+pub fn covering_sets(amounts: &[i64], target: i64) -> Vec<Vec<usize>> {
+    assert!(
+        amounts.len() <= GROUP_CANDIDATES,
+        "the caller caps the search"
+    );
+    let n = amounts.len();
+    let mut out = Vec::new();
+    for mask in 1u32..(1 << n) {
+        if mask.count_ones() < 2 {
+            continue;
+        }
+        let sum: i128 = (0..n)
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| i128::from(amounts[i]))
+            .sum();
+        if sum == i128::from(target) {
+            out.push((0..n).filter(|i| mask & (1 << i) != 0).collect());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The one set to propose among `sets` (each a list of candidates), by
+/// `rank` (lower first); every set tied with the best when there is no one.
+fn best<K: Ord>(
+    sets: Vec<Vec<usize>>,
+    rank: impl Fn(&[usize]) -> K,
+) -> Result<Vec<usize>, Vec<Vec<usize>>> {
+    let mut ranked: Vec<(K, Vec<usize>)> = sets.into_iter().map(|s| (rank(&s), s)).collect();
+    ranked.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let tied = ranked
+        .iter()
+        .take_while(|(k, _)| Some(k) == ranked.first().map(|(k, _)| k))
+        .count();
+    let mut sets = ranked.into_iter().map(|(_, s)| s);
+    match tied {
+        1 => Ok(sets.next().unwrap_or_default()),
+        n => Err(sets.take(n).collect()),
+    }
+}
+
+/// The grouped pass, after the 1:1 passes: each credit past its window
+/// unmatched against the open payouts of one account (N:1), then each such
+/// payout against the credits left (1:N). A set is preferred when every
+/// member names the other side (its id or descriptor), then when its
+/// members are nearest the anchor's day (the farthest, then all together);
+/// two sets alike on that are ambiguous and nothing is proposed.
+fn grouped(
+    payouts: &[OpenPayout],
+    credits: &[OpenCredit],
+    (settled, used): (&[bool], &[bool]),
+    window: i64,
+    today: Date,
+    out: &mut Vec<Decision>,
+) {
+    let past = |d: Date| days_between(today, d) > window && today > d;
+    let mut taken_p: Vec<bool> = payouts
+        .iter()
+        .zip(settled)
+        .map(|(p, s)| *s || p.grouped)
+        .collect();
+    let mut taken_c: Vec<bool> = credits
+        .iter()
+        .zip(used)
+        .map(|(c, u)| *u || c.grouped)
+        .collect();
+    let mut anchors: Vec<usize> = (0..credits.len())
+        .filter(|&c| !taken_c[c] && past(credits[c].booked_on))
+        .collect();
+    anchors.sort_by(|&a, &b| {
+        (credits[a].booked_on, &credits[a].entry_id)
+            .cmp(&(credits[b].booked_on, &credits[b].entry_id))
+    });
+    for c in anchors {
+        let cr = &credits[c];
+        let fits = |p: usize| {
+            let po = &payouts[p];
+            !taken_p[p]
+                && po.kind == cr.kind
+                && po.currency == cr.currency
+                && po.amount_minor > 0
+                && po.amount_minor < cr.amount_minor
+                && days_between(po.arrival_on, cr.booked_on) <= window
+        };
+        // One account's payouts make one group.
+        let mut accounts: Vec<&str> = (0..payouts.len())
+            .filter(|&p| fits(p))
+            .map(|p| payouts[p].provider.as_str())
+            .collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        let mut sets = Vec::new();
+        let mut too_many = 0;
+        for account in accounts {
+            let cands: Vec<usize> = (0..payouts.len())
+                .filter(|&p| fits(p) && payouts[p].provider == account)
+                .collect();
+            if cands.len() > GROUP_CANDIDATES {
+                too_many = too_many.max(cands.len());
+                continue;
+            }
+            let amounts: Vec<i64> = cands.iter().map(|&p| payouts[p].amount_minor).collect();
+            sets.extend(
+                covering_sets(&amounts, cr.amount_minor)
+                    .into_iter()
+                    .map(|s| s.into_iter().map(|i| cands[i]).collect::<Vec<_>>()),
+            );
+        }
+        let anchor = Anchor::Credit(c);
+        if too_many > 0 {
+            out.push(Decision::Group(Grouped::TooMany {
+                anchor,
+                candidates: too_many,
+            }));
+            continue;
+        }
+        if sets.is_empty() {
+            continue;
+        }
+        let rank = |s: &[usize]| {
+            let dist: Vec<i64> = s
+                .iter()
+                .map(|&p| days_between(payouts[p].arrival_on, cr.booked_on))
+                .collect();
+            (
+                !s.iter().all(|&p| names(&payouts[p], cr)),
+                dist.iter().copied().max().unwrap_or(0),
+                dist.iter().sum::<i64>(),
+            )
+        };
+        match best(sets, rank) {
+            Ok(mut set) => {
+                set.sort_by(|&a, &b| {
+                    (payouts[a].arrival_on, &payouts[a].payout_id)
+                        .cmp(&(payouts[b].arrival_on, &payouts[b].payout_id))
+                });
+                set.iter().for_each(|&p| taken_p[p] = true);
+                taken_c[c] = true;
+                out.push(Decision::Group(Grouped::Payouts {
+                    credit: c,
+                    payouts: set,
+                }));
+            }
+            Err(sets) => out.push(Decision::Group(Grouped::Ambiguous { anchor, sets })),
+        }
+    }
+    let mut anchors: Vec<usize> = (0..payouts.len())
+        .filter(|&p| !taken_p[p] && past(payouts[p].arrival_on))
+        .collect();
+    anchors.sort_by(|&a, &b| {
+        (payouts[a].arrival_on, &payouts[a].payout_id)
+            .cmp(&(payouts[b].arrival_on, &payouts[b].payout_id))
+    });
+    for p in anchors {
+        let po = &payouts[p];
+        let cands: Vec<usize> = (0..credits.len())
+            .filter(|&c| {
+                let cr = &credits[c];
+                !taken_c[c]
+                    && cr.kind == po.kind
+                    && cr.currency == po.currency
+                    && cr.amount_minor > 0
+                    && cr.amount_minor < po.amount_minor
+                    && days_between(cr.booked_on, po.arrival_on) <= window
+            })
+            .collect();
+        let anchor = Anchor::Payout(p);
+        if cands.len() > GROUP_CANDIDATES {
+            out.push(Decision::Group(Grouped::TooMany {
+                anchor,
+                candidates: cands.len(),
+            }));
+            continue;
+        }
+        let amounts: Vec<i64> = cands.iter().map(|&c| credits[c].amount_minor).collect();
+        let sets: Vec<Vec<usize>> = covering_sets(&amounts, po.amount_minor)
+            .into_iter()
+            .map(|s| s.into_iter().map(|i| cands[i]).collect())
+            .collect();
+        if sets.is_empty() {
+            continue;
+        }
+        let rank = |s: &[usize]| {
+            let dist: Vec<i64> = s
+                .iter()
+                .map(|&c| days_between(credits[c].booked_on, po.arrival_on))
+                .collect();
+            (
+                !s.iter().all(|&c| names(po, &credits[c])),
+                dist.iter().copied().max().unwrap_or(0),
+                dist.iter().sum::<i64>(),
+            )
+        };
+        match best(sets, rank) {
+            Ok(mut set) => {
+                set.sort_by(|&a, &b| {
+                    (credits[a].booked_on, &credits[a].entry_id)
+                        .cmp(&(credits[b].booked_on, &credits[b].entry_id))
+                });
+                set.iter().for_each(|&c| taken_c[c] = true);
+                taken_p[p] = true;
+                out.push(Decision::Group(Grouped::Credits {
+                    payout: p,
+                    credits: set,
+                }));
+            }
+            Err(sets) => out.push(Decision::Group(Grouped::Ambiguous { anchor, sets })),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -161,6 +484,7 @@ mod tests {
             arrival_on: day(arrival),
             descriptor: descriptor.map(str::to_owned),
             missing: false,
+            grouped: false,
         }
     }
 
@@ -173,6 +497,7 @@ mod tests {
             booked_on: day(booked),
             text: text.to_lowercase(),
             bank_only: false,
+            grouped: false,
         }
     }
 
@@ -237,5 +562,211 @@ mod tests {
                 credit: 0
             }]
         );
+    }
+
+    fn group(d: &[Decision]) -> Vec<&Grouped> {
+        d.iter()
+            .filter_map(|d| match d {
+                Decision::Group(g) => Some(g),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn covering_sets_are_exact_and_of_two_or_more() {
+        assert_eq!(covering_sets(&[1, 2, 3, 4], 5), [vec![0, 3], vec![1, 2]]);
+        // A single amount equal to the target is the 1:1 pass's, not a group.
+        assert_eq!(covering_sets(&[5, 7], 5), Vec::<Vec<usize>>::new());
+        assert_eq!(covering_sets(&[3, 4, 5], 12), [vec![0, 1, 2]]);
+        assert!(
+            covering_sets(&[3, 4, 5], 11).is_empty(),
+            "one short is no match"
+        );
+        // Sums never overflow.
+        assert_eq!(covering_sets(&[i64::MAX, i64::MAX, 1], i64::MAX).len(), 0);
+        assert_eq!(covering_sets(&[], 0).len(), 0);
+    }
+
+    #[test]
+    fn three_payouts_that_sum_to_one_credit_are_proposed_as_its_group() {
+        let payouts = [
+            payout("po_A", 300_000, "2026-12-03", None),
+            payout("po_B", 450_000, "2026-12-03", None),
+            payout("po_C", 150_000, "2026-12-02", None),
+            // Summing with A and B too, but the other currency.
+            payout("po_X", 150_000, "2026-12-03", None),
+        ];
+        let mut payouts = payouts.to_vec();
+        payouts[3].currency = "USD".into();
+        let credits = [credit("e1", 900_000, "2026-12-03", "stripe transfer")];
+        let d = decide(&payouts, &credits, 3, day("2026-12-08"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Payouts {
+                credit: 0,
+                payouts: vec![2, 0, 1]
+            }]
+        );
+        // The tickets are still opened: the proposal is made on them.
+        assert!(d.contains(&Decision::BankOnly { credit: 0 }));
+        assert!(d.contains(&Decision::Missing { payout: 0 }));
+        // Inside the window nothing is grouped yet.
+        assert!(group(&decide(&payouts, &credits, 3, day("2026-12-05"))).is_empty());
+        // One cent off: no group.
+        let off = [credit("e1", 900_001, "2026-12-03", "stripe")];
+        assert!(group(&decide(&payouts, &off, 3, day("2026-12-08"))).is_empty());
+    }
+
+    #[test]
+    fn one_payout_paid_as_several_credits_is_proposed_as_its_group() {
+        let payouts = [payout("po_A", 1_000_000, "2026-12-03", None)];
+        let credits = [
+            credit("e1", 600_000, "2026-12-03", "stripe part 1"),
+            credit("e2", 400_000, "2026-12-04", "stripe part 2"),
+            credit(
+                "e3",
+                400_000,
+                "2026-12-20",
+                "stripe, far outside the window",
+            ),
+        ];
+        let d = decide(&payouts, &credits, 3, day("2026-12-08"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Credits {
+                payout: 0,
+                credits: vec![0, 1]
+            }]
+        );
+    }
+
+    #[test]
+    fn two_sets_alike_are_ambiguous_and_nothing_is_proposed() {
+        let payouts = [
+            payout("po_A", 100, "2026-12-03", None),
+            payout("po_B", 200, "2026-12-03", None),
+            payout("po_C", 300, "2026-12-03", None),
+            payout("po_D", 300, "2026-12-03", None),
+        ];
+        let credits = [credit("e1", 600, "2026-12-03", "stripe")];
+        let d = decide(&payouts, &credits, 3, day("2026-12-08"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Ambiguous {
+                anchor: Anchor::Credit(0),
+                sets: vec![vec![0, 1, 2], vec![0, 1, 3], vec![2, 3]],
+            }]
+        );
+        // Nearer in time wins: D two days off makes the set without it best.
+        let mut later = payouts.to_vec();
+        later[3].arrival_on = day("2026-12-05");
+        let d = decide(&later, &credits, 3, day("2026-12-09"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Payouts {
+                credit: 0,
+                payouts: vec![0, 1, 2]
+            }]
+        );
+        // Every member naming the credit wins over nearer ones: C and D
+        // carry the descriptor the credit names.
+        let mut named = later.clone();
+        named[2].descriptor = Some("RECKON DEMO".into());
+        named[3].descriptor = Some("RECKON DEMO".into());
+        let credits = [credit("e1", 600, "2026-12-03", "stripe reckon demo")];
+        let d = decide(&named, &credits, 3, day("2026-12-09"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Payouts {
+                credit: 0,
+                payouts: vec![2, 3]
+            }]
+        );
+    }
+
+    #[test]
+    fn a_credit_naming_its_payouts_is_their_group_not_a_mismatch() {
+        let payouts = [
+            payout("po_A", 100, "2026-12-03", None),
+            payout("po_B", 250, "2026-12-03", None),
+            payout("po_C", 350, "2026-12-03", None),
+        ];
+        let credits = [credit("e1", 350, "2026-12-03", "stripe po_A po_B")];
+        // Inside the window: neither a mismatch of A, nor C's match by amount.
+        let early = decide(&payouts, &credits, 3, day("2026-12-04"));
+        assert_eq!(early, []);
+        let d = decide(&payouts, &credits, 3, day("2026-12-08"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Payouts {
+                credit: 0,
+                payouts: vec![0, 1]
+            }]
+        );
+        // Naming one payout only is still that payout's mismatch.
+        let one = [credit("e1", 350, "2026-12-03", "stripe po_A")];
+        let d = decide(&payouts, &one, 3, day("2026-12-04"));
+        assert_eq!(
+            d,
+            [Decision::AmountMismatch {
+                payout: 0,
+                credit: 0
+            }]
+        );
+    }
+
+    #[test]
+    fn the_search_is_capped_and_says_so() {
+        let many = |n: usize| -> Vec<OpenPayout> {
+            (0..n)
+                .map(|i| payout(&format!("po_{i:02}"), 100 + i as i64, "2026-12-03", None))
+                .collect()
+        };
+        // 100 + 101 = 201: found among 12 candidates.
+        let credits = [credit("e1", 201, "2026-12-03", "stripe")];
+        let d = decide(&many(GROUP_CANDIDATES), &credits, 3, day("2026-12-08"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::Payouts {
+                credit: 0,
+                payouts: vec![0, 1]
+            }]
+        );
+        let d = decide(&many(GROUP_CANDIDATES + 1), &credits, 3, day("2026-12-08"));
+        assert_eq!(
+            group(&d),
+            [&Grouped::TooMany {
+                anchor: Anchor::Credit(0),
+                candidates: GROUP_CANDIDATES + 1
+            }]
+        );
+    }
+
+    #[test]
+    fn another_provider_account_kind_or_window_is_no_group() {
+        let base = [
+            payout("po_A", 100, "2026-12-03", None),
+            payout("po_B", 200, "2026-12-03", None),
+        ];
+        let credits = [credit("e1", 300, "2026-12-03", "stripe")];
+        let found =
+            |payouts: &[OpenPayout]| group(&decide(payouts, &credits, 3, day("2026-12-08"))).len();
+        assert_eq!(found(&base), 1);
+        let mut other = base.to_vec();
+        other[1].provider = "stripe-us".into();
+        assert_eq!(found(&other), 0, "two accounts' payouts are not one credit");
+        let mut other = base.to_vec();
+        other[1].kind = "adyen".into();
+        assert_eq!(found(&other), 0, "another provider");
+        let mut other = base.to_vec();
+        other[1].arrival_on = day("2026-12-07");
+        assert_eq!(found(&other), 0, "outside the window");
+        let mut other = base.to_vec();
+        other[1].grouped = true;
+        assert_eq!(found(&other), 0, "already in a group waiting for approval");
+        let mut other = base.to_vec();
+        other[1].amount_minor = 199;
+        assert_eq!(found(&other), 0);
     }
 }

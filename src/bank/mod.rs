@@ -13,12 +13,15 @@ pub mod csv;
 pub mod matching;
 pub mod mt940;
 
+use crate::accounts::TxError;
 use crate::context::Context;
 use crate::domain::{Class, Money, Severity, clip, quote};
 use crate::providers::{PayoutSeen, Statements};
 use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
 use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
-use matching::{Decision, OpenCredit, OpenPayout};
+use crate::store::{match_groups, tickets};
+use crate::triage::fixes::{MATCHER, propose_group_in};
+use matching::{Anchor, Decision, Grouped, OpenCredit, OpenPayout};
 use sha2::{Digest, Sha256};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -412,6 +415,10 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
     store::lock_matching(&mut tx, ctx.db.kind).await?;
     let payout_rows = store::open_payouts(&mut *tx).await?;
     let credit_rows = store::open_credits(&mut *tx).await?;
+    let waiting: std::collections::HashSet<String> = match_groups::waiting_keys(&mut *tx)
+        .await?
+        .into_iter()
+        .collect();
     let date = |s: &str| s.parse::<jiff::civil::Date>().ok();
     let payouts: Vec<(OpenPayout, &store::PayoutRow)> = payout_rows
         .iter()
@@ -426,6 +433,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                     arrival_on: date(&p.arrival_on)?,
                     descriptor: p.descriptor.clone(),
                     missing: p.state == "PAYOUT_MISSING",
+                    grouped: waiting.contains(&payout_key(p)),
                 },
                 p,
             ))
@@ -450,6 +458,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                     booked_on: date(&c.booked_on)?,
                     text,
                     bank_only: c.state == "BANK_ONLY",
+                    grouped: waiting.contains(&credit_key(c)),
                 },
                 c,
             ))
@@ -529,7 +538,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                 ticket(
                     &mut tx,
                     Class::PayoutMissing,
-                    &format!("bank:PAYOUT_MISSING:{}:{}", p.provider, p.payout_id),
+                    &payout_key(p),
                     p,
                     None,
                     &details,
@@ -549,7 +558,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                     c.remittance.as_deref().unwrap_or(""),
                     c.provider_kind.as_deref().unwrap_or("provider"),
                 );
-                let key = format!("bank:BANK_ONLY:{}", c.entry_id);
+                let key = credit_key(c);
                 let kind = c.provider_kind.as_deref().unwrap_or("bank");
                 let account = store::account_of_kind(&mut *tx, kind).await?;
                 open_discrepancy(
@@ -572,10 +581,308 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                 .await?;
                 figures.bank_only += 1;
             }
+            Decision::Group(g) => {
+                let rows = (payouts.as_slice(), credits.as_slice());
+                group_found(ctx, &mut tx, &g, rows, window, now).await?;
+            }
         }
     }
     tx.commit().await?;
     Ok(figures)
+}
+
+/// The dedupe key of a payout's PAYOUT_MISSING ticket.
+fn payout_key(p: &store::PayoutRow) -> String {
+    format!("bank:PAYOUT_MISSING:{}:{}", p.provider, p.payout_id)
+}
+
+/// The dedupe key of a credit's BANK_ONLY ticket.
+fn credit_key(c: &store::EntryRow) -> String {
+    format!("bank:BANK_ONLY:{}", c.entry_id)
+}
+
+type Rows<'a, 'b> = (
+    &'b [(OpenPayout, &'a store::PayoutRow)],
+    &'b [(OpenCredit, &'a store::EntryRow)],
+);
+
+/// A side of a group as recorded.
+fn payout_member(role: &str, p: &store::PayoutRow) -> match_groups::Member {
+    match_groups::Member {
+        role: role.into(),
+        side: "PAYOUT".into(),
+        provider: Some(p.provider.clone()),
+        payout_id: Some(p.payout_id.clone()),
+        entry_id: None,
+        amount_minor: p.amount_minor,
+        on_date: p.arrival_on.clone(),
+        ticket_key: payout_key(p),
+    }
+}
+
+fn credit_member(role: &str, c: &store::EntryRow) -> match_groups::Member {
+    match_groups::Member {
+        role: role.into(),
+        side: "CREDIT".into(),
+        provider: None,
+        payout_id: None,
+        entry_id: Some(c.entry_id.clone()),
+        amount_minor: c.amount_minor,
+        on_date: c.booked_on.clone(),
+        ticket_key: credit_key(c),
+    }
+}
+
+/// A payout as a group's evidence names it.
+fn payout_text(p: &store::PayoutRow) -> String {
+    format!(
+        "{} {} (arriving {})",
+        p.payout_id,
+        shown(p.amount_minor, &p.currency),
+        p.arrival_on
+    )
+}
+
+/// A credit as a group's evidence names it.
+fn credit_text(c: &store::EntryRow) -> String {
+    let reference = c
+        .end_to_end_id
+        .as_deref()
+        .or(c.bank_ref.as_deref())
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default();
+    format!(
+        "bank credit{reference} {} (booked {}, statement line {})",
+        shown(c.amount_minor, &c.currency),
+        c.booked_on,
+        c.line_no
+    )
+}
+
+/// What the grouped pass found, on the anchor's ticket (opened by this pass
+/// or an earlier one): a covering set proposed as a GROUP_MATCH, with its
+/// members, amounts, sum and days, a note on each member's ticket; an
+/// ambiguity or a search past its cap said once in a note. Each is
+/// recorded once per anchor and set, so a pass repeated, or a group people
+/// rejected, proposes nothing again.
+async fn group_found(
+    ctx: &Context,
+    tx: &mut crate::store::Tx<'static>,
+    g: &Grouped,
+    (payouts, credits): Rows<'_, '_>,
+    window: i64,
+    now: i64,
+) -> Result<(), BankError> {
+    let (anchor_key, anchor_member, provider, currency, total) = match g {
+        Grouped::Payouts { credit: c, .. }
+        | Grouped::Ambiguous {
+            anchor: Anchor::Credit(c),
+            ..
+        }
+        | Grouped::TooMany {
+            anchor: Anchor::Credit(c),
+            ..
+        } => {
+            let c = credits[*c].1;
+            let kind = c.provider_kind.as_deref().unwrap_or("bank");
+            let account = match g {
+                Grouped::Payouts { payouts: ps, .. } => Some(payouts[ps[0]].1.provider.clone()),
+                _ => store::account_of_kind(&mut **tx, kind).await?,
+            };
+            (
+                credit_key(c),
+                credit_member("ANCHOR", c),
+                account.unwrap_or_else(|| kind.to_owned()),
+                c.currency.clone(),
+                c.amount_minor,
+            )
+        }
+        Grouped::Credits { payout: p, .. }
+        | Grouped::Ambiguous {
+            anchor: Anchor::Payout(p),
+            ..
+        }
+        | Grouped::TooMany {
+            anchor: Anchor::Payout(p),
+            ..
+        } => {
+            let p = payouts[*p].1;
+            (
+                payout_key(p),
+                payout_member("ANCHOR", p),
+                p.provider.clone(),
+                p.currency.clone(),
+                p.amount_minor,
+            )
+        }
+    };
+    // The anchor's ticket is where people decide: open, with no other
+    // proposal waiting on it.
+    let Some((ticket, status)) = tickets::by_key(&mut **tx, &anchor_key).await? else {
+        return Ok(());
+    };
+    if status == crate::domain::TicketStatus::Closed.as_str()
+        || crate::store::proposals::live_count(&mut **tx, &ticket, now).await? > 0
+    {
+        return Ok(());
+    }
+    let anchor_text = match &anchor_member.side[..] {
+        "PAYOUT" => payouts
+            .iter()
+            .find(|(_, p)| payout_key(p) == anchor_key)
+            .map(|(_, p)| payout_text(p)),
+        _ => credits
+            .iter()
+            .find(|(_, c)| credit_key(c) == anchor_key)
+            .map(|(_, c)| credit_text(c)),
+    }
+    .unwrap_or_default();
+    let (members, texts): (Vec<match_groups::Member>, Vec<String>) = match g {
+        Grouped::Payouts { payouts: ps, .. } => ps
+            .iter()
+            .map(|&i| {
+                (
+                    payout_member("MEMBER", payouts[i].1),
+                    payout_text(payouts[i].1),
+                )
+            })
+            .unzip(),
+        Grouped::Credits { credits: cs, .. } => cs
+            .iter()
+            .map(|&i| {
+                (
+                    credit_member("MEMBER", credits[i].1),
+                    credit_text(credits[i].1),
+                )
+            })
+            .unzip(),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let set_text = |set: &[usize]| -> String {
+        let names: Vec<String> = set
+            .iter()
+            .map(|&i| match g {
+                Grouped::Ambiguous {
+                    anchor: Anchor::Payout(_),
+                    ..
+                } => credit_text(credits[i].1),
+                _ => payout_text(payouts[i].1),
+            })
+            .collect();
+        names.join(" + ")
+    };
+    let (status, members_key, note) = match g {
+        Grouped::Ambiguous { sets, .. } => {
+            let listed: Vec<String> = sets.iter().map(|s| format!("[{}]", set_text(s))).collect();
+            let key: Vec<String> = sets
+                .iter()
+                .map(|s| {
+                    s.iter()
+                        .map(|&i| match g {
+                            Grouped::Ambiguous {
+                                anchor: Anchor::Payout(_),
+                                ..
+                            } => credit_key(credits[i].1),
+                            _ => payout_key(payouts[i].1),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            (
+                "AMBIGUOUS",
+                format!("AMBIGUOUS {}", key.join(" | ")),
+                Some(format!(
+                    "grouped match not proposed: {} sets sum exactly to the {anchor_text} within {window} days and none is preferred (by naming it, then by day): {}; decide by hand",
+                    sets.len(),
+                    listed.join("; ")
+                )),
+            )
+        }
+        Grouped::TooMany { candidates, .. } => (
+            "TOO_MANY",
+            format!("TOO_MANY {candidates}"),
+            Some(format!(
+                "grouped match not searched: {candidates} candidates within {window} days of the {anchor_text}, more than the {} a search takes; decide by hand",
+                matching::GROUP_CANDIDATES
+            )),
+        ),
+        _ => {
+            let mut keys: Vec<&str> = members.iter().map(|m| m.ticket_key.as_str()).collect();
+            keys.sort_unstable();
+            ("PROPOSED", keys.join(" "), None)
+        }
+    };
+    let group_id = uuid::Uuid::now_v7().to_string();
+    let shape = match g {
+        Grouped::Credits { .. }
+        | Grouped::Ambiguous {
+            anchor: Anchor::Payout(_),
+            ..
+        }
+        | Grouped::TooMany {
+            anchor: Anchor::Payout(_),
+            ..
+        } => "ONE_TO_N",
+        _ => "N_TO_ONE",
+    };
+    let mut sides = vec![anchor_member];
+    sides.extend(members.iter().cloned());
+    let recorded = match_groups::insert(
+        tx,
+        &match_groups::NewGroup {
+            group_id: &group_id,
+            shape,
+            provider: &provider,
+            currency: &currency,
+            total_minor: total,
+            anchor: &anchor_key,
+            members_key: &members_key,
+            status,
+            ticket_id: Some(&ticket),
+            found_at: now,
+        },
+        &sides,
+    )
+    .await?;
+    if !recorded {
+        return Ok(());
+    }
+    if let Some(note) = note {
+        tickets::insert_note(tx, &ticket, "action", &note, None, MATCHER, now).await?;
+        tracing::info!(ticket = %ticket, "{note}");
+        return Ok(());
+    }
+    let reason = format!("{} sum exactly to the {anchor_text}", texts.join(" + "),);
+    let evidence = format!(
+        "found by the bank matching pass: {} member(s) of {provider}, {currency}, within {window} days, together {}; group {group_id}",
+        members.len(),
+        shown(total, &currency),
+    );
+    let proposal = match propose_group_in(tx, &ctx.db.audit, &ticket, (&reason, &evidence), now)
+        .await
+    {
+        Ok(id) => id,
+        Err(TxError::Db(e)) => return Err(e.into()),
+        // Not proposable after all (the ticket moved meanwhile): the group
+        // stays recorded, and a person may propose it from the ticket.
+        Err(TxError::App(e)) => {
+            tracing::warn!(ticket = %ticket, error = %e, "grouped match found but not proposed");
+            return Ok(());
+        }
+    };
+    match_groups::set_proposal(&mut **tx, &group_id, &proposal).await?;
+    for m in &members {
+        if let Some((id, status)) = tickets::by_key(&mut **tx, &m.ticket_key).await?
+            && status != crate::domain::TicketStatus::Closed.as_str()
+        {
+            let body = format!(
+                "part of a grouped match proposed on ticket {ticket} (proposal {proposal}): {reason}"
+            );
+            tickets::insert_note(tx, &id, "action", &body, None, MATCHER, now).await?;
+        }
+    }
+    Ok(())
 }
 
 /// `9,048.00 EUR`, for a person reading a ticket.

@@ -10,7 +10,9 @@ use crate::domain::{Sla, TicketStatus};
 use crate::store;
 use crate::store::lists::{self, QueueAfter};
 use crate::store::tickets::TicketRow;
-use crate::store::{Db, alerts, callbacks, outbox, payments, proposals, refunds, tasks, tickets};
+use crate::store::{
+    Db, alerts, callbacks, match_groups, outbox, payments, proposals, refunds, tasks, tickets,
+};
 use crate::triage;
 use app::ageing::AgeBucket;
 use app::error::AppError;
@@ -286,6 +288,13 @@ async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<
         });
     }
     let mut proposals = proposals::list(pool, "ALL", Some(id), now).await?;
+    // A grouped match is decided on its anchor's ticket; each member's
+    // ticket shows the same proposal.
+    for of_group in match_groups::proposals_of_member(pool, id).await? {
+        if let Some(p) = proposals::get(pool, &of_group, now).await? {
+            proposals.push(p);
+        }
+    }
     with_comments(pool, &mut proposals).await?;
     timeline.extend(proposals.iter().flat_map(proposal_items));
     timeline.sort_by_key(|t| t.at);
@@ -294,11 +303,19 @@ async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<
     let waiting = proposals
         .iter()
         .any(|p| p.status == "PENDING" && !p.expired && p.stale_reason.is_none());
-    let fixes = if waiting {
+    let mut fixes = if waiting {
         Vec::new()
     } else {
         crate::triage::fixes::fixes_for(&t, payment.as_ref())
     };
+    // A group found for this ticket whose proposal was rejected or expired
+    // may be proposed again by a person.
+    if !waiting
+        && t.ticket_status() != Some(crate::domain::TicketStatus::Closed)
+        && match_groups::proposed_on(pool, id).await?.is_some()
+    {
+        fixes.push(app::tickets::FixKind::GroupMatch);
+    }
     Ok(Some(TicketDetail {
         summary: aged_summary(&t, now, sla),
         reason: reason(&t),

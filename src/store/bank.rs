@@ -427,3 +427,76 @@ pub async fn payout_lines<'e>(
     .fetch_all(e)
     .await
 }
+
+// ---- Grouped matches -----------------------------------------------------
+
+/// A payout settled as a member of approved group `group_id` (by credit
+/// `entry_id` when one credit settles it): `false` when it is no longer
+/// waiting for a credit (matched meanwhile), and nothing is written.
+pub async fn settle_in_group(
+    conn: &mut AnyConnection,
+    provider: &str,
+    payout_id: &str,
+    entry_id: Option<&str>,
+    group_id: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payouts SET state = 'PAYOUT_MATCHED', entry_id = $3, group_id = $4, decided_at = $5 \
+         WHERE provider = $1 AND payout_id = $2 AND state IN ('PENDING', 'PAYOUT_MISSING')",
+    )
+    .bind(provider)
+    .bind(payout_id)
+    .bind(entry_id)
+    .bind(group_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A credit matched as a side of approved group `group_id`: `false` when it
+/// was matched meanwhile, and nothing is written.
+pub async fn match_entry_in_group(
+    conn: &mut AnyConnection,
+    entry_id: &str,
+    group_id: &str,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE bank_entries SET state = 'MATCHED', group_id = $2 \
+         WHERE entry_id = $1 AND state IN ('UNMATCHED', 'BANK_ONLY')",
+    )
+    .bind(entry_id)
+    .bind(group_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// One payout, as matching reads it.
+pub async fn payout<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    payout_id: &str,
+) -> sqlx::Result<Option<PayoutRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE provider = $1 AND payout_id = $2"
+    ))
+    .bind(provider)
+    .bind(payout_id)
+    .fetch_optional(e)
+    .await
+}
+
+/// One bank entry.
+pub async fn entry<'e>(
+    e: impl Executor<'e, Database = Any>,
+    entry_id: &str,
+) -> sqlx::Result<Option<EntryRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {ENTRY_COLUMNS} FROM bank_entries WHERE entry_id = $1"
+    ))
+    .bind(entry_id)
+    .fetch_optional(e)
+    .await
+}

@@ -21,6 +21,7 @@ pub mod held_actions;
 pub mod idempotency;
 pub mod leader;
 pub mod lists;
+pub mod match_groups;
 pub mod nonces;
 pub mod oidc;
 pub mod outbox;

@@ -170,6 +170,17 @@ pub async fn ticket<'e>(
     .await
 }
 
+/// The ticket opened under `dedupe_key` and its status, if there is one.
+pub async fn by_key<'e>(
+    e: impl Executor<'e, Database = Any>,
+    dedupe_key: &str,
+) -> sqlx::Result<Option<(String, String)>> {
+    sqlx::query_as("SELECT discrepancy_id, status FROM discrepancies WHERE dedupe_key = $1")
+        .bind(dedupe_key)
+        .fetch_optional(e)
+        .await
+}
+
 /// The ticket's status, if there is such a ticket.
 pub async fn status_of<'e>(
     e: impl Executor<'e, Database = Any>,

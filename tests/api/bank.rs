@@ -27,7 +27,13 @@ pub(crate) fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// A `payout` balance transaction, its payout expanded as Stripe gives it.
-fn payout_txn(id: &str, amount: i64, arrival: i64, descriptor: Option<&str>, at: i64) -> Value {
+pub(crate) fn payout_txn(
+    id: &str,
+    amount: i64,
+    arrival: i64,
+    descriptor: Option<&str>,
+    at: i64,
+) -> Value {
     json!({
         "id": format!("txn_{id}"), "object": "balance_transaction", "amount": -amount,
         "available_on": at, "balance_type": "payments", "created": at, "currency": "eur",

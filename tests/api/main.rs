@@ -15,6 +15,7 @@ mod auth;
 mod authz;
 mod bank;
 mod bank_formats;
+mod bank_groups;
 mod bulk;
 mod cli;
 mod cli_accounts;

@@ -505,7 +505,10 @@ pub fn ProposalCard(p: Proposal, lang: Lang, viewer: User, decide: Decide) -> im
     };
     let (fix, payment) = (
         fix_name(p.kind, lang),
-        p.payment_no.clone().unwrap_or_default(),
+        // A grouped match names payouts and credits, not one payment.
+        p.payment_no
+            .clone()
+            .unwrap_or_else(|| tr(lang, "the group", "该匹配组").to_owned()),
     );
     // Short of the last approval it needs, an approval executes nothing yet.
     let (so_far, required) = (p.approved_by.len(), p.required);

@@ -16,7 +16,7 @@ use crate::engine::{
 use crate::store::Conn;
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, Move, Only, insert_note, move_ticket};
-use crate::store::{audit, proposals};
+use crate::store::{audit, bank, match_groups, proposals};
 use app::tickets::{ActionResult, FixKind, Proposal};
 use app::types::User;
 use serde_json::{Value, json};
@@ -132,14 +132,22 @@ pub(super) async fn execute(
         FixKind::ReleaseHold => release_hold(tx, &mut fix).await?,
         FixKind::AcceptPayment => accept_payment(tx, &mut fix).await?,
         FixKind::RefundPayment => refund_payment(tx, &mut fix).await?,
+        FixKind::GroupMatch => group_match(tx, &mut fix).await?,
     }
     lags_over(tx, &mut fix).await?;
     let summary = fix.done.join("; ");
     proposals::set_result(tx, &p.id, &summary).await?;
+    let object = match (&p.payment_no, p.kind) {
+        (None, FixKind::GroupMatch) => (
+            "match_group",
+            fix.after["group"].as_str().unwrap_or_default(),
+        ),
+        (no, _) => ("payment", no.as_deref().unwrap_or_default()),
+    };
     let executed = entry(
         actor,
         "fix.execute",
-        ("payment", p.payment_no.as_deref().unwrap_or_default()),
+        object,
         serde_json::from_str(&p.before).ok(),
         json!({ "proposal": p.id, "kind": p.kind, "intended": fix.after, "done": fix.done }),
     );
@@ -389,6 +397,92 @@ async fn merge(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
             let moved = fix.apply(tx, &o).await?;
             fix.done.push(format!("{no}: {moved}"));
         }
+    }
+    Ok(())
+}
+
+/// The group recorded: each payout settled (by the one credit of an N:1),
+/// each credit matched, all under the group's id — or nothing, when any of
+/// them was matched meanwhile. Every member's ticket closes with the
+/// proposal's own.
+async fn group_match(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let failed = |why: String| NotExecuted::Failed(why);
+    let group = fix.after["group"].as_str().unwrap_or_default().to_owned();
+    // Serialized with the bank's matching pass, which would otherwise
+    // settle a member by another credit at the same moment.
+    bank::lock_matching(tx, fix.engine.db.kind).await?;
+    if !match_groups::set_matched(tx, &group, fix.now).await? {
+        return Err(failed(format!("group {group} was decided already")));
+    }
+    let list = |key: &str| fix.after[key].as_array().cloned().unwrap_or_default();
+    let (payouts, credits) = (list("payouts"), list("credits"));
+    let entry_of = |c: &Value| c["entry_id"].as_str().unwrap_or_default().to_owned();
+    // An N:1's payouts are each settled by its one credit.
+    let by = (credits.len() == 1).then(|| entry_of(&credits[0]));
+    for p in &payouts {
+        let (provider, id) = (
+            p["provider"].as_str().unwrap_or_default(),
+            p["payout_id"].as_str().unwrap_or_default(),
+        );
+        if !bank::settle_in_group(tx, provider, id, by.as_deref(), &group, fix.now).await? {
+            return Err(failed(format!(
+                "payout {id} is no longer waiting for a credit: the group no longer holds"
+            )));
+        }
+    }
+    for c in &credits {
+        if !bank::match_entry_in_group(tx, &entry_of(c), &group).await? {
+            return Err(failed(format!(
+                "the bank credit {} is matched already: the group no longer holds",
+                c["ref"].as_str().unwrap_or_default()
+            )));
+        }
+    }
+    fix.done.push(format!(
+        "group {group}: {} payout(s) settled by {} bank credit(s)",
+        payouts.len(),
+        credits.len()
+    ));
+    let (p, now) = (fix.p, fix.now);
+    let conclusion = format!(
+        "matched in group {group} ({} of proposal {} on ticket {})",
+        p.kind, p.id, p.ticket_id
+    );
+    let from = TicketStatus::predecessors(Closed);
+    for m in match_groups::members(&mut *tx, &group).await? {
+        let Some((id, status)) = tickets::by_key(&mut *tx, &m.ticket_key).await? else {
+            continue;
+        };
+        if id == p.ticket_id || status == Closed.as_str() {
+            continue;
+        }
+        let closed = Move {
+            conclusion: Some(&conclusion),
+            ..Move::new(Closed, &from, now)
+        };
+        if move_ticket(tx, &id, &closed).await? == 0 {
+            continue;
+        }
+        proposals::supersede_pending(tx, &id, "matched in a group").await?;
+        insert_note(
+            tx,
+            &id,
+            "conclusion",
+            &conclusion,
+            None,
+            &fix.actor.username,
+            now,
+        )
+        .await?;
+        let entry = entry(
+            fix.actor,
+            "ticket.close",
+            ("ticket", &id),
+            Some(json!({ "status": status })),
+            json!({ "status": Closed.as_str(), "conclusion": conclusion }),
+        );
+        audit::append(tx, &fix.engine.db.audit, &entry, now).await?;
+        fix.done.push(format!("ticket {id} closed"));
     }
     Ok(())
 }

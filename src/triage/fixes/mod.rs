@@ -18,8 +18,8 @@ mod execute;
 mod plan;
 mod propose;
 
-pub(crate) use propose::propose_item;
-pub use propose::{HostRelease, propose, propose_release_from_host};
+pub use propose::{HostRelease, MATCHER, propose, propose_release_from_host};
+pub(crate) use propose::{propose_group_in, propose_item};
 
 use super::{entry, required};
 use crate::accounts::{decision_refusal, internal, retrying};

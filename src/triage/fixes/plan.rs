@@ -10,6 +10,7 @@ use crate::store;
 use crate::store::Conn;
 use crate::store::payments::{self, PaymentBrief};
 use crate::store::tickets::{self, TicketRow};
+use crate::store::{bank, match_groups};
 use app::error::AppError;
 use app::tickets::{FixKind, FixRequest};
 use serde_json::{Value, json};
@@ -126,6 +127,9 @@ pub(super) async fn plan(
     {
         return Err(TxError::App(not_applicable(why)));
     }
+    if fix.kind == FixKind::GroupMatch {
+        return group_match(conn, t).await;
+    }
     let payment = match t.payment_no.as_deref() {
         Some(no) => payments::brief(&mut *conn, no).await?,
         None => None,
@@ -221,6 +225,7 @@ pub(super) async fn plan(
             }))
         }
         FixKind::Merge => merge(conn, t, fix).await?,
+        FixKind::GroupMatch => unreachable!("planned above"),
         FixKind::ReleaseHold => plan(json!({ "hold_reason": null })),
         FixKind::AcceptPayment | FixKind::RefundPayment => {
             let p = payment
@@ -258,6 +263,82 @@ pub(super) async fn plan(
                 }))
             }
         }
+    })
+}
+
+/// A group the matching pass found on this ticket (its anchor's): the
+/// payouts and credits as they are now, each still waiting for its match,
+/// and what approval records — every payout settled, every credit matched.
+async fn group_match(conn: &mut Conn, t: &TicketRow) -> Result<Plan, TxError> {
+    let Some(g) = match_groups::proposed_on(&mut *conn, &t.discrepancy_id).await? else {
+        return Err(TxError::App(not_applicable(
+            "no group of payouts and bank credits was found for this ticket",
+        )));
+    };
+    let members = match_groups::members(&mut *conn, &g.group_id).await?;
+    let mut before = (Vec::new(), Vec::new());
+    let mut after = (Vec::new(), Vec::new());
+    for m in &members {
+        let side = match m.side.as_str() {
+            "PAYOUT" => {
+                let (provider, id) = (
+                    m.provider.clone().unwrap_or_default(),
+                    m.payout_id.clone().unwrap_or_default(),
+                );
+                let state = bank::payout(&mut *conn, &provider, &id)
+                    .await?
+                    .map(|p| p.state)
+                    .unwrap_or_else(|| "absent".into());
+                if !matches!(state.as_str(), "PENDING" | "PAYOUT_MISSING") {
+                    return Err(TxError::App(not_applicable(format!(
+                        "payout {id} is {state} now: the group no longer holds"
+                    ))));
+                }
+                let member = json!({ "payout_id": id, "provider": provider, "amount_minor": m.amount_minor,
+                    "currency": g.currency, "day": m.on_date });
+                before
+                    .0
+                    .push(json!({ "payout_id": member["payout_id"], "state": state }));
+                after.0.push(member);
+                continue;
+            }
+            _ => m.entry_id.clone().unwrap_or_default(),
+        };
+        let Some(e) = bank::entry(&mut *conn, &side).await? else {
+            return Err(TxError::App(not_applicable(format!(
+                "bank entry {side} is gone"
+            ))));
+        };
+        if !matches!(e.state.as_str(), "UNMATCHED" | "BANK_ONLY") {
+            return Err(TxError::App(not_applicable(format!(
+                "the bank credit of statement line {} is {} now: the group no longer holds",
+                e.line_no, e.state
+            ))));
+        }
+        let reference = e
+            .end_to_end_id
+            .clone()
+            .or(e.bank_ref.clone())
+            .unwrap_or_else(|| format!("line {}", e.line_no));
+        before.1.push(json!({ "ref": reference, "state": e.state }));
+        after.1.push(
+            json!({ "entry_id": e.entry_id, "ref": reference, "amount_minor": m.amount_minor,
+            "currency": g.currency, "day": m.on_date }),
+        );
+    }
+    Ok(Plan {
+        payment_no: None,
+        version: None,
+        before: json!({ "payouts": before.0, "credits": before.1, "currency": g.currency }),
+        after: json!({
+            "group": g.group_id,
+            "shape": g.shape,
+            "payouts": after.0,
+            "credits": after.1,
+            "amount_minor": g.total_minor,
+            "currency": g.currency,
+            "state": "PAYOUT_MATCHED",
+        }),
     })
 }
 

@@ -9,6 +9,7 @@ use crate::accounts::{Actor, TxError, retrying};
 use crate::domain::TicketStatus::{AwaitingApproval, Closed, InProgress, Open};
 use crate::engine::Engine;
 use crate::policy::{self, changes::in_force};
+use crate::store::audit_keys::Keys;
 use crate::store::proposals::{self, NewProposal};
 use crate::store::tickets::{self, Move, insert_note, move_ticket};
 use crate::store::{Tx, audit, payments};
@@ -35,7 +36,16 @@ pub(crate) async fn propose_item(
     retrying(|| async {
         let now = engine.now();
         let mut tx = engine.db.begin_write().await?;
-        let id = propose_in(&mut tx, engine, actor, fix, (&reason, &evidence), bulk, now).await?;
+        let id = propose_in(
+            &mut tx,
+            &engine.db.audit,
+            actor,
+            fix,
+            (&reason, &evidence),
+            bulk,
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(id)
     })
@@ -135,7 +145,8 @@ pub async fn propose_release_from_host(
             order_no: None,
             keep: None,
         };
-        let proposal = propose_in(&mut tx, engine, &actor, &fix, (&reason, &evidence), None, now).await?;
+        let proposal =
+            propose_in(&mut tx, &engine.db.audit, &actor, &fix, (&reason, &evidence), None, now).await?;
         tx.commit().await?;
         Ok(HostRelease {
             proposal,
@@ -147,11 +158,44 @@ pub async fn propose_release_from_host(
     .await
 }
 
+/// The bank's matching pass as a proposer of the groups it finds.
+pub const MATCHER: &str = "reckon";
+
+fn matcher() -> User {
+    User {
+        id: MATCHER.into(),
+        username: MATCHER.into(),
+        ..host()
+    }
+}
+
+/// The matching pass proposes a GROUP_MATCH on the anchor's ticket, in the
+/// pass's transaction. No person proposed it, so it needs one approver more
+/// than the policy asks of a person's proposal: two people decide it, as
+/// they would one a person proposed.
+pub(crate) async fn propose_group_in(
+    tx: &mut Tx<'_>,
+    audit: &Keys,
+    ticket_id: &str,
+    (reason, evidence): (&str, &str),
+    now: i64,
+) -> Result<String, TxError> {
+    let fix = FixRequest {
+        ticket_id: ticket_id.to_owned(),
+        kind: FixKind::GroupMatch,
+        reason: reason.to_owned(),
+        evidence: evidence.to_owned(),
+        order_no: None,
+        keep: None,
+    };
+    propose_in(tx, audit, &matcher(), &fix, (reason, evidence), None, now).await
+}
+
 /// The proposal row, the ticket AWAITING_APPROVAL, its note and the audit
 /// entry, in the caller's transaction; the proposal's id.
 async fn propose_in(
     tx: &mut Tx<'_>,
-    engine: &Engine,
+    audit: &Keys,
     actor: &User,
     fix: &FixRequest,
     (reason, evidence): (&str, &str),
@@ -182,7 +226,7 @@ async fn propose_in(
         fix.kind,
         amount.as_ref().map(|(m, c)| (*m, c.as_str())),
         bulk.is_some(),
-    );
+    ) + i64::from(actor.id == MATCHER);
     let (before, after) = (plan.before.to_string(), plan.after.to_string());
     proposals::insert(
         tx,
@@ -243,6 +287,6 @@ async fn propose_in(
             "policy_version": policy_version,
         }),
     );
-    audit::append(tx, &engine.db.audit, &entry, now).await?;
+    audit::append(tx, audit, &entry, now).await?;
     Ok(id)
 }

@@ -30,6 +30,7 @@
 mod api;
 mod balance;
 mod config;
+mod dispute;
 pub mod statement;
 
 pub use config::{KIND, StripeConfig};
@@ -70,6 +71,9 @@ struct Event {
     id: String,
     #[serde(rename = "type")]
     event_type: String,
+    /// Unix seconds: when Stripe made the event.
+    #[serde(default)]
+    created: i64,
     data: EventData,
 }
 
@@ -354,6 +358,15 @@ impl Provider for Stripe {
                 money: refund.money()?,
                 cumulative: false,
             }));
+        }
+        if dispute::DISPUTE_EVENTS.contains(&event.event_type.as_str()) {
+            return dispute::notice(
+                callback_id,
+                &event.event_type,
+                event.created,
+                event.data.object,
+            )
+            .map(Notification::Dispute);
         }
         // The intent events that say something about the money; the state
         // is the intent's own `status`, read as the status query reads it.

@@ -129,7 +129,8 @@ impl app::ssr::DayCloses for Desk {
                 .map_err(internal)?
                 .into_iter()
                 .map(|d| {
-                    let text = |minor| money_text(Some(minor), Some(&d.currency)).unwrap_or_default();
+                    let text =
+                        |minor| money_text(Some(minor), Some(&d.currency)).unwrap_or_default();
                     DayDisputes {
                         withdrawn: text(d.withdrawn_minor),
                         reinstated: text(d.reinstated_minor),

@@ -70,9 +70,9 @@ pub(super) async fn apply_dispute_in(
         (None, None) => None,
     };
     let known = disputes::get(&mut *conn, provider, &n.dispute_id).await?;
-    let newer = known.as_ref().is_none_or(|d| {
-        (n.event_at, n.status.rank()) > (d.last_event_at, d.status_rank)
-    });
+    let newer = known
+        .as_ref()
+        .is_none_or(|d| (n.event_at, n.status.rank()) > (d.last_event_at, d.status_rank));
     let mut d = known.clone().unwrap_or_else(|| DisputeRow {
         provider: provider.to_owned(),
         dispute_id: n.dispute_id.clone(),
@@ -186,7 +186,9 @@ pub(super) async fn apply_dispute_in(
                 action: "ticket.close",
                 object_type: "ticket",
                 object_id: ticket_id.clone(),
-                before: Some(json!({ "status": "open", "dispute_status": known.map(|k| k.status) })),
+                before: Some(
+                    json!({ "status": "open", "dispute_status": known.map(|k| k.status) }),
+                ),
                 after: Some(json!({
                     "status": TicketStatus::Closed.as_str(),
                     "dispute_id": n.dispute_id,

@@ -179,7 +179,9 @@ pub async fn add_movement(conn: &mut AnyConnection, m: &NewMovement<'_>) -> sqlx
     Ok(done.rows_affected() == 1)
 }
 
-/// What a dispute moved in all: withdrawn, reinstated, fees (net).
+/// What a dispute moved in all: withdrawn, reinstated, fees (net). (Sums
+/// are cast: PostgreSQL's SUM of BIGINT is NUMERIC, which the `Any`
+/// driver does not read.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 pub struct Moved {
     pub withdrawn_minor: i64,
@@ -193,9 +195,9 @@ pub async fn moved<'e>(
     dispute_id: &str,
 ) -> sqlx::Result<Moved> {
     sqlx::query_as(&format!(
-        "SELECT COALESCE(SUM(CASE WHEN kind = '{WITHDRAWN}' THEN amount_minor ELSE 0 END), 0) AS withdrawn_minor, \
-           COALESCE(SUM(CASE WHEN kind = '{REINSTATED}' THEN amount_minor ELSE 0 END), 0) AS reinstated_minor, \
-           COALESCE(SUM(fee_minor), 0) AS fee_minor \
+        "SELECT CAST(COALESCE(SUM(CASE WHEN kind = '{WITHDRAWN}' THEN amount_minor ELSE 0 END), 0) AS BIGINT) AS withdrawn_minor, \
+           CAST(COALESCE(SUM(CASE WHEN kind = '{REINSTATED}' THEN amount_minor ELSE 0 END), 0) AS BIGINT) AS reinstated_minor, \
+           CAST(COALESCE(SUM(fee_minor), 0) AS BIGINT) AS fee_minor \
          FROM dispute_movements WHERE provider = $1 AND dispute_id = $2"
     ))
     .bind(provider)
@@ -216,7 +218,8 @@ pub async fn known<'e>(
     }
     let mut q: QueryBuilder<'static, Any> =
         QueryBuilder::new("SELECT dispute_id FROM disputes WHERE provider = ");
-    q.push_bind(provider.to_owned()).push(" AND dispute_id IN (");
+    q.push_bind(provider.to_owned())
+        .push(" AND dispute_id IN (");
     let mut list = q.separated(", ");
     for id in ids {
         list.push_bind((*id).to_owned());
@@ -228,7 +231,9 @@ pub async fn known<'e>(
 }
 
 /// A day's dispute money for one currency, as the daily close states it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, sqlx::FromRow, serde::Serialize, serde::Deserialize,
+)]
 pub struct DayFigures {
     pub currency: String,
     /// Taken from the balance by disputes in the day.
@@ -253,9 +258,9 @@ where
 {
     let moved: Vec<(String, i64, i64, i64)> = sqlx::query_as(&format!(
         "SELECT currency, \
-           COALESCE(SUM(CASE WHEN kind = '{WITHDRAWN}' THEN amount_minor ELSE 0 END), 0), \
-           COALESCE(SUM(CASE WHEN kind = '{REINSTATED}' THEN amount_minor ELSE 0 END), 0), \
-           COALESCE(SUM(fee_minor), 0) \
+           CAST(COALESCE(SUM(CASE WHEN kind = '{WITHDRAWN}' THEN amount_minor ELSE 0 END), 0) AS BIGINT), \
+           CAST(COALESCE(SUM(CASE WHEN kind = '{REINSTATED}' THEN amount_minor ELSE 0 END), 0) AS BIGINT), \
+           CAST(COALESCE(SUM(fee_minor), 0) AS BIGINT) \
          FROM dispute_movements WHERE provider = $1 AND moved_at >= $2 AND moved_at < $3 \
          GROUP BY currency"
     ))
@@ -265,7 +270,7 @@ where
     .fetch_all(e)
     .await?;
     let open: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT currency, COUNT(*), COALESCE(SUM(amount_minor), 0) FROM disputes \
+        "SELECT currency, COUNT(*), CAST(COALESCE(SUM(amount_minor), 0) AS BIGINT) FROM disputes \
          WHERE provider = $1 AND opened_at < $2 AND (closed_at IS NULL OR closed_at >= $2) \
          GROUP BY currency",
     )

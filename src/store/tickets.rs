@@ -806,7 +806,10 @@ pub async fn open_recon_dispute<'e>(
     )
     .bind(provider)
     .bind(Class::Dispute.as_str())
-    .bind(format!("recon:{provider}:%:{}:{id}", Class::Dispute.as_str()))
+    .bind(format!(
+        "recon:{provider}:%:{}:{id}",
+        Class::Dispute.as_str()
+    ))
     .fetch_optional(e)
     .await
 }

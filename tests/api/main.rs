@@ -25,6 +25,7 @@ mod console;
 mod crash;
 mod day_edge;
 mod demo;
+mod disputes;
 mod duties;
 mod engine;
 mod fees;

@@ -254,8 +254,7 @@ fn dispute_notice(
         callback_id: callback_id.clone(),
         event_type: item.event_code.clone(),
         dispute_id: item.psp_reference.clone(),
-        payment_no: present(&item.merchant_reference)
-            .and_then(|r| PaymentNo::parse(r).ok()),
+        payment_no: present(&item.merchant_reference).and_then(|r| PaymentNo::parse(r).ok()),
         payment_txn_id: present(&item.original_reference)
             .map(ProviderTxnId::parse)
             .transpose()

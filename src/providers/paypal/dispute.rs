@@ -69,11 +69,15 @@ fn status(d: &Dispute) -> Result<DisputeStatus, String> {
             let code = d.dispute_outcome.as_ref().map(|o| o.outcome_code.as_str());
             match code {
                 Some(
-                    "RESOLVED_SELLER_FAVOUR" | "CANCELED_BY_BUYER" | "DENIED"
+                    "RESOLVED_SELLER_FAVOUR"
+                    | "CANCELED_BY_BUYER"
+                    | "DENIED"
                     | "RESOLVED_WITH_PAYOUT",
                 ) if inquiry => DisputeStatus::InquiryClosed,
                 Some(
-                    "RESOLVED_SELLER_FAVOUR" | "CANCELED_BY_BUYER" | "DENIED"
+                    "RESOLVED_SELLER_FAVOUR"
+                    | "CANCELED_BY_BUYER"
+                    | "DENIED"
                     | "RESOLVED_WITH_PAYOUT",
                 ) => DisputeStatus::Won,
                 Some("RESOLVED_BUYER_FAVOUR" | "ACCEPTED") => DisputeStatus::Lost,
@@ -99,8 +103,7 @@ pub(super) fn notice(
     event_time: Option<&str>,
     resource: serde_json::Value,
 ) -> Result<DisputeNotice, String> {
-    let d: Dispute =
-        serde_json::from_value(resource).map_err(|e| format!("not a Dispute: {e}"))?;
+    let d: Dispute = serde_json::from_value(resource).map_err(|e| format!("not a Dispute: {e}"))?;
     let event_at = micros(
         event_time
             .or(d.update_time.as_deref())

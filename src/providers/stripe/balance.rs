@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 /// A dispute's funds taken from the balance, and given back: rows
 /// reconciliation matches to the dispute its notifications told of.
-pub use crate::statement::{DISPUTED, DISPUTE_REVERSED};
+pub use crate::statement::{DISPUTE_REVERSED, DISPUTED};
 
 /// The most Stripe lists in one page.
 pub(super) const PAGE_LIMIT: &str = "100";

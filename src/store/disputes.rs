@@ -291,3 +291,55 @@ where
     }
     Ok(out.into_values().collect())
 }
+
+/// A dispute as lists show it: its row and what it moved.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Listed {
+    #[sqlx(flatten)]
+    pub dispute: DisputeRow,
+    pub withdrawn_minor: i64,
+    pub reinstated_minor: i64,
+    pub fee_minor: i64,
+}
+
+/// The most a list answers.
+pub const LIST_LIMIT: i64 = 500;
+
+/// Disputes (of `provider`, in `status`, or all), newest opened first, at
+/// most [`LIST_LIMIT`].
+pub async fn list<'e>(
+    e: impl Executor<'e, Database = Any>,
+    kind: super::DbKind,
+    provider: Option<&str>,
+    status: Option<&str>,
+) -> sqlx::Result<Vec<Listed>> {
+    let sum = |what: &str| {
+        format!(
+            "(SELECT CAST(COALESCE(SUM({what}), 0) AS BIGINT) FROM dispute_movements m \
+             WHERE m.provider = d.provider AND m.dispute_id = d.dispute_id)"
+        )
+    };
+    let columns: Vec<String> = COLUMNS.split(", ").map(|c| format!("d.{c}")).collect();
+    let mut q: QueryBuilder<'static, Any> = QueryBuilder::new(format!(
+        "SELECT {}, {} AS withdrawn_minor, {} AS reinstated_minor, {} AS fee_minor FROM disputes d WHERE 1 = 1",
+        columns.join(", "),
+        sum(&format!(
+            "CASE WHEN m.kind = '{WITHDRAWN}' THEN m.amount_minor ELSE 0 END"
+        )),
+        sum(&format!(
+            "CASE WHEN m.kind = '{REINSTATED}' THEN m.amount_minor ELSE 0 END"
+        )),
+        sum("m.fee_minor"),
+    ));
+    if let Some(p) = provider {
+        q.push(" AND d.provider = ").push_bind(p.to_owned());
+    }
+    if let Some(s) = status {
+        q.push(" AND d.status = ").push_bind(s.to_owned());
+    }
+    q.push(format!(
+        " ORDER BY d.opened_at DESC, d.dispute_id LIMIT {LIST_LIMIT}"
+    ));
+    let (sql, args) = super::lists::finish(&mut q, kind);
+    sqlx::query_as_with(&sql, args).fetch_all(e).await
+}

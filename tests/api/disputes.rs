@@ -405,6 +405,46 @@ async fn a_lost_dispute_told_out_of_order_ends_lost(b: Backend) {
     // Its payment is still paid: a lost dispute is money on the close, not
     // a payment's state.
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+
+    // Read through the API with a recon:read token; a status that is not
+    // one is refused.
+    let token = s
+        .app
+        .api_token_with("disputes", &[app::tokens::Scope::ReconRead])
+        .await;
+    let get = |query: &str| {
+        s.app
+            .client
+            .get(format!("{}/api/v1/disputes{query}", s.app.base))
+            .bearer_auth(&token)
+            .send()
+    };
+    let listed: Value = get("?provider=stripe-eu&status=LOST")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let d = &listed["disputes"][0];
+    assert_eq!(
+        listed["disputes"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    assert_eq!(
+        (
+            d["dispute_id"].as_str(),
+            d["status"].as_str(),
+            d["withdrawn_minor"].as_i64()
+        ),
+        (Some("dp_2"), Some("LOST"), Some(1500)),
+        "{d}"
+    );
+    assert_eq!(d["fee_minor"], 1500);
+    assert_eq!(d["payment_no"], p.as_str());
+    let none: Value = get("?status=WON").await.unwrap().json().await.unwrap();
+    assert_eq!(none["disputes"], json!([]));
+    assert_eq!(get("?status=GONE").await.unwrap().status(), 400);
 }
 
 /// A balance transaction as Stripe lists it, its Dispute expanded.

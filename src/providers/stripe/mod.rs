@@ -22,6 +22,11 @@
 //! too would count each refund twice. A refund event without Reckon's
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 //!
+//! Disputes: `charge.dispute.created|updated|closed|funds_withdrawn|
+//! funds_reinstated` carry the Dispute (`dispute`), read into a dispute
+//! notice — its status, evidence due date and the balance transactions of
+//! the money taken and given back — that moves no payment.
+//!
 //! Statements are pulled as the day's balance transactions (`balance`),
 //! the day cut in the zone recon reconciles in. Before each pull, the day's
 //! events Stripe has not delivered (`GET /v1/events?delivery_success=false`,

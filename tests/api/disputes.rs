@@ -570,6 +570,96 @@ async fn a_stripe_balance_dispute_row_matches_its_dispute_and_an_unknown_one_is_
     assert_eq!(stranger.1, Some((t0 + 5 * 24 * HOUR) * 1_000_000));
 }
 
+/// `reckon dispute list` reads the disputes from the database as the API
+/// does; a status that is not one is refused with a clear word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reckon_dispute_list_lists_the_disputes_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let reckon = {
+        let data = data.clone();
+        move |args: &[&str]| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_reckon"))
+                .args(args)
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("RECKON_DATA_DIR", &data)
+                .output()
+                .unwrap()
+        }
+    };
+    let migrated = tokio::task::spawn_blocking({
+        let reckon = reckon.clone();
+        move || reckon(&["migrate"])
+    })
+    .await
+    .unwrap();
+    assert!(
+        migrated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
+    let url = format!("sqlite://{}", data.join("reckon.db").display());
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    for (id, status, opened) in [("dp_a", "OPEN", 10), ("dp_b", "LOST", 20)] {
+        sqlx::query(
+            "INSERT INTO disputes (provider, dispute_id, amount_minor, currency, status, provider_status, \
+               status_rank, last_event_at, opened_at, updated_at) VALUES ('stripe-eu', $1, 900, 'EUR', $2, $3, 2, $4, $4, $4)",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(status.to_lowercase())
+        .bind(opened)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query(
+        "INSERT INTO dispute_movements (provider, movement_id, dispute_id, kind, amount_minor, fee_minor, currency, moved_at) \
+         VALUES ('stripe-eu', 'txn_b', 'dp_b', 'WITHDRAWN', 900, 1500, 'EUR', 20)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let out = tokio::task::spawn_blocking({
+        let reckon = reckon.clone();
+        move || reckon(&["dispute", "list", "--status", "LOST"])
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["dispute_id"], "dp_b");
+    assert_eq!(
+        (
+            listed[0]["withdrawn_minor"].as_i64(),
+            listed[0]["fee_minor"].as_i64()
+        ),
+        (Some(900), Some(1500))
+    );
+    let all = tokio::task::spawn_blocking({
+        let reckon = reckon.clone();
+        move || reckon(&["dispute", "list"])
+    })
+    .await
+    .unwrap();
+    let all: Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(all[0]["dispute_id"], "dp_b", "newest opened first: {all}");
+    assert_eq!(all.as_array().map(Vec::len), Some(2));
+    let bad = tokio::task::spawn_blocking(move || reckon(&["dispute", "list", "--status", "GONE"]))
+        .await
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected one of"));
+}
+
 both_databases!(
     a_stripe_dispute_is_ticketed_due_at_its_evidence_date_and_closed_when_won,
     a_lost_dispute_told_out_of_order_ends_lost,

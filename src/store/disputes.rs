@@ -65,7 +65,7 @@ pub async fn put(conn: &mut AnyConnection, d: &DisputeRow) -> sqlx::Result<()> {
         "INSERT INTO disputes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (provider, dispute_id) DO UPDATE SET payment_no = $3, provider_txn_id = $4, \
            amount_minor = $5, currency = $6, reason = $7, status = $8, provider_status = $9, \
-           status_rank = $10, evidence_due_at = $11, last_event_at = $12, closed_at = $14, \
+           status_rank = $10, evidence_due_at = $11, last_event_at = $12, opened_at = $13, closed_at = $14, \
            ticket_id = $15, updated_at = $16"
     ))
     .bind(&d.provider)

@@ -327,6 +327,12 @@ async fn a_lost_dispute_told_out_of_order_ends_lost(b: Backend) {
         "EVIDENCE_SUBMITTED",
         "not moved back"
     );
+    let opened = count(
+        &s,
+        "SELECT opened_at FROM disputes WHERE dispute_id = 'dp_2'",
+    )
+    .await;
+    assert_eq!(opened, t0 * 1_000_000, "opened when the provider opened it");
     assert_eq!(
         dispute_tickets(&s).await.len(),
         1,

@@ -287,6 +287,70 @@ async fn a_stripe_dispute_is_ticketed_due_at_its_evidence_date_and_closed_when_w
         ("EUR", 4200, 4200, 0, 0),
         "{f:?}"
     );
+    // And in the signed close of the day (its balance pulled: the charge
+    // and both dispute rows, matched to the dispute).
+    let day_start = jiff::Timestamp::from_second(t0)
+        .unwrap()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .start_of_day()
+        .unwrap()
+        .timestamp()
+        .as_second();
+    let row = |id: &str, category: &str, kind: &str, amount: i64, at: i64, source: Value| {
+        json!({
+            "id": id, "object": "balance_transaction", "amount": amount, "available_on": at,
+            "balance_type": "payments", "created": at, "currency": "eur", "description": null,
+            "exchange_rate": null, "fee": 0, "fee_details": [], "net": amount,
+            "reporting_category": category, "status": "available", "type": kind, "source": source,
+        })
+    };
+    let dispute_source = json!({ "id": "dp_1", "object": "dispute", "amount": 4200, "currency": "eur",
+        "charge": format!("ch_{pi}"), "payment_intent": pi, "metadata": {}, "status": "won" });
+    *s.stripe.balance.lock().unwrap() = vec![
+        row(
+            "txn_c1",
+            "charge",
+            "charge",
+            4200,
+            day_start + 1,
+            json!({ "id": format!("ch_{pi}"),
+            "object": "charge", "amount": 4200, "amount_captured": 4200, "currency": "eur",
+            "payment_intent": pi, "metadata": { "payment_no": p }, "status": "succeeded" }),
+        ),
+        row(
+            "txn_dpw_1",
+            "dispute",
+            "adjustment",
+            -4200,
+            day_start + 2,
+            dispute_source.clone(),
+        ),
+        row(
+            "txn_dpr_1",
+            "dispute_reversal",
+            "adjustment",
+            4200,
+            day_start + 3,
+            dispute_source,
+        ),
+    ];
+    let run = reckon::recon::pull_statement(&engine, "stripe-eu", &day, "test")
+        .await
+        .unwrap();
+    let figures: Value = serde_json::from_str(run.figures_json.as_deref().unwrap()).unwrap();
+    assert_eq!(figures["classes"]["MATCHED"], 3, "{figures}");
+    // Every row matched, no ticket open on the day: it closed by itself.
+    let (close, _) = reckon::recon::day_close(&engine, "stripe-eu", &day)
+        .await
+        .unwrap();
+    let close = close.expect("the day closed after its run");
+    let body: Value = serde_json::from_str(&close.body_json).unwrap();
+    assert_eq!(
+        body["disputes"],
+        json!([{ "currency": "EUR", "withdrawn_minor": 4200, "reinstated_minor": 4200,
+            "fees_minor": 0, "open_count": 0, "open_minor": 0 }]),
+        "{body}"
+    );
 }
 
 async fn a_lost_dispute_told_out_of_order_ends_lost(b: Backend) {

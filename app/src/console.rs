@@ -521,6 +521,21 @@ pub struct DayClose {
     /// against the statement's net, for a provider that has one.
     #[serde(default)]
     pub settlement: Option<DaySettlement>,
+    /// Disputes' money on the day, per currency, formatted: what they took
+    /// from and gave back to the balance, their fees, and the disputes
+    /// open at the day's end.
+    #[serde(default)]
+    pub disputes: Vec<DayDisputes>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayDisputes {
+    pub currency: String,
+    pub withdrawn: String,
+    pub reinstated: String,
+    pub fees: String,
+    pub open_count: i64,
+    pub open_amount: String,
 }
 
 /// A day's balance bill against its trade bill's net.

@@ -28,6 +28,7 @@ pub const CLASSES: &[&str] = &[
     "BANK_ONLY",
     "PAYOUT_AMOUNT_MISMATCH",
     "FEE_MISMATCH",
+    "DISPUTE",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.
@@ -152,7 +153,7 @@ pub struct Side {
 pub struct TimelineItem {
     pub at: i64,
     /// callback | history | effect | outbox | refund | query | action |
-    /// note | proposal | alert
+    /// note | proposal | alert | dispute
     pub kind: String,
     pub title: String,
     pub detail: String,

@@ -76,6 +76,51 @@ pub(super) enum BankCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub(super) enum DisputeCommand {
+    /// The providers' disputes (chargebacks, inquiries), newest opened
+    /// first (at most 500), with the money each moved, as JSON.
+    List {
+        /// Only this provider account's.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Only those in this status: INQUIRY, OPEN, EVIDENCE_SUBMITTED,
+        /// WON, LOST or INQUIRY_CLOSED.
+        #[arg(long)]
+        status: Option<String>,
+    },
+}
+
+pub(super) async fn dispute(config: &Config, cmd: DisputeCommand) -> anyhow::Result<ExitCode> {
+    let DisputeCommand::List { provider, status } = cmd;
+    if let Some(s) = status.as_deref()
+        && s.parse::<crate::domain::DisputeStatus>().is_err()
+    {
+        eprintln!(
+            "reckon: status {}: expected one of INQUIRY, OPEN, EVIDENCE_SUBMITTED, WON, LOST, INQUIRY_CLOSED",
+            crate::domain::quote(s)
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let engine = crate::startup::engine_of(config).await?;
+    let db = &engine.db;
+    let rows =
+        crate::store::disputes::list(&db.pool, db.kind, provider.as_deref(), status.as_deref())
+            .await?;
+    let listed: Vec<serde_json::Value> = rows
+        .into_iter()
+        .map(|l| {
+            let mut v = serde_json::to_value(&l.dispute).unwrap_or_default();
+            v["withdrawn_minor"] = l.withdrawn_minor.into();
+            v["reinstated_minor"] = l.reinstated_minor.into();
+            v["fee_minor"] = l.fee_minor.into();
+            v
+        })
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&listed)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Subcommand, Debug)]
 pub(super) enum PaymentCommand {
     /// Propose lifting reconciliation's hold on a payment (LOCAL_ONLY,
     /// ONE_TO_MANY): a RELEASE_HOLD fix on the payment's ticket, proposed

@@ -7,7 +7,9 @@ use super::{Desk, invalid, money_text};
 use crate::accounts::{decision_refusal, internal};
 use crate::recon::{self, ReconError};
 use crate::store::recon_runs;
-use app::console::{CloseInfo, DayClose, DayMoney, DaySettlement, ReopenInfo, SettlementLine};
+use app::console::{
+    CloseInfo, DayClose, DayDisputes, DayMoney, DaySettlement, ReopenInfo, SettlementLine,
+};
 use app::error::AppError;
 use app::types::User;
 
@@ -122,6 +124,23 @@ impl app::ssr::DayCloses for Desk {
                 .await
                 .map_err(internal)?;
             let settlement = settlement_of(&self.engine, &provider, day).await?;
+            let disputes = recon::disputes_of_day(&self.engine, &provider, day)
+                .await
+                .map_err(internal)?
+                .into_iter()
+                .map(|d| {
+                    let text =
+                        |minor| money_text(Some(minor), Some(&d.currency)).unwrap_or_default();
+                    DayDisputes {
+                        withdrawn: text(d.withdrawn_minor),
+                        reinstated: text(d.reinstated_minor),
+                        fees: text(d.fees_minor),
+                        open_count: d.open_count,
+                        open_amount: text(d.open_minor),
+                        currency: d.currency,
+                    }
+                })
+                .collect();
             out.push(DayClose {
                 business_date: day.to_owned(),
                 has_run: latest.is_some(),
@@ -153,6 +172,7 @@ impl app::ssr::DayCloses for Desk {
                         .unwrap_or_default(),
                 }),
                 settlement,
+                disputes,
                 provider,
             });
         }

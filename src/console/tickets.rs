@@ -48,12 +48,59 @@ pub(crate) fn summary(t: &TicketRow) -> TicketSummary {
 pub(crate) fn aged_summary(t: &TicketRow, now: i64, sla: &Sla) -> TicketSummary {
     let mut s = summary(t);
     if t.status != TicketStatus::Closed.as_str() {
-        let due = sla.due_at(&t.class, t.found_at);
+        let due = t.due_at(sla);
         s.age_days = Some(app::ageing::age_days(t.found_at, now));
         s.sla_due_at = Some(due);
         s.overdue = now >= due;
     }
     s
+}
+
+/// A dispute's history as the ticket shows it: each event at the
+/// provider's time (one older than what was known marked so), and the
+/// money it moved so far.
+async fn dispute_items(
+    pool: &store::Pool,
+    d: &crate::store::disputes::DisputeRow,
+) -> store::Result<Vec<TimelineItem>> {
+    let events = crate::store::disputes::events(pool, &d.provider, &d.dispute_id).await?;
+    let moved = crate::store::disputes::moved(pool, &d.provider, &d.dispute_id).await?;
+    let money = |minor| money_text(Some(minor), Some(&d.currency)).unwrap_or_default();
+    let mut items: Vec<TimelineItem> = events
+        .iter()
+        .map(|e| TimelineItem {
+            at: e.event_at,
+            kind: "dispute".into(),
+            title: format!("dispute {} · {}", d.dispute_id, e.event_type),
+            detail: format!(
+                "{} ({}){}",
+                e.status,
+                e.provider_status,
+                if e.applied == 1 {
+                    ""
+                } else {
+                    " — older than what was known: not applied"
+                }
+            ),
+        })
+        .collect();
+    items.push(TimelineItem {
+        at: d.updated_at,
+        kind: "dispute".into(),
+        title: format!("dispute {} · now {}", d.dispute_id, d.status),
+        detail: format!(
+            "disputed {}; withdrawn {}, reinstated {}, dispute fees {}{}",
+            money(d.amount_minor),
+            money(moved.withdrawn_minor),
+            money(moved.reinstated_minor),
+            money(moved.fee_minor),
+            d.evidence_due_at
+                .and_then(|due| jiff::Timestamp::from_microsecond(due).ok())
+                .map(|due| format!("; evidence due {due}"))
+                .unwrap_or_default()
+        ),
+    });
+    Ok(items)
 }
 
 /// Why the ticket was opened: its details' `reason`, or the details.
@@ -277,6 +324,9 @@ async fn detail(db: &Db, id: &str, now: i64, sla: &Sla) -> store::Result<Option<
         timeline_of_payment(db, no, &mut timeline, &mut callbacks).await?;
     }
     timeline.extend(actions_of(&t));
+    if let Some(d) = crate::store::disputes::of_ticket(pool, id).await? {
+        timeline.extend(dispute_items(pool, &d).await?);
+    }
     let notes = tickets::notes_of(pool, id).await?;
     // Proposals appear as themselves below, not again as their notes.
     for n in notes.iter().filter(|n| n.kind != "proposal") {

@@ -63,8 +63,44 @@ words!(
         BankOnly => "BANK_ONLY",
         PayoutAmountMismatch => "PAYOUT_AMOUNT_MISMATCH",
         FeeMismatch => "FEE_MISMATCH",
+        Dispute => "DISPUTE",
     }
 );
+
+words!(
+    /// Where a provider's dispute (a chargeback, or the inquiry before
+    /// one) stands, in Reckon's words: INQUIRY (questioned, no money taken
+    /// yet), OPEN (the merchant must answer by the evidence due date),
+    /// EVIDENCE_SUBMITTED (answered, the issuer decides), then one end —
+    /// WON, LOST, or INQUIRY_CLOSED (an inquiry that never became a
+    /// chargeback).
+    DisputeStatus, "dispute status" {
+        Inquiry => "INQUIRY",
+        Open => "OPEN",
+        EvidenceSubmitted => "EVIDENCE_SUBMITTED",
+        Won => "WON",
+        Lost => "LOST",
+        InquiryClosed => "INQUIRY_CLOSED",
+    }
+);
+
+impl DisputeStatus {
+    /// Its place in a dispute's life: a status reported later in the same
+    /// instant never moves a dispute back to an earlier one.
+    pub const fn rank(self) -> i64 {
+        match self {
+            DisputeStatus::Inquiry => 1,
+            DisputeStatus::Open => 2,
+            DisputeStatus::EvidenceSubmitted => 3,
+            DisputeStatus::Won | DisputeStatus::Lost | DisputeStatus::InquiryClosed => 4,
+        }
+    }
+
+    /// The dispute is decided: its ticket closes.
+    pub const fn is_final(self) -> bool {
+        self.rank() == 4
+    }
+}
 
 words!(
     /// How urgent a ticket is; `rank` orders them (the queue's first key).

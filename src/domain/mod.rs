@@ -13,7 +13,7 @@ mod sla;
 mod status;
 
 pub use alert::{AlertKind, AlertSeverity};
-pub use discrepancy::{Class, Severity, TicketStatus};
+pub use discrepancy::{Class, DisputeStatus, Severity, TicketStatus};
 pub use ids::{
     CallbackId, IdError, OrderNo, PaymentNo, ProviderName, ProviderRefundId, ProviderTxnId,
     RefundNo,

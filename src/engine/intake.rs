@@ -133,6 +133,7 @@ impl Engine {
         let callback_id = match provider.parse(&headers, body) {
             Ok(Notification::Payment(n)) => n.callback_id.as_str().to_owned(),
             Ok(Notification::Refund(n)) => n.callback_id.as_str().to_owned(),
+            Ok(Notification::Dispute(n)) => n.callback_id.as_str().to_owned(),
             Ok(Notification::Ignored { .. }) => return Fetched::Ignored,
             Err(e) => return Fetched::Unreadable(e),
         };
@@ -170,6 +171,14 @@ impl Engine {
             Ok(Notification::Refund(n)) => {
                 let answer = self
                     .receive_refund(provider.as_ref(), headers, body, &n, &facts, &trace_id)
+                    .await;
+                self.metrics
+                    .callback_duration(started.elapsed().as_secs_f64());
+                return provider.answer(&answer);
+            }
+            Ok(Notification::Dispute(n)) => {
+                let answer = self
+                    .receive_dispute(provider.as_ref(), headers, body, &n, &facts, &trace_id)
                     .await;
                 self.metrics
                     .callback_duration(started.elapsed().as_secs_f64());

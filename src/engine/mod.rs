@@ -7,6 +7,7 @@
 mod amount;
 mod apply;
 mod calls;
+pub mod disputes;
 mod ingest;
 mod intake;
 mod merchant;

@@ -52,6 +52,7 @@ impl Engine {
         let callback_id = match provider.parse(headers, body) {
             Ok(Notification::Payment(n)) => n.callback_id,
             Ok(Notification::Refund(n)) => n.callback_id,
+            Ok(Notification::Dispute(n)) => n.callback_id,
             Ok(Notification::Ignored { callback_id, .. }) => callback_id,
             Err(_) => return Ok(None),
         };

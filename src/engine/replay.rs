@@ -138,6 +138,22 @@ impl Engine {
                     error: None,
                 }
             }
+            Ok(Notification::Dispute(n)) => {
+                // Applied again, a dispute event is told from its own
+                // earlier application: it moves nothing a second time.
+                self.process_dispute(id, &provider_name, &n, &trace_id)
+                    .await;
+                let outcome = callbacks::outcome_of(&self.db.pool, id).await?;
+                ActionOutcome {
+                    class: "dispute",
+                    detail: format!(
+                        "dispute notification processed: {}",
+                        outcome.unwrap_or_else(|| "-".into())
+                    ),
+                    payment_no,
+                    error: None,
+                }
+            }
             Ok(Notification::Ignored { .. }) => ActionOutcome {
                 class: "ignored",
                 detail: "not a payment or refund event: nothing to apply".into(),

@@ -52,6 +52,10 @@ impl Engine {
                         RefundOutcome::of_notice(&n, provider.name(), &row.id, &row.trace_id);
                     self.process_refund(&row.id, &outcome).await;
                 }
+                Ok(Notification::Dispute(n)) => {
+                    self.process_dispute(&row.id, &row.provider, &n, &row.trace_id)
+                        .await;
+                }
                 Ok(Notification::Ignored { .. }) => {
                     callbacks::succeeded(&self.db.pool, &row.id, "ignored", now).await?;
                 }

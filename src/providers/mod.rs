@@ -86,6 +86,9 @@ impl Diagnosis {
 pub enum Notification {
     Payment(PaymentNotice),
     Refund(RefundNotice),
+    /// A dispute (chargeback, inquiry) opened, moved or decided: recorded
+    /// with its callback, never a move of the payment's state.
+    Dispute(DisputeNotice),
     /// A verified event that moves no payment (acknowledged, no effect).
     Ignored {
         callback_id: CallbackId,
@@ -128,6 +131,53 @@ pub struct RefundNotice {
     pub cumulative: bool,
 }
 
+/// A verified dispute notification, read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisputeNotice {
+    pub callback_id: CallbackId,
+    /// The provider's event (`charge.dispute.created`, `CHARGEBACK`, …).
+    pub event_type: String,
+    /// The provider's id of the dispute: the same on every event of it
+    /// (Stripe's `dp_…`, Adyen's dispute pspReference, PayPal's
+    /// `PP-D-…`).
+    pub dispute_id: String,
+    /// Reckon's payment, when the provider echoes it.
+    pub payment_no: Option<PaymentNo>,
+    /// The disputed payment's transaction at the provider.
+    pub payment_txn_id: Option<ProviderTxnId>,
+    /// What is disputed.
+    pub money: Money,
+    pub reason: Option<String>,
+    /// The provider's own word for where it stands, kept for the record.
+    pub provider_status: String,
+    pub status: crate::domain::DisputeStatus,
+    /// When the merchant's answer is due (microseconds UTC), if the
+    /// provider says.
+    pub evidence_due_at: Option<i64>,
+    /// When the provider made the event (microseconds UTC): what orders a
+    /// dispute's events, whatever order they arrive in.
+    pub event_at: i64,
+    /// The money the dispute moved on the provider's balance so far, as
+    /// this event states it, each by the provider's own id for it.
+    pub movements: Vec<DisputeMovement>,
+}
+
+/// Money a dispute took from or gave back to the provider balance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisputeMovement {
+    /// The provider's id of the movement (Stripe's balance transaction
+    /// `txn_…`; for Adyen the event that moved it): counted once.
+    pub id: String,
+    pub reinstated: bool,
+    /// Positive: what was taken (or given back).
+    pub money: Money,
+    /// The provider's dispute fee on it, in the same currency (positive
+    /// for a fee charged, negative for one given back).
+    pub fee_minor: i64,
+    /// Microseconds UTC.
+    pub at: i64,
+}
+
 impl Notification {
     /// The business facts, in one canonical text: what decides whether a
     /// callback id seen again is a duplicate (same facts) or a conflict.
@@ -159,6 +209,22 @@ impl Notification {
                 n.money.minor,
                 n.money.currency.code(),
                 if n.cumulative { "total" } else { "this" },
+            ),
+            Notification::Dispute(n) => format!(
+                "dispute|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                n.dispute_id,
+                n.payment_txn_id.as_ref().map_or("-", |t| t.as_str()),
+                n.status,
+                n.money.minor,
+                n.money.currency.code(),
+                n.evidence_due_at.map_or("-".to_owned(), |d| d.to_string()),
+                n.event_at,
+                n.movements
+                    .iter()
+                    .map(|m| format!("{}:{}:{}", m.id, m.money.minor, m.fee_minor))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                n.event_type,
             ),
             Notification::Ignored { event_type, .. } => format!("ignored|{event_type}"),
         }

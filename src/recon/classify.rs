@@ -524,6 +524,52 @@ pub(super) fn payments_under(
     Classified { found, lagging }
 }
 
+/// A row of a dispute's money (taken or given back), not a refund.
+pub(super) fn is_dispute_row(row: &StatementRow) -> bool {
+    row.status == crate::statement::DISPUTED || row.status == crate::statement::DISPUTE_REVERSED
+}
+
+/// A dispute's row: matched when a notification told of the dispute (its
+/// money is the dispute's, recorded from its events); else a DISPUTE
+/// ticket saying no notification was seen — HIGH, as money left the
+/// balance without Reckon hearing why.
+fn dispute_row(
+    row: &StatementRow,
+    known: &hashbrown::HashSet<String>,
+    figures: &mut Figures,
+    found: &mut Vec<Found>,
+) {
+    let id = row.provider_refund_id.as_deref();
+    if id.is_some_and(|id| known.contains(id)) {
+        figures.count_matched(1);
+        return;
+    }
+    figures.count(Class::Dispute, 1);
+    let taken = row.status == crate::statement::DISPUTED;
+    found.push(Found {
+        class: Class::Dispute,
+        severity: Severity::High,
+        key: id.map_or_else(|| format!("line-{}", row.line_no), str::to_owned),
+        payment_no: row.payment_no.clone(),
+        order_no: None,
+        txn: row.provider_txn_id.clone(),
+        line_no: Some(row.line_no),
+        local: None,
+        provider_side: Some((
+            row.money.minor,
+            row.money.currency.code().to_owned(),
+            row.status.clone(),
+        )),
+        reason: format!(
+            "dispute {} {} {} on the provider's balance; no notification of it was seen",
+            id.unwrap_or("(no id)"),
+            if taken { "took" } else { "gave back" },
+            row.money.shown()
+        ),
+        hold: Vec::new(),
+    });
+}
+
 /// Why a refund row does not match the refund ledger's entry for it
 /// (`None` when it does).
 fn refund_reason(row: &StatementRow, ledger: Option<&Refund>) -> Option<String> {
@@ -547,9 +593,11 @@ fn refund_reason(row: &StatementRow, ledger: Option<&Refund>) -> Option<String> 
 /// refund_no), then the day's succeeded refunds (`day`) the statement does
 /// not list: REFUND_MISMATCH both ways — but for a refund near a cut of
 /// the day, as `edges` decide.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn refunds(
     rows: &[StatementRow],
     ledger: &hashbrown::HashMap<String, Refund>,
+    disputes: &hashbrown::HashSet<String>,
     day: Vec<Refund>,
     edges: &mut Edges,
     figures: &mut Figures,
@@ -557,6 +605,10 @@ pub(super) fn refunds(
 ) {
     for row in rows {
         figures.statement_rows += 1;
+        if is_dispute_row(row) {
+            dispute_row(row, disputes, figures, found);
+            continue;
+        }
         let f = row.refund_no.as_deref().and_then(|no| ledger.get(no));
         let Some(reason) = refund_reason(row, f) else {
             figures.count_matched(1);

@@ -76,6 +76,19 @@ fn rfc3339(us: i64) -> String {
         .unwrap_or_default()
 }
 
+/// The day's dispute money per currency: withdrawn, reinstated, dispute
+/// fees booked in the day (by the provider's time of each movement, cut in
+/// the provider's statement zone), and the disputes open at its end.
+pub async fn disputes_of_day(
+    engine: &Engine,
+    provider: &str,
+    date: &str,
+) -> Result<Vec<crate::store::disputes::DayFigures>, ReconError> {
+    let zone = super::schedule::statement_zone(engine, provider);
+    let range = super::run::day_range(date, &zone).map_err(ReconError::Invalid)?;
+    Ok(crate::store::disputes::day_figures(&engine.db.pool, provider, range).await?)
+}
+
 /// Refuses a statement for a closed day, naming the close and the way
 /// to reopen it.
 pub async fn refuse_if_closed(
@@ -262,6 +275,7 @@ async fn close(
     // The settings in force decided whether the day may close.
     let config_version = engine.config_version();
     let settlement = super::settlement::for_close(engine, provider, date).await?;
+    let disputes = disputes_of_day(engine, provider, date).await?;
     // Two closes of one provider at once take the same place in its chain:
     // the second is refused by the key and tries again after the first.
     for _ in 0..3 {
@@ -297,6 +311,11 @@ async fn close(
         // The balance side, for a provider that has one and a day settled.
         if let Some(s) = &settlement {
             body["settlement"] = s.clone();
+        }
+        // Disputes' money, on a day that has any (a day without keeps the
+        // body it had before disputes were recorded).
+        if !disputes.is_empty() {
+            body["disputes"] = serde_json::to_value(&disputes).unwrap_or_default();
         }
         let body = canonical(&body);
         let hash = body_hash(&body);

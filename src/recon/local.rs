@@ -243,6 +243,28 @@ pub(super) async fn named_payments(
     Ok((by_txn, by_no))
 }
 
+/// Of the disputes the statement's dispute rows name, those a notification
+/// told of.
+pub(super) async fn known_disputes(
+    engine: &Engine,
+    provider: &str,
+    rows: &[StatementRow],
+) -> store::Result<hashbrown::HashSet<String>> {
+    let db = &engine.db;
+    let mut ids: Vec<&str> = rows
+        .iter()
+        .filter(|r| super::classify::is_dispute_row(r))
+        .filter_map(|r| r.provider_refund_id.as_deref())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut known = hashbrown::HashSet::new();
+    for chunk in ids.chunks(crate::store::recon_reads::KEYS_PER_STATEMENT) {
+        known.extend(crate::store::disputes::known(&db.pool, db.kind, provider, chunk).await?);
+    }
+    Ok(known)
+}
+
 /// The refund ledger's entries for the statement's refund rows, by
 /// refund_no, and the refunds that succeeded on the day.
 pub(super) async fn refund_ledger(

@@ -48,7 +48,7 @@ pub use crate::store::closes::{CloseRow, ReopenRow};
 pub use crate::store::recon_runs::RunRow;
 pub use close::{
     Verified, auto_close, close_by_supervisor, close_ready_days, day_close, decide_reopen,
-    propose_reopen, report as close_report, verify as verify_close,
+    disputes_of_day, propose_reopen, report as close_report, verify as verify_close,
 };
 pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
@@ -492,9 +492,11 @@ async fn reconcile_under(
 
     // 3. The refund rows against the refund ledger, both ways.
     let (ledger, day_refunds) = local::refund_ledger(engine, provider, run.range, &refunds).await?;
+    let disputes = local::known_disputes(engine, provider, &refunds).await?;
     classify::refunds(
         &refunds,
         &ledger,
+        &disputes,
         day_refunds,
         &mut edges,
         &mut figures,

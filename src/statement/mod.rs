@@ -22,6 +22,12 @@ pub use field::{LastCurrency, SoleCurrency, add, cny, fee, money, present};
 pub use reader::{MAX_ID, MAX_LINE, Pause, Reader, read, read_with};
 pub use row::{RowKind, RowRef, StatementRow};
 
+/// A refund-kind row's status for a dispute's funds taken from the
+/// balance (a chargeback), and for the funds given back (a dispute won):
+/// matched to the dispute, never to a refund.
+pub const DISPUTED: &str = "DISPUTED";
+pub const DISPUTE_REVERSED: &str = "DISPUTE_REVERSED";
+
 /// A figure the statement states about itself, and what was read.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Check {

@@ -60,9 +60,13 @@ pub async fn open_by_class(
         }
         qb.push(format!(" THEN 1 END) AS {name}"));
     }
-    qb.push(", COUNT(CASE WHEN found_at <=");
+    // A ticket with a due time of its own (a dispute's evidence due date)
+    // is held to it, not to its class's hours.
+    qb.push(", COUNT(CASE WHEN (sla_due_at IS NULL AND found_at <=");
     overdue_cut(&mut qb, sla, now);
-    qb.push(" THEN 1 END) AS overdue FROM discrepancies WHERE status <> 'CLOSED'");
+    qb.push(") OR sla_due_at <= ")
+        .push_bind(now)
+        .push(" THEN 1 END) AS overdue FROM discrepancies WHERE status <> 'CLOSED'");
     if let Some(p) = provider {
         qb.push(" AND provider = ").push_bind(p.to_owned());
     }

@@ -15,6 +15,7 @@ pub mod bulk;
 pub mod callbacks;
 pub mod closes;
 pub mod config_versions;
+pub mod disputes;
 mod error;
 pub mod gauges;
 pub mod held_actions;

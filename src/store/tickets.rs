@@ -112,7 +112,7 @@ pub async fn discrepancies_for<'e>(
 pub const TICKET_COLUMNS: &str = "discrepancy_id, class, severity, severity_rank, status, provider, payment_no, \
      provider_txn_id, trace_id, local_amount_minor, local_currency, local_status, provider_amount_minor, \
      provider_currency, provider_status, details, found_at, closed_at, run_id, business_date, order_no, \
-     statement_file, range_start, range_end, line_no, owner, actions, conclusion";
+     statement_file, range_start, range_end, line_no, owner, actions, conclusion, sla_due_at";
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct TicketRow {
@@ -144,9 +144,18 @@ pub struct TicketRow {
     pub owner: Option<String>,
     pub actions: String,
     pub conclusion: Option<String>,
+    /// Its own due time (a dispute's evidence due date), over its class's
+    /// SLA hours.
+    pub sla_due_at: Option<i64>,
 }
 
 impl TicketRow {
+    /// When it becomes overdue: its own due time, or found_at plus its
+    /// class's hours.
+    pub fn due_at(&self, sla: &crate::domain::Sla) -> i64 {
+        self.sla_due_at
+            .unwrap_or_else(|| sla.due_at(&self.class, self.found_at))
+    }
     /// Its class, when it is one of the domain's words.
     pub fn ticket_class(&self) -> Option<crate::domain::Class> {
         self.class.parse().ok()
@@ -731,11 +740,15 @@ pub struct SlaDue {
     pub provider: String,
     pub payment_no: Option<String>,
     pub found_at: i64,
+    /// Its own due time, when it has one.
+    pub sla_due_at: Option<i64>,
 }
 
 /// Up to `limit` open tickets past their SLA at `now` and not alerted,
 /// oldest first: a range of the partial index `discrepancies_sla_due`
-/// (bounded by the shortest SLA), each row then held to its own class's.
+/// (bounded by the shortest SLA), each row then held to its own class's;
+/// and those with a due time of their own past it, by the partial index
+/// `discrepancies_sla_override`.
 pub async fn sla_due(
     db: &Db,
     sla: &crate::domain::Sla,
@@ -743,15 +756,73 @@ pub async fn sla_due(
     limit: i64,
 ) -> sqlx::Result<Vec<SlaDue>> {
     let mut qb: QueryBuilder<'static, Any> = QueryBuilder::new(
-        "SELECT discrepancy_id, class, severity, provider, payment_no, found_at FROM discrepancies \
-         WHERE status <> 'CLOSED' AND sla_alerted_at IS NULL AND found_at <= ",
+        "SELECT discrepancy_id, class, severity, provider, payment_no, found_at, sla_due_at FROM discrepancies \
+         WHERE status <> 'CLOSED' AND sla_alerted_at IS NULL AND sla_due_at IS NULL AND found_at <= ",
     );
     qb.push_bind(now - sla.shortest_hours() * 3_600_000_000)
         .push(" AND found_at <=");
     super::ageing::overdue_cut(&mut qb, sla, now);
     qb.push(format!(" ORDER BY found_at, discrepancy_id LIMIT {limit}"));
     let (sql, args) = super::lists::finish(&mut qb, db.kind);
-    sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await
+    let mut due: Vec<SlaDue> = sqlx::query_as_with(&sql, args).fetch_all(&db.pool).await?;
+    let own: Vec<SlaDue> = sqlx::query_as(&format!(
+        "SELECT discrepancy_id, class, severity, provider, payment_no, found_at, sla_due_at FROM discrepancies \
+         WHERE sla_due_at IS NOT NULL AND status <> 'CLOSED' AND sla_alerted_at IS NULL AND sla_due_at <= $1 \
+         ORDER BY sla_due_at, discrepancy_id LIMIT {limit}"
+    ))
+    .bind(now)
+    .fetch_all(&db.pool)
+    .await?;
+    due.extend(own);
+    Ok(due)
+}
+
+/// Gives the ticket under `dedupe_key` its own due time (`None`: its
+/// class's SLA again).
+pub async fn set_due<'e>(
+    e: impl Executor<'e, Database = Any>,
+    discrepancy_id: &str,
+    due_at: Option<i64>,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE discrepancies SET sla_due_at = $1 WHERE discrepancy_id = $2")
+        .bind(due_at)
+        .bind(discrepancy_id)
+        .execute(e)
+        .await?;
+    Ok(())
+}
+
+/// The id of the ticket under `dedupe_key`, with its status.
+pub async fn by_key<'e>(
+    e: impl Executor<'e, Database = Any>,
+    dedupe_key: &str,
+) -> sqlx::Result<Option<(String, String)>> {
+    sqlx::query_as("SELECT discrepancy_id, status FROM discrepancies WHERE dedupe_key = $1")
+        .bind(dedupe_key)
+        .fetch_optional(e)
+        .await
+}
+
+/// An open DISPUTE ticket a run opened for a dispute `id` of `provider`
+/// its balance listed before any notification of it (its key ends in
+/// `:DISPUTE:{id}`).
+pub async fn open_recon_dispute<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT discrepancy_id FROM discrepancies WHERE provider = $1 AND class = $2 \
+           AND status <> 'CLOSED' AND dedupe_key LIKE $3 ORDER BY found_at LIMIT 1",
+    )
+    .bind(provider)
+    .bind(Class::Dispute.as_str())
+    .bind(format!(
+        "recon:{provider}:%:{}:{id}",
+        Class::Dispute.as_str()
+    ))
+    .fetch_optional(e)
+    .await
 }
 
 /// Marks an open ticket's SLA alert as raised at `now`, its `entry` added

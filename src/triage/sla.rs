@@ -29,15 +29,33 @@ pub async fn raise_overdue(engine: &Engine, now: i64) -> store::Result<usize> {
     loop {
         let due = tickets::sla_due(&engine.db, sla, now, SLA_PER_QUERY).await?;
         for t in &due {
-            let hours = sla.hours(&t.class);
+            // A ticket with a due time of its own (a dispute's evidence
+            // due date) is overdue past it, whatever its class's hours.
+            let (past, detail) = match t.sla_due_at {
+                Some(due) => {
+                    let when = jiff::Timestamp::from_microsecond(due)
+                        .map_or_else(|_| due.to_string(), |t| t.to_string());
+                    (
+                        format!("its due time {when}"),
+                        format!("open past its due time {when}; alert raised"),
+                    )
+                }
+                None => {
+                    let hours = sla.hours(&t.class);
+                    (
+                        format!("its SLA of {hours} h"),
+                        format!("open past the {hours} h SLA of {}; alert raised", t.class),
+                    )
+                }
+            };
             let message = format!(
-                "{} ticket {} ({}) open past its SLA of {hours} h",
+                "{} ticket {} ({}) open past {past}",
                 t.class, t.discrepancy_id, t.provider
             );
             let entry = json!({
                 "action": "sla overdue",
                 "at": now,
-                "detail": format!("open past the {hours} h SLA of {}; alert raised", t.class),
+                "detail": detail,
             });
             let mut tx = engine.db.begin_write().await?;
             if tickets::mark_sla_alerted(&mut tx, &t.discrepancy_id, &entry, now).await? {

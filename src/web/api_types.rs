@@ -5,7 +5,7 @@
 //! type without one has no description there.
 
 use crate::engine;
-use crate::store::{alerts, bank, outbox, payments, recon_runs, refunds, tickets};
+use crate::store::{alerts, bank, disputes, outbox, payments, recon_runs, refunds, tickets};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -441,6 +441,58 @@ impl From<bank::PayoutRow> for Payout {
             decided_at: p.decided_at,
             net_state: p.net_state,
             settled_net_minor: p.settled_net_minor,
+        }
+    }
+}
+
+/// A provider's dispute (chargeback, inquiry): where it stands (INQUIRY,
+/// OPEN, EVIDENCE_SUBMITTED, WON, LOST, INQUIRY_CLOSED), when the answer
+/// is due, and the money it took from and gave back to the provider
+/// balance with the provider's dispute fees (net), in minor units. Times
+/// are microseconds UTC.
+#[derive(Serialize, ToSchema)]
+pub struct Dispute {
+    pub provider: String,
+    pub dispute_id: String,
+    pub payment_no: Option<String>,
+    pub provider_txn_id: Option<String>,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub reason: Option<String>,
+    pub status: String,
+    pub provider_status: String,
+    pub evidence_due_at: Option<i64>,
+    pub withdrawn_minor: i64,
+    pub reinstated_minor: i64,
+    pub fee_minor: i64,
+    pub opened_at: i64,
+    pub closed_at: Option<i64>,
+    pub last_event_at: i64,
+    /// The DISPUTE ticket that follows it.
+    pub ticket_id: Option<String>,
+}
+
+impl From<disputes::Listed> for Dispute {
+    fn from(l: disputes::Listed) -> Dispute {
+        let d = l.dispute;
+        Dispute {
+            provider: d.provider,
+            dispute_id: d.dispute_id,
+            payment_no: d.payment_no,
+            provider_txn_id: d.provider_txn_id,
+            amount_minor: d.amount_minor,
+            currency: d.currency,
+            reason: d.reason,
+            status: d.status,
+            provider_status: d.provider_status,
+            evidence_due_at: d.evidence_due_at,
+            withdrawn_minor: l.withdrawn_minor,
+            reinstated_minor: l.reinstated_minor,
+            fee_minor: l.fee_minor,
+            opened_at: d.opened_at,
+            closed_at: d.closed_at,
+            last_event_at: d.last_event_at,
+            ticket_id: d.ticket_id,
         }
     }
 }

@@ -47,6 +47,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         bank::run_match,
         recon::close_report,
         recon::verify_close,
+        recon::disputes,
         bulk::show_job,
         outbox::list,
         outbox::show,

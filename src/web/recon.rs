@@ -32,6 +32,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recon/runs/{run_id}/preview", post(preview_run))
         .route("/api/v1/recon/closes/{provider}/{date}", get(close_report))
         .route("/api/v1/recon/closes/verify", post(verify_close))
+        .route("/api/v1/disputes", get(disputes))
 }
 
 /// The upload: statements are larger than anything else, so it has its
@@ -405,6 +406,61 @@ pub async fn days(
         .await
         .map_err(ReconError::from)?;
     Ok(Json(DayList { days }))
+}
+
+/// `GET /api/v1/disputes`: which disputes are listed.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DisputesQuery {
+    /// Only this provider account's.
+    provider: Option<String>,
+    /// Only those in this status: INQUIRY, OPEN, EVIDENCE_SUBMITTED, WON,
+    /// LOST or INQUIRY_CLOSED.
+    status: Option<String>,
+}
+
+/// Disputes, newest opened first (at most 500).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct DisputeList {
+    disputes: Vec<super::api_types::Dispute>,
+}
+
+/// `GET /api/v1/disputes?provider=…&status=…`.
+#[utoipa::path(get, path = "/api/v1/disputes", tag = "reconciliation",
+    params(DisputesQuery),
+    responses(
+        (status = 200, description = "The providers' disputes, newest opened first (at most 500), with the money each moved", body = DisputeList),
+        (status = 400, description = "A status that is not a dispute status", body = ApiError),
+    ))]
+pub async fn disputes(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    Query(q): Query<DisputesQuery>,
+) -> Result<Json<DisputeList>, ApiError> {
+    let status = q.status.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    if let Some(s) = status
+        && s.parse::<crate::domain::DisputeStatus>().is_err()
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "status {}: expected one of INQUIRY, OPEN, EVIDENCE_SUBMITTED, WON, LOST, INQUIRY_CLOSED",
+                crate::domain::quote(s)
+            ),
+        ));
+    }
+    let provider = q
+        .provider
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    let db = &engine.db;
+    let rows = crate::store::disputes::list(&db.pool, db.kind, provider, status)
+        .await
+        .map_err(ReconError::from)?;
+    Ok(Json(DisputeList {
+        disputes: rows.into_iter().map(Into::into).collect(),
+    }))
 }
 
 /// The latest signed close record of a provider's day as a download, for

@@ -516,7 +516,96 @@ ReckonCo,{MERCHANT},,,,{at},UTC,MerchantPayout,TX7,EUR,,,,EUR,9.61,,,,,,,,7\n"
     );
 }
 
+/// Adyen's dispute events (docs.adyen.com "Dispute webhooks"): the
+/// dispute's own pspReference on each, the payment's as
+/// originalReference, the defence's end in
+/// `additionalData.defensePeriodEndsAt` (outside the signed fields).
+async fn an_adyen_chargeback_opens_a_dispute_due_at_its_defence_period_end(b: Backend) {
+    let s = spawn_adyen_app(b).await;
+    let p = s
+        .app
+        .register_payment("adyen-eu", "AD-D1", 2500, "EUR")
+        .await;
+    let auth = item("AUTHORISATION", "8815555555555501", None, &p, 2500, true);
+    assert_eq!(s.post(&signed(auth)).await.0, 200);
+    let with_extra = |item: serde_json::Value| {
+        let signature = sign(HMAC_KEY, &item);
+        let mut body: serde_json::Value =
+            serde_json::from_str(&notification(item, &signature)).unwrap();
+        let extra = &mut body["notificationItems"][0]["NotificationRequestItem"]["additionalData"];
+        extra["chargebackReasonCode"] = "10.4".into();
+        extra["chargebackSchemeCode"] = "visa".into();
+        extra["defensePeriodEndsAt"] = "2026-12-24T12:00:00+01:00".into();
+        extra["disputeStatus"] = "Undefended".into();
+        body.to_string()
+    };
+    let chargeback = with_extra(item(
+        "CHARGEBACK",
+        "9915555555555502",
+        Some("8815555555555501"),
+        &p,
+        2500,
+        true,
+    ));
+    assert_eq!(s.post(&chargeback).await, (200, "[accepted]".to_string()));
+    // Sent again: nothing new.
+    assert_eq!(s.post(&chargeback).await, (200, "[accepted]".to_string()));
+    let pool = &s.app.accounts.db.pool;
+    let d: (String, Option<i64>, Option<String>, Option<String>) = sqlx::query_as(
+        "SELECT status, evidence_due_at, payment_no, reason FROM disputes WHERE provider = 'adyen-eu' AND dispute_id = '9915555555555502'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let due = jiff::Timestamp::from_second(1_798_110_000)
+        .unwrap()
+        .as_microsecond();
+    assert_eq!(
+        d,
+        (
+            "OPEN".into(),
+            Some(due),
+            Some(p.clone()),
+            Some("reason code 10.4".into())
+        )
+    );
+    let ticket: (String, String, Option<i64>) = sqlx::query_as(
+        "SELECT severity, status, sla_due_at FROM discrepancies WHERE class = 'DISPUTE'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(ticket, ("HIGH".into(), "OPEN".into(), Some(due)));
+    let moved: (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(amount_minor), 0) AS BIGINT) FROM dispute_movements WHERE kind = 'WITHDRAWN'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(moved, (1, 2500), "the chargeback took the amount, once");
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    // Defended and reversed: won, the money given back, the ticket closed.
+    let mut reversed = item(
+        "CHARGEBACK_REVERSED",
+        "9915555555555502",
+        Some("8815555555555501"),
+        &p,
+        2500,
+        true,
+    );
+    reversed["eventDate"] = "2026-12-20T10:00:00+01:00".into();
+    assert_eq!(s.post(&signed(reversed)).await.0, 200);
+    let status: (String, String) = sqlx::query_as(
+        "SELECT d.status, t.status FROM disputes d JOIN discrepancies t ON t.discrepancy_id = d.ticket_id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(status, ("WON".into(), "CLOSED".into()));
+}
+
 both_databases!(
+    an_adyen_chargeback_opens_a_dispute_due_at_its_defence_period_end,
     an_authorisation_succeeds_the_payment_once_and_bad_ones_are_refused,
     a_notification_signed_by_the_official_adyen_library_is_accepted,
     a_refund_is_asked_of_adyen_and_settled_by_its_notification,

@@ -26,6 +26,7 @@ mod console;
 mod crash;
 mod day_edge;
 mod demo;
+mod disputes;
 mod duties;
 mod engine;
 mod fees;

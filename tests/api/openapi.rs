@@ -29,6 +29,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/bank/match"),
     ("get", "/api/v1/recon/closes/{provider}/{date}"),
     ("post", "/api/v1/recon/closes/verify"),
+    ("get", "/api/v1/disputes"),
     ("get", "/api/v1/bulk/jobs/{job_id}"),
     ("get", "/api/v1/outbox"),
     ("get", "/api/v1/outbox/{message_id}"),

@@ -875,7 +875,114 @@ async fn a_settlement_report_reconciles_into_its_tickets(b: Backend) {
     );
 }
 
+/// `CUSTOMER.DISPUTE.CREATED` as PayPal sends it: the dispute resource of
+/// the Disputes v1 API (developer.paypal.com/api/customer-disputes/v1).
+fn dispute_event(
+    event_id: &str,
+    kind: &str,
+    at: &str,
+    status: &str,
+    outcome: Option<&str>,
+) -> String {
+    serde_json::json!({
+        "id": event_id, "event_version": "1.0", "create_time": at,
+        "resource_type": "dispute", "event_type": kind,
+        "summary": "A new dispute opened with Case # PP-D-27803",
+        "resource": {
+            "dispute_id": "PP-D-27803", "create_time": "2026-12-05T10:00:00.000Z",
+            "update_time": at,
+            "disputed_transactions": [{
+                "seller_transaction_id": "2GG279541U471931P", "create_time": "2026-12-05T09:59:58.000Z",
+                "transaction_status": "COMPLETED",
+                "gross_amount": {"currency_code": "USD", "value": "10.99"},
+                "seller": {"merchant_id": "RD465XN5VS364"}
+            }],
+            "reason": "MERCHANDISE_OR_SERVICE_NOT_RECEIVED", "status": status,
+            "dispute_amount": {"currency_code": "USD", "value": "10.99"},
+            "dispute_life_cycle_stage": "CHARGEBACK", "dispute_channel": "EXTERNAL",
+            "seller_response_due_date": "2026-12-15T10:00:00.000Z",
+            "dispute_outcome": outcome.map(|o| serde_json::json!({"outcome_code": o})),
+            "links": [{"href": "https://api.sandbox.paypal.com/v1/customer/disputes/PP-D-27803", "rel": "self", "method": "GET"}]
+        },
+        "links": [{"href": format!("https://api.sandbox.paypal.com/v1/notifications/webhooks-events/{event_id}"), "rel": "self", "method": "GET"}]
+    })
+    .to_string()
+}
+
+async fn a_paypal_dispute_opens_a_ticket_due_at_the_sellers_response_date(b: Backend) {
+    let s = spawn_paypal_app(b).await;
+    let p = s
+        .app
+        .register_payment("paypal-us", "PP-D1", 1099, "USD")
+        .await;
+    let body = capture_event(
+        "WH-D0",
+        "PAYMENT.CAPTURE.COMPLETED",
+        "2GG279541U471931P",
+        &p,
+        "10.99",
+        "COMPLETED",
+    );
+    assert_eq!(s.post_signed(&body).await.status(), 200);
+    let created = dispute_event(
+        "WH-D1",
+        "CUSTOMER.DISPUTE.CREATED",
+        "2026-12-05T10:00:01.000Z",
+        "WAITING_FOR_SELLER_RESPONSE",
+        None,
+    );
+    assert_eq!(s.post_signed(&created).await.status(), 200);
+    assert_eq!(s.post_signed(&created).await.status(), 200, "redelivered");
+    let pool = &s.app.accounts.db.pool;
+    let due = jiff::Timestamp::from_second(1_797_328_800)
+        .unwrap()
+        .as_microsecond();
+    let d: (String, i64, String, Option<String>, Option<i64>) = sqlx::query_as(
+        "SELECT status, amount_minor, currency, payment_no, evidence_due_at FROM disputes WHERE dispute_id = 'PP-D-27803'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        d,
+        (
+            "OPEN".into(),
+            1099,
+            "USD".into(),
+            Some(p.clone()),
+            Some(due)
+        )
+    );
+    let ticket: (i64, Option<i64>) = sqlx::query_as(
+        "SELECT COUNT(*), MAX(sla_due_at) FROM discrepancies WHERE class = 'DISPUTE' AND status = 'OPEN'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(ticket, (1, Some(due)));
+    // Resolved for the buyer: lost, the ticket closed; the payment is as
+    // paid as it was.
+    let resolved = dispute_event(
+        "WH-D2",
+        "CUSTOMER.DISPUTE.RESOLVED",
+        "2026-12-10T10:00:00.000Z",
+        "RESOLVED",
+        Some("RESOLVED_BUYER_FAVOUR"),
+    );
+    assert_eq!(s.post_signed(&resolved).await.status(), 200);
+    let status: (String, String) = sqlx::query_as(
+        "SELECT d.status, t.status FROM disputes d JOIN discrepancies t ON t.discrepancy_id = d.ticket_id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(status, ("LOST".into(), "CLOSED".into()));
+    assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    assert!(s.refused().await.is_empty());
+}
+
 both_databases!(
+    a_paypal_dispute_opens_a_ticket_due_at_the_sellers_response_date,
     a_signed_capture_completed_moves_the_payment_once,
     forged_or_foreign_certificates_are_refused_and_recorded,
     a_denied_capture_fails_the_payment,

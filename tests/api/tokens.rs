@@ -38,6 +38,7 @@ const EXPECTED: &[(&str, &str, Option<&str>)] = &[
     ("post", "/api/v1/recon/runs", Some("recon:write")),
     ("get", "/api/v1/recon/runs/{run_id}", Some("recon:read")),
     ("get", "/api/v1/recon/days", Some("recon:read")),
+    ("get", "/api/v1/disputes", Some("recon:read")),
     ("post", "/api/v1/recon/pulls", Some("recon:write")),
     // A preview writes nothing: reading is enough.
     ("post", "/api/v1/recon/previews", Some("recon:read")),

@@ -166,6 +166,17 @@ fn CloseRow(
                         </span>
                     }
                 })}
+                {(!c.disputes.is_empty()).then(|| {
+                    let figures = c
+                        .disputes
+                        .iter()
+                        .map(|d| format!("{} {} · {} {} · {} {} · {} {} ({})", tr(lang, "disputed", "拒付扣款"), d.withdrawn, tr(lang, "reinstated", "拒付退回"), d.reinstated, tr(lang, "dispute fees", "拒付费用"), d.fees, tr(lang, "open", "未决"), d.open_count, d.open_amount))
+                        .collect::<Vec<_>>()
+                        .join(" / ");
+                    view! {
+                        <br/><a class="disputes muted" href=format!("/tickets?provider={}&class=DISPUTE", encode(&provider))>{figures}</a>
+                    }
+                })}
                 {(c.fee_mismatches > 0).then(|| view! {
                     <br/><a class="fee-mismatches" href=format!("/tickets?day={}&provider={}&class=FEE_MISMATCH", encode(&day), encode(&provider))>
                         {c.fee_mismatches} " FEE_MISMATCH"</a>

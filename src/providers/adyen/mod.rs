@@ -23,8 +23,12 @@
 //! SUCCEEDED (`false` FAILED), REFUND_FAILED → FAILED (it may follow a
 //! REFUND that succeeded, when the scheme returns it); the refund is its
 //! `pspReference`, the payment its `originalReference`, Reckon's refund_no
-//! its `merchantReference` (the `reference` Reckon sends). Every other
-//! event (chargebacks, REPORT_AVAILABLE, …) moves no payment: acknowledged.
+//! its `merchantReference` (the `reference` Reckon sends). The dispute
+//! events (REQUEST_FOR_INFORMATION, NOTIFICATION_OF_CHARGEBACK, CHARGEBACK,
+//! INFORMATION_SUPPLIED, CHARGEBACK_REVERSED, SECOND_CHARGEBACK,
+//! PREARBITRATION_WON|LOST) are disputes (`dispute_notice`), moving no
+//! payment. Every other event (REPORT_AVAILABLE, …) moves no payment:
+//! acknowledged.
 //!
 //! Refunds: Checkout API `POST /v71/payments/{pspReference}/refunds`
 //! (`X-API-Key`, `Idempotency-Key` = refund_no); Adyen answers `received`
@@ -181,6 +185,95 @@ impl Item {
     }
 }
 
+/// An ISO 8601 time with its offset (Adyen's `eventDate`,
+/// `defensePeriodEndsAt`: `2020-12-18T10:15:30+01:00`) in microseconds.
+fn iso_micros(text: &str) -> Result<i64, String> {
+    text.trim()
+        .parse::<jiff::Timestamp>()
+        .map(|t| t.as_microsecond())
+        .map_err(|e| format!("time {}: {e}", crate::domain::quote(text)))
+}
+
+/// A dispute event of Adyen's (docs.adyen.com "Dispute webhooks" and the
+/// Webhooks API explorer's event pages): `pspReference` is the dispute's,
+/// the same on all its events, `originalReference` the disputed payment,
+/// `additionalData.defensePeriodEndsAt` the answer's due time,
+/// `chargebackReasonCode` the scheme's reason. REQUEST_FOR_INFORMATION
+/// takes no money (an inquiry); NOTIFICATION_OF_CHARGEBACK opens the
+/// defence period; CHARGEBACK deducts the amount, CHARGEBACK_REVERSED gives
+/// it back (won), SECOND_CHARGEBACK deducts it again (lost, final);
+/// INFORMATION_SUPPLIED is the defence sent; PREARBITRATION_WON|LOST decide.
+/// `None`: not a dispute event.
+fn dispute_notice(
+    item: &Item,
+    callback_id: &CallbackId,
+) -> Result<Option<super::DisputeNotice>, String> {
+    use crate::domain::DisputeStatus as S;
+    // (status, the balance moved: None, Some(false) taken, Some(true) given back)
+    let (status, moved) = match item.event_code.as_str() {
+        "REQUEST_FOR_INFORMATION" => (S::Inquiry, None),
+        "NOTIFICATION_OF_CHARGEBACK" => (S::Open, None),
+        "CHARGEBACK" => (S::Open, Some(false)),
+        "INFORMATION_SUPPLIED" => (S::EvidenceSubmitted, None),
+        "CHARGEBACK_REVERSED" => (S::Won, Some(true)),
+        "SECOND_CHARGEBACK" => (S::Lost, Some(false)),
+        "PREARBITRATION_WON" => (S::Won, None),
+        "PREARBITRATION_LOST" => (S::Lost, None),
+        _ => return Ok(None),
+    };
+    let extra = |key: &str| {
+        item.additional_data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    fn present(v: &Option<String>) -> Option<&str> {
+        v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    }
+    let event_at = iso_micros(
+        item.event_date
+            .as_deref()
+            .ok_or("a dispute notification without its eventDate")?,
+    )?;
+    let money = item.money()?;
+    let movements = moved
+        .map(|reinstated| super::DisputeMovement {
+            id: format!("{}:{}", item.event_code, item.psp_reference),
+            reinstated,
+            money,
+            // Adyen books its chargeback fee in the settlement report, not
+            // on the notification.
+            fee_minor: 0,
+            at: event_at,
+        })
+        .into_iter()
+        .collect();
+    Ok(Some(super::DisputeNotice {
+        callback_id: callback_id.clone(),
+        event_type: item.event_code.clone(),
+        dispute_id: item.psp_reference.clone(),
+        payment_no: present(&item.merchant_reference).and_then(|r| PaymentNo::parse(r).ok()),
+        payment_txn_id: present(&item.original_reference)
+            .map(ProviderTxnId::parse)
+            .transpose()
+            .map_err(|e| e.to_string())?,
+        money,
+        reason: extra("chargebackReasonCode")
+            .map(|c| format!("reason code {c}"))
+            .or_else(|| present(&item.reason).map(|r| r.chars().take(200).collect())),
+        provider_status: match extra("disputeStatus") {
+            Some(d) => format!("{} ({d})", item.event_code),
+            None => item.event_code.clone(),
+        },
+        status,
+        evidence_due_at: extra("defensePeriodEndsAt").map(iso_micros).transpose()?,
+        event_at,
+        movements,
+    }))
+}
+
 /// Whether `signature` (base64) is `key`'s HMAC of `text`.
 fn signed_with(key: &[u8], text: &str, signature: &str) -> bool {
     let Ok(expected) = base64::engine::general_purpose::STANDARD.decode(signature) else {
@@ -313,6 +406,9 @@ impl Provider for Adyen {
                 money: item.money()?,
                 declined: None,
             }));
+        }
+        if let Some(dispute) = dispute_notice(item, &callback_id)? {
+            return Ok(Notification::Dispute(dispute));
         }
         let refund = match item.event_code.as_str() {
             "REFUND" if ok => Some(RefundStatus::Succeeded),

@@ -24,8 +24,9 @@
 //! /v2/payments/captures/{id}`) reads it: COMPLETED (and PARTIALLY_REFUNDED,
 //! REFUNDED: paid, then refunded — the refund ledger's business) →
 //! SUCCEEDED, DECLINED/FAILED → FAILED, PENDING → PENDING.
-//! `CHECKOUT.ORDER.APPROVED` (not yet captured) and `CUSTOMER.DISPUTE.*`
-//! move no payment and are acknowledged.
+//! `CHECKOUT.ORDER.APPROVED` (not yet captured) moves no payment and is
+//! acknowledged; `CUSTOMER.DISPUTE.*` are disputes (`dispute`), moving no
+//! payment either.
 //!
 //! Refunds: `POST /v2/payments/captures/{capture id}/refund`, idempotent on
 //! `PayPal-Request-Id` = refund_no, Reckon's refund_no as the refund's
@@ -49,6 +50,7 @@
 mod api;
 mod cert;
 mod config;
+mod dispute;
 pub mod statement;
 
 pub use config::{KIND, PaypalConfig};
@@ -181,6 +183,9 @@ impl PaypalRefund {
 struct Event {
     id: String,
     event_type: String,
+    /// When PayPal made the event (RFC 3339).
+    #[serde(default)]
+    create_time: Option<String>,
     #[serde(default)]
     resource: serde_json::Value,
 }
@@ -357,6 +362,13 @@ impl Provider for Paypal {
                     cumulative: false,
                 }))
             }
+            t if dispute::DISPUTE_EVENTS.contains(&t) => dispute::notice(
+                callback_id.clone(),
+                t,
+                event.create_time.as_deref(),
+                event.resource,
+            )
+            .map(Notification::Dispute),
             _ => Ok(ignored("")),
         }
     }

@@ -341,7 +341,7 @@ impl Stripe {
 
 /// The events Reckon reads (`Stripe::parse`), asked for by name: `types[]`
 /// takes up to 20.
-const UNDELIVERED_TYPES: [&str; 10] = [
+const UNDELIVERED_TYPES: [&str; 15] = [
     "payment_intent.succeeded",
     "payment_intent.processing",
     "payment_intent.requires_action",
@@ -352,6 +352,11 @@ const UNDELIVERED_TYPES: [&str; 10] = [
     "refund.created",
     "refund.updated",
     "refund.failed",
+    "charge.dispute.created",
+    "charge.dispute.updated",
+    "charge.dispute.closed",
+    "charge.dispute.funds_withdrawn",
+    "charge.dispute.funds_reinstated",
 ];
 /// A page of `GET /v1/events`, each event's bytes as Stripe sent them: the
 /// callback keeps what the provider said, not a re-serialization.

@@ -10,8 +10,10 @@
 //! from the intent's metadata; `refund` is a refund with Reckon's
 //! `refund_no` and `payment_no` from the Refund's metadata; `dispute` (money
 //! taken back by the card network) is a refund row with the dispute's id and
-//! status `DISPUTED`, so it becomes a ticket rather than vanish. Everything
-//! else — `fee`, `payout`, `dispute_reversal`, `refund_failure`, transfers,
+//! status `DISPUTED`, `dispute_reversal` (the funds given back) one with
+//! status `DISPUTE_REVERSED`: reconciliation matches both to the dispute
+//! its notifications told of, and opens a DISPUTE ticket for one it never
+//! heard of. Everything else — `fee`, `payout`, `refund_failure`, transfers,
 //! other adjustments — moves no payment of Reckon's and is skipped. A
 //! charge's fee is the row's `fee` (minor units, `net = amount - fee`).
 
@@ -20,6 +22,10 @@ use crate::providers::PayoutSeen;
 use crate::statement::{RowKind, StatementRow};
 use serde::Deserialize;
 use std::collections::HashMap;
+
+/// A dispute's funds taken from the balance, and given back: rows
+/// reconciliation matches to the dispute its notifications told of.
+pub use crate::statement::{DISPUTE_REVERSED, DISPUTED};
 
 /// The most Stripe lists in one page.
 pub(super) const PAGE_LIMIT: &str = "100";
@@ -129,7 +135,8 @@ impl BalanceTransaction {
         let (kind, status) = match self.category() {
             "charge" => (RowKind::Payment, "SUCCEEDED"),
             "refund" => (RowKind::Refund, "SUCCEEDED"),
-            "dispute" => (RowKind::Refund, "DISPUTED"),
+            "dispute" => (RowKind::Refund, DISPUTED),
+            "dispute_reversal" => (RowKind::Refund, DISPUTE_REVERSED),
             _ => return Ok(None),
         };
         let source: Source = match &self.source {
@@ -369,6 +376,16 @@ mod tests {
         assert_eq!(row.provider_refund_id.as_deref(), Some("dp_4"));
         assert_eq!(row.provider_txn_id.as_deref(), Some("pi_2"));
         assert_eq!(row.refund_no, None);
+        // The funds given back are a row of the dispute too.
+        let reversal = txn(
+            json!({"id":"txn_6","type":"adjustment","reporting_category":"dispute_reversal",
+            "amount":4200,"fee":-1500,"net":5700,"currency":"eur","created":1,
+            "source":{"id":"dp_4","object":"dispute","amount":4200,"currency":"eur","charge":"ch_2",
+              "payment_intent":"pi_2"}}),
+        );
+        let row = reversal.row(1).unwrap().unwrap();
+        assert_eq!(row.status, DISPUTE_REVERSED);
+        assert_eq!(row.provider_refund_id.as_deref(), Some("dp_4"));
 
         for (kind, category, source) in [
             ("stripe_fee", "fee", json!("fee_1")),
@@ -376,11 +393,6 @@ mod tests {
                 "payout",
                 "payout",
                 json!({"id":"po_1","object":"payout","amount":9000}),
-            ),
-            (
-                "adjustment",
-                "dispute_reversal",
-                json!({"id":"dp_4","object":"dispute"}),
             ),
             ("refund_failure", "refund_failure", json!("re_3")),
         ] {

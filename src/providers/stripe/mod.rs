@@ -22,6 +22,11 @@
 //! too would count each refund twice. A refund event without Reckon's
 //! refund_no was made elsewhere (the dashboard) and becomes a discrepancy.
 //!
+//! Disputes: `charge.dispute.created|updated|closed|funds_withdrawn|
+//! funds_reinstated` carry the Dispute (`dispute`), read into a dispute
+//! notice — its status, evidence due date and the balance transactions of
+//! the money taken and given back — that moves no payment.
+//!
 //! Statements are pulled as the day's balance transactions (`balance`),
 //! the day cut in the zone recon reconciles in. Before each pull, the day's
 //! events Stripe has not delivered (`GET /v1/events?delivery_success=false`,
@@ -30,6 +35,7 @@
 mod api;
 mod balance;
 mod config;
+mod dispute;
 pub mod statement;
 
 pub use config::{KIND, StripeConfig};
@@ -70,6 +76,9 @@ struct Event {
     id: String,
     #[serde(rename = "type")]
     event_type: String,
+    /// Unix seconds: when Stripe made the event.
+    #[serde(default)]
+    created: i64,
     data: EventData,
 }
 
@@ -354,6 +363,15 @@ impl Provider for Stripe {
                 money: refund.money()?,
                 cumulative: false,
             }));
+        }
+        if dispute::DISPUTE_EVENTS.contains(&event.event_type.as_str()) {
+            return dispute::notice(
+                callback_id,
+                &event.event_type,
+                event.created,
+                event.data.object,
+            )
+            .map(Notification::Dispute);
         }
         // The intent events that say something about the money; the state
         // is the intent's own `status`, read as the status query reads it.

@@ -381,6 +381,7 @@ fn refunds_that_differ_from_the_ledger_either_way_are_refund_mismatches() {
     refunds(
         &rows,
         &ledger,
+        &hashbrown::HashSet::new(),
         day,
         &mut no_edges(),
         &mut figures,
@@ -468,6 +469,7 @@ fn records_near_the_cut_wait_for_the_neighbouring_statement() {
         refunds(
             &[],
             &hashbrown::HashMap::new(),
+            &hashbrown::HashSet::new(),
             vec![refund],
             &mut edges,
             &mut figures,

@@ -206,7 +206,7 @@ async fn a_stripe_day_pulled_through_balance_transactions_makes_exactly_its_tick
             "amount": 500, "currency": "eur", "charge": "ch_a", "payment_intent": a.1,
             "metadata": {}, "status": "succeeded"}),
         ),
-        // REFUND_MISMATCH: E's money taken back by a dispute.
+        // DISPUTE: E's money taken back by a dispute no notification told of.
         txn(
             "txn_dp",
             "adjustment",
@@ -296,6 +296,7 @@ async fn a_stripe_day_pulled_through_balance_transactions_makes_exactly_its_tick
         by_class,
         [
             ("AMOUNT_MISMATCH", "HIGH", "OPEN", Some(amount.0.as_str())),
+            ("DISPUTE", "HIGH", "OPEN", None),
             (
                 "LOCAL_ONLY",
                 "CRITICAL",
@@ -303,7 +304,6 @@ async fn a_stripe_day_pulled_through_balance_transactions_makes_exactly_its_tick
                 Some(local_only.0.as_str())
             ),
             ("PROVIDER_ONLY", "HIGH", "OPEN", None),
-            ("REFUND_MISMATCH", "HIGH", "OPEN", None),
             ("REFUND_MISMATCH", "HIGH", "OPEN", None),
             ("STATUS_LAG", "MEDIUM", "OPEN", Some(lag.0.as_str())),
         ],
@@ -314,18 +314,21 @@ async fn a_stripe_day_pulled_through_balance_transactions_makes_exactly_its_tick
         figures["matched"], 3,
         "A, A's refund and the converted F: {figures}"
     );
-    // The refunds Reckon did not ask for (the dashboard's, the dispute's)
+    // The refund Reckon did not ask for (the dashboard's) and the dispute
     // carry no payment_no: each ticket names the charge's intent.
-    let mut txns: Vec<Option<String>> = sqlx::query_scalar(
-        "SELECT provider_txn_id FROM discrepancies WHERE class = 'REFUND_MISMATCH'",
+    let txns: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT class, provider_txn_id FROM discrepancies WHERE class IN ('REFUND_MISMATCH', 'DISPUTE') ORDER BY class",
     )
     .fetch_all(&s.app.accounts.db.pool)
     .await
     .unwrap();
-    txns.sort();
-    let mut want = vec![Some(a.1.clone()), Some(amount.1.clone())];
-    want.sort();
-    assert_eq!(txns, want);
+    assert_eq!(
+        txns,
+        [
+            ("DISPUTE".to_owned(), Some(amount.1.clone())),
+            ("REFUND_MISMATCH".to_owned(), Some(a.1.clone()))
+        ]
+    );
 }
 
 /// The seed's drill 7 on Stripe: page 2 answers 500, the run fails with its

@@ -133,6 +133,7 @@ impl Codes {
                 "BANK_ONLY" => ("Only on the bank statement", "仅银行有"),
                 "PAYOUT_AMOUNT_MISMATCH" => ("Payout amount differs", "结算金额不符"),
                 "FEE_MISMATCH" => ("Fee differs", "手续费不符"),
+                "PAYOUT_LATE" => ("Payout later than usual", "结算款晚于惯常到账"),
                 _ => return None,
             },
             Codes::Severity => match code.to_ascii_uppercase().as_str() {

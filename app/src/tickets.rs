@@ -28,6 +28,7 @@ pub const CLASSES: &[&str] = &[
     "BANK_ONLY",
     "PAYOUT_AMOUNT_MISMATCH",
     "FEE_MISMATCH",
+    "PAYOUT_LATE",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.

@@ -63,6 +63,7 @@ words!(
         BankOnly => "BANK_ONLY",
         PayoutAmountMismatch => "PAYOUT_AMOUNT_MISMATCH",
         FeeMismatch => "FEE_MISMATCH",
+        PayoutLate => "PAYOUT_LATE",
     }
 );
 

@@ -836,6 +836,19 @@ pub async fn close_with(
     Ok(true)
 }
 
+/// The id of the ticket opened under `dedupe_key`, if it is not closed.
+pub async fn open_by_key<'e>(
+    e: impl Executor<'e, Database = Any>,
+    dedupe_key: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT discrepancy_id FROM discrepancies WHERE dedupe_key = $1 AND status <> 'CLOSED'",
+    )
+    .bind(dedupe_key)
+    .fetch_optional(e)
+    .await
+}
+
 /// Puts a ticket opened outside a run (`open_discrepancy`) on a business
 /// day and the run it was found against, so the day's close counts it.
 pub async fn place_on_day<'e>(

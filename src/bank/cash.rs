@@ -39,7 +39,12 @@ pub(super) fn origin(ctx: &Context, p: &PayoutCash) -> Date {
 fn history(ctx: &Context, payouts: &[PayoutCash]) -> Vec<Paid> {
     payouts
         .iter()
-        .filter(|p| matches!(p.state.as_str(), "PAYOUT_MATCHED" | "PAYOUT_AMOUNT_MISMATCH"))
+        .filter(|p| {
+            matches!(
+                p.state.as_str(),
+                "PAYOUT_MATCHED" | "PAYOUT_AMOUNT_MISMATCH"
+            )
+        })
         .filter_map(|p| {
             Some(Paid {
                 key: Key::new(&p.provider, &p.currency),
@@ -57,11 +62,7 @@ pub(super) fn since(today: Date) -> Date {
 
 /// Each provider account's and currency's learned delay on `today`, from
 /// `payouts` as [`store::payouts_for_cash`] read them.
-pub(super) fn delays(
-    ctx: &Context,
-    payouts: &[PayoutCash],
-    today: Date,
-) -> BTreeMap<Key, Delay> {
+pub(super) fn delays(ctx: &Context, payouts: &[PayoutCash], today: Date) -> BTreeMap<Key, Delay> {
     expected::learn_all(&history(ctx, payouts), today)
 }
 
@@ -117,11 +118,7 @@ pub struct ExpectedCash {
 
 /// The days asked for (`YYYY-MM-DD`, each optional), refused when they
 /// do not read, run backwards or span more than [`MAX_SPAN_DAYS`].
-pub fn span(
-    today: Date,
-    from: Option<&str>,
-    to: Option<&str>,
-) -> Result<(Date, Date), BankError> {
+pub fn span(today: Date, from: Option<&str>, to: Option<&str>) -> Result<(Date, Date), BankError> {
     let read = |name: &str, v: Option<&str>, default: i64| -> Result<Date, BankError> {
         match v.map(str::trim).filter(|v| !v.is_empty()) {
             None => Ok(expected::plus_days(today, default)),
@@ -136,9 +133,7 @@ pub fn span(
     let from = read("from", from, -DAYS_BACK)?;
     let to = read("to", to, DAYS_AHEAD)?;
     if to < from {
-        return Err(BankError::Refused(format!(
-            "to {to} is before from {from}"
-        )));
+        return Err(BankError::Refused(format!("to {to} is before from {from}")));
     }
     if expected::days_from(from, to) >= MAX_SPAN_DAYS {
         return Err(BankError::Refused(format!(
@@ -149,11 +144,7 @@ pub fn span(
 }
 
 /// Each reconciled day's net per currency, by its latest completed run.
-async fn settled_days(
-    ctx: &Context,
-    from: Date,
-    to: Date,
-) -> Result<Vec<SettledDay>, BankError> {
+async fn settled_days(ctx: &Context, from: Date, to: Date) -> Result<Vec<SettledDay>, BankError> {
     let runs =
         recon_runs::completed_between(&ctx.db.pool, &from.to_string(), &to.to_string()).await?;
     // Ordered by day, provider and start: the last of each pair wins.
@@ -216,8 +207,12 @@ pub async fn expected_cash(
             });
         }
     }
-    let settled = settled_days(ctx, expected::plus_days(today, -expected::HISTORY_DAYS), today)
-        .await?;
+    let settled = settled_days(
+        ctx,
+        expected::plus_days(today, -expected::HISTORY_DAYS),
+        today,
+    )
+    .await?;
     let unpaid = expected::unpaid(&settled, &latest);
     let mut arrived = Vec::new();
     let mut accounts: BTreeMap<String, String> = BTreeMap::new();

@@ -217,15 +217,12 @@ pub fn expected_cash(
         if day < from || day > to {
             return None;
         }
-        Some(
-            days.entry((day, key.clone()))
-                .or_insert_with(|| DayCash {
-                    day: day.to_string(),
-                    provider: key.provider.clone(),
-                    currency: key.currency.clone(),
-                    ..DayCash::default()
-                }),
-        )
+        Some(days.entry((day, key.clone())).or_insert_with(|| DayCash {
+            day: day.to_string(),
+            provider: key.provider.clone(),
+            currency: key.currency.clone(),
+            ..DayCash::default()
+        }))
     }
     let span = (from, to);
     for a in announced {

@@ -642,8 +642,15 @@ async fn raise_late(
         else {
             continue;
         };
-        store::set_payout_state(&mut *tx, &p.provider, &p.payout_id, "PAYOUT_LATE", None, now)
-            .await?;
+        store::set_payout_state(
+            &mut *tx,
+            &p.provider,
+            &p.payout_id,
+            "PAYOUT_LATE",
+            None,
+            now,
+        )
+        .await?;
         let details = format!(
             "payout {} of {} made {origin}, due {} — {}'s {} payouts usually reach the bank {} days after they are made, \
              at most {} ({} of the last {} days): no bank credit by {today}",
@@ -701,8 +708,12 @@ async fn late_paid(
             action: "ticket.close",
             object_type: "ticket",
             object_id: id,
-            before: Some(serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": p.payout_id })),
-            after: Some(serde_json::json!({ "status": "CLOSED", "conclusion": conclusion, "entry": c.entry_id })),
+            before: Some(
+                serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": p.payout_id }),
+            ),
+            after: Some(
+                serde_json::json!({ "status": "CLOSED", "conclusion": conclusion, "entry": c.entry_id }),
+            ),
         };
         crate::store::audit::append(tx, &ctx.db.audit, &audited, now).await?;
     }

@@ -27,6 +27,7 @@ mod day_edge;
 mod demo;
 mod duties;
 mod engine;
+mod expected_cash;
 mod fees;
 mod fix_journeys;
 mod health;

@@ -134,6 +134,7 @@ impl Codes {
                 "PAYOUT_AMOUNT_MISMATCH" => ("Payout amount differs", "结算金额不符"),
                 "FEE_MISMATCH" => ("Fee differs", "手续费不符"),
                 "DISPUTE" => ("Disputed (chargeback)", "争议拒付"),
+                "PAYOUT_LATE" => ("Payout later than usual", "结算款晚于惯常到账"),
                 _ => return None,
             },
             Codes::Severity => match code.to_ascii_uppercase().as_str() {

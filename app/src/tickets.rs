@@ -29,6 +29,7 @@ pub const CLASSES: &[&str] = &[
     "PAYOUT_AMOUNT_MISMATCH",
     "FEE_MISMATCH",
     "DISPUTE",
+    "PAYOUT_LATE",
 ];
 pub const SEVERITIES: &[&str] = &["CRITICAL", "HIGH", "MEDIUM", "LOW"];
 /// Ticket states, and ACTIVE: every state but CLOSED.

@@ -5,11 +5,18 @@
 //! once per file (its SHA-256). Payouts come from the providers' statement
 //! pulls ([`payouts_seen`]). [`match_payouts`] pairs them ([`matching`])
 //! and opens PAYOUT_MISSING, BANK_ONLY and PAYOUT_AMOUNT_MISMATCH tickets
-//! in the same workflow as every other ticket; no money moves.
+//! in the same workflow as every other ticket; no money moves. From the
+//! payouts the bank paid it learns each provider's usual delay
+//! ([`expected`]): the cash expected per day ([`cash`]), and PAYOUT_LATE
+//! for a payout past its usual range — raised before the fixed window's
+//! PAYOUT_MISSING, which then opens no second ticket for it, and closed
+//! by the pass that finds its credit.
 
 pub mod bai2;
 pub mod camt;
+pub mod cash;
 pub mod csv;
+pub mod expected;
 pub mod matching;
 pub mod mt940;
 
@@ -18,7 +25,9 @@ use crate::context::Context;
 use crate::domain::{Class, Money, Severity, clip, quote};
 use crate::providers::{PayoutSeen, Statements};
 use crate::store::bank::{self as store, NewEntry, NewPayout, StatementRow};
-use crate::store::tickets::{NewDiscrepancy, open_discrepancy};
+use crate::store::tickets::{
+    NewDiscrepancy, append_action, close_with, open_by_key, open_discrepancy,
+};
 use crate::store::{match_groups, tickets};
 use crate::triage::fixes::{MATCHER, propose_group_in};
 use matching::{Anchor, Decision, Grouped, OpenCredit, OpenPayout};
@@ -107,6 +116,9 @@ pub struct MatchFigures {
     /// Payouts whose amount is not the net of the transactions they
     /// settle (each a PAYOUT_AMOUNT_MISMATCH ticket).
     pub net_differs: i64,
+    /// Payouts past their provider's usual range with no credit (each a
+    /// PAYOUT_LATE ticket; none while a provider has too little history).
+    pub late: i64,
 }
 
 /// How many payouts one pass asks their provider about.
@@ -484,6 +496,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                 )
                 .await?;
                 store::set_entry_state(&mut *tx, &c.entry_id, "MATCHED").await?;
+                late_paid(&mut tx, ctx, p, c, now).await?;
                 figures.matched += 1;
             }
             Decision::AmountMismatch { payout, credit } => {
@@ -498,6 +511,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                 )
                 .await?;
                 store::set_entry_state(&mut *tx, &c.entry_id, "MATCHED").await?;
+                late_paid(&mut tx, ctx, p, c, now).await?;
                 let details = format!(
                     "payout {} of {} arrived as a bank credit of {} (booked {}, statement line {})",
                     p.payout_id,
@@ -535,6 +549,18 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                     shown(p.amount_minor, &p.currency),
                     p.arrival_on
                 );
+                figures.missing += 1;
+                // Raised late already: that ticket says it is missing now,
+                // no second one.
+                if p.state == "PAYOUT_LATE" {
+                    if let Some(id) =
+                        open_by_key(&mut *tx, &late_key(&p.provider, &p.payout_id)).await?
+                    {
+                        let entry = serde_json::json!({"action": "past the bank window: PAYOUT_MISSING", "detail": details, "at": now});
+                        append_action(&mut tx, &id, &entry, now).await?;
+                    }
+                    continue;
+                }
                 ticket(
                     &mut tx,
                     Class::PayoutMissing,
@@ -545,7 +571,6 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
                     now,
                 )
                 .await?;
-                figures.missing += 1;
             }
             Decision::BankOnly { credit } => {
                 let c = credits[credit].1;
@@ -587,6 +612,7 @@ pub async fn match_payouts(ctx: &Context, now: i64) -> Result<MatchFigures, Bank
             }
         }
     }
+    figures.late = raise_late(ctx, &mut tx, &payout_rows, now).await?;
     tx.commit().await?;
     Ok(figures)
 }
@@ -885,6 +911,122 @@ async fn group_found(
     Ok(())
 }
 
+fn late_key(provider: &str, payout_id: &str) -> String {
+    format!("bank:PAYOUT_LATE:{provider}:{payout_id}")
+}
+
+/// Who closes a late payout's ticket when its credit comes.
+const MATCHING_ACTOR: &str = "reckon (bank matching)";
+
+/// The payouts still waiting after this pass's decisions that are past
+/// their provider's usual range: PAYOUT_LATE, each with its ticket. The
+/// delays are learned from the history as this pass leaves it.
+async fn raise_late(
+    ctx: &Context,
+    tx: &mut crate::store::Conn,
+    open: &[store::PayoutRow],
+    now: i64,
+) -> Result<i64, crate::store::Error> {
+    let today = today(ctx, now);
+    let payouts = store::payouts_for_cash(&mut *tx, &cash::since(today).to_string()).await?;
+    let delays = cash::delays(ctx, &payouts, today);
+    let mut late = 0;
+    for p in payouts.iter().filter(|p| p.state == "PENDING") {
+        let key = expected::Key::new(&p.provider, &p.currency);
+        let Some(delay) = delays.get(&key) else {
+            continue;
+        };
+        let Ok(arrival) = p.arrival_on.parse() else {
+            continue;
+        };
+        let origin = cash::origin(ctx, p);
+        if !expected::is_late(origin, arrival, Some(delay), today) {
+            continue;
+        }
+        let Some(row) = open
+            .iter()
+            .find(|o| o.provider == p.provider && o.payout_id == p.payout_id)
+        else {
+            continue;
+        };
+        store::set_payout_state(
+            &mut *tx,
+            &p.provider,
+            &p.payout_id,
+            "PAYOUT_LATE",
+            None,
+            now,
+        )
+        .await?;
+        let details = format!(
+            "payout {} of {} made {origin}, due {} — {}'s {} payouts usually reach the bank {} days after they are made, \
+             at most {} ({} of the last {} days): no bank credit by {today}",
+            p.payout_id,
+            shown(p.amount_minor, &p.currency),
+            p.arrival_on,
+            p.provider,
+            p.currency,
+            delay.median_days,
+            delay.late_after_days,
+            delay.samples,
+            expected::HISTORY_DAYS,
+        );
+        ticket(
+            tx,
+            Class::PayoutLate,
+            &late_key(&p.provider, &p.payout_id),
+            row,
+            None,
+            &details,
+            now,
+        )
+        .await?;
+        late += 1;
+    }
+    Ok(late)
+}
+
+/// A payout's credit found: the PAYOUT_LATE ticket it had, if still open,
+/// closed with the credit on it and an audit entry.
+async fn late_paid(
+    tx: &mut crate::store::Conn,
+    ctx: &Context,
+    p: &store::PayoutRow,
+    c: &store::EntryRow,
+    now: i64,
+) -> Result<(), crate::store::Error> {
+    if !matches!(p.state.as_str(), "PAYOUT_LATE" | "PAYOUT_MISSING") {
+        return Ok(());
+    }
+    let Some(id) = open_by_key(&mut *tx, &late_key(&p.provider, &p.payout_id)).await? else {
+        return Ok(());
+    };
+    let conclusion = format!(
+        "the bank credited payout {} with {} booked {} (statement line {}): late, not lost",
+        p.payout_id,
+        shown(c.amount_minor, &c.currency),
+        c.booked_on,
+        c.line_no
+    );
+    let entry = serde_json::json!({"action": "credit arrived", "entry": c.entry_id, "booked_on": c.booked_on, "by": MATCHING_ACTOR, "at": now});
+    if close_with(tx, &id, &entry, &conclusion, now).await? {
+        let audited = crate::store::audit::Entry {
+            actor: MATCHING_ACTOR.to_owned(),
+            action: "ticket.close",
+            object_type: "ticket",
+            object_id: id,
+            before: Some(
+                serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": p.payout_id }),
+            ),
+            after: Some(
+                serde_json::json!({ "status": "CLOSED", "conclusion": conclusion, "entry": c.entry_id }),
+            ),
+        };
+        crate::store::audit::append(tx, &ctx.db.audit, &audited, now).await?;
+    }
+    Ok(())
+}
+
 /// `9,048.00 EUR`, for a person reading a ticket.
 fn shown(minor: i64, currency: &str) -> String {
     app::format::money(minor, currency)
@@ -906,7 +1048,12 @@ async fn ticket(
         &NewDiscrepancy {
             dedupe_key: key,
             class,
-            severity: Severity::High,
+            // Late is a warning with money on its way; the rest are not.
+            severity: if class == Class::PayoutLate {
+                Severity::Medium
+            } else {
+                Severity::High
+            },
             provider: &p.provider,
             payment_no: None,
             provider_txn_id: Some(&p.payout_id),

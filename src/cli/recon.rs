@@ -73,6 +73,17 @@ pub(super) enum BankCommand {
     },
     /// Match payouts against the bank's credits now; prints what was decided.
     Match,
+    /// The cash expected at the bank per day and what arrived, per
+    /// provider account and currency, with each provider's learned payout
+    /// delay; prints JSON (as `GET /api/v1/bank/expected`).
+    Expected {
+        /// First day, YYYY-MM-DD (default: a week before today).
+        #[arg(long)]
+        from: Option<String>,
+        /// Last day, YYYY-MM-DD (default: two weeks after today).
+        #[arg(long)]
+        to: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -235,6 +246,17 @@ pub(super) async fn bank(config: &Config, cmd: BankCommand) -> anyhow::Result<Ex
             let engine = crate::startup::engine_of(config).await?;
             let figures = crate::bank::match_payouts(&engine, engine.now()).await?;
             println!("{}", serde_json::to_string_pretty(&figures)?);
+        }
+        BankCommand::Expected { from, to } => {
+            let engine = crate::startup::engine_of(config).await?;
+            match crate::bank::cash::expected_cash(&engine, from.as_deref(), to.as_deref()).await {
+                Ok(cash) => println!("{}", serde_json::to_string_pretty(&cash)?),
+                Err(crate::bank::BankError::Refused(why)) => {
+                    eprintln!("reckon: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,12 +1,13 @@
 //! The bank side as the console shows it: the day's money settled to the
-//! bank on the dashboard, and the bank page's statements and payouts.
+//! bank on the dashboard, and the bank page's statements, payouts and
+//! expected cash.
 
 use super::Desk;
 use crate::accounts::internal;
 use crate::domain::{Currency, Money};
 use crate::engine::Engine;
 use crate::store::bank as store;
-use app::bank::{BankView, PayoutLine, SettledRow};
+use app::bank::{BankView, CashLine, DelayLine, PayoutLine, SettledRow};
 use app::error::AppError;
 
 /// How many statements and payouts the bank page lists.
@@ -55,9 +56,41 @@ impl app::ssr::Bank for Desk {
                 ..p.line
             })
             .collect();
+        let expected = crate::bank::cash::expected_cash(&self.engine, None, None)
+            .await
+            .map_err(internal)?;
+        let cash = expected
+            .days
+            .into_iter()
+            .map(|d| CashLine {
+                ahead: d.day >= expected.today,
+                announced: major(d.announced_minor, &d.currency),
+                settled: major(d.settled_minor, &d.currency),
+                expected: major(d.expected_minor, &d.currency),
+                arrived: major(d.arrived_minor, &d.currency),
+                day: d.day,
+                provider: d.provider,
+                payouts: d.payouts,
+                settled_days: d.settled_days,
+                currency: d.currency,
+            })
+            .collect();
+        let delays = expected
+            .delays
+            .into_iter()
+            .map(|d| DelayLine {
+                provider: d.provider,
+                currency: d.currency,
+                samples: d.samples,
+                median_days: d.median_days,
+                late_after_days: d.late_after_days,
+            })
+            .collect();
         Ok(BankView {
             statements,
             payouts,
+            cash,
+            delays,
         })
     }
 }

@@ -64,6 +64,7 @@ words!(
         PayoutAmountMismatch => "PAYOUT_AMOUNT_MISMATCH",
         FeeMismatch => "FEE_MISMATCH",
         Dispute => "DISPUTE",
+        PayoutLate => "PAYOUT_LATE",
     }
 );
 

@@ -18,7 +18,8 @@ impl Default for Sla {
     /// Money at risk first: a payment Reckon counts as paid that the
     /// provider does not know (goods may ship unpaid), or money the
     /// provider holds that Reckon lacks, in a working day; mismatches in
-    /// two; the rest in three.
+    /// two; a payout later than its provider's usual in one; the rest in
+    /// three.
     fn default() -> Sla {
         let per_class = [
             (Class::LocalOnly, 24),
@@ -29,6 +30,10 @@ impl Default for Sla {
             (Class::RefundMismatch, 48),
             (Class::Duplicate, 48),
             (Class::OneToMany, 48),
+            // An early warning with money on its way: asked after with the
+            // provider within a working day, before the bank window's
+            // PAYOUT_MISSING would be due.
+            (Class::PayoutLate, 24),
         ]
         .into_iter()
         .map(|(c, h)| (c.as_str().to_owned(), h))

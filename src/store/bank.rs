@@ -325,13 +325,13 @@ pub async fn set_net<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Payouts still waiting for their credit (PAYOUT_MISSING ones too: the
-/// credit may come late).
+/// Payouts still waiting for their credit (PAYOUT_LATE and PAYOUT_MISSING
+/// ones too: the credit may come late).
 pub async fn open_payouts<'e>(
     e: impl Executor<'e, Database = Any>,
 ) -> sqlx::Result<Vec<PayoutRow>> {
     sqlx::query_as(&format!(
-        "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE state IN ('PENDING', 'PAYOUT_MISSING') \
+        "SELECT {PAYOUT_COLUMNS} FROM payouts WHERE state IN ('PENDING', 'PAYOUT_LATE', 'PAYOUT_MISSING') \
          ORDER BY arrival_on, provider, payout_id"
     ))
     .fetch_all(e)
@@ -370,6 +370,65 @@ pub async fn set_payout_state<'e>(
     .execute(e)
     .await?;
     Ok(())
+}
+
+/// A payout as expected cash reads it: where it started (the business
+/// day of the run whose statement reported it, or when it was first seen)
+/// and, once credited, the day the bank booked the credit.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct PayoutCash {
+    pub provider: String,
+    pub payout_id: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub arrival_on: String,
+    pub state: String,
+    pub seen_at: i64,
+    pub run_date: Option<String>,
+    pub credited_on: Option<String>,
+}
+
+/// The payouts expected cash needs on a day: those arriving or credited
+/// on or after `since`, and every one still waiting for its credit
+/// (failed and cancelled ones never reach the bank: left out).
+pub async fn payouts_for_cash<'e>(
+    e: impl Executor<'e, Database = Any>,
+    since: &str,
+) -> sqlx::Result<Vec<PayoutCash>> {
+    sqlx::query_as(
+        "SELECT p.provider, p.payout_id, p.amount_minor, p.currency, p.arrival_on, p.state, p.seen_at, \
+           r.business_date AS run_date, b.booked_on AS credited_on \
+         FROM payouts p LEFT JOIN recon_runs r ON r.run_id = p.run_id \
+           LEFT JOIN bank_entries b ON b.entry_id = p.entry_id \
+         WHERE p.state <> 'NOT_SENT' AND (p.arrival_on >= $1 OR b.booked_on >= $1 \
+           OR p.state IN ('PENDING', 'PAYOUT_LATE', 'PAYOUT_MISSING')) \
+         ORDER BY p.arrival_on, p.provider, p.payout_id",
+    )
+    .bind(since)
+    .fetch_all(e)
+    .await
+}
+
+/// The providers' bank credits booked on each day in [from, to]: (day,
+/// the account of the payout each paid or none, the provider kind the
+/// credit names, currency, total minor).
+pub async fn credits_by_day<'e>(
+    e: impl Executor<'e, Database = Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<Vec<(String, Option<String>, String, String, i64)>> {
+    sqlx::query_as(
+        "SELECT b.booked_on, p.provider, b.provider_kind, b.currency, CAST(SUM(b.amount_minor) AS BIGINT) \
+         FROM bank_entries b LEFT JOIN payouts p ON p.entry_id = b.entry_id \
+         WHERE b.direction = 'CRDT' AND b.provider_kind IS NOT NULL AND b.state <> 'OUT_OF_SCOPE' \
+           AND b.booked_on >= $1 AND b.booked_on <= $2 \
+         GROUP BY b.booked_on, p.provider, b.provider_kind, b.currency \
+         ORDER BY b.booked_on, b.provider_kind, b.currency",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(e)
+    .await
 }
 
 /// Matched payouts arriving on each day in [from, to], per provider and

@@ -792,17 +792,6 @@ pub async fn set_due<'e>(
     Ok(())
 }
 
-/// The id of the ticket under `dedupe_key`, with its status.
-pub async fn by_key<'e>(
-    e: impl Executor<'e, Database = Any>,
-    dedupe_key: &str,
-) -> sqlx::Result<Option<(String, String)>> {
-    sqlx::query_as("SELECT discrepancy_id, status FROM discrepancies WHERE dedupe_key = $1")
-        .bind(dedupe_key)
-        .fetch_optional(e)
-        .await
-}
-
 /// An open DISPUTE ticket a run opened for a dispute `id` of `provider`
 /// its balance listed before any notification of it (its key ends in
 /// `:DISPUTE:{id}`).
@@ -916,6 +905,19 @@ pub async fn close_with(
     append_action(conn, id, entry, now).await?;
     super::proposals::supersede_pending(conn, id, conclusion).await?;
     Ok(true)
+}
+
+/// The id of the ticket opened under `dedupe_key`, if it is not closed.
+pub async fn open_by_key<'e>(
+    e: impl Executor<'e, Database = Any>,
+    dedupe_key: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT discrepancy_id FROM discrepancies WHERE dedupe_key = $1 AND status <> 'CLOSED'",
+    )
+    .bind(dedupe_key)
+    .fetch_optional(e)
+    .await
 }
 
 /// Puts a ticket opened outside a run (`open_discrepancy`) on a business

@@ -1,14 +1,16 @@
 //! The bank side's API under `/api/v1/bank/` (Bearer API token): import a
 //! bank statement (camt.053, MT940, BAI2 or CSV), list the statements and the payouts
-//! with their match state, and run a matching pass now.
+//! with their match state, run a matching pass now, and the cash expected
+//! at the bank per day.
 
 use super::AppState;
 use super::api_error::ApiError;
 use super::api_types::{BankStatement, Imported, Payout};
 use super::bearer::Bearer;
+use crate::bank::cash::ExpectedCash;
 use crate::bank::{self, BankError, BankImport, MatchFigures};
 use crate::engine::Engine;
-use axum::extract::{DefaultBodyLimit, Multipart, State};
+use axum::extract::{DefaultBodyLimit, Multipart, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -27,6 +29,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/bank/statements", get(statements))
         .route("/api/v1/bank/payouts", get(payouts))
         .route("/api/v1/bank/match", post(run_match))
+        .route("/api/v1/bank/expected", get(expected))
 }
 
 /// The upload, with its own body limit.
@@ -239,4 +242,35 @@ pub async fn run_match(
     _token: Bearer,
 ) -> Result<Json<MatchFigures>, ApiError> {
     Ok(Json(bank::match_payouts(&engine, engine.now()).await?))
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExpectedDays {
+    /// First day, YYYY-MM-DD (default: a week before today).
+    #[param(example = "2026-12-01", format = Date)]
+    from: Option<String>,
+    /// Last day, YYYY-MM-DD (default: two weeks after today); at most 92
+    /// days from the first.
+    #[param(example = "2026-12-21", format = Date)]
+    to: Option<String>,
+}
+
+/// `GET /api/v1/bank/expected?from=YYYY-MM-DD&to=YYYY-MM-DD`: per day,
+/// provider account and currency, the cash expected at the bank and what
+/// arrived, with each provider's learned payout delay.
+#[utoipa::path(get, path = "/api/v1/bank/expected", tag = "bank",
+    params(ExpectedDays),
+    responses(
+        (status = 200, description = "Payouts announced for each day plus reconciled days not paid out yet at their usual delay, against the bank's credits", body = ExpectedCash),
+        (status = 400, description = "A day that does not read, or a span backwards or over 92 days", body = ApiError),
+    ))]
+pub async fn expected(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    Query(q): Query<ExpectedDays>,
+) -> Result<Json<ExpectedCash>, ApiError> {
+    Ok(Json(
+        bank::cash::expected_cash(&engine, q.from.as_deref(), q.to.as_deref()).await?,
+    ))
 }

@@ -79,6 +79,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("get", "/api/v1/bank/statements", S(Scope::BankRead)),
     ("get", "/api/v1/bank/payouts", S(Scope::BankRead)),
     ("post", "/api/v1/bank/match", S(Scope::BankWrite)),
+    ("get", "/api/v1/bank/expected", S(Scope::BankRead)),
     ("get", "/api/v1/bulk/jobs/{job_id}", S(Scope::ReconRead)),
     ("get", "/api/v1/outbox", S(Scope::OutboxRead)),
     ("get", "/api/v1/outbox/{message_id}", S(Scope::OutboxRead)),

@@ -45,6 +45,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         bank::statements,
         bank::payouts,
         bank::run_match,
+        bank::expected,
         recon::close_report,
         recon::verify_close,
         recon::disputes,

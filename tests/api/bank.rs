@@ -172,7 +172,7 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     assert_eq!(body["statement"]["credits"], 5);
     assert_eq!(
         body["matching"],
-        json!({"matched": 2, "amount_mismatch": 1, "missing": 0, "bank_only": 0, "net_differs": 1}),
+        json!({"matched": 2, "amount_mismatch": 1, "missing": 0, "bank_only": 0, "net_differs": 1, "late": 0}),
         "inside the window nothing is missing yet; the short payout's transactions net more: {body}"
     );
 
@@ -202,7 +202,7 @@ async fn a_camt053_statement_matches_stripe_payouts_with_one_of_each_outcome(b: 
     let figures: Value = res.json().await.unwrap();
     assert_eq!(
         figures,
-        json!({"matched": 0, "amount_mismatch": 0, "missing": 1, "bank_only": 1, "net_differs": 0})
+        json!({"matched": 0, "amount_mismatch": 0, "missing": 1, "bank_only": 1, "net_differs": 0, "late": 0})
     );
     assert_eq!(
         payout_states(app).await,

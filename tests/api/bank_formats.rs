@@ -42,7 +42,7 @@ async fn matches_as_camt053_does(b: Backend, file: &str, format: &str) {
     );
     assert_eq!(
         body["matching"],
-        json!({"matched": 2, "amount_mismatch": 1, "missing": 0, "bank_only": 0, "net_differs": 1}),
+        json!({"matched": 2, "amount_mismatch": 1, "missing": 0, "bank_only": 0, "net_differs": 1, "late": 0}),
         "{body}"
     );
     let again = upload(app, &token, "copy", bytes).await;
@@ -61,7 +61,7 @@ async fn matches_as_camt053_does(b: Backend, file: &str, format: &str) {
         .unwrap();
     assert_eq!(
         res.json::<Value>().await.unwrap(),
-        json!({"matched": 0, "amount_mismatch": 0, "missing": 1, "bank_only": 1, "net_differs": 0})
+        json!({"matched": 0, "amount_mismatch": 0, "missing": 1, "bank_only": 1, "net_differs": 0, "late": 0})
     );
     assert_eq!(
         payout_states(app).await,

@@ -29,6 +29,7 @@ mod demo;
 mod disputes;
 mod duties;
 mod engine;
+mod expected_cash;
 mod fees;
 mod fix_journeys;
 mod health;

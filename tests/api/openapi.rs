@@ -27,6 +27,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/bank/statements"),
     ("get", "/api/v1/bank/payouts"),
     ("post", "/api/v1/bank/match"),
+    ("get", "/api/v1/bank/expected"),
     ("get", "/api/v1/recon/closes/{provider}/{date}"),
     ("post", "/api/v1/recon/closes/verify"),
     ("get", "/api/v1/disputes"),

@@ -67,6 +67,7 @@ const EXPECTED: &[(&str, &str, Option<&str>)] = &[
     ("get", "/api/v1/bank/statements", Some("bank:read")),
     ("get", "/api/v1/bank/payouts", Some("bank:read")),
     ("post", "/api/v1/bank/match", Some("bank:write")),
+    ("get", "/api/v1/bank/expected", Some("bank:read")),
     ("get", "/api/v1/bulk/jobs/{job_id}", Some("recon:read")),
     ("get", "/api/v1/outbox", Some("outbox:read")),
     ("get", "/api/v1/outbox/{message_id}", Some("outbox:read")),

@@ -1,7 +1,8 @@
 //! The bank side: on the dashboard, the day's payouts settled to the bank
 //! (matched to a bank credit, per provider and currency); the bank page
 //! lists the imported bank statements and the payouts with their match
-//! state, each mismatch a ticket in the discrepancy list.
+//! state, each mismatch a ticket in the discrepancy list, and the cash
+//! expected at the bank per day against what arrived.
 
 use super::{ErrorNote, Frame, url_error};
 use crate::api::load_bank;
@@ -60,6 +61,7 @@ fn state_text(state: &str, lang: Lang) -> &'static str {
     match state {
         "PAYOUT_MATCHED" => tr(lang, "matched to a bank credit", "已与银行入账匹配"),
         "PAYOUT_MISSING" => tr(lang, "missing at the bank", "银行未到账"),
+        "PAYOUT_LATE" => tr(lang, "later than usual", "晚于惯常到账"),
         "PAYOUT_AMOUNT_MISMATCH" => tr(lang, "bank credit differs", "银行入账金额不符"),
         "NOT_SENT" => tr(lang, "failed or cancelled", "已失败或取消"),
         _ => tr(lang, "waiting for the bank", "等待银行入账"),
@@ -166,7 +168,7 @@ fn BankBody(data: super::Loaded<crate::bank::BankView>) -> impl IntoView {
                                     </td></tr> })}
                                     {v.payouts.into_iter().map(|p| {
                                         let tickets = format!("/tickets?q={}", crate::tickets::encode(&p.payout_id));
-                                        let is_ticket = matches!(p.state.as_str(), "PAYOUT_MISSING" | "PAYOUT_AMOUNT_MISMATCH");
+                                        let is_ticket = matches!(p.state.as_str(), "PAYOUT_LATE" | "PAYOUT_MISSING" | "PAYOUT_AMOUNT_MISMATCH");
                                         view! {
                                             <tr data-payout=p.payout_id.clone() data-state=p.state.clone()>
                                                 <td>{p.provider.clone()}</td>
@@ -183,9 +185,68 @@ fn BankBody(data: super::Loaded<crate::bank::BankView>) -> impl IntoView {
                                 </tbody>
                             </table>
                         </section>
+                        <ExpectedCash cash=v.cash delays=v.delays lang=lang/>
                     }.into_any(),
                 }
             })}
         </Transition>
+    }
+}
+
+/// The cash expected at the bank per day, per provider and currency,
+/// against what arrived, and the delays it rests on.
+#[component]
+fn ExpectedCash(
+    cash: Vec<crate::bank::CashLine>,
+    delays: Vec<crate::bank::DelayLine>,
+    lang: Lang,
+) -> impl IntoView {
+    view! {
+        <section class="card" id="bank-expected">
+            <h2>{tr(lang, "Expected cash", "预计到账资金")}</h2>
+            <p class="hint">{tr(lang,
+                "Per day: payouts announced for it, plus reconciled days no payout has taken yet, placed at their day + the provider's usual delay; against the credits the bank booked. Also `reckon bank expected` and GET /api/v1/bank/expected.",
+                "按日：渠道已公布到账日的结算款，加上尚未结算出款的已对账日净额（按该渠道惯常延迟顺延），对比银行实际入账。亦可用 `reckon bank expected` 或 GET /api/v1/bank/expected。")}</p>
+            <ul class="delays">
+                {delays.into_iter().map(|d| {
+                    let text = match (d.median_days, d.late_after_days) {
+                        (Some(m), Some(l)) => format!("{} {}: {m} {} ({} {l}; {} {})", d.provider, d.currency,
+                            tr(lang, "days usually", "天（惯常）"), tr(lang, "late after", "超过即迟到："),
+                            d.samples, tr(lang, "payouts", "笔")),
+                        _ => format!("{} {}: {} {} — {}", d.provider, d.currency, d.samples,
+                            tr(lang, "payouts", "笔"), tr(lang, "too few to learn a delay (5 needed)", "不足以学习延迟（需 5 笔）")),
+                    };
+                    view! { <li data-provider=d.provider.clone() data-currency=d.currency.clone()>{text}</li> }
+                }).collect_view()}
+            </ul>
+            <table class="grid">
+                <thead><tr>
+                    <th>{tr(lang, "Day", "日期")}</th>
+                    <th>{Msg::Provider.text(lang)}</th>
+                    <th class="num">{tr(lang, "Payouts announced", "已公布结算款")}</th>
+                    <th class="num">{tr(lang, "Settled, not paid out", "已对账未出款")}</th>
+                    <th class="num">{tr(lang, "Expected", "预计")}</th>
+                    <th class="num">{tr(lang, "Arrived", "已到账")}</th>
+                </tr></thead>
+                <tbody>
+                    {cash.is_empty().then(|| view! { <tr><td colspan="6">
+                        <super::empty::Empty id="empty-expected"
+                            why=tr(lang, "No cash expected or arrived in these days.", "这些日期内没有预计或已到账的资金。")
+                            href="/runs" action=tr(lang, "Reconcile statements on Runs.", "到“对账批次”对账。")/>
+                    </td></tr> })}
+                    {cash.into_iter().map(|c| view! {
+                        <tr data-day=c.day.clone() data-provider=c.provider.clone() data-currency=c.currency.clone()
+                            class:ahead=c.ahead>
+                            <td>{c.day.clone()}</td>
+                            <td>{c.provider.clone()}</td>
+                            <td class="num">{c.announced.clone()} " (" {c.payouts} ")"</td>
+                            <td class="num">{c.settled.clone()} " (" {c.settled_days} ")"</td>
+                            <td class="num expected">{c.expected.clone()} " " {c.currency.clone()}</td>
+                            <td class="num arrived">{c.arrived.clone()} " " {c.currency.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
     }
 }

@@ -323,7 +323,7 @@ async fn three_payouts_summing_to_one_credit_settle_when_two_people_approve(b: B
     let next = match_on(&s, &token, 9).await;
     assert_eq!(
         next,
-        json!({"matched": 0, "amount_mismatch": 0, "missing": 0, "bank_only": 0, "net_differs": 0})
+        json!({"matched": 0, "amount_mismatch": 0, "missing": 0, "bank_only": 0, "net_differs": 0, "late": 0})
     );
     assert_eq!(tickets(app).await.len(), 4);
     assert!(tickets(app).await.iter().all(|t| t.1 == "CLOSED"));

@@ -317,7 +317,9 @@ pub(super) fn verdict_under(
 pub(super) struct Classified {
     pub found: Vec<Found>,
     pub lagging: Vec<String>,
-    pub unlisted: Vec<String>,
+    /// By their place among the day's (a string each would cost a day of
+    /// many unpaid payments dearly, for a search rarely made).
+    pub unlisted: Vec<u32>,
 }
 
 /// What the approved grouped matches of the day settled: their rows'
@@ -377,7 +379,7 @@ pub(super) fn payments_under(
     let most = exceptions.len() + day.indexes().filter(|&i| day.rows(i) != 1).count();
     let mut found: Vec<Found> = Vec::with_capacity(most);
     let mut lagging: Vec<String> = Vec::new();
-    let mut unlisted: Vec<String> = Vec::new();
+    let mut unlisted: Vec<u32> = Vec::new();
     // A row of a transaction listed more than once among the day's
     // payments is left for its payment's DUPLICATE ticket below.
     let mut last_duplicate: hashbrown::HashMap<u32, &StatementRow> = hashbrown::HashMap::new();
@@ -519,7 +521,7 @@ pub(super) fn payments_under(
             } else if paid(status) {
                 figures.count(Class::LocalOnly, 1);
                 let pay = day.pay(i);
-                unlisted.push(pay.no.clone());
+                unlisted.push(i);
                 found.push(Found {
                     class: Class::LocalOnly,
                     severity: Severity::Critical,
@@ -544,7 +546,7 @@ pub(super) fn payments_under(
                 // Not paid, so no statement lists it yet: pending, and
                 // not matched as well (each record in one figure).
                 figures.pending += 1;
-                unlisted.push(day.no_of(i).to_owned());
+                unlisted.push(i);
             } else {
                 unlisted_matched += 1;
             }

@@ -494,6 +494,13 @@ async fn reconcile_under(
         figures.statement_rows, payment_rows,
         "every payment row in exactly one class"
     );
+    // The grouped search's candidates, named while the day is at hand, and
+    // only when a row may be several of them.
+    let anchors = classify::groups::anchors(&found, &exceptions);
+    let unlisted: Vec<String> = match anchors.is_empty() {
+        true => Vec::new(),
+        false => unlisted.iter().map(|&i| day.no_of(i).to_owned()).collect(),
+    };
     // The day's payments are not handed back to the system: since
     // SQLite allocates through mimalloc too, the write's page cache
     // reuses them.
@@ -530,7 +537,7 @@ async fn reconcile_under(
         return Ok(figures);
     }
     // 3b. Rows that are several of the day's unlisted payments together.
-    let row_groups = row_groups(engine, run, &found, &exceptions, unlisted, rules).await?;
+    let row_groups = row_groups(engine, run, anchors, unlisted, rules).await?;
     // 4. The tickets' orders, and the order they are written in.
     let findings = write::Findings::of(found, &by_no);
     drop((by_no, by_txn));
@@ -565,17 +572,15 @@ async fn reconcile_under(
 
 /// The grouped search of a run: the day's `unlisted` payments (but those
 /// in a group already waiting for approval) as the database has them,
-/// against the rows Reckon has no payment for. Looked up only when there
-/// is such a row.
+/// against the `anchors`, the rows Reckon has no payment for. Looked up
+/// only when there is such a row.
 async fn row_groups(
     engine: &Engine,
     run: &Run<'_>,
-    found: &[run::Found],
-    exceptions: &[(crate::statement::StatementRow, Option<u32>)],
+    anchors: Vec<classify::groups::RowAnchor>,
     unlisted: Vec<String>,
     rules: &classify::Applied,
 ) -> Result<Vec<classify::groups::RowGroup>, ReconError> {
-    let anchors = classify::groups::anchors(found, exceptions);
     if anchors.is_empty() || unlisted.len() < 2 {
         return Ok(Vec::new());
     }

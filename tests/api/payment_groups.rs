@@ -204,7 +204,58 @@ async fn two_sets_alike_propose_nothing_and_say_so(b: Backend) {
     assert_eq!(status, "AMBIGUOUS");
 }
 
+/// A member paid by its own notification after the proposal: the approval
+/// that completes the count changes nothing, and says why.
+async fn a_group_whose_member_was_paid_meanwhile_changes_nothing(b: Backend) {
+    let d = desk(b).await;
+    let a = d.app.payment("ORDER-LATE-A", 6_000, "CNY").await;
+    let b_ = d.app.payment("ORDER-LATE-B", 4_000, "CNY").await;
+    let (_, at) = d.app.today();
+    let ticket = d.reconcile(&combined(&at), "PROVIDER_ONLY").await[0].clone();
+    let found = proposals(&d).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    let proposal = found[0].0.clone();
+    // The sandbox bound A's transaction when it was created (the run's
+    // provider tasks): its notification names it.
+    let txn: String =
+        sqlx::query_scalar("SELECT provider_txn_id FROM payments WHERE payment_no = $1")
+            .bind(&a)
+            .fetch_one(d.app.pool())
+            .await
+            .unwrap();
+    let body = d
+        .app
+        .notice("evt-late-a", &a, "SUCCEEDED", "60.00", "CNY", &txn);
+    assert_eq!(d.app.post_signed("evt-late-a", &body).await.status(), 200);
+    d.app.wait_for_status(&a, "SUCCEEDED").await;
+
+    let (status, done) = approve(&d, &d.sam, &proposal).await;
+    assert_eq!((status, &done["class"]), (200, &Value::from("approved")));
+    let (status, refused) = approve(&d, &d.sue, &proposal).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused.to_string().contains("the group no longer holds"),
+        "{refused}"
+    );
+    assert_ne!(d.app.status(&b_).await, "SUCCEEDED", "B is not paid");
+    assert_eq!(d.effects(&a).await, 1, "A's own notification only");
+    assert_eq!(d.effects(&b_).await, 0);
+    let group: String = sqlx::query_scalar("SELECT status FROM match_groups")
+        .fetch_one(d.app.pool())
+        .await
+        .unwrap();
+    assert_eq!(group, "PROPOSED", "the failed approval rolled back");
+    let open: String =
+        sqlx::query_scalar("SELECT status FROM discrepancies WHERE discrepancy_id = $1")
+            .bind(&ticket)
+            .fetch_one(d.app.pool())
+            .await
+            .unwrap();
+    assert_ne!(open, "CLOSED");
+}
+
 both_databases!(
     one_row_that_is_two_payments_settles_both_when_two_people_approve,
     two_sets_alike_propose_nothing_and_say_so,
+    a_group_whose_member_was_paid_meanwhile_changes_nothing,
 );

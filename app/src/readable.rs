@@ -102,6 +102,7 @@ fn label(key: &str, lang: Lang) -> String {
         "shape" => Some(("Shape", "形式")),
         "payouts" => Some(("Payouts", "出款")),
         "credits" => Some(("Bank credits", "银行入账")),
+        "row" => Some(("Statement row", "对账单行")),
         _ => None,
     };
     match known {
@@ -184,6 +185,7 @@ const FIELD_ORDER: &[&str] = &[
     "holds_released",
     "payouts",
     "credits",
+    "row",
     "group",
     "shape",
 ];
@@ -384,8 +386,36 @@ pub fn proposal_sentence(
                     })
                     .unwrap_or_default()
             };
-            let (payouts, credits) = (list("payouts", "payout_id"), list("credits", "ref"));
             let sum = amount(after, "amount_minor");
+            if text(after, "shape").as_deref() == Some("PAYMENTS_TO_ROW") {
+                let payments = after
+                    .get("payments")
+                    .and_then(Value::as_array)
+                    .map(|all| {
+                        all.iter()
+                            .map(|m| {
+                                let no = text(m, "payment_no").unwrap_or_default();
+                                format!("{no} {}", amount(m, "amount_minor"))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                let txn = after
+                    .get("row")
+                    .and_then(|r| text(r, "provider_txn_id"))
+                    .unwrap_or_default();
+                return if zh {
+                    format!(
+                        "合单匹配：支付单 {payments} 合计 {sum}，对应对账单行 {txn}；未支付的标记为已支付，解除冻结，各成员工单一并关闭"
+                    )
+                } else {
+                    format!(
+                        "Match payments {payments}, together {sum}, to the statement row {txn}: those not yet paid are paid, their holds released, and every member's ticket closes"
+                    )
+                };
+            }
+            let (payouts, credits) = (list("payouts", "payout_id"), list("credits", "ref"));
             match (text(after, "shape").as_deref() == Some("ONE_TO_N"), zh) {
                 (false, false) => format!(
                     "Match payouts {payouts}, together {sum}, to the bank credit {credits}: the payouts are settled and every member's ticket closes"
@@ -560,6 +590,20 @@ mod tests {
                 .unwrap();
         assert_eq!(v["refund_minor"], 9);
         assert_eq!(readable_json("not json", &Zone::default()), "not json");
+    }
+
+    #[test]
+    fn a_combined_row_reads_as_its_payments_and_the_row() {
+        let pay = |no: &str, minor: i64| json!({ "payment_no": no, "amount_minor": minor, "currency": "CNY", "pay": true });
+        let after = json!({
+            "group": "G1", "shape": "PAYMENTS_TO_ROW", "amount_minor": 10_000, "currency": "CNY",
+            "payments": [pay("PAYA", 6_000), pay("PAYB", 4_000)],
+            "row": { "run_id": "RUN1", "line_no": 2, "provider_txn_id": "4200001", "day": "2026-12-05" },
+        });
+        assert_eq!(
+            proposal_sentence(FixKind::GroupMatch, None, &Value::Null, &after, Lang::En),
+            "Match payments PAYA 60.00 CNY, PAYB 40.00 CNY, together 100.00 CNY, to the statement row 4200001: those not yet paid are paid, their holds released, and every member's ticket closes"
+        );
     }
 
     #[test]

@@ -643,6 +643,7 @@ fn payout_member(role: &str, p: &store::PayoutRow) -> match_groups::Member {
         amount_minor: p.amount_minor,
         on_date: p.arrival_on.clone(),
         ticket_key: payout_key(p),
+        ..Default::default()
     }
 }
 
@@ -656,6 +657,7 @@ fn credit_member(role: &str, c: &store::EntryRow) -> match_groups::Member {
         amount_minor: c.amount_minor,
         on_date: c.booked_on.clone(),
         ticket_key: credit_key(c),
+        ..Default::default()
     }
 }
 
@@ -867,6 +869,7 @@ async fn group_found(
             status,
             ticket_id: Some(&ticket),
             found_at: now,
+            business_date: None,
         },
         &sides,
     )

@@ -5,6 +5,7 @@
 
 mod alert;
 mod discrepancy;
+pub mod grouping;
 mod ids;
 mod money;
 mod quote;

@@ -5,6 +5,7 @@
 //! counted.
 
 pub(super) mod edge;
+pub(super) mod groups;
 
 use super::figures::Figures;
 use super::matching::{ByKey, DayPayments, Pay, paid};
@@ -310,11 +311,23 @@ pub(super) fn verdict_under(
     })
 }
 
-/// What the payment rows and the day's payments came to: the tickets, and
-/// the payments whose STATUS_LAG the engine may repair.
+/// What the payment rows and the day's payments came to: the tickets, the
+/// payments whose STATUS_LAG the engine may repair, and the day's payments
+/// no row names that a grouped match may take (LOCAL_ONLY, or not paid).
 pub(super) struct Classified {
     pub found: Vec<Found>,
     pub lagging: Vec<String>,
+    /// By their place among the day's (a string each would cost a day of
+    /// many unpaid payments dearly, for a search rarely made).
+    pub unlisted: Vec<u32>,
+}
+
+/// What the approved grouped matches of the day settled: their rows'
+/// transactions and their payments, matched whatever the rows say.
+#[derive(Default)]
+pub(super) struct Approved {
+    pub txns: hashbrown::HashSet<String>,
+    pub nos: hashbrown::HashSet<String>,
 }
 
 /// The payment rows that did not plainly match (`exceptions`, in statement
@@ -336,7 +349,14 @@ pub(super) fn payments(
 ) -> Classified {
     let rules = Applied::default();
     payments_under(
-        day, exceptions, named, by_txn, by_no, edges, figures, &rules,
+        day,
+        exceptions,
+        named,
+        (by_txn, by_no),
+        edges,
+        figures,
+        &rules,
+        &Approved::default(),
     )
 }
 
@@ -346,11 +366,11 @@ pub(super) fn payments_under(
     day: &DayPayments,
     exceptions: &[(StatementRow, Option<u32>)],
     named: &Named<'_>,
-    by_txn: &ByKey,
-    by_no: &ByKey,
+    (by_txn, by_no): (&ByKey, &ByKey),
     edges: &mut Edges,
     figures: &mut Figures,
     rules: &Applied,
+    approved: &Approved,
 ) -> Classified {
     // Sized for every finding there can be (the exceptions, the payments
     // named more than once, those named by none): a finding is some 300
@@ -359,6 +379,7 @@ pub(super) fn payments_under(
     let most = exceptions.len() + day.indexes().filter(|&i| day.rows(i) != 1).count();
     let mut found: Vec<Found> = Vec::with_capacity(most);
     let mut lagging: Vec<String> = Vec::new();
+    let mut unlisted: Vec<u32> = Vec::new();
     // A row of a transaction listed more than once among the day's
     // payments is left for its payment's DUPLICATE ticket below.
     let mut last_duplicate: hashbrown::HashMap<u32, &StatementRow> = hashbrown::HashMap::new();
@@ -389,6 +410,15 @@ pub(super) fn payments_under(
             .and_then(|no| by_no.get(no))
             .filter(|_| rules.by_payment_no);
         figures.statement_rows += 1;
+        // A row an approved group settled (a combined payment's) is matched.
+        if row
+            .provider_txn_id
+            .as_deref()
+            .is_some_and(|t| approved.txns.contains(t))
+        {
+            figures.count_matched(1);
+            continue;
+        }
         let v = match verdict_under(row, t, n, copies, rules) {
             Verdict::Matched => {
                 figures.count_matched(1);
@@ -472,6 +502,9 @@ pub(super) fn payments_under(
             if !day.had_exception(i) {
                 plainly += 1;
             }
+        } else if approved.nos.contains(day.no_of(i)) {
+            // Paid by a row an approved group settled.
+            unlisted_matched += 1;
         } else if !named.contains(day.no_of(i)) {
             figures.local_without_row += 1;
             let status = day.status_of(i);
@@ -488,6 +521,7 @@ pub(super) fn payments_under(
             } else if paid(status) {
                 figures.count(Class::LocalOnly, 1);
                 let pay = day.pay(i);
+                unlisted.push(i);
                 found.push(Found {
                     class: Class::LocalOnly,
                     severity: Severity::Critical,
@@ -512,6 +546,7 @@ pub(super) fn payments_under(
                 // Not paid, so no statement lists it yet: pending, and
                 // not matched as well (each record in one figure).
                 figures.pending += 1;
+                unlisted.push(i);
             } else {
                 unlisted_matched += 1;
             }
@@ -521,7 +556,11 @@ pub(super) fn payments_under(
     if plainly + unlisted_matched > 0 {
         figures.count_matched(plainly + unlisted_matched);
     }
-    Classified { found, lagging }
+    Classified {
+        found,
+        lagging,
+        unlisted,
+    }
 }
 
 /// A row of a dispute's money (taken or given back), not a refund.

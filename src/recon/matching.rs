@@ -26,7 +26,7 @@ pub(super) fn paid(status: &str) -> bool {
 pub(super) type ByKey = hashbrown::HashMap<String, Pay>;
 
 /// A payment as classification sees it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Pay {
     pub no: String,
     pub order: Option<String>,

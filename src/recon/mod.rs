@@ -30,6 +30,7 @@ mod edge;
 mod fees;
 mod figures;
 mod files;
+mod groups;
 mod import;
 mod local;
 mod matching;
@@ -67,7 +68,7 @@ pub use settlement::settle_day;
 use crate::engine::Engine;
 use crate::statement;
 use crate::store::recon_runs::{self, NewRun};
-use crate::store::tickets;
+use crate::store::{match_groups, tickets};
 use classify::{Classified, Named};
 use figures::{Figures, IN_TRANSIT_FIGURE, MATCHED};
 use import::{Checked, check, earlier_run};
@@ -470,20 +471,36 @@ async fn reconcile_under(
 
     // 2. The payment rows that did not plainly match, and every payment of
     // the day, each in exactly one class.
-    let Classified { mut found, lagging } = classify::payments_under(
+    let (txns, nos) = match_groups::approved_of_day(&engine.db.pool, provider, run.date).await?;
+    let approved = classify::Approved {
+        txns: txns.into_iter().collect(),
+        nos: nos.into_iter().collect(),
+    };
+    let Classified {
+        mut found,
+        lagging,
+        unlisted,
+    } = classify::payments_under(
         &day,
         &exceptions,
         &named,
-        &by_txn,
-        &by_no,
+        (&by_txn, &by_no),
         &mut edges,
         &mut figures,
         rules,
+        &approved,
     );
     debug_assert_eq!(
         figures.statement_rows, payment_rows,
         "every payment row in exactly one class"
     );
+    // The grouped search's candidates, named while the day is at hand, and
+    // only when a row may be several of them.
+    let anchors = classify::groups::anchors(&found, &exceptions);
+    let unlisted: Vec<String> = match anchors.is_empty() {
+        true => Vec::new(),
+        false => unlisted.iter().map(|&i| day.no_of(i).to_owned()).collect(),
+    };
     // The day's payments are not handed back to the system: since
     // SQLite allocates through mimalloc too, the write's page cache
     // reuses them.
@@ -521,6 +538,8 @@ async fn reconcile_under(
         figures.millis.insert("classify", millis(phase));
         return Ok(figures);
     }
+    // 3b. Rows that are several of the day's unlisted payments together.
+    let row_groups = row_groups(engine, run, anchors, unlisted, rules).await?;
     // 4. The tickets' orders, and the order they are written in.
     let findings = write::Findings::of(found, &by_no);
     drop((by_no, by_txn));
@@ -540,6 +559,7 @@ async fn reconcile_under(
     // Then the day's edges, which may close or open tickets of the
     // neighbouring days.
     let settled = edge::settle(engine, run, &edges, &carried).await?;
+    groups::record(engine, run, &row_groups, rules.window_us).await?;
     figures.edge_arrived = settled.arrived;
     figures.edge_missing = settled.missing;
     if !lagging.is_empty() {
@@ -550,4 +570,43 @@ async fn reconcile_under(
     figures.pending += lagging.len() as i64;
     figures.unknown = tickets::count_open_of_day_apart(&engine.db, provider, run.date).await?;
     Ok(figures)
+}
+
+/// The grouped search of a run: the day's `unlisted` payments (but those
+/// in a group already waiting for approval) as the database has them,
+/// against the `anchors`, the rows Reckon has no payment for. Looked up
+/// only when there is such a row.
+async fn row_groups(
+    engine: &Engine,
+    run: &Run<'_>,
+    anchors: Vec<classify::groups::RowAnchor>,
+    unlisted: Vec<String>,
+    rules: &classify::Applied,
+) -> Result<Vec<classify::groups::RowGroup>, ReconError> {
+    if anchors.is_empty() || unlisted.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let waiting: hashbrown::HashSet<String> = match_groups::waiting_keys(&engine.db.pool)
+        .await?
+        .into_iter()
+        .collect();
+    let nos: Vec<&str> = unlisted
+        .iter()
+        .filter(|no| !waiting.contains(&groups::payment_key(run, no)))
+        .map(String::as_str)
+        .collect();
+    let by_no = local::payments_by(
+        engine,
+        crate::store::recon_reads::PaymentKey::PaymentNo,
+        run.provider,
+        &nos,
+    )
+    .await?;
+    let mut candidates: Vec<matching::Pay> = by_no.into_values().collect();
+    candidates.sort_by(|a, b| a.no.cmp(&b.no));
+    Ok(classify::groups::payments_to_rows(
+        &anchors,
+        &candidates,
+        rules,
+    ))
 }

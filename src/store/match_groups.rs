@@ -1,14 +1,16 @@
-//! `match_groups` and `match_group_members`: the bank side's grouped
-//! matches — several payouts that together are one credit, one payout paid
-//! as several credits — as the matching pass found them and people decided
-//! them. The only writer of the two.
+//! `match_groups` and `match_group_members`: grouped matches — on the bank
+//! side several payouts that together are one credit, one payout paid as
+//! several credits; on the payments side several payments that together
+//! are one statement row, one payment captured as several rows — as the
+//! matching pass or a run found them and people decided them. The only
+//! writer of the two.
 
 use sqlx::{Any, AnyConnection, Executor};
 
 /// A group as found.
 pub struct NewGroup<'a> {
     pub group_id: &'a str,
-    /// N_TO_ONE | ONE_TO_N
+    /// N_TO_ONE | ONE_TO_N (bank), PAYMENTS_TO_ROW | ROWS_TO_PAYMENT (a run's)
     pub shape: &'a str,
     pub provider: &'a str,
     pub currency: &'a str,
@@ -19,14 +21,16 @@ pub struct NewGroup<'a> {
     pub status: &'a str,
     pub ticket_id: Option<&'a str>,
     pub found_at: i64,
+    /// The run's business day (the payments side's groups).
+    pub business_date: Option<&'a str>,
 }
 
 /// One side of a group: the anchor or a member.
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Clone, Debug, Default, sqlx::FromRow, serde::Serialize)]
 pub struct Member {
     /// ANCHOR | MEMBER
     pub role: String,
-    /// PAYOUT | CREDIT
+    /// PAYOUT | CREDIT | PAYMENT | ROW
     pub side: String,
     pub provider: Option<String>,
     pub payout_id: Option<String>,
@@ -34,6 +38,12 @@ pub struct Member {
     pub amount_minor: i64,
     pub on_date: String,
     pub ticket_key: String,
+    /// A PAYMENT side's payment.
+    pub payment_no: Option<String>,
+    /// A ROW side: the run that read it, its line and transaction.
+    pub run_id: Option<String>,
+    pub line_no: Option<i64>,
+    pub provider_txn_id: Option<String>,
 }
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -61,7 +71,7 @@ pub async fn insert(
 ) -> sqlx::Result<bool> {
     let done = sqlx::query(
         "INSERT INTO match_groups (group_id, shape, provider, currency, total_minor, anchor, members_key, status, \
-           ticket_id, found_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+           ticket_id, found_at, business_date) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          ON CONFLICT (anchor, members_key) DO NOTHING",
     )
     .bind(g.group_id)
@@ -74,6 +84,7 @@ pub async fn insert(
     .bind(g.status)
     .bind(g.ticket_id)
     .bind(g.found_at)
+    .bind(g.business_date)
     .execute(&mut *conn)
     .await?;
     if done.rows_affected() == 0 {
@@ -82,7 +93,8 @@ pub async fn insert(
     for m in members {
         sqlx::query(
             "INSERT INTO match_group_members (group_id, role, side, provider, payout_id, entry_id, amount_minor, \
-               on_date, ticket_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+               on_date, ticket_key, payment_no, run_id, line_no, provider_txn_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(g.group_id)
         .bind(&m.role)
@@ -93,6 +105,10 @@ pub async fn insert(
         .bind(m.amount_minor)
         .bind(&m.on_date)
         .bind(&m.ticket_key)
+        .bind(&m.payment_no)
+        .bind(&m.run_id)
+        .bind(m.line_no)
+        .bind(&m.provider_txn_id)
         .execute(&mut *conn)
         .await?;
     }
@@ -157,8 +173,8 @@ pub async fn members<'e>(
     group_id: &str,
 ) -> sqlx::Result<Vec<Member>> {
     sqlx::query_as(
-        "SELECT role, side, provider, payout_id, entry_id, amount_minor, on_date, ticket_key \
-         FROM match_group_members WHERE group_id = $1 ORDER BY role, on_date, ticket_key",
+        "SELECT role, side, provider, payout_id, entry_id, amount_minor, on_date, ticket_key, \
+           payment_no, run_id, line_no, provider_txn_id FROM match_group_members WHERE group_id = $1 ORDER BY role, on_date, ticket_key",
     )
     .bind(group_id)
     .fetch_all(e)
@@ -192,4 +208,32 @@ pub async fn proposals_of_member<'e>(
     .bind(ticket_id)
     .fetch_all(e)
     .await
+}
+
+/// What the approved groups of `provider`'s day `date` settled: the
+/// transaction ids of their statement rows and their payments, which that
+/// day's run (again) counts matched.
+pub async fn approved_of_day<'e>(
+    e: impl Executor<'e, Database = Any>,
+    provider: &str,
+    date: &str,
+) -> sqlx::Result<(Vec<String>, Vec<String>)> {
+    let sides: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT m.side, m.payment_no, m.provider_txn_id FROM match_group_members m \
+         JOIN match_groups g ON g.group_id = m.group_id \
+         WHERE g.provider = $1 AND g.business_date = $2 AND g.status = 'MATCHED'",
+    )
+    .bind(provider)
+    .bind(date)
+    .fetch_all(e)
+    .await?;
+    let (mut txns, mut nos) = (Vec::new(), Vec::new());
+    for (side, no, txn) in sides {
+        match (side.as_str(), no, txn) {
+            ("PAYMENT", Some(no), _) => nos.push(no),
+            ("ROW", _, Some(txn)) => txns.push(txn),
+            _ => {}
+        }
+    }
+    Ok((txns, nos))
 }

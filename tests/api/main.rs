@@ -43,6 +43,7 @@ mod monitoring;
 mod oidc;
 mod openapi;
 mod outbox_ops;
+mod payment_groups;
 mod paypal;
 mod pipeline;
 mod policy;

@@ -408,6 +408,13 @@ async fn merge(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
 async fn group_match(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
     let failed = |why: String| NotExecuted::Failed(why);
     let group = fix.after["group"].as_str().unwrap_or_default().to_owned();
+    if fix.after["shape"] == "PAYMENTS_TO_ROW" {
+        if !match_groups::set_matched(tx, &group, fix.now).await? {
+            return Err(failed(format!("group {group} was decided already")));
+        }
+        payments_to_row(tx, fix).await?;
+        return close_members(tx, fix, &group).await;
+    }
     // Serialized with the bank's matching pass, which would otherwise
     // settle a member by another credit at the same moment.
     bank::lock_matching(tx, fix.engine.db.kind).await?;
@@ -443,13 +450,58 @@ async fn group_match(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted
         payouts.len(),
         credits.len()
     ));
+    close_members(tx, fix, &group).await
+}
+
+/// Each payment of a combined row not yet paid made SUCCEEDED through
+/// apply (source manual fix, paid when the row says), each one's hold
+/// released — or nothing, when any of them moved meanwhile.
+async fn payments_to_row(tx: &mut Conn, fix: &mut Fix<'_>) -> Result<(), NotExecuted> {
+    let members = fix.after["payments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for m in &members {
+        let no = m["payment_no"].as_str().unwrap_or_default();
+        let b = brief(tx, no).await?;
+        if let Some(reason) = payments::release(tx, no, fix.now).await? {
+            fix.done.push(format!("{no}: hold released ({reason})"));
+        }
+        if m["pay"].as_bool() == Some(true) {
+            if !matches!(b.status, PaymentStatus::Created | PaymentStatus::Pending) {
+                return Err(NotExecuted::Stale(format!(
+                    "payment {no} is {} now: the group no longer holds",
+                    b.status
+                )));
+            }
+            let mut o = fix.outcome(&b, PaymentStatus::Succeeded, b.amount_minor)?;
+            o.paid_at = m["paid_at"].as_i64();
+            let moved = fix.apply(tx, &o).await?;
+            fix.done.push(format!("{no}: {moved}"));
+        } else if b.status != PaymentStatus::Succeeded {
+            return Err(NotExecuted::Stale(format!(
+                "payment {no} is {} now: the group no longer holds",
+                b.status
+            )));
+        }
+    }
+    fix.done.push(format!(
+        "group {}: {} payment(s) matched to one statement row",
+        fix.after["group"].as_str().unwrap_or_default(),
+        members.len()
+    ));
+    Ok(())
+}
+
+/// Every member's ticket closed with the proposal's own.
+async fn close_members(tx: &mut Conn, fix: &mut Fix<'_>, group: &str) -> Result<(), NotExecuted> {
     let (p, now) = (fix.p, fix.now);
     let conclusion = format!(
         "matched in group {group} ({} of proposal {} on ticket {})",
         p.kind, p.id, p.ticket_id
     );
     let from = TicketStatus::predecessors(Closed);
-    for m in match_groups::members(&mut *tx, &group).await? {
+    for m in match_groups::members(&mut *tx, group).await? {
         let Some((id, status)) = tickets::by_key(&mut *tx, &m.ticket_key).await? else {
             continue;
         };

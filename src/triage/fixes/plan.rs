@@ -128,7 +128,7 @@ pub(super) async fn plan(
         return Err(TxError::App(not_applicable(why)));
     }
     if fix.kind == FixKind::GroupMatch {
-        return group_match(conn, t).await;
+        return group_match(conn, t, now).await;
     }
     let payment = match t.payment_no.as_deref() {
         Some(no) => payments::brief(&mut *conn, no).await?,
@@ -269,13 +269,16 @@ pub(super) async fn plan(
 /// A group the matching pass found on this ticket (its anchor's): the
 /// payouts and credits as they are now, each still waiting for its match,
 /// and what approval records — every payout settled, every credit matched.
-async fn group_match(conn: &mut Conn, t: &TicketRow) -> Result<Plan, TxError> {
+async fn group_match(conn: &mut Conn, t: &TicketRow, now: i64) -> Result<Plan, TxError> {
     let Some(g) = match_groups::proposed_on(&mut *conn, &t.discrepancy_id).await? else {
         return Err(TxError::App(not_applicable(
-            "no group of payouts and bank credits was found for this ticket",
+            "no grouped match was found for this ticket",
         )));
     };
     let members = match_groups::members(&mut *conn, &g.group_id).await?;
+    if g.shape == "PAYMENTS_TO_ROW" {
+        return payments_to_row(conn, t, &g, &members, now).await;
+    }
     let mut before = (Vec::new(), Vec::new());
     let mut after = (Vec::new(), Vec::new());
     for m in &members {
@@ -338,6 +341,71 @@ async fn group_match(conn: &mut Conn, t: &TicketRow) -> Result<Plan, TxError> {
             "amount_minor": g.total_minor,
             "currency": g.currency,
             "state": "PAYOUT_MATCHED",
+        }),
+    })
+}
+
+/// Several payments that together are one statement row (the row of
+/// ticket `t`): each still waiting for its money (made SUCCEEDED as of the
+/// row's time) or paid here without a row of its own (left as it is), none
+/// bound to another transaction; approval also releases their holds.
+async fn payments_to_row(
+    conn: &mut Conn,
+    t: &TicketRow,
+    g: &match_groups::GroupRow,
+    members: &[match_groups::Member],
+    now: i64,
+) -> Result<Plan, TxError> {
+    let row = members.iter().find(|m| m.role == "ANCHOR");
+    let txn = row.and_then(|m| m.provider_txn_id.clone());
+    let at = statement_paid_at(conn, t, now).await?;
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for m in members.iter().filter(|m| m.side == "PAYMENT") {
+        let no = m.payment_no.clone().unwrap_or_default();
+        let Some(p) = payments::brief(&mut *conn, &no).await? else {
+            return Err(TxError::App(not_applicable(format!(
+                "payment {no} is gone"
+            ))));
+        };
+        let pay = matches!(p.status, Created | Pending);
+        if !pay && p.status != Succeeded {
+            return Err(TxError::App(not_applicable(format!(
+                "payment {no} is {} now: the group no longer holds",
+                p.status
+            ))));
+        }
+        if p.provider_txn_id.is_some() && p.provider_txn_id != txn {
+            return Err(TxError::App(not_applicable(format!(
+                "payment {no} is bound to another transaction now: the group no longer holds"
+            ))));
+        }
+        if p.amount_minor != m.amount_minor || p.currency != g.currency {
+            return Err(TxError::App(not_applicable(format!(
+                "payment {no} is of another amount now: the group no longer holds"
+            ))));
+        }
+        before.push(
+            json!({ "payment_no": no, "status": p.status, "amount_minor": p.amount_minor,
+            "currency": p.currency, "hold_reason": p.hold_reason }),
+        );
+        after.push(
+            json!({ "payment_no": no, "amount_minor": p.amount_minor, "currency": p.currency,
+            "status": Succeeded, "pay": pay, "paid_at": at.map(|at| at.max(p.created_at)) }),
+        );
+    }
+    Ok(Plan {
+        payment_no: None,
+        version: None,
+        before: json!({ "payments": before, "currency": g.currency }),
+        after: json!({
+            "group": g.group_id,
+            "shape": g.shape,
+            "payments": after,
+            "row": row.map(|m| json!({ "run_id": m.run_id, "line_no": m.line_no,
+                "provider_txn_id": m.provider_txn_id, "day": m.on_date })),
+            "amount_minor": g.total_minor,
+            "currency": g.currency,
+            "holds_released": true,
         }),
     })
 }

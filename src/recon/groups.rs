@@ -150,7 +150,7 @@ pub(super) async fn record(
         }
         if let Some(note) = note {
             tickets::insert_note(&mut tx, &ticket, "action", &note, None, MATCHER, now).await?;
-            tracing::info!(ticket = %ticket, "{note}");
+            tracing::debug!(ticket = %ticket, "{note}");
             continue;
         }
         let Search::Payments(ps) = &g.found else {

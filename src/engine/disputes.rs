@@ -316,20 +316,12 @@ impl Engine {
             let mut sp = store::savepoint(&mut tx).await?;
             let applied =
                 apply_dispute_in(&mut sp, &self.db.audit, name, n, &id, trace_id, now).await;
-            let applied = match applied {
-                Ok(a) => {
-                    sp.commit().await?;
-                    callbacks::succeeded(&mut *tx, &id, a.class(), now).await?;
-                    Ok(a)
-                }
-                Err(e) => {
-                    sp.rollback().await?;
-                    let error = format!("apply failed: {e}");
-                    callbacks::failed(&mut *tx, &id, &error, Some(now + retry_delay(1)), now)
-                        .await?;
-                    Err(error)
-                }
-            };
+            match &applied {
+                Ok(_) => sp.commit().await?,
+                Err(_) => sp.rollback().await?,
+            }
+            let applied =
+                super::intake::mark_applied(&mut tx, &id, applied, |a| a.class(), now).await?;
             tx.commit().await?;
             Ok(Ok(applied))
         }

@@ -474,20 +474,11 @@ impl Engine {
             }
             let mut sp = store::savepoint(&mut tx).await?;
             let applied = apply_refund_in(&mut sp, &self.sink_names, &outcome, now).await;
-            let applied = match applied {
-                Ok(a) => {
-                    sp.commit().await?;
-                    callbacks::succeeded(&mut *tx, &id, a.class(), now).await?;
-                    Ok(a)
-                }
-                Err(e) => {
-                    sp.rollback().await?;
-                    let error = format!("apply failed: {e}");
-                    callbacks::failed(&mut *tx, &id, &error, Some(now + retry_delay(1)), now)
-                        .await?;
-                    Err(error)
-                }
-            };
+            match &applied {
+                Ok(_) => sp.commit().await?,
+                Err(_) => sp.rollback().await?,
+            }
+            let applied = mark_applied(&mut tx, &id, applied, |a| a.class(), now).await?;
             tx.commit().await?;
             Ok(Ok(applied))
         }
@@ -630,5 +621,28 @@ pub fn view_outcome(
         evidence: evidence.to_owned(),
         trace_id: uuid::Uuid::new_v4().simple().to_string(),
         paid_at: None,
+    }
+}
+
+/// Marks a stored callback by what applying it (in a savepoint, already
+/// kept or rolled back) came to: SUCCEEDED with the outcome's class, or
+/// FAILED with the error, to be tried again.
+pub(super) async fn mark_applied<A, E: std::fmt::Display>(
+    tx: &mut store::Tx<'_>,
+    id: &str,
+    applied: Result<A, E>,
+    class: impl Fn(&A) -> &'static str,
+    now: i64,
+) -> store::Result<Result<A, String>> {
+    match applied {
+        Ok(a) => {
+            callbacks::succeeded(&mut **tx, id, class(&a), now).await?;
+            Ok(Ok(a))
+        }
+        Err(e) => {
+            let error = format!("apply failed: {e}");
+            callbacks::failed(&mut **tx, id, &error, Some(now + retry_delay(1)), now).await?;
+            Ok(Err(error))
+        }
     }
 }

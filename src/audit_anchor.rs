@@ -38,15 +38,24 @@ pub fn read(path: &Path) -> Result<Option<Checkpoint>, String> {
     }
 }
 
-/// Replaces the anchor in one step: a crash leaves the old one or the new.
-fn write(path: &Path, cp: &Checkpoint) -> std::io::Result<()> {
-    // A name of its own per write: two watches at once (two instances on
-    // one data directory) never rename each other's half-written file.
+/// Replaces the anchor in one step (a crash leaves the old one or the
+/// new), unless the one on file is already as far on: two watches at once
+/// (the loop and a command, or two instances on one data directory) never
+/// move it back. False when it was left as it is.
+fn write(path: &Path, cp: &Checkpoint) -> std::io::Result<bool> {
+    let lock = std::fs::File::create(path.with_extension("anchor.lock"))?;
+    lock.lock()?;
+    if let Ok(Some(on_file)) = read(path)
+        && on_file.seq >= cp.seq
+    {
+        return Ok(false);
+    }
     let tmp = path.with_extension(format!("anchor.{}.tmp", uuid::Uuid::new_v4().simple()));
     let mut file = std::fs::File::create(&tmp)?;
     writeln!(file, "{}", cp.line())?;
     file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    Ok(true)
 }
 
 /// What one watch found.
@@ -100,8 +109,10 @@ pub async fn watch(db: &Db, path: &Path) -> anyhow::Result<Watch> {
     let Some(cp) = Checkpoint::sign(&db.audit, seq, hash) else {
         anyhow::bail!("no audit key to sign the anchor with ({})", db.audit.source);
     };
-    write(path, &cp)?;
-    Ok(Watch::Anchored(seq))
+    Ok(match write(path, &cp)? {
+        true => Watch::Anchored(seq),
+        false => Watch::Unchanged,
+    })
 }
 
 async fn tampered(db: &Db, why: String) -> anyhow::Result<Watch> {
@@ -136,5 +147,27 @@ pub async fn run(db: Db, path: PathBuf) {
             tracing::error!(error = %e, path = %path.display(), "audit anchor");
         }
         tokio::time::sleep(EVERY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::audit_keys::Keys;
+
+    #[test]
+    fn a_later_write_of_an_older_head_leaves_the_anchor_where_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = Keys::load(dir.path(), 1, |_| None).unwrap();
+        let path = path(dir.path());
+        let newer = Checkpoint::sign(&keys, 7, "77".repeat(32)).unwrap();
+        let older = Checkpoint::sign(&keys, 5, "55".repeat(32)).unwrap();
+        assert!(write(&path, &newer).unwrap());
+        // A watch that read the head before the other wrote comes second.
+        assert!(!write(&path, &older).unwrap());
+        assert_eq!(read(&path).unwrap().unwrap().seq, 7);
+        let newest = Checkpoint::sign(&keys, 9, "99".repeat(32)).unwrap();
+        assert!(write(&path, &newest).unwrap());
+        assert_eq!(read(&path).unwrap().unwrap().seq, 9);
     }
 }

@@ -11,8 +11,7 @@
 //! per the provider's id of the movement, whatever order or how often it
 //! is told.
 
-use super::intake::headers_json;
-use super::redelivery::{Delivery, Seen, repeat_of};
+use super::intake::Heard;
 use super::{Engine, retry_delay};
 use crate::domain::{Class, DisputeStatus, Severity, TicketStatus};
 use crate::providers::{Answer, DisputeNotice, Provider};
@@ -22,7 +21,6 @@ use crate::store::disputes::{self, DisputeRow, EventRow, NewMovement};
 use crate::store::{callbacks, payments, tickets};
 use http::HeaderMap;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 /// The dedupe key of the ticket a notified dispute opens.
 pub fn ticket_key(provider: &str, dispute_id: &str) -> String {
@@ -271,8 +269,7 @@ async fn open_ticket(
 
 impl Engine {
     /// Stores a verified dispute notification (insert-if-absent on the
-    /// same key as every callback) and applies it in the same transaction;
-    /// a failed apply leaves the callback FAILED for the retry worker.
+    /// same key as every callback) and applies it.
     pub(super) async fn receive_dispute(
         &self,
         provider: &dyn Provider,
@@ -283,73 +280,35 @@ impl Engine {
         trace_id: &str,
     ) -> Answer {
         let id = uuid::Uuid::now_v7().to_string();
-        let now = self.now();
         let name = provider.name().as_str();
-        let stored = async {
-            let mut tx = self.db.begin_write().await?;
-            let row = callbacks::NewCallback {
-                id: &id,
-                callback_id: n.callback_id.as_str(),
-                provider: name,
-                payment_no: n.payment_no.as_ref().map(|p| p.as_str()),
-                provider_txn_id: n.payment_txn_id.as_ref().map(|t| t.as_str()),
-                callback_status: &n.provider_status,
-                headers_json: &headers_json(headers),
-                payload: body,
-                payload_hash: &hex::encode(Sha256::digest(body)),
-                verify_result: "VERIFIED",
-                trace_id,
-                received_at: now,
-                facts,
-            };
-            if !callbacks::insert_if_absent(&mut *tx, &row).await? {
-                let delivery = Delivery {
-                    payload: body,
-                    payload_hash: row.payload_hash,
-                    facts,
-                    trace_id,
-                };
-                let seen = repeat_of(&mut tx, name, row.callback_id, &delivery, now).await?;
-                tx.commit().await?;
-                return Ok::<_, store::Error>(Err(seen));
-            }
-            let mut sp = store::savepoint(&mut tx).await?;
-            let applied =
-                apply_dispute_in(&mut sp, &self.db.audit, name, n, &id, trace_id, now).await;
-            match &applied {
-                Ok(_) => sp.commit().await?,
-                Err(_) => sp.rollback().await?,
-            }
-            let applied =
-                super::intake::mark_applied(&mut tx, &id, applied, |a| a.class(), now).await?;
-            tx.commit().await?;
-            Ok(Ok(applied))
-        }
-        .await;
-        match stored {
-            Ok(Ok(Ok(_))) => {
-                self.metrics.callback("success");
-                Answer::Accepted
-            }
-            Ok(Ok(Err(error))) => {
-                tracing::warn!(%error, "dispute notification stored; applying it failed, retried later");
-                self.metrics.callback("failed");
-                Answer::Accepted
-            }
-            Ok(Err(Seen::Same(_))) => {
-                self.metrics.callback("duplicate");
-                Answer::Accepted
-            }
-            Ok(Err(Seen::Other)) => {
-                self.metrics.callback("conflict");
-                Answer::Accepted
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "dispute notification could not be stored");
-                self.metrics.callback("failed");
-                Answer::RetryLater
-            }
-        }
+        let (audit, now, row_id) = (&self.db.audit, self.now(), id.as_str());
+        let heard = Heard {
+            kind: "dispute",
+            id: &id,
+            received_at: now,
+            provider,
+            headers,
+            body,
+            callback_id: n.callback_id.as_str(),
+            payment_no: n.payment_no.as_ref().map(|p| p.as_str()),
+            payment_txn_id: n.payment_txn_id.as_ref().map(|t| t.as_str()),
+            provider_status: &n.provider_status,
+            facts,
+            trace_id,
+        };
+        let (answer, _) = self
+            .store_and_apply(
+                &heard,
+                async |c: &mut store::Conn, row: &callbacks::NewCallback<'_>| {
+                    callbacks::insert_if_absent(c, row).await
+                },
+                async |c: &mut store::Conn| {
+                    apply_dispute_in(c, audit, name, n, row_id, trace_id, now).await
+                },
+                |a| a.class(),
+            )
+            .await;
+        answer
     }
 
     /// A stored dispute notification, applied again by the retry worker.

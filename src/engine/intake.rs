@@ -428,8 +428,7 @@ impl Engine {
     }
 
     /// Stores a verified refund notification (insert-if-absent on the same
-    /// key as payment callbacks) and applies it in the same transaction; a
-    /// failed apply leaves the stored callback FAILED for the retry worker.
+    /// key as payment callbacks, keyed by its refund too) and applies it.
     async fn receive_refund(
         &self,
         provider: &dyn Provider,
@@ -441,74 +440,38 @@ impl Engine {
     ) -> Answer {
         let id = uuid::Uuid::now_v7().to_string();
         let outcome = RefundOutcome::of_notice(n, provider.name(), &id, trace_id);
-        let now = self.now();
-        let stored = async {
-            let mut tx = self.db.begin_write().await?;
-            let row = callbacks::NewCallback {
-                id: &id,
-                callback_id: n.callback_id.as_str(),
-                provider: provider.name().as_str(),
-                payment_no: n.payment_no.as_ref().map(|p| p.as_str()),
-                provider_txn_id: n.payment_txn_id.as_ref().map(|t| t.as_str()),
-                callback_status: &n.provider_status,
-                headers_json: &headers_json(headers),
-                payload: body,
-                payload_hash: &hex::encode(Sha256::digest(body)),
-                verify_result: "VERIFIED",
-                trace_id,
-                received_at: now,
-                facts,
-            };
-            let refund_no = n.refund_no.as_ref().map(|r| r.as_str());
-            if !callbacks::insert_refund_callback(&mut *tx, &row, refund_no).await? {
-                let delivery = Delivery {
-                    payload: body,
-                    payload_hash: row.payload_hash,
-                    facts,
-                    trace_id,
-                };
-                let seen =
-                    repeat_of(&mut tx, row.provider, row.callback_id, &delivery, now).await?;
-                tx.commit().await?;
-                return Ok::<_, store::Error>(Err(seen));
-            }
-            let mut sp = store::savepoint(&mut tx).await?;
-            let applied = apply_refund_in(&mut sp, &self.sink_names, &outcome, now).await;
-            match &applied {
-                Ok(_) => sp.commit().await?,
-                Err(_) => sp.rollback().await?,
-            }
-            let applied = mark_applied(&mut tx, &id, applied, |a| a.class(), now).await?;
-            tx.commit().await?;
-            Ok(Ok(applied))
+        let (sinks, outcome, now) = (&self.sink_names, &outcome, self.now());
+        let heard = Heard {
+            kind: "refund",
+            id: &id,
+            received_at: now,
+            provider,
+            headers,
+            body,
+            callback_id: n.callback_id.as_str(),
+            payment_no: n.payment_no.as_ref().map(|p| p.as_str()),
+            payment_txn_id: n.payment_txn_id.as_ref().map(|t| t.as_str()),
+            provider_status: &n.provider_status,
+            facts,
+            trace_id,
+        };
+        let refund_no = n.refund_no.as_ref().map(|r| r.as_str());
+        let (answer, taken) = self
+            .store_and_apply(
+                &heard,
+                async |c: &mut store::Conn, row: &callbacks::NewCallback<'_>| {
+                    callbacks::insert_refund_callback(c, row, refund_no).await
+                },
+                async |c: &mut store::Conn| apply_refund_in(c, sinks, outcome, now).await,
+                |a| a.class(),
+            )
+            .await;
+        match taken {
+            Taken::Applied(applied) => self.count_refund(&applied),
+            Taken::Repeat => self.metrics.refund("duplicate"),
+            Taken::Other => {}
         }
-        .await;
-        match stored {
-            Ok(Ok(Ok(applied))) => {
-                self.metrics.callback("success");
-                self.count_refund(&applied);
-                Answer::Accepted
-            }
-            Ok(Ok(Err(error))) => {
-                tracing::warn!(%error, "refund notification stored; applying it failed, retried later");
-                self.metrics.callback("failed");
-                Answer::Accepted
-            }
-            Ok(Err(Seen::Same(_))) => {
-                self.metrics.callback("duplicate");
-                self.metrics.refund("duplicate");
-                Answer::Accepted
-            }
-            Ok(Err(Seen::Other)) => {
-                self.metrics.callback("conflict");
-                Answer::Accepted
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "refund notification could not be stored");
-                self.metrics.callback("failed");
-                Answer::RetryLater
-            }
-        }
+        answer
     }
 
     /// A stored refund notification, applied again by the retry worker.
@@ -643,6 +606,113 @@ pub(super) async fn mark_applied<A, E: std::fmt::Display>(
             let error = format!("apply failed: {e}");
             callbacks::failed(&mut **tx, id, &error, Some(now + retry_delay(1)), now).await?;
             Ok(Err(error))
+        }
+    }
+}
+
+/// What a verified refund or dispute notification is stored as: the
+/// parts its callback row keeps beside the raw request.
+pub(super) struct Heard<'a> {
+    /// The kind, for the log: "refund", "dispute".
+    pub kind: &'static str,
+    /// The callback row's id.
+    pub id: &'a str,
+    pub received_at: i64,
+    pub provider: &'a dyn Provider,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+    pub callback_id: &'a str,
+    pub payment_no: Option<&'a str>,
+    pub payment_txn_id: Option<&'a str>,
+    pub provider_status: &'a str,
+    pub facts: &'a str,
+    pub trace_id: &'a str,
+}
+
+/// What storing and applying a notification came to, for its kind's own
+/// counting; the answer is already decided.
+pub(super) enum Taken<A> {
+    Applied(A),
+    Repeat,
+    Other,
+}
+
+impl Engine {
+    /// Stores a verified notification with `insert` (false: its key is
+    /// there already) and applies it with `apply` in a savepoint of the same
+    /// transaction; a failed apply leaves the callback FAILED for the retry
+    /// worker.
+    pub(super) async fn store_and_apply<A>(
+        &self,
+        h: &Heard<'_>,
+        insert: impl AsyncFnOnce(&mut store::Conn, &callbacks::NewCallback<'_>) -> store::Result<bool>,
+        apply: impl AsyncFnOnce(&mut store::Conn) -> store::Result<A>,
+        class: impl Fn(&A) -> &'static str,
+    ) -> (Answer, Taken<A>) {
+        let (id, now, what) = (h.id, h.received_at, h.kind);
+        let stored = async {
+            let mut tx = self.db.begin_write().await?;
+            let row = callbacks::NewCallback {
+                id,
+                callback_id: h.callback_id,
+                provider: h.provider.name().as_str(),
+                payment_no: h.payment_no,
+                provider_txn_id: h.payment_txn_id,
+                callback_status: h.provider_status,
+                headers_json: &headers_json(h.headers),
+                payload: h.body,
+                payload_hash: &hex::encode(Sha256::digest(h.body)),
+                verify_result: "VERIFIED",
+                trace_id: h.trace_id,
+                received_at: now,
+                facts: h.facts,
+            };
+            if !insert(&mut tx, &row).await? {
+                let delivery = Delivery {
+                    payload: h.body,
+                    payload_hash: row.payload_hash,
+                    facts: h.facts,
+                    trace_id: h.trace_id,
+                };
+                let seen =
+                    repeat_of(&mut tx, row.provider, row.callback_id, &delivery, now).await?;
+                tx.commit().await?;
+                return Ok::<_, store::Error>(Err(seen));
+            }
+            let mut sp = store::savepoint(&mut tx).await?;
+            let applied = apply(&mut sp).await;
+            match &applied {
+                Ok(_) => sp.commit().await?,
+                Err(_) => sp.rollback().await?,
+            }
+            let applied = mark_applied(&mut tx, id, applied, class, now).await?;
+            tx.commit().await?;
+            Ok(Ok(applied))
+        }
+        .await;
+        match stored {
+            Ok(Ok(Ok(applied))) => {
+                self.metrics.callback("success");
+                (Answer::Accepted, Taken::Applied(applied))
+            }
+            Ok(Ok(Err(error))) => {
+                tracing::warn!(%error, "{what} notification stored; applying it failed, retried later");
+                self.metrics.callback("failed");
+                (Answer::Accepted, Taken::Other)
+            }
+            Ok(Err(Seen::Same(_))) => {
+                self.metrics.callback("duplicate");
+                (Answer::Accepted, Taken::Repeat)
+            }
+            Ok(Err(Seen::Other)) => {
+                self.metrics.callback("conflict");
+                (Answer::Accepted, Taken::Other)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "{what} notification could not be stored");
+                self.metrics.callback("failed");
+                (Answer::RetryLater, Taken::Other)
+            }
         }
     }
 }

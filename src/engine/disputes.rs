@@ -158,6 +158,23 @@ pub(super) async fn apply_dispute_in(
     )
     .await?;
 
+    // A decided dispute moving on (an appeal, a second chargeback): its
+    // closed ticket is a person's again, concluded anew if this decides it.
+    let was = known.as_ref().map(|k| k.status.as_str());
+    let decided = was.is_some_and(|w| w.parse().is_ok_and(DisputeStatus::is_final));
+    if newer && decided && was != Some(&d.status) {
+        reopen_ticket(
+            conn,
+            keys,
+            &ticket_id,
+            was.unwrap_or(""),
+            &d,
+            callback_row,
+            now,
+        )
+        .await?;
+    }
+
     // The ticket is due when the answer is (its detail shows the
     // dispute's events from `dispute_events`).
     if tickets::status_of(&mut *conn, &ticket_id).await?.as_deref()
@@ -203,6 +220,44 @@ pub(super) async fn apply_dispute_in(
     } else {
         DisputeApplied::Older
     })
+}
+
+/// Moves a dispute's closed ticket back IN_PROGRESS (its conclusion
+/// cleared), with a note and a `ticket.reopen` audit entry.
+async fn reopen_ticket(
+    conn: &mut store::Conn,
+    keys: &store::audit_keys::Keys,
+    ticket_id: &str,
+    was: &str,
+    d: &DisputeRow,
+    callback_row: &str,
+    now: i64,
+) -> store::Result<()> {
+    let back = tickets::Move::new(TicketStatus::InProgress, &[TicketStatus::Closed], now);
+    if tickets::move_ticket(conn, ticket_id, &back).await? == 0 {
+        return Ok(());
+    }
+    let actor = format!("provider:{}", d.provider);
+    let body = format!(
+        "reopened: dispute {} was {was}, {} now says {} ({})",
+        d.dispute_id, d.provider, d.status, d.provider_status
+    );
+    tickets::insert_note(conn, ticket_id, "reopen", &body, None, &actor, now).await?;
+    let entry = Entry {
+        actor,
+        action: "ticket.reopen",
+        object_type: "ticket",
+        object_id: ticket_id.to_owned(),
+        before: Some(json!({ "status": TicketStatus::Closed.as_str(), "dispute_status": was })),
+        after: Some(json!({
+            "status": TicketStatus::InProgress.as_str(),
+            "dispute_id": d.dispute_id,
+            "dispute_status": d.status,
+            "callback": callback_row,
+        })),
+    };
+    audit::append(conn, keys, &entry, now).await?;
+    Ok(())
 }
 
 /// A new DISPUTE ticket: HIGH — the provider has taken (or will take) the

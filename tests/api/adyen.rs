@@ -602,6 +602,40 @@ async fn an_adyen_chargeback_opens_a_dispute_due_at_its_defence_period_end(b: Ba
     .await
     .unwrap();
     assert_eq!(status, ("WON".into(), "CLOSED".into()));
+    // A second chargeback after the win: lost after all. The ticket is
+    // reopened and concluded again on the new decision.
+    let mut second = item(
+        "SECOND_CHARGEBACK",
+        "9915555555555502",
+        Some("8815555555555501"),
+        &p,
+        2500,
+        true,
+    );
+    second["eventDate"] = "2026-12-28T10:00:00+01:00".into();
+    assert_eq!(s.post(&signed(second)).await.0, 200);
+    let status: (String, String, String) = sqlx::query_as(
+        "SELECT d.status, t.status, t.conclusion FROM disputes d JOIN discrepancies t ON t.discrepancy_id = d.ticket_id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!((&*status.0, &*status.1), ("LOST", "CLOSED"));
+    assert!(status.2.contains("LOST"), "{}", status.2);
+    let actions: Vec<String> = sqlx::query_scalar(
+        "SELECT action FROM audit_log WHERE action IN ('ticket.reopen', 'ticket.close') ORDER BY seq",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(actions, ["ticket.close", "ticket.reopen", "ticket.close"]);
+    let moved: (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(amount_minor), 0) AS BIGINT) FROM dispute_movements WHERE kind = 'WITHDRAWN'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(moved, (2, 5000), "taken, given back, taken again");
 }
 
 both_databases!(

@@ -978,7 +978,51 @@ async fn a_paypal_dispute_opens_a_ticket_due_at_the_sellers_response_date(b: Bac
     .unwrap();
     assert_eq!(status, ("LOST".into(), "CLOSED".into()));
     assert_eq!(s.app.payment_state(&p).await, ("SUCCEEDED".to_string(), 1));
+    // The seller appeals: under review again, the closed ticket is a
+    // person's again, with a note and an audit entry saying why.
+    let appealed = dispute_event(
+        "WH-D3",
+        "CUSTOMER.DISPUTE.UPDATED",
+        "2026-12-11T10:00:00.000Z",
+        "UNDER_REVIEW",
+        None,
+    );
+    assert_eq!(s.post_signed(&appealed).await.status(), 200);
+    assert_eq!(s.post_signed(&appealed).await.status(), 200, "redelivered");
+    let status: (String, String, Option<String>) = sqlx::query_as(
+        "SELECT d.status, t.status, t.conclusion FROM disputes d JOIN discrepancies t ON t.discrepancy_id = d.ticket_id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        status,
+        ("EVIDENCE_SUBMITTED".into(), "IN_PROGRESS".into(), None)
+    );
+    let reopened: Vec<(String, String)> =
+        sqlx::query_as("SELECT author, body FROM ticket_notes WHERE kind = 'reopen'")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert_eq!(reopened.len(), 1, "{reopened:?}");
+    assert_eq!(reopened[0].0, "provider:paypal-us");
+    assert!(
+        reopened[0].1.contains("was LOST") && reopened[0].1.contains("EVIDENCE_SUBMITTED"),
+        "{reopened:?}"
+    );
+    assert_eq!(
+        count_of(
+            pool,
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'ticket.reopen'"
+        )
+        .await,
+        1
+    );
     assert!(s.refused().await.is_empty());
+}
+
+async fn count_of(pool: &sqlx::AnyPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
 
 both_databases!(

@@ -386,8 +386,9 @@ pub async fn payouts_seen(
     for p in payouts {
         // A failed or cancelled payout never reaches the bank.
         let expected = !matches!(p.status.as_str(), "failed" | "canceled");
+        let mut tx = ctx.db.begin_write().await?;
         store::upsert_payout(
-            &ctx.db.pool,
+            &mut *tx,
             &NewPayout {
                 provider,
                 payout_id: &p.payout_id,
@@ -404,6 +405,55 @@ pub async fn payouts_seen(
             },
         )
         .await?;
+        if !expected {
+            not_sent(&mut tx, ctx, provider, &p.payout_id, &p.status).await?;
+        }
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// A late payout its provider now says failed or was cancelled: it will
+/// not reach the bank, so its PAYOUT_LATE ticket closes, saying so, with
+/// an audit entry; the money stays in the provider's balance, for the
+/// next payout.
+async fn not_sent(
+    tx: &mut crate::store::Conn,
+    ctx: &Context,
+    provider: &str,
+    payout_id: &str,
+    status: &str,
+) -> Result<(), crate::store::Error> {
+    let Some(p) = store::payout(&mut *tx, provider, payout_id).await? else {
+        return Ok(());
+    };
+    if p.state != "NOT_SENT" {
+        return Ok(());
+    }
+    let Some(id) = open_by_key(&mut *tx, &late_key(provider, payout_id)).await? else {
+        return Ok(());
+    };
+    let now = ctx.now();
+    let conclusion = format!(
+        "{provider} reports payout {payout_id} of {} {status}: it will not reach the bank; \
+         the amount stays in {provider}'s balance",
+        shown(p.amount_minor, &p.currency)
+    );
+    let entry = serde_json::json!({"action": "payout not sent", "status": status, "by": MATCHING_ACTOR, "at": now});
+    if close_with(tx, &id, &entry, &conclusion, now).await? {
+        let audited = crate::store::audit::Entry {
+            actor: MATCHING_ACTOR.to_owned(),
+            action: "ticket.close",
+            object_type: "ticket",
+            object_id: id,
+            before: Some(
+                serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": payout_id }),
+            ),
+            after: Some(
+                serde_json::json!({ "status": "CLOSED", "conclusion": conclusion, "payout_status": status }),
+            ),
+        };
+        crate::store::audit::append(tx, &ctx.db.audit, &audited, now).await?;
     }
     Ok(())
 }

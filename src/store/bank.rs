@@ -227,7 +227,8 @@ pub struct NewPayout<'a> {
 /// Records a payout, or refreshes what the provider says of one already
 /// recorded (a page read twice, a payout failing later); a decided state
 /// is kept, but a payout that failed or was cancelled is no longer
-/// expected at the bank.
+/// expected at the bank, even once late (missing is a verdict a person
+/// concludes).
 pub async fn upsert_payout<'e>(
     e: impl Executor<'e, Database = Any>,
     p: &NewPayout<'_>,
@@ -236,7 +237,8 @@ pub async fn upsert_payout<'e>(
         "INSERT INTO payouts (provider, payout_id, provider_kind, amount_minor, currency, arrival_on, descriptor, status, \
            run_id, seen_at, state, automatic, net_state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
          ON CONFLICT (provider, payout_id) DO UPDATE SET status = excluded.status, \
-           state = CASE WHEN excluded.state = 'NOT_SENT' AND payouts.state = 'PENDING' THEN 'NOT_SENT' ELSE payouts.state END",
+           state = CASE WHEN excluded.state = 'NOT_SENT' AND payouts.state IN ('PENDING', 'PAYOUT_LATE') \
+             THEN 'NOT_SENT' ELSE payouts.state END",
     )
     .bind(p.provider)
     .bind(p.payout_id)

@@ -379,7 +379,71 @@ async fn without_enough_history_nothing_is_late(b: Backend) {
     );
 }
 
+/// A late payout the provider then cancels will not come: its PAYOUT_LATE
+/// ticket closes saying so, and it is no longer counted as expected.
+async fn a_late_payout_the_provider_cancels_closes_its_ticket(b: Backend) {
+    let (s, token) = with_history(b, 6).await;
+    let app = &s.app;
+    assert_eq!(run_match(&s, &token, 14).await["late"], 1);
+    assert_eq!(late_state(app).await, "PAYOUT_LATE");
+    {
+        let mut balance = s.stripe.balance.lock().unwrap();
+        let late = balance
+            .iter_mut()
+            .find(|t| t["source"]["id"] == LATE)
+            .unwrap();
+        late["source"]["status"] = "canceled".into();
+    }
+    // Day 10 read again: Stripe now says the payout was cancelled.
+    let run = reckon::recon::pull_statement(&app.engine, "stripe-eu", &day(10), "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED", "{run:?}");
+    assert_eq!(late_state(app).await, "NOT_SENT");
+    assert_eq!(
+        late_tickets(app).await,
+        [("PAYOUT_LATE".into(), "MEDIUM".into(), "CLOSED".into())]
+    );
+    let conclusion: String =
+        sqlx::query_scalar("SELECT conclusion FROM discrepancies WHERE class = 'PAYOUT_LATE'")
+            .fetch_one(&app.accounts.db.pool)
+            .await
+            .unwrap();
+    assert!(
+        conclusion.contains("canceled") && conclusion.contains("will not reach the bank"),
+        "{conclusion}"
+    );
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "SELECT actor, action FROM audit_log WHERE object_type = 'ticket' ORDER BY seq",
+    )
+    .fetch_all(&app.accounts.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        audited,
+        [("reckon (bank matching)".into(), "ticket.close".into())]
+    );
+    // Not expected any more: no payout announced for its day.
+    let (_, cash) = expected(app, &token, "?from=2026-11-12&to=2026-11-12").await;
+    assert!(
+        cash["days"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["announced_minor"] == 0),
+        "{cash}"
+    );
+    // The next pass neither reopens it nor calls it missing.
+    let figures = run_match(&s, &token, 16).await;
+    assert_eq!(
+        (figures["late"].as_i64(), figures["missing"].as_i64()),
+        (Some(0), Some(0)),
+        "{figures}"
+    );
+}
+
 both_databases!(
+    a_late_payout_the_provider_cancels_closes_its_ticket,
     a_payout_past_its_usual_delay_is_late_until_its_credit_comes,
     without_enough_history_nothing_is_late,
 );

@@ -299,6 +299,46 @@ impl From<engine::RefundBalance> for RefundBalance {
     }
 }
 
+/// A day's settlement: the provider's balance bill against its trade run.
+#[derive(Serialize, ToSchema)]
+pub struct Settlement {
+    pub provider: String,
+    pub business_date: String,
+    /// WAITING | REFUSED | AGREED | DIFFERS
+    pub state: String,
+    /// The trade run compared with.
+    pub run_id: Option<String>,
+    pub bill_type: Option<String>,
+    /// The balance bill's SHA-256, hex.
+    pub bill_sha256: Option<String>,
+    /// Balance movements read.
+    pub movements: i64,
+    /// Per currency: the trade's and the balance's figures and their
+    /// difference.
+    #[schema(value_type = Option<Object>)]
+    pub figures: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+impl From<crate::store::settlements::SettlementRow> for Settlement {
+    fn from(r: crate::store::settlements::SettlementRow) -> Self {
+        Settlement {
+            figures: r
+                .figures_json
+                .as_deref()
+                .and_then(|f| serde_json::from_str(f).ok()),
+            provider: r.provider,
+            business_date: r.business_date,
+            state: r.state,
+            run_id: r.run_id,
+            bill_type: r.bill_type,
+            bill_sha256: r.bill_sha256,
+            movements: r.movements,
+            error: r.error,
+        }
+    }
+}
+
 /// A run, as the API and CLI report it.
 #[derive(Serialize, ToSchema)]
 #[schema(as = RunRow)]

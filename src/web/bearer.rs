@@ -59,6 +59,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("get", "/api/v1/recon/days", S(Scope::ReconRead)),
     ("get", "/api/v1/disputes", S(Scope::ReconRead)),
     ("post", "/api/v1/recon/pulls", S(Scope::ReconWrite)),
+    ("post", "/api/v1/recon/settlements", S(Scope::ReconWrite)),
     (
         "post",
         "/api/v1/recon/runs/{run_id}/resume",

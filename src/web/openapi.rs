@@ -37,6 +37,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::show,
         recon::days,
         recon::pull,
+        recon::settle,
         recon::resume,
         recon::file,
         recon::preview,

@@ -5,7 +5,7 @@
 
 use super::AppState;
 use super::api_error::ApiError;
-use super::api_types::Run;
+use super::api_types::{Run, Settlement};
 use super::bearer::Bearer;
 use super::upload::{self, FormError};
 use crate::engine::Engine;
@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recon/runs/{run_id}", get(show))
         .route("/api/v1/recon/days", get(days))
         .route("/api/v1/recon/pulls", post(pull))
+        .route("/api/v1/recon/settlements", post(settle))
         .route("/api/v1/recon/runs/{run_id}/resume", post(resume))
         .route("/api/v1/recon/runs/{run_id}/file", get(file))
         .route("/api/v1/recon/runs/{run_id}/preview", post(preview_run))
@@ -245,6 +246,26 @@ pub async fn pull(
         crate::recon::pull_statement(&engine, &req.provider, &req.business_date, &token.actor())
             .await?;
     Ok((StatusCode::CREATED, Json(run.into())))
+}
+
+/// `POST /api/v1/recon/settlements` `{"provider", "business_date"}`: the
+/// day's balance bill fetched and settled against its trade run, as
+/// `reckon recon settle` does.
+#[utoipa::path(post, path = "/api/v1/recon/settlements", tag = "reconciliation",
+    request_body = PullRequest,
+    responses(
+        (status = 200, description = "The day's settlement: AGREED, DIFFERS with its tickets opened, or WAITING with the provider's error (no bill yet; the schedule asks again)", body = Settlement),
+        (status = 400, description = "Invalid body, an unknown provider, one without a balance bill, or a day with no completed trade run", body = ApiError),
+        (status = 422, description = "The balance bill was refused; nothing of it was kept", body = ApiError),
+    ))]
+pub async fn settle(
+    State(engine): State<Engine>,
+    _token: Bearer,
+    body: Result<Json<PullRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<Settlement>, ApiError> {
+    let Json(req) = body.map_err(super::merchant::unreadable)?;
+    let row = crate::recon::settle_day(&engine, &req.provider, &req.business_date).await?;
+    Ok(Json(row.into()))
 }
 
 /// `POST /api/v1/recon/runs/{run_id}/resume`.

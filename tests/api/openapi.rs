@@ -19,6 +19,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/api/v1/recon/runs/{run_id}"),
     ("get", "/api/v1/recon/days"),
     ("post", "/api/v1/recon/pulls"),
+    ("post", "/api/v1/recon/settlements"),
     ("post", "/api/v1/recon/runs/{run_id}/resume"),
     ("get", "/api/v1/recon/runs/{run_id}/file"),
     ("post", "/api/v1/recon/previews"),

@@ -40,6 +40,7 @@ const EXPECTED: &[(&str, &str, Option<&str>)] = &[
     ("get", "/api/v1/recon/days", Some("recon:read")),
     ("get", "/api/v1/disputes", Some("recon:read")),
     ("post", "/api/v1/recon/pulls", Some("recon:write")),
+    ("post", "/api/v1/recon/settlements", Some("recon:write")),
     // A preview writes nothing: reading is enough.
     ("post", "/api/v1/recon/previews", Some("recon:read")),
     (

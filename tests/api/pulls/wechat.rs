@@ -829,12 +829,51 @@ async fn a_malformed_wechat_fund_flow_is_refused_keeping_nothing(b: Backend) {
     assert!(payouts(&w.app).await.is_empty());
     assert!(settlement_tickets(&w.app).await.is_empty());
     assert!(closed_body(&w.app, "wechat", &date).await.is_none());
+    // Asked through the API: refused the same, 422, still nothing kept.
+    let token = w
+        .app
+        .api_token_with("settle", &[app::tokens::Scope::ReconWrite])
+        .await;
+    let settle = |token: String, date: String| {
+        let app = &w.app;
+        async move {
+            let res = app
+                .client
+                .post(format!("{}/api/v1/recon/settlements", app.base))
+                .bearer_auth(token)
+                .json(&serde_json::json!({"provider": "wechat", "business_date": date}))
+                .send()
+                .await
+                .unwrap();
+            (
+                res.status().as_u16(),
+                res.json::<serde_json::Value>().await.unwrap(),
+            )
+        }
+    };
+    let (status, body) = settle(token.clone(), date.clone()).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.to_string().contains("nothing of it was kept"),
+        "{body}"
+    );
+    assert!(payouts(&w.app).await.is_empty());
+    // A token that may only read is refused.
+    let reader = w
+        .app
+        .api_token_with("read", &[app::tokens::Scope::ReconRead])
+        .await;
+    assert_eq!(settle(reader, date.clone()).await.0, 403);
     // The good bill, once WeChat Pay has it: settled and closed.
     w.put_bill("BASIC", &date, text.into_bytes());
-    let row = reckon::recon::settle_day(&w.app.engine, "wechat", &date)
-        .await
-        .unwrap();
-    assert_eq!(row.state, "AGREED");
+    let (status, body) = settle(token, date.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "AGREED", "{body}");
+    assert_eq!(body["provider"], "wechat", "{body}");
+    assert!(
+        body["figures"].is_object() || body["figures"].is_array(),
+        "{body}"
+    );
     assert!(closed_body(&w.app, "wechat", &date).await.is_some());
 }
 

@@ -56,6 +56,20 @@ impl Page {
     }
 }
 
+/// A table's cell text as a sentence: its first letter upper case, a
+/// full stop at its end.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    let mut out: String = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    if !out.ends_with(['.', '…']) {
+        out.push('.');
+    }
+    out
+}
+
 /// A table cell: one line, its pipes escaped.
 fn cell(text: &str) -> String {
     text.split_whitespace()
@@ -68,24 +82,25 @@ fn config() -> String {
     let mut out = String::from(
         "# Configuration\n\n\
          An optional TOML file named by `RECKON_CONFIG` (keys in lowercase without the \
-         `RECKON_` prefix, as the *file key* column names them), overridden by the \
-         environment. A setting without a file key is read from the environment only.\n\n\
-         | variable | file key | default | meaning |\n|---|---|---|---|\n",
+         `RECKON_` prefix, as each setting's *file key* names them), overridden by the \
+         environment. A setting without a file key is read from the environment only.\n",
     );
     for setting in SETTINGS {
-        let key = setting
-            .key
-            .map_or_else(|| "—".to_owned(), |key| format!("`{key}`"));
-        let _ = writeln!(
+        let key = setting.key.map_or_else(
+            || "none (environment only)".to_owned(),
+            |key| format!("`{key}`"),
+        );
+        let _ = write!(
             out,
-            "| `{}` | {key} | {} | {} |",
+            "\n## `{}`\n\nFile key: {key}. Default: {}.\n\n{}\n",
             setting.variable,
-            cell(setting.default),
-            cell(setting.meaning)
+            setting.default,
+            sentence(setting.meaning)
         );
     }
     out.push_str(
-        "\nSections of the file that have no variables (their secrets stay in the file):\n\n\
+        "\n## Sections of the file\n\n\
+         These have no variables (their secrets stay in the file):\n\n\
          - `[[providers]]`: provider accounts, each served at `/webhooks/{name}`; each kind's \
          keys are on its page under [Providers](../providers/index.md) (`RECKON_SANDBOX_URL` \
          and `RECKON_SANDBOX_SECRET` make a sandbox account without the file).\n\

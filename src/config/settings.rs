@@ -139,13 +139,13 @@ pub const SETTINGS: &[Setting] = &[
         variable: "RECKON_SANDBOX_URL",
         key: None,
         default: "none",
-        meaning: "a sandbox provider account named `sandbox` (its API base URL and `whsec_…` webhook secret)",
+        meaning: "the API base URL of a sandbox provider account named `sandbox`, with `RECKON_SANDBOX_SECRET`",
     },
     Setting {
         variable: "RECKON_SANDBOX_SECRET",
         key: None,
         default: "none",
-        meaning: "a sandbox provider account named `sandbox` (its API base URL and `whsec_…` webhook secret)",
+        meaning: "the `whsec_…` webhook secret of the sandbox provider account named `sandbox`, with `RECKON_SANDBOX_URL`",
     },
     Setting {
         variable: "RECKON_OUTBOX_SINKS",
@@ -175,13 +175,13 @@ pub const SETTINGS: &[Setting] = &[
         variable: "RECKON_SINK_FAILING_ATTEMPTS",
         key: Some("sink_failing_attempts"),
         default: "`5`",
-        meaning: "a sink is *failing* once this many attempts in a row failed…",
+        meaning: "a sink is *failing* once this many attempts in a row failed, or once it has been failing `RECKON_SINK_FAILING_MINUTES` without one delivery; either raises one `sink_failing` alert",
     },
     Setting {
         variable: "RECKON_SINK_FAILING_MINUTES",
         key: Some("sink_failing_minutes"),
         default: "`30`",
-        meaning: "…or once it has been failing this many minutes without one delivery; either raises one `sink_failing` alert",
+        meaning: "a sink is *failing* once it has been failing this many minutes without one delivery, or once `RECKON_SINK_FAILING_ATTEMPTS` attempts in a row failed; either raises one `sink_failing` alert",
     },
     Setting {
         variable: "RECKON_QUERY_SCHEDULE",

@@ -153,3 +153,16 @@ ensure_promtool() {
   fi
   PROMTOOL="$dir/usr/bin/promtool"
 }
+
+# mdBook, pinned, built from crates.io into target/mdbook (without its
+# `serve`/`watch` features: only `build` is used); sets MDBOOK.
+MDBOOK_VERSION=0.5.4
+ensure_mdbook() {
+  local root="$ROOT/target/mdbook"
+  if [[ "$("$root/bin/mdbook" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]]; then
+    say "installing mdbook $MDBOOK_VERSION into target/mdbook (a few minutes, once)"
+    cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
+      --features search --root "$root" --force
+  fi
+  MDBOOK="$root/bin/mdbook"
+}

@@ -1,6 +1,6 @@
 //! A throwaway PostgreSQL 15 for a bench: its own cluster on a free port,
 //! `fsync` and `synchronous_commit` on (the durability Reckon promises), the
-//! settings README's "Running on PostgreSQL" asks for; stopped and removed
+//! settings the book's "Running on PostgreSQL" asks for; stopped and removed
 //! when dropped. `initdb` and `postgres` refuse root, so as root they run
 //! as the `postgres` user on a directory it owns.
 #![allow(dead_code)] // not every bench measures PostgreSQL

@@ -4,6 +4,7 @@
 //! non-zero exit.
 
 mod audit;
+pub mod docs;
 mod outbox;
 mod people;
 mod policy;
@@ -92,10 +93,18 @@ enum Command {
         #[arg(long)]
         chaos: Option<String>,
     },
+    /// Write one of the book's generated reference pages to stdout.
+    #[command(hide = true)]
+    Docs { page: docs::Page },
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The book's pages come from the code alone: no configuration needed.
+    if let Some(Command::Docs { page }) = cli.command {
+        print!("{}", page.render());
+        return ExitCode::SUCCESS;
+    }
     let config = match Config::load() {
         Ok(c) => c,
         Err(e) => {
@@ -148,6 +157,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Outbox(cmd) => return outbox::outbox(&config, cmd).await,
         Command::Audit(cmd) => return audit::audit(&config, cmd).await,
         Command::Policy(cmd) => policy::policy(&config, cmd).await?,
+        Command::Docs { page } => print!("{}", page.render()),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,14 +1,16 @@
 //! Configuration: an optional TOML file named by `RECKON_CONFIG`, overridden
 //! key by key by environment variables — the two layered by figment, then
-//! each setting checked, a bad one named by its variable. Every key is in
-//! the README. A provider account's settings are its kind's own section
-//! (defined in the provider's folder); secrets are `secrecy` types, so a
-//! config printed for a log shows none of them.
+//! each setting checked, a bad one named by its variable. Every setting is
+//! a row of [`SETTINGS`], which the book's configuration reference is made
+//! from. A provider account's settings are its kind's own section (defined
+//! in the provider's folder); secrets are `secrecy` types, so a config
+//! printed for a log shows none of them.
 
 use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 use secrecy::SecretString;
-use settings::{Layers, VARIABLES};
+use settings::Layers;
+pub use settings::{SETTINGS, Setting};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -264,9 +266,9 @@ impl Config {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
         // Each variable's value is text, whatever it looks like.
-        let environment: BTreeMap<&str, String> = VARIABLES
+        let environment: BTreeMap<&str, String> = SETTINGS
             .iter()
-            .filter_map(|(key, variable)| Some((*key, env(variable)?)))
+            .filter_map(|setting| Some((setting.key?, env(setting.variable)?)))
             .collect();
         let layers: Layers = Figment::from(Toml::string(text))
             .merge(Serialized::defaults(environment))

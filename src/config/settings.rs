@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// The settings as the file and the environment give them, the
 /// environment's over the file's. The file's keys are the variables' in
-/// lowercase without `RECKON_` ([`VARIABLES`]).
+/// lowercase without `RECKON_` ([`SETTINGS`]).
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Layers {
@@ -73,55 +73,296 @@ pub(super) struct Layers {
     oidc: Option<super::oidc::OidcSection>,
 }
 
-/// The environment variable of each file key.
-pub(super) const VARIABLES: [(&str, &str); 39] = [
-    ("listen", "RECKON_LISTEN"),
-    ("database_url", "DATABASE_URL"),
-    ("data_dir", "RECKON_DATA_DIR"),
-    ("timezone", "RECKON_TIMEZONE"),
-    ("log_format", "RECKON_LOG_FORMAT"),
-    ("site_dir", "RECKON_SITE_DIR"),
-    ("cookie_secure", "RECKON_COOKIE_SECURE"),
-    ("outbox_sinks", "RECKON_OUTBOX_SINKS"),
-    ("outbox_secret", "RECKON_OUTBOX_SECRET"),
-    ("query_schedule", "RECKON_QUERY_SCHEDULE"),
-    ("refused_keep", "RECKON_REFUSED_KEEP"),
-    ("callback_max_tries", "RECKON_CALLBACK_MAX_TRIES"),
-    ("calls_per_account", "RECKON_CALLS_PER_ACCOUNT"),
-    ("max_connections", "RECKON_MAX_CONNECTIONS"),
-    (
-        "header_read_timeout_secs",
-        "RECKON_HEADER_READ_TIMEOUT_SECS",
-    ),
-    ("idle_timeout_secs", "RECKON_IDLE_TIMEOUT_SECS"),
-    ("body_read_timeout_secs", "RECKON_BODY_READ_TIMEOUT_SECS"),
-    ("pull_times", "RECKON_PULL_TIMES"),
-    ("pull_catch_up_days", "RECKON_PULL_CATCH_UP_DAYS"),
-    ("statement_missing_hours", "RECKON_STATEMENT_MISSING_HOURS"),
-    ("statement_keep_days", "RECKON_STATEMENT_KEEP_DAYS"),
-    ("bank_window_days", "RECKON_BANK_WINDOW_DAYS"),
-    ("close_allow_open", "RECKON_CLOSE_ALLOW_OPEN"),
-    ("sla_hours", "RECKON_SLA_HOURS"),
-    // The day's edge
-    ("cut_window_minutes", "RECKON_CUT_WINDOW_MINUTES"),
-    // The matching rules.
-    ("match_keys", "RECKON_MATCH_KEYS"),
-    ("match_window_hours", "RECKON_MATCH_WINDOW_HOURS"),
-    ("amount_tolerance", "RECKON_AMOUNT_TOLERANCE"),
-    // Sinks as endpoints.
-    ("outbox_max_attempts", "RECKON_OUTBOX_MAX_ATTEMPTS"),
-    ("sink_failing_attempts", "RECKON_SINK_FAILING_ATTEMPTS"),
-    ("sink_failing_minutes", "RECKON_SINK_FAILING_MINUTES"),
-    ("outbox_in_flight", "RECKON_OUTBOX_IN_FLIGHT"),
-    // Refused webhooks spiking
-    ("refused_spike", "RECKON_REFUSED_SPIKE"),
-    // Console sessions and the sign-in lock-out.
-    ("session_idle_minutes", "RECKON_SESSION_IDLE_MINUTES"),
-    ("session_lifetime_hours", "RECKON_SESSION_LIFETIME_HOURS"),
-    ("login_max_failures", "RECKON_LOGIN_MAX_FAILURES"),
-    ("lockout_minutes", "RECKON_LOCKOUT_MINUTES"),
-    ("mfa_roles", "RECKON_MFA_ROLES"),
-    ("trusted_proxies", "RECKON_TRUSTED_PROXIES"),
+/// One setting: its environment variable, its key in the file (`None`:
+/// the environment only), its default and what it means, in Markdown. The
+/// loader reads the keys from here; `reckon docs config` writes the book's
+/// configuration reference from the same rows, so neither can drift.
+pub struct Setting {
+    pub variable: &'static str,
+    pub key: Option<&'static str>,
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+/// Every setting, in the order the reference lists them. The file's keys
+/// are the variables' in lowercase without `RECKON_`.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        variable: "RECKON_CONFIG",
+        key: None,
+        default: "none",
+        meaning: "path of the TOML file",
+    },
+    Setting {
+        variable: "RECKON_LISTEN",
+        key: Some("listen"),
+        default: "`127.0.0.1:3000`",
+        meaning: "address and port to serve on",
+    },
+    Setting {
+        variable: "DATABASE_URL",
+        key: Some("database_url"),
+        default: "`sqlite://$RECKON_DATA_DIR/reckon.db`",
+        meaning: "`sqlite://PATH` or `postgres://USER:PASS@HOST:PORT/DB`",
+    },
+    Setting {
+        variable: "RECKON_DATA_DIR",
+        key: Some("data_dir"),
+        default: "`data` (relative to the working directory)",
+        meaning: "where the SQLite file lives",
+    },
+    Setting {
+        variable: "RECKON_TIMEZONE",
+        key: Some("timezone"),
+        default: "`UTC`",
+        meaning: "business time zone (IANA name, e.g. `Asia/Shanghai`); business days are cut there",
+    },
+    Setting {
+        variable: "RECKON_LOG_FORMAT",
+        key: Some("log_format"),
+        default: "`pretty`",
+        meaning: "`json` for one JSON object per line, `pretty` for people",
+    },
+    Setting {
+        variable: "RECKON_SITE_DIR",
+        key: Some("site_dir"),
+        default: "`site` beside the binary, else `../site` (the build's `target/site`)",
+        meaning: "the compiled console: `pkg/` and assets",
+    },
+    Setting {
+        variable: "RECKON_COOKIE_SECURE",
+        key: Some("cookie_secure"),
+        default: "`false`",
+        meaning: "mark the session cookie `Secure` (set it behind HTTPS)",
+    },
+    Setting {
+        variable: "RECKON_SANDBOX_URL",
+        key: None,
+        default: "none",
+        meaning: "the API base URL of a sandbox provider account named `sandbox`, with `RECKON_SANDBOX_SECRET`",
+    },
+    Setting {
+        variable: "RECKON_SANDBOX_SECRET",
+        key: None,
+        default: "none",
+        meaning: "the `whsec_…` webhook secret of the sandbox provider account named `sandbox`, with `RECKON_SANDBOX_URL`",
+    },
+    Setting {
+        variable: "RECKON_OUTBOX_SINKS",
+        key: Some("outbox_sinks"),
+        default: "none",
+        meaning: "where outbox messages go: `fulfilment=http://host/path,accounting=http://…` — every event type, the default schedule (see [Sinks](../outbox/sinks.md); the file's `[[sinks]]` say more)",
+    },
+    Setting {
+        variable: "RECKON_OUTBOX_SECRET",
+        key: Some("outbox_secret"),
+        default: "random per start",
+        meaning: "`whsec_…` secret that signs outbox messages (set it so consumers can verify); a `[[sinks]]` entry without its own `secret` uses it too",
+    },
+    Setting {
+        variable: "RECKON_OUTBOX_MAX_ATTEMPTS",
+        key: Some("outbox_max_attempts"),
+        default: "unset",
+        meaning: "when set (1 to 50), the sinks of `RECKON_OUTBOX_SINKS` keep the old backoff — 20 s doubling to at most 1 h — for this many attempts in all; unset, they get the default schedule",
+    },
+    Setting {
+        variable: "RECKON_OUTBOX_IN_FLIGHT",
+        key: Some("outbox_in_flight"),
+        default: "`32`",
+        meaning: "messages sent at once to each sink (1 to 256) that does not set its own `in_flight`; see \"How messages are sent\" under [Sinks](../outbox/sinks.md)",
+    },
+    Setting {
+        variable: "RECKON_SINK_FAILING_ATTEMPTS",
+        key: Some("sink_failing_attempts"),
+        default: "`5`",
+        meaning: "a sink is *failing* once this many attempts in a row failed, or once it has been failing `RECKON_SINK_FAILING_MINUTES` without one delivery; either raises one `sink_failing` alert",
+    },
+    Setting {
+        variable: "RECKON_SINK_FAILING_MINUTES",
+        key: Some("sink_failing_minutes"),
+        default: "`30`",
+        meaning: "a sink is *failing* once it has been failing this many minutes without one delivery, or once `RECKON_SINK_FAILING_ATTEMPTS` attempts in a row failed; either raises one `sink_failing` alert",
+    },
+    Setting {
+        variable: "RECKON_QUERY_SCHEDULE",
+        key: Some("query_schedule"),
+        default: "`1m,5m,30m,2h,12h`",
+        meaning: "status-query delays after a create; after the last, the payment is flagged awaiting reconciliation",
+    },
+    Setting {
+        variable: "RECKON_REFUSED_KEEP",
+        key: Some("refused_keep"),
+        default: "`10000`",
+        meaning: "refused webhooks kept per provider for audit (`refused_callbacks`: reason, headers, first 4 KiB); at most 600 a minute are stored, the rest only counted in `callback_refused_total`",
+    },
+    Setting {
+        variable: "RECKON_CALLBACK_MAX_TRIES",
+        key: Some("callback_max_tries"),
+        default: "`10`",
+        meaning: "processing tries of a stored callback (retried after 2, 4, 8 … 64 minutes) before it is DEAD; a DEAD one waits for a person to replay it",
+    },
+    Setting {
+        variable: "RECKON_CALLS_PER_ACCOUNT",
+        key: Some("calls_per_account"),
+        default: "`4`",
+        meaning: "provider calls (creates, status queries, refunds) running at once per provider account; each has a lease of its own, so a provider that hangs to its timeout holds up only its own account's calls, never the outbox, callback retries or other accounts",
+    },
+    Setting {
+        variable: "RECKON_MAX_CONNECTIONS",
+        key: Some("max_connections"),
+        default: "`10000`",
+        meaning: "HTTP connections open at once (capped below the open-file limit, which Reckon raises to its hard limit at start). At the limit the connection idle longest is closed to make room; only when every one has a request in progress is the new one shed. Either is logged (at most once a second) and counted in `reckon_connections_shed_total`",
+    },
+    Setting {
+        variable: "RECKON_HEADER_READ_TIMEOUT_SECS",
+        key: Some("header_read_timeout_secs"),
+        default: "`10`",
+        meaning: "a request's headers must arrive within this, however slowly they trickle",
+    },
+    Setting {
+        variable: "RECKON_IDLE_TIMEOUT_SECS",
+        key: Some("idle_timeout_secs"),
+        default: "`60`",
+        meaning: "a connection with no request in progress that moves no bytes for this long is closed (idle keep-alive, or a client that never sends)",
+    },
+    Setting {
+        variable: "RECKON_BODY_READ_TIMEOUT_SECS",
+        key: Some("body_read_timeout_secs"),
+        default: "`10`",
+        meaning: "a request body that stops arriving for this long ends its request with `408` (a whole request has 30 s at most)",
+    },
+    Setting {
+        variable: "RECKON_PULL_TIMES",
+        key: Some("pull_times"),
+        default: "each kind's own",
+        meaning: "per provider account, `NAME=ZONE@HOUR` (comma-separated): the zone its statement days are cut in and the hour there its statement is ready from. Defaults: WeChat Pay `Asia/Shanghai@10`, Alipay `Asia/Shanghai@9`, others `RECKON_TIMEZONE@2`",
+    },
+    Setting {
+        variable: "RECKON_PULL_CATCH_UP_DAYS",
+        key: Some("pull_catch_up_days"),
+        default: "`7`",
+        meaning: "days back (yesterday's the latest, once ready) in which every day without a completed run is pulled, oldest first",
+    },
+    Setting {
+        variable: "RECKON_STATEMENT_MISSING_HOURS",
+        key: Some("statement_missing_hours"),
+        default: "`6`",
+        meaning: "a statement still missing this many hours after its ready time raises one `statement_missing` alert for its provider and day",
+    },
+    Setting {
+        variable: "RECKON_STATEMENT_KEEP_DAYS",
+        key: Some("statement_keep_days"),
+        default: "`400`",
+        meaning: "days a run's original statement file is kept (gzipped, in the database) before the retention pass deletes it",
+    },
+    Setting {
+        variable: "RECKON_BANK_WINDOW_DAYS",
+        key: Some("bank_window_days"),
+        default: "`3`",
+        meaning: "days either side of a payout's arrival date in which its bank credit may be booked; past them an unmatched payout is `PAYOUT_MISSING` and an unmatched provider credit `BANK_ONLY` (see [The bank side](../reconciliation/bank.md))",
+    },
+    Setting {
+        variable: "RECKON_CLOSE_ALLOW_OPEN",
+        key: Some("close_allow_open"),
+        default: "`LOW`",
+        meaning: "the highest severity of ticket a provider's day may still have open and be closed by itself after its run: `NONE` (no open ticket at all), `LOW`, `MEDIUM`, `HIGH` or `CRITICAL`; `OFF`: days close only by a supervisor (see [Fees and net; closing the day](../reconciliation/fees-and-closing.md))",
+    },
+    Setting {
+        variable: "RECKON_SLA_HOURS",
+        key: Some("sla_hours"),
+        default: "24 h for `PAYOUT_LATE`, `LOCAL_ONLY`, `PROVIDER_ONLY` and `PAID_AFTER_CLOSE`; 48 h for the amount, currency, refund, duplicate and one-to-many mismatches; 72 h for every other class",
+        meaning: "the hours a ticket of each class may stay open before it is overdue and raises one `sla_overdue` alert: `CLASS=HOURS` items, comma-separated, over the defaults, and `*=HOURS` for every class not named (e.g. `LOCAL_ONLY=8,*=48`); see [Ageing and SLA](../reconciliation/ageing-sla.md)",
+    },
+    Setting {
+        variable: "RECKON_MATCH_KEYS",
+        key: Some("match_keys"),
+        default: "`txn, payment_no`",
+        meaning: "the keys that find a statement row's payment, in order (see [Matching rules and the dry run](../reconciliation/matching-rules.md)); `txn` is required",
+    },
+    Setting {
+        variable: "RECKON_MATCH_WINDOW_HOURS",
+        key: Some("match_window_hours"),
+        default: "`72`",
+        meaning: "how near a row found by `payment_no` must be to its payment's creation (0–720; `account=HOURS` per account)",
+    },
+    Setting {
+        variable: "RECKON_AMOUNT_TOLERANCE",
+        key: Some("amount_tolerance"),
+        default: "none",
+        meaning: "`account:CURRENCY=MINOR` (`*:CURRENCY` for every account): a difference up to that is a LOW AMOUNT_MISMATCH offering ACCEPT, never a match",
+    },
+    Setting {
+        variable: "RECKON_CUT_WINDOW_MINUTES",
+        key: Some("cut_window_minutes"),
+        default: "`30`",
+        meaning: "the day's edge: a payment or refund finished this many minutes (0 to 360; 0: none) before its business day's cut, or after its start, and missing from the day's statement is *in transit* to the neighbouring day's statement, not yet LOCAL_ONLY. Per account: `30,wechat=60` (a number for all, then `NAME=MINUTES`)",
+    },
+    Setting {
+        variable: "RECKON_SESSION_IDLE_MINUTES",
+        key: Some("session_idle_minutes"),
+        default: "`15`",
+        meaning: "a console session unused this long ends (1 to 1440)",
+    },
+    Setting {
+        variable: "RECKON_SESSION_LIFETIME_HOURS",
+        key: Some("session_lifetime_hours"),
+        default: "`12`",
+        meaning: "a console session ends this long after sign-in, however busy (1 to 720)",
+    },
+    Setting {
+        variable: "RECKON_LOGIN_MAX_FAILURES",
+        key: Some("login_max_failures"),
+        default: "`5`",
+        meaning: "failed sign-ins of one username (in 15 minutes) that lock it (1 to 100); an address is locked after 20",
+    },
+    Setting {
+        variable: "RECKON_LOCKOUT_MINUTES",
+        key: Some("lockout_minutes"),
+        default: "`30`",
+        meaning: "how long a lock-out lasts (30 to 10080: never less than 30)",
+    },
+    Setting {
+        variable: "RECKON_TRUSTED_PROXIES",
+        key: Some("trusted_proxies"),
+        default: "none",
+        meaning: "reverse proxies (addresses or networks, comma-separated: `127.0.0.1, 10.0.0.0/8`) whose `X-Forwarded-For` names the client (see [Security](../security.md))",
+    },
+    Setting {
+        variable: "RECKON_MFA_ROLES",
+        key: Some("mfa_roles"),
+        default: "`supervisor,admin`",
+        meaning: "roles that must sign in with a second factor (TOTP), comma-separated, or `none`; `serve --demo` uses `none` unless it is set (see [Security](../security.md))",
+    },
+    Setting {
+        variable: "RECKON_OIDC_CLIENT_SECRET",
+        key: None,
+        default: "—",
+        meaning: "the `[oidc]` section's client secret, over the file's (see [Security](../security.md): single sign-on)",
+    },
+    Setting {
+        variable: "RECKON_REFUSED_SPIKE",
+        key: Some("refused_spike"),
+        default: "`20/5`",
+        meaning: "`N/M`: more than N webhooks of one provider failing verification within M minutes raise one `webhooks_refused_spike` alert per spell (see [Refused webhooks](../providers/refused-webhooks.md))",
+    },
+    Setting {
+        variable: "RECKON_AUDIT_KEY",
+        key: None,
+        default: "the file `audit.key` in the data directory (made at the first start, mode 0600)",
+        meaning: "the audit log's HMAC key, base64 of at least 32 bytes; give every instance on one database the same key (see [Triage and the two-person rule](../reconciliation/triage.md))",
+    },
+    Setting {
+        variable: "RECKON_AUDIT_OLD_KEYS",
+        key: None,
+        default: "none",
+        meaning: "retired audit keys, comma-separated: they sign nothing and still verify what they signed (`reckon audit rotate-key`)",
+    },
+    Setting {
+        variable: "RUST_LOG",
+        key: None,
+        default: "`info,sqlx=warn`",
+        meaning: "log filter",
+    },
 ];
 
 /// Each setting read and checked; a bad one is named by its variable.

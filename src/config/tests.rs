@@ -60,7 +60,7 @@ fn debug_output_masks_every_secret() {
     assert!(text.contains("REDACTED"), "{text}");
 }
 
-/// Each kind's keys as the README shows them, from the file; a key
+/// Each kind's keys as the book's provider pages show them, from the file; a key
 /// another kind takes, an unknown kind, or a bad secret is refused with
 /// the key named.
 #[test]

@@ -16,6 +16,7 @@ mod authz;
 mod bank;
 mod bank_formats;
 mod bank_groups;
+mod book;
 mod bulk;
 mod cli;
 mod cli_accounts;

@@ -24,7 +24,8 @@ use std::process::ExitCode;
     long_about = "Reckon: payment callbacks, reconciliation and the finance console.\n\n\
         Configuration comes from the TOML file named by RECKON_CONFIG (optional), \
         overridden by the environment: RECKON_LISTEN, DATABASE_URL, RECKON_DATA_DIR, \
-        RECKON_TIMEZONE, RECKON_LOG_FORMAT, RECKON_SITE_DIR, RECKON_COOKIE_SECURE. \
+        RECKON_TIMEZONE, RECKON_LOG_FORMAT, RECKON_SITE_DIR (a built console served instead of \
+        the one in the binary), RECKON_COOKIE_SECURE. \
         Without a command, `serve` runs."
 )]
 struct Cli {

@@ -139,9 +139,7 @@ pub(super) fn checked(
     let timezone = values::timezone(layers.timezone)?;
     let log_format = values::log_format(layers.log_format)?;
 
-    let site_dir = text(layers.site_dir)
-        .map(PathBuf::from)
-        .unwrap_or_else(values::default_site_dir);
+    let site_dir = text(layers.site_dir).map(PathBuf::from);
 
     let cookie_secure = match text(layers.cookie_secure) {
         Some(v) => values::parse_bool("RECKON_COOKIE_SECURE", &v)?,

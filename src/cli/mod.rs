@@ -4,6 +4,7 @@
 //! non-zero exit.
 
 mod audit;
+mod doctor;
 mod outbox;
 mod people;
 mod policy;
@@ -42,6 +43,11 @@ enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// Check the setup without changing it: settings, database and
+    /// migrations, audit key, provider accounts (DNS, TLS, credentials where
+    /// a read-only call exists), outbox sinks, alert channels, clock. One
+    /// line each, OK / WARN / FAIL; exit 1 on any FAIL.
+    Doctor,
     /// Apply the database migrations and exit (the server also applies them
     /// at start).
     Migrate,
@@ -99,6 +105,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = match Config::load() {
         Ok(c) => c,
+        Err(e) if matches!(cli.command, Some(Command::Doctor)) => {
+            return doctor::config_failed(&e);
+        }
         Err(e) => {
             eprintln!("reckon: error: {e}");
             return ExitCode::from(2);
@@ -136,6 +145,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             chaos,
         } => serve::sandbox(listen, &notify, secret, chaos).await?,
         Command::Serve { demo } => serve::serve(&config, demo).await?,
+        Command::Doctor => return Ok(doctor::doctor(&config).await),
         Command::Migrate => {
             let db = open_database(&config).await?;
             println!("migrations applied to {}", db.display_url);

@@ -388,7 +388,7 @@ async fn provider(http: &reqwest::Client, p: &ProviderConfig) -> (Vec<Finding>, 
         .headers()
         .get(reqwest::header::DATE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|d| httpdate(d))
+        .and_then(httpdate)
         .map(|theirs| Clock {
             account: p.name().to_owned(),
             theirs,
@@ -605,5 +605,34 @@ fn clock(clocks: &[Clock]) -> Finding {
             "clock",
             format!("within {skew} s of {}'s", c.account),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(theirs: &str, ours: &str) -> Clock {
+        Clock {
+            account: "stripe-eu".into(),
+            theirs: httpdate(theirs).unwrap(),
+            ours: ours.parse().unwrap(),
+        }
+    }
+
+    /// `Date` is an IMF-fixdate (RFC 9110 §5.6.7, its own example here).
+    #[test]
+    fn a_clock_past_thirty_seconds_is_warned_of() {
+        let near = at("Sun, 06 Nov 1994 08:49:37 GMT", "1994-11-06T08:49:10Z");
+        assert_eq!(clock(&[near]).level, Level::Ok);
+        let far = at("Sun, 06 Nov 1994 08:49:37 GMT", "1994-11-06T08:48:37Z");
+        let found = clock(&[far]);
+        assert_eq!(found.level, Level::Warn);
+        assert!(
+            found.said.starts_with("60 s from stripe-eu's"),
+            "{}",
+            found.said
+        );
+        assert_eq!(clock(&[]).level, Level::Warn);
     }
 }

@@ -42,7 +42,8 @@ ensure_rust_tools() {
 }
 
 # build_site debug|release: the WebAssembly bundle and assets into
-# target/site, then the server binary into target/<profile>/reckon. The
+# target/site, then the server binary into target/<profile>/reckon (the
+# release one with the site built in). The
 # release bundle has no names (two thirds of its size were names); both are
 # written with brotli and gzip copies beside each file, which the server
 # sends to browsers that take them. (wasm-opt was measured and left out:
@@ -78,7 +79,15 @@ build_site() {
   done
   rm -rf "$site" && mv "$site.tmp" "$site"
   say "building the server ($profile)"
-  cargo build "${cargo_flag[@]}" --bin reckon
+  if [[ "$profile" == release ]]; then
+    # The release binary carries the site (build.rs embeds the folder named
+    # here): it runs from any folder with nothing beside it.
+    RECKON_EMBED_SITE="$site" cargo build "${cargo_flag[@]}" --bin reckon
+  else
+    # Debug builds embed none (nor do the test binaries): the site is
+    # served from target/site or RECKON_SITE_DIR.
+    cargo build --bin reckon
+  fi
 }
 
 free_port() {

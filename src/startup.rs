@@ -53,6 +53,8 @@ pub struct Options {
     /// test can move the engine's time by days without ending its
     /// sessions, or age its sessions without moving the engine.
     pub session_clock: Arc<dyn Clock>,
+    /// The console's files built into the binary (a test gives a fixture).
+    pub embedded: web::assets::Embedded,
 }
 
 impl Default for Options {
@@ -63,6 +65,7 @@ impl Default for Options {
             workers: true,
             demo_recon_after: Duration::from_secs(60),
             session_clock: Arc::new(SystemClock),
+            embedded: web::assets::Embedded::built(),
         }
     }
 }
@@ -154,13 +157,27 @@ impl Application {
             .context("cannot record the settings' version")?;
         // The page names its assets by their fingerprint, so browsers may
         // cache them for good (`web::assets`).
-        let pkg = match web::assets::fingerprint(&config.site_dir) {
+        let site = web::assets::Site::choose(
+            config.site_dir.as_deref(),
+            options.embedded.clone(),
+            crate::config::site_beside_binary(),
+        );
+        let pkg = match site.fingerprint() {
             Some(fingerprint) => format!("pkg/{fingerprint}"),
-            None => "pkg".to_owned(),
+            None => {
+                tracing::warn!(
+                    site = ?site,
+                    "the console's compiled files are neither built into this binary nor in \
+                     the site folder: pages go out without their script and style. Build \
+                     the release binary after the site (.ci/start), or name a built site \
+                     in RECKON_SITE_DIR"
+                );
+                "pkg".to_owned()
+            }
         };
         let leptos_options = LeptosOptions::builder()
             .output_name("reckon")
-            .site_root(config.site_dir.display().to_string())
+            .site_root(site.root().display().to_string())
             .site_pkg_dir(pkg)
             .env(Env::PROD)
             .site_addr(config.listen)
@@ -171,6 +188,7 @@ impl Application {
             metrics: metrics.clone(),
             engine: engine.clone(),
             sso,
+            site,
         };
         let router = web::router(state, session_store.clone(), config.cookie_secure, extra).layer(
             axum::middleware::from_fn_with_state(

@@ -18,7 +18,7 @@ pub fn config(dir: &std::path::Path, secret: &Secret) -> Config {
         data_dir: dir.to_path_buf(),
         timezone: "UTC".into(),
         log_format: LogFormat::Pretty,
-        site_dir: dir.join("site"),
+        site_dir: Some(dir.join("site")),
         cookie_secure: false,
         providers: vec![ProviderConfig::Sandbox(SandboxConfig {
             name: "sandbox".into(),

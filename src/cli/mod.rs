@@ -5,6 +5,7 @@
 
 mod audit;
 pub mod docs;
+mod doctor;
 mod outbox;
 mod people;
 mod policy;
@@ -25,7 +26,8 @@ use std::process::ExitCode;
     long_about = "Reckon: payment callbacks, reconciliation and the finance console.\n\n\
         Configuration comes from the TOML file named by RECKON_CONFIG (optional), \
         overridden by the environment: RECKON_LISTEN, DATABASE_URL, RECKON_DATA_DIR, \
-        RECKON_TIMEZONE, RECKON_LOG_FORMAT, RECKON_SITE_DIR, RECKON_COOKIE_SECURE. \
+        RECKON_TIMEZONE, RECKON_LOG_FORMAT, RECKON_SITE_DIR (a built console served instead of \
+        the one in the binary), RECKON_COOKIE_SECURE. \
         Without a command, `serve` runs."
 )]
 struct Cli {
@@ -42,6 +44,11 @@ enum Command {
         #[arg(long)]
         demo: bool,
     },
+    /// Check the setup without changing it: settings, database and
+    /// migrations, audit key, provider accounts (DNS, TLS, credentials where
+    /// a read-only call exists), outbox sinks, alert channels, clock. One
+    /// line each, OK / WARN / FAIL; exit 1 on any FAIL.
+    Doctor,
     /// Apply the database migrations and exit (the server also applies them
     /// at start).
     Migrate,
@@ -107,6 +114,9 @@ pub fn main() -> ExitCode {
     }
     let config = match Config::load() {
         Ok(c) => c,
+        Err(e) if matches!(cli.command, Some(Command::Doctor)) => {
+            return doctor::config_failed(&e);
+        }
         Err(e) => {
             eprintln!("reckon: error: {e}");
             return ExitCode::from(2);
@@ -144,6 +154,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             chaos,
         } => serve::sandbox(listen, &notify, secret, chaos).await?,
         Command::Serve { demo } => serve::serve(&config, demo).await?,
+        Command::Doctor => return Ok(doctor::doctor(&config).await),
         Command::Migrate => {
             let db = open_database(&config).await?;
             println!("migrations applied to {}", db.display_url);

@@ -25,6 +25,7 @@ mod runtime;
 mod settings;
 mod sinks;
 mod values;
+pub use values::site_beside_binary;
 
 pub use alert_channels::{
     Channel, ChannelToml, QuietHours, Routing, Smtp, SmtpSecurity, Target, is_critical,
@@ -50,8 +51,9 @@ pub struct Config {
     /// IANA name of the business time zone (business days are cut there).
     pub timezone: String,
     pub log_format: LogFormat,
-    /// Where the compiled console (`pkg/`, assets) lives.
-    pub site_dir: PathBuf,
+    /// A folder holding the compiled console (`pkg/`, assets), served
+    /// instead of the one built into the binary (`web::assets::Site`).
+    pub site_dir: Option<PathBuf>,
     /// Send the session cookie with `Secure` (set behind HTTPS).
     pub cookie_secure: bool,
     /// Provider accounts, each served at `/webhooks/{name}`.

@@ -126,8 +126,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         variable: "RECKON_SITE_DIR",
         key: Some("site_dir"),
-        default: "`site` beside the binary, else `../site` (the build's `target/site`)",
-        meaning: "the compiled console: `pkg/` and assets",
+        default: "the console built into the binary (a debug build, which embeds none: `site` beside it, else `../site`)",
+        meaning: "a compiled console folder (`pkg/` and assets) served instead of the embedded one (development, tests)",
     },
     Setting {
         variable: "RECKON_COOKIE_SECURE",
@@ -380,9 +380,7 @@ pub(super) fn checked(
     let timezone = values::timezone(layers.timezone)?;
     let log_format = values::log_format(layers.log_format)?;
 
-    let site_dir = text(layers.site_dir)
-        .map(PathBuf::from)
-        .unwrap_or_else(values::default_site_dir);
+    let site_dir = text(layers.site_dir).map(PathBuf::from);
 
     let cookie_secure = match text(layers.cookie_secure) {
         Some(v) => values::parse_bool("RECKON_COOKIE_SECURE", &v)?,

@@ -516,25 +516,26 @@ pub(super) fn parse_bool(key: &'static str, value: &str) -> Result<bool, ConfigE
     }
 }
 
-/// The site directory beside the installed binary: `<exe>/../site` (the
-/// build layout, `target/<profile>/reckon` + `target/site`), else `<exe>/site`.
-pub(super) fn default_site_dir() -> PathBuf {
+/// A site folder beside the binary, for a build that embeds none (a debug
+/// build): `<exe>/site`, else `<exe>/../site` (the build layout,
+/// `target/<profile>/reckon` + `target/site`).
+pub fn site_beside_binary() -> Option<PathBuf> {
     let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_else(|| PathBuf::from("."));
     let beside = exe_dir.join("site");
     if beside.is_dir() {
-        return beside;
+        return Some(beside);
     }
     // target/debug/deps/<test binary> and target/debug/reckon both reach target/site.
     for up in exe_dir.ancestors().skip(1).take(2) {
         let candidate = up.join("site");
         if candidate.is_dir() {
-            return candidate;
+            return Some(candidate);
         }
     }
-    beside
+    None
 }
 
 /// The console's sessions and sign-in lock-out: `RECKON_SESSION_IDLE_MINUTES`

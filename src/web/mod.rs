@@ -63,6 +63,8 @@ pub struct AppState {
     pub engine: Engine,
     /// Sign-in through an OpenID Provider, when configured.
     pub sso: Option<Arc<crate::oidc::Sso>>,
+    /// Where the console's compiled files are served from.
+    pub site: assets::Site,
 }
 
 /// `extra` is merged in front of everything (the in-process sandbox).
@@ -124,9 +126,8 @@ pub fn router(
     // reads at most `WEBHOOK_LIMIT`.
     let provider_hooks = webhooks::router();
 
-    let site = std::path::PathBuf::from(state.leptos_options.site_root.as_ref());
     let assets = match state.leptos_options.site_pkg_dir.strip_prefix("pkg/") {
-        Some(fingerprint) => assets::router(&site, fingerprint),
+        Some(fingerprint) => state.site.router(fingerprint),
         None => Router::new(),
     };
 

@@ -61,7 +61,7 @@ pub async fn test_config(backend: Backend, dir: &Path) -> Config {
         data_dir: dir.join("data"),
         timezone: "UTC".into(),
         log_format: LogFormat::Pretty,
-        site_dir: PathBuf::from("target/site"),
+        site_dir: Some(PathBuf::from("target/site")),
         cookie_secure: false,
         providers: Vec::new(),
         outbox_sinks: Vec::new(),

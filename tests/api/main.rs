@@ -28,6 +28,7 @@ mod crash;
 mod day_edge;
 mod demo;
 mod disputes;
+mod doctor;
 mod duties;
 mod engine;
 mod expected_cash;

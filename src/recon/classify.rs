@@ -4,6 +4,7 @@
 //! are written after ([`super::write`]); here they are only decided and
 //! counted.
 
+pub(super) mod amounts;
 pub(super) mod edge;
 pub(super) mod groups;
 
@@ -31,6 +32,9 @@ pub(super) struct Applied {
     /// Per currency, the amount difference (minor units) that is an
     /// AMOUNT_MISMATCH of LOW severity, to ACCEPT.
     pub tolerances: hashbrown::HashMap<String, i64>,
+    /// A row no identifier found is paired by amount and date
+    /// ([`amounts`]).
+    pub by_amount: bool,
 }
 
 impl Applied {
@@ -46,6 +50,7 @@ impl Applied {
             payment_no_first: rules.payment_no_first(),
             window_us: rules.window(provider),
             tolerances,
+            by_amount: rules.by_amount(),
         }
     }
 

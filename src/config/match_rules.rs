@@ -217,12 +217,11 @@ pub fn keys(given: Option<String>) -> Result<Vec<MatchKey>, ConfigError> {
     };
     let mut keys = Vec::new();
     for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let key = MatchKey::parse(item)
-            .ok_or_else(|| {
-                refused(format!(
-                    "{item:?} is no matching key: expected txn, payment_no, reference or amount"
-                ))
-            })?;
+        let key = MatchKey::parse(item).ok_or_else(|| {
+            refused(format!(
+                "{item:?} is no matching key: expected txn, payment_no, reference or amount"
+            ))
+        })?;
         if keys.contains(&key) {
             return Err(refused(format!("{item:?} is named twice")));
         }
@@ -401,7 +400,13 @@ mod tests {
 
     #[test]
     fn the_amount_and_reference_keys_read_in_their_order() {
-        let r = rules(Some("txn, reference, payment_no, amount".into()), None, None, any).unwrap();
+        let r = rules(
+            Some("txn, reference, payment_no, amount".into()),
+            None,
+            None,
+            any,
+        )
+        .unwrap();
         assert!(r.by_amount() && r.by_reference() && r.by_payment_no());
         assert!(r.reference_before_payment_no());
         let r = rules(Some("txn, payment_no, reference".into()), None, None, any).unwrap();
@@ -418,8 +423,13 @@ mod tests {
         assert!(e(rules(Some("payment_no".into()), None, None, any)).contains("txn is required"));
         assert!(e(rules(Some("txn, txn".into()), None, None, any)).contains("named twice"));
         assert!(
-            e(rules(Some("txn, amount, payment_no".into()), None, None, any))
-                .contains("amount must come last")
+            e(rules(
+                Some("txn, amount, payment_no".into()),
+                None,
+                None,
+                any
+            ))
+            .contains("amount must come last")
         );
         assert!(
             e(rules(Some("txn, amounts".into()), None, None, any))

@@ -463,6 +463,10 @@ async fn reconcile_under(
     let named = Named::of(&exceptions);
     let (by_txn, by_no) =
         local::named_payments(engine, provider, &named, &exceptions, early).await?;
+    let by_ref = match rules.by_reference {
+        true => local::by_reference(engine, provider, &exceptions).await?,
+        false => Default::default(),
+    };
     let (mut edges, mut day) = edge::load(engine, run, day).await?;
     // Classifying reads the day's payments by their place: their index by
     // transaction id (12 bytes a payment) goes before the run's peak.
@@ -484,7 +488,7 @@ async fn reconcile_under(
         &day,
         &exceptions,
         &named,
-        (&by_txn, &by_no),
+        (&by_txn, &by_no, &by_ref),
         &mut edges,
         &mut figures,
         rules,

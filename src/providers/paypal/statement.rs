@@ -67,6 +67,7 @@ struct Columns {
     fee: Option<usize>,
     fee_currency: Option<usize>,
     custom: Option<usize>,
+    invoice: Option<usize>,
 }
 
 /// A column name with its runs of spaces made one, for comparing.
@@ -144,6 +145,10 @@ impl SettlementBill {
             fee: find("Fee Amount"),
             fee_currency: find("Fee Currency"),
             custom: find("Custom Field"),
+            // The purchase unit's invoice_id, "the API caller-provided
+            // external invoice number for this order" (Orders v2): the
+            // merchant's order, apart from custom_id's payment_no.
+            invoice: find("Invoice ID"),
         });
         self.section_rows = 0;
         Ok(())
@@ -271,6 +276,11 @@ impl BillFormat for SettlementBill {
                     status: "SUCCEEDED",
                     occurred_at,
                     fee,
+                    reference: if refund {
+                        None
+                    } else {
+                        present(opt(at.invoice))
+                    },
                 });
                 Ok(true)
             }

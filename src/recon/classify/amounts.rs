@@ -260,7 +260,10 @@ mod tests {
 
     #[test]
     fn one_payment_of_the_amount_within_the_window_pairs() {
-        let u = [pay("P1", 1000, 10, "PENDING"), pay("P2", 999, 10, "PENDING")];
+        let u = [
+            pay("P1", 1000, 10, "PENDING"),
+            pay("P2", 999, 10, "PENDING"),
+        ];
         let got = pair(&[row(2, 1000, 12)], &u, 3 * HOUR);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].1, ByAmount::Paired(u[0].clone()));
@@ -281,7 +284,10 @@ mod tests {
 
     #[test]
     fn only_a_mutually_unique_pair_pairs() {
-        let two = [pay("P1", 1000, 10, "PENDING"), pay("P2", 1000, 11, "PENDING")];
+        let two = [
+            pay("P1", 1000, 10, "PENDING"),
+            pay("P2", 1000, 11, "PENDING"),
+        ];
         let got = pair(&[row(2, 1000, 12)], &two, 3 * HOUR);
         assert_eq!(got[0].1, ByAmount::Several(vec!["P1".into(), "P2".into()]));
         let one = [pay("P1", 1000, 10, "PENDING")];
@@ -314,7 +320,11 @@ mod tests {
         let groups = settle(pairs, 3 * HOUR, &mut found, &mut figures);
         assert_eq!(found.len(), 1, "the paid pair's two findings are gone");
         assert_eq!(found[0].line_no, Some(3));
-        assert!(found[0].reason.contains("payment P2"), "{}", found[0].reason);
+        assert!(
+            found[0].reason.contains("payment P2"),
+            "{}",
+            found[0].reason
+        );
         assert!(found[0].reason.contains("nothing is paid until"));
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].row.line_no, 3);

@@ -186,7 +186,7 @@ async fn a_row_with_two_candidates_pairs_nothing_and_says_why(b: Backend) {
     for (ticket, other_line) in [(&t[1], 4), (&t[2], 3)] {
         assert!(
             ticket.2.contains(&format!(
-                "payment {p3} (7.00 CNY, CREATED) is also the only candidate of statement line {other_line};"
+                "payment {p3} (7.00 CNY, CREATED) is also a candidate of statement line {other_line};"
             )),
             "{ticket:?}"
         );

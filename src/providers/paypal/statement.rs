@@ -347,6 +347,25 @@ mod tests {
         assert_eq!((checks[0].stated, checks[0].read), (5, 5));
     }
 
+    /// The Invoice ID column (the purchase unit's invoice_id) is a payment's
+    /// reference; a refund's is not read.
+    #[test]
+    fn the_invoice_id_is_a_payments_reference() {
+        let text = String::from_utf8(fixture("paypal_settlement.csv")).unwrap();
+        let (rows, _) = read_all(FORMAT, text.as_bytes()).unwrap();
+        assert_eq!(rows[0].reference, None, "an empty Invoice ID");
+        let with = text.replacen(
+            "\"2GG279541U471931P\",\"\",",
+            "\"2GG279541U471931P\",\"ORDER-7\",",
+            1,
+        );
+        assert_ne!(with, text);
+        let (rows, _) = read_all(FORMAT, with.as_bytes()).unwrap();
+        assert_eq!(rows[0].reference.as_deref(), Some("ORDER-7"));
+        assert_eq!(rows[0].payment_no.as_deref(), Some("PP-SETTLE-1"));
+        assert_eq!(rows[2].reference, None);
+    }
+
     /// An uploaded report is told as PayPal's by its first lines.
     #[test]
     fn an_upload_is_told_as_a_paypal_settlement_report() {

@@ -219,6 +219,32 @@ payment,SBX2,PAY2,,,SUCCEEDED,0.01,USD,2026-11-30T10:00:00Z\n\
     }
 
     #[test]
+    fn a_reference_column_is_read_when_the_header_names_it() {
+        let text = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at,reference\n\
+payment,SBX1,,,,SUCCEEDED,10.00,USD,2026-11-30T10:00:00Z,ORDER-7\n\
+payment,SBX2,PAY2,,,SUCCEEDED,1.00,USD,2026-11-30T10:00:00Z,\n\
+#summary,rows=2,total_minor=1100\n";
+        let (rows, _) = read_all(FORMAT, text.as_bytes()).unwrap();
+        assert_eq!(rows[0].reference.as_deref(), Some("ORDER-7"));
+        assert_eq!(rows[1].reference, None);
+        // Nine fields under a header of ten: refused, as one too few.
+        let short = text.replace(",ORDER-7", "");
+        let err = read_all(FORMAT, short.as_bytes()).unwrap_err();
+        assert_eq!(
+            (err.line, err.reason.as_str()),
+            (2, "expected 10 fields, found 9")
+        );
+        // Without the column, none.
+        let plain = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n\
+payment,SBX1,PAY1,,,SUCCEEDED,10.00,USD,2026-11-30T10:00:00Z\n\
+#summary,rows=1,total_minor=1000\n";
+        assert_eq!(
+            read_all(FORMAT, plain.as_bytes()).unwrap().0[0].reference,
+            None
+        );
+    }
+
+    #[test]
     fn the_sandbox_csv_and_its_summary() {
         let text = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n\
 payment,SBX1,PAY1,,,SUCCEEDED,10.00,USD,2026-11-30T10:00:00Z\n\

@@ -183,7 +183,7 @@ pub(in crate::recon) fn settle(
             ByAmount::Shared(p, lines) => {
                 figures.count_by_key(KEY, "ambiguous");
                 format!(
-                    "; not paired by amount: payment {} ({amount}, {}) is also the only candidate of statement line {}; decide by hand",
+                    "; not paired by amount: payment {} ({amount}, {}) is also a candidate of statement line {}; decide by hand",
                     p.no,
                     p.status,
                     bounded(&lines)

@@ -261,6 +261,7 @@ async fn adding_the_amount_key_is_previewed_and_matches_a_paid_pair(b: Backend) 
             "tickets_proposed": 0,
             "classes_more": { "MATCHED": 1, "LOCAL_ONLY": -1, "PROVIDER_ONLY": -1 },
             "tickets_more": { "LOCAL_ONLY CRITICAL": -1, "PROVIDER_ONLY HIGH": -1 },
+            "by_key_proposed": { "amount": { "matched": 1 } },
             "error": null,
         }),
         "{preview}"
@@ -335,6 +336,11 @@ async fn a_reference_finds_the_payment_of_its_order(b: Backend) {
         [("PROVIDER_ONLY".to_owned(), 1)].into_iter().collect(),
         "{off:?}"
     );
+    assert!(off.by_key.is_empty(), "{off:?}");
+    let on = reckon::recon::preview_run(&engine, run_id, None)
+        .await
+        .unwrap();
+    assert_eq!(on.by_key["reference"]["found"], 1, "{on:?}");
 }
 
 both_databases!(

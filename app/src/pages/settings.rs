@@ -227,6 +227,7 @@ fn RulesPreview(previews: Vec<crate::settings::RulePreview>, lang: Lang) -> impl
                 {previews.into_iter().map(|p| {
                     let by_class = p.classes_more.iter().map(|(c, n)| format!("{c} {}", signed(*n))).collect::<Vec<_>>().join(", ");
                     let by_ticket = p.tickets_more.iter().map(|(c, n)| format!("{c} {}", signed(*n))).collect::<Vec<_>>().join(", ");
+                    let by_key = p.by_key_proposed.iter().flat_map(|(k, by)| by.iter().map(move |(w, n)| format!("{k} {w} {n}"))).collect::<Vec<_>>().join(", ");
                     view! {
                         <tr data-provider=p.provider.clone()>
                             <td>{p.provider.clone()} " " {p.business_date.clone()}<br/><code class="muted">{p.run_id.clone()}</code></td>
@@ -237,7 +238,7 @@ fn RulesPreview(previews: Vec<crate::settings::RulePreview>, lang: Lang) -> impl
                                         " (" {signed(p.matched_proposed - p.matched_now)} ")"</td>
                                     <td class="preview-tickets">{p.tickets_now} " → " {p.tickets_proposed}
                                         " (" {signed(p.tickets_proposed - p.tickets_now)} ")"</td>
-                                    <td class="preview-classes">{by_class}<br/><span class="preview-ticket-classes">{by_ticket}</span></td>
+                                    <td class="preview-classes">{by_class}<br/><span class="preview-ticket-classes">{by_ticket}</span><br/><span class="preview-keys">{by_key}</span></td>
                                 }.into_any(),
                             }}
                         </tr>

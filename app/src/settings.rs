@@ -60,6 +60,12 @@ pub struct RulePreview {
     /// More tickets per class and severity (`AMOUNT_MISMATCH LOW`).
     #[serde(default)]
     pub tickets_more: std::collections::BTreeMap<String, i64>,
+    /// Under the proposed rules, what the keys after the identifiers did
+    /// (`amount`: rows `matched`, `proposed`, `ambiguous`; `reference`:
+    /// rows `found`); left out when nothing.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub by_key_proposed:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, i64>>,
     /// Why it could not be previewed, if so.
     pub error: Option<String>,
 }

@@ -32,6 +32,16 @@ pub enum MatchKey {
     /// The merchant's payment_no the row carries, within the window of the
     /// payment's creation.
     PaymentNo,
+    /// The merchant's own order reference the row states apart from the
+    /// payment_no (a payment's `order_no`), within the window, when it
+    /// names exactly one of the account's payments there.
+    Reference,
+    /// The last resort: a row no identifier found, paired with the one
+    /// payment of the day the statement does not list of the same account,
+    /// currency and exact amount made within the window — only when the
+    /// pair is mutually unique; a pair whose sides disagree on the outcome
+    /// is only proposed.
+    Amount,
 }
 
 impl MatchKey {
@@ -39,6 +49,8 @@ impl MatchKey {
         match self {
             MatchKey::Txn => "txn",
             MatchKey::PaymentNo => "payment_no",
+            MatchKey::Reference => "reference",
+            MatchKey::Amount => "amount",
         }
     }
 
@@ -46,6 +58,8 @@ impl MatchKey {
         match s {
             "txn" => Some(MatchKey::Txn),
             "payment_no" => Some(MatchKey::PaymentNo),
+            "reference" => Some(MatchKey::Reference),
+            "amount" => Some(MatchKey::Amount),
             _ => None,
         }
     }
@@ -82,6 +96,24 @@ impl MatchRules {
     /// names none of the day's payments.
     pub fn by_payment_no(&self) -> bool {
         self.keys.contains(&MatchKey::PaymentNo)
+    }
+
+    /// Whether a row no identifier found is paired by amount and date.
+    pub fn by_amount(&self) -> bool {
+        self.keys.contains(&MatchKey::Amount)
+    }
+
+    /// Whether a row no earlier key found is found by the merchant's
+    /// reference it states.
+    pub fn by_reference(&self) -> bool {
+        self.keys.contains(&MatchKey::Reference)
+    }
+
+    /// Whether the reference is tried before the payment_no when both are
+    /// keys.
+    pub fn reference_before_payment_no(&self) -> bool {
+        let at = |k| self.keys.iter().position(|x| *x == k);
+        matches!((at(MatchKey::Reference), at(MatchKey::PaymentNo)), (Some(r), Some(n)) if r < n)
     }
 
     /// Whether payment_no decides before the transaction id when the two
@@ -171,9 +203,9 @@ impl MatchRules {
     }
 }
 
-/// `RECKON_MATCH_KEYS`: the keys in order, comma-separated, from `txn`
-/// and `payment_no`; the transaction id among them (default
-/// `txn, payment_no`).
+/// `RECKON_MATCH_KEYS`: the keys in order, comma-separated, from `txn`,
+/// `payment_no`, `reference` and `amount`; the transaction id among them,
+/// `amount` after every identifier (default `txn, payment_no`).
 pub fn keys(given: Option<String>) -> Result<Vec<MatchKey>, ConfigError> {
     let Some(given) = given.filter(|g| !g.trim().is_empty()) else {
         return Ok(MatchRules::default().keys);
@@ -185,8 +217,11 @@ pub fn keys(given: Option<String>) -> Result<Vec<MatchKey>, ConfigError> {
     };
     let mut keys = Vec::new();
     for item in given.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let key = MatchKey::parse(item)
-            .ok_or_else(|| refused(format!("{item:?}: expected txn or payment_no")))?;
+        let key = MatchKey::parse(item).ok_or_else(|| {
+            refused(format!(
+                "{item:?} is no matching key: expected txn, payment_no, reference or amount"
+            ))
+        })?;
         if keys.contains(&key) {
             return Err(refused(format!("{item:?} is named twice")));
         }
@@ -195,6 +230,16 @@ pub fn keys(given: Option<String>) -> Result<Vec<MatchKey>, ConfigError> {
     if !keys.contains(&MatchKey::Txn) {
         return Err(refused(
             "txn is required: the provider's transaction id is what a statement row is matched by"
+                .into(),
+        ));
+    }
+    if keys
+        .iter()
+        .position(|k| *k == MatchKey::Amount)
+        .is_some_and(|at| at + 1 != keys.len())
+    {
+        return Err(refused(
+            "amount must come last: it only pairs a row no identifier (txn, payment_no, reference) found"
                 .into(),
         ));
     }
@@ -354,10 +399,42 @@ mod tests {
     }
 
     #[test]
+    fn the_amount_and_reference_keys_read_in_their_order() {
+        let r = rules(
+            Some("txn, reference, payment_no, amount".into()),
+            None,
+            None,
+            any,
+        )
+        .unwrap();
+        assert!(r.by_amount() && r.by_reference() && r.by_payment_no());
+        assert!(r.reference_before_payment_no());
+        let r = rules(Some("txn, payment_no, reference".into()), None, None, any).unwrap();
+        assert!(!r.by_amount() && !r.reference_before_payment_no());
+        let d = MatchRules::default();
+        assert!(!d.by_amount() && !d.by_reference());
+        let (k, w, t) = MatchRules::texts_of(&r.document());
+        assert_eq!(rules(Some(k), Some(w), Some(t), any).unwrap(), r);
+    }
+
+    #[test]
     fn bad_rules_are_refused_naming_their_variable() {
         let e = |r: Result<MatchRules, ConfigError>| r.unwrap_err().to_string();
         assert!(e(rules(Some("payment_no".into()), None, None, any)).contains("txn is required"));
         assert!(e(rules(Some("txn, txn".into()), None, None, any)).contains("named twice"));
+        assert!(
+            e(rules(
+                Some("txn, amount, payment_no".into()),
+                None,
+                None,
+                any
+            ))
+            .contains("amount must come last")
+        );
+        assert!(
+            e(rules(Some("txn, amounts".into()), None, None, any))
+                .contains("\"amounts\" is no matching key")
+        );
         assert!(
             e(rules(None, Some("800".into()), None, any)).contains("RECKON_MATCH_WINDOW_HOURS")
         );

@@ -4,6 +4,7 @@
 //! are written after ([`super::write`]); here they are only decided and
 //! counted.
 
+pub(super) mod amounts;
 pub(super) mod edge;
 pub(super) mod groups;
 
@@ -31,6 +32,14 @@ pub(super) struct Applied {
     /// Per currency, the amount difference (minor units) that is an
     /// AMOUNT_MISMATCH of LOW severity, to ACCEPT.
     pub tolerances: hashbrown::HashMap<String, i64>,
+    /// A row no identifier found is paired by amount and date
+    /// ([`amounts`]).
+    pub by_amount: bool,
+    /// A row whose transaction id names no payment is found by the
+    /// merchant's reference it states (the order), within the window.
+    pub by_reference: bool,
+    /// ... before its payment_no.
+    pub reference_first: bool,
 }
 
 impl Applied {
@@ -46,6 +55,9 @@ impl Applied {
             payment_no_first: rules.payment_no_first(),
             window_us: rules.window(provider),
             tolerances,
+            by_amount: rules.by_amount(),
+            by_reference: rules.by_reference(),
+            reference_first: rules.reference_before_payment_no(),
         }
     }
 
@@ -137,6 +149,35 @@ impl<'a> Named<'a> {
                 .filter(|n| !nos.contains(n))
                 .collect(),
         )
+    }
+}
+
+/// Payments by their order (the `reference` key): every attempt of each.
+pub(super) type ByOrder = hashbrown::HashMap<String, Vec<Pay>>;
+
+/// The one payment of the order a row's reference names made within the
+/// window of the row (a row without a time: any); `Err` with them when
+/// several are.
+pub(super) fn referenced<'p>(
+    row: &StatementRow,
+    by_ref: &'p ByOrder,
+    window_us: i64,
+) -> Result<Option<&'p Pay>, Vec<&'p Pay>> {
+    let Some(all) = row.reference.as_deref().and_then(|r| by_ref.get(r)) else {
+        return Ok(None);
+    };
+    let near: Vec<&Pay> = all
+        .iter()
+        .filter(|p| match (p.created, row.occurred_at) {
+            (Some(c), Some(o)) => (o - c).abs() <= window_us,
+            (Some(_), None) => true,
+            _ => false,
+        })
+        .collect();
+    match near.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        _ => Err(near),
     }
 }
 
@@ -352,7 +393,7 @@ pub(super) fn payments(
         day,
         exceptions,
         named,
-        (by_txn, by_no),
+        (by_txn, by_no, &ByOrder::new()),
         edges,
         figures,
         &rules,
@@ -366,12 +407,15 @@ pub(super) fn payments_under(
     day: &DayPayments,
     exceptions: &[(StatementRow, Option<u32>)],
     named: &Named<'_>,
-    (by_txn, by_no): (&ByKey, &ByKey),
+    (by_txn, by_no, by_ref): (&ByKey, &ByKey, &ByOrder),
     edges: &mut Edges,
     figures: &mut Figures,
     rules: &Applied,
     approved: &Approved,
 ) -> Classified {
+    // The day's payments a row's reference found (named by it, as by a
+    // payment_no).
+    let mut by_reference: hashbrown::HashSet<&str> = hashbrown::HashSet::new();
     // Sized for every finding there can be (the exceptions, the payments
     // named more than once, those named by none): a finding is some 300
     // bytes, and a doubling of hundreds of thousands of them held both
@@ -409,6 +453,24 @@ pub(super) fn payments_under(
             .as_deref()
             .and_then(|no| by_no.get(no))
             .filter(|_| rules.by_payment_no);
+        // The reference, for a row whose transaction names no payment.
+        let (mut r, mut several) = (None, Vec::new());
+        if rules.by_reference && t.is_none() {
+            match referenced(row, by_ref, rules.window_us) {
+                Ok(p) => r = p,
+                Err(many) => several = many,
+            }
+        }
+        let n = match rules.reference_first {
+            true => r.or(n),
+            false => n.or(r),
+        };
+        let found_by_reference =
+            r.is_some() && n.is_some_and(|n| r.is_some_and(|r| std::ptr::eq(n, r)));
+        if found_by_reference && let Some(p) = n {
+            by_reference.insert(p.no.as_str());
+            figures.count_by_key("reference", "found");
+        }
         figures.statement_rows += 1;
         // A row an approved group settled (a combined payment's) is matched.
         if row
@@ -424,7 +486,19 @@ pub(super) fn payments_under(
                 figures.count_matched(1);
                 continue;
             }
-            Verdict::Ticket(v) => v,
+            Verdict::Ticket(mut v) => {
+                if v.class == Class::ProviderOnly && !several.is_empty() {
+                    let nos: Vec<&str> = several.iter().take(5).map(|p| p.no.as_str()).collect();
+                    v.reason.push_str(&format!(
+                        "; its reference {} names {} payments made within the window ({}{}): not found by it",
+                        row.reference.as_deref().unwrap_or("-"),
+                        several.len(),
+                        nos.join(", "),
+                        if several.len() > 5 { ", …" } else { "" }
+                    ));
+                }
+                v
+            }
         };
         figures.count(v.class, 1);
         if v.repairable
@@ -463,10 +537,11 @@ pub(super) fn payments_under(
 
     // Without the payment_no key a payment only a row's payment_no names
     // is not listed.
-    let named: hashbrown::HashSet<&str> = match rules.by_payment_no {
+    let mut named: hashbrown::HashSet<&str> = match rules.by_payment_no {
         true => named.nos.iter().copied().collect(),
         false => Default::default(),
     };
+    named.extend(by_reference);
     // Counted here and added once: a map entry per payment (comparing
     // class names) was a large part of classifying a day (perf).
     let (mut plainly, mut unlisted_matched) = (0i64, 0i64);

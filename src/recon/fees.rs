@@ -220,6 +220,7 @@ mod tests {
     fn row(kind: RowKind, minor: i64, fee: Option<i64>, status: &str) -> RowRef<'static> {
         let cny = Currency::parse("CNY").unwrap();
         RowRef {
+            reference: None,
             line_no: 2,
             kind,
             provider_txn_id: Some("T1"),
@@ -240,6 +241,7 @@ mod tests {
     fn exact(kind: RowKind, minor: i64, fee: &str) -> RowRef<'static> {
         let cny = Currency::parse("CNY").unwrap();
         RowRef {
+            reference: None,
             fee: Some(Fee::parse_major(fee, cny).unwrap()),
             ..row(kind, minor, None, "ok")
         }

@@ -41,6 +41,11 @@ pub(super) struct Figures {
     /// arrive) the statement from the start of the run, classifying what
     /// did not plainly match, writing what was found.
     pub millis: BTreeMap<&'static str, u64>,
+    /// What the keys after the identifiers did (`amount`: rows `matched`,
+    /// `proposed`, `ambiguous`; `reference`: rows `found`); absent when
+    /// they did nothing.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_key: BTreeMap<&'static str, BTreeMap<&'static str, i64>>,
     /// The tickets found, by class and severity (a preview shows them; a
     /// run's stored figures count rows).
     #[serde(skip)]
@@ -50,6 +55,21 @@ pub(super) struct Figures {
 impl Figures {
     pub fn count(&mut self, class: Class, n: i64) {
         *self.classes.entry(class.as_str()).or_default() += n;
+    }
+
+    /// One record fewer of `class` (a class left at none is left out).
+    pub fn uncount(&mut self, class: Class) {
+        if let Some(n) = self.classes.get_mut(class.as_str()) {
+            *n -= 1;
+            if *n <= 0 {
+                self.classes.remove(class.as_str());
+            }
+        }
+    }
+
+    /// One more row `what` (`matched`, `proposed`, …) under matching key `key`.
+    pub fn count_by_key(&mut self, key: &'static str, what: &'static str) {
+        *self.by_key.entry(key).or_default().entry(what).or_default() += 1;
     }
 
     pub fn count_matched(&mut self, n: i64) {

@@ -156,10 +156,16 @@ pub(super) async fn record(
         let Search::Payments(ps) = &g.found else {
             continue;
         };
-        let reason = format!(
-            "{} sum exactly to the {row_text}",
-            ps.iter().map(pay_text).collect::<Vec<_>>().join(" + ")
-        );
+        let reason = match ps.as_slice() {
+            [one] => format!(
+                "{} is by amount and date the one payment of the {row_text}, and no other row's",
+                pay_text(one)
+            ),
+            _ => format!(
+                "{} sum exactly to the {row_text}",
+                ps.iter().map(pay_text).collect::<Vec<_>>().join(" + ")
+            ),
+        };
         let evidence = format!(
             "found by run {}: {} payment(s) of {} the statement of {} does not list, {}, made within {minutes} minutes of the row; group {group_id}",
             run.run_id,

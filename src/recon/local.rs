@@ -158,6 +158,8 @@ fn add_found(out: &mut ByKey, key: PaymentKey, provider: &str, p: NamedPayment) 
     let k = match key {
         PaymentKey::PaymentNo => p.payment_no.clone(),
         PaymentKey::ProviderTxnId => p.provider_txn_id.clone().unwrap_or_default(),
+        // An order has an attempt per payment: each is kept.
+        PaymentKey::OrderNo => p.payment_no.clone(),
     };
     out.entry(k).or_insert(Pay {
         no: p.payment_no,
@@ -221,6 +223,38 @@ pub(super) async fn payments_by(
     let db = &engine.db;
     for p in recon_reads::payments_by(&db.pool, db.kind, key, keys).await? {
         add_found(&mut out, key, provider, p);
+    }
+    Ok(out)
+}
+
+/// The payments of the orders the exceptions' references name (the
+/// `reference` key), by order: each of their attempts.
+pub(super) async fn by_reference(
+    engine: &Engine,
+    provider: &str,
+    exceptions: &[(StatementRow, Option<u32>)],
+) -> Result<hashbrown::HashMap<String, Vec<Pay>>, ReconError> {
+    let mut refs: Vec<&str> = exceptions
+        .iter()
+        .filter(|(_, slot)| slot.is_none())
+        .filter_map(|(r, _)| r.reference.as_deref())
+        .collect();
+    refs.sort_unstable();
+    refs.dedup();
+    let mut out: hashbrown::HashMap<String, Vec<Pay>> = hashbrown::HashMap::new();
+    if refs.is_empty() {
+        return Ok(out);
+    }
+    for p in payments_by(engine, PaymentKey::OrderNo, provider, &refs)
+        .await?
+        .into_values()
+    {
+        if let Some(order) = p.order.clone() {
+            out.entry(order).or_default().push(p);
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| a.no.cmp(&b.no));
     }
     Ok(out)
 }

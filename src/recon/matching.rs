@@ -380,6 +380,12 @@ impl DayPayments {
         std::str::from_utf8(self.no(i)).unwrap_or_default()
     }
 
+    /// The amount and currency of payment `i`, borrowed.
+    pub fn money_of(&self, i: u32) -> (i64, &str) {
+        let s = self.slot(i);
+        (s.amount, self.names.get(s.currency))
+    }
+
     pub fn status_of(&self, i: u32) -> &str {
         self.names.get(self.slot(i).status)
     }

@@ -463,6 +463,10 @@ async fn reconcile_under(
     let named = Named::of(&exceptions);
     let (by_txn, by_no) =
         local::named_payments(engine, provider, &named, &exceptions, early).await?;
+    let by_ref = match rules.by_reference {
+        true => local::by_reference(engine, provider, &exceptions).await?,
+        false => Default::default(),
+    };
     let (mut edges, mut day) = edge::load(engine, run, day).await?;
     // Classifying reads the day's payments by their place: their index by
     // transaction id (12 bytes a payment) goes before the run's peak.
@@ -484,7 +488,7 @@ async fn reconcile_under(
         &day,
         &exceptions,
         &named,
-        (&by_txn, &by_no),
+        (&by_txn, &by_no, &by_ref),
         &mut edges,
         &mut figures,
         rules,
@@ -494,9 +498,30 @@ async fn reconcile_under(
         figures.statement_rows, payment_rows,
         "every payment row in exactly one class"
     );
+    // 2b. The amount key, when on: rows no identifier found against the
+    // day's unlisted payments of their amount.
+    let (amount_groups, by_amount, unlisted) = match rules.by_amount {
+        true => {
+            pair_by_amount(
+                engine,
+                run,
+                &day,
+                (&exceptions, unlisted),
+                &mut found,
+                &mut figures,
+                rules,
+            )
+            .await?
+        }
+        false => (Vec::new(), Default::default(), unlisted),
+    };
     // The grouped search's candidates, named while the day is at hand, and
-    // only when a row may be several of them.
-    let anchors = classify::groups::anchors(&found, &exceptions);
+    // only when a row may be several of them (a row the amount key had
+    // candidates for is its, not the grouped search's).
+    let mut anchors = classify::groups::anchors(&found, &exceptions);
+    if !by_amount.is_empty() {
+        anchors.retain(|a| !by_amount.contains(&a.line_no));
+    }
     let unlisted: Vec<String> = match anchors.is_empty() {
         true => Vec::new(),
         false => unlisted.iter().map(|&i| day.no_of(i).to_owned()).collect(),
@@ -539,7 +564,8 @@ async fn reconcile_under(
         return Ok(figures);
     }
     // 3b. Rows that are several of the day's unlisted payments together.
-    let row_groups = row_groups(engine, run, anchors, unlisted, rules).await?;
+    let mut row_groups = row_groups(engine, run, anchors, unlisted, rules).await?;
+    row_groups.extend(amount_groups);
     // 4. The tickets' orders, and the order they are written in.
     let findings = write::Findings::of(found, &by_no);
     drop((by_no, by_txn));
@@ -570,6 +596,88 @@ async fn reconcile_under(
     figures.pending += lagging.len() as i64;
     figures.unknown = tickets::count_open_of_day_apart(&engine.db, provider, run.date).await?;
     Ok(figures)
+}
+
+/// The amount key of a run ([`classify::amounts`]): the SUCCEEDED
+/// PROVIDER_ONLY rows against the day's `unlisted` payments of their
+/// currency and amount, whose creation times and bindings are read from
+/// the database (only theirs: the day's payments are held without). The
+/// findings are settled into `found` and `figures`; returned are the
+/// pairs to propose, the lines of the rows the key had candidates for, and
+/// the unlisted payments it left.
+#[allow(clippy::type_complexity)]
+async fn pair_by_amount(
+    engine: &Engine,
+    run: &Run<'_>,
+    day: &matching::DayPayments,
+    (exceptions, unlisted): (&[(statement::StatementRow, Option<u32>)], Vec<u32>),
+    found: &mut Vec<run::Found>,
+    figures: &mut Figures,
+    rules: &classify::Applied,
+) -> Result<
+    (
+        Vec<classify::groups::RowGroup>,
+        hashbrown::HashSet<i64>,
+        Vec<u32>,
+    ),
+    ReconError,
+> {
+    let anchors: Vec<classify::groups::RowAnchor> = classify::groups::anchors(found, exceptions)
+        .into_iter()
+        .filter(|a| a.class == crate::domain::Class::ProviderOnly)
+        .collect();
+    if anchors.is_empty() || unlisted.is_empty() {
+        return Ok((Vec::new(), Default::default(), unlisted));
+    }
+    let amounts: hashbrown::HashSet<(&str, i64)> = anchors
+        .iter()
+        .map(|a| (a.currency.as_str(), a.amount))
+        .collect();
+    let of_amount: Vec<u32> = unlisted
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let (amount, currency) = day.money_of(i);
+            amounts.contains(&(currency, amount))
+        })
+        .collect();
+    let nos: Vec<&str> = of_amount.iter().map(|&i| day.no_of(i)).collect();
+    let stored = local::payments_by(
+        engine,
+        crate::store::recon_reads::PaymentKey::PaymentNo,
+        run.provider,
+        &nos,
+    )
+    .await?;
+    // As the day was classified (its status), with when each was made and
+    // the transaction it is bound to now.
+    let candidates: Vec<matching::Pay> = of_amount
+        .iter()
+        .filter_map(|&i| {
+            let now = stored.get(day.no_of(i))?;
+            Some(matching::Pay {
+                created: now.created,
+                txn: now.txn.clone(),
+                order: now.order.clone(),
+                ..day.pay(i)
+            })
+        })
+        .collect();
+    let pairs = classify::amounts::pair(&anchors, &candidates, rules.window_us);
+    let lines: hashbrown::HashSet<i64> = pairs.iter().map(|(r, _)| r.line_no).collect();
+    let taken: hashbrown::HashSet<String> = pairs
+        .iter()
+        .filter_map(|(_, b)| match b {
+            classify::amounts::ByAmount::Paired(p) => Some(p.no.clone()),
+            _ => None,
+        })
+        .collect();
+    let groups = classify::amounts::settle(pairs, rules.window_us, found, figures);
+    let unlisted = unlisted
+        .into_iter()
+        .filter(|&i| !taken.contains(day.no_of(i)))
+        .collect();
+    Ok((groups, lines, unlisted))
 }
 
 /// The grouped search of a run: the day's `unlisted` payments (but those

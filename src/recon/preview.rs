@@ -32,6 +32,11 @@ pub struct Preview {
     pub classes: BTreeMap<String, i64>,
     /// The tickets it would open or update, by class, then severity.
     pub tickets: BTreeMap<String, BTreeMap<String, i64>>,
+    /// What the keys after the identifiers would do, when anything: per
+    /// key (`amount`, `reference`), rows `matched`, `proposed`,
+    /// `ambiguous`, `found`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_key: BTreeMap<String, BTreeMap<String, i64>>,
     /// How long it took (milliseconds).
     pub millis: u64,
     /// The difference from the last real run of that provider's day, if
@@ -75,6 +80,16 @@ impl Preview {
                     (
                         c.to_string(),
                         by.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+                    )
+                })
+                .collect(),
+            by_key: figures
+                .by_key
+                .iter()
+                .map(|(k, by)| {
+                    (
+                        k.to_string(),
+                        by.iter().map(|(w, n)| (w.to_string(), *n)).collect(),
                     )
                 })
                 .collect(),
@@ -325,6 +340,11 @@ pub struct RulesPreview {
     /// More tickets per class and severity (`AMOUNT_MISMATCH LOW`) under
     /// the proposed rules (zero differences left out).
     pub tickets_more: BTreeMap<String, i64>,
+    /// What the keys after the identifiers would do under the proposed
+    /// rules ([`Preview::by_key`]): the amount key's proposals, which no
+    /// class count shows, among them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_key_proposed: BTreeMap<String, BTreeMap<String, i64>>,
     /// Why it could not be previewed (a file no longer kept), if so.
     pub error: Option<String>,
 }
@@ -351,6 +371,7 @@ pub async fn preview_rules(
             tickets_proposed: 0,
             classes_more: BTreeMap::new(),
             tickets_more: BTreeMap::new(),
+            by_key_proposed: BTreeMap::new(),
             error: None,
         };
         let both = async {
@@ -367,6 +388,7 @@ pub async fn preview_rules(
                 p.tickets_proposed = then.ticket_count();
                 p.classes_more = d.classes_more;
                 p.tickets_more = classes_more(&now.by_severity(), &then.by_severity());
+                p.by_key_proposed = then.by_key;
             }
             Err(ReconError::Store(e)) => return Err(ReconError::Store(e)),
             Err(e) => p.error = Some(e.to_string()),

@@ -352,6 +352,7 @@ pub(super) async fn match_staged(engine: &Engine, run: &Run<'_>) -> Result<Match
         let currency = crate::domain::Currency::parse(&r.currency)
             .map_err(|e| ReconError::Invalid(e.to_string()))?;
         let row = StatementRow {
+            reference: None,
             line_no: r.line_no,
             kind: if r.kind == "refund" {
                 statement::RowKind::Refund

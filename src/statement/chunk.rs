@@ -22,9 +22,9 @@ struct Packed {
     money: Money,
     occurred_at: Option<i64>,
     fee: Option<crate::domain::Fee>,
-    /// provider_txn_id, payment_no, refund_no, provider_refund_id, status:
-    /// (start, end), `ABSENT` for none.
-    spans: [(usize, usize); 5],
+    /// provider_txn_id, payment_no, refund_no, provider_refund_id, status,
+    /// reference: (start, end), `ABSENT` for none.
+    spans: [(usize, usize); 6],
 }
 
 const ABSENT: (usize, usize) = (usize::MAX, 0);
@@ -67,6 +67,7 @@ impl Chunk {
             put(row.refund_no),
             put(row.provider_refund_id),
             put(Some(row.status)),
+            put(row.reference),
         ];
         self.rows.push(Packed {
             line_no: row.line_no,
@@ -82,12 +83,13 @@ impl Chunk {
     /// bytes, by name: what the reader refuses a row for. A few
     /// comparisons a row, nothing copied.
     pub fn last_too_long(&self, max: usize) -> Option<(&'static str, &str)> {
-        const NAMES: [&str; 5] = [
+        const NAMES: [&str; 6] = [
             "provider_txn_id",
             "payment_no",
             "refund_no",
             "provider_refund_id",
             "status",
+            "reference",
         ];
         let p = self.rows.last()?;
         let at = p
@@ -129,6 +131,7 @@ impl Chunk {
             status: at(4).unwrap_or_default(),
             occurred_at: p.occurred_at,
             fee: p.fee,
+            reference: at(5),
         }
     }
 

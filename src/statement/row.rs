@@ -38,6 +38,10 @@ pub struct StatementRow {
     /// negative for one given back (a refunded payment's fee); exact at the
     /// statement's precision (WeChat Pay's five places).
     pub fee: Option<crate::domain::Fee>,
+    /// The merchant's own reference of the payment, when the statement
+    /// states one apart from the payment_no (PayPal's Invoice ID): what
+    /// the `reference` key finds a payment's order by.
+    pub reference: Option<String>,
 }
 
 /// A statement row borrowed from where it was read (a [`Chunk`], a line,
@@ -54,6 +58,7 @@ pub struct RowRef<'a> {
     pub status: &'a str,
     pub occurred_at: Option<i64>,
     pub fee: Option<crate::domain::Fee>,
+    pub reference: Option<&'a str>,
 }
 
 impl RowRef<'_> {
@@ -70,6 +75,7 @@ impl RowRef<'_> {
             status: self.status.to_owned(),
             occurred_at: self.occurred_at,
             fee: self.fee,
+            reference: own(self.reference),
         }
     }
 }
@@ -87,6 +93,7 @@ impl StatementRow {
             status: &self.status,
             occurred_at: self.occurred_at,
             fee: self.fee,
+            reference: self.reference.as_deref(),
         }
     }
 }

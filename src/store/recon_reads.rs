@@ -282,6 +282,8 @@ fn be_i32(b: &[u8]) -> i32 {
 pub enum PaymentKey {
     PaymentNo,
     ProviderTxnId,
+    /// The merchant's order (the `reference` key): every attempt of it.
+    OrderNo,
 }
 
 impl PaymentKey {
@@ -289,6 +291,7 @@ impl PaymentKey {
         match self {
             PaymentKey::PaymentNo => "payment_no",
             PaymentKey::ProviderTxnId => "provider_txn_id",
+            PaymentKey::OrderNo => "order_no",
         }
     }
 }

@@ -38,6 +38,7 @@ mod health;
 mod held;
 mod lanes;
 mod late_success;
+mod match_keys;
 mod match_rules;
 mod mfa;
 mod money;

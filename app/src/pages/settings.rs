@@ -132,7 +132,7 @@ fn SettingsBody(
                                 <p class="hint">{tr(lang,
                                     "A change of these is previewed on each provider's latest statement before anyone approves it. A tolerance never matches: a row within it is a LOW amount mismatch to ACCEPT.",
                                     "修改匹配规则时，会先在各渠道最近一份账单上预演，再交审批。容差从不直接匹配：容差内的差异是低级别金额不符工单，由人确认接受。")}</p>
-                                <p><label>{tr(lang, "Keys in order (txn, payment_no; txn required)", "匹配键顺序（txn、payment_no；txn 必填）")}<br/>
+                                <p><label>{tr(lang, "Keys in order (txn, payment_no, reference, amount; txn required, amount last)", "匹配键顺序（txn、payment_no、reference、amount；txn 必填，amount 在最后）")}<br/>
                                     <input name="match_keys" id="settings-match-keys" value=e.match_keys.clone().unwrap_or_default()/></label></p>
                                 <p><label>{tr(lang, "Date window of a match by payment_no, hours (0–720; account=HOURS overrides)", "按商户单号匹配的时间窗口小时（0–720；账户=小时 单独设置）")}<br/>
                                     <input name="match_window_hours" id="settings-match-window" value=e.match_window_hours.clone().unwrap_or_default()/></label></p>
@@ -227,6 +227,7 @@ fn RulesPreview(previews: Vec<crate::settings::RulePreview>, lang: Lang) -> impl
                 {previews.into_iter().map(|p| {
                     let by_class = p.classes_more.iter().map(|(c, n)| format!("{c} {}", signed(*n))).collect::<Vec<_>>().join(", ");
                     let by_ticket = p.tickets_more.iter().map(|(c, n)| format!("{c} {}", signed(*n))).collect::<Vec<_>>().join(", ");
+                    let by_key = p.by_key_proposed.iter().flat_map(|(k, by)| by.iter().map(move |(w, n)| format!("{k} {w} {n}"))).collect::<Vec<_>>().join(", ");
                     view! {
                         <tr data-provider=p.provider.clone()>
                             <td>{p.provider.clone()} " " {p.business_date.clone()}<br/><code class="muted">{p.run_id.clone()}</code></td>
@@ -237,7 +238,7 @@ fn RulesPreview(previews: Vec<crate::settings::RulePreview>, lang: Lang) -> impl
                                         " (" {signed(p.matched_proposed - p.matched_now)} ")"</td>
                                     <td class="preview-tickets">{p.tickets_now} " → " {p.tickets_proposed}
                                         " (" {signed(p.tickets_proposed - p.tickets_now)} ")"</td>
-                                    <td class="preview-classes">{by_class}<br/><span class="preview-ticket-classes">{by_ticket}</span></td>
+                                    <td class="preview-classes">{by_class}<br/><span class="preview-ticket-classes">{by_ticket}</span><br/><span class="preview-keys">{by_key}</span></td>
                                 }.into_any(),
                             }}
                         </tr>

@@ -148,6 +148,7 @@ impl BillFormat for AdyenBill {
         }
         let is_refund = kind == RowKind::Refund;
         out.push(RowRef {
+            reference: None,
             line_no,
             kind,
             provider_txn_id: present(get(at.psp)),

@@ -138,6 +138,7 @@ impl BillFormat for AlipayBill {
             "交易" => {
                 self.payment_rows += 1;
                 RowRef {
+                    reference: None,
                     line_no,
                     kind: RowKind::Payment,
                     provider_txn_id: present(f(0)),
@@ -153,6 +154,7 @@ impl BillFormat for AlipayBill {
             "退款" => {
                 self.refund_rows += 1;
                 RowRef {
+                    reference: None,
                     line_no,
                     kind: RowKind::Refund,
                     provider_txn_id: present(f(0)),

@@ -67,6 +67,7 @@ struct Columns {
     fee: Option<usize>,
     fee_currency: Option<usize>,
     custom: Option<usize>,
+    invoice: Option<usize>,
 }
 
 /// A column name with its runs of spaces made one, for comparing.
@@ -144,6 +145,10 @@ impl SettlementBill {
             fee: find("Fee Amount"),
             fee_currency: find("Fee Currency"),
             custom: find("Custom Field"),
+            // The purchase unit's invoice_id, "the API caller-provided
+            // external invoice number for this order" (Orders v2): the
+            // merchant's order, apart from custom_id's payment_no.
+            invoice: find("Invoice ID"),
         });
         self.section_rows = 0;
         Ok(())
@@ -271,6 +276,11 @@ impl BillFormat for SettlementBill {
                     status: "SUCCEEDED",
                     occurred_at,
                     fee,
+                    reference: if refund {
+                        None
+                    } else {
+                        present(opt(at.invoice))
+                    },
                 });
                 Ok(true)
             }
@@ -335,6 +345,25 @@ mod tests {
         assert_eq!(rows[2].money.minor, 1200);
         assert_eq!(checks.len(), 1);
         assert_eq!((checks[0].stated, checks[0].read), (5, 5));
+    }
+
+    /// The Invoice ID column (the purchase unit's invoice_id) is a payment's
+    /// reference; a refund's is not read.
+    #[test]
+    fn the_invoice_id_is_a_payments_reference() {
+        let text = String::from_utf8(fixture("paypal_settlement.csv")).unwrap();
+        let (rows, _) = read_all(FORMAT, text.as_bytes()).unwrap();
+        assert_eq!(rows[0].reference, None, "an empty Invoice ID");
+        let with = text.replacen(
+            "\"2GG279541U471931P\",\"\",",
+            "\"2GG279541U471931P\",\"ORDER-7\",",
+            1,
+        );
+        assert_ne!(with, text);
+        let (rows, _) = read_all(FORMAT, with.as_bytes()).unwrap();
+        assert_eq!(rows[0].reference.as_deref(), Some("ORDER-7"));
+        assert_eq!(rows[0].payment_no.as_deref(), Some("PP-SETTLE-1"));
+        assert_eq!(rows[2].reference, None);
     }
 
     /// An uploaded report is told as PayPal's by its first lines.

@@ -1,5 +1,6 @@
 //! The sandbox's statement: its own CSV,
-//! `kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at`,
+//! `kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at`
+//! (and `,reference`: the merchant's order, when the header names it),
 //! then `#summary,rows=N,total_minor=M`; the same nine fields a row in its
 //! statement API. The recon bench reads a million of these rows: a row is
 //! split in place, with no allocation.
@@ -19,6 +20,8 @@ pub const FORMAT: Format = Format::new("sandbox", "sandbox", "statement", || {
 
 const HEADER: &str =
     "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at";
+/// A tenth column: the merchant's reference (a payment's order_no).
+const REFERENCE: &str = ",reference";
 
 #[derive(Default)]
 struct SandboxBill {
@@ -32,6 +35,8 @@ struct SandboxBill {
     sole: SoleCurrency,
     days: LastDay,
     csv: CsvFields,
+    /// Fields a row has: 9, or 10 with the reference.
+    width: usize,
 }
 
 /// One sandbox statement line's nine fields (CSV or the pull API).
@@ -52,9 +57,10 @@ fn fields<'f, S: AsRef<str>>(
     currencies: &mut LastCurrency,
     days: &mut LastDay,
 ) -> Result<RowRef<'f>, String> {
-    if f.len() != 9 {
+    if f.len() != 9 && f.len() != 10 {
         return Err(format!("expected 9 fields, found {}", f.len()));
     }
+    let reference = f.get(9).and_then(|r| present(r.as_ref()));
     let f = |i: usize| f[i].as_ref();
     let kind = match f(0) {
         "payment" => RowKind::Payment,
@@ -89,15 +95,18 @@ fn fields<'f, S: AsRef<str>>(
         status: trimmed(f(5)),
         occurred_at,
         fee: None,
+        reference,
     })
 }
 
 impl BillFormat for SandboxBill {
     fn line(&mut self, text: &str, line_no: i64, out: &mut Chunk) -> Result<bool, String> {
         if !self.progress.header {
-            if text.trim() != HEADER {
-                return Err(format!("expected the header {HEADER}"));
-            }
+            self.width = match text.trim().strip_prefix(HEADER) {
+                Some("") => 9,
+                Some(REFERENCE) => 10,
+                _ => return Err(format!("expected the header {HEADER}")),
+            };
             self.progress.header = true;
             return Ok(false);
         }
@@ -130,7 +139,7 @@ impl BillFormat for SandboxBill {
         // Quotes are rare in these files: split in place (no allocation
         // for a row) unless there are some. The commas — and a quote, if
         // any — are found in one pass over the line ([`separators`]).
-        let mut plain = [""; 9];
+        let mut plain = [""; 10];
         let mut n = 0;
         let mut from = 0;
         let mut quoted = false;
@@ -147,23 +156,29 @@ impl BillFormat for SandboxBill {
             n += 1;
             from = at + 1;
         }
-        let unquoted: [&str; 9];
+        let width = self.width;
+        let unquoted: [&str; 10];
         let row = if quoted {
             let split = self.csv.split(text);
-            if split.len() != 9 {
-                return Err(format!("expected 9 fields, found {}", split.len()));
+            if split.len() != width {
+                return Err(format!("expected {width} fields, found {}", split.len()));
             }
-            unquoted = std::array::from_fn(|i| split.get(i));
-            fields(&unquoted, line_no, &mut self.currency, &mut self.days)?
+            unquoted = std::array::from_fn(|i| if i < width { split.get(i) } else { "" });
+            fields(
+                &unquoted[..width],
+                line_no,
+                &mut self.currency,
+                &mut self.days,
+            )?
         } else {
             if let Some(field) = plain.get_mut(n) {
                 *field = &text[from..];
             }
             n += 1;
-            if n != 9 {
-                return Err(format!("expected 9 fields, found {n}"));
+            if n != width {
+                return Err(format!("expected {width} fields, found {n}"));
             }
-            fields(&plain, line_no, &mut self.currency, &mut self.days)?
+            fields(&plain[..width], line_no, &mut self.currency, &mut self.days)?
         };
         // Checked: a sum past i64 panicked with overflow checks and wrapped
         // without (where it could agree with a stated total).
@@ -201,6 +216,32 @@ payment,SBX2,PAY2,,,SUCCEEDED,0.01,USD,2026-11-30T10:00:00Z\n\
         let err = read_all(FORMAT, sandbox.as_bytes()).unwrap_err();
         assert_eq!(err.line, 3, "{err}");
         assert!(err.reason.contains("add up"), "{err}");
+    }
+
+    #[test]
+    fn a_reference_column_is_read_when_the_header_names_it() {
+        let text = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at,reference\n\
+payment,SBX1,,,,SUCCEEDED,10.00,USD,2026-11-30T10:00:00Z,ORDER-7\n\
+payment,SBX2,PAY2,,,SUCCEEDED,1.00,USD,2026-11-30T10:00:00Z,\n\
+#summary,rows=2,total_minor=1100\n";
+        let (rows, _) = read_all(FORMAT, text.as_bytes()).unwrap();
+        assert_eq!(rows[0].reference.as_deref(), Some("ORDER-7"));
+        assert_eq!(rows[1].reference, None);
+        // Nine fields under a header of ten: refused, as one too few.
+        let short = text.replace(",ORDER-7", "");
+        let err = read_all(FORMAT, short.as_bytes()).unwrap_err();
+        assert_eq!(
+            (err.line, err.reason.as_str()),
+            (2, "expected 10 fields, found 9")
+        );
+        // Without the column, none.
+        let plain = "kind,txn_id,payment_no,refund_id,refund_no,status,amount,currency,occurred_at\n\
+payment,SBX1,PAY1,,,SUCCEEDED,10.00,USD,2026-11-30T10:00:00Z\n\
+#summary,rows=1,total_minor=1000\n";
+        assert_eq!(
+            read_all(FORMAT, plain.as_bytes()).unwrap().0[0].reference,
+            None
+        );
     }
 
     #[test]

@@ -162,6 +162,7 @@ impl BalanceTransaction {
             && money.currency.code().eq_ignore_ascii_case(&self.currency))
         .then(|| crate::domain::Fee::of_money(Money::new(self.fee, money.currency)));
         Ok(Some(StatementRow {
+            reference: None,
             line_no,
             kind,
             provider_txn_id: txn,

@@ -129,6 +129,7 @@ impl BillFormat for StripeBill {
         .into_iter()
         .find_map(|column| present(get(column)));
         out.push(RowRef {
+            reference: None,
             line_no,
             kind,
             provider_txn_id: txn,

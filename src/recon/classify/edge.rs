@@ -338,6 +338,7 @@ mod tests {
 
     fn statement_row(kind: RowKind, txn: Option<&str>, no: Option<&str>) -> StatementRow {
         StatementRow {
+            reference: None,
             line_no: 1,
             kind,
             provider_txn_id: txn.map(Into::into),

@@ -10,6 +10,7 @@ const T0: i64 = 1_790_000_000_000_000;
 
 fn row(line: i64, txn: Option<&str>, no: Option<&str>, minor: i64, currency: &str) -> StatementRow {
     StatementRow {
+        reference: None,
         line_no: line,
         kind: RowKind::Payment,
         provider_txn_id: txn.map(Into::into),
@@ -25,6 +26,7 @@ fn row(line: i64, txn: Option<&str>, no: Option<&str>, minor: i64, currency: &st
 
 fn refund_row(line: i64, refund_no: &str, minor: i64) -> StatementRow {
     StatementRow {
+        reference: None,
         kind: RowKind::Refund,
         refund_no: Some(refund_no.into()),
         payment_no: Some("P1".into()),
@@ -76,6 +78,7 @@ fn a_row_that_agrees_with_its_payment_matches() {
     // Neither side says the money moved.
     let p = pay("P1", Some("T1"), 100, "CLOSED");
     let r = StatementRow {
+        reference: None,
         status: "CLOSED".into(),
         ..r
     };
@@ -101,6 +104,7 @@ fn a_row_naming_no_payment_of_ours_is_provider_only() {
 #[test]
 fn a_payment_found_by_payment_no_only_is_the_rows_within_three_days() {
     let r = |at: Option<i64>| StatementRow {
+        reference: None,
         occurred_at: at,
         ..row(2, Some("T1"), Some("P1"), 100, "CNY")
     };
@@ -215,6 +219,7 @@ fn amounts_and_currencies_that_differ_are_mismatches_currency_first() {
 fn paid_here_and_not_at_the_provider_is_local_only() {
     let p = pay("P1", Some("T1"), 100, "SUCCEEDED");
     let r = StatementRow {
+        reference: None,
         status: "CLOSED".into(),
         ..row(2, Some("T1"), None, 100, "CNY")
     };
@@ -495,4 +500,30 @@ fn records_near_the_cut_wait_for_the_neighbouring_statement() {
     let (keys, f) = classify(true, true);
     assert_eq!(keys, [(Class::LocalOnly, "NOON".to_string())]);
     assert_eq!((f.edge_matched, f.matched, f.in_transit), (2, 2, 0));
+}
+
+#[test]
+fn a_reference_finds_the_one_attempt_of_its_order_made_near_the_row() {
+    let mut a = pay("P1", None, 1000, "CREATED");
+    a.order = Some("ORD-1".into());
+    let mut by_ref = ByOrder::new();
+    by_ref.insert("ORD-1".into(), vec![a.clone()]);
+    let mut r = row(2, Some("T9"), None, 1000, "CNY");
+    assert_eq!(
+        referenced(&r, &by_ref, DAY),
+        Ok(None),
+        "no reference stated"
+    );
+    r.reference = Some("ORD-1".into());
+    assert_eq!(referenced(&r, &by_ref, DAY).unwrap(), Some(&a));
+    // Made four days before the row: outside a window of three.
+    let mut far = a.clone();
+    far.created = Some(T0 - 4 * DAY);
+    by_ref.insert("ORD-1".into(), vec![far]);
+    assert_eq!(referenced(&r, &by_ref, 3 * DAY), Ok(None));
+    // Two attempts of the order near the row: neither is it.
+    let mut b = a.clone();
+    b.no = "P2".into();
+    by_ref.insert("ORD-1".into(), vec![a, b]);
+    assert_eq!(referenced(&r, &by_ref, DAY).unwrap_err().len(), 2);
 }

@@ -7,6 +7,7 @@ use crate::domain::{Currency, Money};
 
 fn row(line: i64, txn: &str, no: Option<&str>, minor: i64, currency: &str) -> StatementRow {
     StatementRow {
+        reference: None,
         line_no: line,
         kind: RowKind::Payment,
         provider_txn_id: Some(txn.into()),

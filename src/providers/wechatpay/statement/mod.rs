@@ -298,6 +298,7 @@ impl BillFormat for WechatBill {
         let state = f.get(at.state);
         let row = match at.refund {
             Some(r) if at.bill == BillType::Refund || state == "REFUND" => RowRef {
+                reference: None,
                 line_no,
                 kind: RowKind::Refund,
                 provider_txn_id: present(f.get(at.txn)),
@@ -319,6 +320,7 @@ impl BillFormat for WechatBill {
                 fee,
             },
             _ => RowRef {
+                reference: None,
                 line_no,
                 kind: RowKind::Payment,
                 provider_txn_id: present(f.get(at.txn)),

@@ -277,7 +277,7 @@ pub const SETTINGS: &[Setting] = &[
         variable: "RECKON_MATCH_KEYS",
         key: Some("match_keys"),
         default: "`txn, payment_no`",
-        meaning: "the keys that find a statement row's payment, in order (see [Matching rules and the dry run](../reconciliation/matching-rules.md)); `txn` is required",
+        meaning: "the keys that find a statement row's payment, in order (see [Matching rules and the dry run](../reconciliation/matching-rules.md)): `txn`, `payment_no`, `reference`, `amount`; `txn` is required, `amount` comes last",
     },
     Setting {
         variable: "RECKON_MATCH_WINDOW_HOURS",

@@ -24,6 +24,7 @@ mod payments;
 mod policy;
 mod refused;
 mod runs;
+pub mod run_export;
 mod settings;
 pub mod sinks;
 mod tickets;

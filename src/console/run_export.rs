@@ -253,6 +253,76 @@ impl std::io::Write for ChannelWriter {
     }
 }
 
+/// The file formats a run's results are written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Csv,
+    Parquet,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Parquet => "parquet",
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Csv => "text/csv; charset=utf-8",
+            Format::Parquet => "application/vnd.apache.parquet",
+        }
+    }
+}
+
+/// Pieces of a file being written, or why it stopped.
+pub type Pieces = mpsc::Receiver<Result<Vec<u8>, std::io::Error>>;
+
+/// `run`'s results written as `format`, streamed: read, joined and encoded
+/// on tasks of their own while the caller sends the pieces on. An error
+/// midway ends the pieces with it (so a download is cut, never complete
+/// and wrong).
+pub fn stream(engine: crate::engine::Engine, run: RunRow, format: Format) -> Pieces {
+    let (rows_tx, rows) = mpsc::channel::<Vec<ResultRow>>(2);
+    let (out, pieces) = mpsc::channel(16);
+    let failed = out.clone();
+    let read_run = run.clone();
+    tokio::spawn(async move {
+        if let Err(e) = crate::recon::results(&engine, &read_run, rows_tx).await {
+            tracing::error!(run_id = read_run.run_id, error = %e, "a run's results stopped midway");
+            let _ = failed.send(Err(std::io::Error::other(e.to_string()))).await;
+        }
+    });
+    match format {
+        Format::Csv => {
+            tokio::spawn(async move {
+                let (lines_tx, mut lines) = mpsc::channel(4);
+                let encode = csv(&run, rows, lines_tx);
+                let send = async {
+                    while let Some(line) = lines.recv().await {
+                        let piece = line.map(String::into_bytes);
+                        if out.send(piece).await.is_err() {
+                            return;
+                        }
+                    }
+                };
+                tokio::join!(encode, send);
+            });
+        }
+        Format::Parquet => {
+            tokio::task::spawn_blocking(move || {
+                let written = parquet_blocking(&run, rows, ChannelWriter::new(out.clone()))
+                    .and_then(|mut w| Ok(std::io::Write::flush(&mut w)?));
+                if let Err(e) = written {
+                    let _ = out.blocking_send(Err(std::io::Error::other(e.to_string())));
+                }
+            });
+        }
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

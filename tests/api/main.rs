@@ -51,6 +51,7 @@ mod provider_truth;
 mod pulls;
 mod reads;
 mod recon;
+mod run_results;
 mod refunds;
 mod refused;
 mod relay;

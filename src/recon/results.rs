@@ -170,7 +170,12 @@ pub async fn results(
         };
         after = last.discrepancy_id.clone();
         let full = chunk.len() == CHUNK;
-        if out.send(chunk.into_iter().map(lineless).collect()).await.is_err() || !full {
+        if out
+            .send(chunk.into_iter().map(lineless).collect())
+            .await
+            .is_err()
+            || !full
+        {
             return Ok(());
         }
     }
@@ -398,7 +403,10 @@ mod tests {
     #[test]
     fn a_fee_keeps_its_places_only_where_it_has_them() {
         let cny = Currency::parse("CNY").unwrap();
-        assert_eq!(fee_text(Fee::parse_major("0.11994", cny).unwrap()), "0.11994");
+        assert_eq!(
+            fee_text(Fee::parse_major("0.11994", cny).unwrap()),
+            "0.11994"
+        );
         assert_eq!(fee_text(Fee::parse_major("0.12", cny).unwrap()), "0.12");
         assert_eq!(fee_text(Fee::parse_major("-1.5", cny).unwrap()), "-1.50");
     }

@@ -33,7 +33,10 @@ pub fn router() -> Router<AppState> {
         .route("/evidence/{note_id}", get(download_evidence))
         .route("/runs/{run_id}/file", get(download_statement))
         .route("/runs/{run_id}/results.csv", get(download_results_csv))
-        .route("/runs/{run_id}/results.parquet", get(download_results_parquet))
+        .route(
+            "/runs/{run_id}/results.parquet",
+            get(download_results_parquet),
+        )
         .route("/closes/{provider}/{date}", get(download_close))
 }
 

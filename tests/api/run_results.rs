@@ -256,7 +256,11 @@ async fn reckon_recon_export_writes_the_file(b: Backend) {
                 assert_eq!(reader.metadata().file_metadata().num_rows(), 4);
             }
         }
-        assert!(!dir.path().join(format!("results.{format}.partial")).exists());
+        assert!(
+            !dir.path()
+                .join(format!("results.{format}.partial"))
+                .exists()
+        );
     }
     // An unknown run: a clear word, a failure, no file.
     let out = dir.path().join("none.csv");

@@ -10,6 +10,12 @@
 //! left none. Read in chunks of [`CHUNK`] rows, each joined with its
 //! tickets and with the payments and refunds it names, so a run of a
 //! million rows never sits in memory.
+//!
+//! A re-run of the same day moves the open tickets it finds again to
+//! itself (their run and line), and leaves a closed one where it was: an
+//! earlier run's rows whose tickets moved, and a later run's rows whose
+//! ticket was closed before it, read MATCHED. The day's latest run, with
+//! no ticket closed before it, is exact.
 
 use super::local;
 use super::run::ReconError;

@@ -289,8 +289,62 @@ async fn reckon_recon_export_writes_the_file(b: Backend) {
     assert!(!out.exists());
 }
 
+async fn a_pulls_results_are_read_from_its_staged_rows(b: Backend) {
+    let app = spawn_engine_app(b).await;
+    let token = app.token().await;
+    let (date, _) = app.today();
+    let mut listed = Vec::new();
+    for i in 0..3 {
+        let p = app.payment(&format!("RR-PULL-{i}"), 1000 + i, "CNY").await;
+        let major = format!("{}.{:02}", (1000 + i) / 100, (1000 + i) % 100);
+        app.sandbox_knows(&p, "SUCCEEDED", &major, "CNY");
+        let id = format!("evt-rr-pull-{i}");
+        let body = app.notice(&id, &p, "SUCCEEDED", &major, "CNY", &format!("SBX-{p}"));
+        assert_eq!(app.post_signed(&id, &body).await.status(), 200);
+        listed.push(p);
+    }
+    // Pages of two: the staged rows are read back a keyset chunk at a time
+    // whatever the pages were.
+    app.sandbox.set_chaos(reckon::sandbox_server::Chaos {
+        settle_ms: 3_600_000,
+        statement_page_size: 2,
+        ..Default::default()
+    });
+    let engine = app.app_engine();
+    let run = reckon::recon::pull_statement(&engine, "sandbox", &date, "test")
+        .await
+        .unwrap();
+    assert_eq!(run.status, "COMPLETED");
+    assert_eq!(run.rows_read, 3);
+    let csv = get(
+        &app,
+        Some(&token),
+        &format!("/api/v1/recon/runs/{}/results.csv", run.run_id),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let rows = cells(&csv);
+    assert_eq!(rows.len(), 4, "{csv}");
+    let mut nos: Vec<&str> = rows[1..].iter().map(|r| r[6].as_str()).collect();
+    nos.sort();
+    let mut want: Vec<&str> = listed.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(nos, want, "{csv}");
+    for r in &rows[1..] {
+        assert_eq!(
+            (r[4].as_str(), r[15].as_str(), r[16].as_str()),
+            ("payment", "MATCHED", "provider_txn_id"),
+            "{csv}"
+        );
+        assert_eq!(r[14], "SUCCEEDED", "{csv}");
+    }
+}
+
 both_databases!(
     a_runs_results_are_every_row_with_its_outcome_as_csv_and_parquet,
     the_results_need_recon_read_and_a_completed_run,
     reckon_recon_export_writes_the_file,
+    a_pulls_results_are_read_from_its_staged_rows,
 );

@@ -15,6 +15,7 @@ test("a run's results download from its row as CSV and Parquet", async ({ page, 
   ]);
 
   await signIn(page, 'olivia', ADMIN_PASSWORD);
+  await expect(page.locator('#who')).toContainText('olivia');
   await hydrated(page);
   await clickNav(page, '#nav-runs');
   await hydrated(page);

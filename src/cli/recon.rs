@@ -67,6 +67,21 @@ pub(super) enum ReconCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub(super) enum ReportCommand {
+    /// A business day's report: each provider's close figures (or its
+    /// latest run's), fees and net, value at risk, and the open tickets by
+    /// age band; printed as CSV, or as a printable HTML page.
+    Daily {
+        /// The business day, YYYY-MM-DD.
+        #[arg(long)]
+        date: String,
+        /// Print the HTML page instead of the CSV.
+        #[arg(long)]
+        html: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub(super) enum BankCommand {
     /// Import a bank statement (ISO 20022 camt.053 XML, SWIFT MT940, BAI2
     /// or CSV) and match
@@ -409,4 +424,23 @@ async fn export_results(
     std::fs::rename(&aside, out).with_context(|| format!("cannot write {}", out.display()))?;
     eprintln!("run {run_id}: {bytes} bytes written to {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `reckon report …`.
+pub(super) async fn report(config: &Config, command: ReportCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ReportCommand::Daily { date, html } => {
+            let engine = crate::startup::engine_of(config).await?;
+            match crate::recon::daily_report(&engine, &date).await {
+                Ok(r) => {
+                    print!("{}", if html { r.html() } else { r.csv() });
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+    }
 }

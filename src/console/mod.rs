@@ -31,6 +31,7 @@ mod tickets;
 mod tokens;
 
 pub use bulk::bulk_job;
+pub(crate) use export::csv_cell;
 pub use export::export_csv;
 pub use tickets::evidence_file;
 

@@ -26,6 +26,7 @@
 
 mod classify;
 mod close;
+mod daily;
 mod edge;
 mod fees;
 mod figures;
@@ -52,6 +53,7 @@ pub use close::{
     Verified, auto_close, close_by_supervisor, close_ready_days, day_close, decide_reopen,
     disputes_of_day, propose_reopen, report as close_report, verify as verify_close,
 };
+pub use daily::{DailyReport, ProviderDay, daily_report};
 pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use import::{Import, check_import};

@@ -24,6 +24,7 @@ mod config_versions;
 mod connections;
 mod console;
 mod crash;
+mod daily_report;
 mod day_edge;
 mod demo;
 mod disputes;

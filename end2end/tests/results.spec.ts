@@ -1,5 +1,4 @@
 import { test, expect } from '@playwright/test';
-import { readFileSync } from 'node:fs';
 import { ADMIN_PASSWORD, clickNav, hydrated, signIn, unique, uploadStatement } from './helpers';
 
 // A run's results reach finance from its row on the runs page: every
@@ -22,18 +21,23 @@ test("a run's results download from its row as CSV and Parquet", async ({ page, 
   const row = page.locator(`#runs tr[data-run="${run_id}"]`);
   await expect(row).toHaveAttribute('data-status', 'COMPLETED');
 
-  const [csv] = await Promise.all([page.waitForEvent('download'), row.locator('a.run-results-csv').click()]);
-  expect(csv.suggestedFilename()).toBe(`reckon-run-${run_id}.csv`);
-  const lines = readFileSync((await csv.path())!, 'utf8').trim().split('\n');
+  // The links as the page draws them, fetched with the signed-in session.
+  const csvLink = row.locator('a.run-results-csv');
+  await expect(csvLink).toHaveAttribute('download', '');
+  const csv = await page.request.get((await csvLink.getAttribute('href'))!);
+  expect(csv.status()).toBe(200);
+  expect(csv.headers()['content-disposition']).toContain(`reckon-run-${run_id}.csv`);
+  const lines = (await csv.text()).trim().split('\n');
   expect(lines[0]).toContain('line_no,kind,provider_txn_id,payment_no');
   expect(lines).toHaveLength(3);
   expect(lines[1]).toContain(`,SBX${t}A,PAY${t}A,,12.34,1234,`);
   expect(lines[1]).toContain(',PROVIDER_ONLY,');
   expect(lines[2]).toContain(`,SBX${t}B,PAY${t}B,,5.00,500,`);
 
-  const [pq] = await Promise.all([page.waitForEvent('download'), row.locator('a.run-results-parquet').click()]);
-  expect(pq.suggestedFilename()).toBe(`reckon-run-${run_id}.parquet`);
-  const bytes = readFileSync((await pq.path())!);
+  const pq = await page.request.get((await row.locator('a.run-results-parquet').getAttribute('href'))!);
+  expect(pq.status()).toBe(200);
+  expect(pq.headers()['content-disposition']).toContain(`reckon-run-${run_id}.parquet`);
+  const bytes = await pq.body();
   expect(bytes.subarray(0, 4).toString()).toBe('PAR1');
   expect(bytes.subarray(bytes.length - 4).toString()).toBe('PAR1');
 });

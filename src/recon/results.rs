@@ -100,9 +100,9 @@ pub async fn results_of(engine: &Engine, run_id: &str) -> Result<Option<RunRow>,
         )));
     }
     if run.source != "pull"
-        && !crate::store::statement_files::describe(&engine.db.pool, run_id)
+        && crate::store::statement_files::describe(&engine.db.pool, run_id)
             .await?
-            .is_some()
+            .is_none()
     {
         return Err(ReconError::Invalid(format!(
             "run {} kept no statement file (past its retention): its matched rows cannot be read again",

@@ -76,6 +76,9 @@ enum Command {
     /// Providers' disputes (chargebacks), read.
     #[command(subcommand)]
     Dispute(recon::DisputeCommand),
+    /// Reports for finance.
+    #[command(subcommand)]
+    Report(recon::ReportCommand),
     /// Outbox messages: resend one, many by a filter, recover a sink's
     /// DEAD deliveries after an outage (the same message id each time), or
     /// make its deliveries waiting for a retry due now.
@@ -165,6 +168,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Bank(cmd) => return recon::bank(&config, cmd).await,
         Command::Payment(cmd) => return recon::payment(&config, cmd).await,
         Command::Dispute(cmd) => return recon::dispute(&config, cmd).await,
+        Command::Report(cmd) => return recon::report(&config, cmd).await,
         Command::Outbox(cmd) => return outbox::outbox(&config, cmd).await,
         Command::Audit(cmd) => return audit::audit(&config, cmd).await,
         Command::Policy(cmd) => policy::policy(&config, cmd).await?,

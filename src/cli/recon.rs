@@ -43,6 +43,18 @@ pub(super) enum ReconCommand {
     },
     /// Go on with a pull that failed, from its saved cursor.
     Resume { run_id: String },
+    /// Write a completed run's results — every statement row with its
+    /// outcome (MATCHED or its ticket's class), then the records the
+    /// statement lacked — to a CSV or Parquet file.
+    Export {
+        run_id: String,
+        #[arg(long, value_enum, default_value = "csv")]
+        format: crate::console::run_export::Format,
+        /// The file to write (written aside, then moved in place, so a
+        /// failed export leaves none).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Fetch a day's balance bill (WeChat Pay's fund-flow bill, Alipay's
     /// 账务明细) and settle it against the day's reconciled trade bill;
     /// prints the settlement as JSON.
@@ -51,6 +63,21 @@ pub(super) enum ReconCommand {
         provider: String,
         #[arg(long)]
         date: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ReportCommand {
+    /// A business day's report: each provider's close figures (or its
+    /// latest run's), fees and net, value at risk, and the open tickets by
+    /// age band; printed as CSV, or as a printable HTML page.
+    Daily {
+        /// The business day, YYYY-MM-DD.
+        #[arg(long)]
+        date: String,
+        /// Print the HTML page instead of the CSV.
+        #[arg(long)]
+        html: bool,
     },
 }
 
@@ -193,6 +220,14 @@ pub(super) async fn recon(config: &Config, cmd: ReconCommand) -> anyhow::Result<
         ReconCommand::Resume { run_id } => {
             let engine = crate::startup::engine_of(config).await?;
             report_run(crate::recon::resume_run(&engine, &run_id).await)
+        }
+        ReconCommand::Export {
+            run_id,
+            format,
+            out,
+        } => {
+            let engine = crate::startup::engine_of(config).await?;
+            export_results(&engine, &run_id, format, &out).await
         }
         ReconCommand::Settle { provider, date } => {
             let engine = crate::startup::engine_of(config).await?;
@@ -339,5 +374,73 @@ fn report_preview<T: serde::Serialize>(
             Ok(ExitCode::from(75))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// `reckon recon export`: the run's results written to `out`; the rows
+/// written, on standard error.
+async fn export_results(
+    engine: &crate::engine::Engine,
+    run_id: &str,
+    format: crate::console::run_export::Format,
+    out: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let run = match crate::recon::results_of(engine, run_id).await {
+        Ok(Some(run)) => run,
+        Ok(None) => {
+            eprintln!("no run {run_id}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut aside = out.as_os_str().to_owned();
+    aside.push(".partial");
+    let aside = PathBuf::from(aside);
+    let file = std::fs::File::create(&aside)
+        .with_context(|| format!("cannot write {}", aside.display()))?;
+    let mut file = std::io::BufWriter::new(file);
+    let mut pieces = crate::console::run_export::stream(engine.clone(), run, format);
+    let mut bytes = 0u64;
+    while let Some(piece) = pieces.recv().await {
+        let written = piece.and_then(|p| {
+            bytes += p.len() as u64;
+            file.write_all(&p)
+        });
+        if let Err(e) = written {
+            drop(file);
+            let _ = std::fs::remove_file(&aside);
+            eprintln!("the export stopped: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    file.into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("cannot write {}", aside.display()))?;
+    std::fs::rename(&aside, out).with_context(|| format!("cannot write {}", out.display()))?;
+    eprintln!("run {run_id}: {bytes} bytes written to {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `reckon report …`.
+pub(super) async fn report(config: &Config, command: ReportCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ReportCommand::Daily { date, html } => {
+            let engine = crate::startup::engine_of(config).await?;
+            match crate::recon::daily_report(&engine, &date).await {
+                Ok(r) => {
+                    print!("{}", if html { r.html() } else { r.csv() });
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
     }
 }

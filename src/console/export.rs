@@ -78,7 +78,7 @@ fn csv_line(t: &TicketRow) -> String {
 
 /// A CSV cell: quoted when needed, and a leading `=`, `+`, `-` or `@`
 /// neutralised so a spreadsheet never runs it as a formula.
-fn csv_cell(value: &str) -> String {
+pub(crate) fn csv_cell(value: &str) -> String {
     let mut v = value.to_owned();
     if v.starts_with(['=', '+', '-', '@', '\t', '\r']) && v.parse::<f64>().is_err() {
         v.insert(0, '\'');

@@ -23,6 +23,7 @@ pub mod outbox;
 mod payments;
 mod policy;
 mod refused;
+pub mod run_export;
 mod runs;
 mod settings;
 pub mod sinks;
@@ -30,6 +31,7 @@ mod tickets;
 mod tokens;
 
 pub use bulk::bulk_job;
+pub(crate) use export::csv_cell;
 pub use export::export_csv;
 pub use tickets::evidence_file;
 

@@ -26,6 +26,7 @@
 
 mod classify;
 mod close;
+mod daily;
 mod edge;
 mod fees;
 mod figures;
@@ -39,6 +40,7 @@ mod pull;
 mod pushed;
 mod read;
 mod repair;
+mod results;
 mod run;
 mod schedule;
 mod settlement;
@@ -51,6 +53,7 @@ pub use close::{
     Verified, auto_close, close_by_supervisor, close_ready_days, day_close, decide_reopen,
     disputes_of_day, propose_reopen, report as close_report, verify as verify_close,
 };
+pub use daily::{DailyReport, ProviderDay, daily_report};
 pub use edge::{cut_window, expire_overdue};
 pub use files::{expire_files, keep_downloaded, kept_file};
 pub use import::{Import, check_import};
@@ -61,6 +64,7 @@ pub use pull::{pull_statement, resume_held, resume_run};
 pub use pushed::fetch_pushed_reports;
 pub use read::{Input, StatementHash};
 pub use repair::{REPAIRS_PER_PASS, run_repairs};
+pub use results::{ResultRow, results, results_of};
 pub use run::{ReconError, day_range, new_run_id};
 pub use schedule::{Schedule, missing_key, scheduled_pulls, schedules, statement_zone};
 pub use settlement::settle_day;

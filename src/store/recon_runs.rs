@@ -553,3 +553,23 @@ pub async fn has_completed<'e>(
     .await?;
     Ok(n > 0)
 }
+
+/// Up to `limit` of a run's kept rows after line `after`, in line order: a
+/// keyset chunk, so a long read holds no connection between chunks.
+pub async fn rows_after<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    after: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Staged>> {
+    sqlx::query_as(
+        "SELECT line_no, kind, provider_txn_id, payment_no, refund_no, provider_refund_id, amount_minor, \
+           currency, status, occurred_at, fee_minor FROM recon_rows WHERE run_id = $1 AND line_no > $2 \
+           ORDER BY line_no LIMIT $3",
+    )
+    .bind(run_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}

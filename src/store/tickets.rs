@@ -939,3 +939,60 @@ pub async fn place_on_day<'e>(
     .await?;
     Ok(())
 }
+
+/// A ticket as a run's results name it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct RunResultTicket {
+    pub discrepancy_id: String,
+    pub class: String,
+    pub severity: String,
+    pub status: String,
+    pub line_no: Option<i64>,
+    pub payment_no: Option<String>,
+    pub provider_txn_id: Option<String>,
+    pub local_amount_minor: Option<i64>,
+    pub local_currency: Option<String>,
+    pub local_status: Option<String>,
+}
+
+const RESULT_TICKET_COLUMNS: &str = "discrepancy_id, class, severity, status, line_no, payment_no, \
+     provider_txn_id, local_amount_minor, local_currency, local_status";
+
+/// The tickets run `run_id` left on its statement lines `from..=to`, by
+/// line, most severe first (index `discrepancies_run_line`).
+pub async fn of_run_lines<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    from: i64,
+    to: i64,
+) -> sqlx::Result<Vec<RunResultTicket>> {
+    sqlx::query_as(&format!(
+        "SELECT {RESULT_TICKET_COLUMNS} FROM discrepancies WHERE run_id = $1 AND line_no >= $2 AND line_no <= $3 \
+         ORDER BY line_no, severity_rank DESC, discrepancy_id"
+    ))
+    .bind(run_id)
+    .bind(from)
+    .bind(to)
+    .fetch_all(e)
+    .await
+}
+
+/// Up to `limit` of the tickets run `run_id` left on no statement line (a
+/// payment or refund Reckon has and the statement lacks), after the ticket
+/// `after`, by id.
+pub async fn of_run_lineless<'e>(
+    e: impl Executor<'e, Database = Any>,
+    run_id: &str,
+    after: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<RunResultTicket>> {
+    sqlx::query_as(&format!(
+        "SELECT {RESULT_TICKET_COLUMNS} FROM discrepancies WHERE run_id = $1 AND line_no IS NULL \
+         AND discrepancy_id > $2 ORDER BY discrepancy_id LIMIT $3"
+    ))
+    .bind(run_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(e)
+    .await
+}

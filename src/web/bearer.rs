@@ -72,6 +72,16 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ),
     (
         "get",
+        "/api/v1/recon/runs/{run_id}/results.csv",
+        S(Scope::ReconRead),
+    ),
+    (
+        "get",
+        "/api/v1/recon/runs/{run_id}/results.parquet",
+        S(Scope::ReconRead),
+    ),
+    (
+        "get",
         "/api/v1/recon/closes/{provider}/{date}",
         S(Scope::ReconRead),
     ),

@@ -9,6 +9,7 @@ use super::sessions::Store;
 use super::upload::{self, FormError};
 use super::{AppState, same_origin};
 use crate::accounts::internal;
+use crate::console::run_export::Format;
 use crate::recon::{Import, ReconError};
 use app::error::AppError;
 use app::filter::QueryFilter;
@@ -31,6 +32,11 @@ pub fn router() -> Router<AppState> {
         .route("/tickets.csv", get(export))
         .route("/evidence/{note_id}", get(download_evidence))
         .route("/runs/{run_id}/file", get(download_statement))
+        .route("/runs/{run_id}/results.csv", get(download_results_csv))
+        .route(
+            "/runs/{run_id}/results.parquet",
+            get(download_results_parquet),
+        )
         .route("/closes/{provider}/{date}", get(download_close))
 }
 
@@ -270,6 +276,31 @@ pub async fn download_statement(
             tracing::error!(run_id, error = %e, "a statement file could not be read");
             (StatusCode::INTERNAL_SERVER_ERROR, "could not read the file").into_response()
         }
+    }
+}
+
+/// `GET /runs/{run_id}/results.csv`: the run's results, row by row.
+pub async fn download_results_csv(
+    State(state): State<AppState>,
+    Signed(user): Signed,
+    Path(run_id): Path<String>,
+) -> Response {
+    download_results(&state, &user.username, &run_id, Format::Csv).await
+}
+
+/// `GET /runs/{run_id}/results.parquet`: the same as a Parquet file.
+pub async fn download_results_parquet(
+    State(state): State<AppState>,
+    Signed(user): Signed,
+    Path(run_id): Path<String>,
+) -> Response {
+    download_results(&state, &user.username, &run_id, Format::Parquet).await
+}
+
+async fn download_results(state: &AppState, who: &str, run_id: &str, format: Format) -> Response {
+    match super::recon::results_download(&state.engine, run_id, format, who).await {
+        Ok(file) => file,
+        Err(e) => e.into_response(),
     }
 }
 

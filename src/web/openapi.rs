@@ -40,6 +40,8 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
         recon::settle,
         recon::resume,
         recon::file,
+        recon::results_csv,
+        recon::results_parquet,
         recon::preview,
         recon::preview_run,
         bank::upload,

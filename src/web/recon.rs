@@ -8,6 +8,7 @@ use super::api_error::ApiError;
 use super::api_types::{Run, Settlement};
 use super::bearer::Bearer;
 use super::upload::{self, FormError};
+use crate::console::run_export::Format;
 use crate::engine::Engine;
 use crate::recon::{Import, ReconDay, ReconError};
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, State};
@@ -30,6 +31,11 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recon/settlements", post(settle))
         .route("/api/v1/recon/runs/{run_id}/resume", post(resume))
         .route("/api/v1/recon/runs/{run_id}/file", get(file))
+        .route("/api/v1/recon/runs/{run_id}/results.csv", get(results_csv))
+        .route(
+            "/api/v1/recon/runs/{run_id}/results.parquet",
+            get(results_parquet),
+        )
         .route("/api/v1/recon/runs/{run_id}/preview", post(preview_run))
         .route("/api/v1/recon/closes/{provider}/{date}", get(close_report))
         .route("/api/v1/recon/closes/verify", post(verify_close))
@@ -334,6 +340,87 @@ pub async fn file(
             ),
         )),
     }
+}
+
+/// `GET /api/v1/recon/runs/{run_id}/results.csv`: every statement row of
+/// a completed run with its outcome, then the records the statement lacked.
+#[utoipa::path(get, path = "/api/v1/recon/runs/{run_id}/results.csv", tag = "reconciliation",
+    params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The run's results, streamed: one line per statement row (outcome MATCHED or its ticket's class) and per record Reckon has that the statement lacked (kind local); columns run_id, provider_account, business_date, line_no, kind, provider_txn_id, payment_no, refund_no, amount, amount_minor, fee, fee_minor, currency, provider_status, reckon_status, outcome, matched_by, ticket_id, ticket_severity, ticket_status",
+            content_type = "text/csv", body = String),
+        (status = 400, description = "The run did not complete, or its statement file is no longer kept", body = ApiError),
+        (status = 404, description = "No such run", body = ApiError),
+    ))]
+pub async fn results_csv(
+    State(engine): State<Engine>,
+    Bearer(token): Bearer,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    results_download(&engine, &run_id, Format::Csv, &token.actor()).await
+}
+
+/// `GET /api/v1/recon/runs/{run_id}/results.parquet`: the same as a
+/// Parquet file.
+#[utoipa::path(get, path = "/api/v1/recon/runs/{run_id}/results.parquet", tag = "reconciliation",
+    params(("run_id" = String, Path, max_length = 64, pattern = "^[!-~]+$")),
+    responses(
+        (status = 200, description = "The run's results as a Parquet file (snappy), the CSV's columns: text as UTF8, line_no and the minor units as INT64",
+            content_type = "application/vnd.apache.parquet", body = Vec<u8>),
+        (status = 400, description = "The run did not complete, or its statement file is no longer kept", body = ApiError),
+        (status = 404, description = "No such run", body = ApiError),
+    ))]
+pub async fn results_parquet(
+    State(engine): State<Engine>,
+    Bearer(token): Bearer,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    results_download(&engine, &run_id, Format::Parquet, &token.actor()).await
+}
+
+/// A run's results as a download, for the API and the console; each
+/// download audited (`results.download`) before it is sent.
+pub async fn results_download(
+    engine: &Engine,
+    run_id: &str,
+    format: Format,
+    actor: &str,
+) -> Result<Response, ApiError> {
+    let Some(run) = crate::recon::results_of(engine, run_id).await? else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no run {run_id}"),
+        ));
+    };
+    let entry = crate::store::audit::Entry {
+        actor: actor.to_owned(),
+        action: "results.download",
+        object_type: "recon_run",
+        object_id: run_id.to_owned(),
+        before: None,
+        after: Some(serde_json::json!({ "format": format.extension() })),
+    };
+    crate::store::audit::record(&engine.db, &entry, engine.now())
+        .await
+        .map_err(ReconError::from)?;
+    let pieces = crate::console::run_export::stream(engine.clone(), run, format);
+    let stream = futures_util::stream::unfold(pieces, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let name = format!(
+        "reckon-run-{}.{}",
+        safe_file_name(run_id),
+        format.extension()
+    );
+    let headers = [
+        (header::CONTENT_TYPE, format.content_type().to_owned()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+    ];
+    Ok((headers, axum::body::Body::from_stream(stream)).into_response())
 }
 
 /// The run's kept statement as a download, for the API and the console;

@@ -22,6 +22,8 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/recon/settlements"),
     ("post", "/api/v1/recon/runs/{run_id}/resume"),
     ("get", "/api/v1/recon/runs/{run_id}/file"),
+    ("get", "/api/v1/recon/runs/{run_id}/results.csv"),
+    ("get", "/api/v1/recon/runs/{run_id}/results.parquet"),
     ("post", "/api/v1/recon/previews"),
     ("post", "/api/v1/recon/runs/{run_id}/preview"),
     ("post", "/api/v1/bank/statements"),

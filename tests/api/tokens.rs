@@ -60,6 +60,16 @@ const EXPECTED: &[(&str, &str, Option<&str>)] = &[
     ),
     (
         "get",
+        "/api/v1/recon/runs/{run_id}/results.csv",
+        Some("recon:read"),
+    ),
+    (
+        "get",
+        "/api/v1/recon/runs/{run_id}/results.parquet",
+        Some("recon:read"),
+    ),
+    (
+        "get",
         "/api/v1/recon/closes/{provider}/{date}",
         Some("recon:read"),
     ),

@@ -202,7 +202,20 @@ fn Run(
                     </ActionForm>
                 })}
             </td>
-            <td class="rows">{r.rows_read}</td>
+            <td class="rows">{r.rows_read}
+                // Its rows are read again from the kept file, or from the
+                // rows a pull staged.
+                {(r.status == "COMPLETED" && (r.file_kept || r.source == "pull")).then(|| {
+                    let at = format!("/runs/{}/results", crate::tickets::encode(&r.id));
+                    view! {
+                        <br/><span class="run-results" title=tr(lang, "Every row with its outcome", "每一行及其结果")>
+                            <a class="run-results-csv" href=format!("{at}.csv") rel="external" download>"CSV"</a>
+                            " · "
+                            <a class="run-results-parquet" href=format!("{at}.parquet") rel="external" download>"Parquet"</a>
+                        </span>
+                    }
+                })}
+            </td>
             <td class="classes">
                 {r.classes.iter().map(|(k, v)| view! { <span class="count" data-class=k.clone()>{k.clone()} " " <strong>{*v}</strong></span> " " }).collect_view()}
             </td>

@@ -16,7 +16,6 @@ use app::filter::QueryFilter;
 use app::tickets::{EVIDENCE_FILE_LIMIT, TicketFilter};
 use app::types::User;
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Multipart, Path, Query, State};
 use axum::http::{StatusCode, header, request::Parts};
 use axum::middleware;
@@ -137,9 +136,6 @@ pub async fn export(
         }
     });
     tracing::info!(user = %user.username, "ticket export");
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
     (
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
@@ -148,7 +144,7 @@ pub async fn export(
                 "attachment; filename=\"reckon-tickets.csv\"",
             ),
         ],
-        Body::from_stream(stream),
+        super::channel_body(rx),
     )
         .into_response()
 }

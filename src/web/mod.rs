@@ -304,3 +304,18 @@ mod tests {
         assert_eq!(origin_authority("http://"), None);
     }
 }
+
+/// A response body sent as a producer hands its pieces over; an error ends
+/// it. Fused: a compression layer may poll once more after the end.
+pub(crate) fn channel_body<T>(
+    rx: tokio::sync::mpsc::Receiver<Result<T, std::io::Error>>,
+) -> axum::body::Body
+where
+    T: Into<axum::body::Bytes> + Send + 'static,
+{
+    use futures_util::StreamExt;
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    axum::body::Body::from_stream(stream.fuse())
+}

@@ -404,9 +404,6 @@ pub async fn results_download(
         .await
         .map_err(ReconError::from)?;
     let pieces = crate::console::run_export::stream(engine.clone(), run, format);
-    let stream = futures_util::stream::unfold(pieces, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
     let name = format!(
         "reckon-run-{}.{}",
         safe_file_name(run_id),
@@ -420,7 +417,7 @@ pub async fn results_download(
         ),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
     ];
-    Ok((headers, axum::body::Body::from_stream(stream)).into_response())
+    Ok((headers, super::channel_body(pieces)).into_response())
 }
 
 /// The run's kept statement as a download, for the API and the console;

@@ -95,6 +95,26 @@ async fn a_runs_results_are_every_row_with_its_outcome_as_csv_and_parquet(b: Bac
          {run},sandbox,{date},,local,SBX-D,{d},,30.00,3000,,,CNY,,SUCCEEDED,LOCAL_ONLY,,{local_only},CRITICAL,OPEN\n"
     );
     assert_eq!(csv, expected);
+    // Compressed for a browser that asks: whole, the stream's end read once.
+    let res = app
+        .app
+        .client
+        .get(format!(
+            "{}/api/v1/recon/runs/{run}/results.csv",
+            app.app.base
+        ))
+        .bearer_auth(&token)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-encoding"], "gzip");
+    let gz = res.bytes().await.expect("the whole compressed body");
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut unzipped)
+        .unwrap();
+    assert_eq!(unzipped, expected);
 
     // The Parquet file, read back, holds the same cells (a leading `=`
     // needs no neutralising there).
@@ -142,7 +162,7 @@ async fn a_runs_results_are_every_row_with_its_outcome_as_csv_and_parquet(b: Bac
         .physical_type();
     assert_eq!(amount_minor, parquet::basic::Type::INT64);
 
-    // Each download was audited.
+    // Each download was audited: CSV twice, Parquet once.
     let audited: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM audit_log WHERE action = 'results.download' AND object_id = $1",
     )
@@ -150,7 +170,7 @@ async fn a_runs_results_are_every_row_with_its_outcome_as_csv_and_parquet(b: Bac
     .fetch_one(app.pool())
     .await
     .unwrap();
-    assert_eq!(audited, 2);
+    assert_eq!(audited, 3);
 }
 
 async fn the_results_need_recon_read_and_a_completed_run(b: Backend) {

@@ -286,6 +286,21 @@ async fn count_requests(State(metrics): State<Metrics>, req: Request, next: Next
     response
 }
 
+/// A response body sent as a producer hands its pieces over; an error ends
+/// it. Fused: a compression layer may poll once more after the end.
+pub(crate) fn channel_body<T>(
+    rx: tokio::sync::mpsc::Receiver<Result<T, std::io::Error>>,
+) -> axum::body::Body
+where
+    T: Into<axum::body::Bytes> + Send + 'static,
+{
+    use futures_util::StreamExt;
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    axum::body::Body::from_stream(stream.fuse())
+}
+
 #[cfg(test)]
 mod tests {
     use super::origin_authority;
@@ -303,19 +318,4 @@ mod tests {
         assert_eq!(origin_authority("null"), None);
         assert_eq!(origin_authority("http://"), None);
     }
-}
-
-/// A response body sent as a producer hands its pieces over; an error ends
-/// it. Fused: a compression layer may poll once more after the end.
-pub(crate) fn channel_body<T>(
-    rx: tokio::sync::mpsc::Receiver<Result<T, std::io::Error>>,
-) -> axum::body::Body
-where
-    T: Into<axum::body::Bytes> + Send + 'static,
-{
-    use futures_util::StreamExt;
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    axum::body::Body::from_stream(stream.fuse())
 }

@@ -430,32 +430,18 @@ async fn not_sent(
     if p.state != "NOT_SENT" {
         return Ok(());
     }
-    let Some(id) = open_by_key(&mut *tx, &late_key(provider, payout_id)).await? else {
-        return Ok(());
-    };
     let now = ctx.now();
     let conclusion = format!(
         "{provider} reports payout {payout_id} of {} {status}: it will not reach the bank; \
          the amount stays in {provider}'s balance",
         shown(p.amount_minor, &p.currency)
     );
-    let entry = serde_json::json!({"action": "payout not sent", "status": status, "by": MATCHING_ACTOR, "at": now});
-    if close_with(tx, &id, &entry, &conclusion, now).await? {
-        let audited = crate::store::audit::Entry {
-            actor: MATCHING_ACTOR.to_owned(),
-            action: "ticket.close",
-            object_type: "ticket",
-            object_id: id,
-            before: Some(
-                serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": payout_id }),
-            ),
-            after: Some(
-                serde_json::json!({ "status": "CLOSED", "conclusion": conclusion, "payout_status": status }),
-            ),
-        };
-        crate::store::audit::append(tx, &ctx.db.audit, &audited, now).await?;
-    }
-    Ok(())
+    let closing = LateClosing {
+        entry: serde_json::json!({"action": "payout not sent", "status": status, "by": MATCHING_ACTOR, "at": now}),
+        conclusion,
+        audited: ("payout_status", serde_json::json!(status)),
+    };
+    close_late(tx, ctx, provider, payout_id, closing, now).await
 }
 
 /// Today in the business time zone, as of `now` (µs).
@@ -1051,9 +1037,6 @@ async fn late_paid(
     if !matches!(p.state.as_str(), "PAYOUT_LATE" | "PAYOUT_MISSING") {
         return Ok(());
     }
-    let Some(id) = open_by_key(&mut *tx, &late_key(&p.provider, &p.payout_id)).await? else {
-        return Ok(());
-    };
     let conclusion = format!(
         "the bank credited payout {} with {} booked {} (statement line {}): late, not lost",
         p.payout_id,
@@ -1061,19 +1044,47 @@ async fn late_paid(
         c.booked_on,
         c.line_no
     );
-    let entry = serde_json::json!({"action": "credit arrived", "entry": c.entry_id, "booked_on": c.booked_on, "by": MATCHING_ACTOR, "at": now});
-    if close_with(tx, &id, &entry, &conclusion, now).await? {
+    let closing = LateClosing {
+        entry: serde_json::json!({"action": "credit arrived", "entry": c.entry_id, "booked_on": c.booked_on, "by": MATCHING_ACTOR, "at": now}),
+        conclusion,
+        audited: ("entry", serde_json::json!(c.entry_id)),
+    };
+    close_late(tx, ctx, &p.provider, &p.payout_id, closing, now).await
+}
+
+/// How the matcher closes a PAYOUT_LATE ticket: the action on it, the
+/// conclusion, and what the audit entry adds.
+struct LateClosing {
+    entry: serde_json::Value,
+    conclusion: String,
+    audited: (&'static str, serde_json::Value),
+}
+
+/// Closes a payout's PAYOUT_LATE ticket, if still open, with a
+/// `ticket.close` audit entry by the matcher.
+async fn close_late(
+    tx: &mut crate::store::Conn,
+    ctx: &Context,
+    provider: &str,
+    payout_id: &str,
+    c: LateClosing,
+    now: i64,
+) -> Result<(), crate::store::Error> {
+    let Some(id) = open_by_key(&mut *tx, &late_key(provider, payout_id)).await? else {
+        return Ok(());
+    };
+    if close_with(tx, &id, &c.entry, &c.conclusion, now).await? {
+        let mut after = serde_json::json!({ "status": "CLOSED", "conclusion": c.conclusion });
+        after[c.audited.0] = c.audited.1;
         let audited = crate::store::audit::Entry {
             actor: MATCHING_ACTOR.to_owned(),
             action: "ticket.close",
             object_type: "ticket",
             object_id: id,
             before: Some(
-                serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": p.payout_id }),
+                serde_json::json!({ "class": Class::PayoutLate.as_str(), "payout": payout_id }),
             ),
-            after: Some(
-                serde_json::json!({ "status": "CLOSED", "conclusion": conclusion, "entry": c.entry_id }),
-            ),
+            after: Some(after),
         };
         crate::store::audit::append(tx, &ctx.db.audit, &audited, now).await?;
     }

@@ -195,14 +195,6 @@ fn Run(
                     </div>
                 })}
                 {r.error.clone().map(|e| view! { <p class="error run-error">{e}</p> })}
-                {(resumable && may_work).then(|| view! {
-                    <ActionForm action=resume attr:class="inline">
-                        <input type="hidden" name="id" value=id/>
-                        <button type="submit" class="resume-submit">{tr(lang, "Resume", "继续")}</button>
-                    </ActionForm>
-                })}
-            </td>
-            <td class="rows">{r.rows_read}
                 // Its rows are read again from the kept file, or from the
                 // rows a pull staged.
                 {(r.status == "COMPLETED" && (r.file_kept || r.source == "pull")).then(|| {
@@ -215,7 +207,14 @@ fn Run(
                         </span>
                     }
                 })}
+                {(resumable && may_work).then(|| view! {
+                    <ActionForm action=resume attr:class="inline">
+                        <input type="hidden" name="id" value=id/>
+                        <button type="submit" class="resume-submit">{tr(lang, "Resume", "继续")}</button>
+                    </ActionForm>
+                })}
             </td>
+            <td class="rows">{r.rows_read}</td>
             <td class="classes">
                 {r.classes.iter().map(|(k, v)| view! { <span class="count" data-class=k.clone()>{k.clone()} " " <strong>{*v}</strong></span> " " }).collect_view()}
             </td>

@@ -341,7 +341,7 @@ fn claim_values(claim: Option<&serde_json::Value>) -> Vec<String> {
 }
 
 /// An error and its causes on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

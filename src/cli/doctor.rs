@@ -377,7 +377,10 @@ async fn provider(http: &reqwest::Client, p: &ProviderConfig) -> (Vec<Finding>, 
                 vec![finding(
                     Level::Fail,
                     what,
-                    format!("{base}: {}: check base_url, the network and TLS", chain(&e)),
+                    format!(
+                        "{base}: {}: check base_url, the network and TLS",
+                        crate::oidc::error_chain(&e)
+                    ),
                 )],
                 None,
             );
@@ -436,18 +439,6 @@ async fn provider(http: &reqwest::Client, p: &ProviderConfig) -> (Vec<Finding>, 
 
 fn httpdate(text: &str) -> Option<jiff::Timestamp> {
     jiff::fmt::rfc2822::parse(text).ok().map(|z| z.timestamp())
-}
-
-/// The error and its causes on one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 async fn resolves(url: &reqwest::Url) -> Result<(), String> {
@@ -572,7 +563,7 @@ async fn smtp_answers(smtp: &Smtp) -> Result<(), String> {
     match transport.test_connection().await {
         Ok(true) => Ok(()),
         Ok(false) => Err("the server did not answer the greeting".into()),
-        Err(e) => Err(chain(&e)),
+        Err(e) => Err(crate::oidc::error_chain(&e)),
     }
 }
 
